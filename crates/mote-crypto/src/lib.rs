@@ -1,0 +1,230 @@
+//! Cryptography for mote's QUIC and TLS 1.3, behind small provider traits.
+//!
+//! The QUIC and TLS layers never name an algorithm implementation. They ask a
+//! [`CryptoProvider`] for keys and contexts of the algorithm they negotiated and then use
+//! them through the traits below. Two providers exist:
+//!
+//! * [`rustcrypto::RustCrypto`] (feature `rustcrypto`, `no_std`, the device default): pure
+//!   Rust primitives from the RustCrypto project.
+//! * [`fast::Ring`] (feature `std`): `ring`'s assembly-optimised primitives for servers.
+//!
+//! # Linker-friendly dispatch
+//! Which algorithms exist is decided by Cargo features (`aes256`, `chacha20`, `p256`,
+//! `ed25519`, `ecdsa-p256`, `sign`). A provider's key types are enums whose variants exist
+//! only for enabled algorithms, so a minimal device build (AES-128-GCM, SHA-256, X25519 and
+//! one signature scheme) contains no code for the others: the `match` arms that would name
+//! them are compiled out, not merely unreachable. Asking for a disabled algorithm returns
+//! [`Error::Unsupported`].
+//!
+//! # No heap
+//! Every operation works in place on caller-owned buffers; outputs are fixed-size values
+//! ([`Digest`], [`Secret`], [`SharedSecret`]).
+#![no_std]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+mod algorithm;
+pub mod hkdf;
+mod secret;
+
+#[cfg(feature = "rustcrypto")]
+pub mod rustcrypto;
+
+#[cfg(feature = "std")]
+pub mod fast;
+
+pub use algorithm::{AeadAlgorithm, HashAlgorithm, NamedGroup, SignatureScheme};
+pub use secret::{Digest, Secret, SharedSecret, MAX_HASH_LEN};
+
+/// Length of every AEAD nonce used by TLS 1.3 and QUIC (RFC 8446 §5.3).
+pub const NONCE_LEN: usize = 12;
+/// Length of every AEAD tag used by TLS 1.3 and QUIC.
+pub const TAG_LEN: usize = 16;
+/// Length of the header-protection sample (RFC 9001 §5.4.2).
+pub const SAMPLE_LEN: usize = 16;
+/// Longest public key share any supported group produces (uncompressed P-256 point).
+pub const MAX_PUBLIC_KEY_LEN: usize = 65;
+/// Longest signature any supported scheme produces (DER-encoded ECDSA P-256).
+pub const MAX_SIGNATURE_LEN: usize = 72;
+
+/// What can go wrong in a cryptographic operation. Deliberately small and data-free: the
+/// caller knows the context and maps it onto a TLS alert or QUIC error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The algorithm is not compiled into this build, or this provider lacks it.
+    Unsupported,
+    /// A key, nonce or other input had the wrong length.
+    BadLength,
+    /// AEAD authentication failed: the ciphertext, AAD, nonce or tag was altered.
+    DecryptFailed,
+    /// The peer's public key share is not a valid point, or the shared secret is degenerate.
+    BadPublicKey,
+    /// A signature did not verify (or was malformed).
+    BadSignature,
+    /// A private key could not be parsed.
+    BadPrivateKey,
+    /// An output buffer was too small.
+    BufferTooSmall,
+    /// The random number generator failed.
+    Rng,
+}
+
+/// A cryptographically secure random number generator supplied by the caller.
+///
+/// mote never reaches for an OS source itself: a device passes its TRNG, a std program
+/// [`fast::SystemRng`] (or any other source).
+pub trait CryptoRng {
+    /// Fills `dest` with random bytes, or reports a failed source.
+    fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error>;
+}
+
+/// An AEAD key bound to one algorithm (RFC 5116), used for QUIC packet protection
+/// (RFC 9001 §5.3) and TLS 1.3 tickets.
+pub trait AeadKey {
+    /// The algorithm this key is for.
+    fn algorithm(&self) -> AeadAlgorithm;
+    /// Encrypts `in_out` in place and returns the authentication tag over `aad` and the
+    /// ciphertext.
+    fn seal_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+    ) -> Result<[u8; TAG_LEN], Error>;
+    /// Checks `tag` over `aad` and `in_out` and decrypts `in_out` in place. On failure the
+    /// contents of `in_out` are unspecified and must be discarded.
+    fn open_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), Error>;
+}
+
+/// A QUIC header-protection key (RFC 9001 §5.4).
+pub trait HeaderProtectionKey {
+    /// The AEAD whose header-protection function this key implements
+    /// (AES-ECB for the AES-GCM suites, ChaCha20 for ChaCha20-Poly1305).
+    fn algorithm(&self) -> AeadAlgorithm;
+    /// Computes the 5-byte mask from a 16-byte ciphertext sample (RFC 9001 §5.4.3/§5.4.4).
+    fn mask(&self, sample: &[u8; SAMPLE_LEN]) -> Result<[u8; 5], Error>;
+}
+
+/// A running hash, e.g. the TLS 1.3 transcript hash. `Clone` forks it, so intermediate
+/// transcript values can be taken without re-hashing.
+pub trait Hash: Clone {
+    /// The algorithm.
+    fn algorithm(&self) -> HashAlgorithm;
+    /// Absorbs `data`.
+    fn update(&mut self, data: &[u8]);
+    /// Finishes and returns the digest.
+    fn finish(self) -> Digest;
+    /// Returns the digest of everything absorbed so far and keeps the hash running.
+    fn snapshot(&self) -> Digest {
+        self.clone().finish()
+    }
+}
+
+/// A running HMAC (RFC 2104) over one of the TLS 1.3 hashes.
+pub trait Hmac {
+    /// Absorbs `data`.
+    fn update(&mut self, data: &[u8]);
+    /// Finishes and returns the tag (as long as the hash output).
+    fn finish(self) -> Digest;
+}
+
+/// One side of an ephemeral (EC)DHE key exchange (RFC 8446 §4.2.8).
+pub trait KeyExchange: Sized {
+    /// The group.
+    fn group(&self) -> NamedGroup;
+    /// Our public key share as sent on the wire (32 bytes for X25519, an uncompressed SEC1
+    /// point for secp256r1).
+    fn public_key(&self) -> &[u8];
+    /// Completes the exchange with the peer's share. Consumes the private key, which is
+    /// erased. Rejects invalid points and the all-zero X25519 result (RFC 8446 §7.4.2).
+    fn complete(self, peer_public_key: &[u8]) -> Result<SharedSecret, Error>;
+}
+
+/// A private key that produces TLS 1.3 CertificateVerify signatures (RFC 8446 §4.4.3).
+pub trait SigningKey {
+    /// The scheme this key signs with.
+    fn scheme(&self) -> SignatureScheme;
+    /// The raw public key: 32 bytes for Ed25519, an uncompressed SEC1 point for P-256
+    /// (what a raw-public-key certificate carries, RFC 7250).
+    fn public_key(&self) -> &[u8];
+    /// Signs `message` and writes the signature in TLS wire format (DER for ECDSA) to `out`,
+    /// returning its length.
+    fn sign(&self, rng: &mut dyn CryptoRng, message: &[u8], out: &mut [u8]) -> Result<usize, Error>;
+}
+
+/// A signing key type for providers or builds without signing (feature `sign` off):
+/// it has no values, so code that would use it is statically dead.
+#[derive(Debug)]
+pub enum NoSigningKey {}
+
+impl SigningKey for NoSigningKey {
+    fn scheme(&self) -> SignatureScheme {
+        match *self {}
+    }
+    fn public_key(&self) -> &[u8] {
+        match *self {}
+    }
+    fn sign(&self, _: &mut dyn CryptoRng, _: &[u8], _: &mut [u8]) -> Result<usize, Error> {
+        match *self {}
+    }
+}
+
+/// Everything QUIC and TLS 1.3 need from cryptography.
+///
+/// Implementations are cheap values (usually zero-sized); keys and contexts they hand out
+/// own their state.
+pub trait CryptoProvider {
+    /// An AEAD key of any algorithm this provider supports.
+    type AeadKey: AeadKey;
+    /// A header-protection key of any algorithm this provider supports.
+    type HeaderKey: HeaderProtectionKey;
+    /// A running hash.
+    type Hash: Hash;
+    /// A running HMAC.
+    type Hmac: Hmac;
+    /// An in-progress key exchange.
+    type KeyExchange: KeyExchange;
+    /// A signing key ([`NoSigningKey`] when signing is not built).
+    type SigningKey: SigningKey;
+
+    /// AEAD algorithms available, in this provider's order of preference.
+    fn aead_algorithms(&self) -> &'static [AeadAlgorithm];
+    /// Key-exchange groups available, in order of preference.
+    fn groups(&self) -> &'static [NamedGroup];
+    /// Signature schemes this provider can verify.
+    fn verify_schemes(&self) -> &'static [SignatureScheme];
+
+    /// Creates an AEAD key. `key` must be `alg.key_len()` bytes.
+    fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::AeadKey, Error>;
+    /// Creates a header-protection key. `key` must be `alg.key_len()` bytes.
+    fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::HeaderKey, Error>;
+    /// Starts a hash.
+    fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, Error>;
+    /// Starts an HMAC keyed with `key`.
+    fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, Error>;
+    /// Generates an ephemeral key pair for `group` from `rng`.
+    fn start_key_exchange(
+        &self,
+        group: NamedGroup,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<Self::KeyExchange, Error>;
+    /// Verifies a TLS 1.3 signature. `public_key` is raw (32-byte Ed25519, or a SEC1 P-256
+    /// point); `signature` is in TLS wire format (DER for ECDSA).
+    fn verify(
+        &self,
+        scheme: SignatureScheme,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), Error>;
+    /// Loads a signing key from PKCS#8 DER (the contents of a `BEGIN PRIVATE KEY` PEM).
+    fn signing_key(&self, scheme: SignatureScheme, pkcs8_der: &[u8]) -> Result<Self::SigningKey, Error>;
+}

@@ -1,0 +1,130 @@
+//! Fixed-size holders for digests and secrets, so no operation needs a heap.
+
+use zeroize::Zeroize;
+
+/// The longest hash output any supported algorithm produces (SHA-384).
+pub const MAX_HASH_LEN: usize = 48;
+
+/// A hash or HMAC output of up to [`MAX_HASH_LEN`] bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Digest {
+    bytes: [u8; MAX_HASH_LEN],
+    len: u8,
+}
+
+impl Digest {
+    /// Copies `bytes` (at most [`MAX_HASH_LEN`] long; longer input is truncated, which no
+    /// supported algorithm produces).
+    pub fn new(bytes: &[u8]) -> Self {
+        let len = bytes.len().min(MAX_HASH_LEN);
+        let mut out = Self { bytes: [0; MAX_HASH_LEN], len: len as u8 };
+        out.bytes[..len].copy_from_slice(&bytes[..len]);
+        out
+    }
+}
+
+impl AsRef<[u8]> for Digest {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl core::fmt::Debug for Digest {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Digest(")?;
+        for b in self.as_ref() {
+            write!(f, "{b:02x}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A secret of up to [`MAX_HASH_LEN`] bytes (an HKDF PRK or TLS traffic secret), erased on
+/// drop. Its `Debug` output never shows the bytes.
+#[derive(Clone)]
+pub struct Secret {
+    bytes: [u8; MAX_HASH_LEN],
+    len: u8,
+}
+
+impl Secret {
+    /// Copies `bytes` (at most [`MAX_HASH_LEN`]; longer input is truncated).
+    pub fn new(bytes: &[u8]) -> Self {
+        let len = bytes.len().min(MAX_HASH_LEN);
+        let mut out = Self { bytes: [0; MAX_HASH_LEN], len: len as u8 };
+        out.bytes[..len].copy_from_slice(&bytes[..len]);
+        out
+    }
+
+    /// A zeroed secret of `len` bytes, to be filled through [`Secret::as_mut`].
+    pub fn zeroed(len: usize) -> Self {
+        Self { bytes: [0; MAX_HASH_LEN], len: len.min(MAX_HASH_LEN) as u8 }
+    }
+
+    /// The secret's bytes, mutable.
+    pub fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.len as usize]
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True for a zero-length secret.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl AsRef<[u8]> for Secret {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl From<Digest> for Secret {
+    fn from(d: Digest) -> Self {
+        Self::new(d.as_ref())
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        self.bytes.zeroize();
+    }
+}
+
+impl core::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// An (EC)DHE shared secret: 32 bytes for both X25519 and secp256r1. Erased on drop.
+pub struct SharedSecret(pub(crate) [u8; 32]);
+
+impl SharedSecret {
+    /// Wraps raw bytes (for providers outside this crate).
+    pub fn new(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+}
+
+impl AsRef<[u8]> for SharedSecret {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for SharedSecret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+impl core::fmt::Debug for SharedSecret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("SharedSecret(..)")
+    }
+}

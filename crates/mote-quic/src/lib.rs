@@ -1,0 +1,25 @@
+//! QUIC for microcontrollers and servers: `no_std`, sans-IO, caller-owned buffers.
+//!
+//! This crate currently holds the wire layer: variable-length integers ([`coding`]),
+//! connection IDs ([`cid`]), versions ([`version`]), frames ([`frame`]), packet headers,
+//! packet numbers and packet protection ([`packet`]), and transport parameters
+//! ([`transport_params`]). Every parser works on borrowed bytes, never reads past them and
+//! returns a [`WireError`] that maps onto the QUIC transport error to close with.
+#![no_std]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod cid;
+pub mod coding;
+pub mod error;
+pub mod frame;
+pub mod packet;
+pub mod transport_params;
+pub mod version;
+
+pub use cid::ConnectionId;
+pub use coding::VarInt;
+pub use error::{TransportErrorCode, WireError};
+pub use version::Version;
