@@ -1,1 +1,60 @@
-fn main() {}
+//! `cargo xtask`: mote's developer tasks.
+//!
+//! * `cargo xtask test` — the project's test command (what CI runs): formatting, clippy,
+//!   the workspace tests, `no_std` cross builds for the device targets, the firmware
+//!   footprint build, and a bounded run of every fuzz target.
+//! * `cargo xtask footprint [--json]` — builds the footprint firmware image for each device
+//!   configuration and reports its flash size, split by crate and by component.
+//! * `cargo xtask fuzz <target> [--seconds N]` / `cargo xtask fuzz --list` — runs a
+//!   cargo-fuzz target (installing cargo-fuzz and a nightly toolchain if needed).
+//!
+//! The alias lives in `.cargo/config.toml`: `xtask = "run --quiet --package xtask --"`.
+
+mod footprint;
+mod fuzz;
+mod test;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// mote developer tasks. Run from anywhere inside the repository.
+#[derive(Parser, Debug)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the project's full test suite (exactly what CI runs).
+    ///
+    /// Steps, each with a header: fmt, clippy, test, cross (no_std builds of mote-crypto and
+    /// mote-quic for thumbv7em-none-eabihf and riscv32imc-unknown-none-elf, minimal and full
+    /// feature sets), footprint (firmware image in every configuration), fuzz (every fuzz
+    /// target for a bounded time). Exits non-zero if any step fails.
+    Test(test::TestArgs),
+    /// Build the footprint firmware image in each device configuration and report its
+    /// flash size split by crate and by component.
+    Footprint(footprint::FootprintArgs),
+    /// Run a cargo-fuzz target for a bounded time, or list the targets.
+    Fuzz(fuzz::FuzzArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Test(args) => test::run(&args),
+        Command::Footprint(args) => footprint::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
