@@ -262,7 +262,9 @@ pub struct TransportParameters {
     pub initial_source_connection_id: Option<ConnectionId>,
     /// 0x10 (server only): the Source Connection ID of the server's Retry, if it sent one.
     pub retry_source_connection_id: Option<ConnectionId>,
-    /// 0x11 (RFC 9368): version negotiation information.
+    /// 0x11 (RFC 9368): version negotiation information. Decoding checks its format only;
+    /// comparing the Chosen Version with the packets' version and downgrade prevention
+    /// (RFC 9368 §4) are the connection's job.
     pub version_information: Option<VersionInformation>,
     /// 0x20 (RFC 9221): largest DATAGRAM frame the sender will receive; 0 (the default)
     /// means DATAGRAM frames are not supported.
