@@ -260,9 +260,7 @@ impl crate::KeyExchange for KeyExchange {
     fn complete(self, peer_public_key: &[u8]) -> Result<SharedSecret, Error> {
         match self {
             Self::X25519 { private, .. } => {
-                let peer: [u8; 32] = peer_public_key
-                    .try_into()
-                    .map_err(|_| Error::BadPublicKey)?;
+                let peer: [u8; 32] = peer_public_key.try_into().map_err(|_| Error::BadPublicKey)?;
                 let shared = x25519_dalek::x25519(*private, peer);
                 // RFC 8446 §7.4.2 / RFC 7748 §6.1: an all-zero result means the peer sent a
                 // small-order point; abort.
