@@ -165,7 +165,9 @@ mod tests {
 
     #[test]
     fn codepoints_round_trip() {
-        for alg in [AeadAlgorithm::Aes128Gcm, AeadAlgorithm::Aes256Gcm, AeadAlgorithm::ChaCha20Poly1305] {
+        for alg in
+            [AeadAlgorithm::Aes128Gcm, AeadAlgorithm::Aes256Gcm, AeadAlgorithm::ChaCha20Poly1305]
+        {
             assert_eq!(AeadAlgorithm::from_cipher_suite(alg.cipher_suite()), Some(alg));
         }
         for g in [NamedGroup::Secp256r1, NamedGroup::X25519] {

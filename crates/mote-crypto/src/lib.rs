@@ -157,7 +157,8 @@ pub trait SigningKey {
     fn public_key(&self) -> &[u8];
     /// Signs `message` and writes the signature in TLS wire format (DER for ECDSA) to `out`,
     /// returning its length.
-    fn sign(&self, rng: &mut dyn CryptoRng, message: &[u8], out: &mut [u8]) -> Result<usize, Error>;
+    fn sign(&self, rng: &mut dyn CryptoRng, message: &[u8], out: &mut [u8])
+        -> Result<usize, Error>;
 }
 
 /// A signing key type for providers or builds without signing (feature `sign` off):
@@ -226,5 +227,9 @@ pub trait CryptoProvider {
         signature: &[u8],
     ) -> Result<(), Error>;
     /// Loads a signing key from PKCS#8 DER (the contents of a `BEGIN PRIVATE KEY` PEM).
-    fn signing_key(&self, scheme: SignatureScheme, pkcs8_der: &[u8]) -> Result<Self::SigningKey, Error>;
+    fn signing_key(
+        &self,
+        scheme: SignatureScheme,
+        pkcs8_der: &[u8],
+    ) -> Result<Self::SigningKey, Error>;
 }

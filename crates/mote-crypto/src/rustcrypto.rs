@@ -1,1 +1,546 @@
-//! placeholder
+//! The RustCrypto provider: pure-Rust, `no_std`, constant-time primitives.
+//!
+//! Key types are enums whose variants exist only for the algorithms enabled by Cargo
+//! features, so a minimal device build links AES-128-GCM, SHA-256 and X25519 and nothing
+//! else (see the crate docs on linker-friendly dispatch).
+
+use aes::cipher::{BlockEncrypt, KeyInit};
+use aes_gcm::aead::AeadInPlace;
+use hmac::Mac;
+use sha2::Digest as _;
+
+use crate::{
+    AeadAlgorithm, CryptoProvider, CryptoRng, Digest, Error, HashAlgorithm, NamedGroup,
+    SharedSecret, SignatureScheme, NONCE_LEN, SAMPLE_LEN, TAG_LEN,
+};
+
+/// The RustCrypto provider. Zero-sized: every key it returns owns its state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RustCrypto;
+
+static AEADS: &[AeadAlgorithm] = &[
+    AeadAlgorithm::Aes128Gcm,
+    #[cfg(feature = "chacha20")]
+    AeadAlgorithm::ChaCha20Poly1305,
+    #[cfg(feature = "aes256")]
+    AeadAlgorithm::Aes256Gcm,
+];
+
+static GROUPS: &[NamedGroup] = &[
+    NamedGroup::X25519,
+    #[cfg(feature = "p256")]
+    NamedGroup::Secp256r1,
+];
+
+static VERIFY_SCHEMES: &[SignatureScheme] = &[
+    #[cfg(feature = "ed25519")]
+    SignatureScheme::Ed25519,
+    #[cfg(feature = "ecdsa-p256")]
+    SignatureScheme::EcdsaSecp256r1Sha256,
+];
+
+/// An AEAD key of one of the enabled algorithms.
+pub enum AeadKey {
+    /// AES-128-GCM.
+    Aes128Gcm(aes_gcm::Aes128Gcm),
+    /// AES-256-GCM.
+    #[cfg(feature = "aes256")]
+    Aes256Gcm(aes_gcm::Aes256Gcm),
+    /// ChaCha20-Poly1305.
+    #[cfg(feature = "chacha20")]
+    ChaCha20Poly1305(chacha20poly1305::ChaCha20Poly1305),
+}
+
+impl crate::AeadKey for AeadKey {
+    fn algorithm(&self) -> AeadAlgorithm {
+        match self {
+            Self::Aes128Gcm(_) => AeadAlgorithm::Aes128Gcm,
+            #[cfg(feature = "aes256")]
+            Self::Aes256Gcm(_) => AeadAlgorithm::Aes256Gcm,
+            #[cfg(feature = "chacha20")]
+            Self::ChaCha20Poly1305(_) => AeadAlgorithm::ChaCha20Poly1305,
+        }
+    }
+
+    fn seal_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+    ) -> Result<[u8; TAG_LEN], Error> {
+        let nonce = nonce.into();
+        let tag = match self {
+            Self::Aes128Gcm(k) => k.encrypt_in_place_detached(nonce, aad, in_out),
+            #[cfg(feature = "aes256")]
+            Self::Aes256Gcm(k) => k.encrypt_in_place_detached(nonce, aad, in_out),
+            #[cfg(feature = "chacha20")]
+            Self::ChaCha20Poly1305(k) => k.encrypt_in_place_detached(nonce, aad, in_out),
+        }
+        // Only fails for inputs longer than the AEAD's maximum (2^36 bytes for GCM).
+        .map_err(|_| Error::BadLength)?;
+        Ok(tag.into())
+    }
+
+    fn open_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), Error> {
+        let nonce = nonce.into();
+        let tag = tag.into();
+        match self {
+            Self::Aes128Gcm(k) => k.decrypt_in_place_detached(nonce, aad, in_out, tag),
+            #[cfg(feature = "aes256")]
+            Self::Aes256Gcm(k) => k.decrypt_in_place_detached(nonce, aad, in_out, tag),
+            #[cfg(feature = "chacha20")]
+            Self::ChaCha20Poly1305(k) => k.decrypt_in_place_detached(nonce, aad, in_out, tag),
+        }
+        .map_err(|_| Error::DecryptFailed)
+    }
+}
+
+/// A header-protection key (RFC 9001 §5.4) of one of the enabled algorithms.
+pub enum HeaderKey {
+    /// AES-128 in ECB mode over the sample (RFC 9001 §5.4.3).
+    Aes128(aes::Aes128),
+    /// AES-256 in ECB mode over the sample.
+    #[cfg(feature = "aes256")]
+    Aes256(aes::Aes256),
+    /// The raw ChaCha20 key (RFC 9001 §5.4.4); the cipher is set up per sample.
+    #[cfg(feature = "chacha20")]
+    ChaCha20(zeroize::Zeroizing<[u8; 32]>),
+}
+
+impl crate::HeaderProtectionKey for HeaderKey {
+    fn algorithm(&self) -> AeadAlgorithm {
+        match self {
+            Self::Aes128(_) => AeadAlgorithm::Aes128Gcm,
+            #[cfg(feature = "aes256")]
+            Self::Aes256(_) => AeadAlgorithm::Aes256Gcm,
+            #[cfg(feature = "chacha20")]
+            Self::ChaCha20(_) => AeadAlgorithm::ChaCha20Poly1305,
+        }
+    }
+
+    fn mask(&self, sample: &[u8; SAMPLE_LEN]) -> Result<[u8; 5], Error> {
+        let mut mask = [0u8; 5];
+        match self {
+            // RFC 9001 §5.4.3: mask = AES-ECB(hp_key, sample)
+            Self::Aes128(k) => {
+                let mut block = (*sample).into();
+                k.encrypt_block(&mut block);
+                mask.copy_from_slice(&block[..5]);
+            }
+            #[cfg(feature = "aes256")]
+            Self::Aes256(k) => {
+                let mut block = (*sample).into();
+                k.encrypt_block(&mut block);
+                mask.copy_from_slice(&block[..5]);
+            }
+            // RFC 9001 §5.4.4: counter = sample[0..4] (little-endian), nonce = sample[4..16],
+            // mask = ChaCha20(hp_key, counter, nonce, {0,0,0,0,0})
+            #[cfg(feature = "chacha20")]
+            Self::ChaCha20(key) => {
+                use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
+                let counter = u32::from_le_bytes([sample[0], sample[1], sample[2], sample[3]]);
+                let nonce: [u8; 12] = [
+                    sample[4], sample[5], sample[6], sample[7], sample[8], sample[9], sample[10],
+                    sample[11], sample[12], sample[13], sample[14], sample[15],
+                ];
+                let mut cipher = chacha20::ChaCha20::new((&**key).into(), (&nonce).into());
+                cipher.seek(u64::from(counter) * 64);
+                cipher.apply_keystream(&mut mask);
+            }
+        }
+        Ok(mask)
+    }
+}
+
+/// A running hash of one of the enabled algorithms.
+#[derive(Clone)]
+pub enum Hash {
+    /// SHA-256.
+    Sha256(sha2::Sha256),
+    /// SHA-384.
+    #[cfg(feature = "aes256")]
+    Sha384(sha2::Sha384),
+}
+
+impl crate::Hash for Hash {
+    fn algorithm(&self) -> HashAlgorithm {
+        match self {
+            Self::Sha256(_) => HashAlgorithm::Sha256,
+            #[cfg(feature = "aes256")]
+            Self::Sha384(_) => HashAlgorithm::Sha384,
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        match self {
+            Self::Sha256(h) => h.update(data),
+            #[cfg(feature = "aes256")]
+            Self::Sha384(h) => h.update(data),
+        }
+    }
+
+    fn finish(self) -> Digest {
+        match self {
+            Self::Sha256(h) => Digest::new(&h.finalize()),
+            #[cfg(feature = "aes256")]
+            Self::Sha384(h) => Digest::new(&h.finalize()),
+        }
+    }
+}
+
+/// A running HMAC over one of the enabled hashes.
+pub enum Hmac {
+    /// HMAC-SHA-256.
+    Sha256(hmac::Hmac<sha2::Sha256>),
+    /// HMAC-SHA-384.
+    #[cfg(feature = "aes256")]
+    Sha384(hmac::Hmac<sha2::Sha384>),
+}
+
+impl crate::Hmac for Hmac {
+    fn update(&mut self, data: &[u8]) {
+        match self {
+            Self::Sha256(m) => m.update(data),
+            #[cfg(feature = "aes256")]
+            Self::Sha384(m) => m.update(data),
+        }
+    }
+
+    fn finish(self) -> Digest {
+        match self {
+            Self::Sha256(m) => Digest::new(&m.finalize().into_bytes()),
+            #[cfg(feature = "aes256")]
+            Self::Sha384(m) => Digest::new(&m.finalize().into_bytes()),
+        }
+    }
+}
+
+/// An in-progress ephemeral key exchange.
+pub enum KeyExchange {
+    /// X25519 (RFC 7748): the private scalar and our public key.
+    X25519 {
+        /// Private scalar, erased on drop.
+        private: zeroize::Zeroizing<[u8; 32]>,
+        /// Public key.
+        public: [u8; 32],
+    },
+    /// secp256r1 ECDHE: the private key and our uncompressed public point.
+    #[cfg(feature = "p256")]
+    Secp256r1 {
+        /// Private key (zeroized on drop by `p256`).
+        private: p256::SecretKey,
+        /// Uncompressed SEC1 public point.
+        public: [u8; 65],
+    },
+}
+
+impl crate::KeyExchange for KeyExchange {
+    fn group(&self) -> NamedGroup {
+        match self {
+            Self::X25519 { .. } => NamedGroup::X25519,
+            #[cfg(feature = "p256")]
+            Self::Secp256r1 { .. } => NamedGroup::Secp256r1,
+        }
+    }
+
+    fn public_key(&self) -> &[u8] {
+        match self {
+            Self::X25519 { public, .. } => public,
+            #[cfg(feature = "p256")]
+            Self::Secp256r1 { public, .. } => public,
+        }
+    }
+
+    fn complete(self, peer_public_key: &[u8]) -> Result<SharedSecret, Error> {
+        match self {
+            Self::X25519 { private, .. } => {
+                let peer: [u8; 32] = peer_public_key.try_into().map_err(|_| Error::BadPublicKey)?;
+                let shared = x25519_dalek::x25519(*private, peer);
+                // RFC 8446 §7.4.2 / RFC 7748 §6.1: an all-zero result means the peer sent a
+                // small-order point; abort.
+                if shared.iter().fold(0u8, |acc, b| acc | b) == 0 {
+                    return Err(Error::BadPublicKey);
+                }
+                Ok(SharedSecret(shared))
+            }
+            #[cfg(feature = "p256")]
+            Self::Secp256r1 { private, .. } => {
+                // RFC 8446 §4.2.8.2: only the uncompressed form is allowed.
+                if peer_public_key.len() != 65 || peer_public_key[0] != 0x04 {
+                    return Err(Error::BadPublicKey);
+                }
+                // Parsing checks that the point lies on the curve and is not the identity.
+                let peer = p256::PublicKey::from_sec1_bytes(peer_public_key)
+                    .map_err(|_| Error::BadPublicKey)?;
+                let shared =
+                    p256::ecdh::diffie_hellman(private.to_nonzero_scalar(), peer.as_affine());
+                let mut out = [0u8; 32];
+                out.copy_from_slice(shared.raw_secret_bytes());
+                Ok(SharedSecret(out))
+            }
+        }
+    }
+}
+
+/// A signing key for one of the enabled schemes (feature `sign`).
+#[cfg(feature = "sign")]
+pub enum SigningKey {
+    /// Ed25519 (RFC 8032) with its public key.
+    #[cfg(feature = "ed25519")]
+    Ed25519(ed25519_dalek::SigningKey, [u8; 32]),
+    /// ECDSA P-256 with SHA-256 and its uncompressed public point.
+    #[cfg(feature = "ecdsa-p256")]
+    EcdsaP256(p256::ecdsa::SigningKey, [u8; 65]),
+}
+
+#[cfg(feature = "sign")]
+impl crate::SigningKey for SigningKey {
+    fn scheme(&self) -> SignatureScheme {
+        match *self {
+            #[cfg(feature = "ed25519")]
+            Self::Ed25519(..) => SignatureScheme::Ed25519,
+            #[cfg(feature = "ecdsa-p256")]
+            Self::EcdsaP256(..) => SignatureScheme::EcdsaSecp256r1Sha256,
+        }
+    }
+
+    fn public_key(&self) -> &[u8] {
+        match self {
+            #[cfg(feature = "ed25519")]
+            Self::Ed25519(_, public) => public,
+            #[cfg(feature = "ecdsa-p256")]
+            Self::EcdsaP256(_, public) => public,
+        }
+    }
+
+    fn sign(
+        &self,
+        _rng: &mut dyn CryptoRng,
+        message: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, Error> {
+        // Both schemes are deterministic here (RFC 8032; RFC 6979 for ECDSA), so the RNG is
+        // not needed.
+        match self {
+            #[cfg(feature = "ed25519")]
+            Self::Ed25519(key, _) => {
+                use ed25519_dalek::Signer;
+                let sig = key.sign(message).to_bytes();
+                copy_out(&sig, out)
+            }
+            #[cfg(feature = "ecdsa-p256")]
+            Self::EcdsaP256(key, _) => {
+                use p256::ecdsa::signature::Signer;
+                let sig: p256::ecdsa::Signature = key.sign(message);
+                copy_out(sig.to_der().as_bytes(), out)
+            }
+        }
+    }
+}
+
+#[cfg(feature = "sign")]
+fn copy_out(sig: &[u8], out: &mut [u8]) -> Result<usize, Error> {
+    let dst = out.get_mut(..sig.len()).ok_or(Error::BufferTooSmall)?;
+    dst.copy_from_slice(sig);
+    Ok(sig.len())
+}
+
+impl CryptoProvider for RustCrypto {
+    type AeadKey = AeadKey;
+    type HeaderKey = HeaderKey;
+    type Hash = Hash;
+    type Hmac = Hmac;
+    type KeyExchange = KeyExchange;
+    #[cfg(feature = "sign")]
+    type SigningKey = SigningKey;
+    #[cfg(not(feature = "sign"))]
+    type SigningKey = crate::NoSigningKey;
+
+    fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
+        AEADS
+    }
+
+    fn groups(&self) -> &'static [NamedGroup] {
+        GROUPS
+    }
+
+    fn verify_schemes(&self) -> &'static [SignatureScheme] {
+        VERIFY_SCHEMES
+    }
+
+    #[allow(unreachable_patterns)] // the fallback arm is dead when every feature is on
+    fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<AeadKey, Error> {
+        if key.len() != alg.key_len() {
+            return Err(Error::BadLength);
+        }
+        Ok(match alg {
+            AeadAlgorithm::Aes128Gcm => AeadKey::Aes128Gcm(
+                aes_gcm::Aes128Gcm::new_from_slice(key).map_err(|_| Error::BadLength)?,
+            ),
+            #[cfg(feature = "aes256")]
+            AeadAlgorithm::Aes256Gcm => AeadKey::Aes256Gcm(
+                aes_gcm::Aes256Gcm::new_from_slice(key).map_err(|_| Error::BadLength)?,
+            ),
+            #[cfg(feature = "chacha20")]
+            AeadAlgorithm::ChaCha20Poly1305 => AeadKey::ChaCha20Poly1305(
+                chacha20poly1305::ChaCha20Poly1305::new_from_slice(key)
+                    .map_err(|_| Error::BadLength)?,
+            ),
+            _ => return Err(Error::Unsupported),
+        })
+    }
+
+    #[allow(unreachable_patterns)]
+    fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<HeaderKey, Error> {
+        if key.len() != alg.key_len() {
+            return Err(Error::BadLength);
+        }
+        Ok(match alg {
+            AeadAlgorithm::Aes128Gcm => {
+                HeaderKey::Aes128(aes::Aes128::new_from_slice(key).map_err(|_| Error::BadLength)?)
+            }
+            #[cfg(feature = "aes256")]
+            AeadAlgorithm::Aes256Gcm => {
+                HeaderKey::Aes256(aes::Aes256::new_from_slice(key).map_err(|_| Error::BadLength)?)
+            }
+            #[cfg(feature = "chacha20")]
+            AeadAlgorithm::ChaCha20Poly1305 => {
+                let mut k = zeroize::Zeroizing::new([0u8; 32]);
+                k.copy_from_slice(key);
+                HeaderKey::ChaCha20(k)
+            }
+            _ => return Err(Error::Unsupported),
+        })
+    }
+
+    #[allow(unreachable_patterns)]
+    fn hash(&self, alg: HashAlgorithm) -> Result<Hash, Error> {
+        match alg {
+            HashAlgorithm::Sha256 => Ok(Hash::Sha256(sha2::Sha256::new())),
+            #[cfg(feature = "aes256")]
+            HashAlgorithm::Sha384 => Ok(Hash::Sha384(sha2::Sha384::new())),
+            _ => Err(Error::Unsupported),
+        }
+    }
+
+    #[allow(unreachable_patterns)]
+    fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Hmac, Error> {
+        // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
+        match alg {
+            HashAlgorithm::Sha256 => Ok(Hmac::Sha256(
+                <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
+                    .map_err(|_| Error::BadLength)?,
+            )),
+            #[cfg(feature = "aes256")]
+            HashAlgorithm::Sha384 => Ok(Hmac::Sha384(
+                <hmac::Hmac<sha2::Sha384> as Mac>::new_from_slice(key)
+                    .map_err(|_| Error::BadLength)?,
+            )),
+            _ => Err(Error::Unsupported),
+        }
+    }
+
+    #[allow(unreachable_patterns)]
+    fn start_key_exchange(
+        &self,
+        group: NamedGroup,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<KeyExchange, Error> {
+        match group {
+            NamedGroup::X25519 => {
+                // RFC 7748 §5: any 32 random bytes are a valid scalar (clamped in `x25519`).
+                let mut private = zeroize::Zeroizing::new([0u8; 32]);
+                rng.fill(&mut *private)?;
+                let public = x25519_dalek::x25519(*private, x25519_dalek::X25519_BASEPOINT_BYTES);
+                Ok(KeyExchange::X25519 { private, public })
+            }
+            #[cfg(feature = "p256")]
+            NamedGroup::Secp256r1 => {
+                // Rejection sampling: a random 256-bit string is a valid scalar (non-zero and
+                // below the group order) with probability > 1 - 2^-32, so a handful of tries
+                // suffice unless the RNG is broken.
+                let mut bytes = zeroize::Zeroizing::new([0u8; 32]);
+                for _ in 0..8 {
+                    rng.fill(&mut *bytes)?;
+                    if let Ok(private) = p256::SecretKey::from_slice(&*bytes) {
+                        use p256::elliptic_curve::sec1::ToEncodedPoint;
+                        let point = private.public_key().to_encoded_point(false);
+                        let mut public = [0u8; 65];
+                        public.copy_from_slice(point.as_bytes());
+                        return Ok(KeyExchange::Secp256r1 { private, public });
+                    }
+                }
+                Err(Error::Rng)
+            }
+            _ => Err(Error::Unsupported),
+        }
+    }
+
+    #[allow(unused_variables, unreachable_patterns)]
+    fn verify(
+        &self,
+        scheme: SignatureScheme,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), Error> {
+        match scheme {
+            #[cfg(feature = "ed25519")]
+            SignatureScheme::Ed25519 => {
+                let key: &[u8; 32] = public_key.try_into().map_err(|_| Error::BadSignature)?;
+                let sig: &[u8; 64] = signature.try_into().map_err(|_| Error::BadSignature)?;
+                let key = ed25519_dalek::VerifyingKey::from_bytes(key)
+                    .map_err(|_| Error::BadSignature)?;
+                // Strict verification rejects small-order keys and non-canonical encodings.
+                key.verify_strict(message, &ed25519_dalek::Signature::from_bytes(sig))
+                    .map_err(|_| Error::BadSignature)
+            }
+            #[cfg(feature = "ecdsa-p256")]
+            SignatureScheme::EcdsaSecp256r1Sha256 => {
+                use p256::ecdsa::signature::Verifier;
+                let key = p256::ecdsa::VerifyingKey::from_sec1_bytes(public_key)
+                    .map_err(|_| Error::BadSignature)?;
+                let sig =
+                    p256::ecdsa::Signature::from_der(signature).map_err(|_| Error::BadSignature)?;
+                key.verify(message, &sig).map_err(|_| Error::BadSignature)
+            }
+            _ => Err(Error::Unsupported),
+        }
+    }
+
+    #[cfg(feature = "sign")]
+    #[allow(unreachable_patterns)]
+    fn signing_key(&self, scheme: SignatureScheme, pkcs8_der: &[u8]) -> Result<SigningKey, Error> {
+        match scheme {
+            #[cfg(feature = "ed25519")]
+            SignatureScheme::Ed25519 => {
+                use ed25519_dalek::pkcs8::DecodePrivateKey;
+                let key = ed25519_dalek::SigningKey::from_pkcs8_der(pkcs8_der)
+                    .map_err(|_| Error::BadPrivateKey)?;
+                let public = key.verifying_key().to_bytes();
+                Ok(SigningKey::Ed25519(key, public))
+            }
+            #[cfg(feature = "ecdsa-p256")]
+            SignatureScheme::EcdsaSecp256r1Sha256 => {
+                use p256::pkcs8::DecodePrivateKey;
+                let key = p256::ecdsa::SigningKey::from_pkcs8_der(pkcs8_der)
+                    .map_err(|_| Error::BadPrivateKey)?;
+                let mut public = [0u8; 65];
+                public.copy_from_slice(key.verifying_key().to_encoded_point(false).as_bytes());
+                Ok(SigningKey::EcdsaP256(key, public))
+            }
+            _ => Err(Error::Unsupported),
+        }
+    }
+
+    #[cfg(not(feature = "sign"))]
+    fn signing_key(&self, _: SignatureScheme, _: &[u8]) -> Result<crate::NoSigningKey, Error> {
+        Err(Error::Unsupported)
+    }
+}
