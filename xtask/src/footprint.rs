@@ -54,7 +54,8 @@ pub const CONFIGS: &[Config] = &[
         name: "full-ciphers",
         features: &["full"],
         target: CORTEX_M4,
-        description: "QUIC v1+v2, DATAGRAM; + AES-256-GCM/SHA-384, ChaCha20-Poly1305, P-256 ECDHE, \
+        description:
+            "QUIC v1+v2, DATAGRAM; + AES-256-GCM/SHA-384, ChaCha20-Poly1305, P-256 ECDHE, \
                       Ed25519 and ECDSA-P256 verification",
     },
 ];
@@ -157,7 +158,13 @@ impl Default for FootprintArgs {
 pub fn run(args: &FootprintArgs) -> Result<()> {
     if args.list {
         for c in CONFIGS {
-            println!("{:<14} {:<24} features={:<12} {}", c.name, c.target, c.features.join(","), c.description);
+            println!(
+                "{:<14} {:<24} features={:<12} {}",
+                c.name,
+                c.target,
+                c.features.join(","),
+                c.description
+            );
         }
         return Ok(());
     }
@@ -169,7 +176,10 @@ pub fn run(args: &FootprintArgs) -> Result<()> {
             .map(|name| {
                 CONFIGS.iter().find(|c| c.name == name).ok_or_else(|| {
                     let names: Vec<_> = CONFIGS.iter().map(|c| c.name).collect();
-                    anyhow!("no footprint configuration `{name}`; configurations: {}", names.join(", "))
+                    anyhow!(
+                        "no footprint configuration `{name}`; configurations: {}",
+                        names.join(", ")
+                    )
                 })
             })
             .collect::<Result<_>>()?
@@ -210,14 +220,16 @@ fn build(config: &Config) -> Result<PathBuf> {
     }
     let mut executable = None;
     for line in out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        let msg: serde_json::Value = serde_json::from_slice(line).context("cargo printed invalid JSON")?;
+        let msg: serde_json::Value =
+            serde_json::from_slice(line).context("cargo printed invalid JSON")?;
         if msg["reason"] == "compiler-artifact" && msg["target"]["name"] == FIRMWARE_BIN {
             if let Some(path) = msg["executable"].as_str() {
                 executable = Some(PathBuf::from(path));
             }
         }
     }
-    let executable = executable.ok_or_else(|| anyhow!("cargo reported no `{FIRMWARE_BIN}` executable"))?;
+    let executable =
+        executable.ok_or_else(|| anyhow!("cargo reported no `{FIRMWARE_BIN}` executable"))?;
     let keep = dir.join("target").join("footprint").join(format!("{}.elf", config.name));
     std::fs::create_dir_all(keep.parent().expect("has a parent"))?;
     std::fs::copy(&executable, &keep)
@@ -245,7 +257,8 @@ struct Report {
 /// Reads the ELF at `path` and attributes its flash bytes.
 fn analyze(config: &Config, path: &Path) -> Result<Report> {
     let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let file = object::File::parse(&*data).with_context(|| format!("parsing {}", path.display()))?;
+    let file =
+        object::File::parse(&*data).with_context(|| format!("parsing {}", path.display()))?;
     let thumb = file.architecture() == object::Architecture::Arm;
 
     let mut flash_sections = Vec::new();
@@ -273,10 +286,16 @@ fn analyze(config: &Config, path: &Path) -> Result<Report> {
         let mut symbols: Vec<(u64, u64, &str)> = file
             .symbols()
             .filter(|s| s.section_index() == Some(section.index()) && s.size() > 0)
-            .filter(|s| matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown))
+            .filter(|s| {
+                matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown)
+            })
             .map(|s| {
                 // Thumb function addresses carry the interworking bit.
-                let addr = if thumb && s.kind() == SymbolKind::Text { s.address() & !1 } else { s.address() };
+                let addr = if thumb && s.kind() == SymbolKind::Text {
+                    s.address() & !1
+                } else {
+                    s.address()
+                };
                 (addr, addr + s.size(), s.name().unwrap_or(""))
             })
             .collect();
@@ -302,8 +321,11 @@ fn analyze(config: &Config, path: &Path) -> Result<Report> {
     }
 
     let flash_bytes: u64 = flash_sections.iter().map(|(_, n)| n).sum();
-    let mut by_component: Vec<(&'static str, u64)> =
-        COMPONENTS.iter().map(|(name, _)| (*name, 0)).chain([(OTHER, 0), (UNATTRIBUTED, unattributed)]).collect();
+    let mut by_component: Vec<(&'static str, u64)> = COMPONENTS
+        .iter()
+        .map(|(name, _)| (*name, 0))
+        .chain([(OTHER, 0), (UNATTRIBUTED, unattributed)])
+        .collect();
     for (krate, bytes) in &by_crate {
         let component = component_of(krate);
         by_component.iter_mut().find(|(c, _)| *c == component).expect("listed").1 += bytes;
@@ -412,7 +434,9 @@ fn split_qualified(inner: &str) -> Option<(&str, Option<&str>)> {
                 });
             }
             '>' => depth -= 1,
-            ' ' if depth == 0 && type_end.is_none() && inner[i..].starts_with(" as ") => type_end = Some(i),
+            ' ' if depth == 0 && type_end.is_none() && inner[i..].starts_with(" as ") => {
+                type_end = Some(i)
+            }
             _ => {}
         }
         prev = c;
@@ -500,11 +524,13 @@ impl Report {
             c.target
         );
         println!("image: {}", self.elf.display());
-        let sections: Vec<String> = self.flash_sections.iter().map(|(n, b)| format!("{n} {b}")).collect();
+        let sections: Vec<String> =
+            self.flash_sections.iter().map(|(n, b)| format!("{n} {b}")).collect();
         println!("flash: {} bytes = {}", self.flash_bytes, sections.join(" + "));
         println!("       (every loaded section; .data counts once, as its initial image in flash)");
         let ram: u64 = self.ram_sections.iter().map(|(_, n)| n).sum();
-        let sections: Vec<String> = self.ram_sections.iter().map(|(n, b)| format!("{n} {b}")).collect();
+        let sections: Vec<String> =
+            self.ram_sections.iter().map(|(n, b)| format!("{n} {b}")).collect();
         println!("static RAM: {ram} bytes = {} (stack not included)", sections.join(" + "));
 
         println!();
@@ -525,8 +551,14 @@ impl Report {
                 percent(*bytes, self.flash_bytes)
             );
         }
-        let unattributed = self.by_component.iter().find(|(c, _)| *c == UNATTRIBUTED).map_or(0, |(_, n)| *n);
-        println!("  {:<22} {:<10} {unattributed:>9} {:>6.1}%", "(no symbol)", UNATTRIBUTED, percent(unattributed, self.flash_bytes));
+        let unattributed =
+            self.by_component.iter().find(|(c, _)| *c == UNATTRIBUTED).map_or(0, |(_, n)| *n);
+        println!(
+            "  {:<22} {:<10} {unattributed:>9} {:>6.1}%",
+            "(no symbol)",
+            UNATTRIBUTED,
+            percent(unattributed, self.flash_bytes)
+        );
 
         if top > 0 {
             println!();
@@ -535,7 +567,8 @@ impl Report {
                 println!("  {bytes:>9}  {krate:<18} {}", shorten(name, 100));
             }
         }
-        let unknown: Vec<_> = self.symbols.iter().filter(|(_, k, _)| component_of(k) == OTHER).collect();
+        let unknown: Vec<_> =
+            self.symbols.iter().filter(|(_, k, _)| component_of(k) == OTHER).collect();
         if !unknown.is_empty() {
             println!();
             println!("  symbols in `{OTHER}` (extend COMPONENTS / unmangled_crate in xtask/src/footprint.rs):");
@@ -601,7 +634,10 @@ mod tests {
         );
         assert_eq!(path_crate("<aes::soft::Aes128 as cipher::BlockEncrypt>::encrypt"), Some("aes"));
         assert_eq!(path_crate("<&mut W as core::fmt::Write>::write_str"), Some("core"));
-        assert_eq!(path_crate("<&'a mote_quic::cid::ConnectionId as core::fmt::Debug>::fmt"), Some("mote_quic"));
+        assert_eq!(
+            path_crate("<&'a mote_quic::cid::ConnectionId as core::fmt::Debug>::fmt"),
+            Some("mote_quic")
+        );
         assert_eq!(path_crate("<[u8] as core::fmt::Debug>::fmt"), Some("core"));
         assert_eq!(path_crate("<u32 as subtle::ConstantTimeEq>::ct_eq"), Some("subtle"));
         assert_eq!(path_crate("<[T]>::copy_from_slice"), Some("core"));

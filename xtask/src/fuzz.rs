@@ -74,11 +74,7 @@ pub fn list_targets() -> Result<Vec<String>> {
         .arg(dir.join("Cargo.toml"));
     let out = cmd.output().with_context(|| format!("could not start `{}`", util::display(&cmd)))?;
     if !out.status.success() {
-        bail!(
-            "`{}` failed:\n{}",
-            util::display(&cmd),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("`{}` failed:\n{}", util::display(&cmd), String::from_utf8_lossy(&out.stderr));
     }
     let meta: serde_json::Value =
         serde_json::from_slice(&out.stdout).context("cargo metadata printed invalid JSON")?;
@@ -103,10 +99,13 @@ pub fn ensure_tools() -> Result<()> {
     let root = util::repo_root();
     if !util::probe(util::cargo(&root, Some(NIGHTLY)).arg("--version")) {
         eprintln!("xtask: no `{NIGHTLY}` toolchain; installing it (cargo-fuzz needs one)");
-        util::run(
-            std::process::Command::new("rustup")
-                .args(["toolchain", "install", NIGHTLY, "--profile", "minimal"]),
-        )?;
+        util::run(std::process::Command::new("rustup").args([
+            "toolchain",
+            "install",
+            NIGHTLY,
+            "--profile",
+            "minimal",
+        ]))?;
     }
     if !util::probe(util::cargo(&root, Some(NIGHTLY)).args(["fuzz", "--version"])) {
         eprintln!("xtask: cargo-fuzz is not installed; installing it");

@@ -39,7 +39,8 @@ pub enum Step {
     Fuzz,
 }
 
-const ALL_STEPS: &[Step] = &[Step::Fmt, Step::Clippy, Step::Test, Step::Cross, Step::Footprint, Step::Fuzz];
+const ALL_STEPS: &[Step] =
+    &[Step::Fmt, Step::Clippy, Step::Test, Step::Cross, Step::Footprint, Step::Fuzz];
 
 /// Arguments of `cargo xtask test`.
 #[derive(Args, Debug)]
@@ -135,7 +136,14 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             for target in DEVICE_TARGETS {
                 for (package, label, features) in CROSS_BUILDS {
                     let mut cmd = util::cargo(&root, None);
-                    cmd.args(["build", "--package", package, "--target", target, "--no-default-features"]);
+                    cmd.args([
+                        "build",
+                        "--package",
+                        package,
+                        "--target",
+                        target,
+                        "--no-default-features",
+                    ]);
                     if !features.is_empty() {
                         cmd.args(["--features", features]);
                     }

@@ -39,7 +39,8 @@ pub fn display(cmd: &Command) -> String {
     let mut out = String::new();
     let quote = |s: &OsStr| {
         let s = s.to_string_lossy();
-        if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_=+./,:@".contains(c)) {
+        if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_=+./,:@".contains(c))
+        {
             s.into_owned()
         } else {
             format!("'{}'", s.replace('\'', r"'\''"))
