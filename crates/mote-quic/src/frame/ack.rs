@@ -116,7 +116,9 @@ impl<'a> Ack<'a> {
     pub fn range_count(&self) -> usize {
         match self.source {
             // The count was checked against the bytes at parse time, so it fits a usize.
-            Source::Wire { count, .. } => usize::try_from(count).unwrap_or(usize::MAX).saturating_add(1),
+            Source::Wire { count, .. } => {
+                usize::try_from(count).unwrap_or(usize::MAX).saturating_add(1)
+            }
             Source::Ranges { ranges, .. } => ranges.len(),
         }
     }
@@ -246,7 +248,12 @@ impl<'a> Encoder<'a> {
     fn new(mut ranges: AckRanges<'a>) -> Self {
         let count = ranges.len().saturating_sub(1) as u64;
         let (smallest, largest) = ranges.next().unwrap_or((0, 0));
-        Self { ranges, count, first_range: largest.saturating_sub(smallest), prev_smallest: smallest }
+        Self {
+            ranges,
+            count,
+            first_range: largest.saturating_sub(smallest),
+            prev_smallest: smallest,
+        }
     }
 
     /// The next (Gap, ACK Range Length) pair. The ranges were validated by [`Ack::new`];
