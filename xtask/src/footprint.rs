@@ -124,7 +124,12 @@ const COMPONENTS: &[(&str, &[&str])] = &[
     ),
     ("core", &["core", "compiler_builtins", "alloc"]),
     ("runtime", &["cortex_m_rt", "cortex_m", "panic_halt", "critical_section"]),
+    // LLVM's machine outliner (on at opt-level "z") factors instruction sequences repeated
+    // anywhere in the image into `OUTLINED_FUNCTION_N`s, shared by every crate.
+    ("outlined", &[OUTLINED]),
 ];
+/// The pseudo-crate of machine-outlined code.
+const OUTLINED: &str = "(outlined)";
 /// Component of crates not in [`COMPONENTS`].
 const OTHER: &str = "other";
 /// Bytes of flash sections that no symbol covers.
@@ -467,6 +472,8 @@ fn unmangled_crate(name: &str) -> &'static str {
         FIRMWARE_CRATE
     } else if RUNTIME.contains(&name) {
         "cortex_m_rt"
+    } else if name.starts_with("OUTLINED_FUNCTION_") {
+        OUTLINED
     } else if name == "rust_begin_unwind" {
         "panic_halt"
     } else if LIBC.contains(&name) || name.starts_with("__aeabi_") || name.starts_with("__") {
@@ -531,7 +538,11 @@ impl Report {
         let ram: u64 = self.ram_sections.iter().map(|(_, n)| n).sum();
         let sections: Vec<String> =
             self.ram_sections.iter().map(|(n, b)| format!("{n} {b}")).collect();
-        println!("static RAM: {ram} bytes = {} (stack not included)", sections.join(" + "));
+        if sections.is_empty() {
+            println!("static RAM: 0 bytes (no .data/.bss; stack not included)");
+        } else {
+            println!("static RAM: {ram} bytes = {} (stack not included)", sections.join(" + "));
+        }
 
         println!();
         println!("  {:<14} {:>9} {:>7}", "component", "bytes", "%");
@@ -657,6 +668,7 @@ mod tests {
         assert_eq!(unmangled_crate("memset"), "compiler_builtins");
         assert_eq!(unmangled_crate("Reset"), "cortex_m_rt");
         assert_eq!(unmangled_crate("main"), FIRMWARE_CRATE);
+        assert_eq!(unmangled_crate("OUTLINED_FUNCTION_12"), OUTLINED);
         assert_eq!(unmangled_crate("something_else"), "?");
     }
 

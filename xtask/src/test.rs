@@ -19,15 +19,19 @@ pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-quic", "full", "v2,datagram,aes256,chacha20,p256"),
 ];
 
+/// The workspace clippy invocation.
+const CLIPPY_WORKSPACE: &[&str] =
+    &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"];
+
 /// Default fuzzing time per target in `cargo xtask test`.
 const DEFAULT_FUZZ_SECONDS: u64 = 20;
 
 /// A step of `cargo xtask test`, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Step {
-    /// `cargo fmt --all --check`
+    /// `cargo fmt --all --check` in the workspace, `firmware/` and `fuzz/`
     Fmt,
-    /// `cargo clippy --workspace --all-targets -- -D warnings`
+    /// `cargo clippy --workspace --all-targets -- -D warnings`, and clippy on the firmware
     Clippy,
     /// `cargo test --workspace`
     Test,
@@ -109,8 +113,10 @@ pub fn run(args: &TestArgs) -> Result<()> {
 
 fn describe(step: Step) -> &'static str {
     match step {
-        Step::Fmt => "cargo fmt --all --check",
-        Step::Clippy => "cargo clippy --workspace --all-targets -- -D warnings",
+        Step::Fmt => "cargo fmt --all --check (workspace, firmware/, fuzz/)",
+        Step::Clippy => {
+            "cargo clippy --workspace --all-targets -- -D warnings; firmware in each configuration"
+        }
         Step::Test => "cargo test --workspace",
         Step::Cross => "no_std builds of mote-crypto and mote-quic for the device targets",
         Step::Footprint => "cargo xtask footprint",
@@ -121,15 +127,29 @@ fn describe(step: Step) -> &'static str {
 fn run_step(step: Step, args: &TestArgs) -> Result<()> {
     let root = util::repo_root();
     match step {
-        Step::Fmt => util::run(util::cargo(&root, None).args(["fmt", "--all", "--check"])),
-        Step::Clippy => util::run(util::cargo(&root, None).args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ])),
+        Step::Fmt => {
+            // The main workspace, then the two separate ones.
+            for dir in [root.clone(), root.join("firmware"), root.join("fuzz")] {
+                util::run(util::cargo(&dir, None).args(["fmt", "--all", "--check"]))?;
+            }
+            Ok(())
+        }
+        Step::Clippy => {
+            util::run(util::cargo(&root, None).args(CLIPPY_WORKSPACE))?;
+            // The firmware, in its smallest and largest configurations.
+            for config in footprint::CONFIGS {
+                let mut cmd = util::cargo(&root.join("firmware"), None);
+                cmd.args(["clippy", "--target", config.target, "--no-default-features"]).args([
+                    "--features",
+                    &config.features.join(","),
+                    "--",
+                    "-D",
+                    "warnings",
+                ]);
+                util::run(&mut cmd)?;
+            }
+            Ok(())
+        }
         Step::Test => util::run(util::cargo(&root, None).args(["test", "--workspace"])),
         Step::Cross => {
             let mut failures = Vec::new();

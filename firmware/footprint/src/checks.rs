@@ -29,7 +29,7 @@ impl Checks {
     }
 
     /// Checks run so far.
-    #[allow(dead_code)]
+    #[cfg_attr(not(feature = "semihosting"), allow(dead_code))]
     pub const fn run(&self) -> u32 {
         self.run
     }

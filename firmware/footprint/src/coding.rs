@@ -19,6 +19,7 @@ const VARINTS: [u8; 17] = [
 const VALUES: [u64; 5] = [151_288_809_941_952_652, 494_878_333, 15_293, 37, 37];
 
 /// Parses and re-emits varints and fixed-width fields.
+#[inline(never)]
 pub fn exercise(c: &mut Checks) {
     // Parse.
     let input: &[u8] = black_box(&VARINTS);

@@ -171,6 +171,7 @@ impl CryptoRng for TestRng {
 }
 
 /// Runs every check below against provider `p`.
+#[inline(never)]
 pub fn exercise<P: CryptoProvider>(p: &P, c: &mut Checks) {
     initial_keys(p, c);
     packet_protection(p, c);

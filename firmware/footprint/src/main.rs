@@ -13,12 +13,17 @@
 mod checks;
 mod coding;
 mod crypto;
+mod frames;
+mod transport_params;
 mod version;
 
 use core::hint::black_box;
 
 use cortex_m_rt::entry;
 use panic_halt as _;
+// Links cortex-m's single-core critical-section implementation, which semihosting needs.
+#[cfg(feature = "semihosting")]
+use cortex_m as _;
 
 pub use checks::Checks;
 
@@ -27,15 +32,32 @@ fn run() -> Checks {
     let mut checks = Checks::new();
     coding::exercise(&mut checks);
     version::exercise(&mut checks);
-    // crypto::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
+    frames::exercise(&mut checks);
+    transport_params::exercise(&mut checks);
+    crypto::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
     checks
 }
 
 #[entry]
 fn main() -> ! {
     let checks = black_box(run());
+    #[cfg(feature = "semihosting")]
+    report(&checks);
     black_box(checks.failed());
     loop {
         core::hint::spin_loop();
     }
+}
+
+/// Prints the tally on the host's console and ends the QEMU session with a matching exit
+/// status (feature `semihosting`).
+#[cfg(feature = "semihosting")]
+fn report(checks: &Checks) {
+    use cortex_m_semihosting::{debug, hprintln};
+    hprintln!(
+        "mote-footprint: {} passed, {} failed",
+        checks.run() - checks.failed(),
+        checks.failed()
+    );
+    debug::exit(if checks.failed() == 0 { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
 }

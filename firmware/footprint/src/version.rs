@@ -9,6 +9,7 @@ use crate::Checks;
 
 /// Looks up every supported version's parameters and long-header type bits, and builds
 /// connection IDs.
+#[inline(never)]
 pub fn exercise(c: &mut Checks) {
     for version in Version::SUPPORTED {
         let version = black_box(*version);
