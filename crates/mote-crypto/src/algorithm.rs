@@ -165,23 +165,15 @@ mod tests {
 
     #[test]
     fn codepoints_round_trip() {
-        for alg in [
-            AeadAlgorithm::Aes128Gcm,
-            AeadAlgorithm::Aes256Gcm,
-            AeadAlgorithm::ChaCha20Poly1305,
-        ] {
-            assert_eq!(
-                AeadAlgorithm::from_cipher_suite(alg.cipher_suite()),
-                Some(alg)
-            );
+        for alg in
+            [AeadAlgorithm::Aes128Gcm, AeadAlgorithm::Aes256Gcm, AeadAlgorithm::ChaCha20Poly1305]
+        {
+            assert_eq!(AeadAlgorithm::from_cipher_suite(alg.cipher_suite()), Some(alg));
         }
         for g in [NamedGroup::Secp256r1, NamedGroup::X25519] {
             assert_eq!(NamedGroup::from_codepoint(g.codepoint()), Some(g));
         }
-        for s in [
-            SignatureScheme::EcdsaSecp256r1Sha256,
-            SignatureScheme::Ed25519,
-        ] {
+        for s in [SignatureScheme::EcdsaSecp256r1Sha256, SignatureScheme::Ed25519] {
             assert_eq!(SignatureScheme::from_codepoint(s.codepoint()), Some(s));
         }
         assert_eq!(AeadAlgorithm::from_cipher_suite(0x1304), None);

@@ -67,13 +67,7 @@ pub fn expand_label<P: CryptoProvider + ?Sized>(
     let length = (out.len() as u16).to_be_bytes();
     let label_len = [(PREFIX.len() + label.len()) as u8];
     let context_len = [context.len() as u8];
-    expand(
-        provider,
-        alg,
-        secret,
-        &[&length, &label_len, PREFIX, label, &context_len, context],
-        out,
-    )
+    expand(provider, alg, secret, &[&length, &label_len, PREFIX, label, &context_len, context], out)
 }
 
 /// [`expand_label`] producing a [`Secret`] as long as the hash output (the common case of

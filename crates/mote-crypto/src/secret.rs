@@ -17,10 +17,7 @@ impl Digest {
     /// supported algorithm produces).
     pub fn new(bytes: &[u8]) -> Self {
         let len = bytes.len().min(MAX_HASH_LEN);
-        let mut out = Self {
-            bytes: [0; MAX_HASH_LEN],
-            len: len as u8,
-        };
+        let mut out = Self { bytes: [0; MAX_HASH_LEN], len: len as u8 };
         out.bytes[..len].copy_from_slice(&bytes[..len]);
         out
     }
@@ -54,25 +51,14 @@ impl Secret {
     /// Copies `bytes` (at most [`MAX_HASH_LEN`]; longer input is truncated).
     pub fn new(bytes: &[u8]) -> Self {
         let len = bytes.len().min(MAX_HASH_LEN);
-        let mut out = Self {
-            bytes: [0; MAX_HASH_LEN],
-            len: len as u8,
-        };
+        let mut out = Self { bytes: [0; MAX_HASH_LEN], len: len as u8 };
         out.bytes[..len].copy_from_slice(&bytes[..len]);
         out
     }
 
-    /// A zeroed secret of `len` bytes, to be filled through [`Secret::as_mut`].
+    /// A zeroed secret of `len` bytes, to be filled through `as_mut`.
     pub fn zeroed(len: usize) -> Self {
-        Self {
-            bytes: [0; MAX_HASH_LEN],
-            len: len.min(MAX_HASH_LEN) as u8,
-        }
-    }
-
-    /// The secret's bytes, mutable.
-    pub fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.bytes[..self.len as usize]
+        Self { bytes: [0; MAX_HASH_LEN], len: len.min(MAX_HASH_LEN) as u8 }
     }
 
     /// Length in bytes.
@@ -89,6 +75,12 @@ impl Secret {
 impl AsRef<[u8]> for Secret {
     fn as_ref(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
+    }
+}
+
+impl AsMut<[u8]> for Secret {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.len as usize]
     }
 }
 

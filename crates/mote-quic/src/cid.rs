@@ -12,20 +12,14 @@ pub struct ConnectionId {
 
 impl ConnectionId {
     /// The zero-length connection ID.
-    pub const EMPTY: ConnectionId = ConnectionId {
-        bytes: [0; MAX_CID_LEN],
-        len: 0,
-    };
+    pub const EMPTY: ConnectionId = ConnectionId { bytes: [0; MAX_CID_LEN], len: 0 };
 
     /// Copies `bytes`, or returns `None` if it is longer than 20 bytes.
     pub fn new(bytes: &[u8]) -> Option<Self> {
         if bytes.len() > MAX_CID_LEN {
             return None;
         }
-        let mut cid = Self {
-            bytes: [0; MAX_CID_LEN],
-            len: bytes.len() as u8,
-        };
+        let mut cid = Self { bytes: [0; MAX_CID_LEN], len: bytes.len() as u8 };
         cid.bytes[..bytes.len()].copy_from_slice(bytes);
         Some(cid)
     }

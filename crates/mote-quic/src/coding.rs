@@ -342,12 +342,7 @@ mod tests {
 
     #[test]
     fn varint_truncated_never_over_reads() {
-        for bytes in [
-            &hex!("")[..],
-            &hex!("40"),
-            &hex!("80ffff"),
-            &hex!("c0000000000000"),
-        ] {
+        for bytes in [&hex!("")[..], &hex!("40"), &hex!("80ffff"), &hex!("c0000000000000")] {
             assert_eq!(Reader::new(bytes).varint(), Err(Truncated));
         }
     }
@@ -357,10 +352,7 @@ mod tests {
         assert!(VarInt::new((1 << 62) - 1).is_some());
         assert!(VarInt::new(1 << 62).is_none());
         let mut buf = [0u8; 8];
-        assert_eq!(
-            Writer::new(&mut buf).put_varint_u64(1 << 62),
-            Err(BufferTooSmall)
-        );
+        assert_eq!(Writer::new(&mut buf).put_varint_u64(1 << 62), Err(BufferTooSmall));
         assert_eq!(encode_varint_sized(VarInt(64), 1, &mut buf), None);
         assert_eq!(encode_varint_sized(VarInt(64), 4, &mut buf), Some(4));
         assert_eq!(&buf[..4], &hex!("80000040"));

@@ -72,6 +72,10 @@ pub enum WireError {
     FrameNotPermitted(u64),
     /// A frame field holds an impossible value (RFC 9000 §12.4 and the per-frame rules).
     InvalidFrame(u64),
+    /// A known frame type encoded in more bytes than its shortest varint form. RFC 9000
+    /// §12.4: "a frame type MUST use the shortest possible encoding"; a receiver MAY treat a
+    /// longer one as PROTOCOL_VIOLATION, and this crate does.
+    NonMinimalFrameType(u64),
     /// A packet carried no frames at all (RFC 9000 §12.4: PROTOCOL_VIOLATION).
     EmptyPacket,
     /// A reserved header bit was set after header protection was removed (RFC 9000 §17.2:
@@ -102,6 +106,7 @@ impl WireError {
             | Self::FrameLimit(_)
             | Self::InvalidHeader => TransportErrorCode::FRAME_ENCODING_ERROR,
             Self::FrameNotPermitted(_)
+            | Self::NonMinimalFrameType(_)
             | Self::EmptyPacket
             | Self::ReservedBitsSet
             | Self::DecryptFailed => TransportErrorCode::PROTOCOL_VIOLATION,
@@ -114,6 +119,7 @@ impl WireError {
         match self {
             Self::UnknownFrameType(t)
             | Self::FrameNotPermitted(t)
+            | Self::NonMinimalFrameType(t)
             | Self::InvalidFrame(t)
             | Self::FrameLimit(t) => Some(t),
             _ => None,

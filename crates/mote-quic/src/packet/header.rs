@@ -175,10 +175,7 @@ pub fn parse(
         check_fixed_bit(first, grease_quic_bit)?;
         let dcid = r.bytes(short_dcid_len)?;
         return Ok(Parsed {
-            header: Header::Short(ShortHeader {
-                dcid,
-                spin: first & SPIN_BIT != 0,
-            }),
+            header: Header::Short(ShortHeader { dcid, spin: first & SPIN_BIT != 0 }),
             pn_offset: Some(r.position()),
             len: datagram.len(),
         });
@@ -200,11 +197,7 @@ pub fn parse(
             return Err(WireError::InvalidHeader);
         }
         return Ok(Parsed {
-            header: Header::VersionNegotiation(VersionNegotiation {
-                dcid,
-                scid,
-                versions,
-            }),
+            header: Header::VersionNegotiation(VersionNegotiation { dcid, scid, versions }),
             pn_offset: None,
             len: datagram.len(),
         });
@@ -213,11 +206,7 @@ pub fn parse(
     if !version.is_supported() {
         // RFC 8999 §5.1: nothing past the connection IDs can be interpreted.
         return Ok(Parsed {
-            header: Header::UnsupportedVersion(UnsupportedVersion {
-                version,
-                dcid,
-                scid,
-            }),
+            header: Header::UnsupportedVersion(UnsupportedVersion { version, dcid, scid }),
             pn_offset: None,
             len: datagram.len(),
         });
@@ -236,10 +225,7 @@ pub fn parse(
         LongType::Retry => {
             // RFC 9000 §17.2.5: Retry Token (..), Retry Integrity Tag (128).
             let rest = r.rest();
-            let token_len = rest
-                .len()
-                .checked_sub(TAG_LEN)
-                .ok_or(WireError::Truncated)?;
+            let token_len = rest.len().checked_sub(TAG_LEN).ok_or(WireError::Truncated)?;
             let token = rest.get(..token_len).ok_or(WireError::Truncated)?;
             // RFC 9000 §17.2.5.2: "A client MUST discard a Retry packet with a zero-length
             // Retry Token field."
@@ -247,12 +233,7 @@ pub fn parse(
                 return Err(WireError::InvalidHeader);
             }
             return Ok(Parsed {
-                header: Header::Retry(Retry {
-                    version,
-                    dcid,
-                    scid,
-                    token,
-                }),
+                header: Header::Retry(Retry { version, dcid, scid, token }),
                 pn_offset: None,
                 len: datagram.len(),
             });
@@ -269,13 +250,7 @@ pub fn parse(
         return Err(WireError::Truncated);
     }
     Ok(Parsed {
-        header: Header::Long(LongHeader {
-            ty,
-            version,
-            dcid,
-            scid,
-            token,
-        }),
+        header: Header::Long(LongHeader { ty, version, dcid, scid, token }),
         pn_offset: Some(pn_offset),
         // Cannot overflow: length <= remaining = datagram.len() - pn_offset.
         len: pn_offset + length as usize,
@@ -365,11 +340,7 @@ impl LongHeader<'_> {
         w.put_varint_sized(VarInt::ZERO, LENGTH_FIELD_LEN)?;
         let pn_offset = w.position();
         put_pn(w, pn, pn_len)?;
-        Ok(LongHeaderOffsets {
-            length_offset,
-            pn_offset,
-            pn_len,
-        })
+        Ok(LongHeaderOffsets { length_offset, pn_offset, pn_len })
     }
 }
 
@@ -420,9 +391,7 @@ mod tests {
         let parsed = parse(&p, 0, false).unwrap();
         assert_eq!(parsed.pn_offset, Some(18));
         assert_eq!(parsed.len, 1200);
-        let Header::Long(h) = parsed.header else {
-            panic!("not long")
-        };
+        let Header::Long(h) = parsed.header else { panic!("not long") };
         assert_eq!(h.ty, LongType::Initial);
         assert_eq!(h.version, Version::V1);
         assert_eq!(h.dcid, hex!("8394c8f03e515708"));
@@ -437,20 +406,12 @@ mod tests {
         let first = parse(&datagram, 1, false).unwrap();
         assert_eq!(first.len, 12);
         assert_eq!(first.pn_offset, Some(9));
-        let Header::Long(h) = first.header else {
-            panic!("not long")
-        };
+        let Header::Long(h) = first.header else { panic!("not long") };
         assert_eq!(h.ty, LongType::Handshake);
         let second = parse(&datagram[first.len..], 1, false).unwrap();
         assert_eq!(second.len, 4);
         assert_eq!(second.pn_offset, Some(2));
-        assert_eq!(
-            second.header,
-            Header::Short(ShortHeader {
-                dcid: &[0xbb],
-                spin: false
-            })
-        );
+        assert_eq!(second.header, Header::Short(ShortHeader { dcid: &[0xbb], spin: false }));
     }
 
     #[test]
@@ -470,11 +431,7 @@ mod tests {
         // A Retry has no length field: cutting it short shows only as a shorter token (and
         // a failed integrity check), until there is no room for a token and a tag.
         for n in 0..31 {
-            assert_eq!(
-                parse(&retry[..n], 0, false),
-                Err(WireError::Truncated),
-                "{n}"
-            );
+            assert_eq!(parse(&retry[..n], 0, false), Err(WireError::Truncated), "{n}");
         }
         assert_eq!(parse(&retry[..31], 0, false), Err(WireError::InvalidHeader));
         assert!(parse(&retry[..32], 0, false).is_ok());
@@ -503,9 +460,7 @@ mod tests {
         let mut u = [0u8; 64];
         u[..6].copy_from_slice(&hex!("c0 1a2a3a4a 15"));
         let parsed = parse(&u, 0, false).unwrap();
-        let Header::UnsupportedVersion(h) = parsed.header else {
-            panic!("not unsupported")
-        };
+        let Header::UnsupportedVersion(h) = parsed.header else { panic!("not unsupported") };
         assert_eq!(h.version, Version(0x1a2a3a4a));
         assert_eq!(h.dcid.len(), 21);
         assert_eq!(h.scid.len(), 0);
@@ -535,17 +490,12 @@ mod tests {
     fn version_negotiation_length() {
         let vn = hex!("80 00000000 01aa 01bb 00000001 6b3343cf");
         let parsed = parse(&vn, 0, false).unwrap();
-        let Header::VersionNegotiation(h) = parsed.header else {
-            panic!("not VN")
-        };
+        let Header::VersionNegotiation(h) = parsed.header else { panic!("not VN") };
         assert_eq!(h.dcid, [0xaa]);
         assert_eq!(h.scid, [0xbb]);
         assert_eq!(h.versions().count(), 2);
         for cut in 1..4 {
-            assert_eq!(
-                parse(&vn[..vn.len() - cut], 0, false),
-                Err(WireError::InvalidHeader)
-            );
+            assert_eq!(parse(&vn[..vn.len() - cut], 0, false), Err(WireError::InvalidHeader));
         }
     }
 
@@ -581,17 +531,11 @@ mod tests {
         assert_eq!(buf[0], 0xd1);
 
         let mut w = Writer::new(&mut buf);
-        let retry = LongHeader {
-            ty: LongType::Retry,
-            ..hdr
-        };
+        let retry = LongHeader { ty: LongType::Retry, ..hdr };
         assert_eq!(retry.emit(&mut w, 0, 1), Err(BufferTooSmall));
         assert_eq!(hdr.emit(&mut w, 0, 5), Err(BufferTooSmall));
         let mut tiny = [0u8; 10];
-        assert_eq!(
-            hdr.emit(&mut Writer::new(&mut tiny), 0, 1),
-            Err(BufferTooSmall)
-        );
+        assert_eq!(hdr.emit(&mut Writer::new(&mut tiny), 0, 1), Err(BufferTooSmall));
     }
 
     proptest::proptest! {

@@ -78,10 +78,7 @@ impl<P: CryptoProvider> PacketKey<P> {
     /// Builds a key from raw key bytes (`alg.key_len()` long) and a 12-byte IV.
     pub fn new(provider: &P, alg: AeadAlgorithm, key: &[u8], iv: &[u8]) -> Result<Self, Error> {
         let iv: [u8; NONCE_LEN] = iv.try_into().map_err(|_| Error::BadLength)?;
-        Ok(Self {
-            key: provider.aead_key(alg, key)?,
-            iv,
-        })
+        Ok(Self { key: provider.aead_key(alg, key)?, iv })
     }
 
     /// RFC 9001 §5.1: derives the key ("quic key") and IV ("quic iv") from a traffic
@@ -134,8 +131,7 @@ impl<P: CryptoProvider> PacketKey<P> {
         payload: &mut [u8],
         tag: &[u8; TAG_LEN],
     ) -> Result<(), Error> {
-        self.key
-            .open_in_place(&self.nonce(pn), header, payload, tag)
+        self.key.open_in_place(&self.nonce(pn), header, payload, tag)
     }
 
     /// [`PacketKey::seal`] on a whole packet: `packet` is the unprotected header
@@ -152,12 +148,10 @@ impl<P: CryptoProvider> PacketKey<P> {
             .checked_sub(TAG_LEN)
             .filter(|&end| end >= header_len)
             .ok_or(Error::BufferTooSmall)?;
-        let (header, rest) = packet
-            .split_at_mut_checked(header_len)
-            .ok_or(Error::BufferTooSmall)?;
-        let (payload, tag_out) = rest
-            .split_at_mut_checked(payload_end - header_len)
-            .ok_or(Error::BufferTooSmall)?;
+        let (header, rest) =
+            packet.split_at_mut_checked(header_len).ok_or(Error::BufferTooSmall)?;
+        let (payload, tag_out) =
+            rest.split_at_mut_checked(payload_end - header_len).ok_or(Error::BufferTooSmall)?;
         let tag = self.seal(pn, header, payload)?;
         tag_out.copy_from_slice(&tag);
         Ok(())
@@ -177,15 +171,11 @@ impl<P: CryptoProvider> PacketKey<P> {
             .checked_sub(TAG_LEN)
             .filter(|&end| end >= header_len)
             .ok_or(WireError::Truncated)?;
-        let (header, rest) = packet
-            .split_at_mut_checked(header_len)
-            .ok_or(WireError::Truncated)?;
-        let (payload, tag) = rest
-            .split_at_mut_checked(payload_end - header_len)
-            .ok_or(WireError::Truncated)?;
+        let (header, rest) = packet.split_at_mut_checked(header_len).ok_or(WireError::Truncated)?;
+        let (payload, tag) =
+            rest.split_at_mut_checked(payload_end - header_len).ok_or(WireError::Truncated)?;
         let tag: &[u8; TAG_LEN] = (&*tag).try_into().map_err(|_| WireError::Truncated)?;
-        self.open(pn, header, payload, tag)
-            .map_err(|_| WireError::DecryptFailed)?;
+        self.open(pn, header, payload, tag).map_err(|_| WireError::DecryptFailed)?;
         Ok(payload.len())
     }
 }

@@ -118,16 +118,10 @@ pub fn remove_header_protection<H: HeaderProtectionKey>(
     // Read all four bytes (present, as the sample follows them) and shift the unused ones
     // out, again without branching on the length.
     let end = pn_offset.checked_add(4).ok_or(WireError::Truncated)?;
-    let four: [u8; 4] = packet
-        .get(pn_offset..end)
-        .and_then(|b| b.try_into().ok())
-        .ok_or(WireError::Truncated)?;
+    let four: [u8; 4] =
+        packet.get(pn_offset..end).and_then(|b| b.try_into().ok()).ok_or(WireError::Truncated)?;
     let value = u32::from_be_bytes(four) >> (8 * (4 - u32::from(pn_len)));
-    Ok(TruncatedPn {
-        first_byte,
-        value,
-        len: usize::from(pn_len),
-    })
+    Ok(TruncatedPn { first_byte, value, len: usize::from(pn_len) })
 }
 
 /// RFC 9000 §17.2 (long) and §17.3.1 (short): "An endpoint MUST treat receipt of a packet
@@ -139,11 +133,8 @@ pub fn remove_header_protection<H: HeaderProtectionKey>(
 /// attacker could learn about the header-protection mask by probing which packets are
 /// dropped), and an unauthenticated packet must never close the connection.
 pub fn check_reserved_bits(first_byte: u8) -> Result<(), WireError> {
-    let reserved = if first_byte & FORM_BIT != 0 {
-        LONG_RESERVED_BITS
-    } else {
-        SHORT_RESERVED_BITS
-    };
+    let reserved =
+        if first_byte & FORM_BIT != 0 { LONG_RESERVED_BITS } else { SHORT_RESERVED_BITS };
     if first_byte & reserved != 0 {
         return Err(WireError::ReservedBitsSet);
     }
@@ -220,11 +211,6 @@ impl<P: CryptoProvider> PacketKeys<P> {
         let payload_len = self.packet.open_in_place(pn, packet, header_len)?;
         // Only now, with the packet authenticated (see `check_reserved_bits`).
         check_reserved_bits(t.first_byte)?;
-        Ok(Unprotected {
-            pn,
-            first_byte: t.first_byte,
-            header_len,
-            payload_len,
-        })
+        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
     }
 }

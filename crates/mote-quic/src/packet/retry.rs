@@ -87,13 +87,8 @@ pub fn verify_retry<P: CryptoProvider>(
     packet: &[u8],
     scratch: &mut [u8],
 ) -> Result<(), WireError> {
-    let body_len = packet
-        .len()
-        .checked_sub(TAG_LEN)
-        .ok_or(WireError::Truncated)?;
-    let (body, tag) = packet
-        .split_at_checked(body_len)
-        .ok_or(WireError::Truncated)?;
+    let body_len = packet.len().checked_sub(TAG_LEN).ok_or(WireError::Truncated)?;
+    let (body, tag) = packet.split_at_checked(body_len).ok_or(WireError::Truncated)?;
     let tag: &[u8; TAG_LEN] = tag.try_into().map_err(|_| WireError::Truncated)?;
     let pseudo = pseudo_packet(odcid, body, scratch).ok_or(WireError::DecryptFailed)?;
     let params = version.params().ok_or(WireError::DecryptFailed)?;
@@ -148,11 +143,8 @@ impl Retry<'_> {
         let pseudo_len = w.position();
         w.reserve(TAG_LEN).map_err(e)?;
         let out = w.into_inner();
-        let tag = tag_over(
-            provider,
-            self.version,
-            out.get(..pseudo_len).ok_or(Error::BufferTooSmall)?,
-        )?;
+        let tag =
+            tag_over(provider, self.version, out.get(..pseudo_len).ok_or(Error::BufferTooSmall)?)?;
         // Drop the ODCID prefix and append the tag.
         out.copy_within(prefix..pseudo_len, 0);
         let body_len = pseudo_len - prefix;

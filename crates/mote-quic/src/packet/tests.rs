@@ -243,25 +243,16 @@ struct InitialVector {
 /// A.1: the Initial secret, both sides' secrets, and their key, IV and HP key.
 fn check_keys(v: &InitialVector) {
     let params = v.version.params().unwrap();
-    let initial = hkdf::extract(
-        &RustCrypto,
-        HashAlgorithm::Sha256,
-        &params.initial_salt,
-        &DCID,
-    )
-    .unwrap();
+    let initial =
+        hkdf::extract(&RustCrypto, HashAlgorithm::Sha256, &params.initial_salt, &DCID).unwrap();
     assert_eq!(initial.as_ref(), v.initial_secret);
 
     let (client, server) = initial_secrets(&RustCrypto, v.version, &DCID).unwrap();
     for (secret, (want_secret, key, iv, hp)) in [(client, v.client), (server, v.server)] {
         assert_eq!(secret.as_ref(), want_secret);
-        let m = KeyMaterial::derive(
-            &RustCrypto,
-            v.version,
-            AeadAlgorithm::Aes128Gcm,
-            secret.as_ref(),
-        )
-        .unwrap();
+        let m =
+            KeyMaterial::derive(&RustCrypto, v.version, AeadAlgorithm::Aes128Gcm, secret.as_ref())
+                .unwrap();
         assert_eq!(m.key.as_ref(), key);
         assert_eq!(m.iv.as_ref(), iv);
         assert_eq!(m.hp.as_ref(), hp);
@@ -276,18 +267,11 @@ fn check_client_initial(version: Version, header: &[u8; 22], protected: &[u8; 12
     // Protect.
     let mut buf = [0u8; 1200];
     let mut w = Writer::new(&mut buf);
-    let offsets = LongHeader {
-        ty: LongType::Initial,
-        version,
-        dcid: &DCID,
-        scid: &[],
-        token: &[],
-    }
-    .emit(&mut w, 2, 4)
-    .unwrap();
-    w.put_slice(&CLIENT_CRYPTO_FRAME).unwrap();
-    w.put_repeated(0, CLIENT_PAYLOAD_LEN - CLIENT_CRYPTO_FRAME.len())
+    let offsets = LongHeader { ty: LongType::Initial, version, dcid: &DCID, scid: &[], token: &[] }
+        .emit(&mut w, 2, 4)
         .unwrap();
+    w.put_slice(&CLIENT_CRYPTO_FRAME).unwrap();
+    w.put_repeated(0, CLIENT_PAYLOAD_LEN - CLIENT_CRYPTO_FRAME.len()).unwrap();
     w.reserve(TAG_LEN).unwrap();
     let len = w.position();
     assert_eq!(len, 1200);
@@ -302,18 +286,10 @@ fn check_client_initial(version: Version, header: &[u8; 22], protected: &[u8; 12
     let parsed = parse(&pkt, 0, false).unwrap();
     assert_eq!(parsed.len, 1200);
     assert_eq!(parsed.pn_offset, Some(18));
-    let Header::Long(h) = parsed.header else {
-        panic!("not a long header")
-    };
+    let Header::Long(h) = parsed.header else { panic!("not a long header") };
     assert_eq!(
         h,
-        LongHeader {
-            ty: LongType::Initial,
-            version,
-            dcid: &DCID,
-            scid: &[],
-            token: &[],
-        }
+        LongHeader { ty: LongType::Initial, version, dcid: &DCID, scid: &[], token: &[] }
     );
     let u = keys.client.unprotect(&mut pkt, 18, None).unwrap();
     assert_eq!(u.pn, 2);
@@ -326,10 +302,7 @@ fn check_client_initial(version: Version, header: &[u8; 22], protected: &[u8; 12
 
     // The server cannot open it with its own keys.
     let mut pkt = *protected;
-    assert_eq!(
-        keys.server.unprotect(&mut pkt, 18, None),
-        Err(WireError::DecryptFailed)
-    );
+    assert_eq!(keys.server.unprotect(&mut pkt, 18, None), Err(WireError::DecryptFailed));
 }
 
 /// A.3: the server Initial, both ways.
@@ -338,15 +311,10 @@ fn check_server_initial(version: Version, header: &[u8; 20], protected: &[u8; 13
 
     let mut buf = [0u8; 135];
     let mut w = Writer::new(&mut buf);
-    let offsets = LongHeader {
-        ty: LongType::Initial,
-        version,
-        dcid: &[],
-        scid: &SERVER_CID,
-        token: &[],
-    }
-    .emit(&mut w, 1, 2)
-    .unwrap();
+    let offsets =
+        LongHeader { ty: LongType::Initial, version, dcid: &[], scid: &SERVER_CID, token: &[] }
+            .emit(&mut w, 1, 2)
+            .unwrap();
     w.put_slice(&SERVER_PAYLOAD).unwrap();
     w.reserve(TAG_LEN).unwrap();
     let len = w.position();
@@ -359,9 +327,7 @@ fn check_server_initial(version: Version, header: &[u8; 20], protected: &[u8; 13
     let mut pkt = *protected;
     let parsed = parse(&pkt, 0, false).unwrap();
     assert_eq!(parsed.len, 135);
-    let Header::Long(h) = parsed.header else {
-        panic!("not a long header")
-    };
+    let Header::Long(h) = parsed.header else { panic!("not a long header") };
     assert_eq!(h.scid, SERVER_CID);
     assert!(h.dcid.is_empty());
     let pn_offset = parsed.pn_offset.unwrap();
@@ -383,9 +349,7 @@ fn check_retry(version: Version, retry: &[u8; 36]) {
     // Emitting from the fields gives the same bytes (the RFC's Unused bits are all ones).
     let parsed = parse(retry, 0, false).unwrap();
     assert_eq!(parsed.len, 36);
-    let Header::Retry(r) = parsed.header else {
-        panic!("not a Retry")
-    };
+    let Header::Retry(r) = parsed.header else { panic!("not a Retry") };
     assert_eq!(r.version, version);
     assert!(r.dcid.is_empty());
     assert_eq!(r.scid, SERVER_CID);
@@ -439,12 +403,8 @@ fn check_chacha(v: &ChaChaVector) {
     // Protect: header 4200bff4, PING.
     let mut buf = [0u8; 21];
     let mut w = Writer::new(&mut buf);
-    let pn_offset = ShortHeader {
-        dcid: &[],
-        spin: false,
-    }
-    .emit(&mut w, false, CHACHA_PN, 3)
-    .unwrap();
+    let pn_offset =
+        ShortHeader { dcid: &[], spin: false }.emit(&mut w, false, CHACHA_PN, 3).unwrap();
     w.put_u8(0x01).unwrap();
     w.reserve(TAG_LEN).unwrap();
     assert_eq!(w.position(), 21);
@@ -455,13 +415,7 @@ fn check_chacha(v: &ChaChaVector) {
     // Unprotect.
     let mut pkt = v.packet;
     let parsed = parse(&pkt, 0, false).unwrap();
-    assert_eq!(
-        parsed.header,
-        Header::Short(ShortHeader {
-            dcid: &[],
-            spin: false
-        })
-    );
+    assert_eq!(parsed.header, Header::Short(ShortHeader { dcid: &[], spin: false }));
     assert_eq!(parsed.pn_offset, Some(1));
     let u = keys.unprotect(&mut pkt, 1, Some(CHACHA_PN - 1)).unwrap();
     assert_eq!(u.pn, CHACHA_PN);
@@ -560,10 +514,7 @@ fn tampered_ciphertext_fails_to_open() {
     for at in [0usize, 5, 17, 22, 100, 1183, 1199] {
         let mut pkt = V1_CLIENT_PROTECTED;
         pkt[at] ^= 0x01;
-        assert!(
-            keys.client.unprotect(&mut pkt, 18, None).is_err(),
-            "byte {at}"
-        );
+        assert!(keys.client.unprotect(&mut pkt, 18, None).is_err(), "byte {at}");
     }
 }
 
@@ -586,19 +537,11 @@ fn too_short_to_sample() {
     }
     // A huge pn_offset must not overflow.
     let mut pkt = V1_CLIENT_PROTECTED;
-    assert_eq!(
-        keys.client.unprotect(&mut pkt, usize::MAX - 3, None),
-        Err(WireError::Truncated)
-    );
+    assert_eq!(keys.client.unprotect(&mut pkt, usize::MAX - 3, None), Err(WireError::Truncated));
     // Sending: a 1-byte packet number with a 1-byte payload cannot be sampled.
     let mut buf = [0u8; 1 + 1 + 1 + TAG_LEN];
     let mut w = Writer::new(&mut buf);
-    let pn_offset = ShortHeader {
-        dcid: &[],
-        spin: false,
-    }
-    .emit(&mut w, false, 0, 1)
-    .unwrap();
+    let pn_offset = ShortHeader { dcid: &[], spin: false }.emit(&mut w, false, 0, 1).unwrap();
     let before = buf;
     assert!(keys.client.protect(&mut buf, pn_offset, 0).is_err());
     assert_eq!(buf, before, "a failed protect leaves the packet untouched");
@@ -608,21 +551,14 @@ fn too_short_to_sample() {
 fn reserved_bits_checked_after_open() {
     // Build a short-header packet with a reserved bit set; it must open (authenticated)
     // and then fail with ReservedBitsSet, a PROTOCOL_VIOLATION.
-    let keys = PacketKeys::from_secret(
-        &RustCrypto,
-        Version::V1,
-        AeadAlgorithm::Aes128Gcm,
-        &CHACHA_SECRET,
-    )
-    .unwrap();
+    let keys =
+        PacketKeys::from_secret(&RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm, &CHACHA_SECRET)
+            .unwrap();
     let mut buf = [0u8; 1 + 4 + 4 + TAG_LEN];
     let mut w = Writer::new(&mut buf);
-    let pn_offset = ShortHeader {
-        dcid: &[0xaa, 0xbb, 0xcc, 0xdd],
-        spin: true,
-    }
-    .emit(&mut w, true, 7, 1)
-    .unwrap();
+    let pn_offset = ShortHeader { dcid: &[0xaa, 0xbb, 0xcc, 0xdd], spin: true }
+        .emit(&mut w, true, 7, 1)
+        .unwrap();
     w.put_slice(&[1, 0, 0]).unwrap();
     w.reserve(TAG_LEN).unwrap();
     buf[0] |= 0x08;
@@ -631,10 +567,7 @@ fn reserved_bits_checked_after_open() {
     let err = keys.unprotect(&mut pkt, pn_offset, Some(6)).unwrap_err();
     assert_eq!(err, WireError::ReservedBitsSet);
     assert_eq!(err.code(), crate::TransportErrorCode::PROTOCOL_VIOLATION);
-    assert_eq!(
-        check_reserved_bits(0xc0 | 0x04),
-        Err(WireError::ReservedBitsSet)
-    );
+    assert_eq!(check_reserved_bits(0xc0 | 0x04), Err(WireError::ReservedBitsSet));
     assert_eq!(check_reserved_bits(0x40 | 0x04 | 0x20), Ok(()));
 
     // The separate steps, as an offload engine would run them, agree; the key phase and
@@ -649,9 +582,7 @@ fn reserved_bits_checked_after_open() {
     let header_len = pn_offset + t.len;
     let (header, rest) = pkt.split_at_mut(header_len);
     let (payload, tag) = rest.split_at_mut(3);
-    keys.packet
-        .open(pn, header, payload, (&*tag).try_into().unwrap())
-        .unwrap();
+    keys.packet.open(pn, header, payload, (&*tag).try_into().unwrap()).unwrap();
     assert_eq!(payload, [1, 0, 0]);
 }
 
@@ -678,10 +609,7 @@ fn separate_steps_match_combined() {
     // A wrong packet number fails.
     let mut pkt = V1_CLIENT_PROTECTED;
     remove_header_protection(&keys.client.header, &mut pkt, 18).unwrap();
-    assert_eq!(
-        keys.client.packet.open_in_place(3, &mut pkt, 22),
-        Err(WireError::DecryptFailed)
-    );
+    assert_eq!(keys.client.packet.open_in_place(3, &mut pkt, 22), Err(WireError::DecryptFailed));
 }
 
 #[test]
@@ -705,14 +633,8 @@ fn key_update_derives_new_packet_key() {
 fn unsupported_version_has_no_keys() {
     assert!(initial_keys(&RustCrypto, Version(0x1a2a3a4a), &DCID).is_err());
     let mut scratch = [0u8; 64];
-    assert!(retry_integrity_tag(
-        &RustCrypto,
-        Version(0x1a2a3a4a),
-        &DCID,
-        &V1_RETRY,
-        &mut scratch
-    )
-    .is_err());
+    assert!(retry_integrity_tag(&RustCrypto, Version(0x1a2a3a4a), &DCID, &V1_RETRY, &mut scratch)
+        .is_err());
 }
 
 proptest::proptest! {

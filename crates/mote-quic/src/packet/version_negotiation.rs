@@ -62,10 +62,7 @@ impl<'a> VersionNegotiation<'a> {
     /// listed; `None` means the connection attempt fails (RFC 9000 §6.2). Reserved
     /// (greasing) versions are never chosen.
     pub fn choose(&self, preference: &[Version]) -> Option<Version> {
-        preference
-            .iter()
-            .copied()
-            .find(|&v| !v.is_reserved() && self.lists(v))
+        preference.iter().copied().find(|&v| !v.is_reserved() && self.lists(v))
     }
 }
 
@@ -123,9 +120,7 @@ mod tests {
         let n = w.position();
         assert_eq!(buf[0], 0xc0 | (0xa5 & 0x3f));
         let parsed = parse(&buf[..n], 0, false).unwrap();
-        let Header::VersionNegotiation(vn) = parsed.header else {
-            panic!("not VN")
-        };
+        let Header::VersionNegotiation(vn) = parsed.header else { panic!("not VN") };
         assert_eq!(vn.dcid, client_scid);
         assert_eq!(vn.scid, client_dcid);
         assert!(vn.lists(Version::V1));

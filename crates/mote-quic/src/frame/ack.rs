@@ -1,0 +1,354 @@
+//! ACK frames (RFC 9000 §19.3) without allocation.
+//!
+//! A received ACK keeps a borrow of its encoded ACK Range section, validated once at parse
+//! time; [`AckRanges`] walks it again to yield the acknowledged packet-number ranges. An ACK
+//! to send borrows the caller's own list of inclusive ranges ([`Ack::new`]) and encodes it
+//! straight into the packet.
+
+use crate::coding::{encoded_size, BufferTooSmall, Reader, VarInt, Writer};
+use crate::error::WireError;
+
+use super::types;
+
+/// The ECN counts of an ACK frame of type 0x03 (RFC 9000 §19.3.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EcnCounts {
+    /// Packets received with the ECT(0) codepoint in this packet number space.
+    pub ect0: VarInt,
+    /// Packets received with the ECT(1) codepoint in this packet number space.
+    pub ect1: VarInt,
+    /// Packets received with the ECN-CE codepoint in this packet number space.
+    pub ce: VarInt,
+}
+
+impl EcnCounts {
+    fn encoded_len(&self) -> usize {
+        self.ect0.size() + self.ect1.size() + self.ce.size()
+    }
+}
+
+/// The order of a caller's range list passed to [`Ack::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RangeOrder {
+    /// Highest range first: the order of the wire encoding.
+    Descending,
+    /// Lowest range first: the order a received-packet tracker usually keeps; the ACK is
+    /// encoded from the end of the slice backwards.
+    Ascending,
+}
+
+/// Where an [`Ack`]'s ranges come from.
+#[derive(Clone, Copy, Debug)]
+enum Source<'a> {
+    /// A received frame: First ACK Range and the validated Gap/ACK Range Length pairs.
+    Wire { first_range: u64, count: u64, bytes: &'a [u8] },
+    /// A frame to send: the caller's `(smallest, largest)` ranges, validated by [`Ack::new`].
+    Ranges { ranges: &'a [(u64, u64)], order: RangeOrder },
+}
+
+/// An ACK frame (RFC 9000 §19.3): type 0x02, or 0x03 when it carries [`EcnCounts`].
+///
+/// Equality compares the acknowledged ranges, not their encoding, so a received ACK equals
+/// the [`Ack::new`] value it was emitted from.
+#[derive(Clone, Copy, Debug)]
+pub struct Ack<'a> {
+    largest: u64,
+    ack_delay: VarInt,
+    ecn: Option<EcnCounts>,
+    source: Source<'a>,
+}
+
+impl<'a> Ack<'a> {
+    /// An ACK to send for `ranges`, each an inclusive `(smallest, largest)` pair of packet
+    /// numbers, listed in `order`. `ack_delay` is the already-scaled wire value (RFC 9000
+    /// §19.3: microseconds shifted right by the ack_delay_exponent).
+    ///
+    /// Returns `None` unless the ranges are encodable: at least one range, each with
+    /// `smallest <= largest`, the highest below 2^62, and every two neighbours separated by
+    /// at least one unacknowledged packet (RFC 9000 §19.3.1: a Gap encodes one or more
+    /// missing packets, so touching or overlapping ranges must be merged first). To shorten
+    /// an ACK, pass a sub-slice that keeps the highest ranges.
+    pub fn new(
+        ranges: &'a [(u64, u64)],
+        order: RangeOrder,
+        ack_delay: VarInt,
+        ecn: Option<EcnCounts>,
+    ) -> Option<Self> {
+        let source = Source::Ranges { ranges, order };
+        let mut iter = AckRanges::new(0, source);
+        let (mut prev_smallest, largest) = iter.next()?;
+        if prev_smallest > largest || largest > VarInt::MAX.into_inner() {
+            return None;
+        }
+        for (smallest, next_largest) in iter {
+            // RFC 9000 §19.3.1: the next range's largest is at least two below the previous
+            // range's smallest (Gap = previous smallest - largest - 2 >= 0).
+            if smallest > next_largest || next_largest.checked_add(2)? > prev_smallest {
+                return None;
+            }
+            prev_smallest = smallest;
+        }
+        Some(Self { largest, ack_delay, ecn, source })
+    }
+
+    /// The Largest Acknowledged packet number.
+    pub const fn largest(&self) -> u64 {
+        self.largest
+    }
+
+    /// The ACK Delay field as sent: not yet scaled by the peer's ack_delay_exponent.
+    pub const fn ack_delay(&self) -> VarInt {
+        self.ack_delay
+    }
+
+    /// The ECN counts, present in an ACK of type 0x03.
+    pub const fn ecn(&self) -> Option<EcnCounts> {
+        self.ecn
+    }
+
+    /// The acknowledged ranges as inclusive `(smallest, largest)` packet numbers, highest
+    /// first. Every yielded range is valid: parsing rejected any that would go below zero.
+    pub fn ranges(&self) -> AckRanges<'a> {
+        AckRanges::new(self.largest, self.source)
+    }
+
+    /// How many ranges [`Ack::ranges`] yields (the ACK Range Count plus one).
+    pub fn range_count(&self) -> usize {
+        match self.source {
+            // The count was checked against the bytes at parse time, so it fits a usize.
+            Source::Wire { count, .. } => {
+                usize::try_from(count).unwrap_or(usize::MAX).saturating_add(1)
+            }
+            Source::Ranges { ranges, .. } => ranges.len(),
+        }
+    }
+
+    /// The frame type: 0x03 with ECN counts, else 0x02.
+    pub const fn frame_type(&self) -> u64 {
+        if self.ecn.is_some() {
+            types::ACK_ECN
+        } else {
+            types::ACK
+        }
+    }
+
+    /// Bytes [`Ack::emit`] writes, frame type included.
+    pub fn encoded_len(&self) -> usize {
+        let ranges_len = match self.source {
+            Source::Wire { first_range, count, bytes } => {
+                encoded_size(count) + encoded_size(first_range) + bytes.len()
+            }
+            Source::Ranges { .. } => {
+                let mut enc = Encoder::new(self.ranges());
+                let mut n = encoded_size(enc.count) + encoded_size(enc.first_range);
+                while let Some((gap, len)) = enc.next_pair() {
+                    n += encoded_size(gap) + encoded_size(len);
+                }
+                n
+            }
+        };
+        1 + encoded_size(self.largest)
+            + self.ack_delay.size()
+            + ranges_len
+            + self.ecn.as_ref().map_or(0, EcnCounts::encoded_len)
+    }
+
+    // RFC 9000 §19.3: ACK Frame {
+    //   Type (i) = 0x02..0x03, Largest Acknowledged (i), ACK Delay (i), ACK Range Count (i),
+    //   First ACK Range (i), ACK Range (..) ..., [ECN Counts (..)] }
+    /// Writes the frame, type included.
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<(), BufferTooSmall> {
+        w.put_varint_u64(self.frame_type())?;
+        w.put_varint_u64(self.largest)?;
+        w.put_varint(self.ack_delay)?;
+        match self.source {
+            Source::Wire { first_range, count, bytes } => {
+                w.put_varint_u64(count)?;
+                w.put_varint_u64(first_range)?;
+                w.put_slice(bytes)?;
+            }
+            Source::Ranges { .. } => {
+                let mut enc = Encoder::new(self.ranges());
+                w.put_varint_u64(enc.count)?;
+                w.put_varint_u64(enc.first_range)?;
+                while let Some((gap, len)) = enc.next_pair() {
+                    w.put_varint_u64(gap)?;
+                    w.put_varint_u64(len)?;
+                }
+            }
+        }
+        // RFC 9000 §19.3.2: ECN Counts { ECT0 Count (i), ECT1 Count (i), ECN-CE Count (i) }
+        if let Some(ecn) = &self.ecn {
+            w.put_varint(ecn.ect0)?;
+            w.put_varint(ecn.ect1)?;
+            w.put_varint(ecn.ce)?;
+        }
+        Ok(())
+    }
+
+    /// Parses the body of an ACK frame whose type `ty` (0x02 or 0x03) was already read.
+    pub(super) fn parse_body(ty: u64, r: &mut Reader<'a>) -> Result<Self, WireError> {
+        let largest = r.varint_u64()?;
+        let ack_delay = r.varint()?;
+        let count = r.varint_u64()?;
+        let first_range = r.varint_u64()?;
+        // RFC 9000 §19.3.1: the First ACK Range's smallest packet number is Largest
+        // Acknowledged - First ACK Range; a negative result is a FRAME_ENCODING_ERROR.
+        let mut smallest = largest.checked_sub(first_range).ok_or(WireError::InvalidFrame(ty))?;
+        let section = r.peek_rest();
+        let before = r.remaining();
+        // Each pair takes at least two bytes, so a huge count ends in Truncated after at
+        // most len/2 iterations: linear in the input, whatever the count claims.
+        let mut i = 0u64;
+        while i < count {
+            let gap = r.varint_u64()?;
+            let len = r.varint_u64()?;
+            // RFC 9000 §19.3.1: largest = previous smallest - Gap - 2, smallest = largest -
+            // ACK Range Length; either going negative is a FRAME_ENCODING_ERROR.
+            let largest_i = smallest
+                .checked_sub(gap)
+                .and_then(|v| v.checked_sub(2))
+                .ok_or(WireError::InvalidFrame(ty))?;
+            smallest = largest_i.checked_sub(len).ok_or(WireError::InvalidFrame(ty))?;
+            i += 1;
+        }
+        let used = before.saturating_sub(r.remaining());
+        let bytes = section.get(..used).ok_or(WireError::Truncated)?;
+        // RFC 9000 §19.3.2: the three ECN counts follow in a frame of type 0x03.
+        let ecn = if ty == types::ACK_ECN {
+            Some(EcnCounts { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
+        } else {
+            None
+        };
+        Ok(Self { largest, ack_delay, ecn, source: Source::Wire { first_range, count, bytes } })
+    }
+}
+
+impl PartialEq for Ack<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.largest == other.largest
+            && self.ack_delay == other.ack_delay
+            && self.ecn == other.ecn
+            && self.ranges().eq(other.ranges())
+    }
+}
+
+impl Eq for Ack<'_> {}
+
+/// Turns descending `(smallest, largest)` ranges back into the wire's First ACK Range and
+/// (Gap, ACK Range Length) pairs.
+struct Encoder<'a> {
+    ranges: AckRanges<'a>,
+    count: u64,
+    first_range: u64,
+    prev_smallest: u64,
+}
+
+impl<'a> Encoder<'a> {
+    fn new(mut ranges: AckRanges<'a>) -> Self {
+        let count = ranges.len().saturating_sub(1) as u64;
+        let (smallest, largest) = ranges.next().unwrap_or((0, 0));
+        Self {
+            ranges,
+            count,
+            first_range: largest.saturating_sub(smallest),
+            prev_smallest: smallest,
+        }
+    }
+
+    /// The next (Gap, ACK Range Length) pair. The ranges were validated by [`Ack::new`];
+    /// saturating arithmetic only keeps this total.
+    fn next_pair(&mut self) -> Option<(u64, u64)> {
+        let (smallest, largest) = self.ranges.next()?;
+        let gap = self.prev_smallest.saturating_sub(largest).saturating_sub(2);
+        self.prev_smallest = smallest;
+        Some((gap, largest.saturating_sub(smallest)))
+    }
+}
+
+/// Iterator over an ACK frame's acknowledged ranges, as inclusive `(smallest, largest)`
+/// packet numbers, highest first. Returned by [`Ack::ranges`]; it does constant work per
+/// range and never panics.
+#[derive(Clone, Debug)]
+pub struct AckRanges<'a> {
+    inner: Inner<'a>,
+}
+
+#[derive(Clone, Debug)]
+enum Inner<'a> {
+    Wire { first: Option<(u64, u64)>, smallest: u64, remaining: u64, r: Reader<'a> },
+    Descending(core::slice::Iter<'a, (u64, u64)>),
+    Ascending(core::iter::Rev<core::slice::Iter<'a, (u64, u64)>>),
+}
+
+impl<'a> AckRanges<'a> {
+    /// `largest` is the ACK's Largest Acknowledged; only a received ACK needs it here.
+    fn new(largest: u64, source: Source<'a>) -> Self {
+        let inner = match source {
+            Source::Wire { first_range, count, bytes } => Inner::Wire {
+                first: Some((largest.saturating_sub(first_range), largest)),
+                smallest: largest.saturating_sub(first_range),
+                remaining: count,
+                r: Reader::new(bytes),
+            },
+            Source::Ranges { ranges, order: RangeOrder::Descending } => {
+                Inner::Descending(ranges.iter())
+            }
+            Source::Ranges { ranges, order: RangeOrder::Ascending } => {
+                Inner::Ascending(ranges.iter().rev())
+            }
+        };
+        Self { inner }
+    }
+}
+
+impl Iterator for AckRanges<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        match &mut self.inner {
+            Inner::Descending(it) => it.next().copied(),
+            Inner::Ascending(it) => it.next().copied(),
+            Inner::Wire { first, smallest, remaining, r } => {
+                if let Some(range) = first.take() {
+                    return Some(range);
+                }
+                if *remaining == 0 {
+                    return None;
+                }
+                // Validated at parse time; a failure here only ends the iteration.
+                let step = (|| {
+                    let gap = r.varint_u64().ok()?;
+                    let len = r.varint_u64().ok()?;
+                    let largest = smallest.checked_sub(gap)?.checked_sub(2)?;
+                    Some((largest.checked_sub(len)?, largest))
+                })();
+                match step {
+                    Some((s, l)) => {
+                        *smallest = s;
+                        *remaining -= 1;
+                        Some((s, l))
+                    }
+                    None => {
+                        *remaining = 0;
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match &self.inner {
+            Inner::Descending(it) => it.len(),
+            Inner::Ascending(it) => it.len(),
+            Inner::Wire { first, remaining, .. } => usize::try_from(*remaining)
+                .unwrap_or(usize::MAX)
+                .saturating_add(usize::from(first.is_some())),
+        };
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for AckRanges<'_> {}
+impl core::iter::FusedIterator for AckRanges<'_> {}
