@@ -58,3 +58,9 @@ pub fn initial_keys<P: CryptoProvider>(
         server: PacketKeys::from_secret(provider, version, INITIAL_AEAD, server.as_ref())?,
     })
 }
+
+impl<P: CryptoProvider> core::fmt::Debug for InitialKeys<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("InitialKeys(..)")
+    }
+}

@@ -205,3 +205,16 @@ impl<P: CryptoProvider> PacketKeys<P> {
         })
     }
 }
+
+impl<P: CryptoProvider> core::fmt::Debug for PacketKey<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Never the key or IV.
+        f.write_str("PacketKey(..)")
+    }
+}
+
+impl<P: CryptoProvider> core::fmt::Debug for PacketKeys<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("PacketKeys(..)")
+    }
+}
