@@ -30,6 +30,9 @@ mod spki;
 mod transcript;
 
 #[cfg(test)]
+extern crate std;
+
+#[cfg(test)]
 mod tests;
 
 pub use alert::{Alert, Error};
