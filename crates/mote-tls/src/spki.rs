@@ -36,8 +36,8 @@ pub const P256_SPKI_LEN: usize = P256_PREFIX.len() + 65;
 /// Parses a raw public key's SubjectPublicKeyInfo into the one TLS 1.3 signature scheme that
 /// key signs with and the raw key that [`mote_crypto::CryptoProvider::verify`] takes (32 bytes
 /// for Ed25519, a 65-byte uncompressed SEC1 point for P-256). Any other key type, a compressed
-/// point or explicit curve parameters are [`Alert::UnsupportedCertificate`]
-/// (crate::Alert::UnsupportedCertificate); point validity is checked when verifying.
+/// point or explicit curve parameters are unsupported_certificate
+/// ([`crate::Alert::UnsupportedCertificate`]); point validity is checked when verifying.
 pub fn parse_spki(der: &[u8]) -> Result<(SignatureScheme, &[u8]), Error> {
     if let Some(key) = der.strip_prefix(&ED25519_PREFIX[..]) {
         if key.len() == 32 {

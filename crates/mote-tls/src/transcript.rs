@@ -35,8 +35,10 @@ impl<H: Hash> Transcript<H> {
         alg: HashAlgorithm,
         client_hello1_hash: &[u8],
     ) -> Result<Self, Error> {
+        if client_hello1_hash.len() > mote_crypto::MAX_HASH_LEN {
+            return Err(Error::BadLength);
+        }
         let mut t = Self::new(provider, alg)?;
-        // The length always fits: hashes are at most 48 bytes.
         t.update(&[
             handshake_type::MESSAGE_HASH,
             0,

@@ -1,9 +1,12 @@
 //! Certificate (RFC 8446 §4.4.2, RFC 7250 §3) and CertificateVerify (§4.4.3).
 
-use super::extensions::{Extensions, ListIter, ALLOW_CERTIFICATE};
+use super::extensions::{
+    extension_type as et, Extensions, ListIter, U16List, ALLOW_CERTIFICATE,
+    ALLOW_CERTIFICATE_REQUEST,
+};
 use super::{handshake_type, start_message};
 use crate::codec::{Reader, Writer};
-use crate::Error;
+use crate::{Alert, Error};
 
 /// RFC 8446 §4.4.2 / RFC 7250 §3: one CertificateEntry.
 ///
@@ -123,6 +126,65 @@ pub fn emit_certificate_verify(
     let msg = start_message(&mut w, handshake_type::CERTIFICATE_VERIFY)?;
     w.u16(scheme)?;
     w.vec(2, signature)?;
+    w.end(msg)?;
+    Ok(w.position())
+}
+
+/// RFC 8446 §4.3.2: `struct { opaque certificate_request_context<0..2^8-1>; Extension
+/// extensions<2..2^16-1>; } CertificateRequest;`, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CertificateRequest<'a> {
+    /// certificate_request_context, echoed in the client's Certificate (empty during the
+    /// handshake).
+    pub context: &'a [u8],
+    /// Every extension, in order.
+    pub extensions: Extensions<'a>,
+    /// signature_algorithms: the schemes the server accepts in the client's
+    /// CertificateVerify.
+    pub signature_algorithms: U16List<'a>,
+}
+
+impl<'a> CertificateRequest<'a> {
+    /// Parses a CertificateRequest body. signature_algorithms is required ("MUST be
+    /// specified", §4.3.2): without it, missing_extension.
+    pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
+        let mut r = Reader::new(body);
+        let context = r.vec(1, 0)?;
+        let extensions = Extensions::read(&mut r, ALLOW_CERTIFICATE_REQUEST)?;
+        r.finish()?;
+        let data = extensions
+            .get(et::SIGNATURE_ALGORITHMS)
+            .ok_or(Error::Alert(Alert::MissingExtension))?;
+        let mut d = Reader::new(data);
+        let signature_algorithms = U16List(d.vec_u16(2, 2)?);
+        d.finish()?;
+        Ok(Self {
+            context,
+            extensions,
+            signature_algorithms,
+        })
+    }
+}
+
+/// Writes a CertificateRequest asking for a certificate signed with one of `schemes`;
+/// returns its length.
+#[cfg(feature = "server")]
+pub fn emit_certificate_request(
+    context: &[u8],
+    schemes: &[mote_crypto::SignatureScheme],
+    out: &mut [u8],
+) -> Result<usize, Error> {
+    let mut w = Writer::new(out);
+    let msg = start_message(&mut w, handshake_type::CERTIFICATE_REQUEST)?;
+    w.vec(1, context)?;
+    let exts = w.start(2)?;
+    super::extensions::write_u16_list_extension(
+        &mut w,
+        et::SIGNATURE_ALGORITHMS,
+        2,
+        schemes.iter().map(|s| s.codepoint()),
+    )?;
+    w.end(exts)?;
     w.end(msg)?;
     Ok(w.position())
 }

@@ -101,6 +101,7 @@ pub(crate) const ALLOW_ENCRYPTED_EXTENSIONS: u16 = known_bit(et::SERVER_NAME)
     | known_bit(et::EARLY_DATA)
     | known_bit(et::QUIC_TRANSPORT_PARAMETERS);
 pub(crate) const ALLOW_CERTIFICATE: u16 = 0;
+pub(crate) const ALLOW_CERTIFICATE_REQUEST: u16 = known_bit(et::SIGNATURE_ALGORITHMS);
 pub(crate) const ALLOW_NEW_SESSION_TICKET: u16 = known_bit(et::EARLY_DATA);
 
 /// A validated extension block: `Extension extensions<0..2^16-1>`.

@@ -20,8 +20,11 @@ pub mod extensions;
 mod new_session_ticket;
 mod server_hello;
 
+#[cfg(feature = "server")]
+pub use certificate::emit_certificate_request;
 pub use certificate::{
-    emit_certificate, emit_certificate_verify, Certificate, CertificateEntry, CertificateVerify,
+    emit_certificate, emit_certificate_verify, Certificate, CertificateEntry, CertificateRequest,
+    CertificateVerify,
 };
 #[cfg(feature = "server")]
 pub use client_hello::ClientHello;

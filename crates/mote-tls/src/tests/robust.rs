@@ -41,6 +41,9 @@ fn parsers() -> Vec<(&'static str, fn(&[u8]) -> Result<(), Error>)> {
     v.push(("CertificateVerify", |b| {
         msgs::CertificateVerify::parse(b).map(|_| ())
     }));
+    v.push(("CertificateRequest", |b| {
+        msgs::CertificateRequest::parse(b).map(|c| c.signature_algorithms.iter().for_each(drop))
+    }));
     v.push(("NewSessionTicket", |b| {
         msgs::NewSessionTicket::parse(b).map(|_| ())
     }));
@@ -89,6 +92,8 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
         v.push(("ServerHello", buf[4..n].to_vec()));
         let n = ee_params().emit(&mut buf).unwrap();
         v.push(("EncryptedExtensions", buf[4..n].to_vec()));
+        let n = msgs::emit_certificate_request(&[], &[SignatureScheme::Ed25519], &mut buf).unwrap();
+        v.push(("CertificateRequest", buf[4..n].to_vec()));
     }
     v.push(("ServerHello", SH3[4..].to_vec()));
     v.push(("ServerHello", SH4[4..].to_vec()));
@@ -722,4 +727,44 @@ fn client_hello_emit_layout() {
         ..params
     };
     assert_eq!(no_psk.emit(&mut [0u8; 512]).unwrap().binders_offset, None);
+}
+
+#[test]
+fn certificate_request_rules() {
+    // signature_algorithms is required (RFC 8446 §4.3.2).
+    let no_sigalgs = [&[0u8][..], &block(&[&hex!("1234 0000")])].concat();
+    let err = msgs::CertificateRequest::parse(&no_sigalgs).unwrap_err();
+    assert_eq!(err.alert(), Alert::MissingExtension);
+    let ok = [&[0u8][..], &block(&[&hex!("000d 0004 0002 0807")])].concat();
+    let cr = msgs::CertificateRequest::parse(&ok).unwrap();
+    assert!(cr.signature_algorithms.contains(0x0807));
+    // key_share does not belong in a CertificateRequest.
+    let bad = [
+        &[0u8][..],
+        &block(&[&hex!("000d 0004 0002 0807"), &hex!("0033 0000")]),
+    ]
+    .concat();
+    assert_eq!(
+        msgs::CertificateRequest::parse(&bad),
+        Err(Error::IllegalParameter)
+    );
+}
+
+#[cfg(feature = "server")]
+#[test]
+fn certificate_request_round_trip() {
+    let schemes = [
+        SignatureScheme::Ed25519,
+        SignatureScheme::EcdsaSecp256r1Sha256,
+    ];
+    let mut buf = [0u8; 64];
+    let n = msgs::emit_certificate_request(b"c", &schemes, &mut buf).unwrap();
+    assert_eq!(buf[0], msgs::handshake_type::CERTIFICATE_REQUEST);
+    let cr = msgs::CertificateRequest::parse(&buf[4..n]).unwrap();
+    assert_eq!(cr.context, b"c");
+    assert_eq!(
+        cr.signature_algorithms.iter().collect::<Vec<_>>(),
+        [0x0807, 0x0403]
+    );
+    short_buffers_fail(n, |b| msgs::emit_certificate_request(b"c", &schemes, b));
 }
