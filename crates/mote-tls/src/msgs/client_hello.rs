@@ -6,7 +6,7 @@ use super::extensions::{
 };
 use super::read_session_id;
 use crate::codec::Reader;
-use crate::Error;
+use crate::{Alert, Error};
 
 /// RFC 8446 §4.1.2: a parsed ClientHello, borrowing the received bytes.
 ///
@@ -69,7 +69,8 @@ impl<'a> ClientHello<'a> {
     ///
     /// Beyond syntax it enforces: legacy_compression_methods is exactly `[0]` (RFC 8446
     /// §4.1.2, illegal_parameter), no extension the ClientHello must not carry, no duplicate
-    /// extension, pre_shared_key last (§4.2.11, illegal_parameter), and as many PSK binders as
+    /// extension, pre_shared_key last (§4.2.11, illegal_parameter) and accompanied by
+    /// psk_key_exchange_modes (§4.2.9, missing_extension), and as many PSK binders as
     /// identities.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
         let mut r = Reader::new(body);
@@ -135,8 +136,16 @@ impl<'a> ClientHello<'a> {
         // RFC 8446 §4.2.11: "The "pre_shared_key" extension MUST be the last extension in the
         // ClientHello ... Servers MUST check that it is the last extension and otherwise fail
         // the handshake with an "illegal_parameter" alert."
-        if ch.pre_shared_key.is_some() && extensions.last_type() != Some(et::PRE_SHARED_KEY) {
-            return Err(Error::IllegalParameter);
+        if ch.pre_shared_key.is_some() {
+            if extensions.last_type() != Some(et::PRE_SHARED_KEY) {
+                return Err(Error::IllegalParameter);
+            }
+            // RFC 8446 §4.2.9: "If clients offer "pre_shared_key" without a
+            // "psk_key_exchange_modes" extension, servers MUST abort the handshake."
+            // (§9.2 names the alert: missing_extension.)
+            if ch.psk_key_exchange_modes.is_none() {
+                return Err(Error::Alert(Alert::MissingExtension));
+            }
         }
         Ok(ch)
     }

@@ -238,6 +238,17 @@ fn client_hello_rules() {
         msgs::ClientHello::parse(&not_last),
         Err(Error::IllegalParameter)
     );
+    // pre_shared_key without psk_key_exchange_modes (RFC 8446 §4.2.9): CH4 with its
+    // psk_key_exchange_modes extension (type 0x002d, 6 bytes) cut out.
+    let at = CH4[4..]
+        .windows(4)
+        .position(|w| w == hex!("002d 0002"))
+        .unwrap();
+    let mut body = [&CH4[4..4 + at], &CH4[4 + at + 6..]].concat();
+    let ext_len = u16::from_be_bytes([body[45], body[46]]) - 6;
+    body[45..47].copy_from_slice(&ext_len.to_be_bytes());
+    let err = msgs::ClientHello::parse(&body).unwrap_err();
+    assert_eq!(err.alert(), Alert::MissingExtension);
     // A compression method other than null (RFC 8446 §4.1.2).
     let mut body = CH3[4..].to_vec();
     body[44] = 1;
