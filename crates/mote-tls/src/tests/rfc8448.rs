@@ -739,3 +739,82 @@ fn exporter_matches_botan_on_rfc8448_s3() {
     .unwrap();
     assert_eq!(out, hex!("f20058a65ce0430a197944c812431c2d"));
 }
+
+/// §5 ("HelloRetryRequest"): the server asks for a secp256r1 share. The transcript through
+/// ServerHello replaces ClientHello1 with the message_hash synthetic message (RFC 8446
+/// §4.4.1); the handshake traffic secrets derived over it are the RFC's.
+#[test]
+fn rfc8448_s5_hello_retry_request_transcript() {
+    let (m, _) = msgs::split_message(&HRR5).unwrap();
+    assert_eq!(m.typ, ht::SERVER_HELLO);
+    let hrr = msgs::ServerHello::parse(m.body).unwrap();
+    assert!(hrr.is_hello_retry_request());
+    assert_eq!(hrr.selected_group, Some(NamedGroup::Secp256r1.codepoint()));
+    assert_eq!(hrr.key_share, None);
+    assert_eq!(hrr.selected_version, Some(msgs::TLS13));
+    let cookie = hrr.cookie.unwrap();
+    assert_eq!(cookie.len(), 0x72);
+    let (m, _) = msgs::split_message(&SH5).unwrap();
+    let sh = msgs::ServerHello::parse(m.body).unwrap();
+    assert!(!sh.is_hello_retry_request());
+    assert_eq!(sh.key_share.unwrap().key_exchange.len(), 65);
+
+    // The client's view: hash ClientHello1, then on the HelloRetryRequest replace it.
+    let mut t = Transcript::new(&P, SHA256).unwrap();
+    t.update(&CH1_5);
+    t.replace_with_message_hash(&P).unwrap();
+    for m in [&HRR5[..], &CH2_5, &SH5] {
+        t.update(m);
+    }
+    let hello_hash = t.current_hash();
+    assert_eq!(
+        hello_hash.as_ref(),
+        hex!("8aa8e828ec2f8a884fec95a3139de01c15a3daa7ff5bfc3f4bfcc21b438d7bf8")
+    );
+    // A stateless server's view: it kept only Hash(ClientHello1) (e.g. in the cookie).
+    let ch1_hash = hash(&[&CH1_5]);
+    let mut s = Transcript::from_message_hash(&P, SHA256, ch1_hash.as_ref()).unwrap();
+    for m in [&HRR5[..], &CH2_5, &SH5] {
+        s.update(m);
+    }
+    assert_eq!(s.current_hash(), hello_hash);
+
+    let hs = EarlySecret::new(&P, SHA256, None)
+        .unwrap()
+        .into_handshake_secret(
+            &P,
+            &hex!("c142ce13ca11b5c2233652e63ad3d97844f1621fbfb9de69d547dc8fedeabeb4"),
+        )
+        .unwrap();
+    assert_eq!(
+        hs.secret(),
+        hex!("ce022e5e6e81e50736d773f2d3adfce8220d049bf510f0dbfac927ef4243b148")
+    );
+    assert_eq!(
+        hs.client_handshake_traffic_secret(&P, hello_hash.as_ref())
+            .unwrap()
+            .as_ref(),
+        hex!("158aa7ab8855073582b41d674b4055cabcc534728f659314861b4e08e2011566")
+    );
+    assert_eq!(
+        hs.server_handshake_traffic_secret(&P, hello_hash.as_ref())
+            .unwrap()
+            .as_ref(),
+        hex!("3403e781e2af7b6508da28574f6e95a1abf162de83a97927c37672a4a0cef8a1")
+    );
+}
+
+/// §5: ClientHello2 echoes the HelloRetryRequest's cookie and carries the requested share.
+#[cfg(feature = "server")]
+#[test]
+fn rfc8448_s5_parse_client_hello2() {
+    let hrr = msgs::ServerHello::parse(&HRR5[4..]).unwrap();
+    let ch1 = msgs::ClientHello::parse(&CH1_5[4..]).unwrap();
+    assert!(ch1.key_shares.unwrap().find(0x0017).is_none());
+    let ch2 = msgs::ClientHello::parse(&CH2_5[4..]).unwrap();
+    assert_eq!(ch2.cookie, hrr.cookie);
+    assert_eq!(ch2.random, ch1.random);
+    let share = ch2.key_shares.unwrap().find(0x0017).unwrap();
+    assert_eq!(share.key_exchange.len(), 65);
+    assert_eq!(share.key_exchange[0], 0x04);
+}

@@ -86,6 +86,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
     {
         v.push(("ClientHello", CH3[4..].to_vec()));
         v.push(("ClientHello", CH4[4..].to_vec()));
+        v.push(("ClientHello", CH2_5[4..].to_vec()));
         v.push(("ClientHello", emitted_client_hello()[4..].to_vec()));
         let mut buf = [0u8; 256];
         let n = hrr_params().emit(&mut buf).unwrap();
@@ -97,6 +98,8 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
     }
     v.push(("ServerHello", SH3[4..].to_vec()));
     v.push(("ServerHello", SH4[4..].to_vec()));
+    v.push(("ServerHello", HRR5[4..].to_vec()));
+    v.push(("ServerHello", SH5[4..].to_vec()));
     let flight: Vec<_> = {
         let mut out = Vec::new();
         let mut buf = &FLIGHT3[..];
