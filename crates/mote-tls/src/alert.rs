@@ -126,14 +126,8 @@ mod tests {
         assert_eq!(Alert::MissingExtension.quic_error_code(), 0x016d);
         assert_eq!(Error::Truncated.alert(), Alert::DecodeError);
         assert_eq!(Error::DuplicateExtension.alert(), Alert::IllegalParameter);
-        assert_eq!(
-            Error::Crypto(mote_crypto::Error::BadSignature).alert(),
-            Alert::DecryptError
-        );
+        assert_eq!(Error::Crypto(mote_crypto::Error::BadSignature).alert(), Alert::DecryptError);
         assert_eq!(Error::BufferTooSmall.alert(), Alert::InternalError);
-        assert_eq!(
-            Error::from(Alert::ProtocolVersion).alert(),
-            Alert::ProtocolVersion
-        );
+        assert_eq!(Error::from(Alert::ProtocolVersion).alert(), Alert::ProtocolVersion);
     }
 }

@@ -20,14 +20,7 @@ pub fn finished_verify_data<P: CryptoProvider + ?Sized>(
     transcript_hash: &[u8],
 ) -> Result<Digest, Error> {
     let mut finished_key = mote_crypto::Secret::zeroed(alg.output_len());
-    hkdf::expand_label(
-        provider,
-        alg,
-        base_key,
-        b"finished",
-        b"",
-        finished_key.as_mut(),
-    )?;
+    hkdf::expand_label(provider, alg, base_key, b"finished", b"", finished_key.as_mut())?;
     let mut mac = provider.hmac(alg, finished_key.as_ref())?;
     mac.update(transcript_hash);
     Ok(mac.finish())
@@ -73,13 +66,7 @@ pub fn verify_psk_binder<P: CryptoProvider + ?Sized>(
     partial_client_hello_hash: &[u8],
     received: &[u8],
 ) -> Result<(), Error> {
-    verify_finished(
-        provider,
-        alg,
-        binder_key,
-        partial_client_hello_hash,
-        received,
-    )
+    verify_finished(provider, alg, binder_key, partial_client_hello_hash, received)
 }
 
 /// Compares two byte strings in time that depends only on their lengths.

@@ -55,10 +55,7 @@ impl<'a> Reader<'a> {
 
     /// Consumes a big-endian unsigned integer of `width` (1 to 3) bytes.
     fn uint(&mut self, width: usize) -> Result<usize, Error> {
-        Ok(self
-            .bytes(width)?
-            .iter()
-            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b)))
+        Ok(self.bytes(width)?.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b)))
     }
 
     /// Consumes a vector `opaque v<min..2^(8*width)-1>`: a `width`-byte length and then that
@@ -115,14 +112,8 @@ impl<'a> Writer<'a> {
     }
 
     pub(crate) fn put(&mut self, data: &[u8]) -> Result<(), Error> {
-        let end = self
-            .pos
-            .checked_add(data.len())
-            .ok_or(Error::BufferTooSmall)?;
-        self.buf
-            .get_mut(self.pos..end)
-            .ok_or(Error::BufferTooSmall)?
-            .copy_from_slice(data);
+        let end = self.pos.checked_add(data.len()).ok_or(Error::BufferTooSmall)?;
+        self.buf.get_mut(self.pos..end).ok_or(Error::BufferTooSmall)?.copy_from_slice(data);
         self.pos = end;
         Ok(())
     }
@@ -156,10 +147,7 @@ impl<'a> Writer<'a> {
         }
         let be = (len as u32).to_be_bytes();
         let src = be.get(4 - mark.width..).ok_or(Error::BadLength)?;
-        self.buf
-            .get_mut(mark.at..body_start)
-            .ok_or(Error::BufferTooSmall)?
-            .copy_from_slice(src);
+        self.buf.get_mut(mark.at..body_start).ok_or(Error::BufferTooSmall)?.copy_from_slice(src);
         Ok(())
     }
 

@@ -43,13 +43,7 @@ pub fn derive_secret<P: CryptoProvider + ?Sized>(
     label: &[u8],
     transcript_hash: &[u8],
 ) -> Result<Secret, Error> {
-    Ok(hkdf::expand_label_secret(
-        provider,
-        alg,
-        secret,
-        label,
-        transcript_hash,
-    )?)
+    Ok(hkdf::expand_label_secret(provider, alg, secret, label, transcript_hash)?)
 }
 
 /// Transcript-Hash("") — the context of the "derived" and binder-key derivations.
@@ -104,10 +98,7 @@ impl EarlySecret {
         psk: Option<&[u8]>,
     ) -> Result<Self, Error> {
         let ikm = psk.unwrap_or(zeros(alg));
-        Ok(Self {
-            alg,
-            secret: hkdf::extract(provider, alg, zeros(alg), ikm)?,
-        })
+        Ok(Self { alg, secret: hkdf::extract(provider, alg, zeros(alg), ikm)? })
     }
 
     /// The hash algorithm of this schedule.
@@ -127,13 +118,7 @@ impl EarlySecret {
             PskKind::Resumption => b"res binder",
         };
         let empty = empty_hash(provider, self.alg)?;
-        derive_secret(
-            provider,
-            self.alg,
-            self.secret.as_ref(),
-            label,
-            empty.as_ref(),
-        )
+        derive_secret(provider, self.alg, self.secret.as_ref(), label, empty.as_ref())
     }
 
     /// RFC 8446 §7.1: client_early_traffic_secret =
@@ -144,13 +129,7 @@ impl EarlySecret {
         provider: &P,
         client_hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(
-            provider,
-            self.alg,
-            self.secret.as_ref(),
-            b"c e traffic",
-            client_hello_hash,
-        )
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"c e traffic", client_hello_hash)
     }
 
     /// RFC 8446 §7.1: early_exporter_master_secret =
@@ -160,13 +139,7 @@ impl EarlySecret {
         provider: &P,
         client_hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(
-            provider,
-            self.alg,
-            self.secret.as_ref(),
-            b"e exp master",
-            client_hello_hash,
-        )
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"e exp master", client_hello_hash)
     }
 
     /// RFC 8446 §7.1: Handshake Secret = HKDF-Extract(Derive-Secret(Early Secret, "derived",
@@ -209,13 +182,7 @@ impl HandshakeSecret {
         provider: &P,
         hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(
-            provider,
-            self.alg,
-            self.secret.as_ref(),
-            b"c hs traffic",
-            hello_hash,
-        )
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"c hs traffic", hello_hash)
     }
 
     /// RFC 8446 §7.1: server_handshake_traffic_secret =
@@ -225,13 +192,7 @@ impl HandshakeSecret {
         provider: &P,
         hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(
-            provider,
-            self.alg,
-            self.secret.as_ref(),
-            b"s hs traffic",
-            hello_hash,
-        )
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"s hs traffic", hello_hash)
     }
 
     /// RFC 8446 §7.1: Master Secret = HKDF-Extract(Derive-Secret(Handshake Secret, "derived",
@@ -304,13 +265,7 @@ impl MasterSecret {
         provider: &P,
         server_finished_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(
-            provider,
-            self.alg,
-            self.secret.as_ref(),
-            b"exp master",
-            server_finished_hash,
-        )
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"exp master", server_finished_hash)
     }
 
     /// RFC 8446 §7.1: resumption_master_secret =
@@ -320,13 +275,7 @@ impl MasterSecret {
         provider: &P,
         client_finished_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(
-            provider,
-            self.alg,
-            self.secret.as_ref(),
-            b"res master",
-            client_finished_hash,
-        )
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"res master", client_finished_hash)
     }
 
     #[cfg(test)]
@@ -343,13 +292,7 @@ pub fn resumption_psk<P: CryptoProvider + ?Sized>(
     resumption_master_secret: &[u8],
     ticket_nonce: &[u8],
 ) -> Result<Secret, Error> {
-    derive_secret(
-        provider,
-        alg,
-        resumption_master_secret,
-        b"resumption",
-        ticket_nonce,
-    )
+    derive_secret(provider, alg, resumption_master_secret, b"resumption", ticket_nonce)
 }
 
 /// RFC 8446 §7.5: TLS-Exporter(label, context_value, key_length) =

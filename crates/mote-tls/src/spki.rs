@@ -97,14 +97,8 @@ mod tests {
         let mut point = [0x11u8; 65];
         point[0] = 0x04;
         let mut der = [0u8; P256_SPKI_LEN];
-        assert_eq!(
-            encode_spki(SignatureScheme::EcdsaSecp256r1Sha256, &point, &mut der),
-            Ok(91)
-        );
-        assert_eq!(
-            parse_spki(&der),
-            Ok((SignatureScheme::EcdsaSecp256r1Sha256, &point[..]))
-        );
+        assert_eq!(encode_spki(SignatureScheme::EcdsaSecp256r1Sha256, &point, &mut der), Ok(91));
+        assert_eq!(parse_spki(&der), Ok((SignatureScheme::EcdsaSecp256r1Sha256, &point[..])));
         // Compressed point marker, truncation, trailing byte, wrong OID.
         let mut bad = der;
         bad[26] = 0x02;

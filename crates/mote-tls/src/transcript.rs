@@ -21,9 +21,7 @@ impl<H: Hash> Transcript<H> {
         provider: &P,
         alg: HashAlgorithm,
     ) -> Result<Self, Error> {
-        Ok(Self {
-            hash: provider.hash(alg)?,
-        })
+        Ok(Self { hash: provider.hash(alg)? })
     }
 
     /// RFC 8446 §4.4.1: a transcript that begins with the synthetic `message_hash` message
@@ -39,12 +37,7 @@ impl<H: Hash> Transcript<H> {
             return Err(Error::BadLength);
         }
         let mut t = Self::new(provider, alg)?;
-        t.update(&[
-            handshake_type::MESSAGE_HASH,
-            0,
-            0,
-            client_hello1_hash.len() as u8,
-        ]);
+        t.update(&[handshake_type::MESSAGE_HASH, 0, 0, client_hello1_hash.len() as u8]);
         t.update(client_hello1_hash);
         Ok(t)
     }

@@ -33,10 +33,7 @@ pub struct CertificateEntry<'a> {
 
 impl<'a> CertificateEntry<'a> {
     fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
-        Ok(Self {
-            data: r.vec(3, 1)?,
-            extensions: Extensions::read(r, ALLOW_CERTIFICATE)?,
-        })
+        Ok(Self { data: r.vec(3, 1)?, extensions: Extensions::read(r, ALLOW_CERTIFICATE)? })
     }
 }
 
@@ -107,10 +104,7 @@ impl<'a> CertificateVerify<'a> {
     /// Parses a CertificateVerify body.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
         let mut r = Reader::new(body);
-        let cv = Self {
-            scheme: r.u16()?,
-            signature: r.vec(2, 0)?,
-        };
+        let cv = Self { scheme: r.u16()?, signature: r.vec(2, 0)? };
         r.finish()?;
         Ok(cv)
     }
@@ -158,11 +152,7 @@ impl<'a> CertificateRequest<'a> {
         let mut d = Reader::new(data);
         let signature_algorithms = U16List(d.vec_u16(2, 2)?);
         d.finish()?;
-        Ok(Self {
-            context,
-            extensions,
-            signature_algorithms,
-        })
+        Ok(Self { context, extensions, signature_algorithms })
     }
 }
 

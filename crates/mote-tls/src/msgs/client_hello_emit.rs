@@ -144,11 +144,7 @@ impl ClientHelloParams<'_> {
         if self.early_data {
             write_extension(&mut w, et::EARLY_DATA, &[])?;
         }
-        write_extension(
-            &mut w,
-            et::QUIC_TRANSPORT_PARAMETERS,
-            self.quic_transport_parameters,
-        )?;
+        write_extension(&mut w, et::QUIC_TRANSPORT_PARAMETERS, self.quic_transport_parameters)?;
         // RFC 8446 §4.2.11: pre_shared_key MUST be the last extension.
         let mut binders_offset = None;
         if let Some(psk) = self.psk {
@@ -170,10 +166,7 @@ impl ClientHelloParams<'_> {
         }
         w.end(exts)?;
         w.end(msg)?;
-        Ok(EmittedClientHello {
-            len: w.position(),
-            binders_offset,
-        })
+        Ok(EmittedClientHello { len: w.position(), binders_offset })
     }
 }
 
@@ -187,9 +180,6 @@ pub fn write_binder(message: &mut [u8], binders_offset: usize, binder: &[u8]) ->
     if binder.len() > 255 || declared != Some(binder.len() as u8) {
         return Err(Error::BadLength);
     }
-    message
-        .get_mut(at..end)
-        .ok_or(Error::BufferTooSmall)?
-        .copy_from_slice(binder);
+    message.get_mut(at..end).ok_or(Error::BufferTooSmall)?.copy_from_slice(binder);
     Ok(())
 }

@@ -129,11 +129,7 @@ mod emit {
             if self.early_data {
                 write_extension(&mut w, et::EARLY_DATA, &[])?;
             }
-            write_extension(
-                &mut w,
-                et::QUIC_TRANSPORT_PARAMETERS,
-                self.quic_transport_parameters,
-            )?;
+            write_extension(&mut w, et::QUIC_TRANSPORT_PARAMETERS, self.quic_transport_parameters)?;
             w.end(exts)?;
             w.end(msg)?;
             Ok(w.position())

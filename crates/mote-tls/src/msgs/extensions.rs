@@ -120,9 +120,8 @@ impl<'a> Extensions<'a> {
         let mut it = Reader::new(raw);
         let mut count = 0;
         while !it.is_empty() {
-            let seen = raw
-                .get(..raw.len().saturating_sub(it.rest().len()))
-                .ok_or(Error::Truncated)?;
+            let seen =
+                raw.get(..raw.len().saturating_sub(it.rest().len())).ok_or(Error::Truncated)?;
             let typ = it.u16()?;
             it.vec(2, 0)?;
             count += 1;
@@ -147,9 +146,7 @@ impl<'a> Extensions<'a> {
 
     /// The extensions in order, as `(type, extension_data)`.
     pub fn iter(&self) -> ExtensionIter<'a> {
-        ExtensionIter {
-            r: Reader::new(self.raw),
-        }
+        ExtensionIter { r: Reader::new(self.raw) }
     }
 
     /// The data of the extension of type `typ`, if present.
@@ -205,10 +202,7 @@ pub struct ListIter<'a, T> {
 
 impl<'a, T> ListIter<'a, T> {
     pub(crate) fn new(raw: &'a [u8], item: ItemFn<'a, T>) -> Self {
-        Self {
-            r: Reader::new(raw),
-            item,
-        }
+        Self { r: Reader::new(raw), item }
     }
 }
 
@@ -231,11 +225,7 @@ pub struct U16List<'a>(pub(crate) &'a [u8]);
 impl<'a> U16List<'a> {
     /// The codepoints in order.
     pub fn iter(&self) -> impl Iterator<Item = u16> + 'a {
-        self.0
-            .as_chunks::<2>()
-            .0
-            .iter()
-            .map(|c| u16::from_be_bytes(*c))
+        self.0.as_chunks::<2>().0.iter().map(|c| u16::from_be_bytes(*c))
     }
 
     /// Whether `v` is in the list.
@@ -292,10 +282,7 @@ pub struct KeyShareEntry<'a> {
 
 impl<'a> KeyShareEntry<'a> {
     pub(crate) fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
-        Ok(Self {
-            group: r.u16()?,
-            key_exchange: r.vec(2, 1)?,
-        })
+        Ok(Self { group: r.u16()?, key_exchange: r.vec(2, 1)? })
     }
 
     pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), Error> {
@@ -338,10 +325,7 @@ pub struct PskIdentity<'a> {
 
 impl<'a> PskIdentity<'a> {
     fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
-        Ok(Self {
-            identity: r.vec(2, 1)?,
-            obfuscated_ticket_age: r.u32()?,
-        })
+        Ok(Self { identity: r.vec(2, 1)?, obfuscated_ticket_age: r.u32()? })
     }
 }
 
@@ -366,10 +350,7 @@ impl<'a> OfferedPsks<'a> {
         if validate(identities, PskIdentity::read)? != validate(binders, binder)? {
             return Err(Error::IllegalParameter);
         }
-        Ok(Self {
-            identities,
-            binders,
-        })
+        Ok(Self { identities, binders })
     }
 
     /// The offered identities, in order (the server's selected_identity indexes these).

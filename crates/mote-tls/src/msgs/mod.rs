@@ -98,12 +98,7 @@ pub fn message_len(buf: &[u8]) -> Option<usize> {
     let mut r = Reader::new(buf);
     r.u8().ok()?;
     let len = r.bytes(3).ok()?;
-    Some(
-        HEADER_LEN
-            + len
-                .iter()
-                .fold(0usize, |acc, b| (acc << 8) | usize::from(*b)),
-    )
+    Some(HEADER_LEN + len.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b)))
 }
 
 /// RFC 8446 §4: cuts the first complete handshake message off `buf`, returning it and the
@@ -195,10 +190,7 @@ mod tests {
         assert_eq!(m.body, &[0xaa, 0xbb]);
         assert_eq!(m.bytes, &msg[..6]);
         assert_eq!(rest, &[1, 0]);
-        assert_eq!(
-            message_len(&[1, 0xff, 0xff, 0xff]),
-            Some(HEADER_LEN + 0xff_ffff)
-        );
+        assert_eq!(message_len(&[1, 0xff, 0xff, 0xff]), Some(HEADER_LEN + 0xff_ffff));
     }
 
     #[test]
@@ -223,9 +215,6 @@ mod tests {
         let mut out = [0u8; 36];
         assert_eq!(Finished::emit(&[7; 32], &mut out), Ok(36));
         assert_eq!(&out[..4], &[20, 0, 0, 32]);
-        assert_eq!(
-            Finished::emit(&[7; 32], &mut [0u8; 35]),
-            Err(Error::BufferTooSmall)
-        );
+        assert_eq!(Finished::emit(&[7; 32], &mut [0u8; 35]), Err(Error::BufferTooSmall));
     }
 }

@@ -48,14 +48,7 @@ impl<'a> NewSessionTicket<'a> {
             max_early_data_size = Some(d.u32()?);
             d.finish()?;
         }
-        Ok(Self {
-            lifetime,
-            age_add,
-            nonce,
-            ticket,
-            extensions,
-            max_early_data_size,
-        })
+        Ok(Self { lifetime, age_add, nonce, ticket, extensions, max_early_data_size })
     }
 }
 

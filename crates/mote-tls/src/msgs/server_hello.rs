@@ -66,11 +66,7 @@ impl<'a> ServerHello<'a> {
             return Err(Error::IllegalParameter);
         }
         let hrr = *random == HELLO_RETRY_REQUEST_RANDOM;
-        let allowed = if hrr {
-            ALLOW_HELLO_RETRY_REQUEST
-        } else {
-            ALLOW_SERVER_HELLO
-        };
+        let allowed = if hrr { ALLOW_HELLO_RETRY_REQUEST } else { ALLOW_SERVER_HELLO };
         let extensions = Extensions::read(&mut r, allowed)?;
         r.finish()?;
 
@@ -178,25 +174,19 @@ mod emit {
     impl ServerHelloParams<'_> {
         /// Writes the ServerHello message (header included); returns its length.
         pub fn emit(&self, out: &mut [u8]) -> Result<usize, Error> {
-            write_hello(
-                out,
-                self.random,
-                self.legacy_session_id_echo,
-                self.cipher_suite,
-                |w| {
-                    if let Some(share) = &self.key_share {
-                        w.u16(et::KEY_SHARE)?;
-                        let ext = w.start(2)?;
-                        share.write(w)?;
-                        w.end(ext)?;
-                    }
-                    if let Some(index) = self.selected_psk {
-                        w.u16(et::PRE_SHARED_KEY)?;
-                        w.vec(2, &index.to_be_bytes())?;
-                    }
-                    Ok(())
-                },
-            )
+            write_hello(out, self.random, self.legacy_session_id_echo, self.cipher_suite, |w| {
+                if let Some(share) = &self.key_share {
+                    w.u16(et::KEY_SHARE)?;
+                    let ext = w.start(2)?;
+                    share.write(w)?;
+                    w.end(ext)?;
+                }
+                if let Some(index) = self.selected_psk {
+                    w.u16(et::PRE_SHARED_KEY)?;
+                    w.vec(2, &index.to_be_bytes())?;
+                }
+                Ok(())
+            })
         }
     }
 

@@ -98,8 +98,7 @@ fn open_record(
     let (header, body) = record.split_at(5);
     let (ciphertext, tag) = body.split_at(body.len() - 16);
     let mut plain = ciphertext.to_vec();
-    aead.open_in_place(&iv, header, &mut plain, tag.try_into().unwrap())
-        .unwrap();
+    aead.open_in_place(&iv, header, &mut plain, tag.try_into().unwrap()).unwrap();
     plain
 }
 
@@ -110,28 +109,12 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 #[test]
 fn rfc8448_x25519_shared_secrets() {
     for (c_priv, c_pub, s_priv, s_pub, shared) in [
-        (
-            S3_CLIENT_PRIVATE,
-            S3_CLIENT_PUBLIC,
-            S3_SERVER_PRIVATE,
-            S3_SERVER_PUBLIC,
-            S3_SHARED,
-        ),
-        (
-            S4_CLIENT_PRIVATE,
-            S4_CLIENT_PUBLIC,
-            S4_SERVER_PRIVATE,
-            S4_SERVER_PUBLIC,
-            S4_SHARED,
-        ),
+        (S3_CLIENT_PRIVATE, S3_CLIENT_PUBLIC, S3_SERVER_PRIVATE, S3_SERVER_PUBLIC, S3_SHARED),
+        (S4_CLIENT_PRIVATE, S4_CLIENT_PUBLIC, S4_SERVER_PRIVATE, S4_SERVER_PUBLIC, S4_SHARED),
     ] {
-        let client = P
-            .start_key_exchange(NamedGroup::X25519, &mut FixedRng(c_priv))
-            .unwrap();
+        let client = P.start_key_exchange(NamedGroup::X25519, &mut FixedRng(c_priv)).unwrap();
         assert_eq!(client.public_key(), c_pub);
-        let server = P
-            .start_key_exchange(NamedGroup::X25519, &mut FixedRng(s_priv))
-            .unwrap();
+        let server = P.start_key_exchange(NamedGroup::X25519, &mut FixedRng(s_priv)).unwrap();
         assert_eq!(server.public_key(), s_pub);
         assert_eq!(client.complete(&s_pub).unwrap().as_ref(), shared);
         assert_eq!(server.complete(&c_pub).unwrap().as_ref(), shared);
@@ -168,12 +151,8 @@ fn rfc8448_s3_key_schedule() {
         hello_hash.as_ref(),
         hex!("860c06edc07858ee8e78f0e7428c58edd6b43f2ca3e6e95f02ed063cf0e1cad8")
     );
-    let c_hs = hs
-        .client_handshake_traffic_secret(&P, hello_hash.as_ref())
-        .unwrap();
-    let s_hs = hs
-        .server_handshake_traffic_secret(&P, hello_hash.as_ref())
-        .unwrap();
+    let c_hs = hs.client_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap();
+    let s_hs = hs.server_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap();
     assert_eq!(
         c_hs.as_ref(),
         hex!("b3eddb126e067f35a780b3abf45e2d8f3b1a950738f52e9600746a0e27a55a21")
@@ -199,24 +178,15 @@ fn rfc8448_s3_key_schedule() {
         hex!("9608102a0f1ccc6db6250b7b7e417b1a000eaada3daae4777a7686c9ff83df13")
     );
     assert_eq!(
-        master
-            .client_application_traffic_secret(&P, sf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.client_application_traffic_secret(&P, sf_hash.as_ref()).unwrap().as_ref(),
         hex!("9e40646ce79a7f9dc05af8889bce6552875afa0b06df0087f792ebb7c17504a5")
     );
     assert_eq!(
-        master
-            .server_application_traffic_secret(&P, sf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.server_application_traffic_secret(&P, sf_hash.as_ref()).unwrap().as_ref(),
         hex!("a11af9f05531f856ad47116b45a950328204b4f44bfb6b3a4b4f1f3fcb631643")
     );
     assert_eq!(
-        master
-            .exporter_master_secret(&P, sf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.exporter_master_secret(&P, sf_hash.as_ref()).unwrap().as_ref(),
         hex!("fe22f881176eda18eb8f44529e6792c50c9a3f89452f68d8ae311b4309d3cf50")
     );
     let cf_hash = hash(&[&CH3, &SH3, &FLIGHT3, &CFIN3]);
@@ -225,10 +195,7 @@ fn rfc8448_s3_key_schedule() {
         hex!("209145a96ee8e2a122ff810047cc952684658d6049e86429426db87c54ad143d")
     );
     assert_eq!(
-        master
-            .resumption_master_secret(&P, cf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.resumption_master_secret(&P, cf_hash.as_ref()).unwrap().as_ref(),
         S3_RESUMPTION_MASTER
     );
 }
@@ -237,20 +204,14 @@ fn rfc8448_s3_key_schedule() {
 /// carry them decrypted with keys from this crate's traffic secrets.
 #[test]
 fn rfc8448_s3_finished() {
-    let hs = EarlySecret::new(&P, SHA256, None)
-        .unwrap()
-        .into_handshake_secret(&P, &S3_SHARED)
-        .unwrap();
+    let hs =
+        EarlySecret::new(&P, SHA256, None).unwrap().into_handshake_secret(&P, &S3_SHARED).unwrap();
     let mut t = Transcript::new(&P, SHA256).unwrap();
     t.update(&CH3);
     t.update(&SH3);
     let hello_hash = t.current_hash();
-    let c_hs = hs
-        .client_handshake_traffic_secret(&P, hello_hash.as_ref())
-        .unwrap();
-    let s_hs = hs
-        .server_handshake_traffic_secret(&P, hello_hash.as_ref())
-        .unwrap();
+    let c_hs = hs.client_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap();
+    let s_hs = hs.server_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap();
 
     // The server's flight, decrypted with its handshake key, is exactly the four messages.
     let plain = open_record(
@@ -265,12 +226,7 @@ fn rfc8448_s3_finished() {
     let types: Vec<u8> = flight.iter().map(|m| m.typ).collect();
     assert_eq!(
         types,
-        [
-            ht::ENCRYPTED_EXTENSIONS,
-            ht::CERTIFICATE,
-            ht::CERTIFICATE_VERIFY,
-            ht::FINISHED
-        ]
+        [ht::ENCRYPTED_EXTENSIONS, ht::CERTIFICATE, ht::CERTIFICATE_VERIFY, ht::FINISHED]
     );
     for m in &flight[..3] {
         t.update(m.bytes);
@@ -282,14 +238,7 @@ fn rfc8448_s3_finished() {
     assert_eq!(computed.as_ref(), server_verify_data);
     let sf = msgs::Finished::parse(flight[3].body, 32).unwrap();
     assert_eq!(sf.verify_data, server_verify_data);
-    verify_finished(
-        &P,
-        SHA256,
-        s_hs.as_ref(),
-        before_sf.as_ref(),
-        sf.verify_data,
-    )
-    .unwrap();
+    verify_finished(&P, SHA256, s_hs.as_ref(), before_sf.as_ref(), sf.verify_data).unwrap();
     let mut bad = server_verify_data;
     bad[31] ^= 1;
     assert_eq!(
@@ -297,13 +246,7 @@ fn rfc8448_s3_finished() {
         Err(Error::DecryptError)
     );
     assert_eq!(
-        verify_finished(
-            &P,
-            SHA256,
-            s_hs.as_ref(),
-            before_sf.as_ref(),
-            &server_verify_data[..31]
-        ),
+        verify_finished(&P, SHA256, s_hs.as_ref(), before_sf.as_ref(), &server_verify_data[..31]),
         Err(Error::DecryptError)
     );
     // The server's own Finished message, emitted, is the RFC's.
@@ -371,10 +314,7 @@ fn rfc8448_s3_parse_client_hello() {
         &hex!("cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7")
     );
     assert!(ch.legacy_session_id.is_empty());
-    assert_eq!(
-        ch.cipher_suites.iter().collect::<Vec<_>>(),
-        [0x1301, 0x1303, 0x1302]
-    );
+    assert_eq!(ch.cipher_suites.iter().collect::<Vec<_>>(), [0x1301, 0x1303, 0x1302]);
     assert_eq!(ch.server_name, Some(&b"server"[..]));
     assert_eq!(
         ch.supported_groups.unwrap().iter().collect::<Vec<_>>(),
@@ -383,10 +323,7 @@ fn rfc8448_s3_parse_client_hello() {
     let shares = ch.key_shares.unwrap();
     assert_eq!(shares.iter().count(), 1);
     assert_eq!(shares.find(0x001d).unwrap().key_exchange, S3_CLIENT_PUBLIC);
-    assert_eq!(
-        ch.supported_versions.unwrap().iter().collect::<Vec<_>>(),
-        [0x0304]
-    );
+    assert_eq!(ch.supported_versions.unwrap().iter().collect::<Vec<_>>(), [0x0304]);
     let schemes = ch.signature_algorithms.unwrap();
     assert_eq!(schemes.len(), 15);
     assert!(schemes.contains(0x0403) && schemes.contains(0x0804));
@@ -487,22 +424,9 @@ fn rfc8448_s4_early_secrets_and_binder() {
     let expected = hex!("3add4fb2d8fdf822a0ca3cf7678ef5e88dae990141c5924d57bb6fa31b9e5f9d");
     assert_eq!(binder.as_ref(), expected);
     assert_eq!(&CH4[CH4.len() - 32..], expected);
-    verify_psk_binder(
-        &P,
-        SHA256,
-        binder_key.as_ref(),
-        partial_hash.as_ref(),
-        &expected,
-    )
-    .unwrap();
+    verify_psk_binder(&P, SHA256, binder_key.as_ref(), partial_hash.as_ref(), &expected).unwrap();
     assert_eq!(
-        verify_psk_binder(
-            &P,
-            SHA256,
-            binder_key.as_ref(),
-            partial_hash.as_ref(),
-            &[0; 32]
-        ),
+        verify_psk_binder(&P, SHA256, binder_key.as_ref(), partial_hash.as_ref(), &[0; 32]),
         Err(Error::DecryptError)
     );
     // With the external-PSK label the binder differs.
@@ -514,18 +438,13 @@ fn rfc8448_s4_early_secrets_and_binder() {
         ch_hash.as_ref(),
         hex!("08ad0fa05d7c7233b1775ba2ff9f4c5b8b59276b7f227f13a976245f5d960913")
     );
-    let c_e = early
-        .client_early_traffic_secret(&P, ch_hash.as_ref())
-        .unwrap();
+    let c_e = early.client_early_traffic_secret(&P, ch_hash.as_ref()).unwrap();
     assert_eq!(
         c_e.as_ref(),
         hex!("3fbbe6a60deb66c30a32795aba0eff7eaa10105586e7be5c09678d63b6caab62")
     );
     assert_eq!(
-        early
-            .early_exporter_master_secret(&P, ch_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        early.early_exporter_master_secret(&P, ch_hash.as_ref()).unwrap().as_ref(),
         hex!("b2026866610937d7423e5be90862ccf24c0e6091186d34f812089ff5be2ef7df")
     );
     // The 0-RTT write key and IV derived from the early traffic secret.
@@ -560,12 +479,8 @@ fn rfc8448_s4_handshake_and_finished() {
         hello_hash.as_ref(),
         hex!("f736cb34fe25e701551bee6fd24c1cc7102a7daf9405cb15d97aafe16f757d03")
     );
-    let c_hs = hs
-        .client_handshake_traffic_secret(&P, hello_hash.as_ref())
-        .unwrap();
-    let s_hs = hs
-        .server_handshake_traffic_secret(&P, hello_hash.as_ref())
-        .unwrap();
+    let c_hs = hs.client_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap();
+    let s_hs = hs.server_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap();
     assert_eq!(
         c_hs.as_ref(),
         hex!("2faac08f851d35fea3604fcb4de82dc62c9b164a70974d0462e27f1ab278700f")
@@ -608,24 +523,15 @@ fn rfc8448_s4_handshake_and_finished() {
         hex!("e2d32d4ed66dd37897a0e80c84107503ce58bf8aad4cb55a5002d77ecb890ece")
     );
     assert_eq!(
-        master
-            .client_application_traffic_secret(&P, sf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.client_application_traffic_secret(&P, sf_hash.as_ref()).unwrap().as_ref(),
         hex!("2abbf2b8e381d23dbebe1dd2a7d16a8bf484cb4950d23fb7fb7fa8547062d9a1")
     );
     assert_eq!(
-        master
-            .server_application_traffic_secret(&P, sf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.server_application_traffic_secret(&P, sf_hash.as_ref()).unwrap().as_ref(),
         hex!("cc21f1bf8feb7dd5fa505bd9c4b468a9984d554a993dc49e6d285598fb672691")
     );
     assert_eq!(
-        master
-            .exporter_master_secret(&P, sf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.exporter_master_secret(&P, sf_hash.as_ref()).unwrap().as_ref(),
         hex!("3fd93d4ffddc98e64b14dd107aedf8ee4add23f4510f58a4592d0b201bee56b4")
     );
 
@@ -645,10 +551,7 @@ fn rfc8448_s4_handshake_and_finished() {
         hex!("c3c122e0bd907a4a3ff6112d8fd53dbf89c773d9552e8b6b9d56d361b3a97bf6")
     );
     assert_eq!(
-        master
-            .resumption_master_secret(&P, cf_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        master.resumption_master_secret(&P, cf_hash.as_ref()).unwrap().as_ref(),
         hex!("5e95bdf1f89005ea2e9aa0ba85e728e3c19c5fe0c699e3f5bee59faebd0b5406")
     );
 }
@@ -670,10 +573,7 @@ fn rfc8448_s4_parse_server_messages() {
 
     let (m, _) = msgs::split_message(&EOED4).unwrap();
     assert_eq!(m.typ, ht::END_OF_EARLY_DATA);
-    assert_eq!(
-        msgs::check_quic_message_type(m.typ),
-        Err(Error::UnexpectedMessage)
-    );
+    assert_eq!(msgs::check_quic_message_type(m.typ), Err(Error::UnexpectedMessage));
     assert_eq!(Error::UnexpectedMessage.alert().quic_error_code(), 0x010a);
 }
 
@@ -686,10 +586,7 @@ fn rfc8448_s4_parse_client_hello_and_verify_binder() {
     let ch = msgs::ClientHello::parse(m.body).unwrap();
     assert!(ch.early_data);
     assert_eq!(ch.psk_key_exchange_modes, Some(&[msgs::PSK_DHE_KE][..]));
-    assert_eq!(
-        ch.key_shares.unwrap().find(0x001d).unwrap().key_exchange,
-        S4_CLIENT_PUBLIC
-    );
+    assert_eq!(ch.key_shares.unwrap().find(0x001d).unwrap().key_exchange, S4_CLIENT_PUBLIC);
     // The padding extension (21) is unknown to mote and skipped.
     assert_eq!(ch.extensions.get(0x0015).map(<[u8]>::len), Some(0x57));
 
@@ -704,21 +601,12 @@ fn rfc8448_s4_parse_client_hello_and_verify_binder() {
 
     let truncated = ch.truncated_len(CH4.len()).unwrap();
     assert_eq!(truncated, CH4.len() - 35);
-    let partial = Transcript::new(&P, SHA256)
-        .unwrap()
-        .hash_with(&CH4[..truncated]);
+    let partial = Transcript::new(&P, SHA256).unwrap().hash_with(&CH4[..truncated]);
     let binder_key = EarlySecret::new(&P, SHA256, Some(&S4_PSK))
         .unwrap()
         .binder_key(&P, PskKind::Resumption)
         .unwrap();
-    verify_psk_binder(
-        &P,
-        SHA256,
-        binder_key.as_ref(),
-        partial.as_ref(),
-        binders[0],
-    )
-    .unwrap();
+    verify_psk_binder(&P, SHA256, binder_key.as_ref(), partial.as_ref(), binders[0]).unwrap();
 }
 
 /// Not an RFC 8448 value: Botan's TLS 1.3 test suite exports 16 bytes with label
@@ -728,15 +616,7 @@ fn rfc8448_s4_parse_client_hello_and_verify_binder() {
 fn exporter_matches_botan_on_rfc8448_s3() {
     let exp = hex!("fe22f881176eda18eb8f44529e6792c50c9a3f89452f68d8ae311b4309d3cf50");
     let mut out = [0u8; 16];
-    export(
-        &P,
-        SHA256,
-        &exp,
-        b"export_test_label",
-        b"rfc8448_rtt1",
-        &mut out,
-    )
-    .unwrap();
+    export(&P, SHA256, &exp, b"export_test_label", b"rfc8448_rtt1", &mut out).unwrap();
     assert_eq!(out, hex!("f20058a65ce0430a197944c812431c2d"));
 }
 
@@ -791,15 +671,11 @@ fn rfc8448_s5_hello_retry_request_transcript() {
         hex!("ce022e5e6e81e50736d773f2d3adfce8220d049bf510f0dbfac927ef4243b148")
     );
     assert_eq!(
-        hs.client_handshake_traffic_secret(&P, hello_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        hs.client_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap().as_ref(),
         hex!("158aa7ab8855073582b41d674b4055cabcc534728f659314861b4e08e2011566")
     );
     assert_eq!(
-        hs.server_handshake_traffic_secret(&P, hello_hash.as_ref())
-            .unwrap()
-            .as_ref(),
+        hs.server_handshake_traffic_secret(&P, hello_hash.as_ref()).unwrap().as_ref(),
         hex!("3403e781e2af7b6508da28574f6e95a1abf162de83a97927c37672a4a0cef8a1")
     );
 }

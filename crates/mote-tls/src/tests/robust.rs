@@ -25,9 +25,7 @@ fn parsers() -> Vec<(&'static str, fn(&[u8]) -> Result<(), Error>)> {
     v.push(("EncryptedExtensions", |b| {
         msgs::EncryptedExtensions::parse(b).map(|ee| {
             ee.extensions.iter().for_each(drop);
-            ee.supported_groups
-                .iter()
-                .for_each(|l| l.iter().for_each(drop));
+            ee.supported_groups.iter().for_each(|l| l.iter().for_each(drop));
         })
     }));
     v.push(("Certificate", |b| {
@@ -38,15 +36,11 @@ fn parsers() -> Vec<(&'static str, fn(&[u8]) -> Result<(), Error>)> {
             }
         })
     }));
-    v.push(("CertificateVerify", |b| {
-        msgs::CertificateVerify::parse(b).map(|_| ())
-    }));
+    v.push(("CertificateVerify", |b| msgs::CertificateVerify::parse(b).map(|_| ())));
     v.push(("CertificateRequest", |b| {
         msgs::CertificateRequest::parse(b).map(|c| c.signature_algorithms.iter().for_each(drop))
     }));
-    v.push(("NewSessionTicket", |b| {
-        msgs::NewSessionTicket::parse(b).map(|_| ())
-    }));
+    v.push(("NewSessionTicket", |b| msgs::NewSessionTicket::parse(b).map(|_| ())));
     v.push(("Finished", |b| msgs::Finished::parse(b, 32).map(|_| ())));
     v
 }
@@ -56,13 +50,8 @@ fn parsers() -> Vec<(&'static str, fn(&[u8]) -> Result<(), Error>)> {
 fn walk_ch(ch: msgs::ClientHello<'_>) {
     ch.cipher_suites.iter().for_each(drop);
     ch.extensions.iter().for_each(drop);
-    for l in [
-        ch.supported_groups,
-        ch.signature_algorithms,
-        ch.supported_versions,
-    ]
-    .into_iter()
-    .flatten()
+    for l in
+        [ch.supported_groups, ch.signature_algorithms, ch.supported_versions].into_iter().flatten()
     {
         l.iter().for_each(drop);
     }
@@ -119,11 +108,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 fn parser(name: &str) -> fn(&[u8]) -> Result<(), Error> {
-    parsers()
-        .into_iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, f)| f)
-        .unwrap()
+    parsers().into_iter().find(|(n, _)| *n == name).map(|(_, f)| f).unwrap()
 }
 
 #[test]
@@ -184,30 +169,18 @@ fn duplicate_extensions_are_rejected() {
     sh.extend_from_slice(&hex!("002b00020304 002b00020304"));
     let n = sh.len();
     sh[38..40].copy_from_slice(&((n - 40) as u16).to_be_bytes());
-    assert_eq!(
-        msgs::ServerHello::parse(&sh),
-        Err(Error::DuplicateExtension)
-    );
+    assert_eq!(msgs::ServerHello::parse(&sh), Err(Error::DuplicateExtension));
     // NewSessionTicket with early_data twice.
     let mut nst = NST3[4..NST3.len() - 10].to_vec();
-    nst.extend_from_slice(&block(&[
-        &hex!("002a000400000400"),
-        &hex!("002a000400000400"),
-    ]));
-    assert_eq!(
-        msgs::NewSessionTicket::parse(&nst),
-        Err(Error::DuplicateExtension)
-    );
+    nst.extend_from_slice(&block(&[&hex!("002a000400000400"), &hex!("002a000400000400")]));
+    assert_eq!(msgs::NewSessionTicket::parse(&nst), Err(Error::DuplicateExtension));
     // A certificate entry with a duplicated (unknown) extension.
     let mut entry = hex!("000001 30").to_vec();
     entry.extend_from_slice(&block(&[&hex!("0005 0000"), &hex!("0005 0000")]));
     let mut cert = hex!("00").to_vec();
     cert.extend_from_slice(&(entry.len() as u32).to_be_bytes()[1..]);
     cert.extend_from_slice(&entry);
-    assert_eq!(
-        msgs::Certificate::parse(&cert),
-        Err(Error::DuplicateExtension)
-    );
+    assert_eq!(msgs::Certificate::parse(&cert), Err(Error::DuplicateExtension));
 }
 
 /// CH3's body with `extra` appended to its extension block (lengths fixed up).
@@ -226,27 +199,15 @@ fn ch_with_extra(base: &[u8], extra: &[u8]) -> Vec<u8> {
 fn client_hello_rules() {
     // A duplicated unknown extension (record_size_limit) and a duplicated known one.
     let dup = ch_with_extra(&CH3[4..], &hex!("001c 0002 4001"));
-    assert_eq!(
-        msgs::ClientHello::parse(&dup),
-        Err(Error::DuplicateExtension)
-    );
+    assert_eq!(msgs::ClientHello::parse(&dup), Err(Error::DuplicateExtension));
     let dup = ch_with_extra(&CH3[4..], &hex!("002b 0003 020304"));
-    assert_eq!(
-        msgs::ClientHello::parse(&dup),
-        Err(Error::DuplicateExtension)
-    );
+    assert_eq!(msgs::ClientHello::parse(&dup), Err(Error::DuplicateExtension));
     // pre_shared_key not last (RFC 8446 §4.2.11).
     let not_last = ch_with_extra(&CH4[4..], &hex!("abcd 0000"));
-    assert_eq!(
-        msgs::ClientHello::parse(&not_last),
-        Err(Error::IllegalParameter)
-    );
+    assert_eq!(msgs::ClientHello::parse(&not_last), Err(Error::IllegalParameter));
     // pre_shared_key without psk_key_exchange_modes (RFC 8446 §4.2.9): CH4 with its
     // psk_key_exchange_modes extension (type 0x002d, 6 bytes) cut out.
-    let at = CH4[4..]
-        .windows(4)
-        .position(|w| w == hex!("002d 0002"))
-        .unwrap();
+    let at = CH4[4..].windows(4).position(|w| w == hex!("002d 0002")).unwrap();
     let mut body = [&CH4[4..4 + at], &CH4[4 + at + 6..]].concat();
     let ext_len = u16::from_be_bytes([body[45], body[46]]) - 6;
     body[45..47].copy_from_slice(&ext_len.to_be_bytes());
@@ -255,10 +216,7 @@ fn client_hello_rules() {
     // A compression method other than null (RFC 8446 §4.1.2).
     let mut body = CH3[4..].to_vec();
     body[44] = 1;
-    assert_eq!(
-        msgs::ClientHello::parse(&body),
-        Err(Error::IllegalParameter)
-    );
+    assert_eq!(msgs::ClientHello::parse(&body), Err(Error::IllegalParameter));
     // A session id longer than 32 bytes.
     let mut body = CH3[4..38].to_vec();
     body.push(33);
@@ -267,16 +225,10 @@ fn client_hello_rules() {
     assert_eq!(msgs::ClientHello::parse(&body), Err(Error::BadLength));
     // Malformed extension data: an odd-length supported_groups list, a binder shorter
     // than 32 bytes, identities and binders of different counts.
-    let bad = ch_with_extra(
-        &CH3[4..CH3.len() - 6],
-        &hex!("001c 0002 4001 0010 0003 0001 00"),
-    );
+    let bad = ch_with_extra(&CH3[4..CH3.len() - 6], &hex!("001c 0002 4001 0010 0003 0001 00"));
     assert_eq!(msgs::ClientHello::parse(&bad), Err(Error::BadLength));
     let groups = block(&[&hex!("000a 0005 0003 001d00")]);
-    assert_eq!(
-        msgs::EncryptedExtensions::parse(&groups),
-        Err(Error::BadLength)
-    );
+    assert_eq!(msgs::EncryptedExtensions::parse(&groups), Err(Error::BadLength));
     let psk = |ids: &[u8], binders: &[u8]| {
         let mut d = (ids.len() as u16).to_be_bytes().to_vec();
         d.extend_from_slice(ids);
@@ -306,10 +258,7 @@ fn extensions_outside_their_message_are_illegal() {
     // key_share in EncryptedExtensions; server_name in ServerHello; cookie in ServerHello
     // (only HelloRetryRequest may carry it); early_data in a Certificate entry.
     let ee = block(&[&hex!("0033 0000")]);
-    assert_eq!(
-        msgs::EncryptedExtensions::parse(&ee),
-        Err(Error::IllegalParameter)
-    );
+    assert_eq!(msgs::EncryptedExtensions::parse(&ee), Err(Error::IllegalParameter));
     for ext in [hex!("0000 0000"), hex!("002c 0000")] {
         let mut sh = SH3[4..].to_vec();
         sh.extend_from_slice(&ext);
@@ -319,20 +268,14 @@ fn extensions_outside_their_message_are_illegal() {
     }
     let mut cert = hex!("00 00000a 000001 30").to_vec();
     cert.extend_from_slice(&block(&[&hex!("002a 0000")]));
-    assert_eq!(
-        msgs::Certificate::parse(&cert),
-        Err(Error::IllegalParameter)
-    );
+    assert_eq!(msgs::Certificate::parse(&cert), Err(Error::IllegalParameter));
 }
 
 #[test]
 fn server_hello_field_checks() {
     let mut sh = SH3[4..].to_vec();
     sh[1] = 0x04; // legacy_version 0x0304
-    assert_eq!(
-        msgs::ServerHello::parse(&sh).unwrap_err().alert(),
-        Alert::ProtocolVersion
-    );
+    assert_eq!(msgs::ServerHello::parse(&sh).unwrap_err().alert(), Alert::ProtocolVersion);
     let mut sh = SH3[4..].to_vec();
     sh[37] = 1; // legacy_compression_method
     assert_eq!(msgs::ServerHello::parse(&sh), Err(Error::IllegalParameter));
@@ -344,10 +287,7 @@ fn server_hello_field_checks() {
         .map(|i| [(0x1000 + i).to_be_bytes(), [0, 0]].concat())
         .collect();
     let refs: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
-    assert_eq!(
-        msgs::EncryptedExtensions::parse(&block(&refs)),
-        Err(Error::BadLength)
-    );
+    assert_eq!(msgs::EncryptedExtensions::parse(&block(&refs)), Err(Error::BadLength));
 }
 
 const TP: &[u8] = &hex!("0104 80007530");
@@ -362,10 +302,7 @@ fn client_hello_params<'a>(
         cipher_suites: &[AeadAlgorithm::Aes128Gcm, AeadAlgorithm::ChaCha20Poly1305],
         server_name: Some(b"example.com"),
         supported_groups: &[NamedGroup::X25519, NamedGroup::Secp256r1],
-        signature_algorithms: &[
-            SignatureScheme::Ed25519,
-            SignatureScheme::EcdsaSecp256r1Sha256,
-        ],
+        signature_algorithms: &[SignatureScheme::Ed25519, SignatureScheme::EcdsaSecp256r1Sha256],
         key_shares: shares,
         alpn: &[b"h3", b"mqtt"],
         server_certificate_types: &[msgs::certificate_type::RAW_PUBLIC_KEY],
@@ -383,14 +320,9 @@ fn client_hello_params<'a>(
 }
 
 fn emitted_client_hello() -> Vec<u8> {
-    let shares = [KeyShareEntry {
-        group: 0x001d,
-        key_exchange: &[9; 32],
-    }];
+    let shares = [KeyShareEntry { group: 0x001d, key_exchange: &[9; 32] }];
     let mut buf = [0u8; 512];
-    let out = client_hello_params(&[7; 32], &shares)
-        .emit(&mut buf)
-        .unwrap();
+    let out = client_hello_params(&[7; 32], &shares).emit(&mut buf).unwrap();
     buf[..out.len].to_vec()
 }
 
@@ -421,11 +353,7 @@ fn short_buffers_fail(len: usize, emit: impl Fn(&mut [u8]) -> Result<usize, Erro
     let mut buf = [0u8; 1024];
     assert_eq!(emit(&mut buf[..len]), Ok(len));
     for n in 0..len {
-        assert_eq!(
-            emit(&mut buf[..n]),
-            Err(Error::BufferTooSmall),
-            "length {n}"
-        );
+        assert_eq!(emit(&mut buf[..n]), Err(Error::BufferTooSmall), "length {n}");
     }
 }
 
@@ -435,10 +363,7 @@ fn short_buffers_fail(len: usize, emit: impl Fn(&mut [u8]) -> Result<usize, Erro
 #[test]
 fn client_hello_emit_parse_and_binder_round_trip() {
     use crate::{psk_binder, verify_psk_binder, EarlySecret, PskKind};
-    let shares = [KeyShareEntry {
-        group: 0x001d,
-        key_exchange: &[9; 32],
-    }];
+    let shares = [KeyShareEntry { group: 0x001d, key_exchange: &[9; 32] }];
     let params = client_hello_params(&[7; 32], &shares);
     let mut buf = [0u8; 512];
     let out = params.emit(&mut buf).unwrap();
@@ -453,37 +378,19 @@ fn client_hello_emit_parse_and_binder_round_trip() {
     let partial = transcript.hash_with(&msg[..binders_offset]);
     let binder = psk_binder(&P, sha, bk.as_ref(), partial.as_ref()).unwrap();
     msgs::write_binder(msg, binders_offset, binder.as_ref()).unwrap();
-    assert_eq!(
-        msgs::write_binder(msg, binders_offset, &[0; 48]),
-        Err(Error::BadLength)
-    );
+    assert_eq!(msgs::write_binder(msg, binders_offset, &[0; 48]), Err(Error::BadLength));
 
     let (m, rest) = msgs::split_message(msg).unwrap();
     assert!(rest.is_empty());
     let ch = msgs::ClientHello::parse(m.body).unwrap();
     assert_eq!(ch.random, &[7; 32]);
     assert!(ch.legacy_session_id.is_empty());
-    assert_eq!(
-        ch.cipher_suites.iter().collect::<Vec<_>>(),
-        [0x1301, 0x1303]
-    );
+    assert_eq!(ch.cipher_suites.iter().collect::<Vec<_>>(), [0x1301, 0x1303]);
     assert_eq!(ch.server_name, Some(&b"example.com"[..]));
-    assert_eq!(
-        ch.supported_groups.unwrap().iter().collect::<Vec<_>>(),
-        [0x1d, 0x17]
-    );
-    assert_eq!(
-        ch.signature_algorithms.unwrap().iter().collect::<Vec<_>>(),
-        [0x0807, 0x0403]
-    );
-    assert_eq!(
-        ch.supported_versions.unwrap().iter().collect::<Vec<_>>(),
-        [0x0304]
-    );
-    assert_eq!(
-        ch.key_shares.unwrap().find(0x1d).unwrap().key_exchange,
-        &[9; 32]
-    );
+    assert_eq!(ch.supported_groups.unwrap().iter().collect::<Vec<_>>(), [0x1d, 0x17]);
+    assert_eq!(ch.signature_algorithms.unwrap().iter().collect::<Vec<_>>(), [0x0807, 0x0403]);
+    assert_eq!(ch.supported_versions.unwrap().iter().collect::<Vec<_>>(), [0x0304]);
+    assert_eq!(ch.key_shares.unwrap().find(0x1d).unwrap().key_exchange, &[9; 32]);
     let alpn: Vec<_> = ch.alpn.unwrap().iter().collect();
     assert_eq!(alpn, [&b"h3"[..], &b"mqtt"[..]]);
     assert!(ch.alpn.unwrap().contains(b"mqtt"));
@@ -498,9 +405,7 @@ fn client_hello_emit_parse_and_binder_round_trip() {
     assert_eq!(id.obfuscated_ticket_age, 0x0102_0304);
     assert_eq!(ch.truncated_len(msg.len()), Some(binders_offset));
     let received = psks.binders().next().unwrap();
-    let server_partial = Transcript::new(&P, sha)
-        .unwrap()
-        .hash_with(&msg[..binders_offset]);
+    let server_partial = Transcript::new(&P, sha).unwrap().hash_with(&msg[..binders_offset]);
     verify_psk_binder(&P, sha, bk.as_ref(), server_partial.as_ref(), received).unwrap();
 
     short_buffers_fail(out.len, |b| params.emit(b).map(|o| o.len));
@@ -515,10 +420,7 @@ fn server_messages_emit_parse_round_trip() {
         random: &[3; 32],
         legacy_session_id_echo: &[],
         cipher_suite: AeadAlgorithm::Aes128Gcm,
-        key_share: Some(KeyShareEntry {
-            group: 0x1d,
-            key_exchange: &[5; 32],
-        }),
+        key_share: Some(KeyShareEntry { group: 0x1d, key_exchange: &[5; 32] }),
         selected_psk: Some(0),
     };
     let n = sh.emit(&mut buf).unwrap();
@@ -577,18 +479,10 @@ fn certificate_messages_round_trip() {
     let c = msgs::Certificate::parse(&buf[4..n]).unwrap();
     assert_eq!(c.context, b"ctx");
     let entry = c.end_entity().unwrap();
-    assert_eq!(
-        crate::parse_spki(entry.data),
-        Ok((SignatureScheme::Ed25519, &[1u8; 32][..]))
-    );
+    assert_eq!(crate::parse_spki(entry.data), Ok((SignatureScheme::Ed25519, &[1u8; 32][..])));
     short_buffers_fail(n, |b| msgs::emit_certificate(b"ctx", &[&spki], b));
     // An empty certificate list parses (a client without a certificate).
-    assert_eq!(
-        msgs::Certificate::parse(&hex!("00 000000"))
-            .unwrap()
-            .end_entity(),
-        None
-    );
+    assert_eq!(msgs::Certificate::parse(&hex!("00 000000")).unwrap().end_entity(), None);
 
     let n = msgs::emit_certificate_verify(0x0807, &[9; 64], &mut buf).unwrap();
     let cv = msgs::CertificateVerify::parse(&buf[4..n]).unwrap();
@@ -723,10 +617,7 @@ proptest! {
 #[test]
 fn client_hello_emit_layout() {
     let msg = emitted_client_hello();
-    let shares = [KeyShareEntry {
-        group: 0x001d,
-        key_exchange: &[9; 32],
-    }];
+    let shares = [KeyShareEntry { group: 0x001d, key_exchange: &[9; 32] }];
     let params = client_hello_params(&[7; 32], &shares);
     let out = params.emit(&mut [0u8; 512]).unwrap();
     assert_eq!(out.len, msg.len());
@@ -736,10 +627,7 @@ fn client_hello_emit_layout() {
     assert!(msg.windows(TP.len()).any(|w| w == TP));
     short_buffers_fail(out.len, |b| params.emit(b).map(|o| o.len));
     // Without a PSK there is no binder.
-    let no_psk = msgs::ClientHelloParams {
-        psk: None,
-        ..params
-    };
+    let no_psk = msgs::ClientHelloParams { psk: None, ..params };
     assert_eq!(no_psk.emit(&mut [0u8; 512]).unwrap().binders_offset, None);
 }
 
@@ -753,32 +641,19 @@ fn certificate_request_rules() {
     let cr = msgs::CertificateRequest::parse(&ok).unwrap();
     assert!(cr.signature_algorithms.contains(0x0807));
     // key_share does not belong in a CertificateRequest.
-    let bad = [
-        &[0u8][..],
-        &block(&[&hex!("000d 0004 0002 0807"), &hex!("0033 0000")]),
-    ]
-    .concat();
-    assert_eq!(
-        msgs::CertificateRequest::parse(&bad),
-        Err(Error::IllegalParameter)
-    );
+    let bad = [&[0u8][..], &block(&[&hex!("000d 0004 0002 0807"), &hex!("0033 0000")])].concat();
+    assert_eq!(msgs::CertificateRequest::parse(&bad), Err(Error::IllegalParameter));
 }
 
 #[cfg(feature = "server")]
 #[test]
 fn certificate_request_round_trip() {
-    let schemes = [
-        SignatureScheme::Ed25519,
-        SignatureScheme::EcdsaSecp256r1Sha256,
-    ];
+    let schemes = [SignatureScheme::Ed25519, SignatureScheme::EcdsaSecp256r1Sha256];
     let mut buf = [0u8; 64];
     let n = msgs::emit_certificate_request(b"c", &schemes, &mut buf).unwrap();
     assert_eq!(buf[0], msgs::handshake_type::CERTIFICATE_REQUEST);
     let cr = msgs::CertificateRequest::parse(&buf[4..n]).unwrap();
     assert_eq!(cr.context, b"c");
-    assert_eq!(
-        cr.signature_algorithms.iter().collect::<Vec<_>>(),
-        [0x0807, 0x0403]
-    );
+    assert_eq!(cr.signature_algorithms.iter().collect::<Vec<_>>(), [0x0807, 0x0403]);
     short_buffers_fail(n, |b| msgs::emit_certificate_request(b"c", &schemes, b));
 }
