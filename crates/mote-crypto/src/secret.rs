@@ -62,17 +62,12 @@ impl Secret {
         out
     }
 
-    /// A zeroed secret of `len` bytes, to be filled through [`Secret::as_mut`].
+    /// A zeroed secret of `len` bytes, to be filled through [`AsMut::as_mut`].
     pub fn zeroed(len: usize) -> Self {
         Self {
             bytes: [0; MAX_HASH_LEN],
             len: len.min(MAX_HASH_LEN) as u8,
         }
-    }
-
-    /// The secret's bytes, mutable.
-    pub fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.bytes[..self.len as usize]
     }
 
     /// Length in bytes.
@@ -89,6 +84,13 @@ impl Secret {
 impl AsRef<[u8]> for Secret {
     fn as_ref(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
+    }
+}
+
+impl AsMut<[u8]> for Secret {
+    /// The secret's bytes, mutable (to fill a [`Secret::zeroed`]).
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[..self.len as usize]
     }
 }
 
