@@ -41,7 +41,10 @@ pub fn expand<P: CryptoProvider + ?Sized>(
         mac.update(&[(i + 1) as u8]);
         let t = mac.finish();
         let t = t.as_ref();
-        chunk.copy_from_slice(&t[..chunk.len()]);
+        // A provider whose HMAC output is shorter than the hash length is broken; report it
+        // rather than panic.
+        let block = t.get(..chunk.len()).ok_or(Error::BadLength)?;
+        chunk.copy_from_slice(block);
         previous[..t.len()].copy_from_slice(t);
         previous_len = t.len();
     }

@@ -6,7 +6,7 @@
 //!
 //! * [`rustcrypto::RustCrypto`] (feature `rustcrypto`, `no_std`, the device default): pure
 //!   Rust primitives from the RustCrypto project.
-//! * [`fast::Ring`] (feature `std`): `ring`'s assembly-optimised primitives for servers.
+//! * `fast::Ring` (feature `std`): `ring`'s assembly-optimised primitives for servers.
 //!
 //! # Linker-friendly dispatch
 //! Which algorithms exist is decided by Cargo features (`aes256`, `chacha20`, `p256`,
@@ -74,7 +74,9 @@ pub enum Error {
 /// A cryptographically secure random number generator supplied by the caller.
 ///
 /// mote never reaches for an OS source itself: a device passes its TRNG, a std program
-/// [`fast::SystemRng`] (or any other source).
+/// `fast::SystemRng` (or any other source). The one exception is the `ring`-based fast
+/// provider, whose ephemeral keys and ECDSA nonces come from the OS because `ring` cannot take
+/// an outside RNG (see the `fast` module docs).
 pub trait CryptoRng {
     /// Fills `dest` with random bytes, or reports a failed source.
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), Error>;

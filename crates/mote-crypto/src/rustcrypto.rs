@@ -40,7 +40,8 @@ static VERIFY_SCHEMES: &[SignatureScheme] = &[
 ];
 
 /// An AEAD key of one of the enabled algorithms.
-// Keys live inline (no heap); the size gap between variants is the price of that.
+// The variants hold expanded key schedules of different sizes; boxing would need a heap, and a
+// connection holds only a few keys, so the enum is as large as its largest enabled variant.
 #[allow(clippy::large_enum_variant)]
 pub enum AeadKey {
     /// AES-128-GCM.
@@ -104,8 +105,7 @@ impl crate::AeadKey for AeadKey {
 }
 
 /// A header-protection key (RFC 9001 §5.4) of one of the enabled algorithms.
-// Keys live inline (no heap); the size gap between variants is the price of that.
-#[allow(clippy::large_enum_variant)]
+#[allow(clippy::large_enum_variant)] // as for `AeadKey`: no heap to box into
 pub enum HeaderKey {
     /// AES-128 in ECB mode over the sample (RFC 9001 §5.4.3).
     Aes128(aes::Aes128),
@@ -292,8 +292,10 @@ impl crate::KeyExchange for KeyExchange {
     }
 }
 
-/// A signing key for one of the enabled schemes (feature `sign`).
-#[cfg(feature = "sign")]
+/// A signing key for one of the enabled schemes (feature `sign` with `ed25519` and/or
+/// `ecdsa-p256`; `sign` alone has nothing to sign with, and the provider then uses
+/// [`crate::NoSigningKey`]).
+#[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
 pub enum SigningKey {
     /// Ed25519 (RFC 8032) with its public key.
     #[cfg(feature = "ed25519")]
@@ -303,7 +305,7 @@ pub enum SigningKey {
     EcdsaP256(p256::ecdsa::SigningKey, [u8; 65]),
 }
 
-#[cfg(feature = "sign")]
+#[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
 impl crate::SigningKey for SigningKey {
     fn scheme(&self) -> SignatureScheme {
         match *self {
@@ -315,11 +317,11 @@ impl crate::SigningKey for SigningKey {
     }
 
     fn public_key(&self) -> &[u8] {
-        match self {
+        match *self {
             #[cfg(feature = "ed25519")]
-            Self::Ed25519(_, public) => public,
+            Self::Ed25519(_, ref public) => public,
             #[cfg(feature = "ecdsa-p256")]
-            Self::EcdsaP256(_, public) => public,
+            Self::EcdsaP256(_, ref public) => public,
         }
     }
 
@@ -331,15 +333,15 @@ impl crate::SigningKey for SigningKey {
     ) -> Result<usize, Error> {
         // Both schemes are deterministic here (RFC 8032; RFC 6979 for ECDSA), so the RNG is
         // not needed.
-        match self {
+        match *self {
             #[cfg(feature = "ed25519")]
-            Self::Ed25519(key, _) => {
+            Self::Ed25519(ref key, _) => {
                 use ed25519_dalek::Signer;
                 let sig = key.sign(message).to_bytes();
                 copy_out(&sig, out)
             }
             #[cfg(feature = "ecdsa-p256")]
-            Self::EcdsaP256(key, _) => {
+            Self::EcdsaP256(ref key, _) => {
                 use p256::ecdsa::signature::Signer;
                 let sig: p256::ecdsa::Signature = key.sign(message);
                 copy_out(sig.to_der().as_bytes(), out)
@@ -348,7 +350,7 @@ impl crate::SigningKey for SigningKey {
     }
 }
 
-#[cfg(feature = "sign")]
+#[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
 fn copy_out(sig: &[u8], out: &mut [u8]) -> Result<usize, Error> {
     let dst = out.get_mut(..sig.len()).ok_or(Error::BufferTooSmall)?;
     dst.copy_from_slice(sig);
@@ -361,9 +363,9 @@ impl CryptoProvider for RustCrypto {
     type Hash = Hash;
     type Hmac = Hmac;
     type KeyExchange = KeyExchange;
-    #[cfg(feature = "sign")]
+    #[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
     type SigningKey = SigningKey;
-    #[cfg(not(feature = "sign"))]
+    #[cfg(not(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256"))))]
     type SigningKey = crate::NoSigningKey;
 
     fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
@@ -518,7 +520,7 @@ impl CryptoProvider for RustCrypto {
         }
     }
 
-    #[cfg(feature = "sign")]
+    #[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
     #[allow(unreachable_patterns)]
     fn signing_key(&self, scheme: SignatureScheme, pkcs8_der: &[u8]) -> Result<SigningKey, Error> {
         match scheme {
@@ -543,7 +545,7 @@ impl CryptoProvider for RustCrypto {
         }
     }
 
-    #[cfg(not(feature = "sign"))]
+    #[cfg(not(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256"))))]
     fn signing_key(&self, _: SignatureScheme, _: &[u8]) -> Result<crate::NoSigningKey, Error> {
         Err(Error::Unsupported)
     }

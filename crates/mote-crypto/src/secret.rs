@@ -56,7 +56,7 @@ impl Secret {
         out
     }
 
-    /// A zeroed secret of `len` bytes, to be filled through `as_mut`.
+    /// A zeroed secret of `len` bytes, to be filled through [`AsMut::as_mut`].
     pub fn zeroed(len: usize) -> Self {
         Self { bytes: [0; MAX_HASH_LEN], len: len.min(MAX_HASH_LEN) as u8 }
     }
@@ -79,6 +79,7 @@ impl AsRef<[u8]> for Secret {
 }
 
 impl AsMut<[u8]> for Secret {
+    /// The secret's bytes, mutable (to fill a [`Secret::zeroed`]).
     fn as_mut(&mut self) -> &mut [u8] {
         &mut self.bytes[..self.len as usize]
     }

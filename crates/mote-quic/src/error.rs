@@ -83,6 +83,11 @@ pub enum WireError {
     ReservedBitsSet,
     /// A packet header was malformed (the packet is dropped, not answered).
     InvalidHeader,
+    /// Packet protection could not be removed: the AEAD tag did not verify (or a Retry
+    /// integrity tag did not). RFC 9001 §5.5: such packets are discarded silently; they only
+    /// count towards the AEAD integrity limit (RFC 9001 §6.6). The code is a fallback for
+    /// callers that close anyway; a correct endpoint never sends it for this.
+    DecryptFailed,
     /// A transport parameter was malformed, out of range, duplicated, missing, or not
     /// allowed from this side (RFC 9000 §7.4, §18.2: TRANSPORT_PARAMETER_ERROR).
     InvalidTransportParameter(u64),
@@ -103,7 +108,8 @@ impl WireError {
             Self::FrameNotPermitted(_)
             | Self::NonMinimalFrameType(_)
             | Self::EmptyPacket
-            | Self::ReservedBitsSet => TransportErrorCode::PROTOCOL_VIOLATION,
+            | Self::ReservedBitsSet
+            | Self::DecryptFailed => TransportErrorCode::PROTOCOL_VIOLATION,
             Self::InvalidTransportParameter(_) => TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
         }
     }

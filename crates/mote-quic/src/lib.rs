@@ -16,10 +16,12 @@ pub mod coding;
 pub mod error;
 pub mod frame;
 pub mod packet;
+pub mod time;
 pub mod transport_params;
 pub mod version;
 
 pub use cid::ConnectionId;
 pub use coding::VarInt;
 pub use error::{TransportErrorCode, WireError};
+pub use time::{Duration, Instant};
 pub use version::Version;

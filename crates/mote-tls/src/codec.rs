@@ -1,0 +1,198 @@
+//! Cursors for TLS's presentation language (RFC 8446 §3): big-endian integers and vectors
+//! with 1-, 2- or 3-byte length prefixes.
+//!
+//! [`Reader`] only ever re-slices its input with checked splits, so no input can make it read
+//! out of bounds or panic. [`Writer`] writes into a caller buffer and reports
+//! [`Error::BufferTooSmall`] instead of overflowing.
+
+use crate::Error;
+
+/// A forward-only cursor over received bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) const fn new(buf: &'a [u8]) -> Self {
+        Self { buf }
+    }
+
+    /// True when every byte has been consumed.
+    pub(crate) const fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The unread bytes, without consuming them.
+    pub(crate) const fn rest(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// Consumes `n` bytes.
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        let (head, tail) = self.buf.split_at_checked(n).ok_or(Error::Truncated)?;
+        self.buf = tail;
+        Ok(head)
+    }
+
+    /// Consumes exactly `N` bytes, as a fixed-size array reference.
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<&'a [u8; N], Error> {
+        self.bytes(N)?.try_into().map_err(|_| Error::Truncated)
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, Error> {
+        let [b] = *self.array::<1>()?;
+        Ok(b)
+    }
+
+    pub(crate) fn u16(&mut self) -> Result<u16, Error> {
+        Ok(u16::from_be_bytes(*self.array()?))
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, Error> {
+        Ok(u32::from_be_bytes(*self.array()?))
+    }
+
+    /// Consumes a big-endian unsigned integer of `width` (1 to 3) bytes.
+    fn uint(&mut self, width: usize) -> Result<usize, Error> {
+        Ok(self.bytes(width)?.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b)))
+    }
+
+    /// Consumes a vector `opaque v<min..2^(8*width)-1>`: a `width`-byte length and then that
+    /// many bytes. A length below `min` is [`Error::BadLength`].
+    pub(crate) fn vec(&mut self, width: usize, min: usize) -> Result<&'a [u8], Error> {
+        let len = self.uint(width)?;
+        if len < min {
+            return Err(Error::BadLength);
+        }
+        self.bytes(len)
+    }
+
+    /// Like [`Reader::vec`] for a vector of 16-bit elements: the length must also be even.
+    pub(crate) fn vec_u16(&mut self, width: usize, min: usize) -> Result<&'a [u8], Error> {
+        let v = self.vec(width, min)?;
+        if v.len() % 2 != 0 {
+            return Err(Error::BadLength);
+        }
+        Ok(v)
+    }
+
+    /// Checks that nothing is left over.
+    pub(crate) fn finish(&self) -> Result<(), Error> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::TrailingBytes)
+        }
+    }
+}
+
+/// Where a length prefix was reserved; see [`Writer::start`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mark {
+    at: usize,
+    width: usize,
+}
+
+/// A forward-only cursor writing into a caller-owned buffer.
+#[derive(Debug)]
+pub(crate) struct Writer<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    /// Bytes written so far.
+    pub(crate) const fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub(crate) fn put(&mut self, data: &[u8]) -> Result<(), Error> {
+        let end = self.pos.checked_add(data.len()).ok_or(Error::BufferTooSmall)?;
+        self.buf.get_mut(self.pos..end).ok_or(Error::BufferTooSmall)?.copy_from_slice(data);
+        self.pos = end;
+        Ok(())
+    }
+
+    pub(crate) fn u8(&mut self, v: u8) -> Result<(), Error> {
+        self.put(&[v])
+    }
+
+    pub(crate) fn u16(&mut self, v: u16) -> Result<(), Error> {
+        self.put(&v.to_be_bytes())
+    }
+
+    pub(crate) fn u32(&mut self, v: u32) -> Result<(), Error> {
+        self.put(&v.to_be_bytes())
+    }
+
+    /// Reserves a `width`-byte (1 to 3) length prefix, to be filled by [`Writer::end`] once
+    /// the vector's contents are written.
+    pub(crate) fn start(&mut self, width: usize) -> Result<Mark, Error> {
+        let at = self.pos;
+        self.put([0u8; 3].get(..width).ok_or(Error::BadLength)?)?;
+        Ok(Mark { at, width })
+    }
+
+    /// Fills in the length prefix reserved by `mark` with the number of bytes written since.
+    pub(crate) fn end(&mut self, mark: Mark) -> Result<(), Error> {
+        let body_start = mark.at + mark.width;
+        let len = self.pos.saturating_sub(body_start);
+        if len >> (8 * mark.width) != 0 {
+            return Err(Error::BadLength);
+        }
+        let be = (len as u32).to_be_bytes();
+        let src = be.get(4 - mark.width..).ok_or(Error::BadLength)?;
+        self.buf.get_mut(mark.at..body_start).ok_or(Error::BufferTooSmall)?.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Writes a whole vector: a `width`-byte length and `data`.
+    pub(crate) fn vec(&mut self, width: usize, data: &[u8]) -> Result<(), Error> {
+        let m = self.start(width)?;
+        self.put(data)?;
+        self.end(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reader_vectors_and_bounds() {
+        let mut r = Reader::new(&[0x00, 0x02, 0xab, 0xcd, 0x01, 0x00, 0x00, 0x01, 0xff]);
+        assert_eq!(r.vec(2, 0), Ok(&[0xab, 0xcd][..]));
+        assert_eq!(r.vec(1, 2), Err(Error::BadLength));
+        let mut r = Reader::new(&[0x00, 0x00, 0x02, 0xff]);
+        assert_eq!(r.vec(3, 0), Err(Error::Truncated));
+        let mut r = Reader::new(&[0x03, 1, 2, 3]);
+        assert_eq!(r.vec_u16(1, 0), Err(Error::BadLength));
+        let r = Reader::new(&[0]);
+        assert_eq!(r.finish(), Err(Error::TrailingBytes));
+    }
+
+    #[test]
+    fn writer_lengths_and_overflow() {
+        let mut buf = [0u8; 8];
+        let mut w = Writer::new(&mut buf);
+        let m = w.start(3).unwrap();
+        w.u16(0xbeef).unwrap();
+        w.end(m).unwrap();
+        assert_eq!(w.position(), 5);
+        assert_eq!(&buf[..5], &[0, 0, 2, 0xbe, 0xef]);
+
+        let mut small = [0u8; 2];
+        let mut w = Writer::new(&mut small);
+        assert_eq!(w.u32(1), Err(Error::BufferTooSmall));
+        assert_eq!(w.position(), 0);
+
+        let mut buf = [0u8; 300];
+        let mut w = Writer::new(&mut buf);
+        assert_eq!(w.vec(1, &[0u8; 256]), Err(Error::BadLength));
+    }
+}

@@ -1,0 +1,322 @@
+//! The TLS 1.3 key schedule (RFC 8446 §7.1), as three stages that consume each other:
+//! [`EarlySecret`] → [`HandshakeSecret`] → [`MasterSecret`]. Moving to the next stage drops
+//! the previous secret, and [`Secret`] erases itself on drop, so no stage outlives its use.
+//!
+//! ```text
+//!              0
+//!              |
+//!              v
+//!    PSK ->  HKDF-Extract = Early Secret
+//!              +-----> Derive-Secret(., "ext binder" | "res binder", "") = binder_key
+//!              +-----> Derive-Secret(., "c e traffic", ClientHello)
+//!              +-----> Derive-Secret(., "e exp master", ClientHello)
+//!              v
+//!        Derive-Secret(., "derived", "")
+//!              v
+//!    (EC)DHE -> HKDF-Extract = Handshake Secret
+//!              +-----> Derive-Secret(., "c hs traffic", ClientHello...ServerHello)
+//!              +-----> Derive-Secret(., "s hs traffic", ClientHello...ServerHello)
+//!              v
+//!        Derive-Secret(., "derived", "")
+//!              v
+//!    0 -> HKDF-Extract = Master Secret
+//!              +-----> Derive-Secret(., "c ap traffic", ClientHello...server Finished)
+//!              +-----> Derive-Secret(., "s ap traffic", ClientHello...server Finished)
+//!              +-----> Derive-Secret(., "exp master", ClientHello...server Finished)
+//!              +-----> Derive-Secret(., "res master", ClientHello...client Finished)
+//! ```
+//!
+//! Transcript hashes are passed in as bytes (see [`crate::Transcript`]). Traffic-secret update
+//! ("traffic upd") is not here: QUIC updates keys with its own "quic ku" label (RFC 9001 §6).
+
+use mote_crypto::{hkdf, CryptoProvider, Digest, Hash as _, HashAlgorithm, Secret, MAX_HASH_LEN};
+
+use crate::Error;
+
+/// RFC 8446 §7.1: Derive-Secret(Secret, Label, Messages) =
+/// HKDF-Expand-Label(Secret, Label, Transcript-Hash(Messages), Hash.length). `label` is without
+/// the "tls13 " prefix, which HKDF-Expand-Label adds.
+pub fn derive_secret<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    secret: &[u8],
+    label: &[u8],
+    transcript_hash: &[u8],
+) -> Result<Secret, Error> {
+    Ok(hkdf::expand_label_secret(provider, alg, secret, label, transcript_hash)?)
+}
+
+/// Transcript-Hash("") — the context of the "derived" and binder-key derivations.
+pub fn empty_hash<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+) -> Result<Digest, Error> {
+    Ok(provider.hash(alg)?.finish())
+}
+
+/// A string of `Hash.length` zero bytes: the "0" inputs of the key schedule diagram.
+fn zeros(alg: HashAlgorithm) -> &'static [u8] {
+    static ZEROS: [u8; MAX_HASH_LEN] = [0; MAX_HASH_LEN];
+    ZEROS.get(..alg.output_len()).unwrap_or(&ZEROS)
+}
+
+/// RFC 8446 §7.1: the step between stages,
+/// HKDF-Extract(salt = Derive-Secret(secret, "derived", ""), ikm).
+fn next_stage<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    secret: &Secret,
+    ikm: &[u8],
+) -> Result<Secret, Error> {
+    let empty = empty_hash(provider, alg)?;
+    let salt = derive_secret(provider, alg, secret.as_ref(), b"derived", empty.as_ref())?;
+    Ok(hkdf::extract(provider, alg, salt.as_ref(), ikm)?)
+}
+
+/// Which binder label a PSK uses (RFC 8446 §7.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PskKind {
+    /// An external PSK, provisioned out of band: "ext binder".
+    External,
+    /// A resumption PSK from a NewSessionTicket: "res binder".
+    Resumption,
+}
+
+/// The Early Secret stage: HKDF-Extract(0, PSK), or HKDF-Extract(0, 0) without a PSK.
+#[derive(Debug)]
+pub struct EarlySecret {
+    alg: HashAlgorithm,
+    secret: Secret,
+}
+
+impl EarlySecret {
+    /// RFC 8446 §7.1: Early Secret = HKDF-Extract(salt = 0, IKM = PSK), where a handshake
+    /// without a PSK uses a string of Hash.length zeros as the PSK.
+    pub fn new<P: CryptoProvider + ?Sized>(
+        provider: &P,
+        alg: HashAlgorithm,
+        psk: Option<&[u8]>,
+    ) -> Result<Self, Error> {
+        let ikm = psk.unwrap_or(zeros(alg));
+        Ok(Self { alg, secret: hkdf::extract(provider, alg, zeros(alg), ikm)? })
+    }
+
+    /// The hash algorithm of this schedule.
+    pub fn algorithm(&self) -> HashAlgorithm {
+        self.alg
+    }
+
+    /// RFC 8446 §7.1: binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
+    /// The PSK binder is a Finished computed with this key (see [`crate::psk_binder`]).
+    pub fn binder_key<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        kind: PskKind,
+    ) -> Result<Secret, Error> {
+        let label: &[u8] = match kind {
+            PskKind::External => b"ext binder",
+            PskKind::Resumption => b"res binder",
+        };
+        let empty = empty_hash(provider, self.alg)?;
+        derive_secret(provider, self.alg, self.secret.as_ref(), label, empty.as_ref())
+    }
+
+    /// RFC 8446 §7.1: client_early_traffic_secret =
+    /// Derive-Secret(Early Secret, "c e traffic", ClientHello) — the 0-RTT secret handed to
+    /// QUIC. `client_hello_hash` is the transcript hash through the (full) ClientHello.
+    pub fn client_early_traffic_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        client_hello_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"c e traffic", client_hello_hash)
+    }
+
+    /// RFC 8446 §7.1: early_exporter_master_secret =
+    /// Derive-Secret(Early Secret, "e exp master", ClientHello).
+    pub fn early_exporter_master_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        client_hello_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"e exp master", client_hello_hash)
+    }
+
+    /// RFC 8446 §7.1: Handshake Secret = HKDF-Extract(Derive-Secret(Early Secret, "derived",
+    /// ""), (EC)DHE). Consumes (and so erases) the Early Secret. mote always uses an (EC)DHE
+    /// share (psk_dhe_ke), so `shared_secret` is required.
+    pub fn into_handshake_secret<P: CryptoProvider + ?Sized>(
+        self,
+        provider: &P,
+        shared_secret: &[u8],
+    ) -> Result<HandshakeSecret, Error> {
+        Ok(HandshakeSecret {
+            alg: self.alg,
+            secret: next_stage(provider, self.alg, &self.secret, shared_secret)?,
+        })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn secret(&self) -> &[u8] {
+        self.secret.as_ref()
+    }
+}
+
+/// The Handshake Secret stage.
+#[derive(Debug)]
+pub struct HandshakeSecret {
+    alg: HashAlgorithm,
+    secret: Secret,
+}
+
+impl HandshakeSecret {
+    /// The hash algorithm of this schedule.
+    pub fn algorithm(&self) -> HashAlgorithm {
+        self.alg
+    }
+
+    /// RFC 8446 §7.1: client_handshake_traffic_secret =
+    /// Derive-Secret(Handshake Secret, "c hs traffic", ClientHello...ServerHello).
+    pub fn client_handshake_traffic_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        hello_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"c hs traffic", hello_hash)
+    }
+
+    /// RFC 8446 §7.1: server_handshake_traffic_secret =
+    /// Derive-Secret(Handshake Secret, "s hs traffic", ClientHello...ServerHello).
+    pub fn server_handshake_traffic_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        hello_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"s hs traffic", hello_hash)
+    }
+
+    /// RFC 8446 §7.1: Master Secret = HKDF-Extract(Derive-Secret(Handshake Secret, "derived",
+    /// ""), 0). Consumes (and so erases) the Handshake Secret.
+    pub fn into_master_secret<P: CryptoProvider + ?Sized>(
+        self,
+        provider: &P,
+    ) -> Result<MasterSecret, Error> {
+        Ok(MasterSecret {
+            alg: self.alg,
+            secret: next_stage(provider, self.alg, &self.secret, zeros(self.alg))?,
+        })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn secret(&self) -> &[u8] {
+        self.secret.as_ref()
+    }
+}
+
+/// The Master Secret stage.
+#[derive(Debug)]
+pub struct MasterSecret {
+    alg: HashAlgorithm,
+    secret: Secret,
+}
+
+impl MasterSecret {
+    /// The hash algorithm of this schedule.
+    pub fn algorithm(&self) -> HashAlgorithm {
+        self.alg
+    }
+
+    /// RFC 8446 §7.1: client_application_traffic_secret_0 =
+    /// Derive-Secret(Master Secret, "c ap traffic", ClientHello...server Finished).
+    pub fn client_application_traffic_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        server_finished_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(
+            provider,
+            self.alg,
+            self.secret.as_ref(),
+            b"c ap traffic",
+            server_finished_hash,
+        )
+    }
+
+    /// RFC 8446 §7.1: server_application_traffic_secret_0 =
+    /// Derive-Secret(Master Secret, "s ap traffic", ClientHello...server Finished).
+    pub fn server_application_traffic_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        server_finished_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(
+            provider,
+            self.alg,
+            self.secret.as_ref(),
+            b"s ap traffic",
+            server_finished_hash,
+        )
+    }
+
+    /// RFC 8446 §7.1: exporter_master_secret =
+    /// Derive-Secret(Master Secret, "exp master", ClientHello...server Finished).
+    pub fn exporter_master_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        server_finished_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"exp master", server_finished_hash)
+    }
+
+    /// RFC 8446 §7.1: resumption_master_secret =
+    /// Derive-Secret(Master Secret, "res master", ClientHello...client Finished).
+    pub fn resumption_master_secret<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        client_finished_hash: &[u8],
+    ) -> Result<Secret, Error> {
+        derive_secret(provider, self.alg, self.secret.as_ref(), b"res master", client_finished_hash)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn secret(&self) -> &[u8] {
+        self.secret.as_ref()
+    }
+}
+
+/// RFC 8446 §4.6.1: the PSK of a ticket,
+/// HKDF-Expand-Label(resumption_master_secret, "resumption", ticket_nonce, Hash.length).
+pub fn resumption_psk<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    resumption_master_secret: &[u8],
+    ticket_nonce: &[u8],
+) -> Result<Secret, Error> {
+    derive_secret(provider, alg, resumption_master_secret, b"resumption", ticket_nonce)
+}
+
+/// RFC 8446 §7.5: TLS-Exporter(label, context_value, key_length) =
+/// HKDF-Expand-Label(Derive-Secret(Secret, label, ""), "exporter", Hash(context_value),
+/// key_length), with `secret` the (early) exporter master secret. Writes `out.len()` bytes.
+pub fn export<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    exporter_master_secret: &[u8],
+    label: &[u8],
+    context: &[u8],
+    out: &mut [u8],
+) -> Result<(), Error> {
+    let empty = empty_hash(provider, alg)?;
+    let derived = derive_secret(provider, alg, exporter_master_secret, label, empty.as_ref())?;
+    let mut h = provider.hash(alg)?;
+    h.update(context);
+    let context_hash = h.finish();
+    Ok(hkdf::expand_label(
+        provider,
+        alg,
+        derived.as_ref(),
+        b"exporter",
+        context_hash.as_ref(),
+        out,
+    )?)
+}
