@@ -38,6 +38,15 @@ enum Command {
     Test(test::TestArgs),
     /// Build the footprint firmware image in each device configuration and report its
     /// flash size split by crate and by component.
+    ///
+    /// The image is `firmware/` built for thumbv7em-none-eabihf with opt-level "z", fat LTO,
+    /// one codegen unit and panic=abort. Flash is the sum of every loaded section:
+    /// .vector_table + .text + .rodata + .data (.data counted once, as its initial image).
+    /// Each sized symbol is attributed to a crate by its demangled path (for `<T as Trait>`
+    /// impls, the crate of T), crates are grouped into components (app, quic, tls, h3,
+    /// crypto, core, runtime, outlined, other), and bytes no symbol covers are
+    /// "unattributed"; the parts add up to the flash total. Copies of the images are kept in
+    /// firmware/target/footprint/<config>.elf.
     Footprint(footprint::FootprintArgs),
     /// Run a cargo-fuzz target for a bounded time, or list the targets.
     Fuzz(fuzz::FuzzArgs),

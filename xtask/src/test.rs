@@ -11,12 +11,15 @@ use crate::{footprint, fuzz, util};
 pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"];
 
 /// `no_std` builds checked for every device target: (package, label, features), all with
-/// `--no-default-features`.
+/// `--no-default-features`. "minimal" is what every device has (AES-128-GCM, SHA-256,
+/// X25519, QUIC v1, client only); "full" every option a device may enable.
 pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-crypto", "minimal", "rustcrypto"),
     ("mote-crypto", "full", "rustcrypto,aes256,chacha20,p256,ed25519,ecdsa-p256"),
     ("mote-quic", "minimal", ""),
     ("mote-quic", "full", "v2,datagram,aes256,chacha20,p256"),
+    ("mote-tls", "minimal", ""),
+    ("mote-tls", "full", "aes256,chacha20,p256"),
 ];
 
 /// The workspace clippy invocation.
@@ -35,7 +38,7 @@ pub enum Step {
     Clippy,
     /// `cargo test --workspace`
     Test,
-    /// `no_std` builds of mote-crypto and mote-quic for the device targets
+    /// `no_std` builds of mote-crypto, mote-quic and mote-tls for the device targets
     Cross,
     /// `cargo xtask footprint` (builds the firmware image in every configuration)
     Footprint,
@@ -118,7 +121,9 @@ fn describe(step: Step) -> &'static str {
             "cargo clippy --workspace --all-targets -- -D warnings; firmware in each configuration"
         }
         Step::Test => "cargo test --workspace",
-        Step::Cross => "no_std builds of mote-crypto and mote-quic for the device targets",
+        Step::Cross => {
+            "no_std builds of mote-crypto, mote-quic and mote-tls for the device targets"
+        }
         Step::Footprint => "cargo xtask footprint",
         Step::Fuzz => "each fuzz target, bounded",
     }

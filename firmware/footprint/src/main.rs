@@ -14,6 +14,7 @@ mod checks;
 mod coding;
 mod crypto;
 mod frames;
+mod packet;
 mod transport_params;
 mod version;
 
@@ -35,6 +36,7 @@ fn run() -> Checks {
     frames::exercise(&mut checks);
     transport_params::exercise(&mut checks);
     crypto::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
+    packet::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
     checks
 }
 
