@@ -286,7 +286,7 @@ impl Simulator {
     /// The node `id` as its concrete type `N`, to act on it (e.g. open a stream). The node
     /// is then polled for transmits and its timer re-armed at the current time.
     pub fn node_mut<N: Node>(&mut self, id: NodeId) -> Option<&mut N> {
-        self.slot(id).ok()?;
+        self.node::<N>(id)?;
         self.events.push(self.now, Event::Wake(id));
         let node: &mut dyn core::any::Any = &mut *self.slot_mut(id).ok()?.node;
         node.downcast_mut()

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 
 use mote_quic::Instant;
-use serde_json::{json, Value};
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::classify::PacketKind;
 use crate::node::{Ecn, NodeId};
@@ -137,33 +137,40 @@ impl DatagramRecord {
             _ => None,
         }
     }
+}
 
-    /// The record as one JSON object (the format of [`Trace::write_jsonl`]).
-    pub fn to_json(&self) -> Value {
+/// One JSON object per record, fields in a fixed order: `id`, `sent_us`, `src_node`,
+/// `dst_node`, `from`, `seen_from`, `to`, `dir` (`"up"`/`"down"`/null), `len`, `ecn`,
+/// `dup_of`, `corrupt_at`, `reordered`, `packets` (type names), `outcome`
+/// (`"delivered"`/`"dropped"`/`"in_flight"`), `at_us` (delivery or drop time) and `reason`
+/// (the drop reason).
+impl Serialize for DatagramRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (outcome, at, reason) = match self.outcome {
             Outcome::InFlight => ("in_flight", None, None),
             Outcome::Delivered(t) => ("delivered", Some(t.as_micros()), None),
             Outcome::Dropped(t, r) => ("dropped", Some(t.as_micros()), Some(r.name())),
         };
-        json!({
-            "id": self.id,
-            "sent_us": self.sent.as_micros(),
-            "src_node": self.src_node.0,
-            "dst_node": self.dst_node.map(|n| n.0),
-            "from": self.from.to_string(),
-            "seen_from": self.seen_from.to_string(),
-            "to": self.to.to_string(),
-            "dir": self.direction.map(Direction::name),
-            "len": self.len,
-            "ecn": self.ecn.map(Ecn::name),
-            "dup_of": self.duplicate_of,
-            "corrupt_at": self.corrupted_at,
-            "reordered": self.reordered,
-            "packets": self.packets.iter().map(|k| k.name()).collect::<Vec<_>>(),
-            "outcome": outcome,
-            "at_us": at,
-            "reason": reason,
-        })
+        let packets: Vec<&str> = self.packets.iter().map(|k| k.name()).collect();
+        let mut o = serializer.serialize_struct("DatagramRecord", 17)?;
+        o.serialize_field("id", &self.id)?;
+        o.serialize_field("sent_us", &self.sent.as_micros())?;
+        o.serialize_field("src_node", &self.src_node.0)?;
+        o.serialize_field("dst_node", &self.dst_node.map(|n| n.0))?;
+        o.serialize_field("from", &self.from)?;
+        o.serialize_field("seen_from", &self.seen_from)?;
+        o.serialize_field("to", &self.to)?;
+        o.serialize_field("dir", &self.direction.map(Direction::name))?;
+        o.serialize_field("len", &self.len)?;
+        o.serialize_field("ecn", &self.ecn.map(Ecn::name))?;
+        o.serialize_field("dup_of", &self.duplicate_of)?;
+        o.serialize_field("corrupt_at", &self.corrupted_at)?;
+        o.serialize_field("reordered", &self.reordered)?;
+        o.serialize_field("packets", &packets)?;
+        o.serialize_field("outcome", outcome)?;
+        o.serialize_field("at_us", &at)?;
+        o.serialize_field("reason", &reason)?;
+        o.end()
     }
 }
 
@@ -195,12 +202,12 @@ pub struct Summary {
 
 impl Summary {
     /// All copies dropped, whatever the cause.
-    pub fn dropped_total(&self) -> u64 {
+    pub fn drops_total(&self) -> u64 {
         self.dropped.values().sum()
     }
 
     /// Copies dropped for `reason`.
-    pub fn dropped(&self, reason: DropReason) -> u64 {
+    pub fn drops(&self, reason: DropReason) -> u64 {
         self.dropped.get(&reason).copied().unwrap_or(0)
     }
 
@@ -292,7 +299,7 @@ impl Trace {
     /// Writes one JSON object per line, per record, in id order.
     pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
         for r in &self.records {
-            serde_json::to_writer(&mut w, &r.to_json())?;
+            serde_json::to_writer(&mut w, r)?;
             w.write_all(b"\n")?;
         }
         Ok(())
@@ -352,17 +359,19 @@ mod tests {
         assert_eq!(s.sent_bytes, 300);
         assert_eq!(s.delivered_datagrams, 2);
         assert_eq!(s.duplicated, 1);
-        assert_eq!(s.dropped(DropReason::Loss), 1);
+        assert_eq!(s.drops(DropReason::Loss), 1);
         assert_eq!(s.in_flight, 1);
         assert_eq!(s.packets(PacketKind::Initial), 3);
         assert_eq!(t.summary_dir(Direction::Down), Summary::default());
 
         let jsonl = t.to_jsonl();
         assert_eq!(jsonl.lines().count(), 4);
-        let line2: Value = serde_json::from_str(jsonl.lines().nth(2).unwrap()).unwrap();
+        let line2: serde_json::Value = serde_json::from_str(jsonl.lines().nth(2).unwrap()).unwrap();
         assert_eq!(line2["outcome"], "dropped");
         assert_eq!(line2["reason"], "loss");
         assert_eq!(line2["packets"][1], "handshake");
+        assert!(jsonl
+            .starts_with(r#"{"id":0,"sent_us":0,"src_node":0,"dst_node":1,"from":"10.0.0.1:1""#));
         assert_eq!(t.digest(), t.clone().digest());
     }
 }

@@ -86,7 +86,7 @@ fn queue_tail_drop() {
     // One in service + three waiting; six tail-dropped.
     assert_eq!(seqs(&s), [0, 1, 2, 3]);
     let sum = s.trace().summary();
-    assert_eq!(sum.dropped(DropReason::Queue), 6);
+    assert_eq!(sum.drops(DropReason::Queue), 6);
     assert_eq!(sum.delivered_datagrams, 4);
     assert_eq!(server_rx(&s)[3].at, Instant(4000));
 }
@@ -97,7 +97,7 @@ fn random_loss_rate() {
     let n = 20_000;
     let mut s = one_way(42, up, n, 100, Duration(100));
     s.run_to(at_ms(10_000)).unwrap();
-    let lost = s.trace().summary().dropped(DropReason::Loss);
+    let lost = s.trace().summary().drops(DropReason::Loss);
     // Mean 500, σ ≈ 22: ±5σ.
     assert!((390..=610).contains(&lost), "lost {lost}");
     assert_eq!(server_rx(&s).len() as u64, u64::from(n) - lost);
@@ -180,7 +180,7 @@ fn corruption_changes_exactly_one_byte_in_range() {
     let rx = server_rx(&s);
     assert_eq!(rx.len(), 300);
     for (i, r) in rx.iter().enumerate() {
-        let mut expect = vec![0x5a; 64];
+        let mut expect = [0x5a; 64];
         expect[..4].copy_from_slice(&(i as u32).to_be_bytes());
         let diff: Vec<usize> = (0..64).filter(|&j| r.data[j] != expect[j]).collect();
         assert_eq!(diff.len(), 1, "datagram {i}: {diff:?}");
@@ -220,7 +220,7 @@ fn blackhole_drops_only_inside_window() {
         assert_eq!(r.drop_reason() == Some(DropReason::Blackhole), inside, "sent {:?}", r.sent);
         assert_eq!(r.delivered(), !inside);
     }
-    assert_eq!(s.trace().summary().dropped(DropReason::Blackhole), 10);
+    assert_eq!(s.trace().summary().drops(DropReason::Blackhole), 10);
 }
 
 #[test]
@@ -250,7 +250,7 @@ fn nat_rebinding_changes_observed_source() {
     // Echoes to the old mapping that were still on their way at 1 s are lost; the
     // others reach the device on its own local address.
     let client = s.node::<Scripted>(c).unwrap();
-    let lost = s.trace().summary().dropped(DropReason::NoRoute);
+    let lost = s.trace().summary().drops(DropReason::NoRoute);
     assert_eq!(client.received.len() as u64 + lost, 20);
     assert!(lost >= 1, "an echo to the old mapping was in flight");
     assert!(client.received.iter().all(|r| r.meta.local == dev() && r.meta.remote == srv()));
@@ -289,8 +289,8 @@ fn migration_to_second_address() {
     let client = s.node::<Scripted>(c).unwrap();
     assert_eq!(client.received.iter().map(|r| r.meta.local).collect::<Vec<_>>(), [wifi, cell]);
     let sum = s.trace().summary();
-    assert_eq!(sum.dropped(DropReason::UnboundSource), 1);
-    assert_eq!(sum.dropped(DropReason::NoRoute), 1);
+    assert_eq!(sum.drops(DropReason::UnboundSource), 1);
+    assert_eq!(sum.drops(DropReason::NoRoute), 1);
 }
 
 #[test]
@@ -395,6 +395,9 @@ fn setup_errors() {
     ));
     assert_eq!(s.rebind_at(Instant::ZERO, srv(), dev()), Err(SimError::UnknownAddress(srv())));
     assert!(s.node::<Scripted>(a).is_none(), "wrong type");
+    let pending = s.pending_events();
+    assert!(s.node_mut::<Scripted>(a).is_none());
+    assert_eq!(s.pending_events(), pending, "no wake-up for a failed borrow");
     assert!(s.node::<Echo>(NodeId(9)).is_none());
     assert_eq!(s.wake(NodeId(9)), Err(SimError::UnknownNode(NodeId(9))));
 }
@@ -448,7 +451,7 @@ fn bulk_transfer_runs_at_link_rate() {
     let up: Summary = s.trace().summary_dir(Direction::Up);
     assert_eq!(up.sent_datagrams, 1000);
     assert_eq!(up.sent_bytes, 1_200_000);
-    assert_eq!(up.dropped_total(), 0);
+    assert_eq!(up.drops_total(), 0);
     assert_eq!(s.trace().summary_dir(Direction::Down).sent_bytes, 4000);
 }
 
