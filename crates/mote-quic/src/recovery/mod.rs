@@ -14,23 +14,24 @@
 //!
 //! # Memory
 //! Everything is inline; capacities are const generics chosen by the connection's profile.
-//! Sizes on a 32-bit target (`thumbv7em`), measured by the `memory_footprint` test on the
-//! host where `usize` is 8 bytes (the 32-bit figures are at most the host ones):
+//! Sizes measured on the host by the `memory_footprint` test (64-bit `usize`; a 32-bit
+//! target saves a few bytes per structure):
 //!
 //! | structure | bytes |
 //! |---|---|
-//! | one sent-packet record ([`SentPackets`] slot), payload `T` | 24 + `size_of::<T>()`, rounded up to 8 |
-//! | `SentPackets<T, N>` | N × record + 128 |
+//! | one sent-packet record (a [`SentPackets`] slot) with payload `T` | 24 + `size_of::<T>()`, rounded up to 8 (24 for `()`, 32 for a `u32`/`u64`) |
+//! | `SentPackets<T, N>` | N × record + 144 |
 //! | `ReceivedRanges<N>` | 16 × N + 16 |
-//! | `ReceivedPackets<N>` | 16 × N + 112 |
-//! | [`RttEstimator`] | 48 |
-//! | [`NewReno`] | 48 |
-//! | [`Pacer`] | 80 |
+//! | `ReceivedPackets<N>` | 16 × N + 120 |
+//! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] | 48 / 48 / 80 |
+//! | `Recovery<u32, NewReno, 8, 8, 32>` (device) | 2 224 |
+//! | `Recovery<u32, NewReno, 64, 64, 1024>` (server) | 37 552 |
 //!
-//! With a 4-byte payload (32-byte records): a device profile of 8 + 8 + 32 sent records
-//! (Initial, Handshake, Application) and 8 received ranges per space is about 2 KiB
-//! ([`Recovery`] ≈ 1.9 KiB, three `ReceivedPackets<8>` ≈ 0.7 KiB); a server profile of
-//! 64 + 64 + 1024 records and 64 ranges is about 40 KiB per connection.
+//! A device profile — 8 + 8 + 32 sent records (Initial, Handshake, Application), a 4-byte
+//! payload and 8 received ranges per space — is about 3 KiB (`Recovery` 2.2 KiB plus
+//! three `ReceivedPackets<8>` of 248 bytes); 4 Initial/Handshake records and 4 ranges bring
+//! it to about 2.5 KiB. A server profile with 64 + 64 + 1024 records and 64 ranges is
+//! about 40 KiB per connection.
 //!
 //! # Arithmetic on the device
 //! Times are `u64` microseconds. Nothing here uses floating point (the CUBIC cube root is an

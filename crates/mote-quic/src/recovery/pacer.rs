@@ -132,11 +132,22 @@ impl Pacer {
         if have >= want_fp {
             return None;
         }
-        let need_fp = want_fp - have;
-        // need (bytes, 16.16) × µs per byte (16.16) → µs in 32.32; round up.
-        let need_bytes = (need_fp >> 16) + u64::from(need_fp & 0xffff != 0);
-        let wait = need_bytes.saturating_mul(self.inv_fp).saturating_add(0xffff) >> 16;
-        Some(now + Duration(wait.max(1)))
+        // Wait for the missing tokens; the rate and its inverse are both rounded, so top up
+        // until the bucket really holds enough (one extra step in practice).
+        let mut at = now;
+        let mut have = have;
+        for _ in 0..4 {
+            if have >= want_fp {
+                break;
+            }
+            let need_fp = want_fp - have;
+            // need (bytes, 16.16) × µs per byte (16.16) → µs; round up.
+            let need_bytes = (need_fp >> 16) + 1;
+            let wait = need_bytes.saturating_mul(self.inv_fp).saturating_add(0xffff) >> 16;
+            at = at + Duration(wait.max(1));
+            have = self.tokens_at(at);
+        }
+        Some(at)
     }
 
     /// A packet of `bytes` left at `now`: takes its tokens (the bucket may go empty, never

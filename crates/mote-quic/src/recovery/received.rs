@@ -198,7 +198,7 @@ impl Ecn {
 }
 
 /// Received packets of one packet number space and the ACK timing rules (RFC 9000
-/// §13.2.1–§13.2.5); 16 × N + 112 bytes.
+/// §13.2.1–§13.2.5); 16 × N + 120 bytes.
 ///
 /// Flow: after removing packet protection, drop the packet if [`Self::is_duplicate`];
 /// after processing its frames call [`Self::on_packet_received`]. Send an ACK when
@@ -354,7 +354,12 @@ impl<const N: usize> ReceivedPackets<N> {
     /// The ACK frame to send at `now`, with at most `max_ranges` ranges (the highest ones),
     /// its delay encoded with our `ack_delay_exponent` and ECN counts if any. `None` if
     /// nothing was received (or everything was pruned).
-    pub fn ack_frame(&self, now: Instant, ack_delay_exponent: u8, max_ranges: usize) -> Option<Ack<'_>> {
+    pub fn ack_frame(
+        &self,
+        now: Instant,
+        ack_delay_exponent: u8,
+        max_ranges: usize,
+    ) -> Option<Ack<'_>> {
         let all = self.ranges.as_slice();
         let ranges = all.get(all.len().saturating_sub(max_ranges.max(1))..)?;
         let delay = encode_ack_delay(self.ack_delay(now), ack_delay_exponent);

@@ -222,7 +222,8 @@ macro_rules! with_space_ref {
 /// number spaces (`NI`, `NH`, `NA` records, payload `T`), the RTT estimator, the congestion
 /// controller `C`, the pacer and the loss detection timer.
 ///
-/// Size: `NI + NH + NA` records (see [`SentPackets`]) plus about 400 bytes with
+/// Size: `NI + NH + NA` records (see [`SentPackets`]), 3 × 144 bytes of per-space state and
+/// 256 bytes of RTT, controller, pacer and flags with
 /// [`super::NewReno`].
 ///
 /// # Driving it
@@ -528,7 +529,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         }
         if let Some((_, space)) = self.loss_time_and_space() {
             let core = &mut self.core;
-            let loss = with_space!(self, space, |s| detect_lost(s, core, space, now, &mut on_event));
+            let loss =
+                with_space!(self, space, |s| detect_lost(s, core, space, now, &mut on_event));
             self.core.on_packets_lost(now, &loss);
             self.core.update_pacer();
             self.set_loss_detection_timer(now);
@@ -687,7 +689,12 @@ where
         if pn == largest && mark.any_ack_eliciting {
             // RFC 9002 §5.3: Initial ACKs are not delayed by the peer; ignore ack_delay.
             let delay = if space == PnSpace::Initial { Duration::ZERO } else { ack_delay };
-            core.rtt.update(now - sent_time, delay, core.peer_max_ack_delay, core.handshake_confirmed);
+            core.rtt.update(
+                now - sent_time,
+                delay,
+                core.peer_max_ack_delay,
+                core.handshake_confirmed,
+            );
             if core.first_rtt_sample.is_none() {
                 core.first_rtt_sample = Some(now);
             }

@@ -74,7 +74,11 @@ impl RttEstimator {
             latest_rtt
         };
         // rttvar = 3/4 rttvar + 1/4 |smoothed_rtt - adjusted_rtt|
-        let dev = if self.smoothed > adjusted { self.smoothed - adjusted } else { adjusted - self.smoothed };
+        let dev = if self.smoothed > adjusted {
+            self.smoothed - adjusted
+        } else {
+            adjusted - self.smoothed
+        };
         self.var = Duration((self.var.0 >> 1) + (self.var.0 >> 2) + (dev.0 >> 2));
         // smoothed_rtt = 7/8 smoothed_rtt + 1/8 adjusted_rtt
         self.smoothed = Duration(self.smoothed.0 - (self.smoothed.0 >> 3) + (adjusted.0 >> 3));
@@ -133,7 +137,9 @@ impl RttEstimator {
     /// RFC 9002 §7.6.1: `(smoothed_rtt + max(4 × rttvar, kGranularity) + max_ack_delay) ×
     /// kPersistentCongestionThreshold`, with max_ack_delay included in every space.
     pub const fn persistent_congestion_duration(&self, max_ack_delay: Duration) -> Duration {
-        self.pto_base().saturating_add(max_ack_delay).saturating_mul(PERSISTENT_CONGESTION_THRESHOLD)
+        self.pto_base()
+            .saturating_add(max_ack_delay)
+            .saturating_mul(PERSISTENT_CONGESTION_THRESHOLD)
     }
 }
 
