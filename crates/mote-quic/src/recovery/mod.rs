@@ -42,9 +42,9 @@
 //! processing, loss detection, NewReno) use shifts and multiplications only.
 
 mod cc;
+mod loss;
 mod pacer;
 mod received;
-mod recovery;
 mod rtt;
 mod sent;
 
@@ -54,9 +54,9 @@ mod tests;
 #[cfg(feature = "cubic")]
 pub use cc::Cubic;
 pub use cc::{initial_window, minimum_window, CongestionController, NewReno};
+pub use loss::{AckOutcome, PacketEvent, Recovery, RecoveryConfig, TimeoutAction};
 pub use pacer::{Pacer, PacerConfig};
 pub use received::{Ecn, ReceivedPackets, ReceivedRanges};
-pub use recovery::{AckOutcome, PacketEvent, Recovery, RecoveryConfig, TimeoutAction};
 pub use rtt::RttEstimator;
 pub use sent::{SentPacket, SentPackets, SKIPPED_MEMORY};
 

@@ -144,7 +144,7 @@ impl Pacer {
             // need (bytes, 16.16) × µs per byte (16.16) → µs; round up.
             let need_bytes = (need_fp >> 16) + 1;
             let wait = need_bytes.saturating_mul(self.inv_fp).saturating_add(0xffff) >> 16;
-            at = at + Duration(wait.max(1));
+            at += Duration(wait.max(1));
             have = self.tokens_at(at);
         }
         Some(at)
