@@ -139,6 +139,8 @@ struct Core<C> {
     handshake_ack_received: bool,
     amplification_limited: bool,
     app_limited: bool,
+    /// The most bytes in flight since the previous ACK frame (RFC 9002 §7.8 detection).
+    peak_in_flight: u64,
     probes_pending: u8,
     timer: Option<Instant>,
 }
@@ -264,6 +266,7 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             handshake_ack_received: false,
             amplification_limited: false,
             app_limited: false,
+            peak_in_flight: 0,
             probes_pending: 0,
             timer: None,
         };
@@ -393,7 +396,9 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         let bytes = u64::from(packet.size);
         self.core.cc.on_packet_sent(now, bytes);
         self.core.pacer.on_packet_sent(now, bytes);
-        if self.bytes_in_flight() >= self.core.cc.window() {
+        let in_flight = self.bytes_in_flight();
+        self.core.peak_in_flight = self.core.peak_in_flight.max(in_flight);
+        if in_flight >= self.core.cc.window() {
             // The window is used up: whatever the application said, it is not limiting.
             self.core.app_limited = false;
         }
@@ -407,6 +412,12 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     /// The connection has nothing more to send although the window has room (RFC 9002
     /// §7.8): the window must not grow on the ACKs of what is in flight. Cleared by passing
     /// false, and automatically when a send fills the window.
+    ///
+    /// Independently of this flag, an ACK only grows the window if the bytes in flight
+    /// reached at least half the window at some point since the previous ACK frame (the
+    /// slow-start rule of Linux' `tcp_is_cwnd_limited`): a sender that trickles a packet
+    /// at a time never inflates a window it does not use, even if the connection never
+    /// calls this.
     pub fn set_app_limited(&mut self, limited: bool) {
         self.core.app_limited = limited;
     }
@@ -494,6 +505,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         I: Iterator<Item = (u64, u64)> + Clone,
         F: FnMut(PacketEvent<T>),
     {
+        let under_used = self.core.peak_in_flight.saturating_mul(2) < self.core.cc.window();
+        let app_limited = self.core.app_limited || under_used;
         let core = &mut self.core;
         let outcome = with_space!(self, space, |s| on_ack_in_space(
             s,
@@ -502,9 +515,11 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             ranges,
             ack_delay,
             ecn,
+            app_limited,
             now,
             &mut on_event
         ))?;
+        self.core.peak_in_flight = self.bytes_in_flight();
         if outcome.newly_acked > 0 {
             if self.core.peer_completed_address_validation() {
                 self.core.pto_count = 0;
@@ -665,6 +680,7 @@ fn on_ack_in_space<T: Copy, C: CongestionController, const N: usize, I, F>(
     ranges: I,
     ack_delay: Duration,
     ecn: Option<EcnCounts>,
+    app_limited: bool,
     now: Instant,
     on_event: &mut F,
 ) -> Result<AckOutcome, RecoveryError>
@@ -713,7 +729,6 @@ where
     outcome.lost = loss.count;
     outcome.persistent_congestion = loss.persistent_congestion;
     // RFC 9002 App. B.5 OnPacketsAcked, after the loss reaction.
-    let app_limited = core.app_limited;
     let (cc, rtt) = (&mut core.cc, &core.rtt);
     sent.finish_acked(ranges, cap, |packet| {
         if packet.in_flight {

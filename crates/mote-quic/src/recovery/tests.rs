@@ -314,8 +314,9 @@ fn no_persistent_congestion_with_an_ack_in_between() {
     let (out, ev) = ack(&mut r, APP, &[(5, 5), (2, 2)], ms(0), at(1700)).unwrap();
     assert_eq!(ev.lost, [1, 3, 4]);
     assert!(!out.persistent_congestion);
-    // 13 200 (after pn 0's acknowledgement) halved once.
-    assert_eq!(r.congestion_window(), 6_600);
+    // Halved once (pn 0's acknowledgement did not grow it: 1 200 bytes in flight do not
+    // use a 12 000-byte window).
+    assert_eq!(r.congestion_window(), 6_000);
 }
 
 #[test]
@@ -531,34 +532,52 @@ fn cve_2025_4820_optimistic_ack_cwnd() {
     // The window may only grow by the bytes of packets really sent, in flight and newly
     // acknowledged, however the ACKs are shaped.
     let mut r = server();
-    let sizes = [1000u16, 700, 1200, 300];
+    // 6 600 bytes in flight: the 12 000-byte window is in use (more than half).
+    let sizes = [1200u16, 1100, 1200, 1000, 1200, 900];
     for (i, s) in sizes.iter().enumerate() {
         send_sized(&mut r, APP, at(i as u64), *s);
     }
     let w0 = r.congestion_window();
     // Acknowledging packets not sent yet (ahead of the sender): refused, no growth.
     assert!(ack(&mut r, APP, &[(0, 1_000_000)], ms(0), at(10)).is_err());
-    assert!(ack(&mut r, APP, &[(4, 4)], ms(0), at(10)).is_err());
+    assert!(ack(&mut r, APP, &[(6, 6)], ms(0), at(10)).is_err());
     assert_eq!(r.congestion_window(), w0);
     // Real acknowledgements grow it by exactly their bytes (slow start) ...
     ack(&mut r, APP, &[(2, 3), (0, 0)], ms(0), at(20)).unwrap();
-    assert_eq!(r.congestion_window(), w0 + 1000 + 1200 + 300);
-    // ... repeated ranges, duplicate ACKs and ACK-only packets add nothing ...
+    assert_eq!(r.congestion_window(), w0 + 1200 + 1200 + 1000);
+    // ... repeated ranges and duplicate ACKs add nothing ...
     for _ in 0..100 {
         ack(&mut r, APP, &[(2, 3), (0, 0)], ms(0), at(30)).unwrap();
     }
-    let pn = r.next_pn(APP);
-    r.on_packet_sent(APP, SentPacket::new(pn, at(31), 1200, false, false, 0)).unwrap();
-    ack(&mut r, APP, &[(4, 4)], ms(0), at(40)).unwrap();
-    assert_eq!(r.congestion_window(), w0 + 2500);
-    // ... and a hand-built iterator repeating a range is refused.
+    assert_eq!(r.congestion_window(), w0 + 3400);
+    for i in 0..5 {
+        send(&mut r, APP, at(31 + i));
+    }
+    // A hand-built iterator repeating a range is refused ...
     assert_eq!(
-        ack(&mut r, APP, &[(1, 1), (1, 1)], ms(0), at(50)).unwrap_err(),
+        ack(&mut r, APP, &[(1, 1), (1, 1)], ms(0), at(40)).unwrap_err(),
         RecoveryError::InvalidAckRanges
     );
-    ack(&mut r, APP, &[(1, 1)], ms(0), at(50)).unwrap();
-    assert_eq!(r.congestion_window(), w0 + 3200);
-    assert_eq!(r.bytes_in_flight(), 0);
+    ack(&mut r, APP, &[(1, 1)], ms(0), at(40)).unwrap();
+    assert_eq!(r.congestion_window(), w0 + 3400 + 1100);
+    // ... and acknowledging an ACK-only packet (not in flight) adds nothing.
+    let pn = r.next_pn(APP);
+    r.on_packet_sent(APP, SentPacket::new(pn, at(41), 1200, false, false, 0)).unwrap();
+    let (out, _) = ack(&mut r, APP, &[(pn, pn)], ms(0), at(42)).unwrap();
+    assert_eq!(out.newly_acked, 0);
+    assert_eq!(r.congestion_window(), w0 + 4500);
+    assert_eq!(r.bytes_in_flight(), 1200 + 900 + 5 * 1200);
+}
+
+#[test]
+fn trickling_sender_does_not_inflate_the_window() {
+    // One packet at a time, never using the window: RFC 9002 §7.8, detected without help.
+    let mut r = server();
+    for i in 0..50 {
+        let pn = send(&mut r, APP, at(i * 100));
+        ack(&mut r, APP, &[(pn, pn)], ms(0), at(i * 100 + 50)).unwrap();
+    }
+    assert_eq!(r.congestion_window(), 12_000);
 }
 
 #[test]
