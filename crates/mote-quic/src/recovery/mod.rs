@@ -14,32 +14,35 @@
 //!
 //! # Memory
 //! Everything is inline; capacities are const generics chosen by the connection's profile.
-//! Sizes measured on the host by the `memory_footprint` test (64-bit `usize`; a 32-bit
-//! target saves a few bytes per structure):
+//! Host sizes are pinned by the `memory_footprint` test; the `thumbv7em` column was read
+//! from a release build for that target.
 //!
-//! | structure | bytes |
-//! |---|---|
-//! | one sent-packet record (a [`SentPackets`] slot) with payload `T` | 24 + `size_of::<T>()`, rounded up to 8 (24 for `()`, 32 for a `u32`/`u64`) |
-//! | `SentPackets<T, N>` | N × record + 144 |
-//! | `ReceivedRanges<N>` | 16 × N + 16 |
-//! | `ReceivedPackets<N>` | 16 × N + 120 |
-//! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] | 48 / 48 / 80 |
-//! | `Recovery<u32, NewReno, 8, 8, 32>` (device) | 2 224 |
-//! | `Recovery<u32, NewReno, 64, 64, 1024>` (server) | 37 552 |
+//! | structure | host (64-bit) | thumbv7em |
+//! |---|---|---|
+//! | one sent-packet record (a [`SentPackets`] slot), payload `T` | 24 + `size_of::<T>()` rounded up to 8 (32 for `u32`) | same |
+//! | `SentPackets<T, N>` | N × record + 144 | N × record + 128 |
+//! | `ReceivedRanges<N>` | 16 × N + 16 | 16 × N + 16 |
+//! | `ReceivedPackets<N>` | 16 × N + 120 | 16 × N + 120 |
+//! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] / `Cubic` | 48 / 48 / 80 / 120 | same |
+//! | `Recovery<u32, NewReno, 8, 8, 32>` (device) | 2 224 | 2 184 |
+//! | `Recovery<u32, NewReno, 64, 64, 1024>` (server) | 37 552 | — |
 //!
 //! A device profile — 8 + 8 + 32 sent records (Initial, Handshake, Application), a 4-byte
-//! payload and 8 received ranges per space — is about 3 KiB (`Recovery` 2.2 KiB plus
-//! three `ReceivedPackets<8>` of 248 bytes); 4 Initial/Handshake records and 4 ranges bring
-//! it to about 2.5 KiB. A server profile with 64 + 64 + 1024 records and 64 ranges is
-//! about 40 KiB per connection.
+//! payload and 8 received ranges per space — is about 2.9 KiB (`Recovery` 2.1 KiB plus
+//! three `ReceivedPackets<8>` of 248 bytes); 4 Initial/Handshake records and 4 ranges per
+//! space bring it to about 2.4 KiB. A server profile with 64 + 64 + 1024 records and 64
+//! ranges is about 40 KiB per connection.
 //!
 //! # Arithmetic on the device
 //! Times are `u64` microseconds. Nothing here uses floating point (the CUBIC cube root is an
 //! integer root) or `core::fmt`. Divisions are listed where they happen; each goes through
-//! [`div_u64`], which uses the Cortex-M4's 32-bit hardware divider whenever both operands
-//! fit in 32 bits, so a 64-bit software division only runs for values a device never sees
-//! (windows or RTTs beyond 4 GiB / 71 minutes). The per-packet paths (sending, ACK
-//! processing, loss detection, NewReno) use shifts and multiplications only.
+//! `div_u64`, which uses the Cortex-M4's 32-bit hardware divider whenever both operands
+//! fit in 32 bits. The per-packet paths (sending, ACK processing, loss detection, the
+//! timers, NewReno, ACK generation) use shifts and multiplications only; in a `thumbv7em`
+//! release build the only call sites of `__aeabi_uldivmod` in this module are
+//! [`Pacer::update`] (once per ACK frame that changed the window or the RTT, 32-bit
+//! hardware division for windows below ~50 KB) and, with the `cubic` feature, CUBIC's
+//! congestion avoidance (once per acknowledged packet, 32-bit while the operands fit).
 
 mod cc;
 mod loss;
