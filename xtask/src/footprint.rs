@@ -51,6 +51,18 @@ pub const CONFIGS: &[Config] = &[
         description: "QUIC v1; AES-128-GCM, SHA-256, X25519",
     },
     Config {
+        name: "minimal-rpk-ed25519",
+        features: &["minimal", "ed25519"],
+        target: CORTEX_M4,
+        description: "minimal + Ed25519 verification (raw-public-key server authentication)",
+    },
+    Config {
+        name: "minimal-rpk-p256",
+        features: &["minimal", "ecdsa-p256"],
+        target: CORTEX_M4,
+        description: "minimal + ECDSA-P256 verification (raw-public-key server authentication)",
+    },
+    Config {
         name: "full-ciphers",
         features: &["full"],
         target: CORTEX_M4,
