@@ -53,9 +53,11 @@ use crate::frame::{
 };
 use crate::message::{self, Request, Response};
 use crate::qpack::instructions::{parse_decoder_instruction, parse_encoder_instruction};
-use crate::qpack::{DecodeError, Decoded, DecoderInstruction, EncoderInstruction, FieldEncoder, FieldSection};
 #[cfg(feature = "dynamic-table")]
 use crate::qpack::{instructions::write_decoder_instruction, DynamicTable};
+use crate::qpack::{
+    DecodeError, Decoded, DecoderInstruction, EncoderInstruction, FieldEncoder, FieldSection,
+};
 
 /// What the session needs from the QUIC connection. Stream IDs are QUIC stream IDs.
 pub trait Transport {
@@ -233,7 +235,13 @@ pub struct StreamState {
 impl StreamState {
     /// State for stream `id` before anything was received or sent on it.
     pub const fn new(id: u64) -> Self {
-        Self { id, kind: Kind::New, reader: FrameReader::new(), recv: RecvPhase::Headers, send: SendPhase::Idle }
+        Self {
+            id,
+            kind: Kind::New,
+            reader: FrameReader::new(),
+            recv: RecvPhase::Headers,
+            send: SendPhase::Idle,
+        }
     }
 
     /// The QUIC stream ID.
@@ -519,7 +527,12 @@ impl<'t> Connection<'t> {
                 if let Some(inc) = table.take_insert_count_increment() {
                     let mut buf = [0u8; 10];
                     let mut out = Out::new(&mut buf);
-                    if write_decoder_instruction(&mut out, DecoderInstruction::InsertCountIncrement(inc)).is_ok() {
+                    if write_decoder_instruction(
+                        &mut out,
+                        DecoderInstruction::InsertCountIncrement(inc),
+                    )
+                    .is_ok()
+                    {
                         self.decoder_queue.push(out.written());
                     }
                 }
@@ -635,7 +648,12 @@ impl<'t> Connection<'t> {
     }
 
     /// RFC 9114 §6.2: acts on a peer unidirectional stream's type.
-    fn uni_stream_type<T: Transport>(&mut self, t: &mut T, s: &mut StreamState, ty: u64) -> Result<(), H3Error> {
+    fn uni_stream_type<T: Transport>(
+        &mut self,
+        t: &mut T,
+        s: &mut StreamState,
+        ty: u64,
+    ) -> Result<(), H3Error> {
         let slot = match ty {
             stream_type::CONTROL => &mut self.peer_control,
             stream_type::QPACK_ENCODER => &mut self.peer_encoder,
@@ -668,14 +686,21 @@ impl<'t> Connection<'t> {
         Ok(())
     }
 
-    fn recv_control<'a>(&mut self, s: &mut StreamState, input: &'a [u8], mut pos: usize) -> Result<Recv<'a>, H3Error> {
+    fn recv_control<'a>(
+        &mut self,
+        s: &mut StreamState,
+        input: &'a [u8],
+        mut pos: usize,
+    ) -> Result<Recv<'a>, H3Error> {
         loop {
             let rest = input.get(pos..).unwrap_or(&[]);
             if self.peer_settings.is_none() && s.reader.is_idle() {
                 // §6.2.1: the first frame must be SETTINGS, whatever else it is.
                 match crate::frame::FrameHeader::parse(rest) {
                     None => return Ok(Recv::new(pos, None)),
-                    Some((h, _)) if h.ty != frame_type::SETTINGS => return Err(H3Error::MissingSettings),
+                    Some((h, _)) if h.ty != frame_type::SETTINGS => {
+                        return Err(H3Error::MissingSettings)
+                    }
                     Some(_) => {}
                 }
             }
@@ -727,7 +752,8 @@ impl<'t> Connection<'t> {
         let rest = input.get(pos..).unwrap_or(&[]);
         #[cfg(feature = "dynamic-table")]
         if let Some(table) = self.table.as_mut() {
-            let n = table.process_encoder_stream(rest).map_err(|_| H3Error::QpackEncoderStreamError)?;
+            let n =
+                table.process_encoder_stream(rest).map_err(|_| H3Error::QpackEncoderStreamError)?;
             let event = self.next_unblocked().map(Event::Unblocked);
             return Ok(Recv::new(pos + n, event));
         }
@@ -735,7 +761,9 @@ impl<'t> Connection<'t> {
         let mut used = 0;
         loop {
             let tail = rest.get(used..).unwrap_or(&[]);
-            match parse_encoder_instruction(tail, 0).map_err(|_| H3Error::QpackEncoderStreamError)? {
+            match parse_encoder_instruction(tail, 0)
+                .map_err(|_| H3Error::QpackEncoderStreamError)?
+            {
                 None => return Ok(Recv::new(pos + used, None)),
                 Some((EncoderInstruction::SetCapacity(0), n)) => used += n,
                 Some(_) => return Err(H3Error::QpackEncoderStreamError),
@@ -773,9 +801,15 @@ impl<'t> Connection<'t> {
                 return Ok(Recv::new(pos, None));
             }
             let rest = input.get(pos..).unwrap_or(&[]);
-            let (n, ev) = match s.reader.read(rest, StreamKind::Request, self.config.max_encoded_field_section) {
+            let (n, ev) = match s.reader.read(
+                rest,
+                StreamKind::Request,
+                self.config.max_encoded_field_section,
+            ) {
                 Ok(r) => r,
-                Err(H3Error::ExcessiveLoad) => return Ok(self.stream_error(t, s, input.len(), H3Error::ExcessiveLoad)),
+                Err(H3Error::ExcessiveLoad) => {
+                    return Ok(self.stream_error(t, s, input.len(), H3Error::ExcessiveLoad))
+                }
                 Err(e) => return Err(e),
             };
             match ev {
@@ -837,7 +871,9 @@ impl<'t> Connection<'t> {
                 self.block(s.id, required_insert_count)?;
                 return Ok(Recv::new(pos, Some(Event::Blocked)));
             }
-            Err(DecodeError::TooLarge) => return Ok(self.stream_error(t, s, total, H3Error::ExcessiveLoad)),
+            Err(DecodeError::TooLarge) => {
+                return Ok(self.stream_error(t, s, total, H3Error::ExcessiveLoad))
+            }
             Err(DecodeError::Failed) => return Err(H3Error::QpackDecompressionFailed),
         };
         self.decoded(s.id, &decoded)?;
@@ -847,8 +883,13 @@ impl<'t> Connection<'t> {
         } else if self.role == Role::Server {
             message::parse_request(&fields).map(|_| HeadersKind::Message)
         } else {
-            message::parse_response(&fields)
-                .map(|status| if status < 200 { HeadersKind::Interim } else { HeadersKind::Message })
+            message::parse_response(&fields).map(|status| {
+                if status < 200 {
+                    HeadersKind::Interim
+                } else {
+                    HeadersKind::Message
+                }
+            })
         };
         let kind = match checked {
             Ok(k) => k,
@@ -955,7 +996,13 @@ impl<'t> Connection<'t> {
     }
 
     /// Fails stream `s` with `code`: stop reading, stop writing, drop the rest.
-    fn stream_error<'a, T: Transport>(&mut self, t: &mut T, s: &mut StreamState, total: usize, code: H3Error) -> Recv<'a> {
+    fn stream_error<'a, T: Transport>(
+        &mut self,
+        t: &mut T,
+        s: &mut StreamState,
+        total: usize,
+        code: H3Error,
+    ) -> Recv<'a> {
         t.stop_sending(s.id, code.code());
         if s.send != SendPhase::Done {
             t.reset_stream(s.id, code.code());
@@ -969,7 +1016,12 @@ impl<'t> Connection<'t> {
         Recv::new(total, Some(Event::StreamError(code)))
     }
 
-    fn end_of_message<'a, T: Transport>(&mut self, t: &mut T, s: &mut StreamState, pos: usize) -> Recv<'a> {
+    fn end_of_message<'a, T: Transport>(
+        &mut self,
+        t: &mut T,
+        s: &mut StreamState,
+        pos: usize,
+    ) -> Recv<'a> {
         if s.recv == RecvPhase::Headers {
             // The stream ended without a (final) header section (§4.1.2).
             let code = match self.role {
@@ -984,13 +1036,20 @@ impl<'t> Connection<'t> {
 
     /// The peer reset stream `s` (RESET_STREAM) with `code`. Critical streams may not be
     /// closed (H3_CLOSED_CRITICAL_STREAM, returned and the connection closed).
-    pub fn on_reset<T: Transport>(&mut self, t: &mut T, s: &mut StreamState, code: u64) -> Result<(), H3Error> {
+    pub fn on_reset<T: Transport>(
+        &mut self,
+        t: &mut T,
+        s: &mut StreamState,
+        code: u64,
+    ) -> Result<(), H3Error> {
         let _ = code;
         if let Some(e) = self.closed {
             return Err(e);
         }
         match s.kind {
-            Kind::Control | Kind::Encoder | Kind::Decoder => Err(self.fail(t, H3Error::ClosedCriticalStream)),
+            Kind::Control | Kind::Encoder | Kind::Decoder => {
+                Err(self.fail(t, H3Error::ClosedCriticalStream))
+            }
             Kind::Request => {
                 s.recv = RecvPhase::Done;
                 s.kind = Kind::Discard;
@@ -1007,7 +1066,12 @@ impl<'t> Connection<'t> {
     /// fresh [`StreamState`] for the session's own unidirectional streams. Asking to close
     /// our control or decoder stream is H3_CLOSED_CRITICAL_STREAM; on a request stream the
     /// session resets its sending side with the same code (RFC 9000 §3.5).
-    pub fn on_stop_sending<T: Transport>(&mut self, t: &mut T, s: &mut StreamState, code: u64) -> Result<(), H3Error> {
+    pub fn on_stop_sending<T: Transport>(
+        &mut self,
+        t: &mut T,
+        s: &mut StreamState,
+        code: u64,
+    ) -> Result<(), H3Error> {
         if let Some(e) = self.closed {
             return Err(e);
         }
@@ -1051,7 +1115,11 @@ impl<'t> Connection<'t> {
         scratch: &mut [u8],
     ) -> Result<(), SendError> {
         self.check_open()?;
-        if self.role != Role::Client || s.send != SendPhase::Idle || !is_bidi(s.id) || !is_client_initiated(s.id) {
+        if self.role != Role::Client
+            || s.send != SendPhase::Idle
+            || !is_bidi(s.id)
+            || !is_client_initiated(s.id)
+        {
             return Err(SendError::InvalidState);
         }
         if self.goaway_received.is_some_and(|g| s.id >= g) {
@@ -1155,14 +1223,23 @@ impl<'t> Connection<'t> {
     }
 
     /// Ends the message on `s` (FIN) without trailers.
-    pub fn finish<T: Transport>(&mut self, t: &mut T, s: &mut StreamState) -> Result<(), SendError> {
+    pub fn finish<T: Transport>(
+        &mut self,
+        t: &mut T,
+        s: &mut StreamState,
+    ) -> Result<(), SendError> {
         self.send_data(t, s, &[], true).map(|_| ())
     }
 
     /// Abandons stream `s` in both directions with `code`: H3_REQUEST_CANCELLED from a
     /// client or a server, H3_REQUEST_REJECTED from a server that did not process the
     /// request (RFC 9114 §4.1.1).
-    pub fn cancel<T: Transport>(&mut self, t: &mut T, s: &mut StreamState, code: H3Error) -> Result<(), SendError> {
+    pub fn cancel<T: Transport>(
+        &mut self,
+        t: &mut T,
+        s: &mut StreamState,
+        code: H3Error,
+    ) -> Result<(), SendError> {
         self.check_open()?;
         if !matches!(s.kind, Kind::Request | Kind::New) {
             return Err(SendError::InvalidState);
@@ -1217,8 +1294,12 @@ impl<'t> Connection<'t> {
         write_frame_header(frame_type::HEADERS, len as u64, &mut out)?;
         let hl = out.position();
         let start = HEADERS_FRAME_HEADER - hl;
-        scratch.get_mut(start..HEADERS_FRAME_HEADER).ok_or(SendError::BufferTooSmall)?.copy_from_slice(out.written());
-        let frame = scratch.get(start..HEADERS_FRAME_HEADER + len).ok_or(SendError::BufferTooSmall)?;
+        scratch
+            .get_mut(start..HEADERS_FRAME_HEADER)
+            .ok_or(SendError::BufferTooSmall)?
+            .copy_from_slice(out.written());
+        let frame =
+            scratch.get(start..HEADERS_FRAME_HEADER + len).ok_or(SendError::BufferTooSmall)?;
         if t.capacity(id) < frame.len() {
             return Err(SendError::Blocked);
         }

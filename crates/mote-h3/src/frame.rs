@@ -128,7 +128,8 @@ impl Settings {
             let before = payload.len() - rest.len();
             let mut earlier = payload.get(..before).unwrap_or(&[]);
             let mut seen = 0usize;
-            while let (Some(eid), Some(_)) = (take_varint(&mut earlier), take_varint(&mut earlier)) {
+            while let (Some(eid), Some(_)) = (take_varint(&mut earlier), take_varint(&mut earlier))
+            {
                 if eid == id {
                     seen += 1;
                 }
@@ -148,7 +149,11 @@ impl Settings {
 
     /// Appends a SETTINGS frame: the non-default settings, then the reserved setting
     /// `grease_id(n)` with value `n` if `grease` is `Some(n)`.
-    pub fn write_frame(&self, grease: Option<u32>, out: &mut Out<'_>) -> Result<(), BufferTooSmall> {
+    pub fn write_frame(
+        &self,
+        grease: Option<u32>,
+        out: &mut Out<'_>,
+    ) -> Result<(), BufferTooSmall> {
         let mut pairs: [(u64, u64); 4] = [(0, 0); 4];
         let mut n = 0;
         let mut push = |id: u64, v: u64| {
@@ -324,7 +329,8 @@ impl FrameReader {
                     t if frame_type::is_http2_only(t) => false,
                     _ => {
                         // Reserved or unknown: skip it without looking at the payload.
-                        self.state = if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
+                        self.state =
+                            if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
                         return Ok((hlen, FrameEvent::Skipped));
                     }
                 };
@@ -361,7 +367,10 @@ impl FrameReader {
                     frame_type::HEADERS => Frame::Headers(payload),
                     frame_type::PUSH_PROMISE => {
                         let (push_id, n) = decode_varint(payload).ok_or(H3Error::FrameError)?;
-                        Frame::PushPromise { push_id, field_section: payload.get(n..).unwrap_or(&[]) }
+                        Frame::PushPromise {
+                            push_id,
+                            field_section: payload.get(n..).unwrap_or(&[]),
+                        }
                     }
                     frame_type::SETTINGS => Frame::Settings(Settings::parse(payload)?),
                     frame_type::GOAWAY => Frame::GoAway(single_varint(payload)?),
@@ -397,7 +406,11 @@ mod tests {
 
     #[test]
     fn settings_round_trip_and_grease() {
-        let s = Settings { qpack_max_table_capacity: 4096, max_field_section_size: Some(16384), qpack_blocked_streams: 16 };
+        let s = Settings {
+            qpack_max_table_capacity: 4096,
+            max_field_section_size: Some(16384),
+            qpack_blocked_streams: 16,
+        };
         let mut buf = [0u8; 64];
         let mut out = Out::new(&mut buf);
         s.write_frame(Some(1), &mut out).unwrap();
@@ -455,8 +468,14 @@ mod tests {
         // Single-varint frames must be exactly one varint.
         assert_eq!(read_all(StreamKind::Control, &hex!("07 02 04 00")), Err(H3Error::FrameError));
         assert_eq!(read_all(StreamKind::Control, &hex!("07 00")), Err(H3Error::FrameError));
-        assert_eq!(read_all(StreamKind::Control, &hex!("07 09 c000000000000004 00")), Err(H3Error::FrameError));
-        assert_eq!(read_all(StreamKind::Control, &hex!("0d 01 05 03 01 02")).unwrap(), ["Frame(MaxPushId(5))", "Frame(CancelPush(2))"]);
+        assert_eq!(
+            read_all(StreamKind::Control, &hex!("07 09 c000000000000004 00")),
+            Err(H3Error::FrameError)
+        );
+        assert_eq!(
+            read_all(StreamKind::Control, &hex!("0d 01 05 03 01 02")).unwrap(),
+            ["Frame(MaxPushId(5))", "Frame(CancelPush(2))"]
+        );
         assert_eq!(
             read_all(StreamKind::Request, &hex!("05 03 07 0000")).unwrap(),
             ["Frame(PushPromise { push_id: 7, field_section: [0, 0] })"]

@@ -137,7 +137,23 @@ fn valid_name(name: &[u8]) -> bool {
         && name.iter().all(|&c| {
             c.is_ascii_lowercase()
                 || c.is_ascii_digit()
-                || matches!(c, b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~')
+                || matches!(
+                    c,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
         })
 }
 
@@ -153,7 +169,9 @@ fn valid_value(v: &[u8]) -> bool {
 /// "trailers".
 fn regular_field_ok(name: &[u8], value: &[u8]) -> bool {
     match name {
-        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => false,
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => {
+            false
+        }
         b"te" => value == b"trailers",
         _ => valid_name(name) && valid_value(value),
     }
@@ -262,31 +280,46 @@ mod tests {
     #[test]
     fn malformed_requests() {
         let bad: &[&[(&[u8], &[u8])]] = &[
-            &[(b":scheme", b"https"), (b":path", b"/")],                       // no method
-            &[(b":method", b"GET"), (b":path", b"/")],                         // no scheme
+            &[(b":scheme", b"https"), (b":path", b"/")], // no method
+            &[(b":method", b"GET"), (b":path", b"/")],   // no scheme
             &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"")], // empty path
             &[(b":method", b"GET"), (b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/")],
             &[(b":method", b"GET"), (b"a", b"b"), (b":scheme", b"https"), (b":path", b"/")],
             &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b":status", b"200")],
             &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b"Upper", b"x")],
-            &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b"connection", b"close")],
+            &[
+                (b":method", b"GET"),
+                (b":scheme", b"https"),
+                (b":path", b"/"),
+                (b"connection", b"close"),
+            ],
             &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b"te", b"gzip")],
             &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b"x", b"a\r\nb")],
             &[(b":method", b"CONNECT"), (b":authority", b"h:1"), (b":path", b"/")],
         ];
         for fields in bad {
             let mut out = [0u8; 512];
-            assert_eq!(parse_request(&section(fields, &mut out)), Err(H3Error::MessageError), "{fields:?}");
+            assert_eq!(
+                parse_request(&section(fields, &mut out)),
+                Err(H3Error::MessageError),
+                "{fields:?}"
+            );
         }
         let mut out = [0u8; 512];
-        let ok = section(&[(b":method", b"CONNECT"), (b":authority", b"h:1"), (b"te", b"trailers")], &mut out);
+        let ok = section(
+            &[(b":method", b"CONNECT"), (b":authority", b"h:1"), (b"te", b"trailers")],
+            &mut out,
+        );
         assert!(parse_request(&ok).is_ok());
     }
 
     #[test]
     fn responses_and_trailers() {
         let mut out = [0u8; 512];
-        assert_eq!(parse_response(&section(&[(b":status", b"204"), (b"x", b"y")], &mut out)), Ok(204));
+        assert_eq!(
+            parse_response(&section(&[(b":status", b"204"), (b"x", b"y")], &mut out)),
+            Ok(204)
+        );
         for bad in [
             &[(&b":status"[..], &b"20"[..])][..],
             &[(b":status", b"099")],
@@ -297,12 +330,19 @@ mod tests {
             &[(b"x", b"y")],
         ] {
             let mut out = [0u8; 512];
-            assert_eq!(parse_response(&section(bad, &mut out)), Err(H3Error::MessageError), "{bad:?}");
+            assert_eq!(
+                parse_response(&section(bad, &mut out)),
+                Err(H3Error::MessageError),
+                "{bad:?}"
+            );
         }
         let mut out = [0u8; 512];
         assert!(check_trailers(&section(&[(b"grpc-status", b"0")], &mut out)).is_ok());
         let mut out = [0u8; 512];
-        assert_eq!(check_trailers(&section(&[(b":status", b"200")], &mut out)), Err(H3Error::MessageError));
+        assert_eq!(
+            check_trailers(&section(&[(b":status", b"200")], &mut out)),
+            Err(H3Error::MessageError)
+        );
         assert_eq!(status_digits(404), Some(*b"404"));
         assert_eq!(status_digits(99), None);
         assert_eq!(status_digits(1000), None);
