@@ -1191,6 +1191,46 @@ mod dynamic {
     }
 }
 
+#[cfg(feature = "dynamic-table")]
+mod dynamic_random {
+    use super::*;
+    use crate::qpack::{DynamicTable, TableEntry};
+
+    proptest! {
+        /// Random encoder-stream and request-stream bytes into a server with a dynamic
+        /// table: never a panic, and the blocked-stream count stays within its limit.
+        #[test]
+        fn random_qpack_traffic_never_panics(
+            enc in proptest::collection::vec(any::<u8>(), 0..96),
+            blocks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..6),
+        ) {
+            let mut bytes = [0u8; 220];
+            let mut slots = [TableEntry::EMPTY; 8];
+            let table = DynamicTable::new(&mut bytes, &mut slots, 220);
+            let cfg = Config { qpack_blocked_streams: 2, ..Config::SERVER };
+            let mut conn = Connection::with_dynamic_table(Role::Server, cfg, table);
+            let mut t = Mem::new(false);
+            conn.open(&mut t).unwrap();
+            let mut fields = [0u8; FIELDS];
+            let mut e = StreamState::new(2);
+            // A valid capacity first, so inserts can succeed.
+            let mut stream = vec![0x02, 0x3f, 0xbd, 0x01];
+            stream.extend_from_slice(&enc);
+            let _ = conn.recv(&mut t, &mut e, &stream, false, &mut fields);
+            for (i, b) in blocks.iter().enumerate() {
+                let mut r = StreamState::new(4 * i as u64);
+                let mut frame = vec![0x01, b.len() as u8];
+                frame.extend_from_slice(b);
+                if conn.recv(&mut t, &mut r, &frame, true, &mut fields).is_err() {
+                    break;
+                }
+                prop_assert!(conn.blocked_streams() <= 2);
+            }
+            let _ = conn.flush(&mut t);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Random input
 // ---------------------------------------------------------------------------------------

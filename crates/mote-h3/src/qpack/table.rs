@@ -430,8 +430,11 @@ impl TableView for DynamicTable<'_> {
 mod tests {
     use super::*;
     use crate::coding::Out;
-    use crate::qpack::instructions::{write_decoder_instruction, DecoderInstruction};
+    use crate::qpack::instructions::{
+        write_decoder_instruction, write_encoder_instruction, DecoderInstruction,
+    };
     use hex_literal::hex;
+    use proptest::prelude::*;
 
     fn entry(t: &DynamicTable<'_>, abs: u64) -> (Vec<u8>, Vec<u8>) {
         let e = t.get(abs).unwrap();
@@ -687,6 +690,136 @@ mod tests {
             assert!(t.decode_field_section(&[0x05, 0x00, 0x80], 4096, &mut out).is_err());
         }
         assert_eq!(t.decode_required_insert_count(0), Some(0));
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Capacity(u64),
+        Literal(Vec<u8>, Vec<u8>, bool),
+        StaticName(u64, Vec<u8>),
+        DynamicName(u64, Vec<u8>),
+        Duplicate(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let bytes = |n| proptest::collection::vec(any::<u8>(), 0..n);
+        prop_oneof![
+            (0u64..=160).prop_map(Op::Capacity),
+            (bytes(12), bytes(40), any::<bool>()).prop_map(|(n, v, h)| Op::Literal(n, v, h)),
+            (0u64..100, bytes(30)).prop_map(|(i, v)| Op::StaticName(i, v)),
+            (0u64..5, bytes(30)).prop_map(|(i, v)| Op::DynamicName(i, v)),
+            (0u64..5).prop_map(Op::Duplicate),
+        ]
+    }
+
+    fn raw(b: &[u8], huffman: bool) -> (Vec<u8>, bool) {
+        if huffman {
+            let mut buf = vec![0u8; b.len() * 4 + 1];
+            let mut o = Out::new(&mut buf);
+            huffman::encode(b, &mut o).unwrap();
+            let n = o.position();
+            buf.truncate(n);
+            (buf, true)
+        } else {
+            (b.to_vec(), false)
+        }
+    }
+
+    proptest::proptest! {
+        /// Random encoder instructions against a plain model of RFC 9204 §3.2: same
+        /// entries, sizes and errors, through ring wrap-around and self-evicting references.
+        #[test]
+        fn table_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut bytes = [0u8; 160];
+            let mut slots = [TableEntry::EMPTY; 5];
+            let mut t = DynamicTable::new(&mut bytes, &mut slots, 160);
+            let mut model: std::collections::VecDeque<(Vec<u8>, Vec<u8>)> = Default::default();
+            let (mut cap, mut inserted) = (0u64, 0u64);
+            let size = |m: &std::collections::VecDeque<(Vec<u8>, Vec<u8>)>| -> u64 {
+                m.iter().map(|(n, v)| (n.len() + v.len() + 32) as u64).sum()
+            };
+            for op in ops {
+                let mut buf = [0u8; 256];
+                let mut o = Out::new(&mut buf);
+                let (name, value, instr_ok) = match &op {
+                    Op::Capacity(c) => {
+                        write_encoder_instruction(&mut o, &EncoderInstruction::SetCapacity(*c)).unwrap();
+                        (None, None, true)
+                    }
+                    Op::Literal(n, v, h) => {
+                        let (nb, nh) = raw(n, *h);
+                        let (vb, vh) = raw(v, !*h);
+                        write_encoder_instruction(&mut o, &EncoderInstruction::InsertWithLiteralName {
+                            name: RawString { huffman: nh, bytes: &nb },
+                            value: RawString { huffman: vh, bytes: &vb },
+                        }).unwrap();
+                        (Some(n.clone()), Some(v.clone()), true)
+                    }
+                    Op::StaticName(i, v) => {
+                        write_encoder_instruction(&mut o, &EncoderInstruction::InsertWithNameRef {
+                            is_static: true, index: *i, value: RawString { huffman: false, bytes: v },
+                        }).unwrap();
+                        let name = static_table::get(*i).map(|(n, _)| n.to_vec());
+                        let ok = name.is_some();
+                        (name, Some(v.clone()), ok)
+                    }
+                    Op::DynamicName(i, v) => {
+                        write_encoder_instruction(&mut o, &EncoderInstruction::InsertWithNameRef {
+                            is_static: false, index: *i, value: RawString { huffman: false, bytes: v },
+                        }).unwrap();
+                        let idx = (model.len() as u64).checked_sub(1 + *i);
+                        let name = idx.map(|k| model[k as usize].0.clone());
+                        let ok = name.is_some();
+                        (name, Some(v.clone()), ok)
+                    }
+                    Op::Duplicate(i) => {
+                        write_encoder_instruction(&mut o, &EncoderInstruction::Duplicate(*i)).unwrap();
+                        let idx = (model.len() as u64).checked_sub(1 + *i);
+                        let e = idx.map(|k| model[k as usize].clone());
+                        let ok = e.is_some();
+                        (e.as_ref().map(|e| e.0.clone()), e.map(|e| e.1), ok)
+                    }
+                };
+                let n = o.position();
+                let got = t.process_encoder_stream(&buf[..n]);
+                // The model's verdict.
+                let expect_ok = match &op {
+                    Op::Capacity(c) => *c <= 160,
+                    _ => instr_ok && {
+                        let es = (name.as_ref().unwrap().len() + value.as_ref().unwrap().len() + 32) as u64;
+                        es <= cap
+                    },
+                };
+                prop_assert_eq!(got.is_ok(), expect_ok, "{:?}", op);
+                if !expect_ok {
+                    return Ok(());
+                }
+                match op {
+                    Op::Capacity(c) => {
+                        cap = c;
+                        while size(&model) > cap {
+                            model.pop_front();
+                        }
+                    }
+                    _ => {
+                        let (n, v) = (name.unwrap(), value.unwrap());
+                        let es = (n.len() + v.len() + 32) as u64;
+                        while size(&model) + es > cap {
+                            model.pop_front();
+                        }
+                        model.push_back((n, v));
+                        inserted += 1;
+                    }
+                }
+                prop_assert_eq!(t.insert_count(), inserted);
+                prop_assert_eq!(t.len(), model.len());
+                prop_assert_eq!(t.size(), size(&model));
+                for (k, e) in model.iter().enumerate() {
+                    let abs = inserted - model.len() as u64 + k as u64;
+                    prop_assert_eq!(&entry(&t, abs), e);
+                }
+            }
+        }
     }
 
     #[test]
