@@ -27,7 +27,7 @@
 //!
 //! Per stream the caller keeps a [`StreamState`] (a few dozen bytes). Per connection the
 //! session holds two small output queues (control and QPACK decoder stream) and, with the
-//! `dynamic-table` feature, a borrowed [`DynamicTable`]. HEADERS frames are decoded
+//! `dynamic-table` feature, a borrowed `DynamicTable`. HEADERS frames are decoded
 //! straight from the caller's input once complete, so the caller's receive buffer for a
 //! request stream must hold `Config::max_encoded_field_section` + 9 bytes; the fields
 //! buffer must hold `Config::max_field_section_size` bytes.

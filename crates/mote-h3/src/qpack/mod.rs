@@ -3,7 +3,7 @@
 //! - [`encoder`]: static-table references and literals (the device side never uses the
 //!   dynamic table, so it sends no encoder stream and never blocks the peer).
 //! - [`decoder`]: static references and literals always; with the `dynamic-table` feature,
-//!   [`DynamicTable`] adds dynamic and post-base references, encoder-stream instructions
+//!   `DynamicTable` adds dynamic and post-base references, encoder-stream instructions
 //!   and decoder-stream feedback.
 //! - [`huffman`], [`prefix`], [`static_table`], [`instructions`]: the primitives.
 //!
