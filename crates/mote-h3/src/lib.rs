@@ -1,0 +1,45 @@
+//! HTTP/3 (RFC 9114) and QPACK (RFC 9204) for microcontrollers and servers: `no_std`, no
+//! heap, sans-IO.
+//!
+//! - [`frame`]: frame and stream-type codecs and an incremental per-stream frame reader
+//!   that never reserves memory from a declared length.
+//! - [`qpack`]: field compression. The device profile encodes with the static table and
+//!   literals only and decodes without a dynamic table; the `dynamic-table` feature adds the
+//!   decoding-side dynamic table in caller-provided storage (servers, brokers).
+//! - [`connection`]: the session: critical streams, SETTINGS, request/response message
+//!   state, GOAWAY, cancellation, limits. It drives a QUIC connection through the
+//!   [`Transport`] trait and is fed received stream bytes by the caller.
+//! - [`message`]: building request/response heads and checking received ones.
+//!
+//! Nothing allocates: decoded fields go into caller buffers, DATA payloads are slices of
+//! the caller's input, and per-stream state ([`StreamState`]) is kept by the caller.
+// Tests use std (Vec, format!, proptest); the library itself is `no_std`.
+#![cfg_attr(not(test), no_std)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
+pub mod coding;
+pub mod connection;
+pub mod error;
+pub mod frame;
+pub mod message;
+pub mod qpack;
+
+#[cfg(test)]
+mod tests;
+
+pub use connection::{Config, Connection, Event, HeadersKind, Recv, Role, StreamState, Transport};
+pub use error::{BufferTooSmall, H3Error, SendError};
+pub use frame::Settings;
+pub use message::{Request, Response};
+pub use qpack::{Field, FieldSection};

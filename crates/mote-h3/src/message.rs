@@ -1,0 +1,352 @@
+//! HTTP message heads over HTTP/3 (RFC 9114 §4.1–§4.3): building request and response
+//! field sections, and checking received ones.
+//!
+//! A received field section that breaks the rules below is malformed (§4.1.2) and the
+//! session answers it with a stream error of type H3_MESSAGE_ERROR.
+
+use crate::error::{BufferTooSmall, H3Error};
+use crate::qpack::{FieldEncoder, FieldSection};
+
+/// The fields of a request to send (RFC 9114 §4.3.1). Pseudo-header fields are written
+/// first, then `headers` (whose names must be lower case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// `:method`.
+    pub method: &'a [u8],
+    /// `:scheme` (normally `https`).
+    pub scheme: &'a [u8],
+    /// `:authority`.
+    pub authority: &'a [u8],
+    /// `:path`, including the query.
+    pub path: &'a [u8],
+    /// Further header fields.
+    pub headers: &'a [(&'a [u8], &'a [u8])],
+}
+
+impl<'a> Request<'a> {
+    /// A `GET https://authority/path` request.
+    pub const fn get(authority: &'a [u8], path: &'a [u8]) -> Self {
+        Self { method: b"GET", scheme: b"https", authority, path, headers: &[] }
+    }
+
+    /// A `POST https://authority/path` request.
+    pub const fn post(authority: &'a [u8], path: &'a [u8]) -> Self {
+        Self { method: b"POST", scheme: b"https", authority, path, headers: &[] }
+    }
+
+    /// The same request with `headers` as its further header fields.
+    pub const fn with_headers(self, headers: &'a [(&'a [u8], &'a [u8])]) -> Self {
+        Self { headers, ..self }
+    }
+
+    /// Appends the request's fields to `enc`.
+    pub fn encode(&self, enc: &mut FieldEncoder<'_>) -> Result<(), BufferTooSmall> {
+        enc.field(b":method", self.method)?;
+        enc.field(b":scheme", self.scheme)?;
+        enc.field(b":authority", self.authority)?;
+        enc.field(b":path", self.path)?;
+        for (n, v) in self.headers {
+            enc.field(n, v)?;
+        }
+        Ok(())
+    }
+}
+
+/// The fields of a response to send (RFC 9114 §4.3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Response<'a> {
+    /// The status code, 100..=999. 1xx codes make an interim response.
+    pub status: u16,
+    /// Further header fields (lower-case names).
+    pub headers: &'a [(&'a [u8], &'a [u8])],
+}
+
+impl<'a> Response<'a> {
+    /// A response with `status` and no further fields.
+    pub const fn new(status: u16) -> Self {
+        Self { status, headers: &[] }
+    }
+
+    /// The same response with `headers` as its further header fields.
+    pub const fn with_headers(self, headers: &'a [(&'a [u8], &'a [u8])]) -> Self {
+        Self { headers, ..self }
+    }
+
+    /// True for an interim (1xx) response.
+    pub const fn is_interim(&self) -> bool {
+        self.status >= 100 && self.status <= 199
+    }
+
+    /// Appends the response's fields to `enc`. A status outside 100..=999 has no
+    /// three-digit form and is refused (as [`BufferTooSmall`]); the session checks it
+    /// first and reports [`crate::SendError::InvalidState`].
+    pub fn encode(&self, enc: &mut FieldEncoder<'_>) -> Result<(), BufferTooSmall> {
+        let digits = status_digits(self.status).ok_or(BufferTooSmall)?;
+        enc.field(b":status", &digits)?;
+        for (n, v) in self.headers {
+            enc.field(n, v)?;
+        }
+        Ok(())
+    }
+}
+
+/// The three ASCII digits of a status code (no `core::fmt`).
+pub fn status_digits(status: u16) -> Option<[u8; 3]> {
+    if !(100..=999).contains(&status) {
+        return None;
+    }
+    let mut s = status;
+    let mut d = [0u8; 3];
+    for slot in d.iter_mut().rev() {
+        // u16 by constant: no 64-bit division.
+        *slot = b'0' + (s % 10) as u8;
+        s /= 10;
+    }
+    Some(d)
+}
+
+/// Parses three ASCII digits into a status code.
+fn parse_status(v: &[u8]) -> Option<u16> {
+    let [a, b, c] = <[u8; 3]>::try_from(v).ok()?;
+    let mut s = 0u16;
+    for d in [a, b, c] {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        s = s * 10 + u16::from(d - b'0');
+    }
+    (s >= 100).then_some(s)
+}
+
+/// The pseudo-header fields of a received request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestHead<'a> {
+    /// `:method`.
+    pub method: &'a [u8],
+    /// `:scheme` (absent for CONNECT).
+    pub scheme: Option<&'a [u8]>,
+    /// `:authority`.
+    pub authority: Option<&'a [u8]>,
+    /// `:path` (absent for CONNECT).
+    pub path: Option<&'a [u8]>,
+}
+
+/// Field name rules (RFC 9114 §4.2, RFC 9110 §5.1): non-empty tokens in lower case.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.iter().all(|&c| {
+            c.is_ascii_lowercase()
+                || c.is_ascii_digit()
+                || matches!(
+                    c,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
+        })
+}
+
+/// Field value rules (RFC 9114 §4.2, RFC 9110 §5.5): no NUL, CR or LF, no leading or
+/// trailing whitespace.
+fn valid_value(v: &[u8]) -> bool {
+    !v.iter().any(|&c| matches!(c, 0 | b'\r' | b'\n'))
+        && !matches!(v.first(), Some(b' ' | b'\t'))
+        && !matches!(v.last(), Some(b' ' | b'\t'))
+}
+
+/// Connection-specific fields are malformed in HTTP/3 (§4.2); `te` may only say
+/// "trailers".
+fn regular_field_ok(name: &[u8], value: &[u8]) -> bool {
+    match name {
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => {
+            false
+        }
+        b"te" => value == b"trailers",
+        _ => valid_name(name) && valid_value(value),
+    }
+}
+
+/// Checks a received request head (§4.3.1) and returns its pseudo-header fields.
+pub fn parse_request<'a>(fields: &FieldSection<'a>) -> Result<RequestHead<'a>, H3Error> {
+    let mut method = None;
+    let mut scheme = None;
+    let mut authority = None;
+    let mut path = None;
+    let mut regular = false;
+    for f in fields.iter() {
+        if let Some(pseudo) = f.name.strip_prefix(b":") {
+            // Pseudo-header fields come first, once each, from the defined set.
+            if regular || !valid_value(f.value) {
+                return Err(H3Error::MessageError);
+            }
+            let slot = match pseudo {
+                b"method" => &mut method,
+                b"scheme" => &mut scheme,
+                b"authority" => &mut authority,
+                b"path" => &mut path,
+                _ => return Err(H3Error::MessageError),
+            };
+            if slot.replace(f.value).is_some() {
+                return Err(H3Error::MessageError);
+            }
+        } else {
+            regular = true;
+            if !regular_field_ok(f.name, f.value) {
+                return Err(H3Error::MessageError);
+            }
+        }
+    }
+    let method = method.ok_or(H3Error::MessageError)?;
+    if method == b"CONNECT" {
+        // §4.4: only :method and :authority.
+        if scheme.is_some() || path.is_some() || authority.is_none() {
+            return Err(H3Error::MessageError);
+        }
+    } else if scheme.is_none() || path.is_none_or(|p| p.is_empty()) {
+        return Err(H3Error::MessageError);
+    }
+    Ok(RequestHead { method, scheme, authority, path })
+}
+
+/// Checks a received response head (§4.3.2) and returns its status code.
+pub fn parse_response(fields: &FieldSection<'_>) -> Result<u16, H3Error> {
+    let mut status = None;
+    let mut regular = false;
+    for f in fields.iter() {
+        if f.name.first() == Some(&b':') {
+            if regular || f.name != b":status" || status.is_some() {
+                return Err(H3Error::MessageError);
+            }
+            status = Some(parse_status(f.value).ok_or(H3Error::MessageError)?);
+        } else {
+            regular = true;
+            if !regular_field_ok(f.name, f.value) {
+                return Err(H3Error::MessageError);
+            }
+        }
+    }
+    status.ok_or(H3Error::MessageError)
+}
+
+/// Checks a received trailer section: no pseudo-header fields (§4.3).
+pub fn check_trailers(fields: &FieldSection<'_>) -> Result<(), H3Error> {
+    for f in fields.iter() {
+        if f.name.first() == Some(&b':') || !regular_field_ok(f.name, f.value) {
+            return Err(H3Error::MessageError);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qpack::{decode_field_section, encode_field_section};
+
+    fn section<'o>(fields: &[(&[u8], &[u8])], out: &'o mut [u8]) -> FieldSection<'o> {
+        let mut enc = [0u8; 512];
+        let n = encode_field_section(fields, &mut enc).unwrap();
+        decode_field_section(&enc[..n], 4096, out).unwrap().fields
+    }
+
+    #[test]
+    fn request_round_trip() {
+        let req = Request::get(b"example.com", b"/a?b=c").with_headers(&[(b"accept", b"*/*")]);
+        let mut enc = [0u8; 128];
+        let mut e = FieldEncoder::new(&mut enc).unwrap();
+        req.encode(&mut e).unwrap();
+        let n = e.finish();
+        let mut out = [0u8; 256];
+        let fields = decode_field_section(&enc[..n], 4096, &mut out).unwrap().fields;
+        let head = parse_request(&fields).unwrap();
+        assert_eq!(head.method, b"GET");
+        assert_eq!(head.scheme, Some(&b"https"[..]));
+        assert_eq!(head.authority, Some(&b"example.com"[..]));
+        assert_eq!(head.path, Some(&b"/a?b=c"[..]));
+        assert_eq!(fields.get(b"accept"), Some(&b"*/*"[..]));
+    }
+
+    #[test]
+    fn malformed_requests() {
+        let bad: &[&[(&[u8], &[u8])]] = &[
+            &[(b":scheme", b"https"), (b":path", b"/")], // no method
+            &[(b":method", b"GET"), (b":path", b"/")],   // no scheme
+            &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"")], // empty path
+            &[(b":method", b"GET"), (b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/")],
+            &[(b":method", b"GET"), (b"a", b"b"), (b":scheme", b"https"), (b":path", b"/")],
+            &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b":status", b"200")],
+            &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b"Upper", b"x")],
+            &[
+                (b":method", b"GET"),
+                (b":scheme", b"https"),
+                (b":path", b"/"),
+                (b"connection", b"close"),
+            ],
+            &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b"te", b"gzip")],
+            &[(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/"), (b"x", b"a\r\nb")],
+            &[(b":method", b"CONNECT"), (b":authority", b"h:1"), (b":path", b"/")],
+        ];
+        for fields in bad {
+            let mut out = [0u8; 512];
+            assert_eq!(
+                parse_request(&section(fields, &mut out)),
+                Err(H3Error::MessageError),
+                "{fields:?}"
+            );
+        }
+        let mut out = [0u8; 512];
+        let ok = section(
+            &[(b":method", b"CONNECT"), (b":authority", b"h:1"), (b"te", b"trailers")],
+            &mut out,
+        );
+        assert!(parse_request(&ok).is_ok());
+    }
+
+    #[test]
+    fn responses_and_trailers() {
+        let mut out = [0u8; 512];
+        assert_eq!(
+            parse_response(&section(&[(b":status", b"204"), (b"x", b"y")], &mut out)),
+            Ok(204)
+        );
+        for bad in [
+            &[(&b":status"[..], &b"20"[..])][..],
+            &[(b":status", b"099")],
+            &[(b":status", b"2x0")],
+            &[(b"x", b"y"), (b":status", b"200")],
+            &[(b":status", b"200"), (b":status", b"200")],
+            &[(b":status", b"200"), (b":path", b"/")],
+            &[(b"x", b"y")],
+        ] {
+            let mut out = [0u8; 512];
+            assert_eq!(
+                parse_response(&section(bad, &mut out)),
+                Err(H3Error::MessageError),
+                "{bad:?}"
+            );
+        }
+        let mut out = [0u8; 512];
+        assert!(check_trailers(&section(&[(b"grpc-status", b"0")], &mut out)).is_ok());
+        let mut out = [0u8; 512];
+        assert_eq!(
+            check_trailers(&section(&[(b":status", b"200")], &mut out)),
+            Err(H3Error::MessageError)
+        );
+        assert_eq!(status_digits(404), Some(*b"404"));
+        assert_eq!(status_digits(99), None);
+        assert_eq!(status_digits(1000), None);
+        assert!(Response::new(103).is_interim());
+        assert!(!Response::new(200).is_interim());
+    }
+}

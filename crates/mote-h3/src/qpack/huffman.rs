@@ -1,0 +1,315 @@
+//! The HPACK Huffman code (RFC 7541 §5.2, Appendix B), which QPACK reuses for string
+//! literals (RFC 9204 §4.1.2).
+//!
+//! The code is canonical: codes of one length are consecutive and ordered by symbol, and
+//! each length starts where the previous one ended, shifted left. So only the 257 code
+//! lengths are stored; first codes, per-symbol ranks and the symbol order are computed at
+//! compile time. Decoding walks the canonical code one bit at a time (as zlib's `puff`
+//! does) with no decode table, which keeps flash small; strings here are short.
+
+use crate::coding::Out;
+use crate::error::BufferTooSmall;
+
+/// RFC 7541 Appendix B: code length in bits of each symbol 0..=255 and of EOS (256).
+#[rustfmt::skip]
+const LENGTHS: [u8; 257] = [
+    13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, // 0x00
+    28, 28, 28, 28, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 28, // 0x10
+    6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6, // 0x20
+    5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 8, 15, 6, 12, 10, // 0x30
+    13, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, // 0x40
+    7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 8, 13, 19, 13, 14, 6, // 0x50
+    15, 5, 6, 5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6, 6, 5, // 0x60
+    6, 7, 6, 5, 5, 6, 7, 7, 7, 7, 7, 15, 11, 14, 13, 28, // 0x70
+    20, 22, 20, 20, 22, 22, 22, 23, 22, 23, 23, 23, 23, 23, 24, 23, // 0x80
+    24, 24, 22, 23, 24, 23, 23, 23, 23, 21, 22, 23, 22, 23, 23, 24, // 0x90
+    22, 21, 20, 22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23, 23, // 0xa0
+    21, 21, 22, 21, 23, 22, 23, 23, 20, 22, 22, 22, 23, 22, 22, 23, // 0xb0
+    26, 26, 20, 19, 22, 23, 22, 25, 26, 26, 26, 27, 27, 26, 24, 25, // 0xc0
+    19, 21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28, 27, 27, 27, // 0xd0
+    20, 24, 20, 21, 22, 21, 21, 23, 22, 22, 25, 25, 24, 24, 26, 23, // 0xe0
+    26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26, // 0xf0
+    30, // EOS
+];
+
+/// The longest code (EOS and three control bytes).
+const MAX_LEN: usize = 30;
+
+struct Tables {
+    /// Number of codes of each length.
+    count: [u16; MAX_LEN + 1],
+    /// The first (numerically smallest) code of each length.
+    first: [u32; MAX_LEN + 1],
+    /// Index in `sorted` of the first symbol of each length.
+    offset: [u16; MAX_LEN + 1],
+    /// Each symbol's position among the symbols of its length.
+    rank: [u8; 257],
+    /// Symbols 0..=255 in canonical order; position 256 would be EOS.
+    sorted: [u8; 256],
+}
+
+// Only evaluated at compile time (`static TABLES = build()`): an out-of-range index here
+// is a build error, never a run-time panic.
+#[allow(clippy::indexing_slicing)]
+const fn build() -> Tables {
+    let mut count = [0u16; MAX_LEN + 1];
+    let mut i = 0;
+    while i < 257 {
+        count[LENGTHS[i] as usize] += 1;
+        i += 1;
+    }
+    let mut first = [0u32; MAX_LEN + 1];
+    let mut offset = [0u16; MAX_LEN + 1];
+    let mut code = 0u32;
+    let mut acc = 0u16;
+    let mut len = 1;
+    while len <= MAX_LEN {
+        code = (code + count[len - 1] as u32) << 1;
+        first[len] = code;
+        acc += count[len - 1];
+        offset[len] = acc;
+        len += 1;
+    }
+    let mut seen = [0u8; MAX_LEN + 1];
+    let mut rank = [0u8; 257];
+    let mut sorted = [0u8; 256];
+    let mut sym = 0;
+    while sym < 257 {
+        let l = LENGTHS[sym] as usize;
+        rank[sym] = seen[l];
+        if sym < 256 {
+            sorted[offset[l] as usize + seen[l] as usize] = sym as u8;
+        }
+        seen[l] += 1;
+        sym += 1;
+    }
+    Tables { count, first, offset, rank, sorted }
+}
+
+static TABLES: Tables = build();
+
+/// Why Huffman-coded bytes could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HuffmanError {
+    /// The input decodes to EOS, ends in more than 7 bits of padding, or its padding is not
+    /// the most significant bits of EOS (all ones): RFC 7541 §5.2, which QPACK maps to
+    /// QPACK_DECOMPRESSION_FAILED (or QPACK_ENCODER_STREAM_ERROR on the encoder stream).
+    Invalid,
+    /// The output does not fit where it was to go.
+    OutputFull,
+}
+
+/// The code and its length in bits for `sym` (0..=256).
+fn code_of(sym: usize) -> (u32, u32) {
+    let len = LENGTHS.get(sym).copied().unwrap_or(0);
+    let first = TABLES.first.get(usize::from(len)).copied().unwrap_or(0);
+    let rank = TABLES.rank.get(sym).copied().unwrap_or(0);
+    (first + u32::from(rank), u32::from(len))
+}
+
+/// Bytes the Huffman coding of `s` takes.
+pub fn encoded_len(s: &[u8]) -> usize {
+    let bits: usize =
+        s.iter().map(|&b| usize::from(LENGTHS.get(usize::from(b)).copied().unwrap_or(0))).sum();
+    (bits + 7) >> 3
+}
+
+/// Appends the Huffman coding of `s`, padded with the high bits of EOS (ones).
+pub fn encode(s: &[u8], out: &mut Out<'_>) -> Result<(), BufferTooSmall> {
+    let mut acc: u64 = 0;
+    let mut nbits: u32 = 0;
+    for &b in s {
+        let (code, len) = code_of(usize::from(b));
+        acc = (acc << len) | u64::from(code);
+        nbits += len;
+        while nbits >= 8 {
+            nbits -= 8;
+            out.put_u8((acc >> nbits) as u8)?;
+        }
+        // Keep only the bits not yet written.
+        acc &= (1u64 << nbits) - 1;
+    }
+    if nbits > 0 {
+        let pad = 8 - nbits;
+        out.put_u8(((acc << pad) as u8) | (0xffu8 >> nbits))?;
+    }
+    Ok(())
+}
+
+/// Decodes Huffman-coded `input`, handing each decoded byte to `emit` (which fails with
+/// [`HuffmanError::OutputFull`] when it has no room). Rejects EOS, padding longer than
+/// 7 bits and padding that is not all ones.
+pub fn decode_with(
+    input: &[u8],
+    mut emit: impl FnMut(u8) -> Result<(), HuffmanError>,
+) -> Result<(), HuffmanError> {
+    let mut code: u32 = 0;
+    let mut len: usize = 0;
+    let mut ones = true;
+    for &byte in input {
+        let mut bit = 8;
+        while bit > 0 {
+            bit -= 1;
+            let b = u32::from((byte >> bit) & 1);
+            code = (code << 1) | b;
+            len += 1;
+            ones &= b == 1;
+            if len > MAX_LEN {
+                return Err(HuffmanError::Invalid);
+            }
+            let count = u32::from(TABLES.count.get(len).copied().unwrap_or(0));
+            let first = TABLES.first.get(len).copied().unwrap_or(0);
+            if let Some(delta) = code.checked_sub(first) {
+                if delta < count {
+                    let idx =
+                        usize::from(TABLES.offset.get(len).copied().unwrap_or(0)) + delta as usize;
+                    // Position 256 is EOS, which must never appear in the data.
+                    let sym = *TABLES.sorted.get(idx).ok_or(HuffmanError::Invalid)?;
+                    emit(sym)?;
+                    code = 0;
+                    len = 0;
+                    ones = true;
+                }
+            }
+        }
+    }
+    if len > 7 || !ones {
+        return Err(HuffmanError::Invalid);
+    }
+    Ok(())
+}
+
+/// Decodes `input` into the front of `out`, returning the decoded length.
+pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize, HuffmanError> {
+    let mut n = 0usize;
+    decode_with(input, |b| {
+        let slot = out.get_mut(n).ok_or(HuffmanError::OutputFull)?;
+        *slot = b;
+        n += 1;
+        Ok(())
+    })?;
+    Ok(n)
+}
+
+/// The decoded length of `input`, validating it (a counting pass, no output).
+pub fn decoded_len(input: &[u8]) -> Result<usize, HuffmanError> {
+    let mut n = 0usize;
+    decode_with(input, |_| {
+        n += 1;
+        Ok(())
+    })?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hex_literal::hex;
+    use proptest::prelude::*;
+
+    fn enc(s: &[u8]) -> Vec<u8> {
+        let mut buf = vec![0u8; s.len() * 4 + 1];
+        let mut out = Out::new(&mut buf);
+        encode(s, &mut out).unwrap();
+        let n = out.position();
+        assert_eq!(n, encoded_len(s));
+        buf.truncate(n);
+        buf
+    }
+
+    fn dec(b: &[u8]) -> Result<Vec<u8>, HuffmanError> {
+        let mut out = vec![0u8; b.len() * 2];
+        let n = decode(b, &mut out)?;
+        assert_eq!(decoded_len(b), Ok(n));
+        out.truncate(n);
+        Ok(out)
+    }
+
+    /// A complete prefix code satisfies Kraft's equality: a mistyped length breaks it.
+    #[test]
+    fn lengths_form_a_complete_prefix_code() {
+        let sum: u64 = LENGTHS.iter().map(|&l| 1u64 << (30 - l)).sum();
+        assert_eq!(sum, 1 << 30);
+    }
+
+    /// Spot checks against RFC 7541 Appendix B.
+    #[test]
+    fn rfc7541_appendix_b_codes() {
+        assert_eq!(code_of(0), (0x1ff8, 13));
+        assert_eq!(code_of(b' ' as usize), (0x14, 6));
+        assert_eq!(code_of(b'0' as usize), (0x0, 5));
+        assert_eq!(code_of(b'a' as usize), (0x3, 5));
+        assert_eq!(code_of(b'z' as usize), (0x7b, 7));
+        assert_eq!(code_of(b'~' as usize), (0x1ffd, 13));
+        assert_eq!(code_of(10), (0x3ffffffc, 30));
+        assert_eq!(code_of(255), (0x3ffffee, 26));
+        assert_eq!(code_of(256), (0x3fffffff, 30));
+    }
+
+    /// RFC 7541 C.4.1–C.4.3 and C.6: the Huffman-coded strings of the request and
+    /// response examples, byte-exact both ways.
+    #[test]
+    fn rfc7541_c4_c6_examples() {
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"www.example.com", &hex!("f1e3 c2e5 f23a 6ba0 ab90 f4ff")),
+            (b"no-cache", &hex!("a8eb 1064 9cbf")),
+            (b"custom-key", &hex!("25a8 49e9 5ba9 7d7f")),
+            (b"custom-value", &hex!("25a8 49e9 5bb8 e8b4 bf")),
+            (b"302", &hex!("6402")),
+            (b"private", &hex!("aec3 771a 4b")),
+            (b"Mon, 21 Oct 2013 20:13:21 GMT", &hex!("d07a be94 1054 d444 a820 0595 040b 8166 e082 a62d 1bff")),
+            (b"https://www.example.com", &hex!("9d29 ad17 1863 c78f 0b97 c8e9 ae82 ae43 d3")),
+            (b"307", &hex!("640e ff")),
+            (b"gzip", &hex!("9bd9 ab")),
+            (
+                b"foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1",
+                &hex!("94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07"),
+            ),
+        ];
+        for (plain, coded) in cases {
+            assert_eq!(enc(plain), *coded);
+            assert_eq!(dec(coded).unwrap(), *plain);
+        }
+    }
+
+    #[test]
+    fn every_byte_round_trips() {
+        for b in 0..=255u8 {
+            let coded = enc(&[b]);
+            assert_eq!(dec(&coded).unwrap(), [b], "byte {b}");
+        }
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(dec(&enc(&all)).unwrap(), all);
+    }
+
+    #[test]
+    fn rejects_eos_and_bad_padding() {
+        // EOS (30 ones) as data, with 2 bits of padding.
+        assert_eq!(dec(&hex!("ffffffff")), Err(HuffmanError::Invalid));
+        // 'a' (00011) followed by 3 zero bits: padding not all ones.
+        assert_eq!(dec(&[0b0001_1000]), Err(HuffmanError::Invalid));
+        // 'a' then 8 bits of ones: padding longer than 7 bits.
+        assert_eq!(dec(&[0b0001_1111, 0xff]), Err(HuffmanError::Invalid));
+        // A single byte of ones is 8 bits of padding.
+        assert_eq!(dec(&[0xff]), Err(HuffmanError::Invalid));
+        // 'a' with 3 one bits of padding is fine; empty input is fine.
+        assert_eq!(dec(&[0b0001_1111]).unwrap(), b"a");
+        assert_eq!(dec(&[]).unwrap(), b"");
+        let mut tiny = [0u8; 1];
+        assert_eq!(decode(&hex!("f1e3"), &mut tiny), Err(HuffmanError::OutputFull));
+    }
+
+    proptest! {
+        #[test]
+        fn random_strings_round_trip(s in proptest::collection::vec(any::<u8>(), 0..200)) {
+            prop_assert_eq!(dec(&enc(&s)).unwrap(), s);
+        }
+
+        #[test]
+        fn random_input_never_panics(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let mut out = [0u8; 128];
+            let _ = decode(&b, &mut out);
+            let _ = decoded_len(&b);
+        }
+    }
+}
