@@ -139,6 +139,18 @@ pub enum Control {
     },
 }
 
+/// The peer's initial limit (`[bidi_local, bidi_remote, uni]` of its transport parameters)
+/// for the sending part of `id` at endpoint `side`.
+fn send_credit_for(side: Side, peer: [u64; 3], id: StreamId) -> u64 {
+    let [bidi_local, bidi_remote, uni] = peer;
+    match (id.dir(), id.is_local(side)) {
+        // The peer's bidi_remote covers the streams we (remote from its view) open.
+        (StreamDir::Bidi, true) => bidi_remote,
+        (StreamDir::Bidi, false) => bidi_local,
+        (StreamDir::Uni, _) => uni,
+    }
+}
+
 fn vi(v: u64) -> VarInt {
     VarInt::new(v).unwrap_or(VarInt::MAX)
 }
@@ -289,22 +301,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
             tp.initial_max_streams_bidi.into_inner(),
             tp.initial_max_streams_uni.into_inner(),
         );
-        for i in 0..N {
-            if let Some(id) = self.slots[i].id {
-                let credit = self.send_credit_for(id);
-                self.slots[i].send.on_max_stream_data(credit);
+        let (side, limits) = (self.side, self.peer_stream_data);
+        for slot in self.slots.iter_mut() {
+            if let Some(id) = slot.id {
+                slot.send.on_max_stream_data(send_credit_for(side, limits, id));
             }
         }
     }
 
     /// The peer's initial limit for our sending part of `id`.
     fn send_credit_for(&self, id: StreamId) -> u64 {
-        match (id.dir(), id.is_local(self.side)) {
-            // The peer's bidi_remote covers streams we (the remote, from its view) open.
-            (StreamDir::Bidi, true) => self.peer_stream_data[1],
-            (StreamDir::Bidi, false) => self.peer_stream_data[0],
-            (StreamDir::Uni, _) => self.peer_stream_data[2],
-        }
+        send_credit_for(self.side, self.peer_stream_data, id)
     }
 
     /// Our window for the receiving part of `id`.

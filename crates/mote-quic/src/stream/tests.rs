@@ -281,8 +281,7 @@ fn deliver_with_retransmit<const R: usize>(
 ) -> Result<Vec<u8>, TestCaseError> {
     let mut conn = RecvCredit::new(u64::MAX >> 2);
     let mut s = RecvStream::<Vec<u8>, R>::new(vec![0; buf_len], buf_len as u64);
-    let mut queue: std::collections::VecDeque<(u64, usize, bool)> =
-        frags.iter().copied().collect();
+    let mut queue: std::collections::VecDeque<(u64, usize, bool)> = frags.iter().copied().collect();
     let mut out = Vec::new();
     let mut rounds = 0;
     while let Some((off, len, fin)) = queue.pop_front() {
@@ -884,7 +883,7 @@ fn pump<const N: usize>(
     let n = sent.len();
     for (what, wire) in sent {
         *counter += 1;
-        let mut delivered = *counter % lose_every != 0;
+        let mut delivered = !(*counter).is_multiple_of(lose_every);
         if delivered {
             let frame = Frame::parse(&mut Reader::new(&wire)).unwrap();
             if to.on_frame(&frame).unwrap() == Handled::Dropped {
@@ -1021,7 +1020,10 @@ fn table_reset_stop_sending_and_frame_routing() {
     assert_eq!(client.live().count(), 0);
     assert_eq!(server.live().count(), 0);
     // Frames for the closed stream are ignored.
-    assert_eq!(server.on_frame(&stream_frame(id.raw(), 0, b"hello", false)), Ok(Handled::Processed));
+    assert_eq!(
+        server.on_frame(&stream_frame(id.raw(), 0, b"hello", false)),
+        Ok(Handled::Processed)
+    );
     assert_eq!(server.live().count(), 0);
     // Non-stream frames are not ours.
     assert_eq!(server.on_frame(&Frame::Ping), Ok(Handled::NotMine));
