@@ -45,7 +45,7 @@ pub use limits::{FrameKind, Opened, StreamLimits};
 pub use ranges::{Full, RangeSet};
 pub use reassembly::{BeyondBuffer, Insert, Reassembler};
 pub use recv::{Read, RecvState, RecvStream};
-pub use send::{Chunk, SendState, SendStream, WriteError};
+pub use send::{crypto_frame_room, stream_frame_room, Chunk, SendState, SendStream, WriteError};
 pub use table::{Control, Handled, OpenError, Slot, StreamConfig, StreamUse, Streams};
 
 use crate::error::TransportErrorCode;

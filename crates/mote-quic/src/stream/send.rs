@@ -446,3 +446,29 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         }
     }
 }
+
+/// Largest `len` such that `fixed + varint(len) + len ≤ space`.
+fn room_after(fixed: usize, space: usize) -> usize {
+    let Some(avail) = space.checked_sub(fixed) else { return 0 };
+    for n in [1usize, 2, 4, 8] {
+        if let Some(len) = avail.checked_sub(n) {
+            if crate::coding::encoded_size(len as u64) <= n {
+                return len;
+            }
+        }
+    }
+    0
+}
+
+/// Data bytes a STREAM frame with a Length field for `id` at `offset` can carry when the
+/// whole frame must fit in `space` bytes: pass the result to [`SendStream::next_chunk`].
+/// Zero also when only a FIN-only frame (no data) fits.
+pub fn stream_frame_room(id: StreamId, offset: u64, space: usize) -> usize {
+    let off = if offset == 0 { 0 } else { crate::coding::encoded_size(offset) };
+    room_after(1 + id.varint().size() + off, space)
+}
+
+/// Data bytes a CRYPTO frame at `offset` can carry in `space` bytes.
+pub fn crypto_frame_room(offset: u64, space: usize) -> usize {
+    room_after(1 + crate::coding::encoded_size(offset), space)
+}

@@ -1163,3 +1163,29 @@ fn memory_per_stream() {
     assert!(table_dev >= 360 + 4 * slot_dev && table_dev <= 376 + 4 * slot_dev);
     assert_eq!(crypto, 16 * 4 + 32);
 }
+
+proptest! {
+    /// The frame-room helpers give the largest data length whose frame fits exactly.
+    #[test]
+    fn frame_room_is_tight(raw in 0u64..(1 << 62), offset in 0u64..(1 << 62), space in 0usize..20_000) {
+        let id = sid(raw);
+        let room = stream_frame_room(id, offset, space);
+        let frame_len = |n: usize| {
+            let d = vec![0u8; n];
+            Chunk { offset, len: n, fin: false }.frame(id, &d, true).encoded_len()
+        };
+        if room > 0 {
+            prop_assert!(frame_len(room) <= space);
+        }
+        prop_assert!(frame_len(room + 1) > space);
+        let room = crypto_frame_room(offset, space);
+        let crypto_len = |n: usize| {
+            let d = vec![0u8; n];
+            Frame::Crypto { offset: VarInt::new(offset).unwrap(), data: &d }.encoded_len()
+        };
+        if room > 0 {
+            prop_assert!(crypto_len(room) <= space);
+        }
+        prop_assert!(crypto_len(room + 1) > space);
+    }
+}
