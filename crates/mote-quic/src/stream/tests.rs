@@ -1189,3 +1189,92 @@ proptest! {
         prop_assert!(crypto_len(room + 1) > space);
     }
 }
+
+proptest! {
+    /// Random stream frames with random IDs into a table: never panics, never holds more
+    /// streams than slots, errors are only the stream-layer ones, and the connection-level
+    /// receive credit is never exceeded.
+    #[test]
+    fn random_frames_into_table(
+        ops in proptest::collection::vec(
+            (0u8..9, 0u64..24, 0u64..300, 0usize..70, any::<bool>()), 1..60),
+        side_server in any::<bool>(),
+    ) {
+        let side = if side_server { Side::Server } else { Side::Client };
+        let mut t = table::<4>(side, 2, 1);
+        let mut tp = TransportParameters::DEFAULT;
+        tp.initial_max_streams_bidi = VarInt::from_u32(2);
+        tp.initial_max_streams_uni = VarInt::from_u32(2);
+        tp.initial_max_data = VarInt::from_u32(500);
+        tp.initial_max_stream_data_bidi_remote = VarInt::from_u32(100);
+        tp.initial_max_stream_data_uni = VarInt::from_u32(100);
+        t.on_peer_params(&tp);
+        for (kind, raw, off, len, fin) in ops {
+            let v = VarInt::new(raw).unwrap();
+            let o = VarInt::new(off).unwrap();
+            let d = data(off, len);
+            let frame = match kind {
+                0 | 1 => Frame::Stream { stream_id: v, offset: o, data: &d, fin, has_length: true },
+                2 => Frame::ResetStream { stream_id: v, error_code: o, final_size: o },
+                3 => Frame::StopSending { stream_id: v, error_code: o },
+                4 => Frame::MaxStreamData { stream_id: v, max: o },
+                5 => Frame::StreamDataBlocked { stream_id: v, limit: o },
+                6 => Frame::MaxData { max: o },
+                7 => Frame::MaxStreams {
+                    dir: if fin { StreamDir::Uni } else { StreamDir::Bidi },
+                    max: VarInt::new(off % 8).unwrap(),
+                },
+                _ => {
+                    // Local activity: open, write, read, finish.
+                    if let Ok(id) = t.open(if fin { StreamDir::Uni } else { StreamDir::Bidi }) {
+                        let _ = t.write(id, &d);
+                        let _ = t.finish(id);
+                    }
+                    let live: Vec<StreamId> = t.live().collect();
+                    for id in live {
+                        let _ = t.read(id, &mut [0u8; 32]);
+                    }
+                    // Send what is queued, then report it (a lost frame is queued again,
+                    // so reporting inside the loop would never end).
+                    let mut sent = Vec::new();
+                    while let Some(c) = t.poll_control() {
+                        sent.push(c);
+                        prop_assert!(sent.len() < 100, "control frames never end");
+                    }
+                    for c in sent {
+                        if off % 2 == 0 { t.on_control_acked(c) } else { t.on_control_lost(c) }
+                    }
+                    let mut guard = 0;
+                    while let Some((id, c)) = t.next_chunk(len + 1) {
+                        guard += 1;
+                        prop_assert!(guard < 1000, "sending never ends: {:?} {:?}", id, c);
+                        t.on_chunk_sent(id, &c);
+                        if off % 3 == 0 {
+                            t.on_stream_lost(id, c.offset, c.len, c.fin);
+                        } else {
+                            t.on_stream_acked(id, c.offset, c.len, c.fin);
+                        }
+                        if off % 3 == 0 { break; }
+                    }
+                    continue;
+                }
+            };
+            match t.on_frame(&frame) {
+                Ok(_) => {}
+                Err(e) => {
+                    prop_assert!(matches!(
+                        e,
+                        StreamError::FlowControl
+                            | StreamError::FinalSize
+                            | StreamError::StreamLimit
+                            | StreamError::StreamState
+                    ));
+                    break;
+                }
+            }
+            prop_assert!(t.live().count() <= 4);
+            prop_assert!(t.conn_recv().received() <= t.conn_recv().max());
+            prop_assert!(t.conn_send().used() <= t.conn_send().max());
+        }
+    }
+}
