@@ -8,7 +8,7 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
-#[cfg(feature = "std")]
+#[cfg(any(feature = "std", test))]
 extern crate std;
 
 pub mod cid;
@@ -17,6 +17,7 @@ pub mod error;
 pub mod frame;
 pub mod packet;
 pub mod recovery;
+pub mod stream;
 pub mod time;
 pub mod transport_params;
 pub mod version;

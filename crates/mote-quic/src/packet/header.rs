@@ -506,6 +506,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "v2")]
     fn emit_round_trip() {
         let dcid = hex!("0102030405060708");
         let scid = hex!("aabb");

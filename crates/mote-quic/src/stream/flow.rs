@@ -1,0 +1,245 @@
+//! Flow-control credit (RFC 9000 §4.1, §4.2): one type per direction, used both for a
+//! stream and for the whole connection.
+
+use super::StreamError;
+
+/// Credit the peer gave us: how much we may send (MAX_DATA / MAX_STREAM_DATA received), and
+/// the DATA_BLOCKED / STREAM_DATA_BLOCKED signal when we run out.
+///
+/// The blocked frame is queued at most once per limit value (RFC 9000 §4.1: "a sender
+/// SHOULD send a STREAM_DATA_BLOCKED or DATA_BLOCKED frame ... when it has data to send but
+/// is blocked"); a lost one is re-queued only while the limit is unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendCredit {
+    max: u64,
+    used: u64,
+    blocked_sent_at: Option<u64>,
+    blocked_pending: bool,
+}
+
+impl SendCredit {
+    /// Credit up to `max` bytes (the peer's initial limit from its transport parameters).
+    pub const fn new(max: u64) -> Self {
+        Self { max, used: 0, blocked_sent_at: None, blocked_pending: false }
+    }
+
+    /// The current limit.
+    pub const fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Bytes charged so far.
+    pub const fn used(&self) -> u64 {
+        self.used
+    }
+
+    /// Bytes that may still be charged.
+    pub const fn available(&self) -> u64 {
+        self.max.saturating_sub(self.used)
+    }
+
+    /// Charges `n` bytes (callers never exceed [`SendCredit::available`]).
+    pub fn consume(&mut self, n: u64) {
+        self.used = self.used.saturating_add(n);
+    }
+
+    /// A MAX_DATA / MAX_STREAM_DATA frame arrived. RFC 9000 §4.1: a frame that does not
+    /// increase the limit is ignored. Returns true if the limit grew.
+    pub fn on_max(&mut self, max: u64) -> bool {
+        if max > self.max {
+            self.max = max;
+            self.blocked_pending = false;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The sender wanted to send more than the credit allowed: queue a blocked frame unless
+    /// one was already sent for this limit.
+    pub fn mark_blocked(&mut self) {
+        if self.available() == 0 && self.blocked_sent_at != Some(self.max) {
+            self.blocked_pending = true;
+        }
+    }
+
+    /// True if a blocked frame is waiting to be sent.
+    pub const fn blocked_pending(&self) -> bool {
+        self.blocked_pending
+    }
+
+    /// The limit to put in a DATA_BLOCKED / STREAM_DATA_BLOCKED frame, if one is due. Marks
+    /// it sent.
+    pub fn poll_blocked(&mut self) -> Option<u64> {
+        if !self.blocked_pending {
+            return None;
+        }
+        self.blocked_pending = false;
+        self.blocked_sent_at = Some(self.max);
+        Some(self.max)
+    }
+
+    /// A blocked frame carrying `limit` was lost: send it again if still blocked there.
+    pub fn on_blocked_lost(&mut self, limit: u64) {
+        if limit == self.max && self.available() == 0 {
+            self.blocked_pending = true;
+        }
+    }
+}
+
+/// Credit we gave the peer: the limit we advertised (MAX_DATA / MAX_STREAM_DATA), how much
+/// it has used, and when to raise the limit.
+///
+/// `received` is the highest offset (a stream) or the sum of highest offsets (the
+/// connection) the peer has sent; `consumed` what the application has read or discarded.
+/// A new limit `consumed + window` is offered once it would grow by at least `threshold`
+/// bytes (by default half the window, RFC 9000 §4.2 leaves the policy open). The window
+/// never grows: a stream's window is at most its buffer, so the limit never runs ahead of
+/// buffer space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvCredit {
+    max: u64,
+    received: u64,
+    consumed: u64,
+    window: u64,
+    threshold: u64,
+    update_pending: bool,
+}
+
+impl RecvCredit {
+    /// Advertises `window` bytes initially (the transport parameter). Updates are due when
+    /// half the window has been consumed.
+    pub const fn new(window: u64) -> Self {
+        Self {
+            max: window,
+            received: 0,
+            consumed: 0,
+            window,
+            threshold: (window >> 1) + (window & 1),
+            update_pending: false,
+        }
+    }
+
+    /// Sets how many bytes the limit must be able to grow by before an update is sent
+    /// (at least 1, at most the window).
+    pub fn set_update_threshold(&mut self, bytes: u64) {
+        self.threshold = bytes.clamp(1, self.window.max(1));
+    }
+
+    /// The limit advertised so far.
+    pub const fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Bytes the peer has used.
+    pub const fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Bytes read or discarded locally.
+    pub const fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// The window size.
+    pub const fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// RFC 9000 §4.1: FLOW_CONTROL_ERROR if the peer would use more than advertised after
+    /// `more` bytes. Changes nothing.
+    pub const fn check(&self, more: u64) -> Result<(), StreamError> {
+        match self.received.checked_add(more) {
+            Some(total) if total <= self.max => Ok(()),
+            _ => Err(StreamError::FlowControl),
+        }
+    }
+
+    /// Records `more` bytes used by the peer (after [`RecvCredit::check`]).
+    pub fn on_received(&mut self, more: u64) {
+        self.received = self.received.saturating_add(more);
+    }
+
+    /// Records `n` bytes read or discarded locally; may queue a limit update.
+    pub fn on_consumed(&mut self, n: u64) {
+        self.consumed = self.consumed.saturating_add(n);
+        let next = self.consumed.saturating_add(self.window);
+        if next.saturating_sub(self.max) >= self.threshold {
+            self.update_pending = true;
+        }
+    }
+
+    /// True if a MAX_DATA / MAX_STREAM_DATA is waiting to be sent.
+    pub const fn update_pending(&self) -> bool {
+        self.update_pending
+    }
+
+    /// Stops offering updates (the peer needs none: the final size is known).
+    pub fn cancel_update(&mut self) {
+        self.update_pending = false;
+    }
+
+    /// The new limit to advertise, if an update is due. It becomes the enforced limit.
+    pub fn poll_update(&mut self) -> Option<u64> {
+        if !self.update_pending {
+            return None;
+        }
+        self.update_pending = false;
+        let next = self.consumed.saturating_add(self.window);
+        if next > self.max {
+            self.max = next;
+        }
+        Some(self.max)
+    }
+
+    /// An update carrying `max` was lost: resend if it is still the latest limit.
+    pub fn on_update_lost(&mut self, max: u64) {
+        if max == self.max {
+            self.update_pending = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_blocked_once_per_limit() {
+        let mut c = SendCredit::new(10);
+        c.consume(10);
+        c.mark_blocked();
+        assert_eq!(c.poll_blocked(), Some(10));
+        c.mark_blocked();
+        assert_eq!(c.poll_blocked(), None);
+        c.on_blocked_lost(10);
+        assert_eq!(c.poll_blocked(), Some(10));
+        assert!(!c.on_max(5));
+        assert!(c.on_max(20));
+        c.on_blocked_lost(10);
+        assert_eq!(c.poll_blocked(), None);
+        c.consume(10);
+        c.mark_blocked();
+        assert_eq!(c.poll_blocked(), Some(20));
+    }
+
+    #[test]
+    fn recv_updates_at_half_window() {
+        let mut c = RecvCredit::new(100);
+        assert_eq!(c.check(101), Err(StreamError::FlowControl));
+        c.check(100).unwrap();
+        c.on_received(100);
+        c.on_consumed(49);
+        assert_eq!(c.poll_update(), None);
+        c.on_consumed(1);
+        assert_eq!(c.poll_update(), Some(150));
+        c.on_update_lost(150);
+        assert_eq!(c.poll_update(), Some(150));
+        c.on_update_lost(100);
+        assert_eq!(c.poll_update(), None);
+        c.set_update_threshold(10);
+        c.on_consumed(10);
+        assert_eq!(c.poll_update(), Some(160));
+        assert_eq!(c.check(61), Err(StreamError::FlowControl));
+    }
+}

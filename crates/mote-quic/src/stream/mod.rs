@@ -1,0 +1,81 @@
+//! Streams and flow control (RFC 9000 §2–4, §7.5): the building blocks the connection calls.
+//!
+//! Nothing here allocates. Byte storage is caller-provided: any `S: AsRef<[u8]> +
+//! AsMut<[u8]>`, so a device passes `[u8; N]` or `&'static mut [u8]` and a server a
+//! `Box<[u8]>`. Everything a peer can grow is bounded by a const generic and documented.
+//!
+//! | piece | RFC | type |
+//! |---|---|---|
+//! | stream IDs | §2.1 | [`StreamId`] |
+//! | byte-range bookkeeping | — | [`RangeSet`] |
+//! | flow-control credit | §4.1, §4.2 | [`SendCredit`], [`RecvCredit`] |
+//! | reassembly into a ring | §2.2 | [`Reassembler`] |
+//! | receiving part of a stream | §3.2, §4.5 | [`RecvStream`] |
+//! | sending part of a stream | §3.1, §3.5 | [`SendStream`] |
+//! | CRYPTO streams | §7.5, §19.6 | [`CryptoRecv`], [`CryptoSend`] |
+//! | stream counts and limits | §2.1, §3.2, §4.6, §19.x | [`StreamLimits`] |
+//! | fixed-capacity stream table | | [`Streams`] |
+//!
+//! ## Dropped fragments and acknowledgements
+//!
+//! A STREAM or CRYPTO fragment that cannot be stored without more memory (beyond a gap with
+//! the `reorder` feature off, or needing more than `R` out-of-order ranges) is reported as
+//! [`Insert::Dropped`]. The connection must then **not acknowledge the packet** (RFC 9000
+//! §13.1 lets a receiver acknowledge only packets whose frames it processed), so the peer
+//! retransmits; everything else in the packet is idempotent when it comes again. Stored
+//! data lies inside the advertised window, which never exceeds the buffer, so every
+//! acknowledged byte is kept until the application reads it.
+
+mod crypto;
+mod flow;
+mod id;
+mod limits;
+mod ranges;
+mod reassembly;
+mod recv;
+mod send;
+mod table;
+#[cfg(test)]
+mod tests;
+
+pub use crypto::{CryptoRecv, CryptoSend, MIN_CRYPTO_BUFFER};
+pub use flow::{RecvCredit, SendCredit};
+pub use id::StreamId;
+pub use limits::{FrameKind, Opened, StreamLimits};
+pub use ranges::{Full, RangeSet};
+pub use reassembly::{BeyondBuffer, Insert, Reassembler};
+pub use recv::{Read, RecvState, RecvStream};
+pub use send::{crypto_frame_room, stream_frame_room, Chunk, SendState, SendStream, WriteError};
+pub use table::{Control, Handled, OpenError, Slot, StreamConfig, StreamUse, Streams};
+
+use crate::error::TransportErrorCode;
+
+/// A stream or flow-control rule the peer broke; [`StreamError::code`] is the transport
+/// error to close the connection with (RFC 9000 §20.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamError {
+    /// More data than the advertised stream or connection limit (§4.1).
+    FlowControl,
+    /// A stream ID beyond the advertised MAX_STREAMS (§4.6).
+    StreamLimit,
+    /// A frame for a stream that cannot carry it: wrong direction, or a locally initiated
+    /// stream not yet opened (§19.4, §19.5, §19.8, §19.10, §19.13).
+    StreamState,
+    /// A changed final size, or data past it (§4.5).
+    FinalSize,
+    /// CRYPTO data beyond the buffer (§7.5).
+    CryptoBufferExceeded,
+}
+
+impl StreamError {
+    /// The transport error code for CONNECTION_CLOSE.
+    pub const fn code(self) -> TransportErrorCode {
+        match self {
+            Self::FlowControl => TransportErrorCode::FLOW_CONTROL_ERROR,
+            Self::StreamLimit => TransportErrorCode::STREAM_LIMIT_ERROR,
+            Self::StreamState => TransportErrorCode::STREAM_STATE_ERROR,
+            Self::FinalSize => TransportErrorCode::FINAL_SIZE_ERROR,
+            Self::CryptoBufferExceeded => TransportErrorCode::CRYPTO_BUFFER_EXCEEDED,
+        }
+    }
+}
