@@ -23,10 +23,15 @@
 
 mod alert;
 mod auth;
+mod client;
 mod codec;
+pub mod config;
 pub mod key_schedule;
 pub mod msgs;
+pub mod session;
+mod small;
 mod spki;
+pub mod ticket;
 mod transcript;
 
 #[cfg(test)]
@@ -35,14 +40,24 @@ extern crate std;
 #[cfg(test)]
 mod tests;
 
-pub use alert::{Alert, Error};
+pub use alert::{transport_error, Alert, Error};
 pub use auth::{
     certificate_verify_content, ct_eq, finished_verify_data, psk_binder, sign_certificate_verify,
     verify_certificate_verify, verify_finished, verify_psk_binder,
     MAX_CERTIFICATE_VERIFY_CONTENT_LEN,
 };
+pub use client::{ClientSession, Resumption};
+#[cfg(feature = "server")]
+pub use config::{
+    ClientAuth, EarlyDataConfig, ServerConfig, ServerIdentity, TicketConfig, TicketKey,
+};
+pub use config::{ClientConfig, ExternalPsk, ServerAuth};
 pub use key_schedule::{resumption_psk, EarlySecret, HandshakeSecret, MasterSecret, PskKind};
+pub use session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 pub use spki::{encode_spki, parse_spki, ED25519_SPKI_LEN, P256_SPKI_LEN};
+pub use ticket::Ticket;
+#[cfg(feature = "server")]
+pub use ticket::{AntiReplay, ReplayCheck, StrikeRegister};
 pub use transcript::Transcript;
 
 /// Which end of the connection.
