@@ -28,6 +28,8 @@ mod codec;
 pub mod config;
 pub mod key_schedule;
 pub mod msgs;
+#[cfg(feature = "server")]
+mod server;
 pub mod session;
 mod small;
 mod spki;
@@ -53,6 +55,8 @@ pub use config::{
 };
 pub use config::{ClientConfig, ExternalPsk, ServerAuth};
 pub use key_schedule::{resumption_psk, EarlySecret, HandshakeSecret, MasterSecret, PskKind};
+#[cfg(feature = "server")]
+pub use server::ServerSession;
 pub use session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 pub use spki::{encode_spki, parse_spki, ED25519_SPKI_LEN, P256_SPKI_LEN};
 pub use ticket::Ticket;
