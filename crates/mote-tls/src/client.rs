@@ -111,6 +111,7 @@ struct Client<'c, P: CryptoProvider> {
     /// slot 0 holds the transcript.
     transcripts: [Option<Transcript<P::Hash>>; 2],
     suite: Option<AeadAlgorithm>,
+    group: Option<NamedGroup>,
     retried: bool,
     psk_offered: bool,
     psk_accepted: bool,
@@ -148,6 +149,7 @@ impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
                 kx: None,
                 transcripts: [None, None],
                 suite: None,
+                group: None,
                 retried: false,
                 psk_offered: false,
                 psk_accepted: false,
@@ -203,6 +205,16 @@ impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
     /// The negotiated cipher suite, once the ServerHello (or HelloRetryRequest) arrived.
     pub fn suite(&self) -> Option<AeadAlgorithm> {
         self.core.suite
+    }
+
+    /// The key-exchange group, once the ServerHello arrived.
+    pub fn group(&self) -> Option<NamedGroup> {
+        self.core.group
+    }
+
+    /// Whether the server sent a HelloRetryRequest.
+    pub fn hello_retry_request(&self) -> bool {
+        self.core.retried
     }
 
     /// The negotiated ALPN protocol, once EncryptedExtensions arrived.
@@ -573,6 +585,7 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
         if share.group != kx.group().codepoint() {
             return Err(Error::IllegalParameter);
         }
+        self.group = Some(kx.group());
         // RFC 8446 §4.2.11: the selected identity must be one offered, and the suite's hash
         // must be the PSK's ("Clients MUST verify that the server's selected_identity is
         // within the range supplied by the client, that the server selected a cipher suite

@@ -93,6 +93,7 @@ struct Server<'c, P: CryptoProvider> {
     transcript: Option<Transcript<P::Hash>>,
     suite: Option<AeadAlgorithm>,
     hrr_group: Option<NamedGroup>,
+    group: Option<NamedGroup>,
     psk_accepted: bool,
     early_data: Option<bool>,
     alpn: Option<usize>,
@@ -124,6 +125,7 @@ impl<'c, P: CryptoProvider, const RX: usize> ServerSession<'c, P, RX> {
                 transcript: None,
                 suite: None,
                 hrr_group: None,
+                group: None,
                 psk_accepted: false,
                 early_data: None,
                 alpn: None,
@@ -172,6 +174,16 @@ impl<'c, P: CryptoProvider, const RX: usize> ServerSession<'c, P, RX> {
     /// The negotiated cipher suite.
     pub fn suite(&self) -> Option<AeadAlgorithm> {
         self.core.suite
+    }
+
+    /// The key-exchange group.
+    pub fn group(&self) -> Option<NamedGroup> {
+        self.core.group
+    }
+
+    /// Whether a HelloRetryRequest was sent.
+    pub fn hello_retry_request(&self) -> bool {
+        self.core.hrr_group.is_some()
     }
 
     /// The negotiated ALPN protocol.
@@ -462,6 +474,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         }
 
         self.suite = Some(suite);
+        self.group = Some(group);
         self.alpn = Some(alpn);
         self.psk_accepted = psk.is_some();
         self.tickets_allowed = ch.psk_key_exchange_modes.is_some_and(|m| m.contains(&PSK_DHE_KE));
