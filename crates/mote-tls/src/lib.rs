@@ -26,6 +26,7 @@ mod auth;
 mod client;
 mod codec;
 pub mod config;
+pub mod fuzz;
 pub mod key_schedule;
 pub mod msgs;
 #[cfg(feature = "server")]

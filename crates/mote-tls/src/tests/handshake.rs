@@ -834,3 +834,71 @@ fn session_sizes() {
     std::println!("ClientSession without RX buffer: {client} bytes; ServerSession: {server} bytes");
     assert!(client < 2048);
 }
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Arbitrary bytes at every level never panic a fresh client or server.
+        #[test]
+        fn arbitrary_input_never_panics(data in proptest::collection::vec(any::<u8>(), 0..1500)) {
+            crate::fuzz::client(&data);
+            crate::fuzz::server(&data);
+        }
+
+        /// One flipped, dropped or added byte anywhere in a real handshake never panics, and
+        /// never lets both sides complete with different keys.
+        #[test]
+        fn tampered_handshake_fails_cleanly(
+            batch in 0usize..8,
+            offset in any::<usize>(),
+            xor in 1u8..,
+            how in 0u8..3,
+            chunk in 0usize..40,
+            mode in 0u8..3,
+        ) {
+            let keys = Keys::new();
+            let pinned = [keys.spki_server_ed.as_slice()];
+            let psk = ExternalPsk { identity: b"id", key: PSK_KEY, hash: HashAlgorithm::Sha256 };
+            let psks = [psk];
+            let allowed = [keys.spki_client_ed.as_slice()];
+            let mut ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+            let mut scfg = server_config(&[b"h3"], &keys.server_ed);
+            scfg.tickets = Some(TICKETS);
+            match mode {
+                0 => {}
+                1 => {
+                    ccfg.server_auth = ServerAuth::ExternalPsk(psk);
+                    scfg.external_psks = &psks;
+                }
+                _ => {
+                    ccfg.client_key = Some(&keys.client_ed);
+                    scfg.client_auth = Some(ClientAuth { allowed: &allowed, required: true });
+                    ccfg.groups = &[NamedGroup::X25519, NamedGroup::Secp256r1];
+                    scfg.groups = &[NamedGroup::Secp256r1];
+                }
+            }
+            let mut seen = 0;
+            let mut tampered = false;
+            let r = run_with(&ccfg, &scfg, None, NOW, chunk, &mut |_, _, data| {
+                if seen == batch && !data.is_empty() {
+                    let at = offset % data.len();
+                    match how {
+                        0 => data[at] ^= xor,
+                        1 => { data.remove(at); }
+                        _ => data.insert(at, xor),
+                    }
+                    tampered = true;
+                }
+                seen += 1;
+            });
+            if r.result.is_ok() && r.client.is_handshake_complete() && r.server.is_handshake_complete() {
+                prop_assert_eq!(r.cep.secret(KeyLevel::OneRtt), r.sep.secret(KeyLevel::OneRtt));
+            }
+            let _ = tampered;
+        }
+    }
+}
