@@ -1,6 +1,7 @@
 //! Handshake configuration: what a client offers and how it authenticates the server, and
 //! (feature `server`) what a server accepts and presents. Configurations borrow everything
-//! (keys, names, pinned keys) so they can live in flash as `static`s.
+//! (keys, names, pinned keys) and are `Sync`, so they can live in flash as `static`s or be
+//! shared by the threads of a server.
 
 use mote_crypto::{AeadAlgorithm, HashAlgorithm, NamedGroup, SigningKey};
 
@@ -46,7 +47,7 @@ pub struct ClientConfig<'a> {
     /// A key for client authentication with a raw public key (RFC 7250): offered as
     /// client_certificate_type = RawPublicKey and used when the server sends a
     /// CertificateRequest. Without one, such a request gets an empty Certificate.
-    pub client_key: Option<&'a dyn SigningKey>,
+    pub client_key: Option<&'a (dyn SigningKey + Sync)>,
     /// Cipher suites in order of preference; empty means the provider's. Suites the provider
     /// lacks are skipped.
     pub cipher_suites: &'a [AeadAlgorithm],
@@ -69,7 +70,7 @@ mod server {
     #[derive(Clone, Copy)]
     pub struct ServerIdentity<'a> {
         /// The CertificateVerify signing key (Ed25519 or ECDSA P-256).
-        pub key: &'a dyn SigningKey,
+        pub key: &'a (dyn SigningKey + Sync),
         /// DER certificates, end-entity first; empty when only raw public keys are offered.
         pub x509_chain: &'a [&'a [u8]],
     }
@@ -114,7 +115,7 @@ mod server {
     #[derive(Clone, Copy)]
     pub struct EarlyDataConfig<'a> {
         /// The single-use register that makes 0-RTT replay-safe (RFC 8446 §8.1).
-        pub anti_replay: &'a dyn crate::ticket::AntiReplay,
+        pub anti_replay: &'a (dyn crate::ticket::AntiReplay + Sync),
         /// The application's 0-RTT-relevant state (e.g. the encoded flow-control limits and
         /// other transport parameters RFC 9000 §7.4.1 says must not shrink). Its hash goes
         /// into each ticket; 0-RTT is rejected when it has changed since.

@@ -73,7 +73,7 @@ struct ChosenPsk<'s> {
 /// How the server authenticates itself in a full handshake.
 #[derive(Clone, Copy)]
 enum CertChoice<'c> {
-    RawPublicKey(&'c dyn mote_crypto::SigningKey),
+    RawPublicKey(&'c (dyn mote_crypto::SigningKey + Sync)),
     X509(ServerIdentity<'c>),
 }
 

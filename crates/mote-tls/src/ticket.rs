@@ -220,8 +220,20 @@ mod server {
     }
 
     /// Records single uses of tickets for 0-RTT (RFC 8446 §8.1). Shared by every connection
-    /// of a server, hence `&self`: implement it over a lock or a cell around a
-    /// [`StrikeRegister`] (an implementation for `core::cell::RefCell` is provided).
+    /// (and thread) of a server, hence `&self` and the `Sync` bound where it is configured:
+    /// implement it over the platform's lock around a [`StrikeRegister`], e.g.
+    ///
+    /// ```ignore
+    /// struct Register(std::sync::Mutex<StrikeRegister<4096>>);
+    /// impl AntiReplay for Register {
+    ///     fn check_and_insert(&self, id: &[u8; 16], now_ms: u64, expires_ms: u64) -> ReplayCheck {
+    ///         match self.0.lock() {
+    ///             Ok(mut r) => r.check_and_insert(id, now_ms, expires_ms),
+    ///             Err(_) => ReplayCheck::Full, // a poisoned lock: refuse 0-RTT
+    ///         }
+    ///     }
+    /// }
+    /// ```
     pub trait AntiReplay {
         /// Records `id` as used at `now_ms`, remembered until `expires_ms` (the ticket's
         /// expiry), and tells whether it had been used before.
@@ -292,15 +304,6 @@ mod server {
                     ReplayCheck::Fresh
                 }
                 _ => ReplayCheck::Full,
-            }
-        }
-    }
-
-    impl<const N: usize> AntiReplay for core::cell::RefCell<StrikeRegister<N>> {
-        fn check_and_insert(&self, id: &[u8; 16], now_ms: u64, expires_ms: u64) -> ReplayCheck {
-            match self.try_borrow_mut() {
-                Ok(mut r) => r.check_and_insert(id, now_ms, expires_ms),
-                Err(_) => ReplayCheck::Full,
             }
         }
     }

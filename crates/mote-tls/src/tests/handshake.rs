@@ -2,7 +2,7 @@
 //! HelloRetryRequest, resumption, 0-RTT accepted and rejected, mutual authentication, and
 //! one negative test per failure class with the exact alert.
 
-use core::cell::RefCell;
+use std::sync::Mutex;
 use std::vec::Vec;
 
 use mote_crypto::rustcrypto::{RustCrypto, SigningKey};
@@ -11,7 +11,7 @@ use mote_crypto::{AeadAlgorithm, HashAlgorithm, NamedGroup, SignatureScheme};
 use super::harness::*;
 use crate::msgs::{self, handshake_type as ht, split_message};
 use crate::session::{KeyLevel, Level};
-use crate::ticket::StrikeRegister;
+use crate::ticket::{AntiReplay, ReplayCheck, StrikeRegister};
 use crate::{
     transport_error, Alert, ClientAuth, ClientConfig, ClientSession, EarlyDataConfig, Error,
     ExternalPsk, Resumption, ServerAuth, ServerConfig, ServerIdentity, ServerSession, Ticket,
@@ -32,6 +32,24 @@ static TICKET_KEYS: [TicketKey<'static>; 1] =
     [TicketKey { id: *b"tk01", aead: AeadAlgorithm::Aes128Gcm, key: &[0x11; 16] }];
 const TICKETS: TicketConfig<'static> =
     TicketConfig { keys: &TICKET_KEYS, lifetime_s: 3600, count: 2, max_age_skew_ms: 10_000 };
+
+/// A strike register shared the way a multi-threaded server shares it.
+struct Register<const N: usize>(Mutex<StrikeRegister<N>>);
+
+impl<const N: usize> Register<N> {
+    fn new() -> Self {
+        Self(Mutex::new(StrikeRegister::new()))
+    }
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+impl<const N: usize> AntiReplay for Register<N> {
+    fn check_and_insert(&self, id: &[u8; 16], now_ms: u64, expires_ms: u64) -> ReplayCheck {
+        self.0.lock().unwrap().check_and_insert(id, now_ms, expires_ms)
+    }
+}
 
 /// The keys of a test run.
 struct Keys {
@@ -308,7 +326,7 @@ fn zero_rtt_accepted_then_replay_rejected() {
     let pinned = [keys.spki_server_ed.as_slice()];
     let mut ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
     ccfg.early_data = true;
-    let register = RefCell::new(StrikeRegister::<4>::new());
+    let register = Register::<4>::new();
     let mut scfg = server_config(&[b"h3"], &keys.server_ed);
     scfg.tickets = Some(TICKETS);
     scfg.early_data = Some(EarlyDataConfig { anti_replay: &register, context: b"limits v1" });
@@ -325,7 +343,7 @@ fn zero_rtt_accepted_then_replay_rejected() {
     let early = r.cep.secret(KeyLevel::ZeroRtt).unwrap();
     assert_eq!(early.server, None);
     assert_eq!(early.suite, ticket.suite);
-    assert_eq!(register.borrow().len(), 1);
+    assert_eq!(register.len(), 1);
 
     // The same ticket again: the strike register rejects 0-RTT, the handshake goes on.
     let r = run_with(&ccfg, &scfg, Some(resumption), NOW + 2_500, 0, &mut |_, _, _| {});
@@ -344,7 +362,7 @@ fn zero_rtt_rejected_for_stale_age_changed_context_or_full_register() {
     let pinned = [keys.spki_server_ed.as_slice()];
     let mut ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
     ccfg.early_data = true;
-    let register = RefCell::new(StrikeRegister::<4>::new());
+    let register = Register::<4>::new();
     let mut scfg = server_config(&[b"h3"], &keys.server_ed);
     scfg.tickets = Some(TICKETS);
     scfg.early_data = Some(EarlyDataConfig { anti_replay: &register, context: b"limits v1" });
@@ -380,7 +398,7 @@ fn zero_rtt_rejected_for_stale_age_changed_context_or_full_register() {
     assert_eq!(r.client.early_data_accepted(), Some(false));
 
     // A full register rejects 0-RTT (memory stays bounded).
-    let full = RefCell::new(StrikeRegister::<0>::new());
+    let full = Register::<0>::new();
     let mut bounded = scfg;
     bounded.early_data = Some(EarlyDataConfig { anti_replay: &full, context: b"limits v1" });
     let r = run_with(
@@ -402,7 +420,7 @@ fn zero_rtt_rejected_by_hello_retry_request() {
     let pinned = [keys.spki_server_ed.as_slice()];
     let mut ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
     ccfg.early_data = true;
-    let register = RefCell::new(StrikeRegister::<4>::new());
+    let register = Register::<4>::new();
     let mut scfg = server_config(&[b"h3"], &keys.server_ed);
     scfg.tickets = Some(TICKETS);
     scfg.early_data = Some(EarlyDataConfig { anti_replay: &register, context: b"" });
