@@ -84,8 +84,9 @@ pub enum Error {
     /// ([`transport_error::CRYPTO_BUFFER_EXCEEDED`], [`transport_error::PROTOCOL_VIOLATION`])
     /// or passed through from the QUIC layer's hooks (e.g. TRANSPORT_PARAMETER_ERROR when the
     /// peer's transport parameters do not decode). QUIC closes with this code
-    /// ([`Error::quic_error_code`]); [`Error::alert`] reports internal_error for it.
-    Transport(u64),
+    /// ([`Error::quic_error_code`]); [`Error::alert`] reports internal_error for it. Every
+    /// RFC 9000 §20.1 transport code fits a byte, which keeps `Error` two bytes long.
+    Transport(u8),
 }
 
 /// The QUIC transport error codes (RFC 9000 §20.1) that the TLS layer itself raises.
@@ -93,12 +94,12 @@ pub mod transport_error {
     /// PROTOCOL_VIOLATION: e.g. a NewSessionTicket whose max_early_data_size is not
     /// 0xffffffff (RFC 9001 §4.6.1), a non-empty legacy_session_id (RFC 9001 §8.4), or
     /// unconsumed handshake bytes when the encryption level changes (RFC 9001 §4.1.3).
-    pub const PROTOCOL_VIOLATION: u64 = 0x0a;
+    pub const PROTOCOL_VIOLATION: u8 = 0x0a;
     /// CRYPTO_BUFFER_EXCEEDED: a handshake message larger than the session's receive buffer
     /// (RFC 9000 §7.5).
-    pub const CRYPTO_BUFFER_EXCEEDED: u64 = 0x0d;
+    pub const CRYPTO_BUFFER_EXCEEDED: u8 = 0x0d;
     /// TRANSPORT_PARAMETER_ERROR, for the QUIC layer's transport-parameter hook.
-    pub const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
+    pub const TRANSPORT_PARAMETER_ERROR: u8 = 0x08;
 }
 
 impl Error {
@@ -126,7 +127,7 @@ impl Error {
     /// [`Error::Transport`], otherwise CRYPTO_ERROR = 0x0100 + the alert (RFC 9001 §4.8).
     pub const fn quic_error_code(self) -> u64 {
         match self {
-            Self::Transport(code) => code,
+            Self::Transport(code) => code as u64,
             other => other.alert().quic_error_code(),
         }
     }

@@ -109,7 +109,7 @@ struct Client<'c, P: CryptoProvider> {
     kx: Option<P::KeyExchange>,
     /// Before the ServerHello: one transcript per hash among the offered suites. After it:
     /// slot 0 holds the transcript.
-    transcripts: [Option<Transcript<P::Hash>>; 2],
+    transcripts: [Option<Transcript<P::Hash>>; HASH_SLOTS],
     suite: Option<AeadAlgorithm>,
     group: Option<NamedGroup>,
     retried: bool,
@@ -123,10 +123,32 @@ struct Client<'c, P: CryptoProvider> {
     server_key: Option<usize>,
     alpn: Option<usize>,
     handshake_secret: Option<HandshakeSecret>,
-    client_hs: Secret,
-    server_hs: Secret,
-    exporter: Secret,
-    resumption_master: Secret,
+    secrets: Stage,
+}
+
+/// The secrets a session keeps, which change with the handshake's progress (one slot pair
+/// serves both phases, to save RAM).
+enum Stage {
+    Start,
+    /// client_/server_handshake_traffic_secret, for the Finished messages.
+    Handshake {
+        client: Secret,
+        server: Secret,
+    },
+    /// exporter_master_secret and resumption_master_secret.
+    Connected {
+        exporter: Secret,
+        resumption_master: Secret,
+    },
+}
+
+/// One transcript per hash the offered suites use: SHA-256, and SHA-384 with `aes256`.
+pub(crate) const HASH_SLOTS: usize = if cfg!(feature = "aes256") { 2 } else { 1 };
+
+/// Whether this build negotiates `suite`: TLS_AES_256_GCM_SHA384 only with feature `aes256`
+/// (whatever the provider offers), so minimal builds keep one transcript.
+pub(crate) fn suite_built(suite: AeadAlgorithm) -> bool {
+    cfg!(feature = "aes256") || suite.hash() == HashAlgorithm::Sha256
 }
 
 impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
@@ -147,7 +169,7 @@ impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
                 error: None,
                 random: [0; 32],
                 kx: None,
-                transcripts: [None, None],
+                transcripts: core::array::from_fn(|_| None),
                 suite: None,
                 group: None,
                 retried: false,
@@ -159,10 +181,7 @@ impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
                 server_key: None,
                 alpn: None,
                 handshake_secret: None,
-                client_hs: Secret::zeroed(0),
-                server_hs: Secret::zeroed(0),
-                exporter: Secret::zeroed(0),
-                resumption_master: Secret::zeroed(0),
+                secrets: Stage::Start,
             },
         }
     }
@@ -252,10 +271,10 @@ impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
     pub fn export(&self, label: &[u8], context: &[u8], out: &mut [u8]) -> Result<(), Error> {
         let c = &self.core;
         let suite = c.suite.ok_or(Error::UnexpectedMessage)?;
-        if c.exporter.is_empty() {
+        let Stage::Connected { exporter, .. } = &c.secrets else {
             return Err(Error::UnexpectedMessage);
-        }
-        key_schedule::export(&c.provider, suite.hash(), c.exporter.as_ref(), label, context, out)
+        };
+        key_schedule::export(&c.provider, suite.hash(), exporter.as_ref(), label, context, out)
     }
 }
 
@@ -301,7 +320,7 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
                 ServerAuth::ExternalPsk(psk) => s.hash() == psk.hash,
                 _ => true,
             };
-            if supported.contains(s) && psk_ok {
+            if supported.contains(s) && psk_ok && suite_built(*s) {
                 out.push_unique(*s);
             }
         }
@@ -386,18 +405,20 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
 
     /// Keeps only the transcript for `alg` (in slot 0).
     fn select_transcript(&mut self, alg: HashAlgorithm) -> Result<(), Error> {
-        let [a, b] = &mut self.transcripts;
-        let chosen = match (a.take(), b.take()) {
-            (Some(t), _) if t.algorithm() == alg => t,
-            (_, Some(t)) if t.algorithm() == alg => t,
-            _ => return Err(internal()),
-        };
-        self.transcripts = [Some(chosen), None];
+        let mut chosen = None;
+        for slot in self.transcripts.iter_mut() {
+            if let Some(t) = slot.take() {
+                if t.algorithm() == alg && chosen.is_none() {
+                    chosen = Some(t);
+                }
+            }
+        }
+        *self.transcripts.first_mut().ok_or_else(internal)? = Some(chosen.ok_or_else(internal)?);
         Ok(())
     }
 
     fn transcript(&mut self) -> Result<&mut Transcript<P::Hash>, Error> {
-        self.transcripts[0].as_mut().ok_or_else(internal)
+        self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)
     }
 
     fn start<H: QuicHooks>(&mut self, hooks: &mut H) -> Result<(), Error> {
@@ -609,15 +630,16 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
         let shared = kx.complete(share.key_exchange)?;
         let es = EarlySecret::new(&self.provider, alg, psk.map(|p| p.key))?;
         let hs = es.into_handshake_secret(&self.provider, shared.as_ref())?;
-        self.client_hs = hs.client_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
-        self.server_hs = hs.server_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
+        let client = hs.client_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
+        let server = hs.server_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
         self.handshake_secret = Some(hs);
         hooks.install_secrets(Secrets {
             level: KeyLevel::Handshake,
             suite,
-            client: &self.client_hs,
-            server: Some(&self.server_hs),
+            client: &client,
+            server: Some(&server),
         })?;
+        self.secrets = Stage::Handshake { client, server };
         self.state = State::WaitEncryptedExtensions;
         Ok(())
     }
@@ -656,7 +678,7 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
         // RFC 8446 §4.4.1: ClientHello1 becomes message_hash, followed by the HRR.
         self.select_transcript(suite.hash())?;
         let provider = &self.provider;
-        let t = self.transcripts[0].as_mut().ok_or_else(internal)?;
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
         t.replace_with_message_hash(provider)?;
         t.update(bytes);
         if let Some(g) = group {
@@ -822,14 +844,14 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
         let alg = suite.hash();
         let fin = Finished::parse(msg.body, alg.output_len())?;
         let hash = self.transcript()?.current_hash();
+        let Stage::Handshake { client: client_hs, server: server_hs } =
+            core::mem::replace(&mut self.secrets, Stage::Start)
+        else {
+            return Err(internal());
+        };
         // RFC 8446 §4.4.4: a Finished that does not verify is decrypt_error.
-        verify_finished(
-            &self.provider,
-            alg,
-            self.server_hs.as_ref(),
-            hash.as_ref(),
-            fin.verify_data,
-        )?;
+        verify_finished(&self.provider, alg, server_hs.as_ref(), hash.as_ref(), fin.verify_data)?;
+        drop(server_hs);
         self.transcript()?.update(msg.bytes);
         let server_finished_hash = self.transcript()?.current_hash();
         let master = self
@@ -842,7 +864,7 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
             master.client_application_traffic_secret(p, server_finished_hash.as_ref())?;
         let server_ap =
             master.server_application_traffic_secret(p, server_finished_hash.as_ref())?;
-        self.exporter = master.exporter_master_secret(p, server_finished_hash.as_ref())?;
+        let exporter = master.exporter_master_secret(p, server_finished_hash.as_ref())?;
 
         // The client's second flight, at the Handshake level.
         if let Some(scheme) = self.cert_request {
@@ -850,23 +872,22 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
         }
         let hash = self.transcript()?.current_hash();
         let verify_data =
-            finished_verify_data(&self.provider, alg, self.client_hs.as_ref(), hash.as_ref())?;
-        let t = self.transcripts[0].as_mut().ok_or_else(internal)?;
+            finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
+        drop(client_hs);
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
         send_message(hooks, Level::Handshake, t, |out, _| {
             Finished::emit(verify_data.as_ref(), out)
         })?;
         let client_finished_hash = t.current_hash();
-        self.resumption_master =
+        let resumption_master =
             master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
+        self.secrets = Stage::Connected { exporter, resumption_master };
         hooks.install_secrets(Secrets {
             level: KeyLevel::OneRtt,
             suite,
             client: &client_ap,
             server: Some(&server_ap),
         })?;
-        // The handshake traffic secrets are no longer needed.
-        self.client_hs = Secret::zeroed(0);
-        self.server_hs = Secret::zeroed(0);
         self.state = State::Connected;
         hooks.handshake_complete();
         Ok(())
@@ -889,7 +910,7 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
             None => 0,
         };
         let spki = spki.get(..spki_len).ok_or_else(internal)?;
-        let t = self.transcripts[0].as_mut().ok_or_else(internal)?;
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
         send_message(hooks, Level::Handshake, t, |out, _| {
             let entries: &[&[u8]] = if spki.is_empty() { &[] } else { &[spki] };
             msgs::emit_certificate(&[], entries, out)
@@ -922,12 +943,11 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
             return Ok(());
         }
         let suite = self.suite.ok_or_else(internal)?;
-        let psk = resumption_psk(
-            &self.provider,
-            suite.hash(),
-            self.resumption_master.as_ref(),
-            nst.nonce,
-        )?;
+        let Stage::Connected { resumption_master, .. } = &self.secrets else {
+            return Err(internal());
+        };
+        let psk =
+            resumption_psk(&self.provider, suite.hash(), resumption_master.as_ref(), nst.nonce)?;
         let alpn = self.config.alpn.get(self.alpn.ok_or_else(internal)?).copied().unwrap_or(&[]);
         hooks.new_ticket(&Ticket {
             identity: nst.ticket,

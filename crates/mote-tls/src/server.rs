@@ -18,7 +18,7 @@ use mote_crypto::{
     MAX_PUBLIC_KEY_LEN, MAX_SIGNATURE_LEN, NONCE_LEN,
 };
 
-use crate::client::send_message;
+use crate::client::{send_message, suite_built};
 use crate::config::{ServerConfig, ServerIdentity};
 use crate::key_schedule::{self, resumption_psk, EarlySecret, MasterSecret, PskKind};
 use crate::msgs::{
@@ -254,7 +254,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
             self.config.cipher_suites
         };
         let mut out = Small::new(AeadAlgorithm::Aes128Gcm);
-        for s in wanted.iter().filter(|s| supported.contains(s)) {
+        for s in wanted.iter().filter(|s| supported.contains(s) && suite_built(**s)) {
             out.push_unique(*s);
         }
         out
