@@ -920,3 +920,30 @@ mod prop {
         }
     }
 }
+
+#[test]
+fn encrypted_extensions_checks_on_the_client() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let ccfg = client_config(&[b"h3", b"h2"], ServerAuth::RawPublicKeys(&pinned));
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    // The server "selects" a protocol the client never offered.
+    let r = run_with(&ccfg, &scfg, None, NOW, 0, &mut |who, level, data| {
+        if who == Who::Server && level == Level::Handshake {
+            let at = data.windows(5).position(|w| w == b"\x00\x03\x02h3").unwrap();
+            data[at + 4] = b'4';
+        }
+    });
+    let e = client_error(&r);
+    assert_eq!((e.alert(), e.quic_error_code()), (Alert::NoApplicationProtocol, 0x0178));
+    // An extension the client did not ask for.
+    let r = run_with(&ccfg, &scfg, None, NOW, 0, &mut strip_tp(Who::Server, SERVER_TP));
+    assert_eq!(client_error(&r).alert(), Alert::UnsupportedExtension);
+}
+
+#[test]
+fn configs_are_sync() {
+    fn sync<T: Sync>() {}
+    sync::<ClientConfig<'static>>();
+    sync::<ServerConfig<'static>>();
+}
