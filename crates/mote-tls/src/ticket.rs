@@ -6,7 +6,7 @@ use mote_crypto::AeadAlgorithm;
 use crate::Error;
 
 /// A session ticket received by the client (RFC 8446 §4.6.1), lent to
-/// [`QuicHooks::new_ticket`] and given back to [`crate::ClientSession::new`] to resume.
+/// [`crate::QuicHooks::new_ticket`] and given back to [`crate::ClientSession::new`] to resume.
 ///
 /// It borrows: store it with [`Ticket::encode`] (and keep the server's transport
 /// parameters beside it, RFC 9000 §7.4.1) and read it back with [`Ticket::decode`].
