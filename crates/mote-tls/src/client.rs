@@ -34,7 +34,7 @@ use crate::small::Small;
 use crate::ticket::Ticket;
 use crate::{
     ct_eq, finished_verify_data, parse_spki, psk_binder, sign_certificate_verify, transport_error,
-    verify_certificate_verify, verify_finished, Alert, Error, Side, Transcript,
+    verify_certificate_verify, verify_finished, Alert, Error, ProviderBound, Side, Transcript,
 };
 
 /// RFC 8446 §4.6.1: "Servers MUST NOT use any value greater than 604800 seconds".
@@ -122,6 +122,11 @@ struct Client<'c, P: CryptoProvider> {
     cert_request: Option<Option<SignatureScheme>>,
     server_key: Option<usize>,
     alpn: Option<usize>,
+    #[cfg(feature = "x509")]
+    unix_time_s: Option<u64>,
+    /// The X.509 end-entity's SubjectPublicKeyInfo, for its CertificateVerify.
+    #[cfg(feature = "x509")]
+    x509_spki: ([u8; crate::P256_SPKI_LEN], usize),
     handshake_secret: Option<HandshakeSecret>,
     secrets: Stage,
 }
@@ -151,7 +156,7 @@ pub(crate) fn suite_built(suite: AeadAlgorithm) -> bool {
     cfg!(feature = "aes256") || suite.hash() == HashAlgorithm::Sha256
 }
 
-impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
+impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P, RX> {
     /// A client for `config`, resuming with `resumption` if given (ignored with an external
     /// PSK). Nothing is sent until [`ClientSession::start`].
     pub fn new(
@@ -180,6 +185,10 @@ impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
                 cert_request: None,
                 server_key: None,
                 alpn: None,
+                #[cfg(feature = "x509")]
+                unix_time_s: None,
+                #[cfg(feature = "x509")]
+                x509_spki: ([0; crate::P256_SPKI_LEN], 0),
                 handshake_secret: None,
                 secrets: Stage::Start,
             },
@@ -224,6 +233,13 @@ impl<'c, P: CryptoProvider, const RX: usize> ClientSession<'c, P, RX> {
     /// The negotiated cipher suite, once the ServerHello (or HelloRetryRequest) arrived.
     pub fn suite(&self) -> Option<AeadAlgorithm> {
         self.core.suite
+    }
+
+    /// Sets the wall-clock time (seconds since the Unix epoch) X.509 validity is checked
+    /// against (feature `x509`). Without it, an X.509 handshake fails with internal_error.
+    #[cfg(feature = "x509")]
+    pub fn set_unix_time(&mut self, unix_time_s: u64) {
+        self.core.unix_time_s = Some(unix_time_s);
     }
 
     /// The key-exchange group, once the ServerHello arrived.
@@ -297,7 +313,7 @@ fn internal() -> Error {
     Error::Alert(Alert::InternalError)
 }
 
-impl<'c, P: CryptoProvider> Client<'c, P> {
+impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     fn fail_on(&mut self, result: Result<(), Error>) -> Result<(), Error> {
         if let Err(e) = result {
             self.error = Some(e);
@@ -339,9 +355,16 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
         out
     }
 
-    /// signature_algorithms: the schemes of the pinned keys the provider can verify.
+    /// signature_algorithms: the schemes of the pinned keys the provider can verify (with
+    /// X.509: every scheme it can verify).
     fn offered_schemes(&self) -> Small<SignatureScheme, 2> {
         let mut out = Small::new(SignatureScheme::Ed25519);
+        #[cfg(feature = "x509")]
+        if let ServerAuth::X509(_) = self.config.server_auth {
+            for s in self.provider.verify_schemes() {
+                out.push_unique(*s);
+            }
+        }
         if let ServerAuth::RawPublicKeys(keys) = self.config.server_auth {
             for spki in keys {
                 if let Ok((scheme, _)) = parse_spki(spki) {
@@ -788,6 +811,21 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
         // RFC 8446 §4.4.2.4: "If the server supplies an empty Certificate message, the client
         // MUST abort the handshake with a "decode_error" alert."
         let end_entity = entries.next().ok_or(Error::BadLength)?;
+        #[cfg(feature = "x509")]
+        if let ServerAuth::X509(verifier) = self.config.server_auth {
+            let (spki, len) = &mut self.x509_spki;
+            *len = crate::x509::verify_server_chain(
+                &self.provider,
+                &verifier,
+                &cert,
+                self.config.server_name,
+                self.unix_time_s,
+                spki,
+            )?;
+            self.transcript()?.update(msg.bytes);
+            self.state = State::WaitCertificateVerify;
+            return Ok(());
+        }
         let ServerAuth::RawPublicKeys(pinned) = self.config.server_auth else {
             return Err(Error::UnexpectedMessage);
         };
@@ -811,17 +849,20 @@ impl<'c, P: CryptoProvider> Client<'c, P> {
 
     fn certificate_verify(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
         let cv = CertificateVerify::parse(msg.body)?;
-        let ServerAuth::RawPublicKeys(pinned) = self.config.server_auth else {
-            return Err(internal());
+        let hash = self.transcript()?.current_hash();
+        let spki: &[u8] = match self.config.server_auth {
+            ServerAuth::RawPublicKeys(pinned) => {
+                self.server_key.and_then(|i| pinned.get(i)).ok_or_else(internal)?
+            }
+            #[cfg(feature = "x509")]
+            ServerAuth::X509(_) => self.x509_spki.0.get(..self.x509_spki.1).ok_or_else(internal)?,
+            ServerAuth::ExternalPsk(_) => return Err(internal()),
         };
-        let spki = self.server_key.and_then(|i| pinned.get(i)).ok_or_else(internal)?;
         let (scheme, key) = parse_spki(spki)?;
         // RFC 8446 §4.4.3: the scheme must be one the client offered and fit the key.
         if cv.scheme != scheme.codepoint() || !self.offered_schemes().contains(&scheme) {
             return Err(Error::IllegalParameter);
         }
-        let t = self.transcript()?;
-        let hash = t.current_hash();
         verify_certificate_verify(
             &self.provider,
             Side::Server,

@@ -19,8 +19,12 @@ pub enum ServerAuth<'a> {
     /// server that does not select the PSK fails the handshake (handshake_failure).
     /// Resumption tickets are not used in this mode.
     ExternalPsk(ExternalPsk<'a>),
-    // X.509 with pinned trust anchors (feature `x509`, rustls-webpki) is planned as another
-    // variant here; the enum is non_exhaustive so adding it breaks no caller.
+    /// X.509 (feature `x509`): the server's chain must lead to one of the pinned trust
+    /// anchors, be valid now ([`crate::ClientSession::set_unix_time`]) for TLS server
+    /// authentication, and name [`ClientConfig::server_name`]; its end-entity key must be
+    /// ECDSA P-256 or Ed25519.
+    #[cfg(feature = "x509")]
+    X509(crate::x509::X509Verifier<'a>),
 }
 
 /// An external pre-shared key (RFC 8446 §4.2.11): identity, key and the hash it is used

@@ -114,6 +114,8 @@ mod small;
 mod spki;
 pub mod ticket;
 mod transcript;
+#[cfg(feature = "x509")]
+mod x509;
 
 #[cfg(test)]
 extern crate std;
@@ -139,6 +141,24 @@ pub use server::ServerSession;
 pub use session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 pub use spki::{encode_spki, parse_spki, ED25519_SPKI_LEN, P256_SPKI_LEN};
 pub use ticket::Ticket;
+#[cfg(feature = "x509")]
+pub use x509::X509Verifier;
+#[cfg(feature = "x509")]
+pub use {pki_types, webpki};
+
+/// The bound a provider needs beyond [`mote_crypto::CryptoProvider`]: `Sync` with feature
+/// `x509` (rustls-webpki's algorithm objects are shared references), nothing otherwise.
+/// Every provider mote ships is a zero-sized `Sync` value.
+#[cfg(feature = "x509")]
+pub trait ProviderBound: Sync {}
+#[cfg(feature = "x509")]
+impl<T: Sync + ?Sized> ProviderBound for T {}
+/// The bound a provider needs beyond [`mote_crypto::CryptoProvider`]: `Sync` with feature
+/// `x509` (rustls-webpki's algorithm objects are shared references), nothing otherwise.
+#[cfg(not(feature = "x509"))]
+pub trait ProviderBound {}
+#[cfg(not(feature = "x509"))]
+impl<T: ?Sized> ProviderBound for T {}
 #[cfg(feature = "server")]
 pub use ticket::{AntiReplay, ReplayCheck, StrikeRegister};
 pub use transcript::Transcript;

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use mote_crypto::rustcrypto::{RustCrypto, SigningKey};
-use mote_crypto::{AeadAlgorithm, HashAlgorithm, NamedGroup, SignatureScheme};
+use mote_crypto::{AeadAlgorithm, CryptoProvider as _, HashAlgorithm, NamedGroup, SignatureScheme};
 
 use super::harness::*;
 use crate::msgs::{self, handshake_type as ht, split_message};
@@ -125,6 +125,8 @@ fn run_with<'c>(
     tamper: &mut dyn FnMut(Who, Level, &mut Vec<u8>),
 ) -> Run<'c> {
     let mut client = Client::new(RustCrypto, ccfg, resumption);
+    #[cfg(feature = "x509")]
+    client.set_unix_time(X509_NOW);
     let mut server = Server::new(RustCrypto, scfg, now);
     let mut cep = Endpoint::new(now ^ 1, CLIENT_TP);
     let mut sep = Endpoint::new(now ^ 2, SERVER_TP);
@@ -193,15 +195,54 @@ enum Mode {
     RpkEd25519,
     RpkP256,
     Psk,
+    #[cfg(feature = "x509")]
+    X509P256,
+    #[cfg(feature = "x509")]
+    X509Ed25519,
+}
+
+const MODES: &[Mode] = &[
+    Mode::RpkEd25519,
+    Mode::RpkP256,
+    Mode::Psk,
+    #[cfg(feature = "x509")]
+    Mode::X509P256,
+    #[cfg(feature = "x509")]
+    Mode::X509Ed25519,
+];
+
+/// Unix time for the X.509 tests: inside the test certificates' validity (2026-11-22 on).
+#[cfg(feature = "x509")]
+const X509_NOW: u64 = 1_800_000_000;
+
+#[cfg(feature = "x509")]
+mod pki {
+    pub(super) const CA: &[u8] = include_bytes!("x509/ca.der");
+    pub(super) const OTHER_CA: &[u8] = include_bytes!("x509/ca2.der");
+    pub(super) const LEAF_P256: &[u8] = include_bytes!("x509/leaf.der");
+    pub(super) const LEAF_P256_KEY: &[u8] = include_bytes!("x509/leaf.pk8");
+    pub(super) const LEAF_ED25519: &[u8] = include_bytes!("x509/leafed.der");
+    pub(super) const LEAF_ED25519_KEY: &[u8] = include_bytes!("x509/leafed.pk8");
+
+    pub(super) fn anchor(der: &'static [u8]) -> crate::pki_types::TrustAnchor<'static> {
+        let der = crate::pki_types::CertificateDer::from(der);
+        crate::webpki::anchor_from_trusted_cert(&der).unwrap().to_owned()
+    }
 }
 
 #[test]
 fn every_group_suite_and_auth_mode() {
     let keys = Keys::new();
     let alpn: &[&[u8]] = &[b"h3", b"mqtt"];
+    #[cfg(feature = "x509")]
+    let (anchors, x509_p256, x509_ed) = (
+        [pki::anchor(pki::CA)],
+        P.signing_key(SignatureScheme::EcdsaSecp256r1Sha256, pki::LEAF_P256_KEY).unwrap(),
+        P.signing_key(SignatureScheme::Ed25519, pki::LEAF_ED25519_KEY).unwrap(),
+    );
     for group in GROUPS {
         for suite in SUITES {
-            for mode in [Mode::RpkEd25519, Mode::RpkP256, Mode::Psk] {
+            for &mode in MODES {
                 let psk_hash = suite.hash();
                 let psk_key = if psk_hash == HashAlgorithm::Sha384 { PSK_KEY_384 } else { PSK_KEY };
                 let psk = ExternalPsk { identity: b"device-17", key: psk_key, hash: psk_hash };
@@ -211,6 +252,14 @@ fn every_group_suite_and_auth_mode() {
                     Mode::RpkEd25519 => (ServerAuth::RawPublicKeys(&pinned_ed), &keys.server_ed),
                     Mode::RpkP256 => (ServerAuth::RawPublicKeys(&pinned_p256), &keys.server_p256),
                     Mode::Psk => (ServerAuth::ExternalPsk(psk), &keys.server_ed),
+                    #[cfg(feature = "x509")]
+                    Mode::X509P256 => {
+                        (ServerAuth::X509(crate::X509Verifier { anchors: &anchors }), &x509_p256)
+                    }
+                    #[cfg(feature = "x509")]
+                    Mode::X509Ed25519 => {
+                        (ServerAuth::X509(crate::X509Verifier { anchors: &anchors }), &x509_ed)
+                    }
                 };
                 let groups = [group];
                 let suites = [suite];
@@ -222,6 +271,15 @@ fn every_group_suite_and_auth_mode() {
                 if let Mode::Psk = mode {
                     scfg.identity = None;
                     scfg.external_psks = &psks;
+                }
+                #[cfg(feature = "x509")]
+                let chain: [&[u8]; 2] = match mode {
+                    Mode::X509Ed25519 => [pki::LEAF_ED25519, pki::CA],
+                    _ => [pki::LEAF_P256, pki::CA],
+                };
+                #[cfg(feature = "x509")]
+                if let Mode::X509P256 | Mode::X509Ed25519 = mode {
+                    scfg.identity = Some(ServerIdentity { key: server_key, x509_chain: &chain });
                 }
                 for chunk in [0, 5] {
                     let r = run_with(&ccfg, &scfg, None, NOW, chunk, &mut |_, _, _| {});
@@ -237,9 +295,14 @@ fn every_group_suite_and_auth_mode() {
                         Mode::Psk => {
                             assert!(r.client.psk_accepted() && !certificate_sent);
                         }
-                        _ => {
+                        Mode::RpkEd25519 | Mode::RpkP256 => {
                             assert!(!r.client.psk_accepted() && certificate_sent);
                             assert_eq!(r.client.server_key_index(), Some(0));
+                        }
+                        #[cfg(feature = "x509")]
+                        _ => {
+                            assert!(!r.client.psk_accepted() && certificate_sent);
+                            assert_eq!(r.client.server_key_index(), None);
                         }
                     }
                 }
@@ -946,4 +1009,47 @@ fn configs_are_sync() {
     fn sync<T: Sync>() {}
     sync::<ClientConfig<'static>>();
     sync::<ServerConfig<'static>>();
+}
+
+#[cfg(feature = "x509")]
+#[test]
+fn x509_failures_have_their_alerts() {
+    let leaf_key =
+        P.signing_key(SignatureScheme::EcdsaSecp256r1Sha256, pki::LEAF_P256_KEY).unwrap();
+    let chain: [&[u8]; 1] = [pki::LEAF_P256];
+    let mut scfg = server_config(&[b"h3"], &leaf_key);
+    scfg.identity = Some(ServerIdentity { key: &leaf_key, x509_chain: &chain });
+    let anchors = [pki::anchor(pki::CA)];
+    let ccfg = client_config(&[b"h3"], ServerAuth::X509(crate::X509Verifier { anchors: &anchors }));
+    assert_agree(&run(&ccfg, &scfg));
+
+    // A chain to a CA the client does not trust: unknown_ca.
+    let other = [pki::anchor(pki::OTHER_CA)];
+    let untrusting =
+        client_config(&[b"h3"], ServerAuth::X509(crate::X509Verifier { anchors: &other }));
+    assert_eq!(client_error(&run(&untrusting, &scfg)).alert(), Alert::UnknownCa);
+
+    // A certificate for another name: bad_certificate.
+    let mut wrong_name = ccfg;
+    wrong_name.server_name = Some(b"other.example");
+    assert_eq!(client_error(&run(&wrong_name, &scfg)).alert(), Alert::BadCertificate);
+
+    // Outside the validity period: certificate_expired; no clock at all: internal_error.
+    for (time, alert) in
+        [(Some(1_700_000_000), Alert::CertificateExpired), (None, Alert::InternalError)]
+    {
+        let mut client = Client::new(RustCrypto, &ccfg, None);
+        if let Some(t) = time {
+            client.set_unix_time(t);
+        }
+        let mut server = Server::new(RustCrypto, &scfg, NOW);
+        let (mut cep, mut sep) = (Endpoint::new(1, CLIENT_TP), Endpoint::new(2, SERVER_TP));
+        client.start(&mut cep).unwrap();
+        let r = pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {});
+        assert_eq!(r.unwrap_err().1.alert(), alert);
+    }
+
+    // A bad CertificateVerify from an X.509 server is still decrypt_error.
+    let r = run_with(&ccfg, &scfg, None, NOW, 0, &mut flip_last_byte_of(ht::CERTIFICATE_VERIFY));
+    assert_eq!(client_error(&r).alert(), Alert::DecryptError);
 }

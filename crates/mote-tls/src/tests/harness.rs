@@ -151,7 +151,9 @@ pub(crate) trait Reader {
     fn read(&mut self, level: Level, data: &[u8], ep: &mut Endpoint) -> Result<(), Error>;
 }
 
-impl<P: CryptoProvider, const RX: usize> Reader for crate::ClientSession<'_, P, RX> {
+impl<P: CryptoProvider + crate::ProviderBound, const RX: usize> Reader
+    for crate::ClientSession<'_, P, RX>
+{
     fn read(&mut self, level: Level, data: &[u8], ep: &mut Endpoint) -> Result<(), Error> {
         self.read_handshake(level, data, ep)
     }
