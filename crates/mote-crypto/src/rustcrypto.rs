@@ -147,15 +147,23 @@ impl crate::HeaderProtectionKey for HeaderKey {
             // mask = ChaCha20(hp_key, counter, nonce, {0,0,0,0,0})
             #[cfg(feature = "chacha20")]
             Self::ChaCha20(key) => {
-                use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
+                use chacha20::cipher::{
+                    consts::U10, KeyIvInit, StreamCipherCore, StreamCipherSeekCore,
+                };
                 let counter = u32::from_le_bytes([sample[0], sample[1], sample[2], sample[3]]);
                 let nonce: [u8; 12] = [
                     sample[4], sample[5], sample[6], sample[7], sample[8], sample[9], sample[10],
                     sample[11], sample[12], sample[13], sample[14], sample[15],
                 ];
-                let mut cipher = chacha20::ChaCha20::new((&**key).into(), (&nonce).into());
-                cipher.seek(u64::from(counter) * 64);
-                cipher.apply_keystream(&mut mask);
+                // One keystream block at block position `counter`, through the core cipher:
+                // the stream wrapper refuses (panics on) a counter of 0xffffffff because the
+                // *next* block would wrap, yet RFC 9001 §5.4.4 lets the peer-controlled sample
+                // choose any 32-bit counter and needs only this one block.
+                let mut core = chacha20::ChaChaCore::<U10>::new((&**key).into(), (&nonce).into());
+                core.set_block_pos(counter);
+                let mut block = Default::default();
+                core.write_keystream_block(&mut block);
+                mask.copy_from_slice(&block[..5]);
             }
         }
         Ok(mask)

@@ -654,6 +654,16 @@ fn check_hp_chacha20<P: CryptoProvider>(p: &P) {
         hex!("5e5cd55c41f69080575d7999c25a5bfb"),
         hex!("aefefe7d03"),
     );
+    // The sample's first four bytes are a peer-chosen block counter; 0xffffffff is legal
+    // (RFC 9001 §5.4.4 uses one block) and once panicked the RustCrypto stream wrapper,
+    // found by the packet_parse fuzz target. Expected mask from Python `cryptography`.
+    check_mask(
+        p,
+        AeadAlgorithm::ChaCha20Poly1305,
+        &hex!("25a282b9e82f06f21f488917a4fc8f1b73573685608597d0efcb076b0ab7a7a4"),
+        hex!("ffffffff41f69080575d7999c25a5bfb"),
+        hex!("4db433a80a"),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -177,11 +177,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes a varint length prefix and then that many bytes.
+    /// On error nothing is consumed.
     pub fn varint_prefixed(&mut self) -> Result<&'a [u8], Truncated> {
+        let start = self.pos;
         let len = self.varint()?.into_inner();
         // A length beyond the slice cannot be satisfied; checking before the cast keeps
         // 32-bit targets from truncating a huge value into a small one.
         if len > self.remaining() as u64 {
+            self.pos = start;
             return Err(Truncated);
         }
         self.bytes(len as usize)

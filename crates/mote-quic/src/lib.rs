@@ -16,6 +16,7 @@ pub mod coding;
 pub mod error;
 pub mod frame;
 pub mod packet;
+pub mod recovery;
 pub mod time;
 pub mod transport_params;
 pub mod version;

@@ -123,8 +123,8 @@ pub struct PreferredAddress {
 ///
 /// A peer may list more: decoding never fails because of the count. Entries are recorded
 /// in wire order, repeated entries are recorded once, and once the list is full an entry is
-/// dropped unless this build supports it ([`Version::is_supported`]), in which case it
-/// replaces the last recorded version this build does not support. So every version this
+/// dropped unless this build supports it ([`Version::is_supported`]) or it is the Chosen
+/// Version, in which case it replaces the last recorded version that is neither. So every version this
 /// build could negotiate that the peer listed is kept, in the peer's order, which is all
 /// compatible version negotiation (RFC 9368 §2.3) and downgrade validation (§4) look at.
 /// [`VersionInformation::truncated`] tells whether anything was dropped.
@@ -179,13 +179,17 @@ impl VersionInformation {
             return;
         }
         self.truncated = true;
-        if !v.is_supported() {
+        // The Chosen Version is kept too, so that what we re-encode still passes RFC 9368
+        // §4's "a client's Chosen Version is among its Available Versions" check.
+        let chosen = self.chosen;
+        let keep = |a: Version| a.is_supported() || a == chosen;
+        if !keep(v) {
             return;
         }
-        // Full: drop the last version this build cannot use and append `v`, keeping order.
-        // Entries are distinct and this build supports fewer versions than the capacity,
-        // so such a version exists; if not, `v` is simply dropped.
-        if let Some(i) = self.available().iter().rposition(|a| !a.is_supported()) {
+        // Full: drop the last version worth nothing to us and append `v`, keeping order.
+        // Entries are distinct and at most three are worth keeping (v1, v2, the chosen
+        // one) against a larger capacity, so such a version exists; if not, `v` is dropped.
+        if let Some(i) = self.available().iter().rposition(|a| !keep(*a)) {
             if let Some(tail) = self.available.get_mut(i..) {
                 tail.rotate_left(1);
                 if let Some(last) = tail.last_mut() {

@@ -596,3 +596,23 @@ proptest! {
         }
     }
 }
+
+/// A client whose Chosen Version is an unknown one listed after more than
+/// MAX_AVAILABLE_VERSIONS others: the Chosen Version must survive truncation so the
+/// parameters still re-encode to something valid (found by the transport_params fuzz target).
+#[test]
+fn truncated_version_information_keeps_chosen_version() {
+    let chosen = Version(0x0000_0042);
+    let mut listed: Vec<Version> = (1..=12).map(|i| Version(0x1000_0000 + i)).collect();
+    listed.push(chosen);
+    let vi = VersionInformation::new(chosen, &listed);
+    assert!(vi.truncated());
+    assert!(vi.available().contains(&chosen));
+    let params =
+        TransportParameters { version_information: Some(vi), ..TransportParameters::DEFAULT };
+    let mut buf = [0u8; 256];
+    let mut w = Writer::new(&mut buf);
+    params.encode(&mut w).unwrap();
+    let again = TransportParameters::decode(w.written(), Side::Client).unwrap();
+    assert_eq!(again.version_information.unwrap().available(), vi.available());
+}

@@ -1,0 +1,740 @@
+//! Loss detection and the loss detection timer across the three packet number spaces
+//! (RFC 9002 §6, §7.6, App. A), driving a [`CongestionController`] and a [`Pacer`].
+
+use super::pacer::{Pacer, PacerConfig};
+use super::sent::{LossSummary, SentPacket, SentPackets};
+use super::{
+    backoff, decode_ack_delay, CongestionController, PnSpace, RecoveryError, RttEstimator,
+    DEFAULT_INITIAL_RTT, DEFAULT_MAX_ACK_DELAY,
+};
+use crate::frame::{Ack, EcnCounts};
+use crate::time::{Duration, Instant};
+
+/// Recovery settings, chosen by the connection's profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecoveryConfig {
+    /// Servers assume the client's address is validated for the anti-deadlock rule and
+    /// stop their timer at the anti-amplification limit (RFC 9002 §6.2.2.1).
+    pub is_server: bool,
+    /// The RTT assumed before the first sample (RFC 9002 §6.2.2).
+    pub initial_rtt: Duration,
+    /// The path's maximum datagram size, for the congestion windows and pacing.
+    pub max_datagram_size: u16,
+    /// Probe datagrams to send when a PTO fires: 1 or 2 (RFC 9002 §6.2.4). Devices may
+    /// prefer 1 (radio energy), servers 2.
+    pub probe_packets: u8,
+    /// How many ranges of one ACK frame are processed (at least 1). Later ranges are
+    /// ignored: they acknowledge the oldest packets, which a later ACK or loss detection
+    /// settles. Bounds the work per ACK to O(max_ack_ranges × log N + N).
+    pub max_ack_ranges: usize,
+    /// Pacing.
+    pub pacer: PacerConfig,
+}
+
+impl RecoveryConfig {
+    /// RFC 9002 defaults: 333 ms initial RTT, 1200-byte datagrams, 2 probes, 64 ranges,
+    /// pacing at 1.25 with bursts of 4.
+    pub const fn new(is_server: bool) -> Self {
+        Self {
+            is_server,
+            initial_rtt: DEFAULT_INITIAL_RTT,
+            max_datagram_size: 1200,
+            probe_packets: 2,
+            max_ack_ranges: 64,
+            pacer: PacerConfig::DEFAULT,
+        }
+    }
+
+    /// A client on a ~2 s RTT link (NB-IoT): initial RTT 2 s, one probe per PTO, 16 ranges.
+    pub const fn nb_iot_client() -> Self {
+        let mut c = Self::new(false);
+        c.initial_rtt = super::NB_IOT_INITIAL_RTT;
+        c.probe_packets = 1;
+        c.max_ack_ranges = 16;
+        c
+    }
+}
+
+/// A packet leaving the tracker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketEvent<T> {
+    /// Newly acknowledged: its frames are delivered.
+    Acked {
+        /// The packet's space.
+        space: PnSpace,
+        /// The record.
+        packet: SentPacket<T>,
+    },
+    /// Declared lost (RFC 9002 §6.1): retransmit what its frames carried, if still needed.
+    Lost {
+        /// The packet's space.
+        space: PnSpace,
+        /// The record.
+        packet: SentPacket<T>,
+    },
+    /// Dropped without a loss verdict to free a record for a PTO probe when the tracker was
+    /// full; no congestion reaction. Retransmit its frames (in the probe, ideally).
+    Evicted {
+        /// The packet's space.
+        space: PnSpace,
+        /// The record.
+        packet: SentPacket<T>,
+    },
+}
+
+/// What [`Recovery::on_ack_received`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// Packets newly acknowledged (0 for a duplicate ACK, which changes nothing).
+    pub newly_acked: usize,
+    /// Packets declared lost.
+    pub lost: usize,
+    /// Whether an RTT sample was taken.
+    pub rtt_sampled: bool,
+    /// Whether the peer's ECN-CE count increased.
+    pub ecn_ce_increased: bool,
+    /// Whether persistent congestion was established.
+    pub persistent_congestion: bool,
+}
+
+/// What [`Recovery::on_timeout`] asks of the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutAction {
+    /// The timer had not expired (or there was nothing to do).
+    None,
+    /// Time-threshold loss: these packets (reported through the callback) are lost.
+    PacketsLost {
+        /// The space.
+        space: PnSpace,
+        /// How many.
+        count: usize,
+    },
+    /// PTO (RFC 9002 §6.2.4): send `count` ack-eliciting packets in `space` regardless of
+    /// the congestion window (new data, else retransmitted data, else PING). A record is
+    /// free for each. `anti_deadlock`: a client with nothing in flight whose address the
+    /// server may not have validated (§6.2.2.1): send a Handshake packet if it has
+    /// Handshake keys, else an Initial padded to 1200 bytes.
+    SendProbes {
+        /// The space.
+        space: PnSpace,
+        /// 1 or 2.
+        count: u8,
+        /// The anti-deadlock case.
+        anti_deadlock: bool,
+    },
+}
+
+/// Everything but the per-space records, so a space and this can be borrowed together.
+#[derive(Clone, Copy, Debug)]
+struct Core<C> {
+    config: RecoveryConfig,
+    rtt: RttEstimator,
+    cc: C,
+    pacer: Pacer,
+    peer_max_ack_delay: Duration,
+    pto_count: u32,
+    first_rtt_sample: Option<Instant>,
+    has_handshake_keys: bool,
+    handshake_confirmed: bool,
+    handshake_ack_received: bool,
+    amplification_limited: bool,
+    app_limited: bool,
+    /// The most bytes in flight since the previous ACK frame (RFC 9002 §7.8 detection).
+    peak_in_flight: u64,
+    probes_pending: u8,
+    timer: Option<Instant>,
+}
+
+impl<C: CongestionController> Core<C> {
+    /// RFC 9002 App. A.6 `PeerCompletedAddressValidation`.
+    fn peer_completed_address_validation(&self) -> bool {
+        self.config.is_server || self.handshake_ack_received || self.handshake_confirmed
+    }
+
+    /// RFC 9002 App. B.8 `OnPacketsLost` (bytes in flight were already removed).
+    fn on_packets_lost(&mut self, now: Instant, loss: &LossSummary) {
+        if let Some(sent) = loss.largest_lost_in_flight_sent {
+            self.cc.on_congestion_event(now, sent);
+        }
+        if loss.persistent_congestion {
+            self.cc.on_persistent_congestion(now);
+        }
+    }
+
+    fn update_pacer(&mut self) {
+        self.pacer.update(self.cc.window(), self.rtt.smoothed(), self.config.max_datagram_size);
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SpaceInfo {
+    ack_eliciting_in_flight: usize,
+    time_of_last_ack_eliciting: Option<Instant>,
+    loss_time: Option<Instant>,
+}
+
+fn info<T: Copy, const N: usize>(s: &SentPackets<T, N>) -> SpaceInfo {
+    SpaceInfo {
+        ack_eliciting_in_flight: s.ack_eliciting_in_flight(),
+        time_of_last_ack_eliciting: s.time_of_last_ack_eliciting(),
+        loss_time: s.loss_time(),
+    }
+}
+
+/// Runs `$body` with `$s` bound to the records of `$space`.
+macro_rules! with_space {
+    ($self:ident, $space:expr, |$s:ident| $body:expr) => {
+        match $space {
+            PnSpace::Initial => {
+                let $s = &mut $self.initial;
+                $body
+            }
+            PnSpace::Handshake => {
+                let $s = &mut $self.handshake;
+                $body
+            }
+            PnSpace::ApplicationData => {
+                let $s = &mut $self.data;
+                $body
+            }
+        }
+    };
+}
+
+macro_rules! with_space_ref {
+    ($self:ident, $space:expr, |$s:ident| $body:expr) => {
+        match $space {
+            PnSpace::Initial => {
+                let $s = &$self.initial;
+                $body
+            }
+            PnSpace::Handshake => {
+                let $s = &$self.handshake;
+                $body
+            }
+            PnSpace::ApplicationData => {
+                let $s = &$self.data;
+                $body
+            }
+        }
+    };
+}
+
+/// Loss recovery for one connection (RFC 9002 App. A): sent records of the three packet
+/// number spaces (`NI`, `NH`, `NA` records, payload `T`), the RTT estimator, the congestion
+/// controller `C`, the pacer and the loss detection timer.
+///
+/// Size: `NI + NH + NA` records (see [`SentPackets`]), 3 × 144 bytes of per-space state and
+/// 256 bytes of RTT, controller, pacer and flags with
+/// [`super::NewReno`].
+///
+/// # Driving it
+/// * before sending in a space: [`Recovery::is_full`] (no ack-eliciting packet if full),
+///   [`Recovery::send_window`] and [`Recovery::pacing_time`] (not for probes or ACK-only
+///   packets); take the number from [`Recovery::next_pn`], then
+///   [`Recovery::on_packet_sent`];
+/// * on an ACK frame: [`Recovery::on_ack_frame`] (or [`Recovery::on_ack_received`]);
+/// * wake up at [`Recovery::loss_detection_timer`] and call [`Recovery::on_timeout`];
+/// * tell it about the handshake: [`Recovery::on_handshake_keys_available`],
+///   [`Recovery::on_handshake_confirmed`], [`Recovery::set_peer_max_ack_delay`],
+///   [`Recovery::discard_space`], [`Recovery::set_amplification_limited`] (server), and
+///   [`Recovery::set_app_limited`] when it runs out of data to send.
+#[derive(Clone, Debug)]
+pub struct Recovery<T, C, const NI: usize, const NH: usize, const NA: usize> {
+    core: Core<C>,
+    initial: SentPackets<T, NI>,
+    handshake: SentPackets<T, NH>,
+    data: SentPackets<T, NA>,
+}
+
+impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const NA: usize>
+    Recovery<T, C, NI, NH, NA>
+{
+    /// Recovery with `config` and the controller `cc` (e.g.
+    /// `NewReno::new(config.max_datagram_size)`).
+    pub fn new(config: RecoveryConfig, cc: C) -> Self {
+        let mut core = Core {
+            config,
+            rtt: RttEstimator::new(config.initial_rtt),
+            cc,
+            pacer: Pacer::new(config.pacer),
+            peer_max_ack_delay: DEFAULT_MAX_ACK_DELAY,
+            pto_count: 0,
+            first_rtt_sample: None,
+            has_handshake_keys: false,
+            handshake_confirmed: false,
+            handshake_ack_received: false,
+            amplification_limited: false,
+            app_limited: false,
+            peak_in_flight: 0,
+            probes_pending: 0,
+            timer: None,
+        };
+        core.update_pacer();
+        Self {
+            core,
+            initial: SentPackets::new(),
+            handshake: SentPackets::new(),
+            data: SentPackets::new(),
+        }
+    }
+
+    // --- queries ---
+
+    /// The RTT estimates.
+    pub const fn rtt(&self) -> &RttEstimator {
+        &self.core.rtt
+    }
+
+    /// The congestion controller.
+    pub const fn congestion_controller(&self) -> &C {
+        &self.core.cc
+    }
+
+    /// The congestion window in bytes.
+    pub fn congestion_window(&self) -> u64 {
+        self.core.cc.window()
+    }
+
+    /// Bytes in flight across all spaces.
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.initial
+            .bytes_in_flight()
+            .saturating_add(self.handshake.bytes_in_flight())
+            .saturating_add(self.data.bytes_in_flight())
+    }
+
+    /// Bytes the congestion window still allows (RFC 9002 §7). PTO probes may exceed it
+    /// ([`Recovery::probes_pending`]); ACK-only packets are not limited.
+    pub fn send_window(&self) -> u64 {
+        self.congestion_window().saturating_sub(self.bytes_in_flight())
+    }
+
+    /// PTO probes asked for by the last timeout and not sent yet.
+    pub const fn probes_pending(&self) -> u8 {
+        self.core.probes_pending
+    }
+
+    /// When a packet of `bytes` may leave according to the pacer (`None`: now).
+    pub fn pacing_time(&self, now: Instant, bytes: u64) -> Option<Instant> {
+        self.core.pacer.send_time(now, bytes)
+    }
+
+    /// The consecutive PTO count (RFC 9002 §6.2.1).
+    pub const fn pto_count(&self) -> u32 {
+        self.core.pto_count
+    }
+
+    /// The current PTO period without backoff, `smoothed_rtt + max(4 × rttvar,
+    /// kGranularity) + max_ack_delay` (for idle timeouts, RFC 9000 §10.1).
+    pub fn pto_period(&self) -> Duration {
+        self.core.rtt.pto_base().saturating_add(self.core.peer_max_ack_delay)
+    }
+
+    /// When [`Recovery::on_timeout`] must be called next (RFC 9002 App. A.8).
+    pub const fn loss_detection_timer(&self) -> Option<Instant> {
+        self.core.timer
+    }
+
+    /// The next packet number of `space`.
+    pub fn next_pn(&self, space: PnSpace) -> u64 {
+        with_space_ref!(self, space, |s| s.next_pn())
+    }
+
+    /// Whether `space` has no free record (send no ack-eliciting or in-flight packet).
+    pub fn is_full(&self, space: PnSpace) -> bool {
+        with_space_ref!(self, space, |s| s.is_full())
+    }
+
+    /// The largest packet number the peer acknowledged in `space`.
+    pub fn largest_acked(&self, space: PnSpace) -> Option<u64> {
+        with_space_ref!(self, space, |s| s.largest_acked())
+    }
+
+    /// Records of `space` awaiting acknowledgement or loss.
+    pub fn in_flight_packets(&self, space: PnSpace) -> usize {
+        with_space_ref!(self, space, |s| s.len())
+    }
+
+    /// The Initial records.
+    pub const fn initial_packets(&self) -> &SentPackets<T, NI> {
+        &self.initial
+    }
+
+    /// The Handshake records.
+    pub const fn handshake_packets(&self) -> &SentPackets<T, NH> {
+        &self.handshake
+    }
+
+    /// The Application Data records.
+    pub const fn application_packets(&self) -> &SentPackets<T, NA> {
+        &self.data
+    }
+
+    // --- inputs ---
+
+    /// Skips the next packet number of `space` (optimistic ACK detection, RFC 9000 §21.4);
+    /// see [`SentPackets::skip_pn`]. Skip e.g. one number in every 2^k packets, k drawn
+    /// from the connection's RNG so the peer cannot predict it.
+    pub fn skip_pn(&mut self, space: PnSpace) -> Result<u64, RecoveryError> {
+        with_space!(self, space, |s| s.skip_pn())
+    }
+
+    /// RFC 9002 App. A.5 `OnPacketSent`. `packet.pn` must be [`Recovery::next_pn`]; fails
+    /// with [`RecoveryError::Full`] when an ack-eliciting or in-flight packet finds no
+    /// free record.
+    pub fn on_packet_sent(
+        &mut self,
+        space: PnSpace,
+        packet: SentPacket<T>,
+    ) -> Result<(), RecoveryError> {
+        with_space!(self, space, |s| s.on_packet_sent(packet))?;
+        if !(packet.in_flight || packet.ack_eliciting) {
+            return Ok(());
+        }
+        let now = packet.time_sent;
+        let bytes = u64::from(packet.size);
+        self.core.cc.on_packet_sent(now, bytes);
+        self.core.pacer.on_packet_sent(now, bytes);
+        let in_flight = self.bytes_in_flight();
+        self.core.peak_in_flight = self.core.peak_in_flight.max(in_flight);
+        if in_flight >= self.core.cc.window() {
+            // The window is used up: whatever the application said, it is not limiting.
+            self.core.app_limited = false;
+        }
+        if packet.ack_eliciting {
+            self.core.probes_pending = self.core.probes_pending.saturating_sub(1);
+        }
+        self.set_loss_detection_timer(now);
+        Ok(())
+    }
+
+    /// The connection has nothing more to send although the window has room (RFC 9002
+    /// §7.8): the window must not grow on the ACKs of what is in flight. Cleared by passing
+    /// false, and automatically when a send fills the window.
+    ///
+    /// Independently of this flag, an ACK only grows the window if the bytes in flight
+    /// reached at least half the window at some point since the previous ACK frame (the
+    /// slow-start rule of Linux' `tcp_is_cwnd_limited`): a sender that trickles a packet
+    /// at a time never inflates a window it does not use, even if the connection never
+    /// calls this.
+    pub fn set_app_limited(&mut self, limited: bool) {
+        self.core.app_limited = limited;
+    }
+
+    /// The peer's max_ack_delay transport parameter (RFC 9000 §18.2; 25 ms until known).
+    pub fn set_peer_max_ack_delay(&mut self, max_ack_delay: Duration) {
+        self.core.peer_max_ack_delay = max_ack_delay;
+    }
+
+    /// Handshake keys are available: the anti-deadlock probe becomes a Handshake packet.
+    pub fn on_handshake_keys_available(&mut self, now: Instant) {
+        self.core.has_handshake_keys = true;
+        self.set_loss_detection_timer(now);
+    }
+
+    /// The handshake is confirmed (RFC 9001 §4.1.2): Application Data PTOs are armed, the
+    /// ack delay is clamped to max_ack_delay.
+    pub fn on_handshake_confirmed(&mut self, now: Instant) {
+        self.core.handshake_confirmed = true;
+        self.set_loss_detection_timer(now);
+    }
+
+    /// Server: whether it is blocked by the anti-amplification limit (RFC 9000 §8.1). While
+    /// blocked the loss detection timer is off (RFC 9002 §6.2.2.1).
+    pub fn set_amplification_limited(&mut self, limited: bool, now: Instant) {
+        self.core.amplification_limited = limited;
+        self.set_loss_detection_timer(now);
+    }
+
+    /// The path MTU changed.
+    pub fn set_max_datagram_size(&mut self, max_datagram_size: u16) {
+        self.core.config.max_datagram_size = max_datagram_size;
+        self.core.cc.set_max_datagram_size(max_datagram_size);
+        self.core.update_pacer();
+    }
+
+    /// RFC 9002 §6.4 / App. A.11 `OnPacketNumberSpaceDiscarded`: the keys of `space` are
+    /// gone; its packets leave bytes in flight without a congestion reaction.
+    pub fn discard_space(&mut self, space: PnSpace, now: Instant) {
+        with_space!(self, space, |s| s.discard());
+        self.core.pto_count = 0;
+        self.set_loss_detection_timer(now);
+    }
+
+    /// An ACK frame received in a packet of `space`. Its ACK Delay is decoded with
+    /// `ack_delay_exponent` (the peer's transport parameter, 3 until known). See
+    /// [`Recovery::on_ack_received`].
+    pub fn on_ack_frame<F>(
+        &mut self,
+        space: PnSpace,
+        ack: &Ack<'_>,
+        ack_delay_exponent: u8,
+        now: Instant,
+        on_event: F,
+    ) -> Result<AckOutcome, RecoveryError>
+    where
+        F: FnMut(PacketEvent<T>),
+    {
+        let delay = decode_ack_delay(ack.ack_delay().into_inner(), ack_delay_exponent);
+        self.on_ack_received(space, ack.ranges(), delay, ack.ecn(), now, on_event)
+    }
+
+    /// RFC 9002 App. A.7 `OnAckReceived`. `ranges` are inclusive `(smallest, largest)`
+    /// pairs, highest first, the first holding the ACK's Largest Acknowledged
+    /// ([`Ack::ranges`]); only the first [`RecoveryConfig::max_ack_ranges`] are used.
+    ///
+    /// First every used range is validated (RFC 9000 §13.1, §21.4): one reaching a packet
+    /// number never used, or covering a skipped one, fails with a PROTOCOL_VIOLATION error
+    /// and changes nothing. Then newly acknowledged packets are marked, the RTT sampled if
+    /// the largest acknowledged is newly acknowledged and any newly acknowledged packet is
+    /// ack-eliciting, ECN-CE reacted to, losses detected and reported (`Lost` events, then a
+    /// congestion event and persistent congestion), and finally each newly acknowledged
+    /// packet is reported (`Acked`) and — if it was in flight — fed to the congestion
+    /// controller, after the loss reaction as in the RFC. A duplicate ACK changes nothing.
+    pub fn on_ack_received<I, F>(
+        &mut self,
+        space: PnSpace,
+        ranges: I,
+        ack_delay: Duration,
+        ecn: Option<EcnCounts>,
+        now: Instant,
+        mut on_event: F,
+    ) -> Result<AckOutcome, RecoveryError>
+    where
+        I: Iterator<Item = (u64, u64)> + Clone,
+        F: FnMut(PacketEvent<T>),
+    {
+        let under_used = self.core.peak_in_flight.saturating_mul(2) < self.core.cc.window();
+        let app_limited = self.core.app_limited || under_used;
+        let core = &mut self.core;
+        let outcome = with_space!(self, space, |s| on_ack_in_space(
+            s,
+            core,
+            space,
+            ranges,
+            ack_delay,
+            ecn,
+            app_limited,
+            now,
+            &mut on_event
+        ))?;
+        self.core.peak_in_flight = self.bytes_in_flight();
+        if outcome.newly_acked > 0 {
+            if self.core.peer_completed_address_validation() {
+                self.core.pto_count = 0;
+            }
+            self.set_loss_detection_timer(now);
+            self.core.update_pacer();
+        }
+        Ok(outcome)
+    }
+
+    /// RFC 9002 App. A.9 `OnLossDetectionTimeout`, at or after
+    /// [`Recovery::loss_detection_timer`]: declares time-threshold losses (reported through
+    /// `on_event`), or asks for PTO probes, making room for them if the space is full
+    /// (`Evicted` events). Before the timer it does nothing.
+    pub fn on_timeout<F>(&mut self, now: Instant, mut on_event: F) -> TimeoutAction
+    where
+        F: FnMut(PacketEvent<T>),
+    {
+        match self.core.timer {
+            Some(t) if now >= t => {}
+            _ => return TimeoutAction::None,
+        }
+        if let Some((_, space)) = self.loss_time_and_space() {
+            let core = &mut self.core;
+            let loss =
+                with_space!(self, space, |s| detect_lost(s, core, space, now, &mut on_event));
+            self.core.on_packets_lost(now, &loss);
+            self.core.update_pacer();
+            self.set_loss_detection_timer(now);
+            return TimeoutAction::PacketsLost { space, count: loss.count };
+        }
+        let (space, count, anti_deadlock) = if self.ack_eliciting_in_flight() == 0 {
+            if self.core.peer_completed_address_validation() {
+                self.set_loss_detection_timer(now);
+                return TimeoutAction::None;
+            }
+            let space =
+                if self.core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
+            (space, 1, true)
+        } else {
+            match self.pto_time_and_space(now) {
+                Some((_, space)) => (space, self.core.config.probe_packets.clamp(1, 2), false),
+                None => {
+                    self.set_loss_detection_timer(now);
+                    return TimeoutAction::None;
+                }
+            }
+        };
+        with_space!(self, space, |s| s.evict_for(usize::from(count), |packet| {
+            on_event(PacketEvent::Evicted { space, packet })
+        }));
+        self.core.pto_count = self.core.pto_count.saturating_add(1);
+        self.core.probes_pending = count;
+        self.set_loss_detection_timer(now);
+        TimeoutAction::SendProbes { space, count, anti_deadlock }
+    }
+
+    // --- timer (RFC 9002 App. A.8) ---
+
+    fn infos(&self) -> [(PnSpace, SpaceInfo); 3] {
+        [
+            (PnSpace::Initial, info(&self.initial)),
+            (PnSpace::Handshake, info(&self.handshake)),
+            (PnSpace::ApplicationData, info(&self.data)),
+        ]
+    }
+
+    fn ack_eliciting_in_flight(&self) -> usize {
+        self.infos().iter().map(|(_, i)| i.ack_eliciting_in_flight).sum()
+    }
+
+    /// `GetLossTimeAndSpace`: the earliest time-threshold loss timer.
+    fn loss_time_and_space(&self) -> Option<(Instant, PnSpace)> {
+        let mut best: Option<(Instant, PnSpace)> = None;
+        for (space, i) in self.infos() {
+            if let Some(t) = i.loss_time {
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, space));
+                }
+            }
+        }
+        best
+    }
+
+    /// `GetPtoTimeAndSpace`.
+    fn pto_time_and_space(&self, now: Instant) -> Option<(Instant, PnSpace)> {
+        let core = &self.core;
+        let duration = backoff(core.rtt.pto_base(), core.pto_count);
+        if self.ack_eliciting_in_flight() == 0 {
+            // Anti-deadlock PTO (only armed while the peer may not have validated us).
+            let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
+            return Some((now + duration, space));
+        }
+        let mut best: Option<(Instant, PnSpace)> = None;
+        for (space, i) in self.infos() {
+            if i.ack_eliciting_in_flight == 0 {
+                continue;
+            }
+            let mut d = duration;
+            if space == PnSpace::ApplicationData {
+                if !core.handshake_confirmed {
+                    // RFC 9002 §6.2.1: no Application Data PTO before confirmation.
+                    return best;
+                }
+                d = d.saturating_add(backoff(core.peer_max_ack_delay, core.pto_count));
+            }
+            let Some(last) = i.time_of_last_ack_eliciting else { continue };
+            let t = last + d;
+            if best.is_none_or(|(b, _)| t < b) {
+                best = Some((t, space));
+            }
+        }
+        best
+    }
+
+    /// `SetLossDetectionTimer`.
+    fn set_loss_detection_timer(&mut self, now: Instant) {
+        if let Some((t, _)) = self.loss_time_and_space() {
+            self.core.timer = Some(t);
+            return;
+        }
+        if self.core.config.is_server && self.core.amplification_limited {
+            self.core.timer = None;
+            return;
+        }
+        if self.ack_eliciting_in_flight() == 0 && self.core.peer_completed_address_validation() {
+            self.core.timer = None;
+            return;
+        }
+        self.core.timer = self.pto_time_and_space(now).map(|(t, _)| t);
+    }
+}
+
+fn detect_lost<T: Copy, C: CongestionController, const N: usize, F>(
+    sent: &mut SentPackets<T, N>,
+    core: &Core<C>,
+    space: PnSpace,
+    now: Instant,
+    on_event: &mut F,
+) -> LossSummary
+where
+    F: FnMut(PacketEvent<T>),
+{
+    sent.detect_lost(
+        now,
+        core.rtt.loss_delay(),
+        core.first_rtt_sample,
+        core.rtt.persistent_congestion_duration(core.peer_max_ack_delay),
+        |packet| on_event(PacketEvent::Lost { space, packet }),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn on_ack_in_space<T: Copy, C: CongestionController, const N: usize, I, F>(
+    sent: &mut SentPackets<T, N>,
+    core: &mut Core<C>,
+    space: PnSpace,
+    ranges: I,
+    ack_delay: Duration,
+    ecn: Option<EcnCounts>,
+    app_limited: bool,
+    now: Instant,
+    on_event: &mut F,
+) -> Result<AckOutcome, RecoveryError>
+where
+    I: Iterator<Item = (u64, u64)> + Clone,
+    F: FnMut(PacketEvent<T>),
+{
+    let cap = core.config.max_ack_ranges.max(1);
+    sent.validate_ack(ranges.clone(), cap)?;
+    let largest = ranges.clone().next().map_or(0, |r| r.1);
+    if space == PnSpace::Handshake {
+        core.handshake_ack_received = true;
+    }
+    let mark = sent.mark_acked(largest, ranges.clone(), cap);
+    let mut outcome = AckOutcome { newly_acked: mark.newly_acked, ..AckOutcome::default() };
+    if mark.newly_acked == 0 {
+        return Ok(outcome);
+    }
+    // RFC 9002 §5.1: sample when the largest acknowledged is newly acknowledged and an
+    // ack-eliciting packet was newly acknowledged.
+    if let Some((pn, sent_time, _)) = mark.largest {
+        if pn == largest && mark.any_ack_eliciting {
+            // RFC 9002 §5.3: Initial ACKs are not delayed by the peer; ignore ack_delay.
+            let delay = if space == PnSpace::Initial { Duration::ZERO } else { ack_delay };
+            core.rtt.update(
+                now - sent_time,
+                delay,
+                core.peer_max_ack_delay,
+                core.handshake_confirmed,
+            );
+            if core.first_rtt_sample.is_none() {
+                core.first_rtt_sample = Some(now);
+            }
+            outcome.rtt_sampled = true;
+        }
+    }
+    // RFC 9002 App. B.7 ProcessECN.
+    if let (Some(counts), Some((_, sent_time, _))) = (ecn, mark.largest) {
+        if sent.update_ecn_ce(counts.ce.into_inner()) {
+            outcome.ecn_ce_increased = true;
+            core.cc.on_congestion_event(now, sent_time);
+        }
+    }
+    let loss = detect_lost(sent, core, space, now, on_event);
+    core.on_packets_lost(now, &loss);
+    outcome.lost = loss.count;
+    outcome.persistent_congestion = loss.persistent_congestion;
+    // RFC 9002 App. B.5 OnPacketsAcked, after the loss reaction.
+    let (cc, rtt) = (&mut core.cc, &core.rtt);
+    sent.finish_acked(ranges, cap, |packet| {
+        if packet.in_flight {
+            cc.on_packet_acked(now, packet.time_sent, u64::from(packet.size), rtt, app_limited);
+        }
+        on_event(PacketEvent::Acked { space, packet });
+    });
+    Ok(outcome)
+}

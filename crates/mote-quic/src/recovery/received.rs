@@ -1,0 +1,383 @@
+//! Received packet numbers and ACK generation (RFC 9000 §12.3, §13.2, §13.4.1).
+//!
+//! [`ReceivedRanges`] is a fixed-capacity set of packet numbers kept as sorted, disjoint,
+//! non-adjacent inclusive ranges, directly usable by [`Ack::new`] with
+//! [`RangeOrder::Ascending`]. [`ReceivedPackets`] adds, per packet number space, when an ACK
+//! is due, the ACK Delay, ECN counts and ACK-of-ACK pruning.
+//!
+//! # When full
+//! A new range that does not fit evicts the **smallest** range: the peer stops hearing about
+//! those packets, declares them lost and retransmits their frames; correctness is kept,
+//! some bandwidth is spent. Every packet number below the lowest range still remembered
+//! is then treated as a duplicate ([`ReceivedRanges::floor`]): RFC 9000 §12.3 only lets
+//! a receiver process a packet when it is certain it has not processed it before, and a
+//! floor is the minimum-packet-number approach §13.2.3 describes. ACK-of-ACK pruning moves
+//! the same floor.
+
+use super::{encode_ack_delay, PnSpace};
+use crate::frame::{Ack, EcnCounts, RangeOrder};
+use crate::packet::number::MAX_PN;
+use crate::time::{Duration, Instant};
+use crate::VarInt;
+
+/// Received packet numbers as at most `N` ranges; 16 × N + 16 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceivedRanges<const N: usize> {
+    /// Ascending, disjoint, separated by at least one missing number; `len` are in use.
+    ranges: [(u64, u64); N],
+    len: usize,
+    /// Every packet number below this one counts as already received.
+    floor: u64,
+}
+
+impl<const N: usize> Default for ReceivedRanges<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> ReceivedRanges<N> {
+    /// An empty set.
+    pub const fn new() -> Self {
+        Self { ranges: [(0, 0); N], len: 0, floor: 0 }
+    }
+
+    /// The ranges, lowest first: pass to [`Ack::new`] with [`RangeOrder::Ascending`].
+    pub fn as_slice(&self) -> &[(u64, u64)] {
+        self.ranges.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Number of ranges.
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no range is held.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Packet numbers below this one are treated as received (forgotten ranges).
+    pub const fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// The largest packet number held.
+    pub fn largest(&self) -> Option<u64> {
+        self.as_slice().last().map(|r| r.1)
+    }
+
+    /// The range holding `pn`.
+    pub fn range_containing(&self, pn: u64) -> Option<(u64, u64)> {
+        let s = self.as_slice();
+        let idx = s.partition_point(|r| r.0 <= pn);
+        let r = *s.get(idx.checked_sub(1)?)?;
+        (pn <= r.1).then_some(r)
+    }
+
+    /// Whether `pn` is held.
+    pub fn contains(&self, pn: u64) -> bool {
+        self.range_containing(pn).is_some()
+    }
+
+    /// Whether a packet `pn` must be discarded as a duplicate: held, or below the floor.
+    pub fn is_duplicate(&self, pn: u64) -> bool {
+        pn < self.floor || pn > MAX_PN || self.contains(pn)
+    }
+
+    /// Adds `pn`, merging with adjacent ranges; false if it is a duplicate. O(N) worst case
+    /// (a shift), O(log N) for the common in-order case.
+    pub fn insert(&mut self, pn: u64) -> bool {
+        if self.is_duplicate(pn) {
+            return false;
+        }
+        let len = self.len;
+        let idx = self.as_slice().partition_point(|r| r.0 <= pn);
+        let prev = idx.checked_sub(1).and_then(|i| self.ranges.get(i).copied());
+        let next = if idx < len { self.ranges.get(idx).copied() } else { None };
+        let merge_prev = prev.is_some_and(|r| r.1 + 1 == pn);
+        let merge_next = next.is_some_and(|r| r.0 == pn + 1);
+        match (merge_prev, merge_next) {
+            (true, true) => {
+                let end = next.map_or(pn, |r| r.1);
+                if let Some(r) = self.ranges.get_mut(idx - 1) {
+                    r.1 = end;
+                }
+                if let Some(tail) = self.ranges.get_mut(idx..len) {
+                    tail.rotate_left(1);
+                }
+                self.len -= 1;
+            }
+            (true, false) => {
+                if let Some(r) = self.ranges.get_mut(idx - 1) {
+                    r.1 = pn;
+                }
+            }
+            (false, true) => {
+                if let Some(r) = self.ranges.get_mut(idx) {
+                    r.0 = pn;
+                }
+            }
+            (false, false) => self.insert_new(idx, pn),
+        }
+        true
+    }
+
+    fn insert_new(&mut self, idx: usize, pn: u64) {
+        if self.len < N {
+            if let Some(s) = self.ranges.get_mut(idx..=self.len) {
+                s.rotate_right(1);
+                if let Some(first) = s.first_mut() {
+                    *first = (pn, pn);
+                }
+            }
+            self.len += 1;
+        } else if idx == 0 {
+            // Full and `pn` would be the smallest range: it is processed once and forgotten
+            // at once; the floor makes any copy of it a duplicate.
+            self.floor = pn + 1;
+        } else {
+            // Full: evict the smallest range.
+            if let Some(first) = self.ranges.first() {
+                self.floor = first.1 + 1;
+            }
+            if let Some(s) = self.ranges.get_mut(..idx) {
+                s.rotate_left(1);
+                if let Some(last) = s.last_mut() {
+                    *last = (pn, pn);
+                }
+            }
+        }
+    }
+
+    /// Forgets every packet number up to and including `pn` (ACK-of-ACK, RFC 9000 §13.2.4);
+    /// they become duplicates. O(N).
+    pub fn remove_up_to(&mut self, pn: u64) {
+        let Some(new_floor) = pn.checked_add(1) else { return };
+        if new_floor <= self.floor {
+            return;
+        }
+        self.floor = new_floor;
+        let k = self.as_slice().partition_point(|r| r.1 < new_floor);
+        if let Some(s) = self.ranges.get_mut(..self.len) {
+            s.rotate_left(k);
+        }
+        self.len -= k;
+        if let Some(first) = self.ranges.first_mut().filter(|_| self.len > 0) {
+            if first.0 < new_floor {
+                first.0 = new_floor;
+            }
+        }
+    }
+}
+
+/// The ECN codepoint of a received datagram (the low two bits of the IP TOS / traffic class).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Ecn {
+    /// Not ECN-capable (0b00).
+    #[default]
+    NotEct,
+    /// ECT(1) (0b01).
+    Ect1,
+    /// ECT(0) (0b10).
+    Ect0,
+    /// Congestion Experienced (0b11).
+    Ce,
+}
+
+impl Ecn {
+    /// The codepoint in the low two bits of `tos`.
+    pub const fn from_bits(tos: u8) -> Self {
+        match tos & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b01 => Ecn::Ect1,
+            0b10 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+}
+
+/// Received packets of one packet number space and the ACK timing rules (RFC 9000
+/// §13.2.1–§13.2.5); 16 × N + 120 bytes.
+///
+/// Flow: after removing packet protection, drop the packet if [`Self::is_duplicate`];
+/// after processing its frames call [`Self::on_packet_received`]. Send an ACK when
+/// [`Self::ack_deadline`] has passed (or piggyback one whenever [`Self::has_unacked`]),
+/// built by [`Self::ack_frame`], then call [`Self::on_ack_sent`]. When the peer
+/// acknowledges a packet that carried an ACK, call [`Self::on_ack_acked`] with that ACK's
+/// Largest Acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceivedPackets<const N: usize> {
+    space: PnSpace,
+    ranges: ReceivedRanges<N>,
+    /// The largest packet number received and when.
+    largest: Option<(u64, Instant)>,
+    largest_ack_eliciting: Option<u64>,
+    /// Ack-eliciting packets received since the last ACK sent.
+    unacked_ack_eliciting: u32,
+    /// When an ACK must be sent; the receive time when it is due immediately.
+    deadline: Option<Instant>,
+    /// Any packet (ack-eliciting or not) received since the last ACK sent.
+    unacked: bool,
+    max_ack_delay: Duration,
+    ack_eliciting_threshold: u32,
+    ecn: [u64; 3],
+}
+
+impl<const N: usize> ReceivedPackets<N> {
+    /// Tracking for `space`; `max_ack_delay` is the value this endpoint advertises (RFC 9000
+    /// §18.2). An ACK is sent after every second ack-eliciting packet (§13.2.2).
+    pub const fn new(space: PnSpace, max_ack_delay: Duration) -> Self {
+        Self {
+            space,
+            ranges: ReceivedRanges::new(),
+            largest: None,
+            largest_ack_eliciting: None,
+            unacked_ack_eliciting: 0,
+            deadline: None,
+            unacked: false,
+            max_ack_delay,
+            ack_eliciting_threshold: 2,
+            ecn: [0; 3],
+        }
+    }
+
+    /// Acknowledges after every `n`-th ack-eliciting packet instead of every second (at
+    /// least 1). Out-of-order and CE-marked packets are still acknowledged at once.
+    pub const fn with_ack_eliciting_threshold(mut self, n: u32) -> Self {
+        self.ack_eliciting_threshold = if n == 0 { 1 } else { n };
+        self
+    }
+
+    /// The space.
+    pub const fn space(&self) -> PnSpace {
+        self.space
+    }
+
+    /// The received ranges.
+    pub const fn ranges(&self) -> &ReceivedRanges<N> {
+        &self.ranges
+    }
+
+    /// The largest packet number received (for packet number decoding, RFC 9000 §17.1).
+    pub fn largest_received(&self) -> Option<u64> {
+        self.largest.map(|l| l.0)
+    }
+
+    /// Whether packet `pn` was already processed (or is below the forgotten floor) and must
+    /// be discarded (RFC 9000 §12.3).
+    pub fn is_duplicate(&self, pn: u64) -> bool {
+        self.ranges.is_duplicate(pn)
+    }
+
+    /// Records a processed packet; false (and nothing changes) for a duplicate.
+    ///
+    /// RFC 9000 §13.2.1: an ack-eliciting packet makes an ACK due immediately in the Initial
+    /// and Handshake spaces, when it arrives out of order (below the largest ack-eliciting
+    /// packet, or above it with packets missing in between), when it is marked ECN-CE, or
+    /// when it is the second (threshold) unacknowledged one; otherwise within
+    /// max_ack_delay. Non-ack-eliciting packets never make an ACK due by themselves.
+    pub fn on_packet_received(
+        &mut self,
+        pn: u64,
+        now: Instant,
+        ack_eliciting: bool,
+        ecn: Ecn,
+    ) -> bool {
+        if !self.ranges.insert(pn) {
+            return false;
+        }
+        match ecn {
+            Ecn::NotEct => {}
+            Ecn::Ect0 => self.ecn[0] = self.ecn[0].saturating_add(1),
+            Ecn::Ect1 => self.ecn[1] = self.ecn[1].saturating_add(1),
+            Ecn::Ce => self.ecn[2] = self.ecn[2].saturating_add(1),
+        }
+        if self.largest.is_none_or(|(l, _)| pn > l) {
+            self.largest = Some((pn, now));
+        }
+        self.unacked = true;
+        if !ack_eliciting {
+            return true;
+        }
+        let out_of_order = match self.largest_ack_eliciting {
+            Some(l) if pn < l => true,
+            // Missing packets between the previous largest ack-eliciting one and this one.
+            Some(l) => self.ranges.range_containing(pn).is_some_and(|r| r.0 > l + 1),
+            None => false,
+        };
+        if self.largest_ack_eliciting.is_none_or(|l| pn > l) {
+            self.largest_ack_eliciting = Some(pn);
+        }
+        self.unacked_ack_eliciting = self.unacked_ack_eliciting.saturating_add(1);
+        let immediate = self.space != PnSpace::ApplicationData
+            || out_of_order
+            || ecn == Ecn::Ce
+            || self.unacked_ack_eliciting >= self.ack_eliciting_threshold;
+        let due = if immediate { now } else { now + self.max_ack_delay };
+        self.deadline = Some(self.deadline.map_or(due, |d| d.min(due)));
+        true
+    }
+
+    /// When an ACK must be sent (`None`: no ack-eliciting packet awaits one). A deadline in
+    /// the past means now.
+    pub const fn ack_deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Whether an ACK must be sent at `now`.
+    pub fn ack_due(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= d)
+    }
+
+    /// Whether anything arrived since the last ACK: an ACK may be piggybacked on a packet
+    /// being sent anyway.
+    pub const fn has_unacked(&self) -> bool {
+        self.unacked
+    }
+
+    /// RFC 9000 §13.2.5: the time since the largest packet was received.
+    pub fn ack_delay(&self, now: Instant) -> Duration {
+        self.largest.map_or(Duration::ZERO, |(_, t)| now - t)
+    }
+
+    /// The counts to report in an ACK_ECN frame, if any ECN-marked packet arrived
+    /// (RFC 9000 §13.4.1).
+    pub fn ecn_counts(&self) -> Option<EcnCounts> {
+        if self.ecn == [0; 3] {
+            return None;
+        }
+        let v = |n: u64| VarInt::new(n).unwrap_or(VarInt::MAX);
+        Some(EcnCounts { ect0: v(self.ecn[0]), ect1: v(self.ecn[1]), ce: v(self.ecn[2]) })
+    }
+
+    /// The ACK frame to send at `now`, with at most `max_ranges` ranges (the highest ones),
+    /// its delay encoded with our `ack_delay_exponent` and ECN counts if any. `None` if
+    /// nothing was received (or everything was pruned).
+    pub fn ack_frame(
+        &self,
+        now: Instant,
+        ack_delay_exponent: u8,
+        max_ranges: usize,
+    ) -> Option<Ack<'_>> {
+        let all = self.ranges.as_slice();
+        let ranges = all.get(all.len().saturating_sub(max_ranges.max(1))..)?;
+        let delay = encode_ack_delay(self.ack_delay(now), ack_delay_exponent);
+        Ack::new(ranges, RangeOrder::Ascending, delay, self.ecn_counts())
+    }
+
+    /// An ACK was sent: the counters restart.
+    pub fn on_ack_sent(&mut self) {
+        self.unacked_ack_eliciting = 0;
+        self.deadline = None;
+        self.unacked = false;
+    }
+
+    /// RFC 9000 §13.2.4: the peer acknowledged a packet carrying our ACK whose Largest
+    /// Acknowledged was `largest`: stop acknowledging packets up to it. If that ACK was
+    /// truncated to its highest ranges, the lower ranges it left out are forgotten too (the
+    /// peer retransmits what they carried). O(N).
+    pub fn on_ack_acked(&mut self, largest: u64) {
+        self.ranges.remove_up_to(largest);
+    }
+}

@@ -1,0 +1,628 @@
+//! Sent-packet records of one packet number space (RFC 9002 §6, App. A.1, A.7, A.10), with
+//! ACK validation (RFC 9000 §13.1, §21.4).
+//!
+//! # Layout
+//! A ring of `N` slots holding records in packet-number order. Acknowledged and lost
+//! packets become tombstones (so an ACK walk and persistent congestion can still see that
+//! something was acknowledged between two losses) and leave the ring from the front; when
+//! the ring's span reaches `N` while some slots are tombstones, sending compacts it once
+//! (O(N)). Lookups are binary searches over the span.
+//!
+//! Packets that are neither ack-eliciting nor in flight (ACK-only packets) need no recovery
+//! and are not stored: their packet number is only counted as sent, so the sender can
+//! always acknowledge even when the tracker is full.
+//!
+//! # Cost bounds
+//! Marking an ACK costs O(R log N + k) for R ranges (capped by the caller) and k slots
+//! inside them; loss detection walks the slots up to the largest acknowledged packet,
+//! O(N). Nothing allocates and nothing indexes out of bounds: every access is `get`.
+
+use super::RecoveryError;
+use crate::packet::number::MAX_PN;
+use crate::time::{Duration, Instant};
+
+/// How many deliberately skipped packet numbers a space remembers (RFC 9000 §21.4). An ACK
+/// covering one of them is an optimistic ACK. Skipping one number every few dozen packets
+/// keeps every skipped number in flight within this memory.
+pub const SKIPPED_MEMORY: usize = 4;
+
+const NO_PN: u64 = u64::MAX;
+
+/// A sent packet as recorded and reported back on acknowledgement or loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentPacket<T> {
+    /// Packet number.
+    pub pn: u64,
+    /// When it was sent.
+    pub time_sent: Instant,
+    /// Bytes counted in flight (the UDP payload bytes of this packet).
+    pub size: u16,
+    /// Whether it carries an ack-eliciting frame (RFC 9002 §2). Ack-eliciting packets are
+    /// always in flight.
+    pub ack_eliciting: bool,
+    /// Whether it counts towards bytes in flight (ack-eliciting, or PADDING only).
+    pub in_flight: bool,
+    /// The caller's payload: which frames to retransmit or forget.
+    pub payload: T,
+}
+
+impl<T> SentPacket<T> {
+    /// A record for packet `pn` sent at `time_sent`.
+    pub const fn new(
+        pn: u64,
+        time_sent: Instant,
+        size: u16,
+        ack_eliciting: bool,
+        in_flight: bool,
+        payload: T,
+    ) -> Self {
+        Self { pn, time_sent, size, ack_eliciting, in_flight: in_flight || ack_eliciting, payload }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Awaiting acknowledgement or loss.
+    Live,
+    /// Acknowledged by the ACK being processed; becomes `Acked` when it is reported.
+    NewlyAcked,
+    Acked,
+    Lost,
+}
+
+/// One record. Flattened (rather than a `SentPacket` plus state) so the fields pack into
+/// 24 bytes plus the payload; the `bool`s and the enum give `Option<Slot>` a niche.
+#[derive(Clone, Copy, Debug)]
+struct Slot<T> {
+    pn: u64,
+    time_sent: Instant,
+    size: u16,
+    ack_eliciting: bool,
+    in_flight: bool,
+    state: State,
+    /// Some packet between the previous slot and this one was acknowledged and its
+    /// tombstone compacted away (keeps persistent congestion detection exact).
+    acked_before: bool,
+    payload: T,
+}
+
+impl<T: Copy> Slot<T> {
+    fn packet(&self) -> SentPacket<T> {
+        SentPacket {
+            pn: self.pn,
+            time_sent: self.time_sent,
+            size: self.size,
+            ack_eliciting: self.ack_eliciting,
+            in_flight: self.in_flight,
+            payload: self.payload,
+        }
+    }
+}
+
+/// What marking an ACK found.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AckMark {
+    /// Packets newly acknowledged.
+    pub newly_acked: usize,
+    /// The largest newly acknowledged packet: number, send time, ack-eliciting.
+    pub largest: Option<(u64, Instant, bool)>,
+    /// Whether any newly acknowledged packet was ack-eliciting.
+    pub any_ack_eliciting: bool,
+}
+
+/// What a loss detection pass found.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LossSummary {
+    /// Packets declared lost.
+    pub count: usize,
+    /// The latest send time of a lost in-flight packet (the congestion event's time).
+    pub largest_lost_in_flight_sent: Option<Instant>,
+    /// Two ack-eliciting packets sent after the first RTT sample were lost with nothing
+    /// acknowledged between them, more than the persistent congestion duration apart.
+    pub persistent_congestion: bool,
+}
+
+/// Sent packets of one packet number space, at most `N` records of 24 + `size_of::<T>()`
+/// bytes (rounded up to 8), plus the space's loss-detection state.
+///
+/// The caller takes a packet number with [`SentPackets::next_pn`], builds and protects the
+/// packet, then records it with [`SentPackets::on_packet_sent`] (usually through
+/// [`super::Recovery::on_packet_sent`]). ACK processing and loss detection run through
+/// [`super::Recovery`].
+#[derive(Clone, Debug)]
+pub struct SentPackets<T, const N: usize> {
+    slots: [Option<Slot<T>>; N],
+    /// Physical index of the oldest slot.
+    head: usize,
+    /// Slots in use, tombstones included.
+    span: usize,
+    /// Live records.
+    live: usize,
+    next_pn: u64,
+    largest_acked: Option<u64>,
+    skipped: [u64; SKIPPED_MEMORY],
+    skipped_next: usize,
+    ack_eliciting_in_flight: usize,
+    bytes_in_flight: u64,
+    time_of_last_ack_eliciting: Option<Instant>,
+    loss_time: Option<Instant>,
+    ecn_ce: u64,
+}
+
+impl<T: Copy, const N: usize> Default for SentPackets<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Copy, const N: usize> SentPackets<T, N> {
+    /// An empty space whose first packet number is 0.
+    pub const fn new() -> Self {
+        Self {
+            slots: [None; N],
+            head: 0,
+            span: 0,
+            live: 0,
+            next_pn: 0,
+            largest_acked: None,
+            skipped: [NO_PN; SKIPPED_MEMORY],
+            skipped_next: 0,
+            ack_eliciting_in_flight: 0,
+            bytes_in_flight: 0,
+            time_of_last_ack_eliciting: None,
+            loss_time: None,
+            ecn_ce: 0,
+        }
+    }
+
+    /// The record capacity.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// The packet number the next packet of this space must use.
+    pub const fn next_pn(&self) -> u64 {
+        self.next_pn
+    }
+
+    /// Skips the next packet number (RFC 9000 §21.4) and returns it: it is never sent, so an
+    /// ACK covering it is an optimistic ACK ([`RecoveryError::AckOfSkippedPacket`]). The
+    /// last [`SKIPPED_MEMORY`] skipped numbers are remembered. A skip also makes the peer
+    /// acknowledge the next packet immediately (RFC 9002 §6.2.4), which a PTO probe can use.
+    pub fn skip_pn(&mut self) -> Result<u64, RecoveryError> {
+        let pn = self.next_pn;
+        if pn >= MAX_PN {
+            return Err(RecoveryError::PacketNumbersExhausted);
+        }
+        if let Some(s) = self.skipped.get_mut(self.skipped_next) {
+            *s = pn;
+        }
+        self.skipped_next = (self.skipped_next + 1) % SKIPPED_MEMORY;
+        self.next_pn = pn + 1;
+        Ok(pn)
+    }
+
+    /// Whether `pn` is one of the remembered skipped packet numbers.
+    pub fn is_skipped(&self, pn: u64) -> bool {
+        pn != NO_PN && self.skipped.contains(&pn)
+    }
+
+    /// True when no record is free: the connection must not send ack-eliciting or in-flight
+    /// packets in this space (ACK-only packets are fine) until an ACK or a loss frees one.
+    /// A PTO makes room for its probes itself (see [`super::Recovery::on_timeout`]).
+    pub const fn is_full(&self) -> bool {
+        self.live >= N
+    }
+
+    /// Records awaiting acknowledgement or loss.
+    pub const fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no packet awaits acknowledgement or loss.
+    pub const fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The largest packet number the peer acknowledged in this space.
+    pub const fn largest_acked(&self) -> Option<u64> {
+        self.largest_acked
+    }
+
+    /// The largest packet number used (sent or skipped).
+    pub const fn largest_sent(&self) -> Option<u64> {
+        self.next_pn.checked_sub(1)
+    }
+
+    /// Bytes of this space's packets in flight.
+    pub const fn bytes_in_flight(&self) -> u64 {
+        self.bytes_in_flight
+    }
+
+    /// Ack-eliciting packets of this space in flight.
+    pub const fn ack_eliciting_in_flight(&self) -> usize {
+        self.ack_eliciting_in_flight
+    }
+
+    /// When the last ack-eliciting packet was sent (`None` once none is in flight).
+    pub const fn time_of_last_ack_eliciting(&self) -> Option<Instant> {
+        self.time_of_last_ack_eliciting
+    }
+
+    /// The time-threshold loss timer of this space (RFC 9002 §6.1.2).
+    pub const fn loss_time(&self) -> Option<Instant> {
+        self.loss_time
+    }
+
+    /// Records a sent packet. `packet.pn` must be [`SentPackets::next_pn`]. Packets that are
+    /// neither ack-eliciting nor in flight only advance the packet number.
+    pub fn on_packet_sent(&mut self, packet: SentPacket<T>) -> Result<(), RecoveryError> {
+        if packet.pn != self.next_pn {
+            return Err(RecoveryError::UnexpectedPacketNumber);
+        }
+        if packet.pn >= MAX_PN {
+            return Err(RecoveryError::PacketNumbersExhausted);
+        }
+        let in_flight = packet.in_flight || packet.ack_eliciting;
+        if !in_flight {
+            self.next_pn += 1;
+            return Ok(());
+        }
+        if self.live >= N {
+            return Err(RecoveryError::Full);
+        }
+        if self.span >= N {
+            self.compact();
+        }
+        let idx = self.phys(self.span);
+        let Some(slot) = self.slots.get_mut(idx) else {
+            return Err(RecoveryError::Full);
+        };
+        *slot = Some(Slot {
+            pn: packet.pn,
+            time_sent: packet.time_sent,
+            size: packet.size,
+            ack_eliciting: packet.ack_eliciting,
+            in_flight,
+            state: State::Live,
+            acked_before: false,
+            payload: packet.payload,
+        });
+        self.span += 1;
+        self.live += 1;
+        self.next_pn += 1;
+        self.bytes_in_flight = self.bytes_in_flight.saturating_add(u64::from(packet.size));
+        if packet.ack_eliciting {
+            self.ack_eliciting_in_flight += 1;
+            self.time_of_last_ack_eliciting = Some(packet.time_sent);
+        }
+        Ok(())
+    }
+
+    /// The records awaiting acknowledgement or loss, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = SentPacket<T>> + '_ {
+        (0..self.span).filter_map(move |i| {
+            self.slot(i).filter(|s| s.state == State::Live).map(|s| s.packet())
+        })
+    }
+
+    /// The record of `pn` if it awaits acknowledgement or loss.
+    pub fn get(&self, pn: u64) -> Option<SentPacket<T>> {
+        let i = self.lower_bound(pn);
+        self.slot(i).filter(|s| s.pn == pn && s.state == State::Live).map(|s| s.packet())
+    }
+
+    // --- ring helpers ---
+
+    /// Physical index of logical position `i` (< N): a conditional subtraction, no modulo.
+    fn phys(&self, i: usize) -> usize {
+        let p = self.head + i;
+        if p >= N {
+            p - N
+        } else {
+            p
+        }
+    }
+
+    fn slot(&self, i: usize) -> Option<&Slot<T>> {
+        if i >= self.span {
+            return None;
+        }
+        self.slots.get(self.phys(i)).and_then(Option::as_ref)
+    }
+
+    fn slot_mut(&mut self, i: usize) -> Option<&mut Slot<T>> {
+        if i >= self.span {
+            return None;
+        }
+        let p = self.phys(i);
+        self.slots.get_mut(p).and_then(Option::as_mut)
+    }
+
+    /// The first logical position whose packet number is at least `pn` (`span` if none).
+    fn lower_bound(&self, pn: u64) -> usize {
+        let (mut lo, mut hi) = (0, self.span);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.slot(mid) {
+                Some(s) if s.pn < pn => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
+    }
+
+    /// Drops tombstones from the front of the ring.
+    fn pop_front(&mut self) {
+        while self.span > 0 {
+            let head = self.head;
+            let Some(cell) = self.slots.get_mut(head) else { break };
+            match cell {
+                Some(s) if s.state == State::Live || s.state == State::NewlyAcked => break,
+                _ => *cell = None,
+            }
+            self.head = if head + 1 >= N { 0 } else { head + 1 };
+            self.span -= 1;
+        }
+        if self.span == 0 {
+            self.head = 0;
+        }
+    }
+
+    /// Moves the live records together at the front of the ring, O(N). Only called between
+    /// ACKs (no `NewlyAcked` slot exists). An acknowledged tombstone that disappears sets
+    /// `acked_before` on the next live record.
+    fn compact(&mut self) {
+        let mut w = 0;
+        let mut acked_gap = false;
+        for r in 0..self.span {
+            let rp = self.phys(r);
+            let Some(Some(slot)) = self.slots.get(rp).copied() else { continue };
+            match slot.state {
+                State::Live => {
+                    let mut slot = slot;
+                    slot.acked_before |= acked_gap;
+                    acked_gap = false;
+                    let wp = self.phys(w);
+                    if let Some(dst) = self.slots.get_mut(wp) {
+                        *dst = Some(slot);
+                    }
+                    w += 1;
+                }
+                State::Acked | State::NewlyAcked => acked_gap = true,
+                State::Lost => {}
+            }
+        }
+        for r in w..self.span {
+            let rp = self.phys(r);
+            if let Some(s) = self.slots.get_mut(rp) {
+                *s = None;
+            }
+        }
+        self.span = w;
+    }
+
+    fn remove_live_accounting(&mut self, size: u16, in_flight: bool, ack_eliciting: bool) {
+        self.live = self.live.saturating_sub(1);
+        if in_flight {
+            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(size));
+        }
+        if ack_eliciting {
+            self.ack_eliciting_in_flight = self.ack_eliciting_in_flight.saturating_sub(1);
+            if self.ack_eliciting_in_flight == 0 {
+                self.time_of_last_ack_eliciting = None;
+            }
+        }
+    }
+
+    // --- ACK processing (driven by Recovery) ---
+
+    /// RFC 9000 §13.1, §21.4: checks the first `cap` ranges before anything changes. Ranges
+    /// must be non-empty, descending and disjoint; none may reach a packet number not yet
+    /// used, nor cover a remembered skipped one.
+    pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<(), RecoveryError>
+    where
+        I: Iterator<Item = (u64, u64)>,
+    {
+        let mut prev_smallest: Option<u64> = None;
+        let mut any = false;
+        for (lo, hi) in ranges.take(cap) {
+            any = true;
+            if lo > hi || prev_smallest.is_some_and(|p| hi >= p) {
+                return Err(RecoveryError::InvalidAckRanges);
+            }
+            if hi >= self.next_pn {
+                return Err(RecoveryError::AckOfUnsentPacket);
+            }
+            if self.skipped.iter().any(|&s| s != NO_PN && lo <= s && s <= hi) {
+                return Err(RecoveryError::AckOfSkippedPacket);
+            }
+            prev_smallest = Some(lo);
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(RecoveryError::InvalidAckRanges)
+        }
+    }
+
+    /// Marks the live records inside the first `cap` (validated) ranges as newly acked and
+    /// takes them out of flight. `largest` is the ACK's Largest Acknowledged.
+    pub(crate) fn mark_acked<I>(&mut self, largest: u64, ranges: I, cap: usize) -> AckMark
+    where
+        I: Iterator<Item = (u64, u64)>,
+    {
+        self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
+        let mut mark = AckMark::default();
+        for (lo, hi) in ranges.take(cap) {
+            let mut i = self.lower_bound(lo);
+            while let Some(slot) = self.slot_mut(i) {
+                if slot.pn > hi {
+                    break;
+                }
+                if slot.state == State::Live {
+                    slot.state = State::NewlyAcked;
+                    let (pn, t, size, inf, ae) =
+                        (slot.pn, slot.time_sent, slot.size, slot.in_flight, slot.ack_eliciting);
+                    self.remove_live_accounting(size, inf, ae);
+                    mark.newly_acked += 1;
+                    mark.any_ack_eliciting |= ae;
+                    if mark.largest.is_none_or(|(l, _, _)| pn > l) {
+                        mark.largest = Some((pn, t, ae));
+                    }
+                }
+                i += 1;
+            }
+        }
+        mark
+    }
+
+    /// Reports the records [`Self::mark_acked`] marked, in the same ranges, then drops the
+    /// tombstones at the front.
+    pub(crate) fn finish_acked<I, F>(&mut self, ranges: I, cap: usize, mut on_acked: F)
+    where
+        I: Iterator<Item = (u64, u64)>,
+        F: FnMut(SentPacket<T>),
+    {
+        for (lo, hi) in ranges.take(cap) {
+            let mut i = self.lower_bound(lo);
+            while let Some(slot) = self.slot_mut(i) {
+                if slot.pn > hi {
+                    break;
+                }
+                if slot.state == State::NewlyAcked {
+                    slot.state = State::Acked;
+                    let p = slot.packet();
+                    on_acked(p);
+                }
+                i += 1;
+            }
+        }
+        self.pop_front();
+    }
+
+    /// RFC 9002 App. A.10 `DetectAndRemoveLostPackets`: declares lost every live packet at
+    /// or below the largest acknowledged that is [`super::PACKET_THRESHOLD`] packets older,
+    /// or was sent `loss_delay` before `now`; arms the space's loss timer for the others.
+    /// Persistent congestion (RFC 9002 §7.6.2) is checked within this batch: needs
+    /// `first_rtt_sample` (the time of the first RTT sample) and the duration.
+    pub(crate) fn detect_lost<F>(
+        &mut self,
+        now: Instant,
+        loss_delay: Duration,
+        first_rtt_sample: Option<Instant>,
+        pc_duration: Duration,
+        mut on_lost: F,
+    ) -> LossSummary
+    where
+        F: FnMut(SentPacket<T>),
+    {
+        self.loss_time = None;
+        let mut summary = LossSummary::default();
+        let Some(largest_acked) = self.largest_acked else { return summary };
+        // Packets sent at or before this instant are lost; none if `now` is that early.
+        let lost_send_time = now.0.checked_sub(loss_delay.0).map(Instant);
+        let mut run_start: Option<Instant> = None;
+        let mut i = 0;
+        while let Some(slot) = self.slot(i).copied() {
+            i += 1;
+            if slot.pn > largest_acked {
+                break;
+            }
+            if slot.acked_before {
+                run_start = None;
+            }
+            match slot.state {
+                State::Live => {}
+                State::Acked | State::NewlyAcked => {
+                    run_start = None;
+                    continue;
+                }
+                State::Lost => continue,
+            }
+            let by_time = lost_send_time.is_some_and(|t| slot.time_sent <= t);
+            let by_count = largest_acked >= slot.pn.saturating_add(super::PACKET_THRESHOLD);
+            if !(by_time || by_count) {
+                let t = slot.time_sent + loss_delay;
+                self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
+                run_start = None;
+                continue;
+            }
+            if let Some(s) = self.slot_mut(i - 1) {
+                s.state = State::Lost;
+            }
+            self.remove_live_accounting(slot.size, slot.in_flight, slot.ack_eliciting);
+            summary.count += 1;
+            if slot.in_flight {
+                let t = summary.largest_lost_in_flight_sent;
+                summary.largest_lost_in_flight_sent =
+                    Some(t.map_or(slot.time_sent, |t| t.max(slot.time_sent)));
+            }
+            if slot.ack_eliciting && first_rtt_sample.is_some_and(|f| slot.time_sent > f) {
+                match run_start {
+                    Some(start) if slot.time_sent - start > pc_duration => {
+                        summary.persistent_congestion = true;
+                    }
+                    Some(_) => {}
+                    None => run_start = Some(slot.time_sent),
+                }
+            }
+            on_lost(slot.packet());
+        }
+        if summary.count > 0 {
+            self.pop_front();
+        }
+        summary
+    }
+
+    /// Declares the oldest live records lost until `free` records are free, for PTO probes
+    /// when the tracker is full. No congestion reaction: these were not detected as lost,
+    /// their frames are simply handed back for the probes to carry. Returns how many.
+    pub(crate) fn evict_for<F>(&mut self, free: usize, mut on_lost: F) -> usize
+    where
+        F: FnMut(SentPacket<T>),
+    {
+        let mut evicted = 0;
+        let mut i = 0;
+        while N.saturating_sub(self.live) < free.min(N) {
+            let Some(slot) = self.slot(i).copied() else { break };
+            if slot.state == State::Live {
+                if let Some(s) = self.slot_mut(i) {
+                    s.state = State::Lost;
+                }
+                self.remove_live_accounting(slot.size, slot.in_flight, slot.ack_eliciting);
+                on_lost(slot.packet());
+                evicted += 1;
+            }
+            i += 1;
+        }
+        self.pop_front();
+        evicted
+    }
+
+    /// RFC 9002 §6.4: forgets every record when the space's keys are discarded; returns the
+    /// bytes that were in flight. Packet numbers keep counting.
+    pub(crate) fn discard(&mut self) -> u64 {
+        let bytes = self.bytes_in_flight;
+        self.slots = [None; N];
+        self.head = 0;
+        self.span = 0;
+        self.live = 0;
+        self.ack_eliciting_in_flight = 0;
+        self.bytes_in_flight = 0;
+        self.time_of_last_ack_eliciting = None;
+        self.loss_time = None;
+        bytes
+    }
+
+    /// The peer's ECN-CE count seen so far; returns whether `ce` increased it (RFC 9002
+    /// App. B.7).
+    pub(crate) fn update_ecn_ce(&mut self, ce: u64) -> bool {
+        if ce > self.ecn_ce {
+            self.ecn_ce = ce;
+            true
+        } else {
+            false
+        }
+    }
+}

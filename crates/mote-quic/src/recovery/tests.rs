@@ -1,0 +1,1126 @@
+//! Recovery as a whole: RFC 9002 behaviours, ACK generation, attacks and a property test.
+
+use std::collections::BTreeSet;
+use std::vec;
+use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::coding::{Reader, VarInt, Writer};
+use crate::frame::{Ack, EcnCounts, Frame, RangeOrder};
+use crate::time::{Duration, Instant};
+
+const MDS: u16 = 1200;
+
+type Rec = Recovery<u32, NewReno, 8, 8, 32>;
+
+fn at(ms: u64) -> Instant {
+    Instant(ms * 1_000)
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn client() -> Rec {
+    Recovery::new(RecoveryConfig::new(false), NewReno::new(MDS))
+}
+
+fn server() -> Rec {
+    Recovery::new(RecoveryConfig::new(true), NewReno::new(MDS))
+}
+
+fn send_sized(r: &mut Rec, space: PnSpace, now: Instant, size: u16) -> u64 {
+    let pn = r.next_pn(space);
+    r.on_packet_sent(space, SentPacket::new(pn, now, size, true, true, pn as u32)).unwrap();
+    pn
+}
+
+fn send(r: &mut Rec, space: PnSpace, now: Instant) -> u64 {
+    send_sized(r, space, now, MDS)
+}
+
+#[derive(Debug, Default)]
+struct Events {
+    acked: Vec<u64>,
+    lost: Vec<u64>,
+    evicted: Vec<u64>,
+}
+
+impl Events {
+    fn record(&mut self, e: PacketEvent<u32>) {
+        match e {
+            PacketEvent::Acked { packet, .. } => {
+                assert_eq!(packet.payload as u64, packet.pn, "payload travels with the record");
+                self.acked.push(packet.pn)
+            }
+            PacketEvent::Lost { packet, .. } => self.lost.push(packet.pn),
+            PacketEvent::Evicted { packet, .. } => self.evicted.push(packet.pn),
+        }
+    }
+}
+
+/// ACKs `ranges` (highest first) in `space` at `now`.
+fn ack(
+    r: &mut Rec,
+    space: PnSpace,
+    ranges: &[(u64, u64)],
+    delay: Duration,
+    now: Instant,
+) -> Result<(AckOutcome, Events), RecoveryError> {
+    let mut ev = Events::default();
+    let out =
+        r.on_ack_received(space, ranges.iter().copied(), delay, None, now, |e| ev.record(e))?;
+    Ok((out, ev))
+}
+
+fn timeout(r: &mut Rec, now: Instant) -> (TimeoutAction, Events) {
+    let mut ev = Events::default();
+    let a = r.on_timeout(now, |e| ev.record(e));
+    (a, ev)
+}
+
+const APP: PnSpace = PnSpace::ApplicationData;
+
+// --- RTT (RFC 9002 §5) through ACK processing ---
+
+#[test]
+fn first_rtt_sample() {
+    let mut r = client();
+    assert!(!r.rtt().has_sample());
+    send(&mut r, PnSpace::Initial, at(0));
+    let (out, ev) = ack(&mut r, PnSpace::Initial, &[(0, 0)], ms(20), at(100)).unwrap();
+    assert!(out.rtt_sampled);
+    assert_eq!(ev.acked, [0]);
+    assert_eq!(r.rtt().smoothed(), ms(100));
+    assert_eq!(r.rtt().rttvar(), ms(50));
+    assert_eq!(r.rtt().min(), ms(100));
+}
+
+#[test]
+fn ack_delay_ignored_in_initial_used_in_handshake() {
+    let mut a = client();
+    let mut b = client();
+    for (r, space) in [(&mut a, PnSpace::Initial), (&mut b, PnSpace::Handshake)] {
+        send(r, space, at(0));
+        ack(r, space, &[(0, 0)], ms(0), at(100)).unwrap();
+        send(r, space, at(200));
+        ack(r, space, &[(1, 1)], ms(40), at(350)).unwrap();
+    }
+    // Initial: adjusted 150 → 87.5 + 18.75; Handshake: 150 − 40 = 110 → 87.5 + 13.75.
+    assert_eq!(a.rtt().smoothed(), Duration(106_250));
+    assert_eq!(b.rtt().smoothed(), Duration(101_250));
+}
+
+#[test]
+fn ack_delay_clamping() {
+    let mut r = server();
+    r.on_handshake_confirmed(at(0));
+    r.set_peer_max_ack_delay(ms(25));
+    send(&mut r, APP, at(0));
+    ack(&mut r, APP, &[(0, 0)], ms(0), at(100)).unwrap();
+    send(&mut r, APP, at(1000));
+    ack(&mut r, APP, &[(1, 1)], ms(200), at(1300)).unwrap();
+    // 300 − min(200, 25) = 275 → 87.5 + 34.375
+    assert_eq!(r.rtt().smoothed(), Duration(121_875));
+}
+
+#[test]
+fn no_rtt_sample_unless_largest_newly_acked() {
+    let mut r = server();
+    send(&mut r, APP, at(0));
+    send(&mut r, APP, at(1));
+    ack(&mut r, APP, &[(1, 1)], ms(0), at(100)).unwrap();
+    // The largest (1) was already acknowledged: no sample from pn 0's acknowledgement.
+    let (out, ev) = ack(&mut r, APP, &[(0, 1)], ms(0), at(500)).unwrap();
+    assert_eq!(ev.acked, [0]);
+    assert!(!out.rtt_sampled);
+    assert_eq!(r.rtt().smoothed(), ms(99));
+}
+
+// --- loss detection (RFC 9002 §6.1) ---
+
+#[test]
+fn packet_and_time_threshold_loss() {
+    let mut r = server();
+    for i in 0..6 {
+        send(&mut r, APP, at(i));
+    }
+    let (out, ev) = ack(&mut r, APP, &[(4, 4)], ms(0), at(50)).unwrap();
+    // Packet threshold: 4 ≥ pn + 3 for pn 0 and 1.
+    assert_eq!(ev.lost, [0, 1]);
+    assert_eq!(ev.acked, [4]);
+    assert_eq!(out.lost, 2);
+    // The window halved once (sent before the recovery start: no growth from pn 4).
+    assert_eq!(r.congestion_window(), 6_000);
+    // Time threshold: 9/8 × 46 ms = 51.75 ms after pn 2 was sent.
+    assert_eq!(r.rtt().smoothed(), ms(46));
+    assert_eq!(r.loss_detection_timer(), Some(Instant(2_000 + 51_750)));
+    let (a, _) = timeout(&mut r, Instant(53_749));
+    assert_eq!(a, TimeoutAction::None);
+    let (a, ev) = timeout(&mut r, Instant(53_750));
+    assert_eq!(a, TimeoutAction::PacketsLost { space: APP, count: 1 });
+    assert_eq!(ev.lost, [2]);
+    assert_eq!(r.loss_detection_timer(), Some(Instant(54_750)));
+    let (_, ev) = timeout(&mut r, Instant(54_750));
+    assert_eq!(ev.lost, [3]);
+    // Losses of packets sent before the recovery started do not reduce again.
+    assert_eq!(r.congestion_window(), 6_000);
+    assert_eq!(r.bytes_in_flight(), u64::from(MDS));
+}
+
+// --- PTO (RFC 9002 §6.2) ---
+
+#[test]
+fn pto_backoff_and_reset_on_ack() {
+    let mut r = client();
+    r.on_handshake_confirmed(at(0));
+    send(&mut r, APP, at(0));
+    // 333 + 4 × 166.5 + 25 ms.
+    assert_eq!(r.loss_detection_timer(), Some(at(1024)));
+    assert_eq!(timeout(&mut r, at(1023)).0, TimeoutAction::None);
+    let (a, _) = timeout(&mut r, at(1024));
+    assert_eq!(a, TimeoutAction::SendProbes { space: APP, count: 2, anti_deadlock: false });
+    assert_eq!(r.pto_count(), 1);
+    assert_eq!(r.probes_pending(), 2);
+    assert_eq!(r.loss_detection_timer(), Some(at(2048)));
+    send(&mut r, APP, at(1030));
+    send(&mut r, APP, at(1030));
+    assert_eq!(r.probes_pending(), 0);
+    assert_eq!(r.loss_detection_timer(), Some(at(1030 + 2048)));
+    let (a, _) = timeout(&mut r, at(3078));
+    assert!(matches!(a, TimeoutAction::SendProbes { .. }));
+    assert_eq!(r.pto_count(), 2);
+    assert_eq!(r.loss_detection_timer(), Some(at(1030 + 4096)));
+    // No congestion reaction to a PTO.
+    assert_eq!(r.congestion_window(), 12_000);
+    let (_, ev) = ack(&mut r, APP, &[(2, 2)], ms(0), at(5000)).unwrap();
+    assert_eq!(ev.acked, [2]);
+    assert_eq!(r.pto_count(), 0);
+}
+
+#[test]
+fn anti_deadlock_client_pto() {
+    let mut r = client();
+    send(&mut r, PnSpace::Initial, at(0));
+    ack(&mut r, PnSpace::Initial, &[(0, 0)], ms(0), at(100)).unwrap();
+    // Nothing in flight, but the server may not have validated the client: armed from now.
+    assert_eq!(r.bytes_in_flight(), 0);
+    assert_eq!(r.loss_detection_timer(), Some(at(100 + 300)));
+    let (a, _) = timeout(&mut r, at(400));
+    assert_eq!(
+        a,
+        TimeoutAction::SendProbes { space: PnSpace::Initial, count: 1, anti_deadlock: true }
+    );
+    assert_eq!(r.pto_count(), 1);
+    r.on_handshake_keys_available(at(450));
+    assert_eq!(r.loss_detection_timer(), Some(at(450 + 600)));
+    let (a, _) = timeout(&mut r, at(1050));
+    assert_eq!(
+        a,
+        TimeoutAction::SendProbes { space: PnSpace::Handshake, count: 1, anti_deadlock: true }
+    );
+    // The pto_count is kept while the client is unsure (RFC 9002 App. A.7).
+    send(&mut r, PnSpace::Initial, at(1060));
+    ack(&mut r, PnSpace::Initial, &[(1, 1)], ms(0), at(1100)).unwrap();
+    assert_eq!(r.pto_count(), 2);
+    // A Handshake ACK proves the server validated us: nothing in flight, no timer.
+    send(&mut r, PnSpace::Handshake, at(1100));
+    ack(&mut r, PnSpace::Handshake, &[(0, 0)], ms(0), at(1200)).unwrap();
+    assert_eq!(r.pto_count(), 0);
+    assert_eq!(r.loss_detection_timer(), None);
+}
+
+#[test]
+fn server_timer_off_when_idle_or_amplification_limited() {
+    let mut r = server();
+    assert_eq!(r.loss_detection_timer(), None);
+    send(&mut r, PnSpace::Initial, at(0));
+    assert_eq!(r.loss_detection_timer(), Some(at(999)));
+    r.set_amplification_limited(true, at(1));
+    assert_eq!(r.loss_detection_timer(), None);
+    r.set_amplification_limited(false, at(2));
+    assert_eq!(r.loss_detection_timer(), Some(at(999)));
+}
+
+#[test]
+fn no_application_pto_before_confirmation() {
+    let mut r = server();
+    send(&mut r, APP, at(0));
+    assert_eq!(r.loss_detection_timer(), None);
+    send(&mut r, PnSpace::Handshake, at(10));
+    assert_eq!(r.loss_detection_timer(), Some(at(10 + 999)));
+    r.discard_space(PnSpace::Handshake, at(20));
+    r.on_handshake_confirmed(at(20));
+    assert_eq!(r.loss_detection_timer(), Some(at(999 + 25)));
+}
+
+#[test]
+fn pto_picks_the_earliest_space() {
+    let mut r = client();
+    send(&mut r, PnSpace::Initial, at(0));
+    send(&mut r, PnSpace::Handshake, at(50));
+    let (a, _) = timeout(&mut r, at(999));
+    assert_eq!(
+        a,
+        TimeoutAction::SendProbes { space: PnSpace::Initial, count: 2, anti_deadlock: false }
+    );
+}
+
+#[test]
+fn probe_count_is_configurable() {
+    let mut cfg = RecoveryConfig::nb_iot_client();
+    cfg.is_server = true;
+    let mut r: Rec = Recovery::new(cfg, NewReno::new(MDS));
+    send(&mut r, PnSpace::Initial, at(0));
+    // Initial RTT 2 s: the first PTO fires after 6 s, not 1 s.
+    assert_eq!(r.loss_detection_timer(), Some(at(6_000)));
+    let (a, _) = timeout(&mut r, at(6_000));
+    assert_eq!(
+        a,
+        TimeoutAction::SendProbes { space: PnSpace::Initial, count: 1, anti_deadlock: false }
+    );
+}
+
+// --- persistent congestion (RFC 9002 §7.6) ---
+
+fn persistent_congestion_setup() -> Rec {
+    let mut r = server();
+    r.on_handshake_confirmed(at(0));
+    send(&mut r, APP, at(0));
+    ack(&mut r, APP, &[(0, 0)], ms(0), at(100)).unwrap();
+    // PC duration = (100 + 4 × 50 + 25) × 3 = 975 ms.
+    for t in [200, 1300, 1400, 1500, 1600] {
+        send(&mut r, APP, at(t));
+    }
+    r
+}
+
+#[test]
+fn persistent_congestion_collapses_to_minimum_window() {
+    let mut r = persistent_congestion_setup();
+    let (out, ev) = ack(&mut r, APP, &[(5, 5)], ms(0), at(1700)).unwrap();
+    assert_eq!(ev.lost, [1, 2, 3, 4]);
+    assert!(out.persistent_congestion);
+    // Collapsed to the minimum window, then (RFC 9002 App. B.8: the recovery period is
+    // reset) slow start from there with the acknowledged packet.
+    assert_eq!(r.congestion_window(), minimum_window(MDS) + u64::from(MDS));
+}
+
+#[test]
+fn no_persistent_congestion_with_an_ack_in_between() {
+    let mut r = persistent_congestion_setup();
+    let (out, ev) = ack(&mut r, APP, &[(5, 5), (2, 2)], ms(0), at(1700)).unwrap();
+    assert_eq!(ev.lost, [1, 3, 4]);
+    assert!(!out.persistent_congestion);
+    // Halved once (pn 0's acknowledgement did not grow it: 1 200 bytes in flight do not
+    // use a 12 000-byte window).
+    assert_eq!(r.congestion_window(), 6_000);
+}
+
+#[test]
+fn no_persistent_congestion_before_first_rtt_sample() {
+    let mut r = server();
+    for t in [0, 1000, 2000, 3000, 4000] {
+        send(&mut r, APP, at(t));
+    }
+    let (out, ev) = ack(&mut r, APP, &[(4, 4)], ms(0), at(4100)).unwrap();
+    assert_eq!(ev.lost.len(), 4);
+    assert!(!out.persistent_congestion);
+    assert_eq!(r.congestion_window(), 6_000);
+}
+
+// --- congestion control through Recovery ---
+
+#[test]
+fn slow_start_grows_by_acked_in_flight_bytes() {
+    let mut r = server();
+    for i in 0..10 {
+        send(&mut r, APP, at(i));
+    }
+    ack(&mut r, APP, &[(0, 9)], ms(0), at(100)).unwrap();
+    assert_eq!(r.congestion_window(), 24_000);
+    assert_eq!(r.bytes_in_flight(), 0);
+}
+
+#[test]
+fn app_limited_acks_do_not_grow_the_window() {
+    let mut r = server();
+    send(&mut r, APP, at(0));
+    r.set_app_limited(true);
+    ack(&mut r, APP, &[(0, 0)], ms(0), at(100)).unwrap();
+    assert_eq!(r.congestion_window(), 12_000);
+    // Filling the window clears the flag.
+    for i in 0..10 {
+        send(&mut r, APP, at(200 + i));
+    }
+    ack(&mut r, APP, &[(1, 10)], ms(0), at(300)).unwrap();
+    assert_eq!(r.congestion_window(), 24_000);
+}
+
+#[test]
+fn ecn_ce_increase_is_a_congestion_event() {
+    let mut r = server();
+    for i in 0..4 {
+        send(&mut r, APP, at(i));
+    }
+    let ecn = |ce| {
+        Some(EcnCounts { ect0: VarInt::from_u32(3), ect1: VarInt::ZERO, ce: VarInt::from_u32(ce) })
+    };
+    let out =
+        r.on_ack_received(APP, [(0u64, 0u64)].into_iter(), ms(0), ecn(1), at(100), |_| {}).unwrap();
+    assert!(out.ecn_ce_increased);
+    assert_eq!(r.congestion_window(), 6_000);
+    let out =
+        r.on_ack_received(APP, [(1u64, 1u64)].into_iter(), ms(0), ecn(1), at(101), |_| {}).unwrap();
+    assert!(!out.ecn_ce_increased);
+    assert_eq!(r.congestion_window(), 6_000);
+}
+
+#[test]
+fn discarding_a_space_removes_its_bytes_without_congestion_reaction() {
+    let mut r = server();
+    send(&mut r, PnSpace::Initial, at(0));
+    send(&mut r, PnSpace::Initial, at(1));
+    assert_eq!(r.bytes_in_flight(), 2_400);
+    r.discard_space(PnSpace::Initial, at(2));
+    assert_eq!(r.bytes_in_flight(), 0);
+    assert_eq!(r.congestion_window(), 12_000);
+    assert_eq!(r.loss_detection_timer(), None);
+    assert_eq!(r.in_flight_packets(PnSpace::Initial), 0);
+}
+
+#[test]
+fn pacer_follows_the_window() {
+    let mut r = server();
+    for i in 0..10 {
+        send(&mut r, APP, at(i));
+    }
+    ack(&mut r, APP, &[(0, 9)], ms(0), at(100)).unwrap();
+    // cwnd 24 000 B, smoothed RTT 91 ms..100 ms: burst of 4, then paced.
+    let now = at(200);
+    for _ in 0..4 {
+        assert_eq!(r.pacing_time(now, 1200), None);
+        send(&mut r, APP, now);
+    }
+    let next = r.pacing_time(now, 1200).expect("paced");
+    // 1200 B at 1.25 × 24 000 B / 91 ms ≈ 3.6 ms
+    assert!((3_000..=4_500).contains(&(next - now).0), "{:?}", next - now);
+}
+
+// --- bounded tracker ---
+
+#[test]
+fn full_tracker_refuses_in_flight_packets_but_not_acks() {
+    let mut r = server();
+    r.on_handshake_confirmed(at(0));
+    for i in 0..32 {
+        send(&mut r, APP, at(i));
+    }
+    assert!(r.is_full(APP));
+    let pn = r.next_pn(APP);
+    assert_eq!(
+        r.on_packet_sent(APP, SentPacket::new(pn, at(40), MDS, true, true, 0)),
+        Err(RecoveryError::Full)
+    );
+    // ACK-only packets are not stored.
+    r.on_packet_sent(APP, SentPacket::new(pn, at(40), 50, false, false, 0)).unwrap();
+    assert_eq!(r.next_pn(APP), pn + 1);
+    // A PTO makes room for its two probes.
+    let t = r.loss_detection_timer().unwrap();
+    let (a, ev) = timeout(&mut r, t);
+    assert_eq!(a, TimeoutAction::SendProbes { space: APP, count: 2, anti_deadlock: false });
+    assert_eq!(ev.evicted, [0, 1]);
+    assert!(!r.is_full(APP));
+    assert_eq!(r.congestion_window(), 12_000);
+    send(&mut r, APP, t);
+    send(&mut r, APP, t);
+    assert!(r.is_full(APP));
+}
+
+#[test]
+fn tombstones_are_compacted_and_old_records_survive() {
+    let mut r = server();
+    for i in 0..8 {
+        send(&mut r, PnSpace::Initial, at(i));
+    }
+    // Acknowledge 1..=2 only (pn 0 stays, below the packet threshold).
+    ack(&mut r, PnSpace::Initial, &[(1, 2)], ms(0), at(20)).unwrap();
+    assert_eq!(r.in_flight_packets(PnSpace::Initial), 6);
+    send(&mut r, PnSpace::Initial, at(21));
+    send(&mut r, PnSpace::Initial, at(22));
+    assert!(r.is_full(PnSpace::Initial));
+    // pn 0 survived the compaction with its payload.
+    assert_eq!(r.initial_packets().get(0).map(|p| p.payload), Some(0));
+    let (_, ev) = ack(&mut r, PnSpace::Initial, &[(9, 9), (0, 0)], ms(0), at(30)).unwrap();
+    assert_eq!(ev.acked, [9, 0]);
+    assert_eq!(ev.lost, [3, 4, 5, 6, 7]);
+    let live: Vec<u64> = r.initial_packets().iter().map(|p| p.pn).collect();
+    assert_eq!(live, [8]);
+}
+
+#[test]
+fn duplicate_ack_changes_nothing() {
+    let mut r = server();
+    for i in 0..3 {
+        send(&mut r, APP, at(i));
+    }
+    ack(&mut r, APP, &[(0, 2)], ms(0), at(100)).unwrap();
+    let (cwnd, rtt) = (r.congestion_window(), *r.rtt());
+    let (out, ev) = ack(&mut r, APP, &[(0, 2)], ms(0), at(200)).unwrap();
+    assert_eq!(out, AckOutcome::default());
+    assert!(ev.acked.is_empty());
+    assert_eq!((r.congestion_window(), *r.rtt()), (cwnd, rtt));
+}
+
+#[test]
+fn ack_ranges_beyond_the_cap_are_ignored() {
+    let mut cfg = RecoveryConfig::new(true);
+    cfg.max_ack_ranges = 2;
+    let mut r: Rec = Recovery::new(cfg, NewReno::new(MDS));
+    for i in 0..10 {
+        send(&mut r, APP, at(i));
+    }
+    let (out, ev) = ack(&mut r, APP, &[(9, 9), (7, 7), (5, 5), (3, 3)], ms(0), at(50)).unwrap();
+    assert_eq!(out.newly_acked, 2);
+    assert_eq!(ev.acked, [9, 7]);
+}
+
+// --- attacks ---
+
+#[test]
+fn attack_optimistic_ack_skipped_pn() {
+    let mut r = server();
+    send(&mut r, APP, at(0));
+    send(&mut r, APP, at(1));
+    assert_eq!(r.skip_pn(APP), Ok(2));
+    send(&mut r, APP, at(2));
+    send(&mut r, APP, at(3));
+    let before = (r.congestion_window(), r.bytes_in_flight());
+    // An optimistic ACK acknowledges everything up to the largest packet seen.
+    let err = ack(&mut r, APP, &[(0, 4)], ms(0), at(50)).unwrap_err();
+    assert_eq!(err, RecoveryError::AckOfSkippedPacket);
+    assert_eq!(err.code(), crate::TransportErrorCode::PROTOCOL_VIOLATION);
+    assert_eq!((r.congestion_window(), r.bytes_in_flight()), before);
+    assert_eq!(r.largest_acked(APP), None);
+    // Even hidden in a later range.
+    let err = ack(&mut r, APP, &[(4, 4), (2, 2)], ms(0), at(50)).unwrap_err();
+    assert_eq!(err, RecoveryError::AckOfSkippedPacket);
+    // An honest peer's ACK leaves the hole.
+    let (_, ev) = ack(&mut r, APP, &[(3, 4), (0, 1)], ms(0), at(50)).unwrap();
+    assert_eq!(ev.acked, [3, 4, 0, 1]);
+}
+
+#[test]
+fn attack_ack_of_never_sent_packet() {
+    let mut r = server();
+    for i in 0..4 {
+        send(&mut r, APP, at(i));
+    }
+    let err = ack(&mut r, APP, &[(0, 10)], ms(0), at(50)).unwrap_err();
+    assert_eq!(err, RecoveryError::AckOfUnsentPacket);
+    assert_eq!(err.code(), crate::TransportErrorCode::PROTOCOL_VIOLATION);
+    // In a space where nothing was sent at all.
+    let err = ack(&mut r, PnSpace::Handshake, &[(0, 0)], ms(0), at(50)).unwrap_err();
+    assert_eq!(err, RecoveryError::AckOfUnsentPacket);
+    assert_eq!(r.bytes_in_flight(), 4 * u64::from(MDS));
+}
+
+#[test]
+fn cve_2025_4820_optimistic_ack_cwnd() {
+    // The window may only grow by the bytes of packets really sent, in flight and newly
+    // acknowledged, however the ACKs are shaped.
+    let mut r = server();
+    // 6 600 bytes in flight: the 12 000-byte window is in use (more than half).
+    let sizes = [1200u16, 1100, 1200, 1000, 1200, 900];
+    for (i, s) in sizes.iter().enumerate() {
+        send_sized(&mut r, APP, at(i as u64), *s);
+    }
+    let w0 = r.congestion_window();
+    // Acknowledging packets not sent yet (ahead of the sender): refused, no growth.
+    assert!(ack(&mut r, APP, &[(0, 1_000_000)], ms(0), at(10)).is_err());
+    assert!(ack(&mut r, APP, &[(6, 6)], ms(0), at(10)).is_err());
+    assert_eq!(r.congestion_window(), w0);
+    // Real acknowledgements grow it by exactly their bytes (slow start) ...
+    ack(&mut r, APP, &[(2, 3), (0, 0)], ms(0), at(20)).unwrap();
+    assert_eq!(r.congestion_window(), w0 + 1200 + 1200 + 1000);
+    // ... repeated ranges and duplicate ACKs add nothing ...
+    for _ in 0..100 {
+        ack(&mut r, APP, &[(2, 3), (0, 0)], ms(0), at(30)).unwrap();
+    }
+    assert_eq!(r.congestion_window(), w0 + 3400);
+    for i in 0..5 {
+        send(&mut r, APP, at(31 + i));
+    }
+    // A hand-built iterator repeating a range is refused ...
+    assert_eq!(
+        ack(&mut r, APP, &[(1, 1), (1, 1)], ms(0), at(40)).unwrap_err(),
+        RecoveryError::InvalidAckRanges
+    );
+    ack(&mut r, APP, &[(1, 1)], ms(0), at(40)).unwrap();
+    assert_eq!(r.congestion_window(), w0 + 3400 + 1100);
+    // ... and acknowledging an ACK-only packet (not in flight) adds nothing.
+    let pn = r.next_pn(APP);
+    r.on_packet_sent(APP, SentPacket::new(pn, at(41), 1200, false, false, 0)).unwrap();
+    let (out, _) = ack(&mut r, APP, &[(pn, pn)], ms(0), at(42)).unwrap();
+    assert_eq!(out.newly_acked, 0);
+    assert_eq!(r.congestion_window(), w0 + 4500);
+    assert_eq!(r.bytes_in_flight(), 1200 + 900 + 5 * 1200);
+}
+
+#[test]
+fn trickling_sender_does_not_inflate_the_window() {
+    // One packet at a time, never using the window: RFC 9002 §7.8, detected without help.
+    let mut r = server();
+    for i in 0..50 {
+        let pn = send(&mut r, APP, at(i * 100));
+        ack(&mut r, APP, &[(pn, pn)], ms(0), at(i * 100 + 50)).unwrap();
+    }
+    assert_eq!(r.congestion_window(), 12_000);
+}
+
+#[test]
+fn cve_2025_4821_invalid_ack_ranges() {
+    let mut r = server();
+    for i in 0..4 {
+        send(&mut r, APP, at(i));
+    }
+    let max = crate::packet::number::MAX_PN;
+    let cases: [(&[(u64, u64)], RecoveryError); 9] = [
+        (&[(0, u64::MAX)], RecoveryError::AckOfUnsentPacket),
+        (&[(u64::MAX, u64::MAX)], RecoveryError::AckOfUnsentPacket),
+        (&[(max, max)], RecoveryError::AckOfUnsentPacket),
+        (&[(3, 4)], RecoveryError::AckOfUnsentPacket),
+        (&[(3, 3), (0, u64::MAX)], RecoveryError::InvalidAckRanges),
+        (&[(3, 2)], RecoveryError::InvalidAckRanges),
+        (&[(0, 0), (2, 3)], RecoveryError::InvalidAckRanges),
+        (&[(2, 3), (1, 2)], RecoveryError::InvalidAckRanges),
+        (&[], RecoveryError::InvalidAckRanges),
+    ];
+    for (ranges, want) in cases {
+        assert_eq!(
+            ack(&mut r, APP, ranges, Duration::MAX, at(10)).unwrap_err(),
+            want,
+            "{ranges:?}"
+        );
+    }
+    assert_eq!(r.congestion_window(), 12_000);
+    assert_eq!(r.bytes_in_flight(), 4 * u64::from(MDS));
+    assert_eq!(r.largest_acked(APP), None);
+
+    // The same through the wire: a frame whose Largest Acknowledged is 2^62 − 1 and whose
+    // first range reaches 0, with a huge ACK Delay.
+    let mut buf = [0u8; 64];
+    let mut w = Writer::new(&mut buf);
+    for v in [0x02, max, max, 0, max] {
+        w.put_varint_u64(v).unwrap();
+    }
+    let n = w.position();
+    let Frame::Ack(frame) = Frame::parse(&mut Reader::new(&buf[..n])).unwrap() else {
+        panic!("not an ACK")
+    };
+    let err = r.on_ack_frame(APP, &frame, 20, at(10), |_| {}).unwrap_err();
+    assert_eq!(err, RecoveryError::AckOfUnsentPacket);
+    // A frame with many ranges, all but the first beyond the cap or valid: no panic.
+    let ranges: Vec<(u64, u64)> = (0..2000u64).rev().map(|i| (i * 2, i * 2)).collect();
+    let frame = Ack::new(&ranges, RangeOrder::Descending, VarInt::MAX, None).unwrap();
+    assert!(r.on_ack_frame(APP, &frame, 20, at(10), |_| {}).is_err());
+}
+
+// --- received packets and ACK generation (RFC 9000 §13.2) ---
+
+#[test]
+fn received_ranges_merge() {
+    let mut s = ReceivedRanges::<8>::new();
+    for pn in [5, 7, 6, 1, 2, 0, 10] {
+        assert!(s.insert(pn));
+    }
+    assert_eq!(s.as_slice(), [(0, 2), (5, 7), (10, 10)]);
+    assert!(!s.insert(6));
+    assert!(s.is_duplicate(0) && s.is_duplicate(7) && !s.is_duplicate(3));
+    assert!(s.insert(3) && s.insert(4));
+    assert_eq!(s.as_slice(), [(0, 7), (10, 10)]);
+    assert!(s.insert(9));
+    assert!(s.insert(8));
+    assert_eq!(s.as_slice(), [(0, 10)]);
+    assert_eq!(s.largest(), Some(10));
+}
+
+#[test]
+fn received_ranges_cap_drops_smallest() {
+    let mut s = ReceivedRanges::<3>::new();
+    for pn in [0, 2, 4] {
+        s.insert(pn);
+    }
+    assert!(s.insert(6));
+    assert_eq!(s.as_slice(), [(2, 2), (4, 4), (6, 6)]);
+    // Everything below the lowest remembered range is a duplicate now.
+    assert_eq!(s.floor(), 1);
+    assert!(s.is_duplicate(0));
+    assert!(!s.insert(0));
+    // A new lowest range when full: accepted once, then a duplicate.
+    assert!(s.insert(1) || s.is_duplicate(1));
+    // 1 merges with 2.
+    assert_eq!(s.as_slice(), [(1, 2), (4, 4), (6, 6)]);
+    assert!(s.insert(8));
+    assert_eq!(s.as_slice(), [(4, 4), (6, 6), (8, 8)]);
+    assert!(s.insert(3));
+    assert_eq!(s.as_slice(), [(3, 4), (6, 6), (8, 8)]);
+    let mut full = ReceivedRanges::<2>::new();
+    full.insert(10);
+    full.insert(20);
+    assert!(full.insert(5), "processed once");
+    assert!(full.is_duplicate(5));
+    assert_eq!(full.as_slice(), [(10, 10), (20, 20)]);
+    let mut none = ReceivedRanges::<0>::new();
+    assert!(none.insert(3));
+    assert!(none.is_duplicate(3));
+}
+
+#[test]
+fn received_ranges_prune() {
+    let mut s = ReceivedRanges::<8>::new();
+    for pn in [0, 1, 2, 5, 6, 9] {
+        s.insert(pn);
+    }
+    s.remove_up_to(5);
+    assert_eq!(s.as_slice(), [(6, 6), (9, 9)]);
+    assert!(s.is_duplicate(3));
+    s.remove_up_to(2);
+    assert_eq!(s.as_slice(), [(6, 6), (9, 9)]);
+    s.remove_up_to(u64::MAX);
+    s.remove_up_to(20);
+    assert!(s.is_empty());
+    assert!(s.insert(21));
+}
+
+fn rx(space: PnSpace) -> ReceivedPackets<8> {
+    ReceivedPackets::new(space, ms(25))
+}
+
+#[test]
+fn ack_immediately_in_initial_and_handshake() {
+    for space in [PnSpace::Initial, PnSpace::Handshake] {
+        let mut r = rx(space);
+        r.on_packet_received(0, at(10), true, Ecn::NotEct);
+        assert_eq!(r.ack_deadline(), Some(at(10)));
+        assert!(r.ack_due(at(10)));
+    }
+}
+
+#[test]
+fn ack_every_second_packet_else_within_max_ack_delay() {
+    let mut r = rx(APP);
+    r.on_packet_received(0, at(10), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(35)));
+    assert!(!r.ack_due(at(34)));
+    r.on_packet_received(1, at(12), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(12)));
+    r.on_ack_sent();
+    assert_eq!(r.ack_deadline(), None);
+    // Non-ack-eliciting packets never make an ACK due by themselves.
+    r.on_packet_received(2, at(20), false, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), None);
+    assert!(r.has_unacked());
+    r.on_packet_received(3, at(21), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(46)));
+    // Less frequent acknowledgement on request.
+    let mut r = rx(APP).with_ack_eliciting_threshold(4);
+    for pn in 0..3 {
+        r.on_packet_received(pn, at(1), true, Ecn::NotEct);
+    }
+    assert_eq!(r.ack_deadline(), Some(at(26)));
+    r.on_packet_received(3, at(2), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(2)));
+}
+
+#[test]
+fn ack_immediately_on_reordering_gap_or_ce() {
+    // A gap below the new packet.
+    let mut r = rx(APP);
+    r.on_packet_received(0, at(1), true, Ecn::NotEct);
+    r.on_ack_sent();
+    r.on_packet_received(2, at(2), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(2)));
+    r.on_ack_sent();
+    // Below the largest ack-eliciting one (fills the gap).
+    r.on_packet_received(1, at(3), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(3)));
+    r.on_ack_sent();
+    // In order: delayed.
+    r.on_packet_received(3, at(4), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(29)));
+    r.on_ack_sent();
+    // CE-marked.
+    r.on_packet_received(4, at(5), true, Ecn::Ce);
+    assert_eq!(r.ack_deadline(), Some(at(5)));
+    // A gap filled by non-ack-eliciting packets is not a gap.
+    let mut r = rx(APP);
+    r.on_packet_received(0, at(1), true, Ecn::NotEct);
+    r.on_packet_received(1, at(1), false, Ecn::NotEct);
+    r.on_ack_sent();
+    r.on_packet_received(2, at(2), true, Ecn::NotEct);
+    assert_eq!(r.ack_deadline(), Some(at(27)));
+}
+
+#[test]
+fn duplicates_are_rejected_and_counted_once() {
+    let mut r = rx(APP);
+    assert!(r.on_packet_received(5, at(1), true, Ecn::Ect0));
+    assert!(r.is_duplicate(5));
+    assert!(!r.on_packet_received(5, at(2), true, Ecn::Ect0));
+    assert_eq!(r.ecn_counts().unwrap().ect0, VarInt::from_u32(1));
+    assert_eq!(r.ack_deadline(), Some(at(26)));
+}
+
+#[test]
+fn ack_frame_round_trip_into_recovery() {
+    // Sender sends 0..=9; the receiver gets all but 3 and 6.
+    let mut snd = server();
+    for i in 0..10 {
+        send(&mut snd, APP, at(i));
+    }
+    let mut rcv = rx(APP);
+    for pn in [0, 1, 2, 4, 5, 7, 8, 9] {
+        rcv.on_packet_received(pn, at(20 + pn), true, Ecn::Ect0);
+    }
+    rcv.on_packet_received(9, at(40), true, Ecn::Ect0);
+    let frame = rcv.ack_frame(at(33), 3, 16).unwrap();
+    assert_eq!(frame.ranges().collect::<Vec<_>>(), [(7, 9), (4, 5), (0, 2)]);
+    // 4 ms since pn 9 arrived, >> 3.
+    assert_eq!(frame.ack_delay(), VarInt::from_u32(500));
+    assert_eq!(frame.ecn().unwrap().ect0, VarInt::from_u32(8));
+    let mut buf = [0u8; 64];
+    let mut w = Writer::new(&mut buf);
+    frame.emit(&mut w).unwrap();
+    let n = w.position();
+    let Frame::Ack(parsed) = Frame::parse(&mut Reader::new(&buf[..n])).unwrap() else {
+        panic!("not an ACK")
+    };
+    let mut ev = Events::default();
+    snd.on_ack_frame(APP, &parsed, 3, at(50), |e| ev.record(e)).unwrap();
+    assert_eq!(ev.lost, [3, 6]);
+    assert_eq!(ev.acked, [7, 8, 9, 4, 5, 0, 1, 2]);
+    // Only the highest ranges when asked for fewer.
+    let short = rcv.ack_frame(at(33), 3, 2).unwrap();
+    assert_eq!(short.ranges().collect::<Vec<_>>(), [(7, 9), (4, 5)]);
+    // ACK of ACK: stop acknowledging up to 9.
+    rcv.on_ack_sent();
+    rcv.on_ack_acked(9);
+    assert!(rcv.ack_frame(at(60), 3, 16).is_none());
+    assert!(rcv.is_duplicate(3));
+    rcv.on_packet_received(10, at(61), true, Ecn::NotEct);
+    assert_eq!(rcv.ack_frame(at(61), 3, 16).unwrap().ranges().collect::<Vec<_>>(), [(10, 10)]);
+    assert_eq!(rcv.largest_received(), Some(10));
+}
+
+#[test]
+fn ack_delay_codec() {
+    assert_eq!(decode_ack_delay(1000, 3), Duration(8000));
+    assert_eq!(decode_ack_delay(u64::MAX, 20), Duration::MAX);
+    assert_eq!(decode_ack_delay(1, 64), Duration::MAX);
+    assert_eq!(encode_ack_delay(Duration(8000), 3), VarInt::from_u32(1000));
+    assert_eq!(encode_ack_delay(Duration::MAX, 0), VarInt::MAX);
+}
+
+// --- memory ---
+
+#[test]
+fn memory_footprint() {
+    use core::mem::size_of;
+    // Sizes on the host (64-bit usize); the 32-bit device sizes are at most these.
+    let record = |n: usize, total: usize| (total - 144) / n;
+    assert_eq!(record(32, size_of::<SentPackets<(), 32>>()), 24);
+    assert_eq!(record(32, size_of::<SentPackets<u32, 32>>()), 32);
+    assert_eq!(record(32, size_of::<SentPackets<u64, 32>>()), 32);
+    assert_eq!(size_of::<SentPackets<u32, 32>>(), 32 * 32 + 144);
+    assert_eq!(size_of::<ReceivedRanges<8>>(), 16 * 8 + 16);
+    assert_eq!(size_of::<ReceivedPackets<8>>(), 16 * 8 + 120);
+    assert_eq!(size_of::<RttEstimator>(), 48);
+    assert_eq!(size_of::<NewReno>(), 48);
+    assert_eq!(size_of::<Pacer>(), 80);
+    #[cfg(feature = "cubic")]
+    assert_eq!(size_of::<Cubic>(), 120);
+    let device = size_of::<Recovery<u32, NewReno, 8, 8, 32>>();
+    let server = size_of::<Recovery<u32, NewReno, 64, 64, 1024>>();
+    std::println!(
+        "SentPackets<u32,32> {} | ReceivedPackets<8> {} | ReceivedPackets<64> {} | Recovery device {} | server {} | NewReno {} | Pacer {} | RttEstimator {}",
+        size_of::<SentPackets<u32, 32>>(),
+        size_of::<ReceivedPackets<8>>(),
+        size_of::<ReceivedPackets<64>>(),
+        device,
+        server,
+        size_of::<NewReno>(),
+        size_of::<Pacer>(),
+        size_of::<RttEstimator>(),
+    );
+    // Records, three space headers, and the RTT, controller, pacer and flags.
+    assert!(device <= 48 * 32 + 3 * 144 + 272, "{device}");
+}
+
+// --- property test ---
+
+#[derive(Clone, Debug)]
+enum Op {
+    Send {
+        space: u8,
+        size: u16,
+        ack_eliciting: bool,
+        padding: bool,
+    },
+    Skip {
+        space: u8,
+    },
+    /// An ACK built from the space's real numbers: (offset below next_pn, then gap/len pairs).
+    Ack {
+        space: u8,
+        top: u64,
+        pairs: Vec<(u64, u64)>,
+        delay: u64,
+        ce: u8,
+    },
+    /// An ACK of arbitrary ranges.
+    RawAck {
+        space: u8,
+        ranges: Vec<(u64, u64)>,
+        delay: u64,
+    },
+    Advance {
+        ms: u16,
+    },
+    Timeout,
+    Confirm,
+    HandshakeKeys,
+    Discard {
+        space: u8,
+    },
+    AppLimited(bool),
+}
+
+fn space_of(i: u8) -> PnSpace {
+    PnSpace::ALL[usize::from(i % 3)]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..3, 0u16..1500, any::<bool>(), any::<bool>())
+            .prop_map(|(space, size, ack_eliciting, padding)| Op::Send { space, size, ack_eliciting, padding }),
+        1 => (0u8..3).prop_map(|space| Op::Skip { space }),
+        5 => (0u8..3, 0u64..8, proptest::collection::vec((0u64..6, 0u64..6), 0..6), any::<u64>(), 0u8..3)
+            .prop_map(|(space, top, pairs, delay, ce)| Op::Ack { space, top, pairs, delay, ce }),
+        1 => (0u8..3, proptest::collection::vec((any::<u64>(), any::<u64>()), 0..5), any::<u64>())
+            .prop_map(|(space, ranges, delay)| Op::RawAck { space, ranges, delay }),
+        3 => (0u16..3000).prop_map(|ms| Op::Advance { ms }),
+        2 => Just(Op::Timeout),
+        1 => Just(Op::Confirm),
+        1 => Just(Op::HandshakeKeys),
+        1 => (0u8..2).prop_map(|space| Op::Discard { space }),
+        1 => any::<bool>().prop_map(Op::AppLimited),
+    ]
+}
+
+fn check_invariants<C: CongestionController>(r: &Recovery<u32, C, 4, 4, 16>) {
+    let sum = |it: &mut dyn Iterator<Item = SentPacket<u32>>| -> u64 {
+        it.filter(|p| p.in_flight).map(|p| u64::from(p.size)).sum()
+    };
+    let expected = sum(&mut r.initial_packets().iter())
+        + sum(&mut r.handshake_packets().iter())
+        + sum(&mut r.application_packets().iter());
+    assert_eq!(r.bytes_in_flight(), expected, "bytes in flight match the records");
+    assert!(r.congestion_window() >= r.congestion_controller().minimum_window());
+}
+
+fn run_ops<C: CongestionController>(cc: C, is_server: bool, ops: Vec<Op>) {
+    let mut r: Recovery<u32, C, 4, 4, 16> = Recovery::new(RecoveryConfig::new(is_server), cc);
+    let mut now = Instant(1_000);
+    let mut reported: [BTreeSet<u64>; 3] = Default::default();
+    let mut discarded = [false; 3];
+    for op in ops {
+        let before = (r.congestion_window(), r.bytes_in_flight());
+        let mut acked_bytes = 0u64;
+        let mut events = Vec::new();
+        let mut result_ok = true;
+        match op {
+            Op::Send { space, size, ack_eliciting, padding } => {
+                let space = space_of(space);
+                if discarded[space as usize] {
+                    continue;
+                }
+                let pn = r.next_pn(space);
+                let p = SentPacket::new(pn, now, size, ack_eliciting, padding, pn as u32);
+                match r.on_packet_sent(space, p) {
+                    Ok(()) => {}
+                    Err(RecoveryError::Full) => assert!(r.is_full(space)),
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+            Op::Skip { space } => {
+                let _ = r.skip_pn(space_of(space));
+            }
+            Op::Ack { space, top, pairs, delay, ce } => {
+                let space = space_of(space);
+                let next = r.next_pn(space);
+                let mut ranges = Vec::new();
+                if let Some(mut largest) = next.checked_sub(1 + top) {
+                    let mut first = true;
+                    for (gap, len) in pairs.iter().copied().chain(core::iter::once((0, 0))) {
+                        if !first {
+                            let Some(l) = largest.checked_sub(gap + 2) else { break };
+                            largest = l;
+                        }
+                        first = false;
+                        let smallest = largest.saturating_sub(len);
+                        ranges.push((smallest, largest));
+                        if smallest == 0 {
+                            break;
+                        }
+                        largest = smallest;
+                    }
+                }
+                let ecn = Some(EcnCounts {
+                    ect0: VarInt::ZERO,
+                    ect1: VarInt::ZERO,
+                    ce: VarInt::from(ce),
+                });
+                let res = r.on_ack_received(
+                    space,
+                    ranges.iter().copied(),
+                    Duration(delay),
+                    ecn,
+                    now,
+                    |e| events.push(e),
+                );
+                result_ok = res.is_ok();
+            }
+            Op::RawAck { space, ranges, delay } => {
+                let res = r.on_ack_received(
+                    space_of(space),
+                    ranges.iter().copied(),
+                    Duration(delay),
+                    None,
+                    now,
+                    |e| events.push(e),
+                );
+                result_ok = res.is_ok();
+            }
+            Op::Advance { ms } => now += Duration::from_millis(u64::from(ms)),
+            Op::Timeout => {
+                if let Some(t) = r.loss_detection_timer() {
+                    now = now.max(t);
+                }
+                r.on_timeout(now, |e| events.push(e));
+            }
+            Op::Confirm => r.on_handshake_confirmed(now),
+            Op::HandshakeKeys => r.on_handshake_keys_available(now),
+            Op::Discard { space } => {
+                let space = space_of(space);
+                discarded[space as usize] = true;
+                r.discard_space(space, now);
+            }
+            Op::AppLimited(b) => r.set_app_limited(b),
+        }
+        if !result_ok {
+            assert_eq!(
+                (r.congestion_window(), r.bytes_in_flight()),
+                before,
+                "a refused ACK changes nothing"
+            );
+        }
+        for e in events {
+            let (space, p) = match e {
+                PacketEvent::Acked { space, packet } => {
+                    if packet.in_flight {
+                        acked_bytes += u64::from(packet.size);
+                    }
+                    (space, packet)
+                }
+                PacketEvent::Lost { space, packet } | PacketEvent::Evicted { space, packet } => {
+                    (space, packet)
+                }
+            };
+            assert_eq!(p.payload as u64, p.pn);
+            assert!(reported[space as usize].insert(p.pn), "pn {} reported twice", p.pn);
+        }
+        // The window grows by at most the bytes newly acknowledged.
+        assert!(r.congestion_window() <= before.0 + acked_bytes, "cwnd grew beyond acked bytes");
+        check_invariants(&r);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_acks_never_break_invariants(ops in proptest::collection::vec(op(), 1..120), is_server in any::<bool>()) {
+        run_ops(NewReno::new(MDS), is_server, ops);
+    }
+
+    #[cfg(feature = "cubic")]
+    #[test]
+    fn random_acks_never_break_invariants_cubic(ops in proptest::collection::vec(op(), 1..120), is_server in any::<bool>()) {
+        run_ops(Cubic::new(MDS), is_server, ops);
+    }
+
+    #[test]
+    fn received_ranges_match_a_model(pns in proptest::collection::vec(0u64..200, 0..300), prune in proptest::option::of(0u64..200)) {
+        let mut s = ReceivedRanges::<6>::new();
+        let mut model = BTreeSet::new();
+        for pn in pns {
+            let fresh = !s.is_duplicate(pn);
+            prop_assert_eq!(s.insert(pn), fresh);
+            if fresh {
+                model.insert(pn);
+            }
+            // Sorted, disjoint, non-adjacent; every range made of received numbers.
+            let v = s.as_slice();
+            for w in v.windows(2) {
+                prop_assert!(w[0].1 + 1 < w[1].0);
+            }
+            for &(lo, hi) in v {
+                prop_assert!(lo <= hi && lo >= s.floor());
+                for x in lo..=hi {
+                    prop_assert!(model.contains(&x));
+                }
+            }
+            // Nothing received at or above the floor is forgotten.
+            for &x in model.range(s.floor()..) {
+                prop_assert!(s.contains(x));
+            }
+            if !v.is_empty() {
+                prop_assert!(Ack::new(v, RangeOrder::Ascending, VarInt::ZERO, None).is_some());
+            }
+        }
+        if let Some(p) = prune {
+            s.remove_up_to(p);
+            prop_assert!(s.as_slice().iter().all(|r| r.0 > p));
+            prop_assert!(s.is_duplicate(p));
+        }
+    }
+}
+
+#[test]
+fn long_random_walk_is_deterministic_and_bounded() {
+    // A fixed sequence exercising compaction, eviction and timeouts together.
+    let mut ops = vec![Op::Confirm];
+    for i in 0..400u64 {
+        ops.push(Op::Send { space: 2, size: 1200, ack_eliciting: i % 5 != 0, padding: false });
+        if i % 7 == 0 {
+            ops.push(Op::Ack {
+                space: 2,
+                top: i % 4,
+                pairs: vec![(i % 3, 1), (0, 2)],
+                delay: 1000,
+                ce: (i / 50) as u8,
+            });
+        }
+        if i % 11 == 0 {
+            ops.push(Op::Advance { ms: 400 });
+            ops.push(Op::Timeout);
+        }
+        if i % 13 == 0 {
+            ops.push(Op::Skip { space: 2 });
+        }
+    }
+    run_ops(NewReno::new(MDS), true, ops);
+}

@@ -1,0 +1,683 @@
+//! `cargo xtask footprint`: flash size of the device stack, split by crate and component.
+//!
+//! Builds the firmware image in `firmware/` (release profile: `opt-level = "z"`, fat LTO,
+//! one codegen unit, `panic = "abort"`) once per entry of [`CONFIGS`], then reads the ELF:
+//!
+//! * **flash** is the sum of the sizes of every allocated section that has contents in the
+//!   image (`SHF_ALLOC` and not `NOBITS`): with cortex-m-rt's `link.x` that is
+//!   `.vector_table + .text + .rodata + .data`, where `.data` counts once, as its
+//!   initialisation image stored in flash and copied to RAM at reset.
+//! * **static RAM** is `.data + .bss` (+ `.uninit`), i.e. everything but the stack.
+//! * every sized symbol in a flash section is attributed to a crate from its demangled path
+//!   (for `<Type as Trait>::f`, the crate of `Type`), crates are grouped into components,
+//!   and bytes no symbol covers (anonymous constants, alignment padding, the initial stack
+//!   pointer word) are reported as `unattributed`. The per-crate bytes plus `unattributed`
+//!   add up to the flash total exactly (overlapping symbols are counted once).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionKind, SymbolKind};
+use serde_json::json;
+
+use crate::util;
+
+/// One firmware build to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Name shown in reports and in the JSON `config` field.
+    pub name: &'static str,
+    /// Cargo features of the firmware crate (they forward to mote-crypto / mote-quic).
+    pub features: &'static [&'static str],
+    /// The target triple to build for.
+    pub target: &'static str,
+    /// What the configuration contains.
+    pub description: &'static str,
+}
+
+/// The device target every configuration is measured on.
+pub const CORTEX_M4: &str = "thumbv7em-none-eabihf";
+
+/// The configurations measured, in report order. Add a row to measure another feature
+/// combination; the firmware crate's features are listed in `firmware/footprint/Cargo.toml`.
+pub const CONFIGS: &[Config] = &[
+    Config {
+        name: "minimal",
+        features: &["minimal"],
+        target: CORTEX_M4,
+        description: "QUIC v1; AES-128-GCM, SHA-256, X25519",
+    },
+    Config {
+        name: "full-ciphers",
+        features: &["full"],
+        target: CORTEX_M4,
+        description:
+            "QUIC v1+v2, DATAGRAM; + AES-256-GCM/SHA-384, ChaCha20-Poly1305, P-256 ECDHE, \
+                      Ed25519 and ECDSA-P256 verification",
+    },
+];
+
+/// The firmware package and binary (crate `mote_footprint`).
+const FIRMWARE_BIN: &str = "mote-footprint";
+/// The firmware binary's crate name as it appears in symbol paths.
+const FIRMWARE_CRATE: &str = "mote_footprint";
+
+/// Components, in report order, and the crates that make them up. The firmware crate is
+/// `app`; crates not listed here fall into `other`.
+const COMPONENTS: &[(&str, &[&str])] = &[
+    ("app", &[FIRMWARE_CRATE]),
+    ("quic", &["mote_quic"]),
+    ("tls", &["mote_tls"]),
+    ("h3", &["mote_h3"]),
+    (
+        "crypto",
+        &[
+            "mote_crypto",
+            // RustCrypto and dalek primitives and their support crates.
+            "aead",
+            "aes",
+            "aes_gcm",
+            "base16ct",
+            "block_buffer",
+            "chacha20",
+            "chacha20poly1305",
+            "cipher",
+            "cpufeatures",
+            "crypto_bigint",
+            "crypto_common",
+            "ctr",
+            "curve25519_dalek",
+            "der",
+            "digest",
+            "ecdsa",
+            "ed25519",
+            "ed25519_dalek",
+            "elliptic_curve",
+            "ff",
+            "generic_array",
+            "ghash",
+            "group",
+            "hkdf",
+            "hmac",
+            "inout",
+            "opaque_debug",
+            "p256",
+            "pkcs8",
+            "poly1305",
+            "polyval",
+            "primeorder",
+            "rand_core",
+            "rfc6979",
+            "sec1",
+            "sha2",
+            "signature",
+            "spki",
+            "subtle",
+            "typenum",
+            "universal_hash",
+            "x25519_dalek",
+            "zeroize",
+        ],
+    ),
+    ("core", &["core", "compiler_builtins", "alloc"]),
+    ("runtime", &["cortex_m_rt", "cortex_m", "panic_halt", "critical_section"]),
+    // LLVM's machine outliner (on at opt-level "z") factors instruction sequences repeated
+    // anywhere in the image into `OUTLINED_FUNCTION_N`s, shared by every crate.
+    ("outlined", &[OUTLINED]),
+];
+/// The pseudo-crate of machine-outlined code.
+const OUTLINED: &str = "(outlined)";
+/// Component of crates not in [`COMPONENTS`].
+const OTHER: &str = "other";
+/// Bytes of flash sections that no symbol covers.
+const UNATTRIBUTED: &str = "unattributed";
+
+/// Arguments of `cargo xtask footprint`.
+#[derive(Args, Debug)]
+pub struct FootprintArgs {
+    /// Print one JSON object per configuration, one per line, instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Measure only this configuration (repeatable). Default: all of them.
+    #[arg(long = "config", value_name = "NAME")]
+    configs: Vec<String>,
+    /// In the tables, also list the N largest symbols of each image.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    top: usize,
+    /// List the configurations and exit.
+    #[arg(long)]
+    list: bool,
+}
+
+impl Default for FootprintArgs {
+    /// Every configuration, as tables, with the ten largest symbols.
+    fn default() -> Self {
+        Self { json: false, configs: Vec::new(), top: 10, list: false }
+    }
+}
+
+/// Entry point of `cargo xtask footprint`.
+pub fn run(args: &FootprintArgs) -> Result<()> {
+    if args.list {
+        for c in CONFIGS {
+            println!(
+                "{:<14} {:<24} features={:<12} {}",
+                c.name,
+                c.target,
+                c.features.join(","),
+                c.description
+            );
+        }
+        return Ok(());
+    }
+    let selected: Vec<&Config> = if args.configs.is_empty() {
+        CONFIGS.iter().collect()
+    } else {
+        args.configs
+            .iter()
+            .map(|name| {
+                CONFIGS.iter().find(|c| c.name == name).ok_or_else(|| {
+                    let names: Vec<_> = CONFIGS.iter().map(|c| c.name).collect();
+                    anyhow!(
+                        "no footprint configuration `{name}`; configurations: {}",
+                        names.join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+
+    let mut reports = Vec::new();
+    for config in selected {
+        let elf = build(config)?;
+        let report = analyze(config, &elf)?;
+        if args.json {
+            println!("{}", report.to_json());
+        } else {
+            report.print(args.top);
+        }
+        reports.push(report);
+    }
+    if !args.json {
+        print_matrix(&reports);
+    }
+    Ok(())
+}
+
+/// Builds the firmware for `config` and returns the path of a copy of its ELF image
+/// (`firmware/target/footprint/<config>.elf`), which later builds do not overwrite.
+fn build(config: &Config) -> Result<PathBuf> {
+    let dir = util::repo_root().join("firmware");
+    let mut cmd = util::cargo(&dir, None);
+    cmd.args(["build", "--release", "--bin", FIRMWARE_BIN, "--target", config.target])
+        .args(["--no-default-features", "--features", &config.features.join(",")])
+        .arg("--message-format=json-render-diagnostics")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let shown = util::display(&cmd);
+    eprintln!("$ (cd firmware && {shown})");
+    let out = cmd.output().with_context(|| format!("could not start `{shown}`"))?;
+    if !out.status.success() {
+        bail!("firmware build for configuration `{}` failed ({})", config.name, out.status);
+    }
+    let mut executable = None;
+    for line in out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let msg: serde_json::Value =
+            serde_json::from_slice(line).context("cargo printed invalid JSON")?;
+        if msg["reason"] == "compiler-artifact" && msg["target"]["name"] == FIRMWARE_BIN {
+            if let Some(path) = msg["executable"].as_str() {
+                executable = Some(PathBuf::from(path));
+            }
+        }
+    }
+    let executable =
+        executable.ok_or_else(|| anyhow!("cargo reported no `{FIRMWARE_BIN}` executable"))?;
+    let keep = dir.join("target").join("footprint").join(format!("{}.elf", config.name));
+    std::fs::create_dir_all(keep.parent().expect("has a parent"))?;
+    std::fs::copy(&executable, &keep)
+        .with_context(|| format!("copying {} to {}", executable.display(), keep.display()))?;
+    Ok(keep)
+}
+
+/// A measured firmware image.
+#[derive(Debug)]
+struct Report {
+    config: Config,
+    elf: PathBuf,
+    /// Flash sections (name, bytes) in address order.
+    flash_sections: Vec<(String, u64)>,
+    /// RAM-only sections (name, bytes).
+    ram_sections: Vec<(String, u64)>,
+    flash_bytes: u64,
+    by_crate: BTreeMap<String, u64>,
+    /// Every component of [`COMPONENTS`], then `other` and `unattributed`, in that order.
+    by_component: Vec<(&'static str, u64)>,
+    /// Attributed bytes of each symbol (demangled, crate), largest first.
+    symbols: Vec<(String, String, u64)>,
+}
+
+/// Reads the ELF at `path` and attributes its flash bytes.
+fn analyze(config: &Config, path: &Path) -> Result<Report> {
+    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file =
+        object::File::parse(&*data).with_context(|| format!("parsing {}", path.display()))?;
+    let thumb = file.architecture() == object::Architecture::Arm;
+
+    let mut flash_sections = Vec::new();
+    let mut ram_sections = Vec::new();
+    let mut by_crate: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_symbol: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    let mut unattributed = 0u64;
+
+    let mut sections: Vec<_> = file.sections().filter(|s| is_alloc(s) && s.size() > 0).collect();
+    sections.sort_by_key(|s| s.address());
+    for section in sections {
+        let name = section.name().unwrap_or("?").to_owned();
+        if section.kind() == SectionKind::UninitializedData {
+            ram_sections.push((name, section.size()));
+            continue;
+        }
+        if section.kind() == SectionKind::Data {
+            ram_sections.push((name.clone(), section.size()));
+        }
+        flash_sections.push((name, section.size()));
+
+        let (start, end) = (section.address(), section.address() + section.size());
+        // Sized symbols of this section as (start, end, name), larger first at equal
+        // starts, so an alias or a symbol nested in another is counted once.
+        let mut symbols: Vec<(u64, u64, &str)> = file
+            .symbols()
+            .filter(|s| s.section_index() == Some(section.index()) && s.size() > 0)
+            .filter(|s| {
+                matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown)
+            })
+            .map(|s| {
+                // Thumb function addresses carry the interworking bit.
+                let addr = if thumb && s.kind() == SymbolKind::Text {
+                    s.address() & !1
+                } else {
+                    s.address()
+                };
+                (addr, addr + s.size(), s.name().unwrap_or(""))
+            })
+            .collect();
+        symbols.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(b.2)));
+
+        let mut cursor = start;
+        for (sym_start, sym_end, raw) in symbols {
+            let (sym_start, sym_end) = (sym_start.max(start), sym_end.min(end));
+            if sym_start > cursor {
+                unattributed += sym_start - cursor;
+            }
+            let from = sym_start.max(cursor);
+            if sym_end <= from {
+                continue;
+            }
+            let bytes = sym_end - from;
+            cursor = sym_end;
+            let (demangled, krate) = attribute(raw);
+            *by_crate.entry(krate.clone()).or_default() += bytes;
+            by_symbol.entry(demangled).or_insert((krate, 0)).1 += bytes;
+        }
+        unattributed += end.saturating_sub(cursor);
+    }
+
+    let flash_bytes: u64 = flash_sections.iter().map(|(_, n)| n).sum();
+    let mut by_component: Vec<(&'static str, u64)> = COMPONENTS
+        .iter()
+        .map(|(name, _)| (*name, 0))
+        .chain([(OTHER, 0), (UNATTRIBUTED, unattributed)])
+        .collect();
+    for (krate, bytes) in &by_crate {
+        let component = component_of(krate);
+        by_component.iter_mut().find(|(c, _)| *c == component).expect("listed").1 += bytes;
+    }
+    let counted: u64 = by_component.iter().map(|(_, n)| n).sum();
+    if counted != flash_bytes {
+        bail!("attribution error: components add up to {counted} bytes, sections to {flash_bytes}");
+    }
+    let mut symbols: Vec<(String, String, u64)> =
+        by_symbol.into_iter().map(|(name, (krate, bytes))| (name, krate, bytes)).collect();
+    symbols.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+
+    Ok(Report {
+        config: *config,
+        elf: path.to_path_buf(),
+        flash_sections,
+        ram_sections,
+        flash_bytes,
+        by_crate,
+        by_component,
+        symbols,
+    })
+}
+
+fn is_alloc(section: &object::Section<'_, '_>) -> bool {
+    match section.flags() {
+        SectionFlags::Elf { sh_flags, .. } => sh_flags.0 & object::elf::SHF_ALLOC.0 != 0,
+        _ => false,
+    }
+}
+
+/// The demangled name of a symbol and the crate it is attributed to.
+fn attribute(raw: &str) -> (String, String) {
+    match rustc_demangle::try_demangle(raw) {
+        Ok(demangled) => {
+            let name = format!("{demangled:#}");
+            let krate = rust_symbol_crate(&name).unwrap_or("?").to_owned();
+            (name, krate)
+        }
+        Err(_) => (raw.to_owned(), unmangled_crate(raw).to_owned()),
+    }
+}
+
+/// The crate of a demangled Rust symbol path.
+fn rust_symbol_crate(path: &str) -> Option<&str> {
+    // rustc's own entry points (`__rustc::rust_begin_unwind` is the `#[panic_handler]`, the
+    // rest are allocator shims, absent without `alloc`).
+    if let Some(item) = path.strip_prefix("__rustc::") {
+        return Some(if item.starts_with("rust_begin_unwind") { "panic_halt" } else { "alloc" });
+    }
+    path_crate(path)
+}
+
+/// The crate a path names: its first segment, or for a qualified path
+/// `<Type as Trait>::item` the crate of `Type` (of `Trait` if `Type` is a built-in type).
+/// Inherent items of built-in types (`<[T]>::len`) belong to `core`.
+fn path_crate(path: &str) -> Option<&str> {
+    let path = path.trim_start();
+    if let Some(inner) = path.strip_prefix('<') {
+        let (ty, tr) = split_qualified(inner)?;
+        return type_crate(ty).or_else(|| tr.and_then(path_crate)).or(Some("core"));
+    }
+    let end = path.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(path.len());
+    let first = &path[..end];
+    (!first.is_empty() && path[end..].starts_with("::")).then_some(first)
+}
+
+/// The crate that defines a type written in a symbol (`None` for built-in types: slices,
+/// arrays, tuples, primitives, function pointers).
+fn type_crate(ty: &str) -> Option<&str> {
+    let mut ty = ty.trim();
+    loop {
+        let before = ty;
+        for prefix in ["&", "mut ", "*const ", "*mut ", "dyn ", "impl ", "const "] {
+            ty = ty.strip_prefix(prefix).unwrap_or(ty).trim_start();
+        }
+        if let Some(rest) = ty.strip_prefix('\'') {
+            // A lifetime: `&'a T`.
+            ty = rest.split_once(' ').map_or("", |(_, t)| t);
+        }
+        if ty == before {
+            break;
+        }
+    }
+    if ty.starts_with(['[', '(']) {
+        return None;
+    }
+    path_crate(ty)
+}
+
+/// Splits the inside of `<Type as Trait>` / `<Type>` (the text after `<`) into the type and
+/// the optional trait, honouring nested brackets.
+fn split_qualified(inner: &str) -> Option<(&str, Option<&str>)> {
+    let mut depth = 0usize;
+    let mut type_end = None;
+    let mut prev = ' ';
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' if prev == '-' => {} // `fn() -> T`
+            ')' | ']' => depth = depth.saturating_sub(1),
+            '>' if depth == 0 => {
+                return Some(match type_end {
+                    Some(t) => (&inner[..t], Some(&inner[t + 4..i])),
+                    None => (&inner[..i], None),
+                });
+            }
+            '>' => depth -= 1,
+            ' ' if depth == 0 && type_end.is_none() && inner[i..].starts_with(" as ") => {
+                type_end = Some(i)
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    None
+}
+
+/// The crate of a symbol that is not Rust-mangled (`#[no_mangle]` / `#[export_name]`
+/// items and compiler-rt style intrinsics).
+fn unmangled_crate(name: &str) -> &'static str {
+    const RUNTIME: &[&str] = &[
+        "Reset",
+        "__RESET_VECTOR",
+        "__EXCEPTIONS",
+        "__INTERRUPTS",
+        "DefaultHandler",
+        "DefaultHandler_",
+        "DefaultPreInit",
+        "__pre_init",
+        "HardFault",
+        "HardFault_",
+        "HardFaultTrampoline",
+        "_HardFault",
+    ];
+    const LIBC: &[&str] = &["memcpy", "memmove", "memset", "memcmp", "bcmp", "strlen"];
+    if name == "main" {
+        // cortex-m-rt's `#[entry]` exports the firmware's entry point as `main`.
+        FIRMWARE_CRATE
+    } else if RUNTIME.contains(&name) {
+        "cortex_m_rt"
+    } else if name.starts_with("OUTLINED_FUNCTION_") {
+        OUTLINED
+    } else if name == "rust_begin_unwind" {
+        "panic_halt"
+    } else if LIBC.contains(&name) || name.starts_with("__aeabi_") || name.starts_with("__") {
+        "compiler_builtins"
+    } else {
+        "?"
+    }
+}
+
+/// The component a crate belongs to.
+fn component_of(krate: &str) -> &'static str {
+    COMPONENTS
+        .iter()
+        .find(|(_, crates)| crates.contains(&krate))
+        .map_or(OTHER, |(component, _)| component)
+}
+
+/// `part` as a percentage of `whole`, for tables.
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+impl Report {
+    fn to_json(&self) -> serde_json::Value {
+        let by_crate: serde_json::Map<String, serde_json::Value> =
+            self.by_crate.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let by_component: serde_json::Map<String, serde_json::Value> =
+            self.by_component.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect();
+        let sections: serde_json::Map<String, serde_json::Value> =
+            self.flash_sections.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let ram: u64 = self.ram_sections.iter().map(|(_, n)| n).sum();
+        json!({
+            "config": self.config.name,
+            "target": self.config.target,
+            "features": self.config.features,
+            "flash_bytes": self.flash_bytes,
+            "by_crate": by_crate,
+            "by_component": by_component,
+            "flash_sections": sections,
+            "static_ram_bytes": ram,
+        })
+    }
+
+    fn print(&self, top: usize) {
+        let c = &self.config;
+        println!();
+        println!("== footprint: {} ({}) ==", c.name, c.description);
+        println!(
+            "firmware features: {}; target {}; profile release (opt-level=z, lto=fat, codegen-units=1, panic=abort)",
+            c.features.join(","),
+            c.target
+        );
+        println!("image: {}", self.elf.display());
+        let sections: Vec<String> =
+            self.flash_sections.iter().map(|(n, b)| format!("{n} {b}")).collect();
+        println!("flash: {} bytes = {}", self.flash_bytes, sections.join(" + "));
+        println!("       (every loaded section; .data counts once, as its initial image in flash)");
+        let ram: u64 = self.ram_sections.iter().map(|(_, n)| n).sum();
+        let sections: Vec<String> =
+            self.ram_sections.iter().map(|(n, b)| format!("{n} {b}")).collect();
+        if sections.is_empty() {
+            println!("static RAM: 0 bytes (no .data/.bss; stack not included)");
+        } else {
+            println!("static RAM: {ram} bytes = {} (stack not included)", sections.join(" + "));
+        }
+
+        println!();
+        println!("  {:<14} {:>9} {:>7}", "component", "bytes", "%");
+        for (component, bytes) in &self.by_component {
+            println!("  {component:<14} {bytes:>9} {:>6.1}%", percent(*bytes, self.flash_bytes));
+        }
+        println!("  {:<14} {:>9} {:>6.1}%", "total", self.flash_bytes, 100.0);
+
+        println!();
+        println!("  {:<22} {:<10} {:>9} {:>7}", "crate", "component", "bytes", "%");
+        let mut crates: Vec<_> = self.by_crate.iter().collect();
+        crates.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (krate, bytes) in crates {
+            println!(
+                "  {krate:<22} {:<10} {bytes:>9} {:>6.1}%",
+                component_of(krate),
+                percent(*bytes, self.flash_bytes)
+            );
+        }
+        let unattributed =
+            self.by_component.iter().find(|(c, _)| *c == UNATTRIBUTED).map_or(0, |(_, n)| *n);
+        println!(
+            "  {:<22} {:<10} {unattributed:>9} {:>6.1}%",
+            "(no symbol)",
+            UNATTRIBUTED,
+            percent(unattributed, self.flash_bytes)
+        );
+
+        if top > 0 {
+            println!();
+            println!("  largest symbols:");
+            for (name, krate, bytes) in self.symbols.iter().take(top) {
+                println!("  {bytes:>9}  {krate:<18} {}", shorten(name, 100));
+            }
+        }
+        let unknown: Vec<_> =
+            self.symbols.iter().filter(|(_, k, _)| component_of(k) == OTHER).collect();
+        if !unknown.is_empty() {
+            println!();
+            println!("  symbols in `{OTHER}` (extend COMPONENTS / unmangled_crate in xtask/src/footprint.rs):");
+            for (name, krate, bytes) in unknown.iter().take(20) {
+                println!("  {bytes:>9}  {krate:<18} {}", shorten(name, 100));
+            }
+        }
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut out: String = s.chars().take(max - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// Prints one table with a column per measured configuration.
+fn print_matrix(reports: &[Report]) {
+    if reports.is_empty() {
+        return;
+    }
+    println!();
+    println!("== flash bytes by component ({}) ==", reports[0].config.target);
+    print!("  {:<14}", "component");
+    for r in reports {
+        print!(" {:>14}", r.config.name);
+    }
+    println!();
+    for (i, (component, _)) in reports[0].by_component.iter().enumerate() {
+        print!("  {component:<14}");
+        for r in reports {
+            print!(" {:>14}", r.by_component[i].1);
+        }
+        println!();
+    }
+    print!("  {:<14}", "total");
+    for r in reports {
+        print!(" {:>14}", r.flash_bytes);
+    }
+    println!();
+    println!();
+    println!(
+        "note: attribution is by final symbol. With LTO, code inlined from one crate into \
+         another is counted where it ended up (e.g. a mote_quic call inlined into app), and \
+         generic code is counted in the crate that defines the function, whoever instantiated it."
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crates_from_paths() {
+        assert_eq!(path_crate("mote_quic::coding::Reader::varint"), Some("mote_quic"));
+        assert_eq!(
+            path_crate("<mote_crypto::rustcrypto::Aes as mote_crypto::AeadKey>::seal"),
+            Some("mote_crypto")
+        );
+        assert_eq!(path_crate("<aes::soft::Aes128 as cipher::BlockEncrypt>::encrypt"), Some("aes"));
+        assert_eq!(path_crate("<&mut W as core::fmt::Write>::write_str"), Some("core"));
+        assert_eq!(
+            path_crate("<&'a mote_quic::cid::ConnectionId as core::fmt::Debug>::fmt"),
+            Some("mote_quic")
+        );
+        assert_eq!(path_crate("<[u8] as core::fmt::Debug>::fmt"), Some("core"));
+        assert_eq!(path_crate("<u32 as subtle::ConstantTimeEq>::ct_eq"), Some("subtle"));
+        assert_eq!(path_crate("<[T]>::copy_from_slice"), Some("core"));
+        assert_eq!(path_crate("<dyn mote_crypto::CryptoRng>::fill"), Some("mote_crypto"));
+        assert_eq!(
+            path_crate("<generic_array::GenericArray<u8, N> as core::ops::Deref>::deref"),
+            Some("generic_array")
+        );
+        assert_eq!(path_crate("<fn() -> u8 as core::ops::Fn<()>>::call"), Some("core"));
+        assert_eq!(path_crate("core::ptr::drop_in_place::<mote_quic::X>"), Some("core"));
+        assert_eq!(path_crate("memcpy"), None);
+    }
+
+    #[test]
+    fn unmangled_symbols() {
+        assert_eq!(unmangled_crate("__aeabi_memcpy4"), "compiler_builtins");
+        assert_eq!(unmangled_crate("memset"), "compiler_builtins");
+        assert_eq!(unmangled_crate("Reset"), "cortex_m_rt");
+        assert_eq!(unmangled_crate("main"), FIRMWARE_CRATE);
+        assert_eq!(unmangled_crate("OUTLINED_FUNCTION_12"), OUTLINED);
+        assert_eq!(unmangled_crate("something_else"), "?");
+    }
+
+    #[test]
+    fn components() {
+        assert_eq!(component_of("mote_quic"), "quic");
+        assert_eq!(component_of("aes_gcm"), "crypto");
+        assert_eq!(component_of(FIRMWARE_CRATE), "app");
+        assert_eq!(component_of("compiler_builtins"), "core");
+        assert_eq!(component_of("somebody_else"), OTHER);
+    }
+}

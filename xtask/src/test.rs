@@ -1,0 +1,205 @@
+//! `cargo xtask test`: the project's test command, and exactly what CI runs.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+
+use crate::{footprint, fuzz, util};
+
+/// The device targets every `no_std` crate must build for.
+pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"];
+
+/// `no_std` builds checked for every device target: (package, label, features), all with
+/// `--no-default-features`. "minimal" is what every device has (AES-128-GCM, SHA-256,
+/// X25519, QUIC v1, client only); "full" every option a device may enable.
+pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
+    ("mote-crypto", "minimal", "rustcrypto"),
+    ("mote-crypto", "full", "rustcrypto,aes256,chacha20,p256,ed25519,ecdsa-p256"),
+    ("mote-quic", "minimal", ""),
+    ("mote-quic", "full", "v2,datagram,aes256,chacha20,p256"),
+    ("mote-tls", "minimal", ""),
+    ("mote-tls", "full", "aes256,chacha20,p256"),
+];
+
+/// The workspace clippy invocation.
+const CLIPPY_WORKSPACE: &[&str] =
+    &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"];
+
+/// Default fuzzing time per target in `cargo xtask test`.
+const DEFAULT_FUZZ_SECONDS: u64 = 20;
+
+/// A step of `cargo xtask test`, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Step {
+    /// `cargo fmt --all --check` in the workspace, `firmware/` and `fuzz/`
+    Fmt,
+    /// `cargo clippy --workspace --all-targets -- -D warnings`, and clippy on the firmware
+    Clippy,
+    /// `cargo test --workspace`
+    Test,
+    /// `no_std` builds of mote-crypto, mote-quic and mote-tls for the device targets
+    Cross,
+    /// `cargo xtask footprint` (builds the firmware image in every configuration)
+    Footprint,
+    /// every fuzz target for `--fuzz-seconds` each
+    Fuzz,
+}
+
+const ALL_STEPS: &[Step] =
+    &[Step::Fmt, Step::Clippy, Step::Test, Step::Cross, Step::Footprint, Step::Fuzz];
+
+/// Arguments of `cargo xtask test`.
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    /// Skip these steps (repeatable or comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "STEP")]
+    skip: Vec<Step>,
+    /// Skip the fuzz step (same as `--skip fuzz`); handy locally.
+    #[arg(long)]
+    skip_fuzz: bool,
+    /// Fuzz each target for this many seconds.
+    #[arg(long, default_value_t = DEFAULT_FUZZ_SECONDS, value_name = "N")]
+    fuzz_seconds: u64,
+    /// Stop at the first failing step instead of running the rest.
+    #[arg(long)]
+    fail_fast: bool,
+}
+
+/// Entry point of `cargo xtask test`: runs every step not skipped, prints a summary and
+/// fails if any step failed.
+pub fn run(args: &TestArgs) -> Result<()> {
+    let skipped = |step: Step| args.skip.contains(&step) || (step == Step::Fuzz && args.skip_fuzz);
+    let steps: Vec<Step> = ALL_STEPS.iter().copied().filter(|s| !skipped(*s)).collect();
+    let started = Instant::now();
+    let mut results: Vec<(Step, Duration, Result<()>)> = Vec::new();
+
+    for (i, step) in steps.iter().enumerate() {
+        let name = step.to_possible_value().expect("no skipped variants").get_name().to_owned();
+        eprintln!();
+        eprintln!("==> [{}/{}] {name}: {}", i + 1, steps.len(), describe(*step));
+        let t = Instant::now();
+        let result = run_step(*step, args);
+        let elapsed = t.elapsed();
+        match &result {
+            Ok(()) => eprintln!("==> {name}: ok ({elapsed:.1?})"),
+            Err(e) => eprintln!("==> {name}: FAILED ({elapsed:.1?}): {e:#}"),
+        }
+        let failed = result.is_err();
+        results.push((*step, elapsed, result));
+        if failed && args.fail_fast {
+            break;
+        }
+    }
+
+    eprintln!();
+    eprintln!("==> summary ({:.1?} in all)", started.elapsed());
+    for (step, elapsed, result) in &results {
+        let name = step.to_possible_value().expect("no skipped variants").get_name().to_owned();
+        let status = if result.is_ok() { "ok" } else { "FAILED" };
+        eprintln!("    {name:<10} {status:<7} {elapsed:>8.1?}");
+    }
+    let failed = results.iter().filter(|(_, _, r)| r.is_err()).count();
+    let passed = results.len() - failed;
+    let not_run = ALL_STEPS.len() - results.len();
+    // The closing line, in the "N passed, N failed" form CI tooling reads.
+    if not_run > 0 {
+        println!("steps: {passed} passed, {failed} failed, {not_run} skipped");
+    } else {
+        println!("steps: {passed} passed, {failed} failed");
+    }
+    if failed > 0 {
+        bail!("{failed} step(s) failed");
+    }
+    Ok(())
+}
+
+fn describe(step: Step) -> &'static str {
+    match step {
+        Step::Fmt => "cargo fmt --all --check (workspace, firmware/, fuzz/)",
+        Step::Clippy => {
+            "cargo clippy --workspace --all-targets -- -D warnings; firmware in each configuration"
+        }
+        Step::Test => "cargo test --workspace",
+        Step::Cross => {
+            "no_std builds of mote-crypto, mote-quic and mote-tls for the device targets"
+        }
+        Step::Footprint => "cargo xtask footprint",
+        Step::Fuzz => "each fuzz target, bounded",
+    }
+}
+
+fn run_step(step: Step, args: &TestArgs) -> Result<()> {
+    let root = util::repo_root();
+    match step {
+        Step::Fmt => {
+            // The main workspace, then the two separate ones.
+            for dir in [root.clone(), root.join("firmware"), root.join("fuzz")] {
+                util::run(util::cargo(&dir, None).args(["fmt", "--all", "--check"]))?;
+            }
+            Ok(())
+        }
+        Step::Clippy => {
+            util::run(util::cargo(&root, None).args(CLIPPY_WORKSPACE))?;
+            // The firmware, in its smallest and largest configurations.
+            for config in footprint::CONFIGS {
+                let mut cmd = util::cargo(&root.join("firmware"), None);
+                cmd.args(["clippy", "--target", config.target, "--no-default-features"]).args([
+                    "--features",
+                    &config.features.join(","),
+                    "--",
+                    "-D",
+                    "warnings",
+                ]);
+                util::run(&mut cmd)?;
+            }
+            Ok(())
+        }
+        Step::Test => util::run(util::cargo(&root, None).args(["test", "--workspace"])),
+        Step::Cross => {
+            let mut failures = Vec::new();
+            for target in DEVICE_TARGETS {
+                for (package, label, features) in CROSS_BUILDS {
+                    let mut cmd = util::cargo(&root, None);
+                    cmd.args([
+                        "build",
+                        "--package",
+                        package,
+                        "--target",
+                        target,
+                        "--no-default-features",
+                    ]);
+                    if !features.is_empty() {
+                        cmd.args(["--features", features]);
+                    }
+                    eprintln!("--- {package} ({label}) for {target}");
+                    if let Err(e) = util::run(&mut cmd) {
+                        eprintln!("{e:#}");
+                        failures.push(format!("{package} ({label}) for {target}"));
+                    }
+                }
+            }
+            if !failures.is_empty() {
+                bail!("cross builds failed: {}", failures.join("; "));
+            }
+            Ok(())
+        }
+        Step::Footprint => footprint::run(&footprint::FootprintArgs::default()),
+        Step::Fuzz => {
+            let targets = fuzz::list_targets()?;
+            fuzz::ensure_tools()?;
+            let mut failures = Vec::new();
+            for target in &targets {
+                eprintln!("--- fuzz target {target} ({} s)", args.fuzz_seconds);
+                if let Err(e) = fuzz::run_target(target, args.fuzz_seconds, &[]) {
+                    eprintln!("{e:#}");
+                    failures.push(target.as_str());
+                }
+            }
+            if !failures.is_empty() {
+                bail!("fuzz targets failed: {}", failures.join(", "));
+            }
+            Ok(())
+        }
+    }
+}
