@@ -1053,3 +1053,50 @@ fn x509_failures_have_their_alerts() {
     let r = run_with(&ccfg, &scfg, None, NOW, 0, &mut flip_last_byte_of(ht::CERTIFICATE_VERIFY));
     assert_eq!(client_error(&r).alert(), Alert::DecryptError);
 }
+
+/// Writes fuzz seeds (records `level || len || bytes`) when MOTE_WRITE_FUZZ_SEEDS names a
+/// directory: a real client's first flight for `tls_server`, a real server's flight for
+/// `tls_client`.
+#[test]
+fn write_fuzz_seeds() {
+    let Some(dir) = std::env::var_os("MOTE_WRITE_FUZZ_SEEDS") else { return };
+    let dir = std::path::PathBuf::from(dir);
+    fn records(out: &mut Vec<u8>, level: Level, data: &[u8]) {
+        for chunk in data.chunks(255) {
+            out.extend_from_slice(&[level as u8, chunk.len() as u8]);
+            out.extend_from_slice(chunk);
+        }
+    }
+    let psk = ExternalPsk { identity: b"fuzz", key: &[7; 32], hash: HashAlgorithm::Sha256 };
+    let psks = [psk];
+    let keys = Keys::new();
+    let ccfg = client_config(&[b"h3"], ServerAuth::ExternalPsk(psk));
+    let mut scfg = server_config(&[b"h3"], &keys.server_ed);
+    scfg.external_psks = &psks;
+    let mut client_flights = Vec::new();
+    let mut server_flights = std::vec![1u8]; // mode byte: external PSK
+    let r = run_with(&ccfg, &scfg, None, NOW, 0, &mut |who, level, data| {
+        let out = if who == Who::Client { &mut client_flights } else { &mut server_flights };
+        records(out, level, data);
+    });
+    assert_agree(&r);
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let rpk = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+    let plain = server_config(&[b"h3"], &keys.server_ed);
+    let mut rpk_flight = std::vec![0u8]; // mode byte: raw public key
+    let r = run_with(&rpk, &plain, None, NOW, 0, &mut |who, level, data| {
+        if who == Who::Server {
+            records(&mut rpk_flight, level, data);
+        }
+    });
+    assert_agree(&r);
+    for (target, name, bytes) in [
+        ("tls_server", "psk_client_flights", &client_flights),
+        ("tls_client", "psk_server_flights", &server_flights),
+        ("tls_client", "rpk_server_flights", &rpk_flight),
+    ] {
+        let d = dir.join(target);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(name), bytes).unwrap();
+    }
+}
