@@ -998,6 +998,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             lifetime_s: nst.lifetime.min(MAX_TICKET_LIFETIME_S),
             early_data: nst.max_early_data_size.is_some(),
             alpn,
+            server_transport_parameters: &[],
         });
         Ok(())
     }

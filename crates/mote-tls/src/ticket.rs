@@ -8,8 +8,11 @@ use crate::Error;
 /// A session ticket received by the client (RFC 8446 §4.6.1), lent to
 /// [`crate::QuicHooks::new_ticket`] and given back to [`crate::ClientSession::new`] to resume.
 ///
-/// It borrows: store it with [`Ticket::encode`] (and keep the server's transport
-/// parameters beside it, RFC 9000 §7.4.1) and read it back with [`Ticket::decode`].
+/// It borrows: store it with [`Ticket::encode`] and read it back with [`Ticket::decode`].
+/// RFC 9000 §7.4.1 has the client remember the server's transport parameters with the
+/// ticket for 0-RTT: the session leaves [`Ticket::server_transport_parameters`] empty (it
+/// keeps no copy of them), and the QUIC layer fills them in before encoding, e.g.
+/// `Ticket { server_transport_parameters: &remembered, ..*ticket }.encode(&mut out)`.
 #[derive(Clone, Copy)]
 pub struct Ticket<'a> {
     /// The opaque ticket: the PSK identity to offer.
@@ -29,6 +32,9 @@ pub struct Ticket<'a> {
     /// The ALPN protocol of the issuing connection; 0-RTT is only offered when it is among
     /// the protocols the client offers (RFC 8446 §4.2.10).
     pub alpn: &'a [u8],
+    /// The server's transport parameters remembered for 0-RTT (RFC 9000 §7.4.1), encoded;
+    /// empty when lent by the session (see above).
+    pub server_transport_parameters: &'a [u8],
 }
 
 impl core::fmt::Debug for Ticket<'_> {
@@ -46,7 +52,8 @@ const TICKET_FORMAT: u8 = 1;
 
 impl<'a> Ticket<'a> {
     /// Serialises the ticket (format byte, suite, age_add, lifetime, flags, then the PSK,
-    /// ALPN and identity with length prefixes) into `out`; returns the length.
+    /// ALPN, identity and remembered transport parameters with length prefixes) into `out`;
+    /// returns the length.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, Error> {
         let mut w = crate::codec::Writer::new(out);
         w.u8(TICKET_FORMAT)?;
@@ -57,6 +64,7 @@ impl<'a> Ticket<'a> {
         w.vec(1, self.psk)?;
         w.vec(1, self.alpn)?;
         w.vec(2, self.identity)?;
+        w.vec(2, self.server_transport_parameters)?;
         Ok(w.position())
     }
 
@@ -73,8 +81,18 @@ impl<'a> Ticket<'a> {
         let psk = r.vec(1, 1)?;
         let alpn = r.vec(1, 0)?;
         let identity = r.vec(2, 1)?;
+        let server_transport_parameters = r.vec(2, 0)?;
         r.finish()?;
-        Ok(Self { identity, psk, suite, age_add, lifetime_s, early_data, alpn })
+        Ok(Self {
+            identity,
+            psk,
+            suite,
+            age_add,
+            lifetime_s,
+            early_data,
+            alpn,
+            server_transport_parameters,
+        })
     }
 }
 
@@ -323,11 +341,13 @@ mod tests {
             lifetime_s: 3600,
             early_data: true,
             alpn: b"h3",
+            server_transport_parameters: b"\x04\x04\x80\x10\x00\x00",
         };
         let mut buf = [0u8; 128];
         let n = t.encode(&mut buf).unwrap();
         let d = Ticket::decode(&buf[..n]).unwrap();
         assert_eq!((d.identity, d.psk, d.alpn), (t.identity, t.psk, t.alpn));
+        assert_eq!(d.server_transport_parameters, t.server_transport_parameters);
         assert_eq!(
             (d.suite, d.age_add, d.lifetime_s, d.early_data),
             (t.suite, 0x01020304, 3600, true)

@@ -364,6 +364,7 @@ fn resumption_skips_certificate() {
         let ticket = Ticket::decode(encoded).unwrap();
         assert!(!ticket.early_data);
         assert_eq!(ticket.alpn, b"h3");
+        assert_eq!(ticket.server_transport_parameters, SERVER_TP);
         let resumption = Resumption { ticket, age_ms: 5_000 };
         let r = run_with(&ccfg, &scfg, Some(resumption), NOW + 5_000, 0, &mut |_, _, _| {});
         assert_agree(&r);

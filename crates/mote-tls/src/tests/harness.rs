@@ -133,7 +133,10 @@ impl QuicHooks for Endpoint {
 
     fn new_ticket(&mut self, ticket: &Ticket<'_>) {
         let mut buf = vec![0u8; 1024];
-        let n = ticket.encode(&mut buf).expect("ticket fits");
+        // The QUIC layer stores the server's transport parameters with the ticket.
+        let remembered = self.peer_tp.clone().unwrap_or_default();
+        let with_tp = Ticket { server_transport_parameters: &remembered, ..*ticket };
+        let n = with_tp.encode(&mut buf).expect("ticket fits");
         buf.truncate(n);
         self.tickets.push(buf);
     }
