@@ -149,5 +149,10 @@ mod server {
         pub tickets: Option<TicketConfig<'a>>,
         /// Accept 0-RTT (needs `tickets`).
         pub early_data: Option<EarlyDataConfig<'a>>,
+        /// Crypto offload: instead of signing its CertificateVerify inline, the session
+        /// pauses after the Certificate and lets the caller compute the signature elsewhere
+        /// ([`crate::ServerSession::signature_request`],
+        /// [`crate::ServerSession::complete_signature`]).
+        pub defer_signatures: bool,
     }
 }

@@ -130,6 +130,7 @@ pub fn server(data: &[u8]) {
             max_age_skew_ms: 1000,
         }),
         early_data: Some(EarlyDataConfig { anti_replay: &register, context: b"" }),
+        defer_signatures: false,
     };
     let mut sink = Sink { scratch: [0; 4096], state: 0x8765_4321 };
     let mut session = ServerSession::<RustCrypto, 1024>::new(RustCrypto, &config, 0);

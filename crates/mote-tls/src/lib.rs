@@ -137,7 +137,7 @@ pub use config::{
 pub use config::{ClientConfig, ExternalPsk, ServerAuth};
 pub use key_schedule::{resumption_psk, EarlySecret, HandshakeSecret, MasterSecret, PskKind};
 #[cfg(feature = "server")]
-pub use server::ServerSession;
+pub use server::{ServerSession, SignatureRequest};
 pub use session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 pub use spki::{encode_spki, parse_spki, ED25519_SPKI_LEN, P256_SPKI_LEN};
 pub use ticket::Ticket;

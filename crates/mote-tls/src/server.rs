@@ -20,7 +20,9 @@ use mote_crypto::{
 
 use crate::client::{send_message, suite_built};
 use crate::config::{ServerConfig, ServerIdentity};
-use crate::key_schedule::{self, resumption_psk, EarlySecret, MasterSecret, PskKind};
+use crate::key_schedule::{
+    self, resumption_psk, EarlySecret, HandshakeSecret, MasterSecret, PskKind,
+};
 use crate::msgs::{
     self, certificate_type, check_quic_message_type, handshake_type as ht, Certificate,
     CertificateVerify, ClientHello, EncryptedExtensionsParams, Finished, HandshakeMessage,
@@ -33,8 +35,9 @@ use crate::ticket::{
     open_ticket, seal_ticket, strike_id, ReplayCheck, SealedState, MAX_TICKET_LEN,
 };
 use crate::{
-    ct_eq, finished_verify_data, parse_spki, sign_certificate_verify, transport_error,
-    verify_certificate_verify, verify_finished, verify_psk_binder, Alert, Error, Side, Transcript,
+    certificate_verify_content, ct_eq, finished_verify_data, parse_spki, sign_certificate_verify,
+    transport_error, verify_certificate_verify, verify_finished, verify_psk_binder, Alert, Error,
+    Side, Transcript, MAX_CERTIFICATE_VERIFY_CONTENT_LEN,
 };
 
 const MAX_TICKET_LIFETIME_S: u32 = 604_800;
@@ -42,6 +45,8 @@ const MAX_TICKET_LIFETIME_S: u32 = 604_800;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     WaitClientHello,
+    /// The CertificateVerify signature is being computed by the caller.
+    WaitSignature,
     WaitClientCertificate,
     WaitClientCertificateVerify,
     WaitClientFinished,
@@ -68,6 +73,35 @@ struct ChosenPsk<'s> {
     obfuscated_age: u32,
     identity: &'s [u8],
     ticket: Option<SealedState<'s>>,
+}
+
+/// The server's flight between its Certificate and its Finished.
+struct Flight<H: mote_crypto::Hash> {
+    transcript: Transcript<H>,
+    hs: HandshakeSecret,
+    client_hs: Secret,
+    server_hs: Secret,
+}
+
+/// A flight waiting for its CertificateVerify signature (crypto offload).
+struct Pending<'c, H: mote_crypto::Hash> {
+    flight: Flight<H>,
+    key: &'c (dyn mote_crypto::SigningKey + Sync),
+    content: [u8; MAX_CERTIFICATE_VERIFY_CONTENT_LEN],
+    len: usize,
+}
+
+/// A CertificateVerify signature for the caller to compute (RFC 8446 §4.4.3), e.g. on a
+/// worker core or an accelerator, when [`crate::ServerConfig::defer_signatures`] is set.
+#[derive(Clone, Copy)]
+pub struct SignatureRequest<'a> {
+    /// The key to sign with (the configured identity's).
+    pub key: &'a (dyn mote_crypto::SigningKey + Sync),
+    /// The scheme, as the key signs.
+    pub scheme: SignatureScheme,
+    /// The exact bytes to sign (the CertificateVerify content: 64 spaces, the context
+    /// string, a zero byte and the transcript hash).
+    pub message: &'a [u8],
 }
 
 /// How the server authenticates itself in a full handshake.
@@ -101,6 +135,7 @@ struct Server<'c, P: CryptoProvider> {
     client_key: Option<usize>,
     tickets_allowed: bool,
     client_hs: Secret,
+    pending: Option<Pending<'c, P::Hash>>,
     master: Option<MasterSecret>,
     exporter: Secret,
 }
@@ -133,6 +168,7 @@ impl<'c, P: CryptoProvider, const RX: usize> ServerSession<'c, P, RX> {
                 client_key: None,
                 tickets_allowed: false,
                 client_hs: Secret::zeroed(0),
+                pending: None,
                 master: None,
                 exporter: Secret::zeroed(0),
             },
@@ -162,6 +198,35 @@ impl<'c, P: CryptoProvider, const RX: usize> ServerSession<'c, P, RX> {
         }
         if let Err(e) = result {
             core.error = Some(e);
+        }
+        result
+    }
+
+    /// With [`crate::ServerConfig::defer_signatures`]: the signature the server's flight is
+    /// waiting for, after a `read_handshake` that processed the ClientHello.
+    pub fn signature_request(&self) -> Option<SignatureRequest<'_>> {
+        let p = self.core.pending.as_ref()?;
+        Some(SignatureRequest {
+            key: p.key,
+            scheme: p.key.scheme(),
+            message: p.content.get(..p.len)?,
+        })
+    }
+
+    /// Resumes the server's flight with the signature for [`ServerSession::signature_request`]
+    /// (TLS wire format, DER for ECDSA): writes CertificateVerify and Finished and installs
+    /// the 1-RTT secrets, as `read_handshake` would have.
+    pub fn complete_signature<H: QuicHooks>(
+        &mut self,
+        signature: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        if let Some(e) = self.core.error {
+            return Err(e);
+        }
+        let result = self.core.complete_signature(signature, hooks);
+        if let Err(e) = result {
+            self.core.error = Some(e);
         }
         result
     }
@@ -579,16 +644,40 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
                 }
             };
             let hash = transcript.current_hash();
+            let flight = Flight { transcript, hs, client_hs, server_hs };
+            if self.config.defer_signatures {
+                // Crypto offload: the caller signs (see `signature_request`) and resumes the
+                // flight with `complete_signature`.
+                let mut content = [0u8; MAX_CERTIFICATE_VERIFY_CONTENT_LEN];
+                let len = certificate_verify_content(Side::Server, hash.as_ref(), &mut content)?;
+                self.pending = Some(Pending { flight, key, content, len });
+                self.state = State::WaitSignature;
+                return Ok(());
+            }
             let mut sig = [0u8; MAX_SIGNATURE_LEN];
             let n =
                 sign_certificate_verify(key, hooks.rng(), Side::Server, hash.as_ref(), &mut sig)?;
             let sig = sig.get(..n).ok_or_else(internal)?;
+            return self.finish_flight(flight, Some((key.scheme(), sig)), hooks);
+        }
+        self.finish_flight(Flight { transcript, hs, client_hs, server_hs }, None, hooks)
+    }
+
+    /// The rest of the server's flight: CertificateVerify (with a signature), Finished, and
+    /// the 1-RTT secrets (the server may send 0.5-RTT data).
+    fn finish_flight<H: QuicHooks>(
+        &mut self,
+        flight: Flight<P::Hash>,
+        certificate_verify: Option<(SignatureScheme, &[u8])>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let Flight { mut transcript, hs, client_hs, server_hs } = flight;
+        let suite = self.suite.ok_or_else(internal)?;
+        if let Some((scheme, sig)) = certificate_verify {
             send_message(hooks, Level::Handshake, &mut transcript, |out, _| {
-                msgs::emit_certificate_verify(key.scheme().codepoint(), sig, out)
+                msgs::emit_certificate_verify(scheme.codepoint(), sig, out)
             })?;
         }
-
-        // Finished, then the 1-RTT secrets (the server may send 0.5-RTT data).
         let hash = transcript.current_hash();
         let verify_data =
             finished_verify_data(&self.provider, suite.hash(), server_hs.as_ref(), hash.as_ref())?;
@@ -615,6 +704,18 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         self.state =
             if self.client_auth { State::WaitClientCertificate } else { State::WaitClientFinished };
         Ok(())
+    }
+
+    fn complete_signature<H: QuicHooks>(
+        &mut self,
+        signature: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        if self.state != State::WaitSignature {
+            return Err(internal());
+        }
+        let pending = self.pending.take().ok_or_else(internal)?;
+        self.finish_flight(pending.flight, Some((pending.key.scheme(), signature)), hooks)
     }
 
     /// RFC 8446 §4.1.4: asks the client for a share of `group`. The server keeps its state

@@ -6,7 +6,9 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use mote_crypto::rustcrypto::{RustCrypto, SigningKey};
-use mote_crypto::{AeadAlgorithm, CryptoProvider as _, HashAlgorithm, NamedGroup, SignatureScheme};
+use mote_crypto::{
+    AeadAlgorithm, CryptoProvider as _, HashAlgorithm, NamedGroup, SignatureScheme, SigningKey as _,
+};
 
 use super::harness::*;
 use crate::msgs::{self, handshake_type as ht, split_message};
@@ -102,6 +104,7 @@ fn server_config<'a>(alpn: &'a [&'a [u8]], key: &'a SigningKey) -> ServerConfig<
         client_auth: None,
         tickets: None,
         early_data: None,
+        defer_signatures: false,
     }
 }
 
@@ -1100,4 +1103,60 @@ fn write_fuzz_seeds() {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join(name), bytes).unwrap();
     }
+}
+
+#[test]
+fn deferred_signature_for_crypto_offload() {
+    let keys = Keys::new();
+    for (key, spki, corrupt) in [
+        (&keys.server_p256, &keys.spki_server_p256, false),
+        (&keys.server_ed, &keys.spki_server_ed, false),
+        (&keys.server_ed, &keys.spki_server_ed, true),
+    ] {
+        let pinned = [spki.as_slice()];
+        let ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+        let mut scfg = server_config(&[b"h3"], key);
+        scfg.defer_signatures = true;
+        let mut client = Client::new(RustCrypto, &ccfg, None);
+        let mut server = Server::new(RustCrypto, &scfg, NOW);
+        let (mut cep, mut sep) = (Endpoint::new(1, CLIENT_TP), Endpoint::new(2, SERVER_TP));
+        client.start(&mut cep).unwrap();
+        let ch = cep.take(Level::Initial);
+        server.read_handshake(Level::Initial, &ch, &mut sep).unwrap();
+        // The flight stops after the Certificate; no 1-RTT keys yet.
+        assert_eq!(sep.sent_types.last(), Some(&(Level::Handshake, ht::CERTIFICATE)));
+        assert!(sep.secret(KeyLevel::OneRtt).is_none());
+        let request = server.signature_request().unwrap();
+        assert_eq!(request.scheme, key.scheme());
+        assert!(request.message.starts_with(&[0x20; 64]));
+        // "Another core" signs.
+        let mut sig = [0u8; 72];
+        let mut rng = TestRng(99);
+        let n = request.key.sign(&mut rng, request.message, &mut sig).unwrap();
+        if corrupt {
+            sig[0] ^= 1;
+        }
+        server.complete_signature(&sig[..n], &mut sep).unwrap();
+        assert!(server.signature_request().is_none());
+        assert_eq!(sep.sent_types.last(), Some(&(Level::Handshake, ht::FINISHED)));
+        let r = pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {});
+        if corrupt {
+            assert_eq!(
+                r.unwrap_err(),
+                (Who::Client, Error::Crypto(mote_crypto::Error::BadSignature))
+            );
+        } else {
+            assert_eq!(r, Ok(()));
+            assert!(client.is_handshake_complete() && server.is_handshake_complete());
+            assert_eq!(cep.secret(KeyLevel::OneRtt), sep.secret(KeyLevel::OneRtt));
+        }
+    }
+    // Completing without a request is an error.
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    let mut server = Server::new(RustCrypto, &scfg, NOW);
+    let mut sep = Endpoint::new(2, SERVER_TP);
+    assert_eq!(
+        server.complete_signature(&[0; 64], &mut sep).unwrap_err().alert(),
+        Alert::InternalError
+    );
 }
