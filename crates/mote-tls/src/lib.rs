@@ -76,8 +76,15 @@
 //! configured skew, and a first use recorded in an [`AntiReplay`] register — a fixed-size
 //! [`StrikeRegister`]; when it is full 0-RTT is refused and the handshake goes on in 1-RTT.
 //!
+//! # Crypto offload (server)
+//! With [`ServerConfig::defer_signatures`] the server pauses its flight after the
+//! Certificate; [`ServerSession::signature_request`] names the key and the exact bytes to
+//! sign, the caller signs wherever it likes (a worker core, an accelerator), and
+//! [`ServerSession::complete_signature`] writes CertificateVerify and Finished and installs
+//! the 1-RTT secrets. Inline signing is the default.
+//!
 //! # Footprint (client, Cortex-M4, `opt-level = "z"`, LTO)
-//! * RAM: `ClientSession<RustCrypto, RX>` is 448 bytes + `RX` with the minimal features
+//! * RAM: `ClientSession<RustCrypto, RX>` is 456 bytes + `RX` with the minimal features
 //!   (AES-128-GCM, SHA-256, X25519): one transcript hash (112 bytes), the key share (64),
 //!   one pair of secrets reused across phases (2 × 49), the handshake secret, the client
 //!   random and flags. `aes256` adds a second (SHA-384) transcript until the ServerHello,
