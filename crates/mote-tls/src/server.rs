@@ -42,6 +42,9 @@ use crate::{
 
 const MAX_TICKET_LIFETIME_S: u32 = 604_800;
 
+/// PSK identities of one ClientHello the server considers.
+const MAX_PSK_IDENTITIES_TRIED: usize = 4;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     WaitClientHello,
@@ -345,7 +348,9 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
             return None;
         }
         let mut scratch = [0u8; MAX_TICKET_LEN];
-        offered.identities().enumerate().find_map(|(i, id)| {
+        // Each identity may cost an AEAD open: look at the first few only, so a ClientHello
+        // listing thousands of identities cannot buy much server work.
+        offered.identities().take(MAX_PSK_IDENTITIES_TRIED).enumerate().find_map(|(i, id)| {
             let hash = self.psk_for(id.identity, id.obfuscated_ticket_age, &mut scratch)?.hash;
             let usable = suites.as_slice().iter().any(|s| {
                 s.hash() == hash
@@ -444,18 +449,16 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         // Suite: the server's preference among the client's, fitting the PSK's hash (and
         // the ticket's own suite first, so 0-RTT stays possible), and after a
         // HelloRetryRequest the suite it named.
-        let offers = |s: &AeadAlgorithm| ch.cipher_suites.contains(s.cipher_suite());
+        let acceptable = |s: &AeadAlgorithm| {
+            suites.contains(s)
+                && ch.cipher_suites.contains(s.cipher_suite())
+                && psk.is_none_or(|p| p.hash == s.hash())
+                && self.suite.is_none_or(|h| h == *s)
+        };
         let ticket_suite = psk.and_then(|p| p.ticket).map(|t| t.suite);
         let suite = ticket_suite
-            .filter(|s| suites.contains(s) && offers(s))
-            .or_else(|| {
-                suites
-                    .as_slice()
-                    .iter()
-                    .copied()
-                    .find(|s| offers(s) && psk.is_none_or(|p| p.hash == s.hash()))
-            })
-            .filter(|s| self.suite.is_none_or(|h| h == *s))
+            .filter(acceptable)
+            .or_else(|| suites.as_slice().iter().copied().find(acceptable))
             // RFC 8446 §4.1.1: no common cipher suite is handshake_failure.
             .ok_or(Error::Alert(Alert::HandshakeFailure))?;
 
