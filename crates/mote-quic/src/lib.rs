@@ -13,6 +13,7 @@ extern crate std;
 
 pub mod cid;
 pub mod coding;
+pub mod connection;
 pub mod error;
 pub mod frame;
 pub mod packet;
@@ -24,6 +25,7 @@ pub mod version;
 
 pub use cid::ConnectionId;
 pub use coding::VarInt;
+pub use connection::{Connection, ConnectionConfig, Event, Storage, Transmit};
 pub use error::{TransportErrorCode, WireError};
 pub use time::{Duration, Instant};
 pub use version::Version;

@@ -127,6 +127,42 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> CryptoSend<S, R> {
         self.inner.buffered()
     }
 
+    /// Contiguous free space for the next handshake message, written in place (see
+    /// [`SendStream::spare_mut`]); follow with [`CryptoSend::commit`].
+    pub fn spare_mut(&mut self) -> &mut [u8] {
+        self.inner.spare_mut()
+    }
+
+    /// Appends the first `n` bytes of [`CryptoSend::spare_mut`]; returns how many.
+    pub fn commit(&mut self, n: usize) -> usize {
+        self.inner.commit(n)
+    }
+
+    /// Queues all unacknowledged bytes for retransmission (a PTO probe).
+    pub fn requeue_unacked(&mut self) {
+        self.inner.requeue_unacked();
+    }
+
+    /// True if sent bytes await acknowledgement.
+    pub const fn has_unacked(&self) -> bool {
+        self.inner.has_unacked()
+    }
+
+    /// True if [`CryptoSend::next_chunk`] has something to send.
+    pub fn wants_to_send(&self) -> bool {
+        self.inner.wants_to_send()
+    }
+
+    /// End of the data sent at least once.
+    pub const fn sent_offset(&self) -> u64 {
+        self.inner.sent_offset()
+    }
+
+    /// Offset of the next byte to be written.
+    pub const fn written(&self) -> u64 {
+        self.inner.written()
+    }
+
     /// Drops everything (the level's keys were discarded).
     pub fn reset(&mut self) {
         self.inner.reinit(u64::MAX);

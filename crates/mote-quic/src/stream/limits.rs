@@ -224,6 +224,11 @@ impl StreamLimits {
         }
     }
 
+    /// True if a MAX_STREAMS or STREAMS_BLOCKED frame is waiting to be sent.
+    pub fn has_pending(&self) -> bool {
+        self.remote.iter().any(|r| r.pending) || self.local.iter().any(|l| l.blocked_pending)
+    }
+
     /// A MAX_STREAMS frame to send, if due: raises the advertised limit.
     pub fn poll_max_streams(&mut self) -> Option<(StreamDir, u64)> {
         for dir in DIRS {

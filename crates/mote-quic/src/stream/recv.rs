@@ -321,6 +321,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         };
     }
 
+    /// True if STOP_SENDING or MAX_STREAM_DATA is waiting to be sent (what
+    /// [`RecvStream::poll_stop_sending`] / [`RecvStream::poll_max_stream_data`] would give).
+    pub fn wants_control(&self) -> bool {
+        matches!(self.stop, Stop::Pending(_))
+            || (self.state == RecvState::Recv && !self.is_stopped() && self.credit.update_pending())
+    }
+
     /// The error code of a STOP_SENDING frame to send, if one is due. Marks it sent.
     pub fn poll_stop_sending(&mut self) -> Option<u64> {
         match self.stop {

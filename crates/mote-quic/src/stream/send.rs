@@ -172,6 +172,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         self.written
     }
 
+    /// End of the data sent at least once: a chunk below it is a retransmission.
+    pub const fn sent_offset(&self) -> u64 {
+        self.sent
+    }
+
     /// Ranges waiting for retransmission.
     pub const fn lost_ranges(&self) -> usize {
         self.lost.len()
@@ -320,6 +325,60 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         Some(chunk)
     }
 
+    /// The contiguous free space at the write position (for writers that produce bytes in
+    /// place, such as the TLS session writing a handshake message): from the end of the
+    /// written data to the end of the ring or to the oldest unacknowledged byte. When
+    /// nothing is buffered the ring restarts at its first byte, so an idle buffer offers
+    /// all of its storage. Follow with [`SendStream::commit`]. Flow control is not
+    /// consulted: this is for CRYPTO streams, which have none.
+    pub fn spare_mut(&mut self) -> &mut [u8] {
+        if self.buffered() == 0 {
+            self.head = 0;
+        }
+        let cap = self.capacity();
+        let free = cap.saturating_sub(self.buffered() as usize);
+        let p = self.pos(self.written);
+        // Up to the end of the ring, and never over unacknowledged bytes.
+        let end = p.saturating_add(free).min(cap);
+        self.buf.as_mut().get_mut(p..end).unwrap_or(&mut [])
+    }
+
+    /// Appends the first `n` bytes of [`SendStream::spare_mut`] to the stream (capped at
+    /// its length). Returns the bytes appended.
+    pub fn commit(&mut self, n: usize) -> usize {
+        let cap = self.capacity();
+        let free = cap.saturating_sub(self.buffered() as usize);
+        let p = self.pos(self.written);
+        let n = n.min(free).min(cap.saturating_sub(p));
+        self.written += n as u64;
+        n
+    }
+
+    /// Queues every byte sent and not yet acknowledged for retransmission (and the FIN if it
+    /// is unacknowledged): what a PTO probe of a handshake space carries (RFC 9002 §6.2.4,
+    /// "retransmit in-flight data"). Acknowledged ranges the bounded sets cannot exclude
+    /// are simply sent again.
+    pub fn requeue_unacked(&mut self) {
+        if !matches!(self.state, SendState::Send | SendState::DataSent) {
+            return;
+        }
+        if self.base < self.sent {
+            self.lost.insert_coalescing(self.base, self.sent);
+            for i in 0..R {
+                let Some((s, e)) = self.acked.iter().nth(i) else { break };
+                let _ = self.lost.remove(s, e);
+            }
+        }
+        if self.fin_sent && !self.fin_acked {
+            self.fin_lost = true;
+        }
+    }
+
+    /// True if bytes were sent and are not all acknowledged yet.
+    pub const fn has_unacked(&self) -> bool {
+        self.sent > self.base || (self.fin_sent && !self.fin_acked)
+    }
+
     /// The packet carrying `len` bytes at `offset` (and FIN if `fin`) was acknowledged.
     pub fn on_ack(&mut self, offset: u64, len: usize, fin: bool) {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
@@ -400,6 +459,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     /// still sending (in `Ready`, `Send` or `DataSent`). Returns true if a reset was queued.
     pub fn on_stop_sending(&mut self, error_code: u64) -> bool {
         self.reset(error_code)
+    }
+
+    /// True if RESET_STREAM or STREAM_DATA_BLOCKED is waiting to be sent.
+    pub fn wants_control(&self) -> bool {
+        (self.state == SendState::ResetSent && self.reset_pending)
+            || (matches!(self.state, SendState::Ready | SendState::Send)
+                && !self.finished
+                && self.credit.blocked_pending())
     }
 
     /// The RESET_STREAM frame to send, if due: `(error code, final size)`. Marks it sent.

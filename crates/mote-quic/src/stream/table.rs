@@ -506,6 +506,42 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
         }
     }
 
+    /// True if [`Streams::poll_control`] has a frame to give. Changes nothing.
+    pub fn wants_control(&self) -> bool {
+        self.conn_recv.update_pending()
+            || self.conn_send.blocked_pending()
+            || self.limits.has_pending()
+            || self.slots.iter().any(|s| {
+                s.id.is_some()
+                    && ((s.usage != StreamUse::RecvOnly && s.send.wants_control())
+                        || (s.usage != StreamUse::SendOnly && s.recv.wants_control()))
+            })
+    }
+
+    /// True if [`Streams::next_chunk`] has stream data (or a FIN) to send.
+    pub fn wants_to_send(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.id.is_some() && s.usage != StreamUse::RecvOnly && s.send.wants_to_send())
+    }
+
+    /// Bytes [`Streams::write`] would accept on `id` now (buffer, stream and connection
+    /// credit); 0 for an unknown stream.
+    pub fn send_capacity(&self, id: StreamId) -> u64 {
+        match self.slot(id) {
+            Some(slot) if id.can_send(self.side) => {
+                let buf = (slot.send.capacity() as u64).saturating_sub(slot.send.buffered());
+                buf.min(slot.send.credit().available()).min(self.conn_send.available())
+            }
+            _ => 0,
+        }
+    }
+
+    /// Bytes ready to read on `id`.
+    pub fn readable(&self, id: StreamId) -> u64 {
+        self.slot(id).map_or(0, |s| s.recv.readable())
+    }
+
     /// The next control frame to send, if any: resets and STOP_SENDING first, then credit
     /// updates, then blocked signals. Each call marks the returned frame sent.
     pub fn poll_control(&mut self) -> Option<Control> {

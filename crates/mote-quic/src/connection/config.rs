@@ -1,0 +1,133 @@
+//! Connection settings and the profiles of the design brief.
+
+use crate::recovery::{PacerConfig, RecoveryConfig, NB_IOT_INITIAL_RTT};
+use crate::stream::StreamConfig;
+use crate::time::Duration;
+use crate::version::Version;
+
+/// Settings of one connection. Times that travel in transport parameters are kept in
+/// milliseconds, as on the wire, so no division is needed on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionConfig {
+    /// The QUIC version (the client's choice; a server answers in the client's version).
+    pub version: Version,
+    /// Length of the connection IDs this endpoint issues (0 or 4..=20; RFC 9000 §5.1).
+    pub local_cid_len: usize,
+    /// Largest UDP payload this endpoint sends (at least 1200, RFC 9000 §14). Without path
+    /// MTU discovery this is the size of every full datagram.
+    pub max_datagram_size: u16,
+    /// The max_udp_payload_size transport parameter: the largest UDP payload this endpoint
+    /// accepts (RFC 9000 §18.2).
+    pub max_udp_payload_size: u16,
+    /// max_idle_timeout in milliseconds, 0 for none (RFC 9000 §10.1).
+    pub idle_timeout_ms: u32,
+    /// max_ack_delay in milliseconds (RFC 9000 §18.2; below 2^14).
+    pub max_ack_delay_ms: u16,
+    /// Ack-eliciting packets received before an ACK is sent at once (RFC 9000 §13.2.2: 2).
+    pub ack_eliciting_threshold: u32,
+    /// ACK ranges put in one ACK frame at most.
+    pub max_ack_ranges: usize,
+    /// Our flow-control and stream-count transport parameters.
+    pub streams: StreamConfig,
+    /// Loss recovery: initial RTT (and so the first PTO), probes per PTO, pacing.
+    pub recovery: RecoveryConfig,
+    /// Datagrams [`super::Connection::poll_transmit`] may put in one GSO batch (1: one
+    /// datagram per call).
+    pub max_gso_segments: usize,
+}
+
+impl ConnectionConfig {
+    /// A device client on a WLAN-class link: small windows (the stream buffers bound them
+    /// anyway), 30 s idle timeout, RFC 9002 recovery defaults, one probe per PTO.
+    pub const fn device() -> Self {
+        let mut recovery = RecoveryConfig::new(false);
+        recovery.probe_packets = 1;
+        recovery.max_ack_ranges = 16;
+        Self {
+            version: Version::V1,
+            local_cid_len: 8,
+            max_datagram_size: 1200,
+            max_udp_payload_size: 1472,
+            idle_timeout_ms: 30_000,
+            max_ack_delay_ms: 25,
+            ack_eliciting_threshold: 2,
+            max_ack_ranges: 8,
+            streams: StreamConfig {
+                max_data: 16 * 1024,
+                max_stream_data_bidi_local: 16 * 1024,
+                max_stream_data_bidi_remote: 16 * 1024,
+                max_stream_data_uni: 16 * 1024,
+                max_streams_bidi: 1,
+                max_streams_uni: 1,
+            },
+            recovery,
+            max_gso_segments: 1,
+        }
+    }
+
+    /// A device client on NB-IoT (~2 s RTT): the initial RTT is 2 s, so the first PTO is
+    /// 2 s + 4 × 1 s = 6 s and the client does not retransmit its Initial before the
+    /// server's answer can arrive (RFC 9002 §6.2.2 lets the initial RTT be configured).
+    /// Idle timeout 120 s.
+    pub const fn nb_iot_device() -> Self {
+        let mut c = Self::device();
+        c.recovery = RecoveryConfig::nb_iot_client();
+        c.idle_timeout_ms = 120_000;
+        c
+    }
+
+    /// A server: larger windows and stream counts, two probes per PTO, 30 s idle timeout,
+    /// GSO batches of up to 10 datagrams.
+    pub const fn server() -> Self {
+        Self {
+            version: Version::V1,
+            local_cid_len: 8,
+            max_datagram_size: 1200,
+            max_udp_payload_size: 1472,
+            idle_timeout_ms: 30_000,
+            max_ack_delay_ms: 25,
+            ack_eliciting_threshold: 2,
+            max_ack_ranges: 32,
+            streams: StreamConfig {
+                max_data: 1 << 20,
+                max_stream_data_bidi_local: 256 * 1024,
+                max_stream_data_bidi_remote: 256 * 1024,
+                max_stream_data_uni: 256 * 1024,
+                max_streams_bidi: 100,
+                max_streams_uni: 100,
+            },
+            recovery: RecoveryConfig::new(true),
+            max_gso_segments: 10,
+        }
+    }
+
+    /// This configuration with the initial RTT `rtt` (RFC 9002 §6.2.2), e.g. the NB-IoT
+    /// value for a server that knows its clients sit on such links.
+    pub const fn with_initial_rtt(mut self, rtt: Duration) -> Self {
+        self.recovery.initial_rtt = rtt;
+        self
+    }
+
+    /// A server facing NB-IoT devices: initial RTT 2 s, so its handshake flight is not
+    /// retransmitted before the client's answer can arrive.
+    pub const fn nb_iot_server() -> Self {
+        Self::server().with_initial_rtt(NB_IOT_INITIAL_RTT)
+    }
+
+    /// Pacing off (e.g. for unit tests counting packets).
+    pub const fn without_pacing(mut self) -> Self {
+        self.recovery.pacer = PacerConfig::OFF;
+        self
+    }
+
+    /// The effective max_ack_delay.
+    pub const fn max_ack_delay(&self) -> Duration {
+        Duration::from_millis(self.max_ack_delay_ms as u64)
+    }
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        Self::device()
+    }
+}

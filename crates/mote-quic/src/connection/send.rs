@@ -1,0 +1,542 @@
+//! The send path: which packets a datagram carries, what goes in each, coalescing, padding
+//! and protection (RFC 9000 §12.2, §13, §14.1; RFC 9001 §5; RFC 9002 §6, §7).
+
+use mote_crypto::{CryptoProvider, TAG_LEN};
+
+use super::sent::{flag, SentFrames};
+use super::tls::TlsSession;
+use super::{si, Connection, ConnectionClose, State, Transmit, MIN_INITIAL_SIZE};
+use crate::coding::{VarInt, Writer};
+use crate::error::TransportErrorCode;
+use crate::frame::Frame;
+use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
+use crate::recovery::{PnSpace, ReceivedPackets, SentPacket};
+use crate::stream::{crypto_frame_room, stream_frame_room};
+use crate::time::Instant;
+use crate::transport_params::Side;
+
+/// Room below which no packet is started: the longest long header (1 + 4 + 21 + 21 + 1 + 2
+/// + 4 = 54 bytes), the tag, and a few bytes of frames.
+const MIN_PACKET_ROOM: usize = 54 + TAG_LEN + 8;
+
+/// The ack_delay_exponent we use (the RFC default, so ACKs in every space decode alike).
+const ACK_DELAY_EXPONENT: u8 = 3;
+
+/// A packet written into a datagram but not yet protected.
+#[derive(Clone, Copy)]
+struct Built {
+    space: PnSpace,
+    /// Offset of the packet in the datagram.
+    start: usize,
+    /// Packet length including the AEAD tag.
+    len: usize,
+    pn: u64,
+    /// Offset of the packet number (from `start`).
+    pn_offset: usize,
+    /// Long-header field offsets (from `start`), to patch the Length field.
+    long: Option<LongHeaderOffsets>,
+    /// End of the plaintext (from `start`); the tag follows.
+    payload_end: usize,
+    frames: SentFrames,
+    ack_eliciting: bool,
+    padded: bool,
+}
+
+fn vi(v: u64) -> VarInt {
+    VarInt::new(v).unwrap_or(VarInt::MAX)
+}
+
+/// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
+/// Largest Acknowledged.
+fn write_ack<const M: usize>(
+    rx: &ReceivedPackets<M>,
+    w: &mut Writer<'_>,
+    now: Instant,
+    max_ranges: usize,
+) -> Option<u64> {
+    let mut ranges = max_ranges.max(1);
+    loop {
+        let ack = rx.ack_frame(now, ACK_DELAY_EXPONENT, ranges)?;
+        if ack.encoded_len() <= w.remaining() {
+            ack.emit(w).ok()?;
+            return Some(ack.largest());
+        }
+        if ranges == 1 {
+            return None;
+        }
+        ranges /= 2;
+    }
+}
+
+impl<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize>
+    Connection<P, T, C, S, N, SENT, RANGES>
+where
+    P: CryptoProvider + Clone,
+    T: TlsSession,
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    /// The largest datagram we send: our configured size, within the peer's
+    /// max_udp_payload_size.
+    fn max_datagram_size(&self) -> usize {
+        let ours = usize::from(self.config.max_datagram_size);
+        match self.peer {
+            Some(p) => ours.min(usize::try_from(p.max_udp_payload_size).unwrap_or(usize::MAX)),
+            None => ours,
+        }
+    }
+
+    /// Writes the next datagram — or, when [`super::ConnectionConfig::max_gso_segments`]
+    /// allows, a GSO batch of equal-size 1-RTT datagrams — into `buf`. `None` when nothing
+    /// is due: check [`Connection::poll_timeout`].
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.last_now = now;
+        if matches!(self.state, State::Drained | State::Draining { .. }) {
+            return None;
+        }
+        self.pacing_wakeup = None;
+        let seg = self.max_datagram_size().min(buf.len());
+        let closing = matches!(self.state, State::Closing { .. });
+        let max_segments = if closing { 1 } else { self.config.max_gso_segments.max(1) };
+        let (mut total, mut count) = (0usize, 0usize);
+        while count < max_segments {
+            let end = total.saturating_add(seg).min(buf.len());
+            let Some(out) = buf.get_mut(total..end) else { break };
+            // Only datagrams of a batch before the last are padded to the segment size.
+            let batch_pad = count + 1 < max_segments;
+            let (n, only_short) = self.build_datagram(now, out, batch_pad);
+            if n == 0 {
+                break;
+            }
+            total += n;
+            count += 1;
+            // A datagram shorter than the segment, or one with long headers, ends a batch.
+            if n < seg || !only_short {
+                break;
+            }
+        }
+        if total == 0 {
+            return None;
+        }
+        Some(Transmit {
+            destination: self.remote,
+            len: total,
+            segment_size: if count > 1 { Some(seg) } else { None },
+        })
+    }
+
+    fn has_tx_keys(&self, space: PnSpace) -> bool {
+        match space {
+            PnSpace::Initial => self.hs.keys.initial.is_some(),
+            PnSpace::Handshake => self.hs.keys.handshake.is_some(),
+            PnSpace::ApplicationData => self.hs.keys.one_rtt.is_some(),
+        }
+    }
+
+    fn tx_keys(&self, space: PnSpace) -> Option<&PacketKeys<P>> {
+        match space {
+            PnSpace::Initial => self.hs.keys.initial.as_ref().map(|k| &k.tx),
+            PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
+            PnSpace::ApplicationData => self.hs.keys.one_rtt.as_ref().map(|k| &k.keys.tx),
+        }
+    }
+
+    /// One datagram: a packet for each space with something to send, coalesced (RFC 9000
+    /// §12.2), padded where required, then protected and recorded. Returns its length and
+    /// whether it holds only a short-header packet.
+    fn build_datagram(&mut self, now: Instant, out: &mut [u8], batch_pad: bool) -> (usize, bool) {
+        // RFC 9000 §8.1: before the client's address is validated a server sends at most
+        // three times what it received.
+        let room = self.amplification_room();
+        let limit = out.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        if limit < MIN_PACKET_ROOM {
+            return (0, true);
+        }
+        let mut built: [Option<Built>; 3] = [None; 3];
+        let mut pos = 0usize;
+        for space in PnSpace::ALL {
+            if !self.has_tx_keys(space) {
+                continue;
+            }
+            let Some(region) = out.get_mut(pos..limit) else { break };
+            if region.len() < MIN_PACKET_ROOM {
+                break;
+            }
+            // RFC 9000 §14.1: a server's ack-eliciting Initial must be padded to 1200
+            // bytes, which the limit may not allow.
+            let allow_eliciting =
+                !(space == PnSpace::Initial && self.side == Side::Server && limit < MIN_INITIAL_SIZE);
+            if let Some(mut b) = self.build_packet(now, space, region, allow_eliciting) {
+                b.start = pos;
+                pos += b.len;
+                if let Some(slot) = built.get_mut(si(space)) {
+                    *slot = Some(b);
+                }
+            }
+        }
+        if pos == 0 {
+            return (0, true);
+        }
+        // RFC 9000 §14.1: a client pads every datagram carrying an Initial packet to 1200
+        // bytes, a server every datagram carrying an ack-eliciting Initial packet. A GSO
+        // batch pads its full datagrams to the segment size.
+        let pad_to = match &built[0] {
+            Some(b) if self.side == Side::Client || b.ack_eliciting => MIN_INITIAL_SIZE,
+            _ if batch_pad && built[0].is_none() && built[1].is_none() => {
+                if self.streams.wants_to_send() {
+                    limit
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        };
+        if pos < pad_to && pad_to <= limit {
+            let extra = pad_to - pos;
+            if let Some(last) = built.iter_mut().rev().flatten().next() {
+                // PADDING frames (0x00) at the end of the last packet's payload.
+                let from = last.start + last.payload_end;
+                if let Some(z) = out.get_mut(from..from + extra) {
+                    z.fill(0);
+                }
+                last.payload_end += extra;
+                last.len += extra;
+                last.padded = true;
+                pos += extra;
+            }
+        }
+        let mut sent_handshake = false;
+        for b in built.iter().flatten() {
+            if !self.finalize(now, out, b) {
+                return (0, true);
+            }
+            if b.space == PnSpace::Handshake {
+                sent_handshake = true;
+            }
+        }
+        self.stats.datagrams_sent = self.stats.datagrams_sent.saturating_add(1);
+        self.stats.bytes_sent = self.stats.bytes_sent.saturating_add(pos as u64);
+        if !self.address_validated {
+            self.amp_sent = self.amp_sent.saturating_add(pos as u64);
+            let blocked = self.amplification_blocked();
+            self.recovery.set_amplification_limited(blocked, now);
+        }
+        // RFC 9001 §4.9.1: a client discards its Initial keys when it first sends a
+        // Handshake packet.
+        if sent_handshake && self.side == Side::Client {
+            self.discard_space(PnSpace::Initial, now);
+        }
+        if matches!(self.state, State::Closing { .. }) {
+            self.close_pending = false;
+        }
+        (pos, built[0].is_none() && built[1].is_none())
+    }
+
+    /// Patches the Length field, protects the packet (RFC 9001 §5.3, §5.4) and records it
+    /// with loss recovery.
+    fn finalize(&mut self, now: Instant, out: &mut [u8], b: &Built) -> bool {
+        let Some(pkt) = out.get_mut(b.start..b.start + b.len) else { return false };
+        if let Some(off) = b.long {
+            if off.set_length(pkt, b.len).is_err() {
+                return false;
+            }
+        }
+        let Some(keys) = self.tx_keys(b.space) else { return false };
+        if keys.protect(pkt, b.pn_offset, b.pn).is_err() {
+            return false;
+        }
+        // RFC 9002 §2: packets that are ack-eliciting or contain PADDING count in flight. An
+        // ACK-only padded packet is not counted when no record is free (it needs none to be
+        // acknowledged, and must still leave).
+        let in_flight =
+            b.ack_eliciting || (b.padded && !self.recovery.is_full(b.space));
+        let size = u16::try_from(b.len).unwrap_or(u16::MAX);
+        let record = SentPacket::new(b.pn, now, size, b.ack_eliciting, in_flight, b.frames);
+        if self.recovery.on_packet_sent(b.space, record).is_err() {
+            self.enter_closing(ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None));
+            return false;
+        }
+        if let Some(n) = self.stats.packets_sent.get_mut(si(b.space)) {
+            *n = n.saturating_add(1);
+        }
+        // RFC 9000 §10.1: sending the first ack-eliciting packet since the last receipt
+        // restarts the idle timer.
+        if b.ack_eliciting && !self.ack_eliciting_since_recv {
+            self.idle_start = now;
+            self.ack_eliciting_since_recv = true;
+        }
+        true
+    }
+
+    /// Whether congestion control, pacing and the record capacity let an ack-eliciting
+    /// packet leave in `space` now (RFC 9002 §7, §7.7).
+    fn may_send_eliciting(&mut self, now: Instant, space: PnSpace) -> bool {
+        if self.recovery.is_full(space) || self.recovery.send_window() == 0 {
+            return false;
+        }
+        if space == PnSpace::ApplicationData {
+            let mds = self.max_datagram_size() as u64;
+            if let Some(t) = self.recovery.pacing_time(now, mds) {
+                if t > now {
+                    self.pacing_wakeup = Some(t);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether `space` has ack-eliciting frames waiting.
+    fn has_eliciting(&self, space: PnSpace) -> bool {
+        match space {
+            PnSpace::Initial => self.hs.crypto_send[0].wants_to_send(),
+            PnSpace::Handshake => self.hs.crypto_send[1].wants_to_send(),
+            PnSpace::ApplicationData => {
+                self.handshake_done_pending
+                    || self.path_response.is_some()
+                    || self.ping_pending
+                    || self.hs.crypto_send[2].wants_to_send()
+                    || (self.controls.has_free() && self.streams.wants_control())
+                    || self.streams.wants_to_send()
+            }
+        }
+    }
+
+    fn rx_has_unacked(&self, space: PnSpace) -> (bool, bool) {
+        let now = self.last_now;
+        match space {
+            PnSpace::Initial => (self.rx_initial.has_unacked(), self.rx_initial.ack_due(now)),
+            PnSpace::Handshake => {
+                (self.rx_handshake.has_unacked(), self.rx_handshake.ack_due(now))
+            }
+            PnSpace::ApplicationData => (self.rx_data.has_unacked(), self.rx_data.ack_due(now)),
+        }
+    }
+
+    /// Writes one packet of `space` at the start of `region` (header and frames, not yet
+    /// protected). `None` when nothing is due in this space.
+    fn build_packet(
+        &mut self,
+        now: Instant,
+        space: PnSpace,
+        region: &mut [u8],
+        allow_eliciting: bool,
+    ) -> Option<Built> {
+        let closing = matches!(self.state, State::Closing { .. });
+        if closing && !self.close_pending {
+            return None;
+        }
+        let (has_unacked, ack_due) = self.rx_has_unacked(space);
+        let i = si(space);
+        let probe = self.probes.get(i).copied().unwrap_or(0) > 0;
+        let elicit_ok = !closing
+            && allow_eliciting
+            && (probe || self.may_send_eliciting(now, space));
+        let want = closing || ack_due || (elicit_ok && (probe || self.has_eliciting(space)));
+        if !want || region.len() < MIN_PACKET_ROOM {
+            return None;
+        }
+
+        let pn = self.recovery.next_pn(space);
+        let pn_len = number::encoded_len(pn, self.recovery.largest_acked(space));
+        let body_end = region.len() - TAG_LEN;
+        let mut w = Writer::new(region.get_mut(..body_end)?);
+        let c = &self.hs.cids;
+        let (pn_offset, long) = match space {
+            PnSpace::Initial | PnSpace::Handshake => {
+                let ty = if space == PnSpace::Initial { LongType::Initial } else { LongType::Handshake };
+                let h = LongHeader {
+                    ty,
+                    version: self.hs.version,
+                    dcid: &c.remote,
+                    scid: &c.local,
+                    token: &[],
+                };
+                let off = h.emit(&mut w, pn, pn_len).ok()?;
+                (off.pn_offset, Some(off))
+            }
+            PnSpace::ApplicationData => {
+                let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.phase);
+                let h = ShortHeader { dcid: &c.remote, spin: false };
+                (h.emit(&mut w, phase, pn, pn_len).ok()?, None)
+            }
+        };
+        let payload_start = w.position();
+        let mut f = SentFrames::EMPTY;
+        let mut eliciting = false;
+
+        if closing {
+            self.write_close(space, &mut w);
+        } else {
+            // RFC 9000 §13.2.1: an ACK when one is due, or piggybacked on any packet sent.
+            if has_unacked {
+                let max_ranges = self.config.max_ack_ranges;
+                let largest = match space {
+                    PnSpace::Initial => write_ack(&self.rx_initial, &mut w, now, max_ranges),
+                    PnSpace::Handshake => write_ack(&self.rx_handshake, &mut w, now, max_ranges),
+                    PnSpace::ApplicationData => write_ack(&self.rx_data, &mut w, now, max_ranges),
+                };
+                if let Some(largest) = largest {
+                    f.flags |= flag::ACK;
+                    f.ack_largest = largest;
+                    match space {
+                        PnSpace::Initial => self.rx_initial.on_ack_sent(),
+                        PnSpace::Handshake => self.rx_handshake.on_ack_sent(),
+                        PnSpace::ApplicationData => self.rx_data.on_ack_sent(),
+                    }
+                }
+            }
+            if elicit_ok {
+                eliciting |= self.write_eliciting(space, &mut w, &mut f);
+                // RFC 9002 §6.2.4: a probe is ack-eliciting; PING when there is nothing
+                // else.
+                let ping = probe || (space == PnSpace::ApplicationData && self.ping_pending);
+                if ping && !eliciting && w.remaining() >= 1 && Frame::Ping.emit(&mut w).is_ok() {
+                    f.flags |= flag::PING;
+                    eliciting = true;
+                }
+                if space == PnSpace::ApplicationData && eliciting {
+                    self.ping_pending = false;
+                }
+            }
+        }
+        if w.position() == payload_start {
+            return None;
+        }
+        // RFC 9001 §5.4.2: the packet number and payload together span at least 4 bytes so
+        // the header-protection sample exists.
+        let payload_len = w.position() - payload_start;
+        let min_payload = 4usize.saturating_sub(pn_len);
+        if payload_len < min_payload {
+            w.put_repeated(0, min_payload - payload_len).ok()?;
+        }
+        if eliciting && probe {
+            if let Some(p) = self.probes.get_mut(i) {
+                *p = p.saturating_sub(1);
+            }
+        }
+        let payload_end = w.position();
+        Some(Built {
+            space,
+            start: 0,
+            len: payload_end + TAG_LEN,
+            pn,
+            pn_offset,
+            long,
+            payload_end,
+            frames: f,
+            ack_eliciting: eliciting,
+            padded: false,
+        })
+    }
+
+    /// The ack-eliciting frames of a packet, in order: HANDSHAKE_DONE, PATH_RESPONSE,
+    /// stream control frames, CRYPTO, STREAM. Returns whether any was written.
+    fn write_eliciting(&mut self, space: PnSpace, w: &mut Writer<'_>, f: &mut SentFrames) -> bool {
+        let mut any = false;
+        let app = space == PnSpace::ApplicationData;
+        if app && self.handshake_done_pending && Frame::HandshakeDone.emit(w).is_ok() {
+            self.handshake_done_pending = false;
+            f.flags |= flag::HANDSHAKE_DONE;
+            any = true;
+        }
+        if app {
+            if let Some(data) = self.path_response {
+                let fr = Frame::PathResponse { data };
+                if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
+                    self.path_response = None;
+                    any = true;
+                }
+            }
+            // Stream control frames (RFC 9000 §19.4–§19.14), each holding a control-table
+            // slot until acknowledged or lost.
+            while self.controls.has_free() && f.control_room() && w.remaining() >= 32 {
+                let Some(c) = self.streams.poll_control() else { break };
+                let fr = c.frame();
+                if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+                    self.streams.on_control_lost(c);
+                    break;
+                }
+                if let Some(slot) = self.controls.insert(c) {
+                    f.add_control(slot);
+                }
+                any = true;
+            }
+        }
+        // CRYPTO (RFC 9000 §19.6).
+        let i = si(space);
+        if let Some(cs) = self.hs.crypto_send.get_mut(i) {
+            if let Some(first) = cs.next_chunk(w.remaining()) {
+                let room = crypto_frame_room(first.offset, w.remaining());
+                if let Some(chunk) = cs.next_chunk(room).filter(|_| room > 0) {
+                    let sent_before = cs.sent_offset();
+                    let data = cs.chunk_bytes(&chunk);
+                    let fr = Frame::Crypto { offset: vi(chunk.offset), data };
+                    if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
+                        cs.on_sent(&chunk);
+                        f.flags |= flag::CRYPTO;
+                        f.crypto_offset = chunk.offset;
+                        f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
+                        let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
+                        self.stats.bytes_retransmitted =
+                            self.stats.bytes_retransmitted.saturating_add(re);
+                        any = true;
+                    }
+                }
+            }
+        }
+        // STREAM (RFC 9000 §19.8), round-robin over the streams with data.
+        if app {
+            if let Some((id, first)) = self.streams.next_chunk(w.remaining()) {
+                let room = stream_frame_room(id, first.offset, w.remaining());
+                let next = self.streams.next_chunk(room).filter(|(id2, _)| *id2 == id);
+                if let Some((_, chunk)) = next {
+                    let sent_before =
+                        self.streams.slot(id).map_or(0, |s| s.send.sent_offset());
+                    let data = self.streams.chunk_bytes(id, &chunk);
+                    let fr = chunk.frame(id, data, true);
+                    if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
+                        self.streams.on_chunk_sent(id, &chunk);
+                        f.flags |= flag::STREAM;
+                        if chunk.fin {
+                            f.flags |= flag::STREAM_FIN;
+                        }
+                        f.stream_id = id.raw();
+                        f.stream_offset = chunk.offset;
+                        f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
+                        let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
+                        self.stats.bytes_retransmitted =
+                            self.stats.bytes_retransmitted.saturating_add(re);
+                        any = true;
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// CONNECTION_CLOSE for `space` (RFC 9000 §10.2.3): an application close is 0x1d in
+    /// 1-RTT packets and becomes 0x1c with APPLICATION_ERROR and no reason in Initial and
+    /// Handshake packets.
+    fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
+        let Some(lc) = self.local_close else { return };
+        let c = lc.close;
+        let ft = vi(c.frame_type.unwrap_or(0));
+        let frame = match (space, c.application) {
+            (PnSpace::ApplicationData, true) => {
+                Frame::ApplicationClose { error_code: vi(c.code), reason: c.reason() }
+            }
+            (_, true) => Frame::ConnectionClose {
+                error_code: vi(TransportErrorCode::APPLICATION_ERROR.0),
+                frame_type: VarInt::ZERO,
+                reason: &[],
+            },
+            (_, false) => {
+                Frame::ConnectionClose { error_code: vi(c.code), frame_type: ft, reason: c.reason() }
+            }
+        };
+        if frame.encoded_len() <= w.remaining() {
+            let _ = frame.emit(w);
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The connection's side of the TLS interface (RFC 9001 §4): the [`TlsSession`] trait over
+//! mote-tls' client and server sessions, and the connection state the session writes into
+//! through [`QuicHooks`] — the CRYPTO send buffers, the packet-protection keys derived from
+//! the secrets it lends, and the peer's transport parameters.
+
+use mote_crypto::{AeadAlgorithm, CryptoProvider, CryptoRng, Secret};
+use mote_tls::{transport_error, Error as TlsError, KeyLevel, Level, QuicHooks, Secrets, SendBuffer};
+
+use super::rng::Drbg;
+use crate::cid::ConnectionId;
+use crate::packet::{next_secret, PacketKey, PacketKeys};
+use crate::stream::CryptoSend;
+use crate::time::Instant;
+use crate::transport_params::{Side, TransportParameters};
+use crate::version::Version;
+
+/// Range-set entries of each CRYPTO send and receive buffer.
+pub const CRYPTO_RANGES: usize = 4;
+
+/// Longest encoding of our transport parameters (RFC 9000 §18) a connection keeps.
+pub const LOCAL_TP_MAX: usize = 160;
+
+/// A TLS 1.3 handshake session as the QUIC connection drives it: mote-tls'
+/// [`mote_tls::ClientSession`], or with feature `server` [`mote_tls::ServerSession`].
+pub trait TlsSession {
+    /// Which end this session is.
+    const SIDE: Side;
+
+    /// Client: writes the ClientHello (RFC 9001 §4.1). Servers do nothing.
+    fn start<H: QuicHooks>(&mut self, hooks: &mut H) -> Result<(), TlsError>;
+
+    /// Feeds in-order CRYPTO bytes of `level` (RFC 9001 §4.1.3).
+    fn read_handshake<H: QuicHooks>(
+        &mut self,
+        level: Level,
+        data: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), TlsError>;
+
+    /// Whether the TLS handshake is complete (RFC 9001 §4.1.1).
+    fn is_handshake_complete(&self) -> bool;
+
+    /// The negotiated ALPN protocol.
+    fn alpn(&self) -> Option<&[u8]>;
+
+    /// Whether a PSK (resumption ticket or external PSK) was accepted.
+    fn psk_accepted(&self) -> bool;
+
+    /// `Some(accepted)` once a 0-RTT offer was answered.
+    fn early_data_accepted(&self) -> Option<bool>;
+
+    /// The caller's clock, for servers (ticket issue times and ages). Clients ignore it.
+    fn set_time(&mut self, _now: Instant) {}
+}
+
+impl<P, const RX: usize> TlsSession for mote_tls::ClientSession<'_, P, RX>
+where
+    P: CryptoProvider + mote_tls::ProviderBound,
+{
+    const SIDE: Side = Side::Client;
+
+    fn start<H: QuicHooks>(&mut self, hooks: &mut H) -> Result<(), TlsError> {
+        mote_tls::ClientSession::start(self, hooks)
+    }
+
+    fn read_handshake<H: QuicHooks>(
+        &mut self,
+        level: Level,
+        data: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), TlsError> {
+        mote_tls::ClientSession::read_handshake(self, level, data, hooks)
+    }
+
+    fn is_handshake_complete(&self) -> bool {
+        mote_tls::ClientSession::is_handshake_complete(self)
+    }
+
+    fn alpn(&self) -> Option<&[u8]> {
+        mote_tls::ClientSession::alpn(self)
+    }
+
+    fn psk_accepted(&self) -> bool {
+        mote_tls::ClientSession::psk_accepted(self)
+    }
+
+    fn early_data_accepted(&self) -> Option<bool> {
+        mote_tls::ClientSession::early_data_accepted(self)
+    }
+}
+
+#[cfg(feature = "server")]
+impl<P: CryptoProvider, const RX: usize> TlsSession for mote_tls::ServerSession<'_, P, RX> {
+    const SIDE: Side = Side::Server;
+
+    fn start<H: QuicHooks>(&mut self, _hooks: &mut H) -> Result<(), TlsError> {
+        Ok(())
+    }
+
+    fn read_handshake<H: QuicHooks>(
+        &mut self,
+        level: Level,
+        data: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), TlsError> {
+        mote_tls::ServerSession::read_handshake(self, level, data, hooks)
+    }
+
+    fn is_handshake_complete(&self) -> bool {
+        mote_tls::ServerSession::is_handshake_complete(self)
+    }
+
+    fn alpn(&self) -> Option<&[u8]> {
+        mote_tls::ServerSession::alpn(self)
+    }
+
+    fn psk_accepted(&self) -> bool {
+        mote_tls::ServerSession::psk_accepted(self)
+    }
+
+    fn early_data_accepted(&self) -> Option<bool> {
+        mote_tls::ServerSession::early_data_accepted(self)
+    }
+
+    fn set_time(&mut self, now: Instant) {
+        // Milliseconds for ticket ages. A server-only path (std hosts), so the one 64-bit
+        // division is acceptable here.
+        mote_tls::ServerSession::set_time(self, now.as_micros() / 1000);
+    }
+}
+
+/// Keys of both directions of one encryption level.
+pub(crate) struct DirKeys<P: CryptoProvider> {
+    pub(crate) tx: PacketKeys<P>,
+    pub(crate) rx: PacketKeys<P>,
+}
+
+/// 1-RTT keys with what a key update needs (RFC 9001 §6): the current key phase and the
+/// current secrets, from which the next generation is derived.
+pub(crate) struct OneRttKeys<P: CryptoProvider> {
+    pub(crate) keys: DirKeys<P>,
+    pub(crate) suite: AeadAlgorithm,
+    /// The Key Phase bit of the current generation.
+    pub(crate) phase: bool,
+    pub(crate) tx_secret: Secret,
+    pub(crate) rx_secret: Secret,
+    /// Key updates completed (for statistics).
+    pub(crate) updates: u32,
+}
+
+impl<P: CryptoProvider> OneRttKeys<P> {
+    /// RFC 9001 §6.3: the receive key of the next key phase, derived on demand when a packet
+    /// with the other Key Phase arrives. Returns the key and its secret.
+    pub(crate) fn next_rx(
+        &self,
+        provider: &P,
+        version: Version,
+    ) -> Result<(PacketKey<P>, Secret), mote_crypto::Error> {
+        let secret = next_secret(provider, version, self.suite.hash(), self.rx_secret.as_ref())?;
+        let key = PacketKey::from_secret(provider, version, self.suite, secret.as_ref())?;
+        Ok((key, secret))
+    }
+
+    /// RFC 9001 §6.2: switches to the next generation: the new receive key (already derived
+    /// and verified by a successful open), and a send key derived from the send secret. The
+    /// header-protection keys stay (RFC 9001 §6.1).
+    pub(crate) fn rotate(
+        &mut self,
+        provider: &P,
+        version: Version,
+        rx: PacketKey<P>,
+        rx_secret: Secret,
+    ) -> Result<(), mote_crypto::Error> {
+        let tx_secret =
+            next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
+        let tx = PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
+        self.keys.rx.packet = rx;
+        self.keys.tx.packet = tx;
+        self.rx_secret = rx_secret;
+        self.tx_secret = tx_secret;
+        self.phase = !self.phase;
+        self.updates = self.updates.saturating_add(1);
+        Ok(())
+    }
+}
+
+/// Packet-protection keys of every level.
+pub(crate) struct Keys<P: CryptoProvider> {
+    pub(crate) initial: Option<DirKeys<P>>,
+    pub(crate) handshake: Option<DirKeys<P>>,
+    pub(crate) one_rtt: Option<OneRttKeys<P>>,
+    /// 0-RTT: the client's send key or the server's receive key.
+    pub(crate) zero_rtt: Option<PacketKeys<P>>,
+}
+
+/// Connection IDs the handshake checks transport parameters against (RFC 9000 §7.3).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cids {
+    /// Our Source Connection ID (the one the peer addresses us with).
+    pub(crate) local: ConnectionId,
+    /// The peer's Source Connection ID: our Destination Connection ID.
+    pub(crate) remote: ConnectionId,
+    /// The Destination Connection ID of the client's first Initial.
+    pub(crate) original_dcid: ConnectionId,
+}
+
+/// What the handshake changed, for the connection to act on after `read_handshake`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HsSignals {
+    pub(crate) handshake_keys: bool,
+    pub(crate) one_rtt_keys: bool,
+    pub(crate) zero_rtt_keys: bool,
+    pub(crate) complete: bool,
+    pub(crate) early_data: Option<bool>,
+    pub(crate) tickets: u32,
+}
+
+/// The connection state the TLS session writes into during `start` / `read_handshake`.
+pub(crate) struct Handshake<P: CryptoProvider, C> {
+    pub(crate) provider: P,
+    pub(crate) rng: Drbg<P>,
+    pub(crate) side: Side,
+    pub(crate) version: Version,
+    /// CRYPTO send buffers of the Initial, Handshake and 1-RTT levels.
+    pub(crate) crypto_send: [CryptoSend<C, CRYPTO_RANGES>; 3],
+    pub(crate) local_tp: [u8; LOCAL_TP_MAX],
+    pub(crate) local_tp_len: usize,
+    pub(crate) keys: Keys<P>,
+    pub(crate) cids: Cids,
+    /// The peer's transport parameters, decoded and validated, until the connection applies
+    /// them.
+    pub(crate) peer_tp: Option<TransportParameters>,
+    pub(crate) signals: HsSignals,
+}
+
+const fn level_index(level: Level) -> usize {
+    match level {
+        Level::Initial => 0,
+        Level::Handshake => 1,
+        Level::OneRtt => 2,
+    }
+}
+
+fn tp_error() -> TlsError {
+    TlsError::Transport(transport_error::TRANSPORT_PARAMETER_ERROR)
+}
+
+impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
+    pub(crate) fn crypto_send_mut(&mut self, level: Level) -> &mut CryptoSend<C, CRYPTO_RANGES> {
+        match level_index(level) {
+            0 => &mut self.crypto_send[0],
+            1 => &mut self.crypto_send[1],
+            _ => &mut self.crypto_send[2],
+        }
+    }
+
+    fn dir_keys(&self, s: &Secrets<'_>) -> Result<DirKeys<P>, TlsError> {
+        let server = s.server.ok_or(TlsError::Crypto(mote_crypto::Error::BadLength))?;
+        let (tx, rx) = match self.side {
+            Side::Client => (s.client, server),
+            Side::Server => (server, s.client),
+        };
+        let p = &self.provider;
+        Ok(DirKeys {
+            tx: PacketKeys::from_secret(p, self.version, s.suite, tx.as_ref())
+                .map_err(TlsError::Crypto)?,
+            rx: PacketKeys::from_secret(p, self.version, s.suite, rx.as_ref())
+                .map_err(TlsError::Crypto)?,
+        })
+    }
+}
+
+impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Handshake<P, C> {
+    fn rng(&mut self) -> &mut dyn CryptoRng {
+        &mut self.rng
+    }
+
+    fn send_buffer(&mut self, level: Level) -> SendBuffer<'_> {
+        let tp_len = self.local_tp_len.min(LOCAL_TP_MAX);
+        let (tp, sends) = (&self.local_tp, &mut self.crypto_send);
+        let space = match level_index(level) {
+            0 => sends[0].spare_mut(),
+            1 => sends[1].spare_mut(),
+            _ => sends[2].spare_mut(),
+        };
+        SendBuffer { space, transport_parameters: tp.get(..tp_len).unwrap_or(&[]) }
+    }
+
+    fn sent(&mut self, level: Level, len: usize) {
+        self.crypto_send_mut(level).commit(len);
+    }
+
+    // RFC 9001 §4.1.4, §5.1: packet protection keys come from the traffic secrets TLS
+    // exports for each encryption level.
+    fn install_secrets(&mut self, s: Secrets<'_>) -> Result<(), TlsError> {
+        match s.level {
+            KeyLevel::Handshake => {
+                self.keys.handshake = Some(self.dir_keys(&s)?);
+                self.signals.handshake_keys = true;
+            }
+            KeyLevel::OneRtt => {
+                let server = s.server.ok_or(TlsError::Crypto(mote_crypto::Error::BadLength))?;
+                let keys = self.dir_keys(&s)?;
+                let (tx, rx) = match self.side {
+                    Side::Client => (s.client, server),
+                    Side::Server => (server, s.client),
+                };
+                self.keys.one_rtt = Some(OneRttKeys {
+                    keys,
+                    suite: s.suite,
+                    phase: false,
+                    tx_secret: tx.clone(),
+                    rx_secret: rx.clone(),
+                    updates: 0,
+                });
+                self.signals.one_rtt_keys = true;
+            }
+            KeyLevel::ZeroRtt => {
+                // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only.
+                self.keys.zero_rtt = Some(
+                    PacketKeys::from_secret(&self.provider, self.version, s.suite, s.client.as_ref())
+                        .map_err(TlsError::Crypto)?,
+                );
+                self.signals.zero_rtt_keys = true;
+            }
+        }
+        Ok(())
+    }
+
+    // RFC 9000 §7.3, §7.4, §18: decode, range-check and authenticate the peer's
+    // connection IDs; any failure is TRANSPORT_PARAMETER_ERROR.
+    fn peer_transport_parameters(&mut self, params: &[u8]) -> Result<(), TlsError> {
+        let sender = match self.side {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        };
+        let tp = TransportParameters::decode(params, sender).map_err(|_| tp_error())?;
+        let c = &self.cids;
+        match self.side {
+            // RFC 9000 §7.3: the server's initial_source_connection_id must be the Source
+            // Connection ID of its Initial (our DCID now), original_destination_connection_id
+            // the DCID of our first Initial; no Retry happened, so no
+            // retry_source_connection_id.
+            Side::Client => tp.validate_server_cids(&c.remote, &c.original_dcid, None),
+            // RFC 9000 §7.3: the client's initial_source_connection_id must be the Source
+            // Connection ID of its Initial.
+            Side::Server => tp.validate_client_cids(&c.remote),
+        }
+        .map_err(|_| tp_error())?;
+        self.peer_tp = Some(tp);
+        Ok(())
+    }
+
+    fn early_data(&mut self, accepted: bool) {
+        self.signals.early_data = Some(accepted);
+    }
+
+    fn handshake_complete(&mut self) {
+        self.signals.complete = true;
+    }
+
+    fn new_ticket(&mut self, ticket: &mote_tls::Ticket<'_>) {
+        self.signals.tickets = self.signals.tickets.saturating_add(1);
+        let _ = ticket;
+    }
+}
