@@ -811,6 +811,19 @@ where
         self.ping_pending = true;
     }
 
+    /// Starts a 1-RTT key update (RFC 9001 §6). Allowed once the handshake is confirmed
+    /// (§6.1) and the previous update was answered; returns whether it started.
+    pub fn initiate_key_update(&mut self) -> bool {
+        if !self.handshake_confirmed || self.is_closed() {
+            return false;
+        }
+        let (provider, version) = (&self.hs.provider, self.hs.version);
+        match self.hs.keys.one_rtt.as_mut() {
+            Some(k) => k.initiate(provider, version),
+            None => false,
+        }
+    }
+
     /// Closes the connection with an application error code and reason (RFC 9000 §10.2):
     /// CONNECTION_CLOSE 0x1d in 1-RTT packets, or 0x1c with APPLICATION_ERROR in Initial
     /// and Handshake packets before 1-RTT keys exist (§10.2.3). The connection then stays in

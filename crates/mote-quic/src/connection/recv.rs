@@ -391,7 +391,7 @@ where
         let pn = number::decode(largest, t.value, t.len);
         let header_len = pn_offset + t.len;
         let phase = t.first_byte & KEY_PHASE_BIT != 0;
-        let payload_len = if phase == k.phase {
+        let payload_len = if phase == k.rx_phase {
             k.keys.rx.packet.open_in_place(pn, pkt, header_len)?
         } else {
             // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
@@ -401,7 +401,8 @@ where
             let (next, secret) =
                 k.next_rx(provider, version).map_err(|_| WireError::DecryptFailed)?;
             let n = next.open_in_place(pn, pkt, header_len)?;
-            k.rotate(provider, version, next, secret).map_err(|_| WireError::DecryptFailed)?;
+            k.on_peer_phase(provider, version, next, secret)
+                .map_err(|_| WireError::DecryptFailed)?;
             n
         };
         check_reserved_bits(t.first_byte)?;

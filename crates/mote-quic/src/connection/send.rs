@@ -356,7 +356,7 @@ where
                 (off.pn_offset, Some(off))
             }
             PnSpace::ApplicationData => {
-                let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.phase);
+                let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.tx_phase);
                 let h = ShortHeader { dcid: &c.remote, spin: false };
                 (h.emit(&mut w, phase, pn, pn_len).ok()?, None)
             }

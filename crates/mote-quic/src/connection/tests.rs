@@ -11,6 +11,7 @@ use mote_crypto::{CryptoProvider, CryptoRng, SignatureScheme, SigningKey as _};
 use mote_tls::{ClientConfig, ClientSession, ServerAuth, ServerConfig, ServerIdentity, ServerSession};
 
 use super::*;
+use crate::frame::Frame;
 use crate::packet::{self, Header};
 use crate::stream::Read;
 
@@ -95,6 +96,8 @@ pub(crate) fn addr(s: &str) -> core::net::SocketAddr {
 pub(crate) enum Fate {
     Deliver,
     Drop,
+    /// Delivered this much later than the link delay (reordering).
+    Delay(Duration),
 }
 
 /// A datagram in flight.
@@ -226,14 +229,18 @@ impl Pair {
             self.sent[i] += 1;
             let mut d = d.to_vec();
             self.log.push((self.now, dir, d.len(), d.clone()));
-            if let Fate::Drop = (self.filter)(dir, n, &mut d) {
-                continue;
-            }
-            let f = InFlight { at: self.now + self.delay, data: d };
-            match dir {
-                Dir::ToServer => self.to_server.push_back(f),
-                Dir::ToClient => self.to_client.push_back(f),
-            }
+            let extra = match (self.filter)(dir, n, &mut d) {
+                Fate::Drop => continue,
+                Fate::Deliver => Duration::ZERO,
+                Fate::Delay(x) => x,
+            };
+            let f = InFlight { at: self.now + self.delay + extra, data: d };
+            let q = match dir {
+                Dir::ToServer => &mut self.to_server,
+                Dir::ToClient => &mut self.to_client,
+            };
+            let i = q.iter().position(|x| x.at > f.at).unwrap_or(q.len());
+            q.insert(i, f);
         }
     }
 
@@ -402,4 +409,441 @@ fn small_transfer_and_response() {
     });
     assert!(ok);
     assert_eq!(resp, body);
+}
+
+/// A deterministic pseudo-random fate per datagram: drops `loss_pct` percent and delays
+/// `reorder_pct` percent by 15 ms.
+fn lossy(seed: u64, loss_pct: u64, reorder_pct: u64) -> Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate> {
+    let mut x = seed;
+    Box::new(move |_, _, _| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let r = (x >> 33) % 100;
+        if r < loss_pct {
+            Fate::Drop
+        } else if r < loss_pct + reorder_pct {
+            Fate::Delay(Duration::from_millis(15))
+        } else {
+            Fate::Deliver
+        }
+    })
+}
+
+/// Server → client transfer of `data` on a client-opened stream.
+fn download(p: &mut Pair, data: &[u8], limit: Duration) -> Vec<u8> {
+    let (req, id) = transfer(p, b"GET", Duration::from_secs(30));
+    assert_eq!(req, b"GET");
+    let mut written = 0usize;
+    let mut got = Vec::new();
+    let ok = p.run_until(limit, |p| {
+        let s = p.server.as_mut().unwrap();
+        if written < data.len() {
+            written += s.stream_send(id, &data[written..]).unwrap();
+            if written == data.len() {
+                s.stream_finish(id).unwrap();
+            }
+        }
+        drain(&mut p.client, id, &mut got)
+    });
+    assert!(ok, "download incomplete: {} of {}", got.len(), data.len());
+    got
+}
+
+#[test]
+fn transfer_100k_under_loss_and_reordering() {
+    for seed in [1u64, 2, 3] {
+        let mut p = Pair::new(cfg(), server_cfg());
+        p.filter = lossy(seed, 5, 10);
+        p.handshake();
+        let data = pattern(100 * 1024);
+        let (got, _) = transfer(&mut p, &data, Duration::from_secs(120));
+        assert!(got == data, "seed {seed}: upload differs");
+        let got = download(&mut p, &data, Duration::from_secs(120));
+        assert!(got == data, "seed {seed}: download differs");
+        assert!(p.client.stats().packets_lost > 0 || p.server().stats().packets_lost > 0);
+    }
+}
+
+#[test]
+fn flow_control_limited_transfer() {
+    let mut s = server_cfg();
+    s.streams.max_data = 6000;
+    s.streams.max_stream_data_bidi_remote = 3000;
+    let mut p = Pair::new(cfg(), s);
+    p.handshake();
+    let data = pattern(100 * 1024);
+    let (got, _) = transfer(&mut p, &data, Duration::from_secs(60));
+    assert!(got == data);
+}
+
+#[test]
+fn concurrent_streams() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let a = p.client.stream_open(StreamDir::Bidi).unwrap();
+    let b = p.client.stream_open(StreamDir::Bidi).unwrap();
+    let (da, db) = (pattern(20_000), vec![0x5a; 30_000]);
+    let (mut wa, mut wb) = (0, 0);
+    let (mut ga, mut gb) = (Vec::new(), Vec::new());
+    let (mut fa, mut fb) = (false, false);
+    let ok = p.run_until(Duration::from_secs(30), |p| {
+        for (id, d, w) in [(a, &da, &mut wa), (b, &db, &mut wb)] {
+            if *w < d.len() {
+                *w += p.client.stream_send(id, &d[*w..]).unwrap();
+                if *w == d.len() {
+                    p.client.stream_finish(id).unwrap();
+                }
+            }
+        }
+        if let Some(s) = p.server.as_mut() {
+            fa |= drain(s, a, &mut ga);
+            fb |= drain(s, b, &mut gb);
+        }
+        fa && fb
+    });
+    assert!(ok);
+    assert!(ga == da && gb == db);
+    let opened: Vec<Event> = core::iter::from_fn(|| p.server().poll_event()).collect();
+    assert!(opened.contains(&Event::StreamOpened(a)) && opened.contains(&Event::StreamOpened(b)));
+}
+
+#[test]
+fn blackhole_recovers_with_pto_backoff() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let start = p.now;
+    let end = start + Duration::from_secs(4);
+    let now_ref = std::rc::Rc::new(core::cell::Cell::new(start));
+    let n2 = now_ref.clone();
+    p.filter = Box::new(move |_, _, _| {
+        let t = n2.get();
+        if t >= start && t < end {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    let data = pattern(60_000);
+    let id = p.client.stream_open(StreamDir::Bidi).unwrap();
+    let mut written = 0;
+    let mut got = Vec::new();
+    let ok = p.run_until(Duration::from_secs(60), |p| {
+        now_ref.set(p.now);
+        if written < data.len() {
+            written += p.client.stream_send(id, &data[written..]).unwrap();
+            if written == data.len() {
+                p.client.stream_finish(id).unwrap();
+            }
+        }
+        drain(p.server.as_mut().unwrap(), id, &mut got)
+    });
+    assert!(ok && got == data);
+    let st = p.client.stats();
+    // Several PTOs fired during the 4 s outage, each twice as long as the one before.
+    assert!(st.ptos >= 3, "{st:?}");
+    assert!(p.client.close_reason().is_none());
+}
+
+fn count_initials_sent(log: &[(Instant, Dir, usize, Vec<u8>)], dir: Dir) -> usize {
+    log.iter()
+        .filter(|(_, d, _, data)| *d == dir && data.first().is_some_and(|b| b & 0xf0 == 0xc0))
+        .count()
+}
+
+#[test]
+fn nb_iot_initial_rtt_avoids_spurious_initial_retransmission() {
+    // 2 s round trip: with the RFC's 333 ms initial RTT the client's first PTO fires after
+    // 1 s and it retransmits its Initial; with the NB-IoT initial RTT (2 s, first PTO 6 s)
+    // it does not.
+    let run = |c: ConnectionConfig, s: ConnectionConfig| {
+        let mut p = Pair::new(c, s);
+        p.delay = Duration::from_secs(1);
+        p.handshake();
+        (p.client.stats(), count_initials_sent(&p.log, Dir::ToServer), p)
+    };
+    let (stats, initial_datagrams, p) =
+        run(ConnectionConfig::nb_iot_device(), ConnectionConfig::nb_iot_server());
+    assert_eq!(stats.ptos, 0, "{stats:?}");
+    // The ClientHello and, later, the ACK of the server's Initial (coalesced with the
+    // client Finished).
+    assert_eq!(stats.packets_sent[0], 2, "{stats:?}");
+    assert_eq!(initial_datagrams, 2);
+    assert_eq!(p.server.as_ref().unwrap().stats().ptos, 0);
+    let (stats, _, _) = run(ConnectionConfig::device(), ConnectionConfig::server());
+    assert!(stats.ptos > 0 && stats.packets_sent[0] > 2, "{stats:?}");
+}
+
+#[test]
+fn idle_timeout_closes_both_sides() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let t0 = p.now;
+    p.filter = Box::new(|_, _, _| Fate::Drop);
+    let ok = p.run_until(Duration::from_secs(120), |p| {
+        p.client.is_drained() && p.server.as_ref().unwrap().is_drained()
+    });
+    assert!(ok);
+    assert_eq!(p.client.close_reason(), Some(CloseReason::IdleTimeout));
+    assert_eq!(p.server().close_reason(), Some(CloseReason::IdleTimeout));
+    // min(30 s, 30 s), and not much later.
+    let elapsed = p.now - t0;
+    assert!(elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(31), "{elapsed:?}");
+}
+
+#[test]
+fn application_close_and_draining() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    p.client.close(42, b"bye");
+    assert!(p.client.is_closed() && !p.client.is_drained());
+    let ok = p.run_until(Duration::from_secs(10), |p| {
+        p.client.is_drained() && p.server.as_ref().unwrap().is_drained()
+    });
+    assert!(ok);
+    match p.server().close_reason() {
+        Some(CloseReason::Peer(c)) => {
+            assert!(c.application && c.code == 42 && c.reason() == b"bye");
+        }
+        other => panic!("{other:?}"),
+    }
+    let ev: Vec<Event> = core::iter::from_fn(|| p.server().poll_event()).collect();
+    assert!(ev.ends_with(&[Event::Closed, Event::Drained]), "{ev:?}");
+    // The closing client sent exactly one CONNECTION_CLOSE (nothing more arrived).
+    assert!(matches!(p.client.close_reason(), Some(CloseReason::Local(c)) if c.code == 42));
+}
+
+#[test]
+fn close_before_handshake_uses_application_error_in_initial() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    // The ClientHello leaves, then the application gives up at once.
+    p.flush();
+    p.client.close(7, b"secret reason");
+    let ok = p.run_until(Duration::from_secs(10), |p| {
+        p.server.as_ref().is_some_and(|s| s.is_closed())
+    });
+    assert!(ok);
+    match p.server().close_reason() {
+        // RFC 9000 §10.2.3: 0x1c with APPLICATION_ERROR, no reason, in an Initial packet.
+        Some(CloseReason::Peer(c)) => {
+            assert!(!c.application);
+            assert_eq!(c.code, TransportErrorCode::APPLICATION_ERROR.0);
+            assert!(c.reason().is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn server_respects_amplification_limit() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    // Only the client's first datagram arrives.
+    p.filter = Box::new(|dir, n, _| if dir == Dir::ToServer && n > 0 { Fate::Drop } else { Fate::Deliver });
+    p.run_until(Duration::from_secs(30), |_| false);
+    let received: usize = p.log.iter().filter(|l| l.1 == Dir::ToServer).take(1).map(|l| l.2).sum();
+    let sent: usize = p.log.iter().filter(|l| l.1 == Dir::ToClient).map(|l| l.2).sum();
+    assert_eq!(received, 1200);
+    assert!(sent <= 3 * received, "server sent {sent} bytes for {received}");
+    // It did try: PTOs fired until the limit stopped them.
+    assert!(sent > received);
+    assert!(!p.server().is_address_validated());
+}
+
+/// Builds a 1-RTT packet from `from` carrying `frames`, numbered `bump` above its next
+/// packet number.
+fn craft<X: TlsSession>(
+    from: &Connection<RustCrypto, X, Vec<u8>, Vec<u8>, 4, 32, 8>,
+    frames: &[Frame<'_>],
+    bump: u64,
+) -> Vec<u8> {
+    use crate::coding::Writer;
+    use crate::packet::ShortHeader;
+    let k = from.hs.keys.one_rtt.as_ref().unwrap();
+    let pn = from.recovery.next_pn(PnSpace::ApplicationData) + bump;
+    let mut buf = vec![0u8; 1500];
+    let mut w = Writer::new(&mut buf);
+    let pn_offset =
+        ShortHeader { dcid: &from.hs.cids.remote, spin: false }.emit(&mut w, k.tx_phase, pn, 4).unwrap();
+    for f in frames {
+        f.emit(&mut w).unwrap();
+    }
+    w.put_repeated(0, 4).unwrap();
+    let len = w.position() + mote_crypto::TAG_LEN;
+    k.keys.tx.protect(&mut buf[..len], pn_offset, pn).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+fn local_close_code<X: TlsSession>(c: &Connection<RustCrypto, X, Vec<u8>, Vec<u8>, 4, 32, 8>) -> Option<(u64, Option<u64>)> {
+    match c.close_reason() {
+        Some(CloseReason::Local(c)) => Some((c.code, c.frame_type)),
+        _ => None,
+    }
+}
+
+#[test]
+fn ack_of_unsent_packet_is_protocol_violation() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let ranges = [(1_000_000u64, 1_000_000u64)];
+    let ack = crate::frame::Ack::new(&ranges, crate::frame::RangeOrder::Descending, VarInt::ZERO, None).unwrap();
+    let mut pkt = craft(p.server(), &[Frame::Ack(ack)], 10);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+    assert_eq!(local_close_code(&p.client), Some((0x0a, Some(0x02))));
+    // The server learns why.
+    p.run_until(Duration::from_secs(1), |p| p.server.as_ref().unwrap().is_closed());
+    assert!(matches!(p.server().close_reason(), Some(CloseReason::Peer(c)) if c.code == 0x0a));
+}
+
+#[test]
+fn premature_handshake_done_is_protocol_violation() {
+    // CVE-2025-59530: a HANDSHAKE_DONE before the client's handshake completed must close
+    // the connection, not crash it or confirm the handshake. Our client only gets 1-RTT
+    // keys when it completes, so the state is forced here.
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.run_until(Duration::from_secs(5), |p| p.client.hs.keys.one_rtt.is_some());
+    p.client.handshake_complete = false;
+    p.client.handshake_confirmed = false;
+    let mut pkt = craft(p.server(), &[Frame::HandshakeDone], 10);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+    assert_eq!(local_close_code(&p.client), Some((0x0a, Some(0x1e))));
+    assert!(!p.client.is_handshake_confirmed());
+}
+
+#[test]
+fn handshake_done_from_client_is_protocol_violation() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let mut pkt = craft(&p.client, &[Frame::HandshakeDone], 10);
+    let now = p.now;
+    p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+    assert_eq!(local_close_code(p.server()), Some((0x0a, Some(0x1e))));
+}
+
+#[test]
+fn stream_limit_violation() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    // The client opens bidirectional stream index 50, far beyond the server's MAX_STREAMS.
+    let id = StreamId::from_parts(Side::Client, StreamDir::Bidi, 50).unwrap();
+    let f = Frame::Stream { stream_id: id.varint(), offset: VarInt::ZERO, data: b"x", fin: false, has_length: true };
+    let mut pkt = craft(&p.client, &[f], 10);
+    let now = p.now;
+    p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+    assert_eq!(local_close_code(p.server()), Some((0x04, Some(0x0a))));
+}
+
+#[test]
+fn stream_limits_and_max_streams_growth() {
+    let mut s = server_cfg();
+    s.streams.max_streams_bidi = 1;
+    let mut p = Pair::new(cfg(), s);
+    p.handshake();
+    let a = p.client.stream_open(StreamDir::Bidi).unwrap();
+    assert_eq!(p.client.stream_open(StreamDir::Bidi), Err(StreamOpenError::Blocked));
+    // Finish stream a both ways; the server's slot frees and MAX_STREAMS grows.
+    p.client.stream_send(a, b"ping").unwrap();
+    p.client.stream_finish(a).unwrap();
+    let mut got = Vec::new();
+    let mut answered = false;
+    let mut reply = Vec::new();
+    let ok = p.run_until(Duration::from_secs(10), |p| {
+        let s = p.server.as_mut().unwrap();
+        if drain(s, a, &mut got) && !answered {
+            s.stream_send(a, b"pong").unwrap();
+            s.stream_finish(a).unwrap();
+            answered = true;
+        }
+        drain(&mut p.client, a, &mut reply);
+        core::iter::from_fn(|| p.client.poll_event()).any(|e| e == Event::StreamsAvailable(StreamDir::Bidi))
+    });
+    assert!(ok, "no MAX_STREAMS");
+    assert_eq!(got, b"ping");
+    assert!(p.client.stream_open(StreamDir::Bidi).is_ok());
+}
+
+#[test]
+fn crypto_after_handshake_is_bounded() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    // CVE-2024-1765 class: CRYPTO data far past the buffer in 1-RTT.
+    let f = Frame::Crypto { offset: VarInt::from_u32(1 << 20), data: &[1; 16] };
+    let mut pkt = craft(p.server(), &[f], 10);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+    assert_eq!(local_close_code(&p.client), Some((0x0d, Some(0x06))));
+}
+
+#[test]
+fn many_gap_attack_keeps_memory_bounded() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let (_, id) = transfer(&mut p, b"hi", Duration::from_secs(5));
+    // 300 packets with every other packet number missing, each with a one-byte STREAM
+    // fragment leaving a hole.
+    for i in 0..300u64 {
+        let f = Frame::Stream { stream_id: id.varint(), offset: VarInt::new(2 * i + 1).unwrap(), data: b"x", fin: false, has_length: true };
+        let mut pkt = craft(p.server(), &[f, Frame::Ping], 10 + 2 * i);
+        let now = p.now;
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+        assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+        assert!(p.client.rx_data.ranges().len() <= 8);
+        let slot = p.client.streams.slot(id).unwrap();
+        assert!(slot.recv.gaps() <= 8);
+    }
+    // The client's ACK frames stay small.
+    let mut buf = vec![0u8; 1500];
+    let t = p.client.poll_transmit(p.now, &mut buf).unwrap();
+    assert!(t.len < 200, "{}", t.len);
+}
+
+#[test]
+fn key_update_initiated_by_server() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    assert!(p.server().initiate_key_update());
+    assert!(!p.server().initiate_key_update(), "a second update before the answer");
+    let data = pattern(30_000);
+    let got = download(&mut p, &data, Duration::from_secs(20));
+    assert!(got == data);
+    assert_eq!(p.client.stats().key_updates, 1);
+    assert_eq!(p.server().stats().key_updates, 1);
+    // And again, from the client this time.
+    assert!(p.client.initiate_key_update());
+    let (got, _) = transfer(&mut p, &data, Duration::from_secs(20));
+    assert!(got == data);
+    assert_eq!(p.server().stats().key_updates, 2);
+}
+
+#[test]
+fn gso_batches() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let (_, id) = transfer(&mut p, b"GET", Duration::from_secs(5));
+    let now = p.now;
+    let s = p.server();
+    s.stream_send(id, &pattern(8000)).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let t = s.poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(t.segment_size, Some(1200));
+    assert!(t.len > 1200 && t.len <= 12000);
+    // Every datagram of the batch but the last is full-size and parses as one packet.
+    for d in buf[..t.len].chunks(1200) {
+        assert!(packet::parse(d, 8, false).is_ok());
+    }
+}
+
+#[test]
+fn peer_close_reason_and_transport_error_codes() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    // DATAGRAM was not negotiated: PROTOCOL_VIOLATION with the frame type.
+    #[cfg(feature = "datagram")]
+    {
+        let f = Frame::Datagram { data: b"d", has_length: true };
+        let mut pkt = craft(p.server(), &[f], 10);
+        let now = p.now;
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+        assert_eq!(local_close_code(&p.client), Some((0x0a, Some(0x31))));
+    }
 }

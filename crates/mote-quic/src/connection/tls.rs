@@ -135,13 +135,18 @@ pub(crate) struct DirKeys<P: CryptoProvider> {
     pub(crate) rx: PacketKeys<P>,
 }
 
-/// 1-RTT keys with what a key update needs (RFC 9001 §6): the current key phase and the
-/// current secrets, from which the next generation is derived.
+/// 1-RTT keys with what a key update needs (RFC 9001 §6): the Key Phase of each direction
+/// and the current secrets, from which the next generation is derived.
 pub(crate) struct OneRttKeys<P: CryptoProvider> {
     pub(crate) keys: DirKeys<P>,
     pub(crate) suite: AeadAlgorithm,
-    /// The Key Phase bit of the current generation.
-    pub(crate) phase: bool,
+    /// The Key Phase bit we send.
+    pub(crate) tx_phase: bool,
+    /// The Key Phase bit of the receive key.
+    pub(crate) rx_phase: bool,
+    /// We initiated an update the peer has not answered yet: the send key is one
+    /// generation ahead of the receive key.
+    pub(crate) tx_ahead: bool,
     pub(crate) tx_secret: Secret,
     pub(crate) rx_secret: Secret,
     /// Key updates completed (for statistics).
@@ -161,26 +166,46 @@ impl<P: CryptoProvider> OneRttKeys<P> {
         Ok((key, secret))
     }
 
-    /// RFC 9001 §6.2: switches to the next generation: the new receive key (already derived
-    /// and verified by a successful open), and a send key derived from the send secret. The
-    /// header-protection keys stay (RFC 9001 §6.1).
-    pub(crate) fn rotate(
+    fn advance_tx(&mut self, provider: &P, version: Version) -> Result<(), mote_crypto::Error> {
+        let tx_secret =
+            next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
+        self.keys.tx.packet = PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
+        self.tx_secret = tx_secret;
+        self.tx_phase = !self.tx_phase;
+        Ok(())
+    }
+
+    /// RFC 9001 §6.2, §6.3: a packet of the next phase opened with `rx`: switch the receive
+    /// key, and the send key too unless we initiated this update. The header-protection keys
+    /// stay (RFC 9001 §6.1).
+    pub(crate) fn on_peer_phase(
         &mut self,
         provider: &P,
         version: Version,
         rx: PacketKey<P>,
         rx_secret: Secret,
     ) -> Result<(), mote_crypto::Error> {
-        let tx_secret =
-            next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
-        let tx = PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
+        if self.tx_ahead {
+            self.tx_ahead = false;
+        } else {
+            self.advance_tx(provider, version)?;
+        }
         self.keys.rx.packet = rx;
-        self.keys.tx.packet = tx;
         self.rx_secret = rx_secret;
-        self.tx_secret = tx_secret;
-        self.phase = !self.phase;
+        self.rx_phase = !self.rx_phase;
         self.updates = self.updates.saturating_add(1);
         Ok(())
+    }
+
+    /// RFC 9001 §6.1: starts a key update: the send key moves to the next generation and the
+    /// Key Phase bit flips; the receive key follows when the peer's packets do. Refused
+    /// while a previous update is unanswered.
+    pub(crate) fn initiate(&mut self, provider: &P, version: Version) -> bool {
+        if self.tx_ahead || self.advance_tx(provider, version).is_err() {
+            return false;
+        }
+        self.tx_ahead = true;
+        true
     }
 }
 
@@ -308,7 +333,9 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
                 self.keys.one_rtt = Some(OneRttKeys {
                     keys,
                     suite: s.suite,
-                    phase: false,
+                    tx_phase: false,
+                    rx_phase: false,
+                    tx_ahead: false,
                     tx_secret: tx.clone(),
                     rx_secret: rx.clone(),
                     updates: 0,
