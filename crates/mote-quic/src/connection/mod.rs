@@ -35,7 +35,7 @@ mod sent;
 pub mod tls;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use core::net::SocketAddr;
 
