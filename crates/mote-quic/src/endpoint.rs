@@ -137,6 +137,7 @@ where
     config: EndpointConfig,
     provider: P,
     rng: Drbg<P>,
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     acceptor: A,
     table: L,
     vn: Option<PendingVn>,

@@ -39,6 +39,8 @@ mod event;
 mod link;
 mod node;
 mod profile;
+#[cfg(feature = "quic")]
+pub mod quic;
 pub mod seed;
 mod sim;
 pub mod testing;

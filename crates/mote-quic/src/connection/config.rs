@@ -57,7 +57,9 @@ impl ConnectionConfig {
                 max_stream_data_bidi_local: 16 * 1024,
                 max_stream_data_bidi_remote: 16 * 1024,
                 max_stream_data_uni: 16 * 1024,
-                max_streams_bidi: 1,
+                // The server may open one unidirectional stream (e.g. an HTTP/3 control
+                // stream); the device opens its own streams.
+                max_streams_bidi: 0,
                 max_streams_uni: 1,
             },
             recovery,

@@ -142,6 +142,12 @@ pub enum Event {
     },
     /// The peer allows more streams of this direction.
     StreamsAvailable(StreamDir),
+    /// The client received a session ticket ([`Connection::take_ticket`], feature
+    /// `resumption`).
+    NewTicket,
+    /// The server rejected the client's 0-RTT data; it is being sent again in 1-RTT
+    /// packets (RFC 9001 §4.6.2).
+    EarlyDataRejected,
     /// The connection can no longer carry data; [`Connection::close_reason`] says why.
     Closed,
     /// Nothing more will happen: the connection may be dropped.
@@ -405,6 +411,11 @@ pub struct Connection<
     any_packet: bool,
     /// The latest time the caller passed in (for deadlines set by `close`).
     last_now: Instant,
+    /// Client: the server's remembered transport parameters were applied, so 0-RTT data may
+    /// be sent (RFC 9000 §7.4.1).
+    early_params: bool,
+    /// Client: the server rejected 0-RTT.
+    early_rejected: bool,
 }
 
 type Res<T = ()> = Result<T, ConnectionClose>;
@@ -535,6 +546,14 @@ where
             cids,
             peer_tp: None,
             signals: HsSignals::default(),
+            #[cfg(feature = "resumption")]
+            remembered_tp: [0; tls::REMEMBERED_TP_MAX],
+            #[cfg(feature = "resumption")]
+            remembered_tp_len: 0,
+            #[cfg(feature = "resumption")]
+            ticket: [0; tls::TICKET_MAX],
+            #[cfg(feature = "resumption")]
+            ticket_len: 0,
         };
         Ok(Self {
             side,
@@ -572,6 +591,8 @@ where
             stats: ConnectionStats::default(),
             any_packet: false,
             last_now: now,
+            early_params: false,
+            early_rejected: false,
         })
     }
 
@@ -675,7 +696,56 @@ where
         Some(Duration::from_millis(ms).max(pto3))
     }
 
-    // --- events and timers ---
+    /// Client: applies the server's transport parameters remembered with the session
+    /// ticket this connection resumes with (`Ticket::server_transport_parameters`), so that
+    /// streams can be opened and written in 0-RTT (RFC 9000 §7.4.1). Only once 0-RTT keys
+    /// exist (the TLS session offered early data) and before the handshake completes; the
+    /// parameters must decode. Returns whether 0-RTT data may now be sent.
+    pub fn apply_remembered_params(&mut self, encoded: &[u8]) -> bool {
+        if self.side != Side::Client
+            || self.handshake_complete
+            || self.hs.keys.zero_rtt.is_none()
+            || self.early_params
+        {
+            return self.can_send_early_data();
+        }
+        match TransportParameters::decode(encoded, Side::Server) {
+            Ok(tp) => {
+                self.streams.on_peer_params(&tp);
+                self.early_params = true;
+            }
+            Err(_) => return false,
+        }
+        self.can_send_early_data()
+    }
+
+    /// Whether stream data can go out in 0-RTT packets now: a client resuming with 0-RTT
+    /// whose remembered parameters are applied, before the handshake completes and unless
+    /// the server rejected early data.
+    pub fn can_send_early_data(&self) -> bool {
+        self.side == Side::Client
+            && self.early_params
+            && !self.early_rejected
+            && !self.handshake_complete
+            && self.hs.keys.zero_rtt.is_some()
+    }
+
+    /// Client: copies the latest session ticket, encoded with the server's remembered
+    /// transport parameters, into `out` and forgets it; returns its length. Decode it with
+    /// `mote_tls::Ticket::decode` to resume (feature `resumption`).
+    #[cfg(feature = "resumption")]
+    pub fn take_ticket(&mut self, out: &mut [u8]) -> Option<usize> {
+        let n = self.hs.ticket_len;
+        if n == 0 {
+            return None;
+        }
+        let src = self.hs.ticket.get(..n)?;
+        out.get_mut(..n)?.copy_from_slice(src);
+        self.hs.ticket_len = 0;
+        Some(n)
+    }
+
+    // --- events and timers ---    // --- events and timers ---
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -754,7 +824,7 @@ where
         if self.is_closed() {
             return Err(StreamOpenError::Closed);
         }
-        if !self.handshake_complete {
+        if !self.handshake_complete && !self.can_send_early_data() {
             return Err(StreamOpenError::NotReady);
         }
         self.streams.open(dir).map_err(|e| match e {

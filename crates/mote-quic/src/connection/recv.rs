@@ -579,6 +579,9 @@ where
     /// arm Application Data PTOs.
     pub(super) fn confirm(&mut self, now: Instant) {
         self.handshake_confirmed = true;
+        // A server keeps 0-RTT keys until the handshake is confirmed (RFC 9001 §4.9.3
+        // allows a while longer; reordered 0-RTT packets after that are retransmitted).
+        self.hs.keys.zero_rtt = None;
         self.recovery.on_handshake_confirmed(now);
         self.discard_space(PnSpace::Handshake, now);
         self.events.push(Event::HandshakeConfirmed);
@@ -669,6 +672,16 @@ where
         if let Some(tp) = self.hs.peer_tp.take() {
             self.apply_peer_params(&tp);
         }
+        if sig.tickets > 0 {
+            self.events.push(Event::NewTicket);
+        }
+        // RFC 9001 §4.9.3: a client discards its 0-RTT keys once it has 1-RTT keys.
+        if sig.one_rtt_keys && self.side == Side::Client {
+            self.hs.keys.zero_rtt = None;
+        }
+        if sig.early_data == Some(false) && self.side == Side::Client {
+            self.on_early_data_rejected(now);
+        }
         if sig.complete && !self.handshake_complete {
             self.handshake_complete = true;
             if self.state == State::Handshake {
@@ -686,6 +699,25 @@ where
             }
         }
         Ok(())
+    }
+
+    /// RFC 9001 §4.6.2: the server rejected 0-RTT, so nothing sent in 0-RTT packets was
+    /// processed: every such packet is forgotten without a congestion reaction (they share
+    /// the Application Data space with the 1-RTT packets to come) and its stream data and
+    /// control frames are queued again for 1-RTT.
+    fn on_early_data_rejected(&mut self, now: Instant) {
+        for p in self.recovery.application_packets().iter() {
+            for slot in p.payload.control_slots() {
+                if let Some(c) = self.controls.take(slot) {
+                    self.streams.on_control_lost(c);
+                }
+            }
+        }
+        self.streams.requeue_all();
+        self.recovery.discard_space(PnSpace::ApplicationData, now);
+        self.hs.keys.zero_rtt = None;
+        self.early_rejected = true;
+        self.events.push(Event::EarlyDataRejected);
     }
 
     /// RFC 9000 §7.4, §18.2: applies the peer's transport parameters (already validated by

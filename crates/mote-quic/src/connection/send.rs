@@ -129,15 +129,23 @@ where
         match space {
             PnSpace::Initial => self.hs.keys.initial.is_some(),
             PnSpace::Handshake => self.hs.keys.handshake.is_some(),
-            PnSpace::ApplicationData => self.hs.keys.one_rtt.is_some(),
+            PnSpace::ApplicationData => self.hs.keys.one_rtt.is_some() || self.sends_0rtt(),
         }
+    }
+
+    /// A client sending Application Data in 0-RTT packets (no 1-RTT keys yet).
+    fn sends_0rtt(&self) -> bool {
+        self.hs.keys.one_rtt.is_none() && self.can_send_early_data()
     }
 
     fn tx_keys(&self, space: PnSpace) -> Option<&PacketKeys<P>> {
         match space {
             PnSpace::Initial => self.hs.keys.initial.as_ref().map(|k| &k.tx),
             PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
-            PnSpace::ApplicationData => self.hs.keys.one_rtt.as_ref().map(|k| &k.keys.tx),
+            PnSpace::ApplicationData => match &self.hs.keys.one_rtt {
+                Some(k) => Some(&k.keys.tx),
+                None => self.hs.keys.zero_rtt.as_ref().filter(|_| self.side == Side::Client),
+            },
         }
     }
 
@@ -182,7 +190,7 @@ where
         // batch pads its full datagrams to the segment size.
         let pad_to = match &built[0] {
             Some(b) if self.side == Side::Client || b.ack_eliciting => MIN_INITIAL_SIZE,
-            _ if batch_pad && built[0].is_none() && built[1].is_none() => {
+            _ if batch_pad && built.iter().flatten().all(|b| b.long.is_none()) => {
                 if self.streams.wants_to_send() {
                     limit
                 } else {
@@ -229,7 +237,7 @@ where
         if matches!(self.state, State::Closing { .. }) {
             self.close_pending = false;
         }
-        (pos, built[0].is_none() && built[1].is_none())
+        (pos, built.iter().flatten().all(|b| b.long.is_none()))
     }
 
     /// Patches the Length field, protects the packet (RFC 9001 §5.3, §5.4) and records it
@@ -342,9 +350,17 @@ where
         let body_end = region.len() - TAG_LEN;
         let mut w = Writer::new(region.get_mut(..body_end)?);
         let c = &self.hs.cids;
-        let (pn_offset, long) = match space {
-            PnSpace::Initial | PnSpace::Handshake => {
-                let ty = if space == PnSpace::Initial { LongType::Initial } else { LongType::Handshake };
+        // RFC 9000 §17.2.3: before 1-RTT keys a client sends Application Data in 0-RTT
+        // packets.
+        let zero_rtt = space == PnSpace::ApplicationData && self.sends_0rtt();
+        let long_type = match space {
+            PnSpace::Initial => Some(LongType::Initial),
+            PnSpace::Handshake => Some(LongType::Handshake),
+            PnSpace::ApplicationData if zero_rtt => Some(LongType::ZeroRtt),
+            PnSpace::ApplicationData => None,
+        };
+        let (pn_offset, long) = match long_type {
+            Some(ty) => {
                 let h = LongHeader {
                     ty,
                     version: self.hs.version,
@@ -355,7 +371,7 @@ where
                 let off = h.emit(&mut w, pn, pn_len).ok()?;
                 (off.pn_offset, Some(off))
             }
-            PnSpace::ApplicationData => {
+            None => {
                 let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.tx_phase);
                 let h = ShortHeader { dcid: &c.remote, spin: false };
                 (h.emit(&mut w, phase, pn, pn_len).ok()?, None)
@@ -368,8 +384,9 @@ where
         if closing {
             self.write_close(space, &mut w);
         } else {
-            // RFC 9000 §13.2.1: an ACK when one is due, or piggybacked on any packet sent.
-            if has_unacked {
+            // RFC 9000 §13.2.1: an ACK when one is due, or piggybacked on any packet sent
+            // (never in 0-RTT packets, RFC 9000 §12.4).
+            if has_unacked && !zero_rtt {
                 let max_ranges = self.config.max_ack_ranges;
                 let largest = match space {
                     PnSpace::Initial => write_ack(&self.rx_initial, &mut w, now, max_ranges),
@@ -387,7 +404,7 @@ where
                 }
             }
             if elicit_ok {
-                eliciting |= self.write_eliciting(space, &mut w, &mut f);
+                eliciting |= self.write_eliciting(space, zero_rtt, &mut w, &mut f);
                 // RFC 9002 §6.2.4: a probe is ack-eliciting; PING when there is nothing
                 // else.
                 let ping = probe || (space == PnSpace::ApplicationData && self.ping_pending);
@@ -432,15 +449,23 @@ where
 
     /// The ack-eliciting frames of a packet, in order: HANDSHAKE_DONE, PATH_RESPONSE,
     /// stream control frames, CRYPTO, STREAM. Returns whether any was written.
-    fn write_eliciting(&mut self, space: PnSpace, w: &mut Writer<'_>, f: &mut SentFrames) -> bool {
+    fn write_eliciting(
+        &mut self,
+        space: PnSpace,
+        zero_rtt: bool,
+        w: &mut Writer<'_>,
+        f: &mut SentFrames,
+    ) -> bool {
         let mut any = false;
         let app = space == PnSpace::ApplicationData;
-        if app && self.handshake_done_pending && Frame::HandshakeDone.emit(w).is_ok() {
+        // 1-RTT only (RFC 9000 §12.4): HANDSHAKE_DONE, PATH_RESPONSE, CRYPTO.
+        let one_rtt = app && !zero_rtt;
+        if one_rtt && self.handshake_done_pending && Frame::HandshakeDone.emit(w).is_ok() {
             self.handshake_done_pending = false;
             f.flags |= flag::HANDSHAKE_DONE;
             any = true;
         }
-        if app {
+        if one_rtt {
             if let Some(data) = self.path_response {
                 let fr = Frame::PathResponse { data };
                 if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
@@ -448,6 +473,8 @@ where
                     any = true;
                 }
             }
+        }
+        if app {
             // Stream control frames (RFC 9000 §19.4–§19.14), each holding a control-table
             // slot until acknowledged or lost.
             while self.controls.has_free() && f.control_room() && w.remaining() >= 32 {
@@ -465,7 +492,7 @@ where
         }
         // CRYPTO (RFC 9000 §19.6).
         let i = si(space);
-        if let Some(cs) = self.hs.crypto_send.get_mut(i) {
+        if let Some(cs) = self.hs.crypto_send.get_mut(i).filter(|_| !zero_rtt) {
             if let Some(first) = cs.next_chunk(w.remaining()) {
                 let room = crypto_frame_room(first.offset, w.remaining());
                 if let Some(chunk) = cs.next_chunk(room).filter(|_| room > 0) {

@@ -19,6 +19,13 @@ pub const CRYPTO_RANGES: usize = 4;
 
 /// Longest encoding of our transport parameters (RFC 9000 §18) a connection keeps.
 pub const LOCAL_TP_MAX: usize = 160;
+/// Longest encoded session ticket a client keeps (feature `resumption`).
+#[cfg(feature = "resumption")]
+pub const TICKET_MAX: usize = 384;
+/// Longest encoding of the server's remembered transport parameters (RFC 9000 §7.4.1)
+/// a client keeps with a ticket (feature `resumption`).
+#[cfg(feature = "resumption")]
+pub const REMEMBERED_TP_MAX: usize = 160;
 
 /// A TLS 1.3 handshake session as the QUIC connection drives it: mote-tls'
 /// [`mote_tls::ClientSession`], or with feature `server` [`mote_tls::ServerSession`].
@@ -256,6 +263,16 @@ pub(crate) struct Handshake<P: CryptoProvider, C> {
     /// them.
     pub(crate) peer_tp: Option<TransportParameters>,
     pub(crate) signals: HsSignals,
+    /// Client: the server's transport parameters to remember with tickets, encoded.
+    #[cfg(feature = "resumption")]
+    pub(crate) remembered_tp: [u8; REMEMBERED_TP_MAX],
+    #[cfg(feature = "resumption")]
+    pub(crate) remembered_tp_len: usize,
+    /// Client: the latest session ticket, encoded ([`mote_tls::Ticket::encode`]).
+    #[cfg(feature = "resumption")]
+    pub(crate) ticket: [u8; TICKET_MAX],
+    #[cfg(feature = "resumption")]
+    pub(crate) ticket_len: usize,
 }
 
 const fn level_index(level: Level) -> usize {
@@ -374,6 +391,16 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
             Side::Server => tp.validate_client_cids(&c.remote),
         }
         .map_err(|_| tp_error())?;
+        // RFC 9000 §7.4.1: a client remembers the server's parameters with its tickets
+        // (minus those that must not be reused) for 0-RTT.
+        #[cfg(feature = "resumption")]
+        if self.side == Side::Client {
+            let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
+            self.remembered_tp_len = match tp.remembered_for_0rtt().encode(&mut w) {
+                Ok(()) => w.position(),
+                Err(_) => 0,
+            };
+        }
         self.peer_tp = Some(tp);
         Ok(())
     }
@@ -388,6 +415,13 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
 
     fn new_ticket(&mut self, ticket: &mote_tls::Ticket<'_>) {
         self.signals.tickets = self.signals.tickets.saturating_add(1);
+        #[cfg(feature = "resumption")]
+        {
+            let tp = self.remembered_tp.get(..self.remembered_tp_len).unwrap_or(&[]);
+            let t = mote_tls::Ticket { server_transport_parameters: tp, ..*ticket };
+            self.ticket_len = t.encode(&mut self.ticket).unwrap_or(0);
+        }
+        #[cfg(not(feature = "resumption"))]
         let _ = ticket;
     }
 }

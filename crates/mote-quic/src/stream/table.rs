@@ -537,6 +537,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
         }
     }
 
+    /// Queues every unacknowledged byte of every stream for retransmission (0-RTT data the
+    /// server rejected, RFC 9001 §4.6.2).
+    pub fn requeue_all(&mut self) {
+        for slot in self.slots.iter_mut() {
+            if slot.id.is_some() && slot.usage != StreamUse::RecvOnly {
+                slot.send.requeue_unacked();
+            }
+        }
+    }
+
     /// Bytes ready to read on `id`.
     pub fn readable(&self, id: StreamId) -> u64 {
         self.slot(id).map_or(0, |s| s.recv.readable())

@@ -1,0 +1,787 @@
+//! QUIC scenarios in the simulator.
+//!
+//! The main one is Eggert's transaction, which `mote demo` runs: a device client (the
+//! RustCrypto provider, a small connection, raw-public-key Ed25519 server authentication
+//! with the key pinned) opens a QUIC connection to a server over an emulated link, sends a
+//! request on a bidirectional stream and reads the object the server answers with. Both
+//! ends are mote-quic [`Endpoint`]s running as [`mote_sim`] nodes ([`QuicNode`]), so the
+//! handshake, loss recovery, flow control and closing are the real code paths; the link is
+//! virtual, so a run takes milliseconds of wall time and is a pure function of its seed.
+//!
+//! [`run`] takes a [`Setup`] (link profile, seed, request and object sizes, connection
+//! settings, faults) and returns an [`Outcome`]: timings, bytes and packets each way from the
+//! simulator's trace, both connections' counters, and what each side received, for
+//! byte-exact checks. The scenario test suite (`tests/`) builds on it.
+
+use std::net::SocketAddr;
+
+use mote_crypto::rustcrypto::RustCrypto;
+use mote_crypto::{CryptoProvider, CryptoRng, SignatureScheme, SigningKey as _};
+use mote_quic::connection::{CloseReason, ConnectionStats, Storage};
+use mote_quic::endpoint::{NoAccept, Slot};
+use mote_quic::frame::StreamDir;
+use mote_quic::stream::{Read, StreamId};
+use mote_quic::{Connection, ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event};
+use mote_sim::quic::{Application, QuicNode};
+use mote_sim::{Direction, Duration, Instant, LinkProfile, PacketKind, Simulator, Summary};
+use mote_tls::{
+    ClientConfig, ClientSession, Resumption, ServerAuth, ServerConfig, ServerIdentity, ServerSession,
+    Ticket, TicketConfig, TicketKey,
+};
+
+/// Stream slots of the device connection (two it opens, one the server may open).
+pub const DEVICE_STREAMS: usize = 3;
+/// Application Data sent-packet records of the device connection.
+pub const DEVICE_SENT: usize = 16;
+/// Range entries of the device connection (received packets, stream reassembly).
+pub const DEVICE_RANGES: usize = 4;
+/// Stream slots of a server connection.
+pub const SERVER_STREAMS: usize = 8;
+/// Application Data sent-packet records of a server connection.
+pub const SERVER_SENT: usize = 256;
+/// Range entries of a server connection.
+pub const SERVER_RANGES: usize = 32;
+
+/// The device's TLS session: a 1 KiB receive buffer is enough for a raw-public-key server.
+pub type DeviceTls = ClientSession<'static, RustCrypto, 1024>;
+/// The device connection.
+pub type DeviceConnection =
+    Connection<RustCrypto, DeviceTls, Vec<u8>, Vec<u8>, DEVICE_STREAMS, DEVICE_SENT, DEVICE_RANGES>;
+/// The device's endpoint (one connection, accepts nothing).
+pub type DeviceEndpoint = Endpoint<
+    RustCrypto,
+    DeviceTls,
+    Vec<u8>,
+    Vec<u8>,
+    NoAccept,
+    Vec<Slot<DeviceConnection>>,
+    DEVICE_STREAMS,
+    DEVICE_SENT,
+    DEVICE_RANGES,
+>;
+/// A server connection with provider `SP`.
+pub type ServerConnection<SP> = Connection<
+    SP,
+    ServerSession<'static, SP>,
+    Vec<u8>,
+    Vec<u8>,
+    SERVER_STREAMS,
+    SERVER_SENT,
+    SERVER_RANGES,
+>;
+/// What the server endpoint calls to accept a client.
+pub type ServerAcceptor<SP> = Box<
+    dyn FnMut(Instant) -> Option<(ServerSession<'static, SP>, Storage<Vec<u8>, Vec<u8>, SERVER_STREAMS>)>,
+>;
+/// The server endpoint with provider `SP`.
+pub type ServerEndpoint<SP> = Endpoint<
+    SP,
+    ServerSession<'static, SP>,
+    Vec<u8>,
+    Vec<u8>,
+    ServerAcceptor<SP>,
+    Vec<Slot<ServerConnection<SP>>>,
+    SERVER_STREAMS,
+    SERVER_SENT,
+    SERVER_RANGES,
+>;
+
+/// A seeded generator (SplitMix64) standing in for a hardware RNG — simulations only.
+#[derive(Clone, Debug)]
+pub struct SeededRng(pub u64);
+
+impl CryptoRng for SeededRng {
+    fn fill(&mut self, dest: &mut [u8]) -> Result<(), mote_crypto::Error> {
+        for b in dest {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            *b = (z ^ (z >> 31)) as u8;
+        }
+        Ok(())
+    }
+}
+
+/// The device's address.
+pub fn device_addr() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 2], 5000))
+}
+
+/// The server's address.
+pub fn server_addr() -> SocketAddr {
+    SocketAddr::from(([192, 0, 2, 1], 443))
+}
+
+/// The deterministic object a server answers with: `n` bytes.
+pub fn object(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i.wrapping_mul(31) ^ (i >> 8)) as u8).collect()
+}
+
+/// PKCS#8 v1 wrapping of an Ed25519 seed (RFC 8410).
+fn ed25519_pkcs8(seed: u8) -> Vec<u8> {
+    let mut v = vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+    v.extend_from_slice(&[seed; 32]);
+    v
+}
+
+/// Buffer sizes of a device connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceBuffers {
+    /// CRYPTO send and receive buffer of each level.
+    pub crypto: usize,
+    /// Stream send buffer.
+    pub stream_send: usize,
+    /// Stream receive buffer (bounds the stream's flow-control window).
+    pub stream_recv: usize,
+}
+
+impl DeviceBuffers {
+    /// What the demo's device uses: 1 KiB CRYPTO buffers, a 2 KiB send and an 8 KiB
+    /// receive buffer per stream.
+    pub const DEVICE: Self = Self { crypto: 1024, stream_send: 2048, stream_recv: 8192 };
+}
+
+/// Which handshake the device makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandshakeMode {
+    /// A full handshake.
+    Full,
+    /// A first connection collects a session ticket, a second one resumes with it (PSK,
+    /// 1-RTT); the outcome measures the second.
+    Resumed,
+    /// As `Resumed`, and the request travels in 0-RTT packets.
+    ZeroRtt,
+}
+
+impl HandshakeMode {
+    /// The name printed in tables.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HandshakeMode::Full => "1-RTT",
+            HandshakeMode::Resumed => "resumed",
+            HandshakeMode::ZeroRtt => "0-RTT",
+        }
+    }
+}
+
+/// One run of the transaction.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The link.
+    pub profile: LinkProfile,
+    /// The run's seed (link randomness, the device's and the server's generators).
+    pub seed: u64,
+    /// The request the device sends on each stream.
+    pub request: Vec<u8>,
+    /// Bytes of the object the server answers each request with.
+    pub object_size: usize,
+    /// Streams the device opens at once, each with the request.
+    pub streams: usize,
+    /// Device connection settings.
+    pub device: ConnectionConfig,
+    /// Server connection settings.
+    pub server: ConnectionConfig,
+    /// Device buffer sizes.
+    pub buffers: DeviceBuffers,
+    /// The handshake to measure.
+    pub mode: HandshakeMode,
+    /// Give up after this much virtual time.
+    pub limit: Duration,
+    /// Close the connection when the transaction is done.
+    pub close: bool,
+}
+
+impl Setup {
+    /// The demo's transaction on `profile`: a 5 KiB object for an 11-byte request, the device
+    /// and server settings the profile calls for (NB-IoT: 2 s initial RTT on both sides).
+    pub fn transaction(profile: LinkProfile, seed: u64) -> Self {
+        let nbiot = profile.rtt() >= Duration::from_secs(1);
+        let (device, server) = if nbiot {
+            (ConnectionConfig::nb_iot_device(), ConnectionConfig::nb_iot_server())
+        } else {
+            (ConnectionConfig::device(), ConnectionConfig::server())
+        };
+        Self {
+            profile,
+            seed,
+            request: b"GET /object".to_vec(),
+            object_size: 5 * 1024,
+            streams: 1,
+            device,
+            server,
+            buffers: DeviceBuffers::DEVICE,
+            mode: HandshakeMode::Full,
+            limit: Duration::from_secs(300),
+            close: true,
+        }
+    }
+}
+
+/// Traffic in one direction, from the simulator's trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Datagrams sent.
+    pub datagrams: u64,
+    /// UDP payload bytes sent.
+    pub bytes: u64,
+    /// QUIC packets sent (coalesced packets counted one by one).
+    pub packets: u64,
+    /// Initial packets among them.
+    pub initial_packets: u64,
+    /// Datagrams the link dropped.
+    pub dropped: u64,
+}
+
+impl Traffic {
+    fn from(s: &Summary) -> Self {
+        Self {
+            datagrams: s.sent_datagrams,
+            bytes: s.sent_bytes,
+            packets: s.packets.values().sum(),
+            initial_packets: s.packets(PacketKind::Initial),
+            dropped: s.drops_total(),
+        }
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The handshake measured.
+    pub mode: HandshakeMode,
+    /// Whether every stream got its whole object.
+    pub complete: bool,
+    /// From the connection attempt to the handshake's completion at the device.
+    pub handshake: Option<Duration>,
+    /// From the connection attempt to the first object byte read by the device.
+    pub time_to_first_byte: Option<Duration>,
+    /// From the connection attempt to the last object byte (and FIN) read by the device.
+    pub duration: Option<Duration>,
+    /// Device → server, up to the end of the transaction.
+    pub up: Traffic,
+    /// Server → device, up to the end of the transaction.
+    pub down: Traffic,
+    /// Device → server over the whole run (close included).
+    pub up_total: Traffic,
+    /// Server → device over the whole run.
+    pub down_total: Traffic,
+    /// The device connection's counters at the end of the transaction.
+    pub device: ConnectionStats,
+    /// The server connection's counters when it closed (or at the end of the run).
+    pub server: ConnectionStats,
+    /// What the device read on each stream.
+    pub responses: Vec<Vec<u8>>,
+    /// What the server read on each stream.
+    pub requests: Vec<Vec<u8>>,
+    /// Why the device connection closed, if it did.
+    pub device_close: Option<CloseReason>,
+    /// Whether the server accepted the device's 0-RTT data.
+    pub early_data_accepted: Option<bool>,
+    /// Whether the server accepted the resumption PSK.
+    pub resumed: bool,
+    /// A digest of the simulator's trace (same seed, same digest).
+    pub trace_digest: u64,
+    /// The whole trace as JSON lines.
+    pub trace_jsonl: String,
+    /// Virtual time when the run ended.
+    pub end: Instant,
+}
+
+/// The device application: connect, send the request on `streams` streams, read the
+/// answers, close.
+pub struct DeviceApp {
+    tls: Option<DeviceTls>,
+    storage: Option<Storage<Vec<u8>, Vec<u8>, DEVICE_STREAMS>>,
+    handle: Option<ConnectionHandle>,
+    streams_wanted: usize,
+    request: Vec<u8>,
+    streams: Vec<(StreamId, usize, bool)>,
+    /// Early (0-RTT) streams are opened before the handshake completes.
+    early: bool,
+    close: bool,
+    closed: bool,
+    /// What was read on each stream.
+    pub responses: Vec<Vec<u8>>,
+    /// When the handshake completed.
+    pub handshake_at: Option<Instant>,
+    /// When the first object byte arrived.
+    pub first_byte_at: Option<Instant>,
+    /// When every stream ended.
+    pub done_at: Option<Instant>,
+    /// Counters captured when the transaction finished or the connection closed.
+    pub stats: Option<ConnectionStats>,
+    /// The close reason, once closed.
+    pub close_reason: Option<CloseReason>,
+    /// The latest session ticket received, encoded with the server's transport
+    /// parameters.
+    pub ticket: Option<Vec<u8>>,
+    /// The 0-RTT verdict.
+    pub early_data: Option<bool>,
+    /// Whether the PSK was accepted.
+    pub psk_accepted: bool,
+    /// When the ticket arrived (its age is measured from here, RFC 8446 §4.2.11.1).
+    pub ticket_at: Option<Instant>,
+    /// The server's transport parameters remembered with the ticket, for 0-RTT.
+    remembered: Option<Vec<u8>>,
+}
+
+impl DeviceApp {
+    fn new(tls: DeviceTls, storage: Storage<Vec<u8>, Vec<u8>, DEVICE_STREAMS>, s: &Setup, early: bool) -> Self {
+        Self {
+            tls: Some(tls),
+            storage: Some(storage),
+            handle: None,
+            streams_wanted: s.streams,
+            request: s.request.clone(),
+            streams: Vec::new(),
+            early,
+            close: s.close,
+            closed: false,
+            responses: Vec::new(),
+            handshake_at: None,
+            first_byte_at: None,
+            done_at: None,
+            stats: None,
+            close_reason: None,
+            ticket: None,
+            early_data: None,
+            psk_accepted: false,
+            ticket_at: None,
+            remembered: None,
+        }
+    }
+
+    fn open_streams(&mut self, conn: &mut DeviceConnection) {
+        while self.streams.len() < self.streams_wanted {
+            match conn.stream_open(StreamDir::Bidi) {
+                Ok(id) => {
+                    self.streams.push((id, 0, false));
+                    self.responses.push(Vec::new());
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl Application<DeviceEndpoint> for DeviceApp {
+    fn drive(&mut self, now: Instant, ep: &mut DeviceEndpoint) {
+        if self.handle.is_none() {
+            if let (Some(tls), Some(storage)) = (self.tls.take(), self.storage.take()) {
+                self.handle = ep.connect(now, server_addr(), tls, storage).ok();
+            }
+        }
+        while let Some((_, e)) = ep.poll_event() {
+            match e {
+                Event::HandshakeComplete if self.handshake_at.is_none() => {
+                    self.handshake_at = Some(now);
+                }
+                Event::Closed => {
+                    if let Some(c) = self.handle.and_then(|h| ep.connection_ref(h)) {
+                        self.close_reason = c.close_reason();
+                        if self.stats.is_none() {
+                            self.stats = Some(c.stats());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(conn) = self.handle.and_then(|h| ep.connection(h)) else { return };
+        if let Some(tp) = self.remembered.take() {
+            // RFC 9000 §7.4.1: 0-RTT uses the server's remembered parameters.
+            conn.apply_remembered_params(&tp);
+        }
+        let mut t = [0u8; 512];
+        if let Some(n) = conn.take_ticket(&mut t) {
+            self.ticket = t.get(..n).map(<[u8]>::to_vec);
+            self.ticket_at = Some(now);
+        }
+        if conn.is_closed() {
+            return;
+        }
+        self.early_data = conn.tls().early_data_accepted();
+        self.psk_accepted = conn.tls().psk_accepted();
+        if conn.is_handshake_complete() || (self.early && conn.can_send_early_data()) {
+            self.open_streams(conn);
+        }
+        let mut buf = [0u8; 4096];
+        let mut all_done = !self.streams.is_empty();
+        for (k, (id, written, fin)) in self.streams.iter_mut().enumerate() {
+            if *written < self.request.len() {
+                if let Some(rest) = self.request.get(*written..) {
+                    *written += conn.stream_send(*id, rest).unwrap_or(0);
+                    if *written == self.request.len() {
+                        let _ = conn.stream_finish(*id);
+                    }
+                }
+            }
+            while !*fin {
+                match conn.stream_recv(*id, &mut buf) {
+                    Some(Read::Data(n)) => {
+                        if self.first_byte_at.is_none() {
+                            self.first_byte_at = Some(now);
+                        }
+                        if let (Some(r), Some(b)) = (self.responses.get_mut(k), buf.get(..n)) {
+                            r.extend_from_slice(b);
+                        }
+                    }
+                    Some(Read::Fin) => *fin = true,
+                    _ => break,
+                }
+            }
+            all_done &= *fin;
+        }
+        if all_done && self.streams.len() == self.streams_wanted && self.done_at.is_none() {
+            self.done_at = Some(now);
+            self.stats = Some(conn.stats());
+        }
+        if self.done_at.is_some() && self.close && !self.closed {
+            // Wait for the ticket of a resumable server before closing.
+            self.closed = true;
+            conn.close(0, b"done");
+        }
+    }
+}
+
+/// The server application: read each request to its end, answer with the object.
+pub struct ServerApp<SP: CryptoProvider> {
+    object: Vec<u8>,
+    streams: Vec<(ConnectionHandle, StreamId, Vec<u8>, bool, usize)>,
+    /// The requests read, in stream order.
+    pub requests: Vec<Vec<u8>>,
+    /// Counters of the last connection, captured when it closed.
+    pub stats: Option<ConnectionStats>,
+    _p: core::marker::PhantomData<SP>,
+}
+
+impl<SP: CryptoProvider> ServerApp<SP> {
+    fn new(object_size: usize) -> Self {
+        Self { object: object(object_size), streams: Vec::new(), requests: Vec::new(), stats: None, _p: core::marker::PhantomData }
+    }
+}
+
+impl<SP> Application<ServerEndpoint<SP>> for ServerApp<SP>
+where
+    SP: CryptoProvider + Clone + 'static,
+{
+    fn drive(&mut self, _now: Instant, ep: &mut ServerEndpoint<SP>) {
+        while let Some((h, e)) = ep.poll_event() {
+            match e {
+                Event::StreamOpened(id) => self.streams.push((h, id, Vec::new(), false, 0)),
+                Event::Closed => {
+                    if let Some(c) = ep.connection_ref(h) {
+                        self.stats = Some(c.stats());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut buf = [0u8; 4096];
+        for (h, id, req, fin, written) in self.streams.iter_mut() {
+            let Some(conn) = ep.connection(*h) else { continue };
+            while !*fin {
+                match conn.stream_recv(*id, &mut buf) {
+                    Some(Read::Data(n)) => req.extend_from_slice(buf.get(..n).unwrap_or(&[])),
+                    Some(Read::Fin) => {
+                        *fin = true;
+                        self.requests.push(req.clone());
+                    }
+                    _ => break,
+                }
+            }
+            if *fin && *written < self.object.len() {
+                if let Some(rest) = self.object.get(*written..) {
+                    *written += conn.stream_send(*id, rest).unwrap_or(0);
+                    if *written == self.object.len() {
+                        let _ = conn.stream_finish(*id);
+                    }
+                }
+            } else if *fin && self.object.is_empty() && *written == 0 {
+                *written = 1;
+                let _ = conn.stream_finish(*id);
+            }
+            if !conn.is_closed() {
+                self.stats = Some(conn.stats());
+            }
+        }
+    }
+}
+
+/// The server's signing key, its raw public key, and the device's pinned copy of it.
+struct Identity<SP: CryptoProvider>
+where
+    SP::SigningKey: 'static,
+{
+    key: &'static SP::SigningKey,
+    spki: &'static [&'static [u8]],
+}
+
+fn identity<SP: CryptoProvider>(provider: &SP) -> Identity<SP>
+where
+    SP::SigningKey: 'static,
+{
+    let key: &'static SP::SigningKey = Box::leak(Box::new(
+        provider
+            .signing_key(SignatureScheme::Ed25519, &ed25519_pkcs8(0x42))
+            .unwrap_or_else(|_| panic!("Ed25519 signing key")),
+    ));
+    let mut spki = vec![0u8; 64];
+    let n = mote_tls::encode_spki(key.scheme(), key.public_key(), &mut spki)
+        .unwrap_or_else(|_| panic!("SPKI"));
+    spki.truncate(n);
+    let spki: &'static [u8] = Box::leak(spki.into_boxed_slice());
+    Identity { key, spki: Box::leak(Box::new([spki])) }
+}
+
+const ALPN: &[&[u8]] = &[b"mote-demo"];
+
+/// The server's 0-RTT anti-replay register: a strike register behind a lock.
+struct Register(std::sync::Mutex<mote_tls::StrikeRegister<64>>);
+
+impl mote_tls::AntiReplay for Register {
+    fn check_and_insert(&self, id: &[u8; 16], now_ms: u64, expires_ms: u64) -> mote_tls::ReplayCheck {
+        match self.0.lock() {
+            Ok(mut r) => r.check_and_insert(id, now_ms, expires_ms),
+            Err(_) => mote_tls::ReplayCheck::Full,
+        }
+    }
+}
+
+fn server_config<SP: CryptoProvider>(id: &Identity<SP>, tickets: bool) -> &'static ServerConfig<'static>
+where
+    SP::SigningKey: Sync + 'static,
+{
+    let tickets = tickets.then(|| TicketConfig {
+        keys: Box::leak(Box::new([TicketKey {
+            id: *b"demo",
+            aead: mote_crypto::AeadAlgorithm::Aes128Gcm,
+            key: &[0x11; 16],
+        }])),
+        lifetime_s: 3600,
+        count: 1,
+        max_age_skew_ms: 10_000,
+    });
+    let register: &'static Register =
+        Box::leak(Box::new(Register(std::sync::Mutex::new(mote_tls::StrikeRegister::new()))));
+    let early_data = tickets.is_some().then(|| mote_tls::EarlyDataConfig {
+        anti_replay: register,
+        context: b"mote-demo 0-RTT context v1",
+    });
+    Box::leak(Box::new(ServerConfig {
+        cipher_suites: &[],
+        groups: &[],
+        alpn: ALPN,
+        identity: Some(ServerIdentity { key: id.key, x509_chain: &[] }),
+        external_psks: &[],
+        client_auth: None,
+        tickets,
+        early_data,
+        defer_signatures: false,
+    }))
+}
+
+fn client_config(pinned: &'static [&'static [u8]], early_data: bool) -> &'static ClientConfig<'static> {
+    Box::leak(Box::new(ClientConfig {
+        server_name: None,
+        alpn: ALPN,
+        server_auth: ServerAuth::RawPublicKeys(pinned),
+        client_key: None,
+        cipher_suites: &[],
+        groups: &[],
+        early_data,
+    }))
+}
+
+fn device_storage(b: DeviceBuffers) -> Storage<Vec<u8>, Vec<u8>, DEVICE_STREAMS> {
+    Storage {
+        crypto: core::array::from_fn(|_| (vec![0; b.crypto], vec![0; b.crypto])),
+        streams: core::array::from_fn(|_| (vec![0; b.stream_send], vec![0; b.stream_recv])),
+    }
+}
+
+fn server_storage() -> Storage<Vec<u8>, Vec<u8>, SERVER_STREAMS> {
+    Storage {
+        crypto: core::array::from_fn(|_| (vec![0; 4096], vec![0; 4096])),
+        streams: core::array::from_fn(|_| (vec![0; 128 * 1024], vec![0; 128 * 1024])),
+    }
+}
+
+type DeviceNode = QuicNode<DeviceEndpoint, DeviceApp>;
+type ServerNode<SP> = QuicNode<ServerEndpoint<SP>, ServerApp<SP>>;
+
+/// One simulated connection: the device app's results and the simulator.
+struct Run<SP: CryptoProvider> {
+    sim: Simulator,
+    device: mote_sim::NodeId,
+    server: mote_sim::NodeId,
+    start: Instant,
+    _p: core::marker::PhantomData<SP>,
+}
+
+/// Runs the transaction of `setup` with the server on `server_provider`.
+pub fn run<SP>(setup: &Setup, server_provider: SP) -> Outcome
+where
+    SP: CryptoProvider + Clone + 'static,
+    SP::SigningKey: Sync + 'static,
+{
+    let id = identity(&server_provider);
+    let tickets = setup.mode != HandshakeMode::Full;
+    let scfg = server_config(&id, tickets);
+    let mut rng = SeededRng(setup.seed ^ 0x5eed_0000_0000_0001);
+    let mut sim = Simulator::new(setup.seed);
+
+    // The server endpoint, one per run (its ticket key and anti-replay register outlive
+    // the device's connections).
+    let provider = server_provider.clone();
+    let acceptor: ServerAcceptor<SP> = Box::new(move |now: Instant| {
+        Some((ServerSession::new(provider.clone(), scfg, now.as_micros() / 1000), server_storage()))
+    });
+    let table = (0..4).map(|_| Slot::new()).collect();
+    let server_ep: ServerEndpoint<SP> = match Endpoint::new(
+        EndpointConfig::server(setup.server, 4),
+        server_provider.clone(),
+        acceptor,
+        table,
+        &mut SeededRng(setup.seed ^ 0x5e4e_4000),
+    ) {
+        Ok(ep) => ep,
+        Err(e) => panic!("server endpoint: {e:?}"),
+    };
+
+    let first = matches!(setup.mode, HandshakeMode::Resumed | HandshakeMode::ZeroRtt);
+    let mut ticket: Option<(Vec<u8>, Instant)> = None;
+    let server_node: ServerNode<SP> = QuicNode::new(server_ep, ServerApp::new(setup.object_size));
+    let server = sim.add_node(server_node, server_addr()).unwrap_or_else(|e| panic!("{e}"));
+    let mut device: Option<mote_sim::NodeId> = None;
+    let mut start = Instant::ZERO;
+    let passes: &[bool] = if first { &[true, false] } else { &[false] };
+    for &warmup in passes {
+        let early = !warmup && setup.mode == HandshakeMode::ZeroRtt;
+        let ccfg = client_config(id.spki, early);
+        let now = sim.now();
+        let resumption = ticket.as_ref().and_then(|(t, at)| {
+            let bytes: &'static [u8] = Box::leak(t.clone().into_boxed_slice());
+            // The ticket's age in milliseconds; a device keeps this with a 32-bit tick.
+            let age_ms = u32::try_from((now - *at).as_micros() / 1000).unwrap_or(u32::MAX);
+            Ticket::decode(bytes).ok().map(|ticket| Resumption { ticket, age_ms })
+        });
+        let remembered = resumption.map(|r| r.ticket.server_transport_parameters.to_vec());
+        let tls = ClientSession::new(RustCrypto, ccfg, resumption);
+        let table = vec![Slot::new()];
+        let ep: DeviceEndpoint = match Endpoint::new(
+            EndpointConfig::client(setup.device),
+            RustCrypto,
+            NoAccept,
+            table,
+            &mut rng,
+        ) {
+            Ok(ep) => ep,
+            Err(e) => panic!("device endpoint: {e:?}"),
+        };
+        let mut s = setup.clone();
+        if warmup {
+            s.request = b"GET /ticket".to_vec();
+        }
+        let mut app = DeviceApp::new(tls, device_storage(setup.buffers), &s, early);
+        if early {
+            app.remembered = remembered;
+        }
+        start = sim.now();
+        let node = sim.add_node(QuicNode::new(ep, app), device_addr_for(warmup))
+            .unwrap_or_else(|e| panic!("{e}"));
+        sim.connect(device_addr_for(warmup), server_addr(), &setup.profile)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let deadline = start + setup.limit;
+        let _ = sim.run_until(deadline, |sim| {
+            sim.node::<DeviceNode>(node).is_some_and(|n| {
+                let a = &n.app;
+                (a.done_at.is_some() && (!setup.close || n.endpoint.is_empty()))
+                    || a.close_reason.is_some() && n.endpoint.is_empty()
+            })
+        });
+        if warmup {
+            ticket = sim
+                .node::<DeviceNode>(node)
+                .and_then(|n| Some((n.app.ticket.clone()?, n.app.ticket_at?)));
+            // Let the server's close settle before the measured connection.
+            let settle = sim.now() + Duration::from_secs(10);
+            let _ = sim.run_to(settle);
+        }
+        device = Some(node);
+    }
+    let device = device.unwrap_or_else(|| panic!("no device"));
+    let run: Run<SP> = Run { sim, device, server, start, _p: core::marker::PhantomData };
+    finish(setup, run)
+}
+
+/// The warm-up connection of a resumption run uses another local port.
+fn device_addr_for(warmup: bool) -> SocketAddr {
+    if warmup {
+        SocketAddr::from(([10, 0, 0, 2], 5001))
+    } else {
+        device_addr()
+    }
+}
+
+fn finish<SP>(setup: &Setup, mut r: Run<SP>) -> Outcome
+where
+    SP: CryptoProvider + Clone + 'static,
+{
+    // Let the close complete (both sides drain) unless the transaction never ended.
+    let end = r.sim.now() + Duration::from_secs(30);
+    let _ = r.sim.run_until(end, |sim| {
+        sim.node::<ServerNode<SP>>(r.server).is_some_and(|n| n.endpoint.is_empty())
+    });
+    let start = r.start;
+    let dev = r.sim.node::<DeviceNode>(r.device);
+    let app = dev.map(|n| &n.app);
+    let done = app.and_then(|a| a.done_at);
+    let since = |t: Option<Instant>| t.map(|t| t - start);
+    let device_addr = device_addr();
+    let trace = r.sim.trace();
+    let in_run = |rec: &mote_sim::DatagramRecord, until: Option<Instant>| {
+        rec.sent >= start
+            && (rec.from == device_addr || rec.to == device_addr)
+            && until.is_none_or(|u| rec.sent <= u)
+    };
+    let up = trace.summary_where(|rec| in_run(rec, done) && rec.direction == Some(Direction::Up));
+    let down =
+        trace.summary_where(|rec| in_run(rec, done) && rec.direction == Some(Direction::Down));
+    let up_total =
+        trace.summary_where(|rec| in_run(rec, None) && rec.direction == Some(Direction::Up));
+    let down_total =
+        trace.summary_where(|rec| in_run(rec, None) && rec.direction == Some(Direction::Down));
+    let server_app = r.sim.node::<ServerNode<SP>>(r.server).map(|n| &n.app);
+    let responses = app.map(|a| a.responses.clone()).unwrap_or_default();
+    let expected = object(setup.object_size);
+    let complete = responses.len() == setup.streams && responses.iter().all(|x| *x == expected);
+    Outcome {
+        mode: setup.mode,
+        complete,
+        handshake: since(app.and_then(|a| a.handshake_at)),
+        time_to_first_byte: since(app.and_then(|a| a.first_byte_at)),
+        duration: since(done),
+        up: Traffic::from(&up),
+        down: Traffic::from(&down),
+        up_total: Traffic::from(&up_total),
+        down_total: Traffic::from(&down_total),
+        device: app.and_then(|a| a.stats).unwrap_or_default(),
+        server: server_app.and_then(|a| a.stats).unwrap_or_default(),
+        responses,
+        requests: server_app.map(|a| a.requests.clone()).unwrap_or_default(),
+        device_close: app.and_then(|a| a.close_reason),
+        early_data_accepted: app.and_then(|a| a.early_data),
+        resumed: app.is_some_and(|a| a.psk_accepted),
+        trace_digest: trace.digest(),
+        trace_jsonl: trace.to_jsonl(),
+        end: r.sim.now(),
+    }
+}
+
+/// Runs the transaction with a RustCrypto server (fully deterministic).
+pub fn run_rustcrypto(setup: &Setup) -> Outcome {
+    run(setup, RustCrypto)
+}
+
