@@ -190,6 +190,8 @@ pub struct Setup {
     pub limit: Duration,
     /// Close the connection when the transaction is done.
     pub close: bool,
+    /// How long the run goes on after the transaction (for closing, draining or idling).
+    pub linger: Duration,
 }
 
 impl Setup {
@@ -214,6 +216,7 @@ impl Setup {
             mode: HandshakeMode::Full,
             limit: Duration::from_secs(300),
             close: true,
+            linger: Duration::from_secs(30),
         }
     }
 }
@@ -286,6 +289,10 @@ pub struct Outcome {
     pub trace_jsonl: String,
     /// Virtual time when the run ended.
     pub end: Instant,
+    /// The device's connection was removed from its endpoint (drained) by the end.
+    pub device_drained: bool,
+    /// The server's connections were all removed (drained) by the end.
+    pub server_drained: bool,
 }
 
 /// The device application: connect, send the request on `streams` streams, read the
@@ -729,10 +736,12 @@ fn finish<SP>(setup: &Setup, mut r: Run<SP>) -> Outcome
 where
     SP: CryptoProvider + Clone + 'static,
 {
-    // Let the close complete (both sides drain) unless the transaction never ended.
-    let end = r.sim.now() + Duration::from_secs(30);
+    // Let the close complete (both sides drain), or the connection idle.
+    let end = r.sim.now() + setup.linger;
+    let (device, server) = (r.device, r.server);
     let _ = r.sim.run_until(end, |sim| {
-        sim.node::<ServerNode<SP>>(r.server).is_some_and(|n| n.endpoint.is_empty())
+        sim.node::<ServerNode<SP>>(server).is_some_and(|n| n.endpoint.is_empty())
+            && sim.node::<DeviceNode>(device).is_some_and(|n| n.endpoint.is_empty())
     });
     let start = r.start;
     let dev = r.sim.node::<DeviceNode>(r.device);
@@ -777,6 +786,8 @@ where
         trace_digest: trace.digest(),
         trace_jsonl: trace.to_jsonl(),
         end: r.sim.now(),
+        device_drained: dev.is_some_and(|n| n.endpoint.is_empty()),
+        server_drained: r.sim.node::<ServerNode<SP>>(r.server).is_some_and(|n| n.endpoint.is_empty()),
     }
 }
 
