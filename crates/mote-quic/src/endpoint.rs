@@ -235,16 +235,23 @@ where
 
     /// Handles of every connection.
     pub fn handles(&self) -> impl Iterator<Item = ConnectionHandle> + '_ {
-        self.table.as_ref().iter().enumerate().filter(|(_, s)| s.conn.is_some()).map(|(i, s)| {
-            ConnectionHandle { index: i as u32, generation: s.generation }
-        })
+        self.table
+            .as_ref()
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.conn.is_some())
+            .map(|(i, s)| ConnectionHandle { index: i as u32, generation: s.generation })
     }
 
     fn free_slot(&self) -> Option<usize> {
         self.table.as_ref().iter().position(|s| s.conn.is_none())
     }
 
-    fn insert(&mut self, i: usize, conn: Connection<P, T, C, S, N, SENT, RANGES>) -> Option<ConnectionHandle> {
+    fn insert(
+        &mut self,
+        i: usize,
+        conn: Connection<P, T, C, S, N, SENT, RANGES>,
+    ) -> Option<ConnectionHandle> {
         let slot = self.table.as_mut().get_mut(i)?;
         slot.generation = slot.generation.wrapping_add(1);
         slot.conn = Some(conn);
@@ -385,8 +392,7 @@ where
                     })
                 })
                 .count();
-            let Some(i) = self.free_slot().filter(|_| half_open < self.config.max_half_open)
-            else {
+            let Some(i) = self.free_slot().filter(|_| half_open < self.config.max_half_open) else {
                 self.stats.refused = self.stats.refused.saturating_add(1);
                 return;
             };
@@ -394,8 +400,7 @@ where
                 self.stats.refused = self.stats.refused.saturating_add(1);
                 return;
             };
-            let (Some(dcid), Some(scid)) =
-                (ids.get(..dl), ids.get(MAX_CID_LEN..MAX_CID_LEN + sl))
+            let (Some(dcid), Some(scid)) = (ids.get(..dl), ids.get(MAX_CID_LEN..MAX_CID_LEN + sl))
             else {
                 return;
             };
@@ -443,8 +448,7 @@ where
             scid: [0; MAX_CID_LEN],
             scid_len: scid.len() as u8,
         };
-        if let (Some(d), Some(s)) = (vn.dcid.get_mut(..dcid.len()), vn.scid.get_mut(..scid.len()))
-        {
+        if let (Some(d), Some(s)) = (vn.dcid.get_mut(..dcid.len()), vn.scid.get_mut(..scid.len())) {
             d.copy_from_slice(dcid);
             s.copy_from_slice(scid);
         }
@@ -472,7 +476,11 @@ where
             ];
             if packet::emit_version_negotiation(&mut w, grease[0], dcid, scid, &versions).is_ok() {
                 self.stats.version_negotiation = self.stats.version_negotiation.saturating_add(1);
-                return Some(Transmit { destination: vn.to, len: w.position(), segment_size: None });
+                return Some(Transmit {
+                    destination: vn.to,
+                    len: w.position(),
+                    segment_size: None,
+                });
             }
         }
         let n = self.table.as_ref().len();
@@ -541,15 +549,38 @@ mod tests {
     use mote_tls::{ClientSession, ServerSession};
 
     use super::*;
-    use crate::connection::tests::{addr, configs, storage, Configs, TestRng, CLIENT_ADDR, P, SERVER_ADDR};
+    use crate::connection::tests::{
+        addr, configs, storage, Configs, TestRng, CLIENT_ADDR, P, SERVER_ADDR,
+    };
     use crate::frame::StreamDir;
     use crate::stream::Read;
 
     type CSess = ClientSession<'static, RustCrypto>;
     type SSess = ServerSession<'static, RustCrypto>;
-    type ClientEp = Endpoint<RustCrypto, CSess, Vec<u8>, Vec<u8>, NoAccept, Vec<Slot<Connection<RustCrypto, CSess, Vec<u8>, Vec<u8>, 4, 32, 8>>>, 4, 32, 8>;
-    type Acceptor = std::boxed::Box<dyn FnMut(Instant) -> Option<(SSess, Storage<Vec<u8>, Vec<u8>, 4>)>>;
-    type ServerEp = Endpoint<RustCrypto, SSess, Vec<u8>, Vec<u8>, Acceptor, Vec<Slot<Connection<RustCrypto, SSess, Vec<u8>, Vec<u8>, 4, 32, 8>>>, 4, 32, 8>;
+    type ClientEp = Endpoint<
+        RustCrypto,
+        CSess,
+        Vec<u8>,
+        Vec<u8>,
+        NoAccept,
+        Vec<Slot<Connection<RustCrypto, CSess, Vec<u8>, Vec<u8>, 4, 32, 8>>>,
+        4,
+        32,
+        8,
+    >;
+    type Acceptor =
+        std::boxed::Box<dyn FnMut(Instant) -> Option<(SSess, Storage<Vec<u8>, Vec<u8>, 4>)>>;
+    type ServerEp = Endpoint<
+        RustCrypto,
+        SSess,
+        Vec<u8>,
+        Vec<u8>,
+        Acceptor,
+        Vec<Slot<Connection<RustCrypto, SSess, Vec<u8>, Vec<u8>, 4, 32, 8>>>,
+        4,
+        32,
+        8,
+    >;
 
     fn server_ep(cap: usize, half_open: usize, cfgs: &Configs) -> ServerEp {
         let cfg = cfgs.server;
@@ -601,8 +632,11 @@ mod tests {
             }
             // Timers within the next second only (not the idle timeout).
             let horizon = *now + crate::time::Duration::from_secs(1);
-            let next =
-                [c.poll_timeout(), s.poll_timeout()].into_iter().flatten().min().filter(|t| *t < horizon);
+            let next = [c.poll_timeout(), s.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min()
+                .filter(|t| *t < horizon);
             match next {
                 Some(t) => {
                     *now = (*now).max(t);
@@ -621,7 +655,12 @@ mod tests {
         let mut c = client_ep(2);
         let mut now = Instant::ZERO;
         let h = c
-            .connect(now, addr(SERVER_ADDR), ClientSession::new(P, cfgs.client, None), storage(4096, 16384))
+            .connect(
+                now,
+                addr(SERVER_ADDR),
+                ClientSession::new(P, cfgs.client, None),
+                storage(4096, 16384),
+            )
             .unwrap();
         pump(&mut c, &mut s, &mut now, 4);
         assert!(c.connection(h).unwrap().is_handshake_confirmed());

@@ -25,8 +25,8 @@ use mote_quic::{Connection, ConnectionConfig, ConnectionHandle, Endpoint, Endpoi
 use mote_sim::quic::{Application, QuicNode};
 use mote_sim::{Direction, Duration, Instant, LinkProfile, PacketKind, Simulator, Summary};
 use mote_tls::{
-    ClientConfig, ClientSession, Resumption, ServerAuth, ServerConfig, ServerIdentity, ServerSession,
-    Ticket, TicketConfig, TicketKey,
+    ClientConfig, ClientSession, Resumption, ServerAuth, ServerConfig, ServerIdentity,
+    ServerSession, Ticket, TicketConfig, TicketKey,
 };
 
 /// Stream slots of the device connection (two it opens, one the server may open).
@@ -71,7 +71,10 @@ pub type ServerConnection<SP> = Connection<
 >;
 /// What the server endpoint calls to accept a client.
 pub type ServerAcceptor<SP> = Box<
-    dyn FnMut(Instant) -> Option<(ServerSession<'static, SP>, Storage<Vec<u8>, Vec<u8>, SERVER_STREAMS>)>,
+    dyn FnMut(
+        Instant,
+    )
+        -> Option<(ServerSession<'static, SP>, Storage<Vec<u8>, Vec<u8>, SERVER_STREAMS>)>,
 >;
 /// The server endpoint with provider `SP`.
 pub type ServerEndpoint<SP> = Endpoint<
@@ -120,7 +123,10 @@ pub fn object(n: usize) -> Vec<u8> {
 
 /// PKCS#8 v1 wrapping of an Ed25519 seed (RFC 8410).
 fn ed25519_pkcs8(seed: u8) -> Vec<u8> {
-    let mut v = vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+    let mut v = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
     v.extend_from_slice(&[seed; 32]);
     v
 }
@@ -334,7 +340,12 @@ pub struct DeviceApp {
 }
 
 impl DeviceApp {
-    fn new(tls: DeviceTls, storage: Storage<Vec<u8>, Vec<u8>, DEVICE_STREAMS>, s: &Setup, early: bool) -> Self {
+    fn new(
+        tls: DeviceTls,
+        storage: Storage<Vec<u8>, Vec<u8>, DEVICE_STREAMS>,
+        s: &Setup,
+        early: bool,
+    ) -> Self {
         Self {
             tls: Some(tls),
             storage: Some(storage),
@@ -465,7 +476,13 @@ pub struct ServerApp<SP: CryptoProvider> {
 
 impl<SP: CryptoProvider> ServerApp<SP> {
     fn new(object_size: usize) -> Self {
-        Self { object: object(object_size), streams: Vec::new(), requests: Vec::new(), stats: None, _p: core::marker::PhantomData }
+        Self {
+            object: object(object_size),
+            streams: Vec::new(),
+            requests: Vec::new(),
+            stats: None,
+            _p: core::marker::PhantomData,
+        }
     }
 }
 
@@ -548,7 +565,12 @@ const ALPN: &[&[u8]] = &[b"mote-demo"];
 struct Register(std::sync::Mutex<mote_tls::StrikeRegister<64>>);
 
 impl mote_tls::AntiReplay for Register {
-    fn check_and_insert(&self, id: &[u8; 16], now_ms: u64, expires_ms: u64) -> mote_tls::ReplayCheck {
+    fn check_and_insert(
+        &self,
+        id: &[u8; 16],
+        now_ms: u64,
+        expires_ms: u64,
+    ) -> mote_tls::ReplayCheck {
         match self.0.lock() {
             Ok(mut r) => r.check_and_insert(id, now_ms, expires_ms),
             Err(_) => mote_tls::ReplayCheck::Full,
@@ -556,7 +578,10 @@ impl mote_tls::AntiReplay for Register {
     }
 }
 
-fn server_config<SP: CryptoProvider>(id: &Identity<SP>, tickets: bool) -> &'static ServerConfig<'static>
+fn server_config<SP: CryptoProvider>(
+    id: &Identity<SP>,
+    tickets: bool,
+) -> &'static ServerConfig<'static>
 where
     SP::SigningKey: Sync + 'static,
 {
@@ -589,7 +614,10 @@ where
     }))
 }
 
-fn client_config(pinned: &'static [&'static [u8]], early_data: bool) -> &'static ClientConfig<'static> {
+fn client_config(
+    pinned: &'static [&'static [u8]],
+    early_data: bool,
+) -> &'static ClientConfig<'static> {
     Box::leak(Box::new(ClientConfig {
         server_name: None,
         alpn: ALPN,
@@ -696,7 +724,8 @@ where
             app.remembered = remembered;
         }
         start = sim.now();
-        let node = sim.add_node(QuicNode::new(ep, app), device_addr_for(warmup))
+        let node = sim
+            .add_node(QuicNode::new(ep, app), device_addr_for(warmup))
             .unwrap_or_else(|e| panic!("{e}"));
         sim.connect(device_addr_for(warmup), server_addr(), &setup.profile)
             .unwrap_or_else(|e| panic!("{e}"));
@@ -787,7 +816,10 @@ where
         trace_jsonl: trace.to_jsonl(),
         end: r.sim.now(),
         device_drained: dev.is_some_and(|n| n.endpoint.is_empty()),
-        server_drained: r.sim.node::<ServerNode<SP>>(r.server).is_some_and(|n| n.endpoint.is_empty()),
+        server_drained: r
+            .sim
+            .node::<ServerNode<SP>>(r.server)
+            .is_some_and(|n| n.endpoint.is_empty()),
     }
 }
 
@@ -795,4 +827,3 @@ where
 pub fn run_rustcrypto(setup: &Setup) -> Outcome {
     run(setup, RustCrypto)
 }
-

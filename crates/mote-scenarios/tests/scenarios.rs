@@ -84,7 +84,9 @@ fn loss_and_reordering_still_deliver_everything() {
         ("bursty", profile("wlan").with_burst_loss(GilbertElliott::bursty(0.08, 4.0))),
         (
             "reordering",
-            profile("wlan").with_reordering(0.25, Duration::from_millis(4)).with_jitter(Duration::from_millis(1)),
+            profile("wlan")
+                .with_reordering(0.25, Duration::from_millis(4))
+                .with_jitter(Duration::from_millis(1)),
         ),
         ("lossy profile", profile("lossy")),
     ];

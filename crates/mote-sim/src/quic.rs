@@ -134,7 +134,13 @@ where
         self.app.drive(now, &mut self.endpoint);
         let t = self.endpoint.transmit(now, buf)?;
         let destination: SocketAddr = t.destination;
-        Some(Transmit { destination, len: t.len, segment_size: t.segment_size, src: None, ecn: None })
+        Some(Transmit {
+            destination,
+            len: t.len,
+            segment_size: t.segment_size,
+            src: None,
+            ecn: None,
+        })
     }
 
     fn poll_timeout(&mut self) -> Option<Instant> {

@@ -446,7 +446,8 @@ where
         let original_dcid = random_cid(&mut drbg, 8)?;
         let local = random_cid(&mut drbg, config.local_cid_len)?;
         let cids = Cids { local, remote: original_dcid, original_dcid };
-        let mut conn = Self::new(config, Side::Client, provider, tls, storage, now, remote, drbg, cids)?;
+        let mut conn =
+            Self::new(config, Side::Client, provider, tls, storage, now, remote, drbg, cids)?;
         let r = conn.tls.start(&mut conn.hs);
         r.map_err(ConnectError::Tls)?;
         Ok(conn)
@@ -504,8 +505,8 @@ where
         let version = config.version;
 
         // RFC 9001 §5.2: Initial keys from the client's first Destination Connection ID.
-        let ik = initial_keys(&provider, version, &cids.original_dcid)
-            .map_err(ConnectError::Crypto)?;
+        let ik =
+            initial_keys(&provider, version, &cids.original_dcid).map_err(ConnectError::Crypto)?;
         let initial = match side {
             Side::Client => DirKeys { tx: ik.client, rx: ik.server },
             Side::Server => DirKeys { tx: ik.server, rx: ik.client },
@@ -667,7 +668,9 @@ where
     }
 
     /// Loss recovery state (RTT estimates, congestion window, bytes in flight).
-    pub const fn recovery(&self) -> &Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, SENT> {
+    pub const fn recovery(
+        &self,
+    ) -> &Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, SENT> {
         &self.recovery
     }
 

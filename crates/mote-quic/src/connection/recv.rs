@@ -67,10 +67,7 @@ fn violation(frame_type: u64) -> ConnectionClose {
 /// RFC 9001 §4.8: a TLS error closes the connection with CRYPTO_ERROR (0x100 + alert) or
 /// the transport code the TLS layer chose.
 fn tls_close(e: mote_tls::Error) -> ConnectionClose {
-    ConnectionClose::transport(
-        TransportErrorCode(e.quic_error_code()),
-        Some(frame::types::CRYPTO),
-    )
+    ConnectionClose::transport(TransportErrorCode(e.quic_error_code()), Some(frame::types::CRYPTO))
 }
 
 /// The parts of a connection that acknowledgements and losses of sent packets update.
@@ -242,7 +239,9 @@ where
                     let ptype = parsed.header.packet_type()?;
                     (ptype, true, h.version, h.dcid, h.scid, h.token.is_empty())
                 }
-                Header::Short(h) => (PacketType::OneRtt, false, self.hs.version, h.dcid, &[][..], true),
+                Header::Short(h) => {
+                    (PacketType::OneRtt, false, self.hs.version, h.dcid, &[][..], true)
+                }
                 Header::VersionNegotiation(vn) => {
                     self.on_version_negotiation(&vn);
                     return None;
@@ -356,9 +355,7 @@ where
             // RFC 9000 §17.2.2: a client discards a server Initial carrying a token.
             (Side::Client, PacketType::Initial) if !h.token_empty => return false,
             // RFC 9000 §14.1: a server discards an Initial in a datagram below 1200 bytes.
-            (Side::Server, PacketType::Initial) if datagram_len < MIN_INITIAL_SIZE => {
-                return false
-            }
+            (Side::Server, PacketType::Initial) if datagram_len < MIN_INITIAL_SIZE => return false,
             // Servers never send 0-RTT.
             (Side::Client, PacketType::ZeroRtt) => return false,
             // RFC 9001 §5.7: a server must not process 1-RTT packets before the handshake
@@ -455,9 +452,7 @@ where
     ) {
         let _ = match space {
             PnSpace::Initial => self.rx_initial.on_packet_received(pn, now, ack_eliciting, ecn),
-            PnSpace::Handshake => {
-                self.rx_handshake.on_packet_received(pn, now, ack_eliciting, ecn)
-            }
+            PnSpace::Handshake => self.rx_handshake.on_packet_received(pn, now, ack_eliciting, ecn),
             PnSpace::ApplicationData => {
                 self.rx_data.on_packet_received(pn, now, ack_eliciting, ecn)
             }
@@ -612,9 +607,9 @@ where
 
     fn on_ack(&mut self, now: Instant, space: PnSpace, ack: &Ack<'_>) -> Res {
         // The peer's ack_delay_exponent; 3 (the default) until its parameters arrive.
-        let exp = self.peer.map_or(TransportParameters::DEFAULT_ACK_DELAY_EXPONENT, |p| {
-            p.ack_delay_exponent
-        });
+        let exp = self
+            .peer
+            .map_or(TransportParameters::DEFAULT_ACK_DELAY_EXPONENT, |p| p.ack_delay_exponent);
         let ty = ack.frame_type();
         let mut sink = Sink {
             streams: &mut self.streams,

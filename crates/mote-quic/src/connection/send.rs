@@ -172,8 +172,9 @@ where
             }
             // RFC 9000 §14.1: a server's ack-eliciting Initial must be padded to 1200
             // bytes, which the limit may not allow.
-            let allow_eliciting =
-                !(space == PnSpace::Initial && self.side == Side::Server && limit < MIN_INITIAL_SIZE);
+            let allow_eliciting = !(space == PnSpace::Initial
+                && self.side == Side::Server
+                && limit < MIN_INITIAL_SIZE);
             if let Some(mut b) = self.build_packet(now, space, region, allow_eliciting) {
                 b.start = pos;
                 pos += b.len;
@@ -256,12 +257,14 @@ where
         // RFC 9002 §2: packets that are ack-eliciting or contain PADDING count in flight. An
         // ACK-only padded packet is not counted when no record is free (it needs none to be
         // acknowledged, and must still leave).
-        let in_flight =
-            b.ack_eliciting || (b.padded && !self.recovery.is_full(b.space));
+        let in_flight = b.ack_eliciting || (b.padded && !self.recovery.is_full(b.space));
         let size = u16::try_from(b.len).unwrap_or(u16::MAX);
         let record = SentPacket::new(b.pn, now, size, b.ack_eliciting, in_flight, b.frames);
         if self.recovery.on_packet_sent(b.space, record).is_err() {
-            self.enter_closing(ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None));
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::INTERNAL_ERROR,
+                None,
+            ));
             return false;
         }
         if let Some(n) = self.stats.packets_sent.get_mut(si(b.space)) {
@@ -314,9 +317,7 @@ where
         let now = self.last_now;
         match space {
             PnSpace::Initial => (self.rx_initial.has_unacked(), self.rx_initial.ack_due(now)),
-            PnSpace::Handshake => {
-                (self.rx_handshake.has_unacked(), self.rx_handshake.ack_due(now))
-            }
+            PnSpace::Handshake => (self.rx_handshake.has_unacked(), self.rx_handshake.ack_due(now)),
             PnSpace::ApplicationData => (self.rx_data.has_unacked(), self.rx_data.ack_due(now)),
         }
     }
@@ -337,9 +338,8 @@ where
         let (has_unacked, ack_due) = self.rx_has_unacked(space);
         let i = si(space);
         let probe = self.probes.get(i).copied().unwrap_or(0) > 0;
-        let elicit_ok = !closing
-            && allow_eliciting
-            && (probe || self.may_send_eliciting(now, space));
+        let elicit_ok =
+            !closing && allow_eliciting && (probe || self.may_send_eliciting(now, space));
         let want = closing || ack_due || (elicit_ok && (probe || self.has_eliciting(space)));
         if !want || region.len() < MIN_PACKET_ROOM {
             return None;
@@ -518,8 +518,7 @@ where
                 let room = stream_frame_room(id, first.offset, w.remaining());
                 let next = self.streams.next_chunk(room).filter(|(id2, _)| *id2 == id);
                 if let Some((_, chunk)) = next {
-                    let sent_before =
-                        self.streams.slot(id).map_or(0, |s| s.send.sent_offset());
+                    let sent_before = self.streams.slot(id).map_or(0, |s| s.send.sent_offset());
                     let data = self.streams.chunk_bytes(id, &chunk);
                     let fr = chunk.frame(id, data, true);
                     if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
@@ -558,9 +557,11 @@ where
                 frame_type: VarInt::ZERO,
                 reason: &[],
             },
-            (_, false) => {
-                Frame::ConnectionClose { error_code: vi(c.code), frame_type: ft, reason: c.reason() }
-            }
+            (_, false) => Frame::ConnectionClose {
+                error_code: vi(c.code),
+                frame_type: ft,
+                reason: c.reason(),
+            },
         };
         if frame.encoded_len() <= w.remaining() {
             let _ = frame.emit(w);

@@ -8,7 +8,9 @@ use std::vec::Vec;
 
 use mote_crypto::rustcrypto::{RustCrypto, SigningKey as RcSigningKey};
 use mote_crypto::{CryptoProvider, CryptoRng, SignatureScheme, SigningKey as _};
-use mote_tls::{ClientConfig, ClientSession, ServerAuth, ServerConfig, ServerIdentity, ServerSession};
+use mote_tls::{
+    ClientConfig, ClientSession, ServerAuth, ServerConfig, ServerIdentity, ServerSession,
+};
 
 use super::*;
 use crate::frame::Frame;
@@ -34,8 +36,10 @@ impl CryptoRng for TestRng {
     }
 }
 
-pub(crate) type Client = Connection<RustCrypto, ClientSession<'static, RustCrypto>, Vec<u8>, Vec<u8>, 4, 32, 8>;
-pub(crate) type Server = Connection<RustCrypto, ServerSession<'static, RustCrypto>, Vec<u8>, Vec<u8>, 4, 32, 8>;
+pub(crate) type Client =
+    Connection<RustCrypto, ClientSession<'static, RustCrypto>, Vec<u8>, Vec<u8>, 4, 32, 8>;
+pub(crate) type Server =
+    Connection<RustCrypto, ServerSession<'static, RustCrypto>, Vec<u8>, Vec<u8>, 4, 32, 8>;
 
 fn ed25519_pkcs8(seed: u8) -> Vec<u8> {
     let mut v = hex_literal::hex!("302e020100300506032b657004220420").to_vec();
@@ -147,16 +151,9 @@ impl Pair {
         let configs = configs();
         let mut rng = TestRng(1);
         let tls = ClientSession::new(P, configs.client, None);
-        let client = Client::client(
-            &client_config,
-            P,
-            tls,
-            st,
-            Instant::ZERO,
-            addr(SERVER_ADDR),
-            &mut rng,
-        )
-        .unwrap();
+        let client =
+            Client::client(&client_config, P, tls, st, Instant::ZERO, addr(SERVER_ADDR), &mut rng)
+                .unwrap();
         Self {
             now: Instant::ZERO,
             client,
@@ -207,7 +204,9 @@ impl Pair {
                 let data = buf[..t.len].to_vec();
                 self.enqueue(Dir::ToServer, &data, t.segment_size);
             }
-            while let Some(t) = self.server.as_mut().and_then(|s| s.poll_transmit(self.now, &mut buf)) {
+            while let Some(t) =
+                self.server.as_mut().and_then(|s| s.poll_transmit(self.now, &mut buf))
+            {
                 any = true;
                 let data = buf[..t.len].to_vec();
                 self.enqueue(Dir::ToClient, &data, t.segment_size);
@@ -290,7 +289,11 @@ impl Pair {
 
     /// Steps until `done` holds or `limit` of virtual time passes. Returns whether `done`
     /// held.
-    pub(crate) fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Pair) -> bool) -> bool {
+    pub(crate) fn run_until(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut(&mut Pair) -> bool,
+    ) -> bool {
         let end = self.now + limit;
         let mut steps = 0u64;
         while self.now <= end {
@@ -311,7 +314,12 @@ impl Pair {
             p.client.is_handshake_confirmed()
                 && p.server.as_ref().is_some_and(|s| s.is_handshake_confirmed())
         });
-        assert!(ok, "handshake did not complete: {:?} {:?}", self.client.close_reason(), self.server.as_ref().and_then(|s| s.close_reason()));
+        assert!(
+            ok,
+            "handshake did not complete: {:?} {:?}",
+            self.client.close_reason(),
+            self.server.as_ref().and_then(|s| s.close_reason())
+        );
     }
 }
 
@@ -378,7 +386,13 @@ pub(crate) fn transfer(p: &mut Pair, data: &[u8], limit: Duration) -> (Vec<u8>, 
         }
         fin
     });
-    assert!(ok, "transfer did not finish: {} of {} bytes, {:?}", got.len(), data.len(), p.client.close_reason());
+    assert!(
+        ok,
+        "transfer did not finish: {} of {} bytes, {:?}",
+        got.len(),
+        data.len(),
+        p.client.close_reason()
+    );
     (got, id)
 }
 
@@ -413,7 +427,11 @@ fn small_transfer_and_response() {
 
 /// A deterministic pseudo-random fate per datagram: drops `loss_pct` percent and delays
 /// `reorder_pct` percent by 15 ms.
-fn lossy(seed: u64, loss_pct: u64, reorder_pct: u64) -> Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate> {
+fn lossy(
+    seed: u64,
+    loss_pct: u64,
+    reorder_pct: u64,
+) -> Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate> {
     let mut x = seed;
     Box::new(move |_, _, _| {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -617,9 +635,8 @@ fn close_before_handshake_uses_application_error_in_initial() {
     // The ClientHello leaves, then the application gives up at once.
     p.flush();
     p.client.close(7, b"secret reason");
-    let ok = p.run_until(Duration::from_secs(10), |p| {
-        p.server.as_ref().is_some_and(|s| s.is_closed())
-    });
+    let ok =
+        p.run_until(Duration::from_secs(10), |p| p.server.as_ref().is_some_and(|s| s.is_closed()));
     assert!(ok);
     match p.server().close_reason() {
         // RFC 9000 §10.2.3: 0x1c with APPLICATION_ERROR, no reason, in an Initial packet.
@@ -636,7 +653,9 @@ fn close_before_handshake_uses_application_error_in_initial() {
 fn server_respects_amplification_limit() {
     let mut p = Pair::new(cfg(), server_cfg());
     // Only the client's first datagram arrives.
-    p.filter = Box::new(|dir, n, _| if dir == Dir::ToServer && n > 0 { Fate::Drop } else { Fate::Deliver });
+    p.filter = Box::new(
+        |dir, n, _| if dir == Dir::ToServer && n > 0 { Fate::Drop } else { Fate::Deliver },
+    );
     p.run_until(Duration::from_secs(30), |_| false);
     let received: usize = p.log.iter().filter(|l| l.1 == Dir::ToServer).take(1).map(|l| l.2).sum();
     let sent: usize = p.log.iter().filter(|l| l.1 == Dir::ToClient).map(|l| l.2).sum();
@@ -660,8 +679,9 @@ fn craft<X: TlsSession>(
     let pn = from.recovery.next_pn(PnSpace::ApplicationData) + bump;
     let mut buf = vec![0u8; 1500];
     let mut w = Writer::new(&mut buf);
-    let pn_offset =
-        ShortHeader { dcid: &from.hs.cids.remote, spin: false }.emit(&mut w, k.tx_phase, pn, 4).unwrap();
+    let pn_offset = ShortHeader { dcid: &from.hs.cids.remote, spin: false }
+        .emit(&mut w, k.tx_phase, pn, 4)
+        .unwrap();
     for f in frames {
         f.emit(&mut w).unwrap();
     }
@@ -672,7 +692,9 @@ fn craft<X: TlsSession>(
     buf
 }
 
-fn local_close_code<X: TlsSession>(c: &Connection<RustCrypto, X, Vec<u8>, Vec<u8>, 4, 32, 8>) -> Option<(u64, Option<u64>)> {
+fn local_close_code<X: TlsSession>(
+    c: &Connection<RustCrypto, X, Vec<u8>, Vec<u8>, 4, 32, 8>,
+) -> Option<(u64, Option<u64>)> {
     match c.close_reason() {
         Some(CloseReason::Local(c)) => Some((c.code, c.frame_type)),
         _ => None,
@@ -684,7 +706,9 @@ fn ack_of_unsent_packet_is_protocol_violation() {
     let mut p = Pair::new(cfg(), server_cfg());
     p.handshake();
     let ranges = [(1_000_000u64, 1_000_000u64)];
-    let ack = crate::frame::Ack::new(&ranges, crate::frame::RangeOrder::Descending, VarInt::ZERO, None).unwrap();
+    let ack =
+        crate::frame::Ack::new(&ranges, crate::frame::RangeOrder::Descending, VarInt::ZERO, None)
+            .unwrap();
     let mut pkt = craft(p.server(), &[Frame::Ack(ack)], 10);
     let now = p.now;
     p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
@@ -726,7 +750,13 @@ fn stream_limit_violation() {
     p.handshake();
     // The client opens bidirectional stream index 50, far beyond the server's MAX_STREAMS.
     let id = StreamId::from_parts(Side::Client, StreamDir::Bidi, 50).unwrap();
-    let f = Frame::Stream { stream_id: id.varint(), offset: VarInt::ZERO, data: b"x", fin: false, has_length: true };
+    let f = Frame::Stream {
+        stream_id: id.varint(),
+        offset: VarInt::ZERO,
+        data: b"x",
+        fin: false,
+        has_length: true,
+    };
     let mut pkt = craft(&p.client, &[f], 10);
     let now = p.now;
     p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
@@ -755,7 +785,8 @@ fn stream_limits_and_max_streams_growth() {
             answered = true;
         }
         drain(&mut p.client, a, &mut reply);
-        core::iter::from_fn(|| p.client.poll_event()).any(|e| e == Event::StreamsAvailable(StreamDir::Bidi))
+        core::iter::from_fn(|| p.client.poll_event())
+            .any(|e| e == Event::StreamsAvailable(StreamDir::Bidi))
     });
     assert!(ok, "no MAX_STREAMS");
     assert_eq!(got, b"ping");
@@ -782,7 +813,13 @@ fn many_gap_attack_keeps_memory_bounded() {
     // 300 packets with every other packet number missing, each with a one-byte STREAM
     // fragment leaving a hole.
     for i in 0..300u64 {
-        let f = Frame::Stream { stream_id: id.varint(), offset: VarInt::new(2 * i + 1).unwrap(), data: b"x", fin: false, has_length: true };
+        let f = Frame::Stream {
+            stream_id: id.varint(),
+            offset: VarInt::new(2 * i + 1).unwrap(),
+            data: b"x",
+            fin: false,
+            has_length: true,
+        };
         let mut pkt = craft(p.server(), &[f, Frame::Ping], 10 + 2 * i);
         let now = p.now;
         p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);

@@ -4,7 +4,9 @@
 //! the secrets it lends, and the peer's transport parameters.
 
 use mote_crypto::{AeadAlgorithm, CryptoProvider, CryptoRng, Secret};
-use mote_tls::{transport_error, Error as TlsError, KeyLevel, Level, QuicHooks, Secrets, SendBuffer};
+use mote_tls::{
+    transport_error, Error as TlsError, KeyLevel, Level, QuicHooks, Secrets, SendBuffer,
+};
 
 use super::rng::Drbg;
 use crate::cid::ConnectionId;
@@ -174,9 +176,9 @@ impl<P: CryptoProvider> OneRttKeys<P> {
     }
 
     fn advance_tx(&mut self, provider: &P, version: Version) -> Result<(), mote_crypto::Error> {
-        let tx_secret =
-            next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
-        self.keys.tx.packet = PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
+        let tx_secret = next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
+        self.keys.tx.packet =
+            PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
         self.tx_secret = tx_secret;
         self.tx_phase = !self.tx_phase;
         Ok(())
@@ -362,8 +364,13 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
             KeyLevel::ZeroRtt => {
                 // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only.
                 self.keys.zero_rtt = Some(
-                    PacketKeys::from_secret(&self.provider, self.version, s.suite, s.client.as_ref())
-                        .map_err(TlsError::Crypto)?,
+                    PacketKeys::from_secret(
+                        &self.provider,
+                        self.version,
+                        s.suite,
+                        s.client.as_ref(),
+                    )
+                    .map_err(TlsError::Crypto)?,
                 );
                 self.signals.zero_rtt_keys = true;
             }
