@@ -597,7 +597,7 @@ where
     });
     let register: &'static Register =
         Box::leak(Box::new(Register(std::sync::Mutex::new(mote_tls::StrikeRegister::new()))));
-    let early_data = tickets.is_some().then(|| mote_tls::EarlyDataConfig {
+    let early_data = tickets.is_some().then_some(mote_tls::EarlyDataConfig {
         anti_replay: register,
         context: b"mote-demo 0-RTT context v1",
     });

@@ -543,7 +543,7 @@ where
             crypto_send: [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)],
             local_tp,
             local_tp_len,
-            keys: Keys { initial: Some(initial), handshake: None, one_rtt: None, zero_rtt: None },
+            keys: Keys::new(initial),
             cids,
             peer_tp: None,
             signals: HsSignals::default(),
@@ -707,7 +707,7 @@ where
     pub fn apply_remembered_params(&mut self, encoded: &[u8]) -> bool {
         if self.side != Side::Client
             || self.handshake_complete
-            || self.hs.keys.zero_rtt.is_none()
+            || self.hs.keys.zero_rtt().is_none()
             || self.early_params
         {
             return self.can_send_early_data();
@@ -730,7 +730,7 @@ where
             && self.early_params
             && !self.early_rejected
             && !self.handshake_complete
-            && self.hs.keys.zero_rtt.is_some()
+            && self.hs.keys.zero_rtt().is_some()
     }
 
     /// Client: copies the latest session ticket, encoded with the server's remembered

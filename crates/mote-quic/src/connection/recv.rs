@@ -281,7 +281,7 @@ where
                 Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
                 None => Err(WireError::DecryptFailed),
             },
-            PacketType::ZeroRtt => match &self.hs.keys.zero_rtt {
+            PacketType::ZeroRtt => match self.hs.keys.zero_rtt() {
                 Some(k) if self.side == Side::Server => k.unprotect(pkt, hdr.pn_offset, largest),
                 _ => Err(WireError::DecryptFailed),
             },
@@ -576,7 +576,7 @@ where
         self.handshake_confirmed = true;
         // A server keeps 0-RTT keys until the handshake is confirmed (RFC 9001 §4.9.3
         // allows a while longer; reordered 0-RTT packets after that are retransmitted).
-        self.hs.keys.zero_rtt = None;
+        self.hs.keys.discard_zero_rtt();
         self.recovery.on_handshake_confirmed(now);
         self.discard_space(PnSpace::Handshake, now);
         self.events.push(Event::HandshakeConfirmed);
@@ -643,8 +643,7 @@ where
             .on_crypto(offset, data)
             .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
         self.tls.set_time(now);
-        loop {
-            let Some(recv) = self.crypto_recv.get_mut(i) else { break };
+        while let Some(recv) = self.crypto_recv.get_mut(i) {
             let chunk = recv.peek();
             if chunk.is_empty() {
                 break;
@@ -672,7 +671,7 @@ where
         }
         // RFC 9001 §4.9.3: a client discards its 0-RTT keys once it has 1-RTT keys.
         if sig.one_rtt_keys && self.side == Side::Client {
-            self.hs.keys.zero_rtt = None;
+            self.hs.keys.discard_zero_rtt();
         }
         if sig.early_data == Some(false) && self.side == Side::Client {
             self.on_early_data_rejected(now);
@@ -710,7 +709,7 @@ where
         }
         self.streams.requeue_all();
         self.recovery.discard_space(PnSpace::ApplicationData, now);
-        self.hs.keys.zero_rtt = None;
+        self.hs.keys.discard_zero_rtt();
         self.early_rejected = true;
         self.events.push(Event::EarlyDataRejected);
     }

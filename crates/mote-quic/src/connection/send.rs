@@ -144,7 +144,7 @@ where
             PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
             PnSpace::ApplicationData => match &self.hs.keys.one_rtt {
                 Some(k) => Some(&k.keys.tx),
-                None => self.hs.keys.zero_rtt.as_ref().filter(|_| self.side == Side::Client),
+                None => self.hs.keys.zero_rtt().filter(|_| self.side == Side::Client),
             },
         }
     }
@@ -189,15 +189,12 @@ where
         // RFC 9000 §14.1: a client pads every datagram carrying an Initial packet to 1200
         // bytes, a server every datagram carrying an ack-eliciting Initial packet. A GSO
         // batch pads its full datagrams to the segment size.
+        let full_stream_datagram = built[2].is_some_and(|b| b.frames.has(flag::STREAM))
+            && built.iter().flatten().all(|b| b.long.is_none())
+            && self.streams.wants_to_send();
         let pad_to = match &built[0] {
             Some(b) if self.side == Side::Client || b.ack_eliciting => MIN_INITIAL_SIZE,
-            _ if batch_pad && built.iter().flatten().all(|b| b.long.is_none()) => {
-                if self.streams.wants_to_send() {
-                    limit
-                } else {
-                    0
-                }
-            }
+            _ if batch_pad && full_stream_datagram => limit,
             _ => 0,
         };
         if pos < pad_to && pad_to <= limit {

@@ -104,6 +104,9 @@ pub(crate) enum Fate {
     Delay(Duration),
 }
 
+/// Decides each datagram's fate: (direction, index among that direction's datagrams, bytes).
+pub(crate) type Filter = Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate>;
+
 /// A datagram in flight.
 struct InFlight {
     at: Instant,
@@ -129,7 +132,7 @@ pub(crate) struct Pair {
     to_client: VecDeque<InFlight>,
     /// Decides each datagram's fate: (direction, index among that direction's datagrams,
     /// bytes).
-    pub(crate) filter: Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate>,
+    pub(crate) filter: Filter,
     sent: [u64; 2],
     pub(crate) log: Vec<(Instant, Dir, usize, Vec<u8>)>,
     rng: TestRng,
@@ -427,11 +430,7 @@ fn small_transfer_and_response() {
 
 /// A deterministic pseudo-random fate per datagram: drops `loss_pct` percent and delays
 /// `reorder_pct` percent by 15 ms.
-fn lossy(
-    seed: u64,
-    loss_pct: u64,
-    reorder_pct: u64,
-) -> Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate> {
+fn lossy(seed: u64, loss_pct: u64, reorder_pct: u64) -> Filter {
     let mut x = seed;
     Box::new(move |_, _, _| {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -883,4 +882,28 @@ fn peer_close_reason_and_transport_error_codes() {
         p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
         assert_eq!(local_close_code(&p.client), Some((0x0a, Some(0x31))));
     }
+}
+
+/// Sizes of a device connection's state (buffers excluded: they are caller storage). The
+/// host numbers include every algorithm the tests enable; ARCHITECTURE.md has the
+/// `thumbv7em` numbers of the minimal device build.
+#[test]
+fn memory_footprint() {
+    use core::mem::size_of;
+    type B = &'static mut [u8];
+    type DeviceTls = ClientSession<'static, RustCrypto, 1024>;
+    type Device = Connection<RustCrypto, DeviceTls, B, B, 3, 16, 4>;
+    let conn = size_of::<Device>();
+    let tls = size_of::<DeviceTls>();
+    let keys = size_of::<crate::packet::PacketKeys<RustCrypto>>();
+    let recovery = size_of::<Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, 16>>();
+    let streams = size_of::<Streams<B, 3, 4>>();
+    std::eprintln!("device connection {conn} B: tls {tls}, packet keys {keys} each, recovery {recovery}, streams {streams}");
+    // Packet keys of three levels at once dominate; the rest is bounded by the const
+    // generics. Fail loudly if a change makes the state grow by more than a few percent.
+    // Host (x86-64, all test algorithms): about 24 KB, 6 × 2000 B of packet keys.
+    assert!(conn < 28_000, "{conn}");
+    #[cfg(target_pointer_width = "64")]
+    assert_eq!(recovery, 2744);
+    assert_eq!(size_of::<SentFrames>(), 40);
 }

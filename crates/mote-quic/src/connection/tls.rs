@@ -223,8 +223,39 @@ pub(crate) struct Keys<P: CryptoProvider> {
     pub(crate) initial: Option<DirKeys<P>>,
     pub(crate) handshake: Option<DirKeys<P>>,
     pub(crate) one_rtt: Option<OneRttKeys<P>>,
-    /// 0-RTT: the client's send key or the server's receive key.
+    /// 0-RTT: the client's send key or the server's receive key (feature `resumption`:
+    /// 0-RTT needs a ticket).
+    #[cfg(feature = "resumption")]
     pub(crate) zero_rtt: Option<PacketKeys<P>>,
+}
+
+impl<P: CryptoProvider> Keys<P> {
+    /// Initial keys only (a new connection).
+    pub(crate) fn new(initial: DirKeys<P>) -> Self {
+        Self {
+            initial: Some(initial),
+            handshake: None,
+            one_rtt: None,
+            #[cfg(feature = "resumption")]
+            zero_rtt: None,
+        }
+    }
+
+    /// The 0-RTT key, if any.
+    pub(crate) fn zero_rtt(&self) -> Option<&PacketKeys<P>> {
+        #[cfg(feature = "resumption")]
+        return self.zero_rtt.as_ref();
+        #[cfg(not(feature = "resumption"))]
+        None
+    }
+
+    /// Discards the 0-RTT key (RFC 9001 §4.9.3).
+    pub(crate) fn discard_zero_rtt(&mut self) {
+        #[cfg(feature = "resumption")]
+        {
+            self.zero_rtt = None;
+        }
+    }
 }
 
 /// Connection IDs the handshake checks transport parameters against (RFC 9000 §7.3).
@@ -243,7 +274,6 @@ pub(crate) struct Cids {
 pub(crate) struct HsSignals {
     pub(crate) handshake_keys: bool,
     pub(crate) one_rtt_keys: bool,
-    pub(crate) zero_rtt_keys: bool,
     pub(crate) complete: bool,
     pub(crate) early_data: Option<bool>,
     pub(crate) tickets: u32,
@@ -361,8 +391,9 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
                 });
                 self.signals.one_rtt_keys = true;
             }
+            // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only.
+            #[cfg(feature = "resumption")]
             KeyLevel::ZeroRtt => {
-                // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only.
                 self.keys.zero_rtt = Some(
                     PacketKeys::from_secret(
                         &self.provider,
@@ -372,8 +403,10 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
                     )
                     .map_err(TlsError::Crypto)?,
                 );
-                self.signals.zero_rtt_keys = true;
             }
+            // Without tickets there is no 0-RTT to offer or accept.
+            #[cfg(not(feature = "resumption"))]
+            KeyLevel::ZeroRtt => {}
         }
         Ok(())
     }
