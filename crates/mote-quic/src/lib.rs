@@ -1,10 +1,12 @@
 //! QUIC for microcontrollers and servers: `no_std`, sans-IO, caller-owned buffers.
 //!
-//! This crate currently holds the wire layer: variable-length integers ([`coding`]),
-//! connection IDs ([`cid`]), versions ([`version`]), frames ([`frame`]), packet headers,
-//! packet numbers and packet protection ([`packet`]), and transport parameters
-//! ([`transport_params`]). Every parser works on borrowed bytes, never reads past them and
-//! returns a [`WireError`] that maps onto the QUIC transport error to close with.
+//! The wire layer — variable-length integers ([`coding`]), connection IDs ([`cid`]),
+//! versions ([`version`]), frames ([`frame`]), packet headers, packet numbers and packet
+//! protection ([`packet`]), transport parameters ([`transport_params`]) — loss recovery
+//! ([`recovery`]), streams and flow control ([`stream`]), and on top of them the sans-IO
+//! [`connection`] (driving a mote-tls handshake) and [`endpoint`]. Every parser works on
+//! borrowed bytes, never reads past them and returns a [`WireError`] that maps onto the QUIC
+//! transport error to close with; nothing allocates.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 

@@ -19,13 +19,16 @@
 //! flow control from [`crate::stream`].
 //!
 //! # Memory (device profile)
-//! `Connection<RustCrypto, ClientSession<RustCrypto, 1024>, [u8; 512], [u8; 1024], 2, 16, 4>`
-//! on `thumbv7em-none-eabihf` — see [`MEMORY`](self#memory-table) below and the
-//! `memory_footprint` test, which pins the host sizes.
+//! `Connection<RustCrypto, ClientSession<RustCrypto, 1024>, &mut [u8], &mut [u8], 3, 16, 4>`
+//! is 13 856 bytes on `thumbv7em-none-eabihf` in the minimal build (15 160 with
+//! `resumption`), buffers excluded; about a third are the AES key schedules of three
+//! encryption levels. ARCHITECTURE.md breaks it down; `tests::memory_footprint` pins the host
+//! sizes.
 //!
-//! # Memory table
-//! Measured with `size_of` (host, x86-64) for the device configuration above:
-//! see `tests::memory_footprint` for the current numbers and the ARCHITECTURE.md entry.
+//! # Not yet
+//! Retry and NEW_TOKEN (address validation), stateless reset, connection migration and
+//! connection-ID rotation (NEW_CONNECTION_ID is validated and ignored), path MTU discovery,
+//! ECN validation, DATAGRAM frames, initiating 0-RTT rejection handling beyond re-sending.
 
 mod config;
 mod recv;

@@ -907,3 +907,264 @@ fn memory_footprint() {
     assert_eq!(recovery, 2744);
     assert_eq!(size_of::<SentFrames>(), 40);
 }
+
+/// Builds a protected 1-RTT packet from `from` whose plaintext is `payload` as given
+/// (arbitrary bytes: frames or not).
+fn craft_raw<X: TlsSession>(
+    from: &Connection<RustCrypto, X, Vec<u8>, Vec<u8>, 4, 32, 8>,
+    payload: &[u8],
+    bump: u64,
+) -> Vec<u8> {
+    use crate::coding::Writer;
+    use crate::packet::ShortHeader;
+    let k = from.hs.keys.one_rtt.as_ref().unwrap();
+    let pn = from.recovery.next_pn(PnSpace::ApplicationData) + bump;
+    let mut buf = vec![0u8; payload.len() + 64];
+    let mut w = Writer::new(&mut buf);
+    let pn_offset = ShortHeader { dcid: &from.hs.cids.remote, spin: false }
+        .emit(&mut w, k.tx_phase, pn, 4)
+        .unwrap();
+    w.put_slice(payload).unwrap();
+    let len = w.position().max(pn_offset + 4) + mote_crypto::TAG_LEN;
+    k.keys.tx.protect(&mut buf[..len], pn_offset, pn).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Authenticated 1-RTT packets with arbitrary plaintext, to both sides of an established
+    /// connection: never a panic; either processed or a clean close with a transport code.
+    #[test]
+    fn arbitrary_authenticated_payloads_never_panic(
+        payloads in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..200), 1..6),
+        to_server: bool,
+    ) {
+        let mut p = Pair::new(cfg(), server_cfg());
+        p.handshake();
+        for (i, pl) in payloads.iter().enumerate() {
+            let now = p.now;
+            if to_server {
+                let mut pkt = craft_raw(&p.client, pl, 10 + i as u64);
+                p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+            } else {
+                let mut pkt = craft_raw(p.server(), pl, 10 + i as u64);
+                p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+            }
+        }
+        // Keep running: timers, closes and retransmissions must not panic either.
+        p.run_until(Duration::from_secs(5), |_| false);
+    }
+
+    /// Arbitrary datagrams (unauthenticated) at every stage of the handshake.
+    #[test]
+    fn arbitrary_datagrams_never_panic(
+        datagrams in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..1400), 1..8),
+        stage in 0usize..4,
+    ) {
+        let mut p = Pair::new(cfg(), server_cfg());
+        for _ in 0..stage {
+            p.step();
+        }
+        for d in &datagrams {
+            let now = p.now;
+            let mut a = d.clone();
+            p.client.handle_datagram(now, addr(SERVER_ADDR), &mut a);
+            if let Some(s) = p.server.as_mut() {
+                let mut b = d.clone();
+                s.handle_datagram(now, addr(CLIENT_ADDR), &mut b);
+            }
+        }
+        p.run_until(Duration::from_secs(2), |_| false);
+    }
+}
+
+/// A frame described by plain values (borrowed data is built at encoding time).
+#[derive(Clone, Debug)]
+enum FrameSpec {
+    Stream(u64, u64, Vec<u8>, bool),
+    Reset(u64, u64, u64),
+    Stop(u64, u64),
+    MaxData(u64),
+    MaxStreamData(u64, u64),
+    MaxStreams(bool, u64),
+    Crypto(u64, Vec<u8>),
+    Ack(u64, u64),
+    Ping,
+    PathChallenge(u8),
+    NewCid(u64, u64),
+    Blocked(u64),
+}
+
+fn frame_spec() -> impl proptest::strategy::Strategy<Value = FrameSpec> {
+    use proptest::prelude::*;
+    let id = 0u64..24;
+    prop_oneof![
+        (id.clone(), 0u64..70_000, proptest::collection::vec(any::<u8>(), 0..64), any::<bool>())
+            .prop_map(|(a, b, c, d)| FrameSpec::Stream(a, b, c, d)),
+        (id.clone(), 0u64..5, 0u64..70_000).prop_map(|(a, b, c)| FrameSpec::Reset(a, b, c)),
+        (id.clone(), 0u64..5).prop_map(|(a, b)| FrameSpec::Stop(a, b)),
+        (0u64..1 << 40).prop_map(FrameSpec::MaxData),
+        (id.clone(), 0u64..1 << 40).prop_map(|(a, b)| FrameSpec::MaxStreamData(a, b)),
+        (any::<bool>(), 0u64..1000).prop_map(|(a, b)| FrameSpec::MaxStreams(a, b)),
+        (0u64..10_000, proptest::collection::vec(any::<u8>(), 0..64))
+            .prop_map(|(a, b)| FrameSpec::Crypto(a, b)),
+        (0u64..40, 0u64..40).prop_map(|(a, b)| FrameSpec::Ack(a, b)),
+        Just(FrameSpec::Ping),
+        any::<u8>().prop_map(FrameSpec::PathChallenge),
+        (1u64..5, 0u64..3).prop_map(|(a, b)| FrameSpec::NewCid(a, b)),
+        (0u64..1 << 20).prop_map(FrameSpec::Blocked),
+    ]
+}
+
+fn encode_specs(specs: &[FrameSpec]) -> Vec<u8> {
+    use crate::coding::Writer;
+    let mut buf = vec![0u8; 4096];
+    let mut w = Writer::new(&mut buf);
+    let v = |x: u64| VarInt::new(x).unwrap();
+    let ranges: Vec<(u64, u64)> = specs
+        .iter()
+        .filter_map(
+            |s| if let FrameSpec::Ack(a, b) = s { Some((*a.min(b), *a.max(b))) } else { None },
+        )
+        .collect();
+    for (k, s) in specs.iter().enumerate() {
+        let f = match s {
+            FrameSpec::Stream(id, off, data, fin) => Frame::Stream {
+                stream_id: v(*id),
+                offset: v(*off),
+                data,
+                fin: *fin,
+                has_length: true,
+            },
+            FrameSpec::Reset(id, code, size) => {
+                Frame::ResetStream { stream_id: v(*id), error_code: v(*code), final_size: v(*size) }
+            }
+            FrameSpec::Stop(id, code) => {
+                Frame::StopSending { stream_id: v(*id), error_code: v(*code) }
+            }
+            FrameSpec::MaxData(m) => Frame::MaxData { max: v(*m) },
+            FrameSpec::MaxStreamData(id, m) => {
+                Frame::MaxStreamData { stream_id: v(*id), max: v(*m) }
+            }
+            FrameSpec::MaxStreams(bidi, m) => Frame::MaxStreams {
+                dir: if *bidi { StreamDir::Bidi } else { StreamDir::Uni },
+                max: v(*m),
+            },
+            FrameSpec::Crypto(off, data) => Frame::Crypto { offset: v(*off), data },
+            FrameSpec::Ack(..) => {
+                let Some(r) = ranges.get(k.min(ranges.len().saturating_sub(1))) else { continue };
+                let one = [*r];
+                let ack = crate::frame::Ack::new(
+                    &one,
+                    crate::frame::RangeOrder::Descending,
+                    VarInt::ZERO,
+                    None,
+                )
+                .unwrap();
+                let _ = Frame::Ack(ack).emit(&mut w);
+                continue;
+            }
+            FrameSpec::Ping => Frame::Ping,
+            FrameSpec::PathChallenge(b) => Frame::PathChallenge { data: [*b; 8] },
+            FrameSpec::NewCid(seq, rpt) => Frame::NewConnectionId {
+                sequence: v(*seq),
+                retire_prior_to: v((*rpt).min(*seq)),
+                cid: crate::cid::ConnectionId::new(&[*seq as u8; 8]).unwrap(),
+                reset_token: [0; 16],
+            },
+            FrameSpec::Blocked(l) => Frame::DataBlocked { limit: v(*l) },
+        };
+        if f.encoded_len() > w.remaining() {
+            break;
+        }
+        f.emit(&mut w).unwrap();
+    }
+    let n = w.position();
+    buf.truncate(n);
+    buf
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Authenticated packets of well-formed but arbitrary frames (streams of either side and
+    /// direction, resets, limits, ACKs of sent and unsent packets, CRYPTO, …) in both
+    /// directions of an established connection, then a run: no panic, and any close carries
+    /// a transport error code; the streams' ranges stay within their bounds.
+    #[test]
+    fn arbitrary_frames_never_panic(
+        packets in proptest::collection::vec((proptest::collection::vec(frame_spec(), 1..8), proptest::bool::ANY), 1..10),
+    ) {
+        let mut p = Pair::new(cfg(), server_cfg());
+        p.handshake();
+        let (_, _) = transfer(&mut p, b"x", Duration::from_secs(5));
+        for (i, (specs, to_server)) in packets.iter().enumerate() {
+            let payload = encode_specs(specs);
+            if payload.is_empty() {
+                continue;
+            }
+            let now = p.now;
+            if *to_server {
+                let mut pkt = craft_raw(&p.client, &payload, 10 + i as u64);
+                p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+            } else {
+                let mut pkt = craft_raw(p.server(), &payload, 10 + i as u64);
+                p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+            }
+            p.step();
+        }
+        p.run_until(Duration::from_secs(5), |_| false);
+        for c in [p.client.close_reason(), p.server().close_reason()].into_iter().flatten() {
+            if let CloseReason::Local(c) = c {
+                proptest::prop_assert!(!c.application && c.code <= 0x1ff, "{c:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn wrong_original_dcid_is_transport_parameter_error() {
+    // RFC 9000 §7.3: the server's original_destination_connection_id must match the DCID
+    // of the client's first Initial. Make the client expect another one.
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.client.hs.cids.original_dcid = crate::cid::ConnectionId::new(&[9; 8]).unwrap();
+    p.run_until(Duration::from_secs(5), |p| p.client.is_closed());
+    assert_eq!(local_close_code(&p.client).map(|c| c.0), Some(0x08));
+    // The server hears of it in a Handshake packet: 0x1c with the same code.
+    p.run_until(Duration::from_secs(5), |p| p.server.as_ref().is_some_and(|s| s.is_closed()));
+    assert!(
+        matches!(p.server().close_reason(), Some(CloseReason::Peer(c)) if c.code == 0x08 && !c.application)
+    );
+}
+
+#[test]
+fn tls_alert_becomes_crypto_error() {
+    // The client pins another key: bad_certificate (42) → CRYPTO_ERROR 0x100 + 42.
+    let mut p = Pair::new(cfg(), server_cfg());
+    let key = P.signing_key(SignatureScheme::Ed25519, &ed25519_pkcs8(8)).unwrap();
+    let mut spki = vec![0u8; 64];
+    let n = mote_tls::encode_spki(key.scheme(), key.public_key(), &mut spki).unwrap();
+    spki.truncate(n);
+    let other: &'static [u8] = Box::leak(spki.into_boxed_slice());
+    let pinned: &'static [&'static [u8]] = Box::leak(Box::new([other]));
+    let cc: &'static ClientConfig<'static> = Box::leak(Box::new(ClientConfig {
+        server_auth: ServerAuth::RawPublicKeys(pinned),
+        ..*p.configs.client
+    }));
+    p.client = Client::client(
+        &cfg(),
+        P,
+        ClientSession::new(P, cc, None),
+        storage(4096, 16384),
+        Instant::ZERO,
+        addr(SERVER_ADDR),
+        &mut TestRng(77),
+    )
+    .unwrap();
+    p.run_until(Duration::from_secs(5), |p| p.server.as_ref().is_some_and(|s| s.is_closed()));
+    let code = local_close_code(&p.client).map(|c| c.0).unwrap();
+    assert_eq!(code, 0x100 + 42, "{code:#x}");
+    assert!(matches!(p.server().close_reason(), Some(CloseReason::Peer(c)) if c.code == code));
+}
