@@ -11,7 +11,7 @@ use mote_crypto::CryptoProvider as _;
 use mote_crypto::{AeadAlgorithm, HashAlgorithm, NamedGroup, SignatureScheme, SigningKey as _};
 
 use super::harness::*;
-use crate::msgs::{self, handshake_type as ht, split_message};
+use crate::msgs::{self, handshake_type as ht, split_message, KeyShareEntry};
 use crate::session::{KeyLevel, Level};
 use crate::ticket::{AntiReplay, ReplayCheck, StrikeRegister};
 use crate::{
@@ -1162,4 +1162,58 @@ fn deferred_signature_for_crypto_offload() {
         server.complete_signature(&[0; 64], &mut sep).unwrap_err().alert(),
         Alert::InternalError
     );
+}
+
+#[test]
+fn server_client_hello_checks() {
+    let keys = Keys::new();
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    let x25519_share = [9u8; 32];
+    let base = msgs::ClientHelloParams {
+        random: &[1; 32],
+        cipher_suites: &[AeadAlgorithm::Aes128Gcm],
+        server_name: None,
+        supported_groups: &[NamedGroup::X25519],
+        signature_algorithms: &[SignatureScheme::Ed25519],
+        key_shares: &[],
+        alpn: &[b"h3"],
+        server_certificate_types: &[2],
+        client_certificate_types: &[],
+        psk_key_exchange_modes: &[1],
+        cookie: None,
+        early_data: false,
+        quic_transport_parameters: CLIENT_TP,
+        psk: None,
+    };
+    let send = |params: &msgs::ClientHelloParams<'_>| {
+        let mut buf = std::vec![0u8; 512];
+        let n = params.emit(&mut buf).unwrap().len;
+        let mut server = Server::new(RustCrypto, &scfg, NOW);
+        let mut sep = Endpoint::new(5, SERVER_TP);
+        server.read_handshake(Level::Initial, &buf[..n], &mut sep)
+    };
+    // No key_share at all: missing_extension (RFC 8446 §9.2).
+    assert_eq!(send(&base).unwrap_err().alert(), Alert::MissingExtension);
+    // A share for a group the client did not list: illegal_parameter (§4.2.8).
+    let p256 = [KeyShareEntry { group: NamedGroup::Secp256r1.codepoint(), key_exchange: &[4; 65] }];
+    let e = send(&msgs::ClientHelloParams { key_shares: &p256, ..base }).unwrap_err();
+    assert_eq!(e.alert(), Alert::IllegalParameter);
+    // An X25519 share that is not a valid point (all zero gives a zero secret).
+    let bad = [KeyShareEntry { group: NamedGroup::X25519.codepoint(), key_exchange: &[0; 32] }];
+    let e = send(&msgs::ClientHelloParams { key_shares: &bad, ..base }).unwrap_err();
+    assert_eq!(e.alert(), Alert::IllegalParameter);
+    // A certificate handshake without signature_algorithms: missing_extension.
+    let good =
+        [KeyShareEntry { group: NamedGroup::X25519.codepoint(), key_exchange: &x25519_share }];
+    let e = send(&msgs::ClientHelloParams { key_shares: &good, signature_algorithms: &[], ..base });
+    assert_eq!(e.unwrap_err().alert(), Alert::MissingExtension);
+    // A client that takes neither raw keys nor X.509 from a server without a chain.
+    let e = send(&msgs::ClientHelloParams {
+        key_shares: &good,
+        server_certificate_types: &[0],
+        ..base
+    });
+    assert_eq!(e.unwrap_err().alert(), Alert::UnsupportedCertificate);
+    // And the well-formed one goes through.
+    assert_eq!(send(&msgs::ClientHelloParams { key_shares: &good, ..base }), Ok(()));
 }
