@@ -19,7 +19,8 @@ pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-quic", "minimal", ""),
     ("mote-quic", "full", "v2,datagram,aes256,chacha20,p256"),
     ("mote-tls", "minimal", ""),
-    ("mote-tls", "full", "aes256,chacha20,p256"),
+    ("mote-tls", "full", "server,aes256,chacha20,p256,ed25519,ecdsa-p256"),
+    ("mote-tls", "x509", "x509,ed25519,ecdsa-p256"),
 ];
 
 /// The workspace clippy invocation.

@@ -80,6 +80,26 @@ pub enum Error {
     Crypto(mote_crypto::Error),
     /// Any other condition, named by its alert.
     Alert(Alert),
+    /// A QUIC transport error rather than a TLS alert: raised by RFC 9001's own rules
+    /// ([`transport_error::CRYPTO_BUFFER_EXCEEDED`], [`transport_error::PROTOCOL_VIOLATION`])
+    /// or passed through from the QUIC layer's hooks (e.g. TRANSPORT_PARAMETER_ERROR when the
+    /// peer's transport parameters do not decode). QUIC closes with this code
+    /// ([`Error::quic_error_code`]); [`Error::alert`] reports internal_error for it. Every
+    /// RFC 9000 §20.1 transport code fits a byte, which keeps `Error` two bytes long.
+    Transport(u8),
+}
+
+/// The QUIC transport error codes (RFC 9000 §20.1) that the TLS layer itself raises.
+pub mod transport_error {
+    /// PROTOCOL_VIOLATION: e.g. a NewSessionTicket whose max_early_data_size is not
+    /// 0xffffffff (RFC 9001 §4.6.1), a non-empty legacy_session_id (RFC 9001 §8.4), or
+    /// unconsumed handshake bytes when the encryption level changes (RFC 9001 §4.1.3).
+    pub const PROTOCOL_VIOLATION: u8 = 0x0a;
+    /// CRYPTO_BUFFER_EXCEEDED: a handshake message larger than the session's receive buffer
+    /// (RFC 9000 §7.5).
+    pub const CRYPTO_BUFFER_EXCEEDED: u8 = 0x0d;
+    /// TRANSPORT_PARAMETER_ERROR, for the QUIC layer's transport-parameter hook.
+    pub const TRANSPORT_PARAMETER_ERROR: u8 = 0x08;
 }
 
 impl Error {
@@ -99,6 +119,16 @@ impl Error {
                 _ => Alert::InternalError,
             },
             Self::Alert(a) => a,
+            Self::Transport(_) => Alert::InternalError,
+        }
+    }
+
+    /// The QUIC error code to close the connection with: the transport code of
+    /// [`Error::Transport`], otherwise CRYPTO_ERROR = 0x0100 + the alert (RFC 9001 §4.8).
+    pub const fn quic_error_code(self) -> u64 {
+        match self {
+            Self::Transport(code) => code as u64,
+            other => other.alert().quic_error_code(),
         }
     }
 }
@@ -129,5 +159,10 @@ mod tests {
         assert_eq!(Error::Crypto(mote_crypto::Error::BadSignature).alert(), Alert::DecryptError);
         assert_eq!(Error::BufferTooSmall.alert(), Alert::InternalError);
         assert_eq!(Error::from(Alert::ProtocolVersion).alert(), Alert::ProtocolVersion);
+        assert_eq!(Error::DecryptError.quic_error_code(), 0x0133);
+        assert_eq!(
+            Error::Transport(transport_error::CRYPTO_BUFFER_EXCEEDED).quic_error_code(),
+            0x0d
+        );
     }
 }

@@ -1,5 +1,10 @@
-//! Tests against RFC 8448's traces, and robustness tests for the codecs.
+//! Tests against RFC 8448's traces, robustness tests for the codecs, and in-memory
+//! client ↔ server handshakes.
 
+#[cfg(feature = "server")]
+mod handshake;
+#[cfg(feature = "server")]
+mod harness;
 mod rfc8448;
 mod rfc8448_vectors;
 mod robust;

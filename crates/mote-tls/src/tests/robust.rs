@@ -69,6 +69,7 @@ fn walk_ch(ch: msgs::ClientHello<'_>) {
 
 /// The valid message bodies each parser is checked against: the RFC 8448 messages plus
 /// emitted ones covering the extensions RFC 8448 lacks.
+#[allow(clippy::vec_init_then_push)] // the first pushes depend on features
 fn samples() -> Vec<(&'static str, Vec<u8>)> {
     let mut v = Vec::new();
     #[cfg(feature = "server")]

@@ -1,0 +1,1005 @@
+//! The client handshake state machine (RFC 8446 §4, over QUIC per RFC 9001).
+//!
+//! ```text
+//! start ──ClientHello──▶ WaitServerHello ──HelloRetryRequest (once)──▶ ClientHello2 ─┐
+//!                              │◀──────────────────────────────────────────────────┘
+//!                              ▼ ServerHello
+//!                          WaitEncryptedExtensions
+//!                 PSK ┌────────┴────────┐ certificate
+//!                     │                 ▼
+//!                     │   WaitCertificateOrRequest ─CertificateRequest─▶ WaitCertificate
+//!                     │                 ▼ Certificate ◀──────────────────────┘
+//!                     │         WaitCertificateVerify
+//!                     ▼                 ▼
+//!                  WaitFinished ◀───────┘
+//!                     ▼ (client Certificate, CertificateVerify,) Finished
+//!                  Connected ── NewSessionTicket* (1-RTT)
+//! ```
+
+use mote_crypto::{
+    AeadAlgorithm, CryptoProvider, HashAlgorithm, KeyExchange as _, NamedGroup, Secret,
+    SignatureScheme, MAX_SIGNATURE_LEN,
+};
+
+use crate::config::{ClientConfig, ServerAuth};
+use crate::key_schedule::{self, resumption_psk, EarlySecret, HandshakeSecret, PskKind};
+use crate::msgs::{
+    self, certificate_type, check_quic_message_type, handshake_type as ht, is_known_extension,
+    Certificate, CertificateRequest, CertificateVerify, ClientHelloParams, EncryptedExtensions,
+    Finished, HandshakeMessage, KeyShareEntry, NewSessionTicket, PskOffer, ServerHello, PSK_DHE_KE,
+    TLS13,
+};
+use crate::session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
+use crate::small::Small;
+use crate::ticket::Ticket;
+use crate::{
+    ct_eq, finished_verify_data, parse_spki, psk_binder, sign_certificate_verify, transport_error,
+    verify_certificate_verify, verify_finished, Alert, Error, ProviderBound, Side, Transcript,
+};
+
+/// RFC 8446 §4.6.1: "Servers MUST NOT use any value greater than 604800 seconds".
+const MAX_TICKET_LIFETIME_S: u32 = 604_800;
+
+/// A ticket to resume with and its age (RFC 8446 §4.2.11.1: milliseconds since the ticket
+/// was received; the caller keeps the clock).
+#[derive(Clone, Copy, Debug)]
+pub struct Resumption<'a> {
+    /// The stored ticket.
+    pub ticket: Ticket<'a>,
+    /// Milliseconds since the NewSessionTicket was received.
+    pub age_ms: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Start,
+    WaitServerHello,
+    WaitEncryptedExtensions,
+    WaitCertificateOrRequest,
+    WaitCertificate,
+    WaitCertificateVerify,
+    WaitFinished,
+    Connected,
+}
+
+impl State {
+    /// The encryption level the next expected message arrives at.
+    fn level(self) -> Level {
+        match self {
+            Self::Start | Self::WaitServerHello => Level::Initial,
+            Self::Connected => Level::OneRtt,
+            _ => Level::Handshake,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EarlyData {
+    NotOffered,
+    Offered,
+    Accepted,
+    Rejected,
+}
+
+/// The PSK the client offers: an external PSK or a resumption ticket.
+#[derive(Clone, Copy)]
+struct PskSource<'c> {
+    identity: &'c [u8],
+    key: &'c [u8],
+    hash: HashAlgorithm,
+    kind: PskKind,
+    obfuscated_age: u32,
+}
+
+/// A TLS 1.3 client handshake over QUIC. `RX` is the receive buffer for one partial
+/// handshake message (see [`RxBuffer`]); the rest of the session is a few hundred bytes
+/// (see the crate docs for the RAM budget).
+pub struct ClientSession<'c, P: CryptoProvider, const RX: usize = 4096> {
+    rx: RxBuffer<RX>,
+    core: Client<'c, P>,
+}
+
+struct Client<'c, P: CryptoProvider> {
+    provider: P,
+    config: &'c ClientConfig<'c>,
+    resumption: Option<Resumption<'c>>,
+    state: State,
+    error: Option<Error>,
+    random: [u8; 32],
+    kx: Option<P::KeyExchange>,
+    /// Before the ServerHello: one transcript per hash among the offered suites. After it:
+    /// slot 0 holds the transcript.
+    transcripts: [Option<Transcript<P::Hash>>; HASH_SLOTS],
+    suite: Option<AeadAlgorithm>,
+    group: Option<NamedGroup>,
+    retried: bool,
+    psk_offered: bool,
+    psk_accepted: bool,
+    early_data: EarlyData,
+    client_cert_rpk: bool,
+    /// After a CertificateRequest: the scheme to sign with, or `None` to send an empty
+    /// Certificate.
+    cert_request: Option<Option<SignatureScheme>>,
+    server_key: Option<usize>,
+    alpn: Option<usize>,
+    #[cfg(feature = "x509")]
+    unix_time_s: Option<u64>,
+    /// The X.509 end-entity's SubjectPublicKeyInfo, for its CertificateVerify.
+    #[cfg(feature = "x509")]
+    x509_spki: ([u8; crate::P256_SPKI_LEN], usize),
+    handshake_secret: Option<HandshakeSecret>,
+    secrets: Stage,
+}
+
+/// The secrets a session keeps, which change with the handshake's progress (one slot pair
+/// serves both phases, to save RAM).
+enum Stage {
+    Start,
+    /// client_/server_handshake_traffic_secret, for the Finished messages.
+    Handshake {
+        client: Secret,
+        server: Secret,
+    },
+    /// exporter_master_secret and resumption_master_secret.
+    Connected {
+        exporter: Secret,
+        resumption_master: Secret,
+    },
+}
+
+/// One transcript per hash the offered suites use: SHA-256, and SHA-384 with `aes256`.
+pub(crate) const HASH_SLOTS: usize = if cfg!(feature = "aes256") { 2 } else { 1 };
+
+/// Whether this build negotiates `suite`: TLS_AES_256_GCM_SHA384 only with feature `aes256`
+/// (whatever the provider offers), so minimal builds keep one transcript.
+pub(crate) fn suite_built(suite: AeadAlgorithm) -> bool {
+    cfg!(feature = "aes256") || suite.hash() == HashAlgorithm::Sha256
+}
+
+impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P, RX> {
+    /// A client for `config`, resuming with `resumption` if given (ignored with an external
+    /// PSK). Nothing is sent until [`ClientSession::start`].
+    pub fn new(
+        provider: P,
+        config: &'c ClientConfig<'c>,
+        resumption: Option<Resumption<'c>>,
+    ) -> Self {
+        Self {
+            rx: RxBuffer::new(),
+            core: Client {
+                provider,
+                config,
+                resumption,
+                state: State::Start,
+                error: None,
+                random: [0; 32],
+                kx: None,
+                transcripts: core::array::from_fn(|_| None),
+                suite: None,
+                group: None,
+                retried: false,
+                psk_offered: false,
+                psk_accepted: false,
+                early_data: EarlyData::NotOffered,
+                client_cert_rpk: false,
+                cert_request: None,
+                server_key: None,
+                alpn: None,
+                #[cfg(feature = "x509")]
+                unix_time_s: None,
+                #[cfg(feature = "x509")]
+                x509_spki: ([0; crate::P256_SPKI_LEN], 0),
+                handshake_secret: None,
+                secrets: Stage::Start,
+            },
+        }
+    }
+
+    /// Writes the ClientHello at the Initial level and, when offering 0-RTT, installs the
+    /// 0-RTT secret. Call once.
+    pub fn start<H: QuicHooks>(&mut self, hooks: &mut H) -> Result<(), Error> {
+        if let Some(e) = self.core.error {
+            return Err(e);
+        }
+        let result = self.core.start(hooks);
+        self.core.fail_on(result)
+    }
+
+    /// Processes CRYPTO stream bytes received at `level`, in order. See the
+    /// [`crate::session`] docs for the contract.
+    pub fn read_handshake<H: QuicHooks>(
+        &mut self,
+        level: Level,
+        data: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        if let Some(e) = self.core.error {
+            return Err(e);
+        }
+        let core = &mut self.core;
+        let mut result = self.rx.feed(level, data, |level, msg| core.handle(level, msg, hooks));
+        // RFC 9001 §4.1.3: a partial message left at a level the handshake has moved past.
+        if result.is_ok() && !self.rx.is_empty() && self.rx.level() < core.state.level() {
+            result = Err(Error::Transport(transport_error::PROTOCOL_VIOLATION));
+        }
+        core.fail_on(result)
+    }
+
+    /// Whether the handshake is complete (the client Finished is written).
+    pub fn is_handshake_complete(&self) -> bool {
+        self.core.state == State::Connected
+    }
+
+    /// The negotiated cipher suite, once the ServerHello (or HelloRetryRequest) arrived.
+    pub fn suite(&self) -> Option<AeadAlgorithm> {
+        self.core.suite
+    }
+
+    /// Sets the wall-clock time (seconds since the Unix epoch) X.509 validity is checked
+    /// against (feature `x509`). Without it, an X.509 handshake fails with internal_error.
+    #[cfg(feature = "x509")]
+    pub fn set_unix_time(&mut self, unix_time_s: u64) {
+        self.core.unix_time_s = Some(unix_time_s);
+    }
+
+    /// The key-exchange group, once the ServerHello arrived.
+    pub fn group(&self) -> Option<NamedGroup> {
+        self.core.group
+    }
+
+    /// Whether the server sent a HelloRetryRequest.
+    pub fn hello_retry_request(&self) -> bool {
+        self.core.retried
+    }
+
+    /// The negotiated ALPN protocol, once EncryptedExtensions arrived.
+    pub fn alpn(&self) -> Option<&'c [u8]> {
+        self.core.config.alpn.get(self.core.alpn?).copied()
+    }
+
+    /// Whether the server accepted the PSK (a resumption ticket or the external PSK).
+    pub fn psk_accepted(&self) -> bool {
+        self.core.psk_accepted
+    }
+
+    /// `Some(accepted)` once the server answered a 0-RTT offer; `None` if none was made or
+    /// no answer came yet.
+    pub fn early_data_accepted(&self) -> Option<bool> {
+        match self.core.early_data {
+            EarlyData::Accepted => Some(true),
+            EarlyData::Rejected => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Which pinned raw public key ([`ServerAuth::RawPublicKeys`]) the server proved it holds.
+    pub fn server_key_index(&self) -> Option<usize> {
+        self.core.server_key
+    }
+
+    /// The error that failed the handshake, if any.
+    pub fn error(&self) -> Option<Error> {
+        self.core.error
+    }
+
+    /// RFC 8446 §7.5: TLS-Exporter(label, context, out.len()), once the server Finished is
+    /// verified.
+    pub fn export(&self, label: &[u8], context: &[u8], out: &mut [u8]) -> Result<(), Error> {
+        let c = &self.core;
+        let suite = c.suite.ok_or(Error::UnexpectedMessage)?;
+        let Stage::Connected { exporter, .. } = &c.secrets else {
+            return Err(Error::UnexpectedMessage);
+        };
+        key_schedule::export(&c.provider, suite.hash(), exporter.as_ref(), label, context, out)
+    }
+}
+
+/// Writes one handshake message at `level` into QUIC's send buffer with `write`, adds it to
+/// `transcript`, and commits it.
+pub(crate) fn send_message<H: QuicHooks, X: mote_crypto::Hash>(
+    hooks: &mut H,
+    level: Level,
+    transcript: &mut Transcript<X>,
+    write: impl FnOnce(&mut [u8], &[u8]) -> Result<usize, Error>,
+) -> Result<(), Error> {
+    let SendBuffer { space, transport_parameters } = hooks.send_buffer(level);
+    let len = write(space, transport_parameters)?;
+    transcript.update(space.get(..len).ok_or(Error::BufferTooSmall)?);
+    hooks.sent(level, len);
+    Ok(())
+}
+
+fn internal() -> Error {
+    Error::Alert(Alert::InternalError)
+}
+
+impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
+    fn fail_on(&mut self, result: Result<(), Error>) -> Result<(), Error> {
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+        result
+    }
+
+    /// Suites offered: the configured (or provider's) ones the provider implements, limited
+    /// to the external PSK's hash in PSK mode.
+    fn offered_suites(&self) -> Small<AeadAlgorithm, 3> {
+        let supported = self.provider.aead_algorithms();
+        let wanted = if self.config.cipher_suites.is_empty() {
+            supported
+        } else {
+            self.config.cipher_suites
+        };
+        let mut out = Small::new(AeadAlgorithm::Aes128Gcm);
+        for s in wanted {
+            let psk_ok = match self.config.server_auth {
+                ServerAuth::ExternalPsk(psk) => s.hash() == psk.hash,
+                _ => true,
+            };
+            if supported.contains(s) && psk_ok && suite_built(*s) {
+                out.push_unique(*s);
+            }
+        }
+        out
+    }
+
+    fn offered_groups(&self) -> Small<NamedGroup, 2> {
+        let supported = self.provider.groups();
+        let wanted = if self.config.groups.is_empty() { supported } else { self.config.groups };
+        let mut out = Small::new(NamedGroup::X25519);
+        for g in wanted {
+            if supported.contains(g) {
+                out.push_unique(*g);
+            }
+        }
+        out
+    }
+
+    /// signature_algorithms: the schemes of the pinned keys the provider can verify (with
+    /// X.509: every scheme it can verify).
+    fn offered_schemes(&self) -> Small<SignatureScheme, 2> {
+        let mut out = Small::new(SignatureScheme::Ed25519);
+        #[cfg(feature = "x509")]
+        if let ServerAuth::X509(_) = self.config.server_auth {
+            for s in self.provider.verify_schemes() {
+                out.push_unique(*s);
+            }
+        }
+        if let ServerAuth::RawPublicKeys(keys) = self.config.server_auth {
+            for spki in keys {
+                if let Ok((scheme, _)) = parse_spki(spki) {
+                    if self.provider.verify_schemes().contains(&scheme) {
+                        out.push_unique(scheme);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The PSK to offer, if any: the external PSK, or the resumption ticket when its hash is
+    /// usable. After a HelloRetryRequest only a PSK matching the chosen suite's hash is kept
+    /// (RFC 8446 §4.1.2).
+    fn psk_source(&self) -> Option<PskSource<'c>> {
+        let src = match self.config.server_auth {
+            ServerAuth::ExternalPsk(psk) => PskSource {
+                identity: psk.identity,
+                key: psk.key,
+                hash: psk.hash,
+                kind: PskKind::External,
+                obfuscated_age: 0,
+            },
+            _ => {
+                let r = self.resumption?;
+                let hash = r.ticket.suite.hash();
+                if !self.offered_suites().as_slice().iter().any(|s| s.hash() == hash) {
+                    return None;
+                }
+                PskSource {
+                    identity: r.ticket.identity,
+                    key: r.ticket.psk,
+                    hash,
+                    kind: PskKind::Resumption,
+                    // RFC 8446 §4.2.11.1: (age in ms + ticket_age_add) mod 2^32.
+                    obfuscated_age: r.age_ms.wrapping_add(r.ticket.age_add),
+                }
+            }
+        };
+        match self.suite {
+            Some(s) if s.hash() != src.hash => None,
+            _ => Some(src),
+        }
+    }
+
+    /// 0-RTT is offered with a resumption ticket that allows it, whose suite is offered and
+    /// whose ALPN is among ours (RFC 8446 §4.2.10).
+    fn can_offer_early_data(&self) -> bool {
+        let Some(r) = self.resumption else { return false };
+        self.config.early_data
+            && r.ticket.early_data
+            && !matches!(self.config.server_auth, ServerAuth::ExternalPsk(_))
+            && self.offered_suites().contains(&r.ticket.suite)
+            && self.config.alpn.contains(&r.ticket.alpn)
+    }
+
+    fn transcript_for(&self, alg: HashAlgorithm) -> Result<&Transcript<P::Hash>, Error> {
+        self.transcripts.iter().flatten().find(|t| t.algorithm() == alg).ok_or_else(internal)
+    }
+
+    /// Keeps only the transcript for `alg` (in slot 0).
+    fn select_transcript(&mut self, alg: HashAlgorithm) -> Result<(), Error> {
+        let mut chosen = None;
+        for slot in self.transcripts.iter_mut() {
+            if let Some(t) = slot.take() {
+                if t.algorithm() == alg && chosen.is_none() {
+                    chosen = Some(t);
+                }
+            }
+        }
+        *self.transcripts.first_mut().ok_or_else(internal)? = Some(chosen.ok_or_else(internal)?);
+        Ok(())
+    }
+
+    fn transcript(&mut self) -> Result<&mut Transcript<P::Hash>, Error> {
+        self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)
+    }
+
+    fn start<H: QuicHooks>(&mut self, hooks: &mut H) -> Result<(), Error> {
+        if self.state != State::Start {
+            return Err(internal());
+        }
+        // QUIC requires ALPN (RFC 9001 §8.1).
+        if self.config.alpn.is_empty() {
+            return Err(internal());
+        }
+        hooks.rng().fill(&mut self.random)?;
+        let group = self.offered_groups().first().ok_or_else(internal)?;
+        self.kx = Some(self.provider.start_key_exchange(group, hooks.rng())?);
+        let suites = self.offered_suites();
+        if suites.first().is_none() {
+            return Err(Error::Alert(Alert::HandshakeFailure));
+        }
+        let mut slot = 0;
+        for s in suites.as_slice() {
+            let alg = s.hash();
+            if self.transcripts.iter().flatten().any(|t| t.algorithm() == alg) {
+                continue;
+            }
+            if let Some(t) = self.transcripts.get_mut(slot) {
+                *t = Some(Transcript::new(&self.provider, alg)?);
+                slot += 1;
+            }
+        }
+        let early = self.can_offer_early_data();
+        if early {
+            self.early_data = EarlyData::Offered;
+        }
+        self.emit_client_hello(hooks, None, early)?;
+        self.state = State::WaitServerHello;
+        Ok(())
+    }
+
+    /// RFC 8446 §4.1.2: writes a ClientHello (the second one after a HelloRetryRequest,
+    /// with the same random and `cookie`), fills in the PSK binder (§4.2.11.2), adds it to
+    /// the transcript(s), and with 0-RTT installs client_early_traffic_secret.
+    fn emit_client_hello<H: QuicHooks>(
+        &mut self,
+        hooks: &mut H,
+        cookie: Option<&[u8]>,
+        early_data: bool,
+    ) -> Result<(), Error> {
+        let suites = self.offered_suites();
+        let groups = self.offered_groups();
+        let schemes = self.offered_schemes();
+        let psk = self.psk_source();
+        let kx = self.kx.as_ref().ok_or_else(internal)?;
+        let share =
+            [KeyShareEntry { group: kx.group().codepoint(), key_exchange: kx.public_key() }];
+        let rpk: &[u8] = &[certificate_type::RAW_PUBLIC_KEY];
+        let server_types =
+            if matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_)) { rpk } else { &[] };
+        let client_types = if self.config.client_key.is_some() { rpk } else { &[] };
+
+        let SendBuffer { space, transport_parameters } = hooks.send_buffer(Level::Initial);
+        let params = ClientHelloParams {
+            random: &self.random,
+            cipher_suites: suites.as_slice(),
+            server_name: self.config.server_name,
+            supported_groups: groups.as_slice(),
+            signature_algorithms: schemes.as_slice(),
+            key_shares: &share,
+            alpn: self.config.alpn,
+            server_certificate_types: server_types,
+            client_certificate_types: client_types,
+            psk_key_exchange_modes: &[PSK_DHE_KE],
+            cookie,
+            early_data,
+            quic_transport_parameters: transport_parameters,
+            psk: psk.map(|p| PskOffer {
+                identity: p.identity,
+                obfuscated_ticket_age: p.obfuscated_age,
+                binder_len: p.hash.output_len() as u8,
+            }),
+        };
+        let emitted = params.emit(space)?;
+        let mut early_secret = None;
+        if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
+            // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
+            // the ClientHello truncated before the binders list.
+            let es = EarlySecret::new(&self.provider, p.hash, Some(p.key))?;
+            let binder_key = es.binder_key(&self.provider, p.kind)?;
+            let partial = space.get(..offset).ok_or(Error::BufferTooSmall)?;
+            let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
+            let binder =
+                psk_binder(&self.provider, p.hash, binder_key.as_ref(), partial_hash.as_ref())?;
+            msgs::write_binder(space, offset, binder.as_ref())?;
+            early_secret = Some(es);
+        }
+        let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
+        for t in self.transcripts.iter_mut().flatten() {
+            t.update(message);
+        }
+        hooks.sent(Level::Initial, emitted.len);
+        self.psk_offered = psk.is_some();
+
+        if early_data {
+            // RFC 8446 §7.1: client_early_traffic_secret = Derive-Secret(Early Secret,
+            // "c e traffic", ClientHello), with the ticket's suite (§4.2.10).
+            let (Some(es), Some(r)) = (early_secret, self.resumption) else {
+                return Err(internal());
+            };
+            let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
+            let secret = es.client_early_traffic_secret(&self.provider, hash.as_ref())?;
+            hooks.install_secrets(Secrets {
+                level: KeyLevel::ZeroRtt,
+                suite: r.ticket.suite,
+                client: &secret,
+                server: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn handle<H: QuicHooks>(
+        &mut self,
+        level: Level,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        // RFC 9001 §6 and §8.3: KeyUpdate and EndOfEarlyData do not exist over QUIC.
+        check_quic_message_type(msg.typ)?;
+        if level != self.state.level() {
+            return Err(Error::UnexpectedMessage);
+        }
+        match (self.state, msg.typ) {
+            (State::WaitServerHello, ht::SERVER_HELLO) => self.server_hello(msg, hooks),
+            (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS) => {
+                self.encrypted_extensions(msg, hooks)
+            }
+            (State::WaitCertificateOrRequest, ht::CERTIFICATE_REQUEST) => {
+                self.certificate_request(msg)
+            }
+            (State::WaitCertificateOrRequest | State::WaitCertificate, ht::CERTIFICATE) => {
+                self.certificate(msg)
+            }
+            (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY) => self.certificate_verify(msg),
+            (State::WaitFinished, ht::FINISHED) => self.finished(msg, hooks),
+            (State::Connected, ht::NEW_SESSION_TICKET) => self.new_session_ticket(msg, hooks),
+            _ => Err(Error::UnexpectedMessage),
+        }
+    }
+
+    fn server_hello<H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let sh = ServerHello::parse(msg.body)?;
+        // RFC 8446 §4.2.1: a ServerHello without supported_versions negotiates TLS 1.2 or
+        // earlier, which this client does not speak (protocol_version); one naming another
+        // version is illegal_parameter ("a version not offered by the client").
+        match sh.selected_version {
+            Some(TLS13) => {}
+            Some(_) => return Err(Error::IllegalParameter),
+            None => return Err(Error::Alert(Alert::ProtocolVersion)),
+        }
+        // RFC 8446 §4.1.3: "A client which receives a legacy_session_id_echo field that does
+        // not match what it sent in the ClientHello MUST abort the handshake with an
+        // "illegal_parameter" alert." (It sent an empty one, RFC 9001 §8.4.)
+        if !sh.legacy_session_id_echo.is_empty() {
+            return Err(Error::IllegalParameter);
+        }
+        // RFC 8446 §4.1.3: "A client which receives a cipher suite that was not offered MUST
+        // abort the handshake with an "illegal_parameter" alert."
+        let suite = AeadAlgorithm::from_cipher_suite(sh.cipher_suite)
+            .filter(|s| self.offered_suites().contains(s))
+            .ok_or(Error::IllegalParameter)?;
+        if sh.is_hello_retry_request() {
+            return self.hello_retry_request(&sh, msg.bytes, suite, hooks);
+        }
+        // RFC 8446 §4.1.4: the ServerHello after a HelloRetryRequest must keep its suite.
+        if self.suite.is_some_and(|s| s != suite) {
+            return Err(Error::IllegalParameter);
+        }
+        // mote always uses (EC)DHE (psk_dhe_ke): the server must send a share.
+        let share = sh.key_share.ok_or(Error::Alert(Alert::MissingExtension))?;
+        let kx = self.kx.take().ok_or_else(internal)?;
+        // RFC 8446 §4.2.8: "the selected group MUST be the same as the one in the
+        // corresponding KeyShareEntry" the client sent.
+        if share.group != kx.group().codepoint() {
+            return Err(Error::IllegalParameter);
+        }
+        self.group = Some(kx.group());
+        // RFC 8446 §4.2.11: the selected identity must be one offered, and the suite's hash
+        // must be the PSK's ("Clients MUST verify that the server's selected_identity is
+        // within the range supplied by the client, that the server selected a cipher suite
+        // indicating a Hash associated with the PSK ...").
+        self.suite = Some(suite);
+        let psk = match sh.selected_psk {
+            None => None,
+            Some(0) if self.psk_offered => Some(self.psk_source().ok_or(Error::IllegalParameter)?),
+            Some(_) => return Err(Error::IllegalParameter),
+        };
+        // External-PSK mode has no other way to authenticate the server.
+        if psk.is_none() && matches!(self.config.server_auth, ServerAuth::ExternalPsk(_)) {
+            return Err(Error::Alert(Alert::HandshakeFailure));
+        }
+        self.psk_accepted = psk.is_some();
+        let alg = suite.hash();
+        self.select_transcript(alg)?;
+        let t = self.transcript()?;
+        t.update(msg.bytes);
+        let hello_hash = t.current_hash();
+        let shared = kx.complete(share.key_exchange)?;
+        let es = EarlySecret::new(&self.provider, alg, psk.map(|p| p.key))?;
+        let hs = es.into_handshake_secret(&self.provider, shared.as_ref())?;
+        let client = hs.client_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
+        let server = hs.server_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
+        self.handshake_secret = Some(hs);
+        hooks.install_secrets(Secrets {
+            level: KeyLevel::Handshake,
+            suite,
+            client: &client,
+            server: Some(&server),
+        })?;
+        self.secrets = Stage::Handshake { client, server };
+        self.state = State::WaitEncryptedExtensions;
+        Ok(())
+    }
+
+    fn hello_retry_request<H: QuicHooks>(
+        &mut self,
+        hrr: &ServerHello<'_>,
+        bytes: &[u8],
+        suite: AeadAlgorithm,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        // RFC 8446 §4.1.4: "If a client receives a second HelloRetryRequest in the same
+        // connection ..., it MUST abort the handshake with an "unexpected_message" alert."
+        if self.retried {
+            return Err(Error::UnexpectedMessage);
+        }
+        self.retried = true;
+        let current = self.kx.as_ref().ok_or_else(internal)?.group();
+        // RFC 8446 §4.2.8: the selected group must be one the client supports and not the
+        // one it already sent a share for (illegal_parameter).
+        let group = match hrr.selected_group {
+            Some(cp) => {
+                let g = NamedGroup::from_codepoint(cp)
+                    .filter(|g| self.offered_groups().contains(g) && *g != current)
+                    .ok_or(Error::IllegalParameter)?;
+                Some(g)
+            }
+            None => None,
+        };
+        // RFC 8446 §4.1.4: "Clients MUST abort the handshake with an "illegal_parameter"
+        // alert if the HelloRetryRequest would not result in any change in the ClientHello."
+        if group.is_none() && hrr.cookie.is_none() {
+            return Err(Error::IllegalParameter);
+        }
+        self.suite = Some(suite);
+        // RFC 8446 §4.4.1: ClientHello1 becomes message_hash, followed by the HRR.
+        self.select_transcript(suite.hash())?;
+        let provider = &self.provider;
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
+        t.replace_with_message_hash(provider)?;
+        t.update(bytes);
+        if let Some(g) = group {
+            self.kx = Some(self.provider.start_key_exchange(g, hooks.rng())?);
+        }
+        // RFC 8446 §4.2.10: a HelloRetryRequest rejects 0-RTT, and the second ClientHello
+        // must not offer it.
+        if self.early_data == EarlyData::Offered {
+            self.early_data = EarlyData::Rejected;
+            hooks.early_data(false);
+        }
+        self.emit_client_hello(hooks, hrr.cookie, false)
+    }
+
+    fn encrypted_extensions<H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let ee = EncryptedExtensions::parse(msg.body)?;
+        // RFC 8446 §4.2: "If an implementation receives an extension which it recognizes and
+        // which it did not request in the associated ClientHello, it MUST abort the
+        // handshake with an "unsupported_extension" alert." An extension mote does not know
+        // was certainly not requested.
+        let unsupported = Error::Alert(Alert::UnsupportedExtension);
+        if ee.extensions.iter().any(|(typ, _)| !is_known_extension(typ)) {
+            return Err(unsupported);
+        }
+        let rpk_mode = matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_));
+        if (ee.server_name_acknowledged && self.config.server_name.is_none())
+            || (ee.server_certificate_type.is_some() && !rpk_mode)
+            || (ee.client_certificate_type.is_some() && self.config.client_key.is_none())
+            || (ee.early_data && self.early_data != EarlyData::Offered)
+        {
+            return Err(unsupported);
+        }
+        // RFC 7250 §4.2: the server picks one of the offered types; only RawPublicKey was.
+        let rpk = Some(certificate_type::RAW_PUBLIC_KEY);
+        if ee.server_certificate_type.is_some_and(|t| Some(t) != rpk)
+            || ee.client_certificate_type.is_some_and(|t| Some(t) != rpk)
+        {
+            return Err(Error::IllegalParameter);
+        }
+        self.client_cert_rpk = ee.client_certificate_type.is_some();
+        // RFC 9001 §8.1: no negotiated protocol is no_application_protocol; a protocol the
+        // client did not offer is treated the same.
+        let no_alpn = Error::Alert(Alert::NoApplicationProtocol);
+        let alpn = ee.alpn.ok_or(no_alpn)?;
+        self.alpn = Some(self.config.alpn.iter().position(|a| *a == alpn).ok_or(no_alpn)?);
+        // RFC 9001 §8.2: "endpoints that receive ClientHello or EncryptedExtensions messages
+        // without the quic_transport_parameters extension MUST close the connection with an
+        // error of type 0x016d (equivalent to a fatal TLS missing_extension alert)".
+        let tp = ee.quic_transport_parameters.ok_or(Error::Alert(Alert::MissingExtension))?;
+        hooks.peer_transport_parameters(tp)?;
+        if self.early_data == EarlyData::Offered {
+            if ee.early_data {
+                // RFC 8446 §4.2.10: accepted early data means the first PSK was selected,
+                // with the ticket's suite and ALPN.
+                let r = self.resumption.ok_or_else(internal)?;
+                if !self.psk_accepted || self.suite != Some(r.ticket.suite) || alpn != r.ticket.alpn
+                {
+                    return Err(Error::IllegalParameter);
+                }
+                self.early_data = EarlyData::Accepted;
+            } else {
+                self.early_data = EarlyData::Rejected;
+            }
+            hooks.early_data(self.early_data == EarlyData::Accepted);
+        }
+        if !self.psk_accepted && rpk_mode && ee.server_certificate_type.is_none() {
+            // RFC 7250 §4.2: without server_certificate_type the server would send X.509,
+            // which this configuration cannot verify.
+            return Err(Error::Alert(Alert::UnsupportedCertificate));
+        }
+        self.transcript()?.update(msg.bytes);
+        self.state =
+            if self.psk_accepted { State::WaitFinished } else { State::WaitCertificateOrRequest };
+        Ok(())
+    }
+
+    fn certificate_request(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
+        let cr = CertificateRequest::parse(msg.body)?;
+        // RFC 8446 §4.3.2: the context "SHALL be zero length unless used for the
+        // post-handshake authentication exchanges".
+        if !cr.context.is_empty() {
+            return Err(Error::IllegalParameter);
+        }
+        // Answer with our raw public key if RawPublicKey was negotiated and the server
+        // accepts our scheme; otherwise with an empty Certificate (RFC 8446 §4.4.2).
+        let scheme =
+            self.config.client_key.map(|k| k.scheme()).filter(|s| {
+                self.client_cert_rpk && cr.signature_algorithms.contains(s.codepoint())
+            });
+        self.cert_request = Some(scheme);
+        self.transcript()?.update(msg.bytes);
+        self.state = State::WaitCertificate;
+        Ok(())
+    }
+
+    fn certificate(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
+        let cert = Certificate::parse(msg.body)?;
+        // RFC 8446 §4.4.2: the server's certificate_request_context is empty.
+        if !cert.context.is_empty() {
+            return Err(Error::IllegalParameter);
+        }
+        let mut entries = cert.entries();
+        // RFC 8446 §4.4.2.4: "If the server supplies an empty Certificate message, the client
+        // MUST abort the handshake with a "decode_error" alert."
+        let end_entity = entries.next().ok_or(Error::BadLength)?;
+        #[cfg(feature = "x509")]
+        if let ServerAuth::X509(verifier) = self.config.server_auth {
+            let (spki, len) = &mut self.x509_spki;
+            *len = crate::x509::verify_server_chain(
+                &self.provider,
+                &verifier,
+                &cert,
+                self.config.server_name,
+                self.unix_time_s,
+                spki,
+            )?;
+            self.transcript()?.update(msg.bytes);
+            self.state = State::WaitCertificateVerify;
+            return Ok(());
+        }
+        let ServerAuth::RawPublicKeys(pinned) = self.config.server_auth else {
+            return Err(Error::UnexpectedMessage);
+        };
+        // RFC 7250 §3: a raw public key Certificate carries exactly one entry.
+        if entries.next().is_some() {
+            return Err(Error::Alert(Alert::BadCertificate));
+        }
+        parse_spki(end_entity.data)?;
+        // A key that is not pinned is bad_certificate (RFC 8446 §6.2: "A certificate was
+        // corrupt, contained signatures that did not verify correctly, etc."): the entry is
+        // well formed but not acceptable. decrypt_error is kept for the signature check.
+        let index = pinned
+            .iter()
+            .position(|k| ct_eq(k, end_entity.data))
+            .ok_or(Error::Alert(Alert::BadCertificate))?;
+        self.server_key = Some(index);
+        self.transcript()?.update(msg.bytes);
+        self.state = State::WaitCertificateVerify;
+        Ok(())
+    }
+
+    fn certificate_verify(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
+        let cv = CertificateVerify::parse(msg.body)?;
+        let hash = self.transcript()?.current_hash();
+        let spki: &[u8] = match self.config.server_auth {
+            ServerAuth::RawPublicKeys(pinned) => {
+                self.server_key.and_then(|i| pinned.get(i)).ok_or_else(internal)?
+            }
+            #[cfg(feature = "x509")]
+            ServerAuth::X509(_) => self.x509_spki.0.get(..self.x509_spki.1).ok_or_else(internal)?,
+            ServerAuth::ExternalPsk(_) => return Err(internal()),
+        };
+        let (scheme, key) = parse_spki(spki)?;
+        // RFC 8446 §4.4.3: the scheme must be one the client offered and fit the key.
+        if cv.scheme != scheme.codepoint() || !self.offered_schemes().contains(&scheme) {
+            return Err(Error::IllegalParameter);
+        }
+        verify_certificate_verify(
+            &self.provider,
+            Side::Server,
+            scheme,
+            key,
+            hash.as_ref(),
+            cv.signature,
+        )?;
+        self.transcript()?.update(msg.bytes);
+        self.state = State::WaitFinished;
+        Ok(())
+    }
+
+    fn finished<H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let suite = self.suite.ok_or_else(internal)?;
+        let alg = suite.hash();
+        let fin = Finished::parse(msg.body, alg.output_len())?;
+        let hash = self.transcript()?.current_hash();
+        let Stage::Handshake { client: client_hs, server: server_hs } =
+            core::mem::replace(&mut self.secrets, Stage::Start)
+        else {
+            return Err(internal());
+        };
+        // RFC 8446 §4.4.4: a Finished that does not verify is decrypt_error.
+        verify_finished(&self.provider, alg, server_hs.as_ref(), hash.as_ref(), fin.verify_data)?;
+        drop(server_hs);
+        self.transcript()?.update(msg.bytes);
+        let server_finished_hash = self.transcript()?.current_hash();
+        let master = self
+            .handshake_secret
+            .take()
+            .ok_or_else(internal)?
+            .into_master_secret(&self.provider)?;
+        let p = &self.provider;
+        let client_ap =
+            master.client_application_traffic_secret(p, server_finished_hash.as_ref())?;
+        let server_ap =
+            master.server_application_traffic_secret(p, server_finished_hash.as_ref())?;
+        let exporter = master.exporter_master_secret(p, server_finished_hash.as_ref())?;
+
+        // The client's second flight, at the Handshake level.
+        if let Some(scheme) = self.cert_request {
+            self.send_client_certificate(scheme, hooks)?;
+        }
+        let hash = self.transcript()?.current_hash();
+        let verify_data =
+            finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
+        drop(client_hs);
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
+        send_message(hooks, Level::Handshake, t, |out, _| {
+            Finished::emit(verify_data.as_ref(), out)
+        })?;
+        let client_finished_hash = t.current_hash();
+        let resumption_master =
+            master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
+        self.secrets = Stage::Connected { exporter, resumption_master };
+        hooks.install_secrets(Secrets {
+            level: KeyLevel::OneRtt,
+            suite,
+            client: &client_ap,
+            server: Some(&server_ap),
+        })?;
+        self.state = State::Connected;
+        hooks.handshake_complete();
+        Ok(())
+    }
+
+    /// RFC 8446 §4.4.2/§4.4.3: the client's Certificate (its raw public key, or empty) and,
+    /// with a key, its CertificateVerify.
+    fn send_client_certificate<H: QuicHooks>(
+        &mut self,
+        scheme: Option<SignatureScheme>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let key = match (scheme, self.config.client_key) {
+            (Some(_), Some(key)) => Some(key),
+            _ => None,
+        };
+        let mut spki = [0u8; crate::P256_SPKI_LEN];
+        let spki_len = match key {
+            Some(k) => crate::encode_spki(k.scheme(), k.public_key(), &mut spki)?,
+            None => 0,
+        };
+        let spki = spki.get(..spki_len).ok_or_else(internal)?;
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
+        send_message(hooks, Level::Handshake, t, |out, _| {
+            let entries: &[&[u8]] = if spki.is_empty() { &[] } else { &[spki] };
+            msgs::emit_certificate(&[], entries, out)
+        })?;
+        let Some(key) = key else { return Ok(()) };
+        let hash = t.current_hash();
+        let mut sig = [0u8; MAX_SIGNATURE_LEN];
+        let sig_len =
+            sign_certificate_verify(key, hooks.rng(), Side::Client, hash.as_ref(), &mut sig)?;
+        let sig = sig.get(..sig_len).ok_or_else(internal)?;
+        send_message(hooks, Level::Handshake, t, |out, _| {
+            msgs::emit_certificate_verify(key.scheme().codepoint(), sig, out)
+        })
+    }
+
+    fn new_session_ticket<H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let nst = NewSessionTicket::parse(msg.body)?;
+        // RFC 9001 §4.6.1: "A client that receives a NewSessionTicket message with a
+        // max_early_data_size other than 0xffffffff MUST treat it as a connection error of
+        // type PROTOCOL_VIOLATION" (when the early_data extension is present).
+        if nst.max_early_data_size.is_some_and(|m| m != u32::MAX) {
+            return Err(Error::Transport(transport_error::PROTOCOL_VIOLATION));
+        }
+        // RFC 8446 §4.6.1: a lifetime of zero means "discard immediately".
+        if nst.lifetime == 0 {
+            return Ok(());
+        }
+        let suite = self.suite.ok_or_else(internal)?;
+        let Stage::Connected { resumption_master, .. } = &self.secrets else {
+            return Err(internal());
+        };
+        let psk =
+            resumption_psk(&self.provider, suite.hash(), resumption_master.as_ref(), nst.nonce)?;
+        let alpn = self.config.alpn.get(self.alpn.ok_or_else(internal)?).copied().unwrap_or(&[]);
+        hooks.new_ticket(&Ticket {
+            identity: nst.ticket,
+            psk: psk.as_ref(),
+            suite,
+            age_add: nst.age_add,
+            lifetime_s: nst.lifetime.min(MAX_TICKET_LIFETIME_S),
+            early_data: nst.max_early_data_size.is_some(),
+            alpn,
+            server_transport_parameters: &[],
+        });
+        Ok(())
+    }
+}
