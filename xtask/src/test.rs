@@ -37,7 +37,8 @@ pub enum Step {
     Fmt,
     /// `cargo clippy --workspace --all-targets -- -D warnings`, and clippy on the firmware
     Clippy,
-    /// `cargo test --workspace`
+    /// `cargo test --workspace`, then the core crates' tests in their device configuration
+    /// (`--no-default-features`), so feature-gated code paths are tested as devices build them
     Test,
     /// `no_std` builds of mote-crypto, mote-quic and mote-tls for the device targets
     Cross,
@@ -46,6 +47,10 @@ pub enum Step {
     /// every fuzz target for `--fuzz-seconds` each
     Fuzz,
 }
+
+/// Core crates tested a second time without default features (package, features).
+const DEVICE_TESTS: &[(&str, &str)] =
+    &[("mote-crypto", "rustcrypto"), ("mote-quic", ""), ("mote-tls", ""), ("mote-h3", "")];
 
 const ALL_STEPS: &[Step] =
     &[Step::Fmt, Step::Clippy, Step::Test, Step::Cross, Step::Footprint, Step::Fuzz];
@@ -121,7 +126,7 @@ fn describe(step: Step) -> &'static str {
         Step::Clippy => {
             "cargo clippy --workspace --all-targets -- -D warnings; firmware in each configuration"
         }
-        Step::Test => "cargo test --workspace",
+        Step::Test => "cargo test --workspace; core crates again with device features",
         Step::Cross => {
             "no_std builds of mote-crypto, mote-quic and mote-tls for the device targets"
         }
@@ -156,7 +161,19 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             }
             Ok(())
         }
-        Step::Test => util::run(util::cargo(&root, None).args(["test", "--workspace"])),
+        Step::Test => {
+            util::run(util::cargo(&root, None).args(["test", "--workspace"]))?;
+            for (package, features) in DEVICE_TESTS {
+                let mut cmd = util::cargo(&root, None);
+                cmd.args(["test", "--package", package, "--no-default-features"]);
+                if !features.is_empty() {
+                    cmd.args(["--features", features]);
+                }
+                eprintln!("--- {package} tests, device features [{features}]");
+                util::run(&mut cmd)?;
+            }
+            Ok(())
+        }
         Step::Cross => {
             let mut failures = Vec::new();
             for target in DEVICE_TARGETS {
