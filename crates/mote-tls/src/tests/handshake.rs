@@ -764,6 +764,30 @@ fn end_of_early_data_and_key_update_are_unexpected_message() {
     assert_eq!(e.alert(), Alert::UnexpectedMessage);
 }
 
+/// Regression (found against aioquic): a client configured with an IP address as the server
+/// name must not put it in server_name (RFC 6066 §3), must still complete, and must not
+/// expect the server to acknowledge a name it did not send.
+#[test]
+fn ip_address_server_name_is_not_sent() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    for (name, sent) in
+        [(&b"192.0.2.1"[..], false), (b"2001:db8::1", false), (b"mote.example", true)]
+    {
+        let ccfg = ClientConfig {
+            server_name: Some(name),
+            ..client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned))
+        };
+        let (_, mut cep) = started(&ccfg);
+        let ch = cep.take(Level::Initial);
+        let parsed = msgs::ClientHello::parse(&ch[4..]).unwrap();
+        assert_eq!(parsed.server_name.is_some(), sent, "{name:?}");
+        let r = run(&ccfg, &scfg);
+        assert_agree(&r);
+    }
+}
+
 /// The client's ClientHello, with the message length adjusted after `edit` changes the body.
 fn edited_client_hello(ccfg: &ClientConfig<'_>, edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let (_, mut cep) = started(ccfg);
