@@ -112,6 +112,8 @@ class Pki:
         self.other_ca = self._make("other-ca", "unrelated CA", p256(), None, ca=True)
         self.leaf_ip = self._make("leaf-ip", "127.0.0.1", p256(), self.ca)
         self.client = self._make("client", "mote client", p256(), self.ca)
+        self.ca_p384 = self._make("ca-p384", "mote interop P-384 CA", ec.generate_private_key(ec.SECP384R1()), None, ca=True)
+        self.leaf_p384_ca = self._make("leaf-p384-ca", SERVER_NAME, p256(), self.ca_p384)
 
     def _make(self, name: str, cn: str, key, issuer: Identity | None, ca: bool = False) -> Identity:
         try:
@@ -147,7 +149,12 @@ class Pki:
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.key.public_key()), critical=False
             )
         signer = issuer.key if issuer else key
-        algorithm = None if isinstance(signer, ed25519.Ed25519PrivateKey) else hashes.SHA256()
+        if isinstance(signer, ed25519.Ed25519PrivateKey):
+            algorithm = None
+        elif isinstance(signer.curve, ec.SECP384R1):
+            algorithm = hashes.SHA384()
+        else:
+            algorithm = hashes.SHA256()
         cert = builder.sign(signer, algorithm)
         base = os.path.join(self.dir, name)
         with open(base + ".der", "wb") as f:
@@ -200,7 +207,7 @@ class AioPeer:
         self,
         is_client: bool,
         alpn: list[str] | None = None,
-        tp: bytes = b"",
+        tp: bytes | None = b"",
         suites: list[str] | None = None,
         groups: list[str] | None = None,
         identity: Identity | None = None,
@@ -210,6 +217,7 @@ class AioPeer:
         session_ticket: tls.SessionTicket | None = None,
         ticket_store: dict | None = None,
         request_client_certificate: bool = False,
+        want_tickets: bool = True,
     ):
         self.ctx = tls.Context(
             is_client=is_client,
@@ -221,7 +229,8 @@ class AioPeer:
         )
         self.is_client = is_client
         self.tp = tp
-        self.ctx.handshake_extensions = [(tls.ExtensionType.QUIC_TRANSPORT_PARAMETERS, tp)]
+        if tp is not None:
+            self.ctx.handshake_extensions = [(tls.ExtensionType.QUIC_TRANSPORT_PARAMETERS, tp)]
         if groups:
             self.ctx._supported_groups = [GROUPS[g] for g in groups]
         if identity:
@@ -235,7 +244,8 @@ class AioPeer:
         self.tickets: list[tls.SessionTicket] = []
         if is_client:
             self.ctx.session_ticket = session_ticket
-            self.ctx.new_session_ticket_cb = self.tickets.append
+            if want_tickets:
+                self.ctx.new_session_ticket_cb = self.tickets.append
         elif ticket_store is not None:
             self.ctx.new_session_ticket_cb = lambda t: ticket_store.__setitem__(t.ticket, t)
             self.ctx.get_session_ticket_cb = ticket_store.get
@@ -447,6 +457,12 @@ def check_early(run: Run, accepted: bool) -> None:
     check(mz["suite"] == a.suites["zero_rtt"], "0-RTT suites differ")
 
 
+def check_mote_transport_error(run: Run, code: int) -> None:
+    err = run.mote["error"]
+    check(err is not None, f"mote did not fail (expected transport error {code:#x})")
+    check(err["quic_error_code"] == code, f"mote failed with {err}, expected QUIC error {code:#x}")
+
+
 def check_mote_alert(run: Run, allowed: set[int]) -> None:
     err = run.mote["error"]
     names = "/".join(ALERT[a] for a in sorted(allowed))
@@ -506,14 +522,14 @@ def summary(run: Run) -> str:
 
 def mote_client_case(name: str, what: str, mote: list[str] | None = None, aio=None,
                      ca=None, leaf=None, expect_suite: str | None = None, expect_group: str | None = None,
-                     chunk: int = 0) -> Case:
+                     chunk: int = 0, alpn: str = "h3") -> Case:
     """A full handshake with mote as the client."""
 
     def run(env: Env) -> str:
         args = env.client_args(ca=ca(env) if ca else None, extra=mote)
         server = env.aio_server(leaf=leaf(env) if leaf else None, **aio_kw(aio, env))
         r = handshake(env.driver, args, server, mote_is_client=True, chunk=chunk)
-        check_success(r)
+        check_success(r, alpn)
         check_full(r)
         expect(r, expect_suite, expect_group)
         return summary(r)
@@ -523,7 +539,8 @@ def mote_client_case(name: str, what: str, mote: list[str] | None = None, aio=No
 
 def mote_server_case(name: str, what: str, mote: list[str] | None = None, aio=None,
                      leaf=None, chain=None, ca=None, expect_suite: str | None = None,
-                     expect_group: str | None = None, chunk: int = 0, large_tp: bool = False) -> Case:
+                     expect_group: str | None = None, chunk: int = 0, large_tp: bool = False,
+                     alpn: str = "h3") -> Case:
     """A full handshake with mote as the server."""
 
     def run(env: Env) -> str:
@@ -533,7 +550,7 @@ def mote_server_case(name: str, what: str, mote: list[str] | None = None, aio=No
         args = env.server_args(leaf=leaf(env) if leaf else None, chain=chain(env) if chain else None, extra=mote)
         client = env.aio_client(ca=ca(env) if ca else None, **kw)
         r = handshake(env.driver, args, client, mote_is_client=False, chunk=chunk)
-        check_success(r)
+        check_success(r, alpn)
         check_full(r)
         expect(r, expect_suite, expect_group)
         return summary(r)
@@ -588,7 +605,8 @@ def resumption_case(role: str, early: bool, provider: str = "rustcrypto", reject
             check_success(first)
             check_full(first)
             check(len(first_cli.tickets) == 2, f"aioquic received {len(first_cli.tickets)} tickets, expected 2")
-            ticket = first_cli.tickets[0]
+            # The second ticket (nonce 1) for plain resumption, the first (nonce 0) for 0-RTT.
+            ticket = first_cli.tickets[0 if early else -1]
             if early:
                 check(ticket.max_early_data_size == 0xFFFFFFFF, f"max_early_data_size {ticket.max_early_data_size}")
             if reject_early:
@@ -805,6 +823,49 @@ def client_auth(required: bool):
     return run
 
 
+def nst_max_early_data(env: Env) -> str:
+    """RFC 9001 §4.6.1: a NewSessionTicket whose max_early_data_size is not 0xffffffff is a
+    PROTOCOL_VIOLATION, even after a complete handshake."""
+    r = handshake(env.driver, env.client_args(), env.aio_server(ticket_store={}, max_early_data=16384), True)
+    check(r.mote["complete"], "mote did not complete the handshake before the ticket")
+    check((2, 4) in r.sent_by("aioquic"), "aioquic sent no NewSessionTicket")
+    check_mote_transport_error(r, 0x0A)
+    return f"mote: PROTOCOL_VIOLATION ({r.mote['error']['debug']})"
+
+
+def missing_tp(mote_is_client: bool):
+    """RFC 9001 §8.2: no quic_transport_parameters is missing_extension (0x16d)."""
+
+    def run(env: Env) -> str:
+        if mote_is_client:
+            r = handshake(env.driver, env.client_args(), env.aio_server(tp=None), True)
+        else:
+            r = handshake(env.driver, env.server_args(), env.aio_client(tp=None), False)
+        check_mote_alert(r, {109})
+        return f"mote: {ALERT[109]} (QUIC {r.mote['error']['quic_error_code']:#x})"
+
+    return run
+
+
+def no_psk_modes(env: Env) -> str:
+    """aioquic without a ticket handler sends no psk_key_exchange_modes: mote, configured
+    for tickets, must not send any (RFC 8446 §4.2.9)."""
+    client = env.aio_client(want_tickets=False)
+    r = handshake(env.driver, env.server_args(extra=["--tickets", "2"]), client, False)
+    check(client_hello_of(r).psk_key_exchange_modes is None, "aioquic sent psk_key_exchange_modes")
+    check_success(r)
+    check((2, 4) not in r.sent_by("mote"), "mote sent a NewSessionTicket")
+    return summary(r) + ", no tickets"
+
+
+def p384_ca(env: Env) -> str:
+    """A P-256 leaf under a P-384 CA: mote verifies only P-256 and Ed25519 signatures, so it
+    must refuse the chain with a certificate alert (not internal_error)."""
+    r = handshake(env.driver, env.client_args(ca=env.pki.ca_p384), env.aio_server(leaf=env.pki.leaf_p384_ca), True)
+    check_mote_alert(r, {42, 43})
+    return f"mote: {ALERT[r.mote['error']['alert']]} (limitation: no ECDSA P-384 verification)"
+
+
 def cases() -> list[Case]:
     pki = lambda attr: (lambda env: getattr(env.pki, attr))  # noqa: E731
     out = [
@@ -825,6 +886,8 @@ def cases() -> list[Case]:
                          expect_suite="chacha20", expect_group="p256"),
         Case("certificate-request", "mote-client", "aioquic requests a client certificate; mote has none and sends an empty one",
              certificate_request),
+        mote_client_case("alpn-preference", "mote offers hq-interop, h3; aioquic prefers h3",
+                         mote=["--alpn", "hq-interop,h3"], aio={"alpn": ["h3", "hq-interop"]}),
         Case("ip-address", "mote-client", "certificate for 127.0.0.1 (IP SAN): verified, no IP literal in server_name",
              ip_address),
         Case("client-key-certificate-request", "mote-client",
@@ -837,6 +900,11 @@ def cases() -> list[Case]:
              mote_client_unknown_ticket),
         Case("ticket-suite-mismatch", "mote-client", "ChaCha20 ticket, server picks AES-256: PSK not taken, 0-RTT rejected",
              mote_client_suite_mismatch),
+        Case("nst-max-early-data", "mote-client", "ticket with max_early_data_size 16384: PROTOCOL_VIOLATION",
+             nst_max_early_data),
+        Case("missing-transport-parameters", "mote-client", "EncryptedExtensions without quic_transport_parameters",
+             missing_tp(True)),
+        Case("x509-p384-ca", "mote-client", "P-256 leaf under a P-384 CA: refused with a certificate alert", p384_ca),
         Case("wrong-ca", "mote-client", "mote pins an unrelated CA: must fail with bad_certificate/unknown_ca", negative_wrong_ca),
         Case("wrong-name", "mote-client", "server_name not in the certificate: must fail with bad_certificate", negative_wrong_name),
         tamper_case("mote-client", "tampered-server-finished", "a bit of aioquic's server Finished flipped: decrypt_error",
@@ -854,6 +922,8 @@ def cases() -> list[Case]:
           for g in GROUPS],
         mote_server_case("group-pref-p256", "aioquic shares p256, p384, x25519, x448; mote prefers p256",
                          mote=["--groups", "p256,x25519"], expect_group="p256"),
+        mote_server_case("alpn-preference", "aioquic offers hq-interop, h3; mote prefers h3",
+                         mote=["--alpn", "h3,hq-interop"], aio={"alpn": ["hq-interop", "h3"]}),
         mote_server_case("fragmented", "every CRYPTO run delivered in 1-byte pieces (both ways)", chunk=1),
         mote_server_case("large-tp", "1 KB of extra transport parameters in the ClientHello", large_tp=True),
         mote_server_case("deferred-signature", "CertificateVerify signed through the offload API",
@@ -877,6 +947,9 @@ def cases() -> list[Case]:
              client_auth(False)),
         Case("client-auth-required", "mote-server", "required raw-public-key client auth, aioquic offers no RPK: unsupported_certificate",
              client_auth(True)),
+        Case("no-psk-modes", "mote-server", "client sends no psk_key_exchange_modes: no NewSessionTicket", no_psk_modes),
+        Case("missing-transport-parameters", "mote-server", "ClientHello without quic_transport_parameters",
+             missing_tp(False)),
         Case("alpn-mismatch", "mote-server", "aioquic offers only hq-interop: no_application_protocol", negative_alpn),
         tamper_case("mote-server", "tampered-client-finished", "a bit of aioquic's client Finished flipped: decrypt_error",
                     1, 20, {51}),
@@ -899,6 +972,9 @@ def main() -> int:
     p.add_argument("--json", action="store_true", help="one JSON object per case on stdout")
     p.add_argument("--list", action="store_true", help="list the cases")
     p.add_argument("--keep", help="write certificates and tickets here (default: a temporary directory)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each case N times (fresh keys each time), e.g. to hit rare encodings "
+                   "such as short ECDSA integers or P-256 shared secrets with leading zeros")
     args = p.parse_args()
 
     selected = [c for c in cases() if not args.case or any(s in f"{c.role}/{c.name}" for s in args.case)]
@@ -916,9 +992,8 @@ def main() -> int:
         failed = 0
         for c in selected:
             start = time.monotonic()
-            if c.unsupported:
-                status, detail = "unsupported", c.unsupported
-            else:
+            status, detail = "unsupported", c.unsupported or ""
+            for i in range(args.repeat if c.run else 0):
                 try:
                     status, detail = "pass", c.run(env)
                 except Unsupported as e:
@@ -927,6 +1002,12 @@ def main() -> int:
                     status, detail = "FAIL", str(e)
                 except Exception:  # a harness bug is a failure too
                     status, detail = "FAIL", traceback.format_exc()
+                if status != "pass":
+                    if args.repeat > 1:
+                        detail = f"(run {i + 1} of {args.repeat}) {detail}"
+                    break
+            if args.repeat > 1 and status == "pass":
+                detail += f" (x{args.repeat})"
             failed += status == "FAIL"
             ms = int((time.monotonic() - start) * 1000)
             if args.json:

@@ -51,8 +51,8 @@ use mote_tls::pki_types::{CertificateDer, TrustAnchor};
 use mote_tls::{
     AntiReplay, ClientAuth, ClientConfig, ClientSession, EarlyDataConfig, Error, KeyLevel, Level,
     ProviderBound, QuicHooks, ReplayCheck, Resumption, Secrets, SendBuffer, ServerAuth,
-    ServerConfig, ServerIdentity, ServerSession, StrikeRegister, Ticket, TicketConfig,
-    TicketKey, X509Verifier,
+    ServerConfig, ServerIdentity, ServerSession, StrikeRegister, Ticket, TicketConfig, TicketKey,
+    X509Verifier,
 };
 
 /// Frame types (see the crate docs).
@@ -117,7 +117,8 @@ struct Args {
 
 impl Args {
     fn parse(mut it: impl Iterator<Item = String>) -> Result<Self, String> {
-        let mut a = Args { provider: "rustcrypto".into(), alpn: vec![b"h3".to_vec()], ..Args::default() };
+        let mut a =
+            Args { provider: "rustcrypto".into(), alpn: vec![b"h3".to_vec()], ..Args::default() };
         let mut role = None;
         while let Some(flag) = it.next() {
             let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -151,7 +152,9 @@ impl Args {
                 "--save-ticket" => a.save_ticket = Some(value()?.into()),
                 "--cert" => a.cert.push(value()?.into()),
                 "--key" => a.key = Some(value()?.into()),
-                "--tickets" => a.tickets = value()?.parse().map_err(|e| format!("--tickets: {e}"))?,
+                "--tickets" => {
+                    a.tickets = value()?.parse().map_err(|e| format!("--tickets: {e}"))?
+                }
                 "--defer-signatures" => a.defer_signatures = true,
                 "--client-key" => a.client_key = Some(value()?.into()),
                 "--client-auth" => {
@@ -175,16 +178,21 @@ impl Args {
 }
 
 fn list<T>(s: &str, f: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
-    s.split(',').filter(|x| !x.is_empty()).map(|x| f(x).ok_or(format!("unknown value {x:?}"))).collect()
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| f(x).ok_or(format!("unknown value {x:?}")))
+        .collect()
 }
 
 fn hex_decode(s: &str) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
-        return Err("odd-length hex".into());
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| format!("bad hex: {e}")))
+    let digit =
+        |c: u8| char::from(c).to_digit(16).ok_or(format!("bad hex digit {:?}", char::from(c)));
+    s.as_bytes()
+        .chunks(2)
+        .map(|pair| match *pair {
+            [hi, lo] => Ok((digit(hi)? << 4 | digit(lo)?) as u8),
+            _ => Err("odd-length hex".to_string()),
+        })
         .collect()
 }
 
@@ -262,7 +270,8 @@ impl QuicHooks for Hooks {
         let mut rest = bytes;
         while rest.len() >= 4 {
             self.sent_types.push((level, rest[0]));
-            let body = usize::from(rest[1]) << 16 | usize::from(rest[2]) << 8 | usize::from(rest[3]);
+            let body =
+                usize::from(rest[1]) << 16 | usize::from(rest[2]) << 8 | usize::from(rest[3]);
             rest = rest.get(4 + body..).unwrap_or(&[]);
         }
         match self.out.last_mut() {
@@ -371,7 +380,10 @@ impl AntiReplay for Register {
     }
 }
 
-fn run<P: CryptoProvider + ProviderBound + Copy + 'static>(provider: P, args: &Args) -> Result<(), String>
+fn run<P: CryptoProvider + ProviderBound + Copy + 'static>(
+    provider: P,
+    args: &Args,
+) -> Result<(), String>
 where
     P::SigningKey: Sync,
 {
@@ -396,7 +408,11 @@ where
             .collect::<Result<_, String>>()?;
         let allowed = Box::leak(allowed.into_boxed_slice());
         let tickets = (args.tickets > 0).then(|| TicketConfig {
-            keys: leak([TicketKey { id: *b"tk01", aead: AeadAlgorithm::Aes128Gcm, key: &TICKET_KEY }]),
+            keys: leak([TicketKey {
+                id: *b"tk01",
+                aead: AeadAlgorithm::Aes128Gcm,
+                key: &TICKET_KEY,
+            }]),
             lifetime_s: 86_400,
             count: args.tickets,
             max_age_skew_ms: 10_000,
@@ -430,8 +446,10 @@ where
             })
             .collect::<Result<_, String>>()?;
         let anchors: &'static [TrustAnchor<'static>] = Box::leak(anchors.into_boxed_slice());
-        let server_name: Option<&'static [u8]> =
-            args.server_name.as_ref().map(|n| &*Box::leak(n.clone().into_bytes().into_boxed_slice()));
+        let server_name: Option<&'static [u8]> = args
+            .server_name
+            .as_ref()
+            .map(|n| &*Box::leak(n.clone().into_bytes().into_boxed_slice()));
         let config = leak(ClientConfig {
             server_name,
             alpn,
@@ -445,7 +463,8 @@ where
             Some(path) => {
                 let saved: &'static [u8] = Box::leak(read_file(path)?.into_boxed_slice());
                 let (received, encoded) = saved.split_at_checked(8).ok_or("short ticket file")?;
-                let received = u64::from_be_bytes(received.try_into().map_err(|_| "short ticket file")?);
+                let received =
+                    u64::from_be_bytes(received.try_into().map_err(|_| "short ticket file")?);
                 let ticket = Ticket::decode(encoded).map_err(|e| format!("ticket: {e:?}"))?;
                 let age_ms = u32::try_from(now_ms().saturating_sub(received)).unwrap_or(u32::MAX);
                 Some(Resumption { ticket, age_ms })
@@ -460,7 +479,10 @@ where
 }
 
 /// Loads a PKCS#8 signing key (ECDSA P-256 or Ed25519) for the process's lifetime.
-fn load_key<P: CryptoProvider>(provider: P, path: &PathBuf) -> Result<&'static (dyn SigningKey + Sync), String>
+fn load_key<P: CryptoProvider>(
+    provider: P,
+    path: &PathBuf,
+) -> Result<&'static (dyn SigningKey + Sync), String>
 where
     P::SigningKey: Sync + 'static,
 {
@@ -485,8 +507,7 @@ fn serve(
     let mut output = BufWriter::new(stdout.lock());
     let mut error = started.and_then(Result::err);
     let io_err = |e: io::Error| format!("stdio: {e}");
-    loop {
-        let Some((typ, payload)) = read_frame(&mut input).map_err(io_err)? else { break };
+    while let Some((typ, payload)) = read_frame(&mut input).map_err(io_err)? {
         match typ {
             0..=2 => {
                 let level = [Level::Initial, Level::Handshake, Level::OneRtt][usize::from(typ)];
@@ -543,7 +564,8 @@ fn report(session: &dyn Session, hooks: &Hooks, error: Option<Error>, args: &Arg
         secrets.raw(name, &one.finish());
     }
     j.raw("secrets", &secrets.finish());
-    let sent: Vec<String> = hooks.sent_types.iter().map(|(l, t)| format!("[{},{t}]", *l as u8)).collect();
+    let sent: Vec<String> =
+        hooks.sent_types.iter().map(|(l, t)| format!("[{},{t}]", *l as u8)).collect();
     j.raw("sent", &format!("[{}]", sent.join(",")));
     j.u64("tickets", hooks.tickets.len() as u64);
     match error {
