@@ -116,8 +116,10 @@
 //! # Authentication
 //! A client always authenticates its server ([`ServerAuth`]): a pinned raw public key
 //! (RFC 7250; Ed25519 or ECDSA P-256), or an external PSK (RFC 8446 §4.2.11, with (EC)DHE).
-//! X.509 chains to pinned anchors (feature `x509`, rustls-webpki) are planned as another
-//! variant. A server can require client raw public keys from an allow-list
+//! With feature `x509`, an X.509 chain to pinned trust anchors (rustls-webpki; certificate
+//! and CertificateVerify signatures in ECDSA P-256/SHA-256 or Ed25519), checked against
+//! [`ClientConfig::server_name`] — a DNS name, sent as server_name, or an IP address, which
+//! RFC 6066 §3 keeps out of server_name. A server can require client raw public keys from an allow-list
 //! ([`ClientAuth`]). Alerts chosen where RFC 8446 leaves a choice: a server key that is not
 //! the pinned one is bad_certificate (the entry is well formed but not acceptable); a
 //! signature that does not verify is decrypt_error (§4.4.3).

@@ -823,6 +823,42 @@ def client_auth(required: bool):
     return run
 
 
+def resumption_chain(mote_is_client: bool):
+    """Three handshakes: full, then resumed with 0-RTT using the first ticket, then resumed
+    with 0-RTT using a ticket issued on the resumed connection (whose resumption secret comes
+    from a PSK key schedule)."""
+
+    def run(env: Env) -> str:
+        runs = []
+        if mote_is_client:
+            store: dict = {}
+            for i in range(3):
+                ticket = os.path.join(env.dir, f"ticket-chain-{i}.bin")
+                extra = ["--save-ticket", ticket]
+                if i:
+                    extra += ["--resume", os.path.join(env.dir, f"ticket-chain-{i - 1}.bin"), "--early-data"]
+                server = env.aio_server(ticket_store=store, max_early_data=0xFFFFFFFF)
+                runs.append(handshake(env.driver, env.client_args(extra=extra), server, True))
+                check_success(runs[-1])
+                check(os.path.exists(ticket), f"handshake {i + 1} left no ticket")
+        else:
+            args = env.server_args(extra=["--tickets", "1", "--early-data"])
+            ticket = None
+            for i in range(3):
+                client = env.aio_client(session_ticket=ticket)
+                runs.append(handshake(env.driver, args, client, False))
+                check_success(runs[-1])
+                check(len(client.tickets) == 1, f"handshake {i + 1}: {len(client.tickets)} tickets")
+                ticket = client.tickets[0]
+        check_full(runs[0])
+        for r in runs[1:]:
+            check_resumed(r)
+            check_early(r, True)
+        return summary(runs[-1]) + " (third handshake)"
+
+    return run
+
+
 def nst_max_early_data(env: Env) -> str:
     """RFC 9001 §4.6.1: a NewSessionTicket whose max_early_data_size is not 0xffffffff is a
     PROTOCOL_VIOLATION, even after a complete handshake."""
@@ -896,6 +932,8 @@ def cases() -> list[Case]:
         Case("hrr", "mote-client", "HelloRetryRequest: aioquic server takes only secp256r1, mote shares x25519", hrr_probe),
         resumption_case("mote-client", early=False),
         resumption_case("mote-client", early=True),
+        Case("resumption-chain", "mote-client", "full, then 0-RTT with its ticket, then 0-RTT with the resumed connection's ticket",
+             resumption_chain(True)),
         Case("unknown-ticket", "mote-client", "resuming (with 0-RTT) at a server that does not know the ticket",
              mote_client_unknown_ticket),
         Case("ticket-suite-mismatch", "mote-client", "ChaCha20 ticket, server picks AES-256: PSK not taken, 0-RTT rejected",
@@ -939,6 +977,8 @@ def cases() -> list[Case]:
         resumption_case("mote-server", early=True),
         resumption_case("mote-server", early=True, reject_early=True),
         resumption_case("mote-server", early=True, provider="ring"),
+        Case("resumption-chain", "mote-server", "full, then 0-RTT with its ticket, then 0-RTT with the resumed connection's ticket",
+             resumption_chain(False)),
         Case("unknown-ticket", "mote-server", "aioquic offers a forged ticket with 0-RTT: full handshake, 0-RTT rejected",
              mote_server_unknown_ticket),
         Case("0rtt-ticket-suite", "mote-server", "ChaCha20 ticket, resuming ClientHello prefers AES-256: ticket's suite kept, 0-RTT",
