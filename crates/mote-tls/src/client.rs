@@ -313,18 +313,19 @@ fn internal() -> Error {
     Error::Alert(Alert::InternalError)
 }
 
-/// What goes into the server_name extension for the configured name: the name itself if it
-/// is a DNS host name, nothing if it is an IP address literal. RFC 6066 §3: "Literal IPv4
-/// and IPv6 addresses are not permitted in "HostName"", yet the name is still what an X.509
-/// certificate is checked against (an iPAddress subjectAltName).
+/// What goes into the server_name extension for the configured name (RFC 6066 §3): a DNS
+/// host name "without a trailing dot", and nothing for an IP address literal ("Literal IPv4
+/// and IPv6 addresses are not permitted in "HostName""). The configured name, as given, is
+/// still what an X.509 certificate is checked against (a dNSName or iPAddress SAN).
 ///
 /// A name with a colon is IPv6 (no DNS name has one); a name of only digits and dots is
 /// IPv4 (RFC 1123 §2.1: a valid host name never has an all-numeric top-level label). This
 /// is deliberately not a full address parser, which would cost flash on a device.
 pub(crate) fn sni_host_name(name: &[u8]) -> Option<&[u8]> {
-    let ipv6 = name.contains(&b':');
-    let ipv4 = name.iter().all(|b| b.is_ascii_digit() || *b == b'.');
-    (!name.is_empty() && !ipv6 && !ipv4).then_some(name)
+    let host = name.strip_suffix(b".").unwrap_or(name);
+    let ipv6 = host.contains(&b':');
+    let ipv4 = host.iter().all(|b| b.is_ascii_digit() || *b == b'.');
+    (!host.is_empty() && !ipv6 && !ipv4).then_some(host)
 }
 
 impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
@@ -1036,5 +1037,14 @@ mod tests {
             assert_eq!(sni_host_name(name), Some(name));
         }
         assert_eq!(sni_host_name(b""), None);
+        assert_eq!(sni_host_name(b"."), None);
+    }
+
+    /// Regression (found probing with the aioquic harness): a fully qualified name's trailing
+    /// dot went into server_name; RFC 6066 §3 wants the host name "without a trailing dot".
+    #[test]
+    fn trailing_dot_is_dropped() {
+        assert_eq!(sni_host_name(b"mote.example."), Some(&b"mote.example"[..]));
+        assert_eq!(sni_host_name(b"127.0.0.1."), None);
     }
 }

@@ -114,8 +114,12 @@ class Pki:
         self.client = self._make("client", "mote client", p256(), self.ca)
         self.ca_p384 = self._make("ca-p384", "mote interop P-384 CA", ec.generate_private_key(ec.SECP384R1()), None, ca=True)
         self.leaf_p384_ca = self._make("leaf-p384-ca", SERVER_NAME, p256(), self.ca_p384)
+        # 200 extra names make a ~5 KB certificate: a Certificate message beyond 4096 bytes.
+        self.leaf_big = self._make("leaf-big", SERVER_NAME, p256(), self.ca,
+                                   extra_names=[f"host-{i:03}.{SERVER_NAME}" for i in range(200)])
 
-    def _make(self, name: str, cn: str, key, issuer: Identity | None, ca: bool = False) -> Identity:
+    def _make(self, name: str, cn: str, key, issuer: Identity | None, ca: bool = False,
+              extra_names: list[str] | None = None) -> Identity:
         try:
             san = x509.IPAddress(ipaddress.ip_address(cn))
         except ValueError:
@@ -138,7 +142,7 @@ class Pki:
             )
         else:
             builder = (
-                builder.add_extension(x509.SubjectAlternativeName([san]), critical=False)
+                builder.add_extension(x509.SubjectAlternativeName([san] + [x509.DNSName(n) for n in extra_names or []]), critical=False)
                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
                 .add_extension(
                     x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True
@@ -727,6 +731,17 @@ def ip_address(env: Env) -> str:
     return summary(r) + ", no server_name sent"
 
 
+def fqdn(env: Env) -> str:
+    """A fully qualified name with its trailing dot: verified against the certificate, sent
+    in server_name without the dot (RFC 6066 §3)."""
+    args = ["--server-name", SERVER_NAME + ".", "--ca", env.pki.ca.der_path, "--tp", CLIENT_TP.hex()]
+    r = handshake(env.driver, args, env.aio_server(), True)
+    check_success(r)
+    sni = client_hello_of(r).server_name
+    check(sni == SERVER_NAME, f"mote sent server_name {sni!r}, expected {SERVER_NAME!r}")
+    return summary(r) + f", server_name {sni}"
+
+
 def mote_client_unknown_ticket(env: Env) -> str:
     """mote resumes (offering 0-RTT) with a ticket the server does not know: full handshake,
     0-RTT rejected."""
@@ -894,6 +909,20 @@ def no_psk_modes(env: Env) -> str:
     return summary(r) + ", no tickets"
 
 
+def certificate_over_rx(env: Env) -> str:
+    """A Certificate message larger than mote's 4096-byte receive buffer (mote's default RX,
+    the RFC 9000 §7.5 minimum). Delivered whole it is parsed from the caller's slice and the
+    handshake completes; delivered in packet-sized pieces, as QUIC would, the partial message
+    cannot be buffered: CRYPTO_BUFFER_EXCEEDED, as §7.5 says."""
+    whole = handshake(env.driver, env.client_args(), env.aio_server(leaf=env.pki.leaf_big), True)
+    sizes = [len(m) for w, lvl, d in whole.frames if w == "aioquic" for t, m in messages(d) if t == 11]
+    check(sizes and sizes[0] > 4096, f"the Certificate message is only {sizes} bytes")
+    check_success(whole)
+    pieces = handshake(env.driver, env.client_args(), env.aio_server(leaf=env.pki.leaf_big), True, chunk=1100)
+    check_mote_transport_error(pieces, 0x0D)
+    return f"{sizes[0]}-byte Certificate: whole, completes; in 1100-byte pieces, CRYPTO_BUFFER_EXCEEDED (RX = 4096)"
+
+
 def p384_ca(env: Env) -> str:
     """A P-256 leaf under a P-384 CA: mote verifies only P-256 and Ed25519 signatures, so it
     must refuse the chain with a certificate alert (not internal_error)."""
@@ -926,6 +955,7 @@ def cases() -> list[Case]:
                          mote=["--alpn", "hq-interop,h3"], aio={"alpn": ["h3", "hq-interop"]}),
         Case("ip-address", "mote-client", "certificate for 127.0.0.1 (IP SAN): verified, no IP literal in server_name",
              ip_address),
+        Case("fqdn", "mote-client", "server name with a trailing dot: verified, sent without the dot", fqdn),
         Case("client-key-certificate-request", "mote-client",
              "mote holds a raw-public-key client key; aioquic's CertificateRequest gets an empty Certificate",
              client_key_certificate_request),
@@ -942,6 +972,8 @@ def cases() -> list[Case]:
              nst_max_early_data),
         Case("missing-transport-parameters", "mote-client", "EncryptedExtensions without quic_transport_parameters",
              missing_tp(True)),
+        Case("certificate-over-rx", "mote-client", "a 5 KB Certificate message against the default 4 KB RX",
+             certificate_over_rx),
         Case("x509-p384-ca", "mote-client", "P-256 leaf under a P-384 CA: refused with a certificate alert", p384_ca),
         Case("wrong-ca", "mote-client", "mote pins an unrelated CA: must fail with bad_certificate/unknown_ca", negative_wrong_ca),
         Case("wrong-name", "mote-client", "server_name not in the certificate: must fail with bad_certificate", negative_wrong_name),
