@@ -25,7 +25,8 @@
 //!
 //! Client: `--server-name NAME`, `--ca FILE.der` (repeatable trust anchors),
 //! `--early-data`, `--resume FILE` (a ticket saved by `--save-ticket`), `--save-ticket FILE`
-//! (the first ticket received, with the server's transport parameters).
+//! (the first ticket received, with the server's transport parameters), `--client-key
+//! FILE.pk8` (a raw-public-key client key, RFC 7250).
 //!
 //! Server: `--cert FILE.der` (repeatable, end-entity first), `--key FILE.pk8` (PKCS#8, ECDSA
 //! P-256 or Ed25519), `--tickets N` (NewSessionTickets per handshake; tickets are sealed
@@ -33,8 +34,6 @@
 //! `--defer-signatures` (sign the CertificateVerify through the offload API),
 //! `--client-auth optional|required` with `--client-allow FILE.der` (repeatable
 //! SubjectPublicKeyInfos): ask for a client raw public key.
-//!
-//! Client: also `--client-key FILE.pk8`, a raw-public-key client key (RFC 7250).
 
 use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
