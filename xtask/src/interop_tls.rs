@@ -45,6 +45,13 @@ pub struct InteropTlsArgs {
     keep: Option<PathBuf>,
 }
 
+impl Default for InteropTlsArgs {
+    /// Every case once, with `python3` (what `cargo xtask test` runs).
+    fn default() -> Self {
+        Self { cases: Vec::new(), list: false, repeat: 1, python: "python3".into(), keep: None }
+    }
+}
+
 /// One row of the harness's `--json` output.
 struct Row {
     role: String,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
-use crate::{footprint, fuzz, util};
+use crate::{footprint, fuzz, interop_tls, util};
 
 /// The device targets every `no_std` crate must build for.
 pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"];
@@ -44,6 +44,8 @@ pub enum Step {
     Cross,
     /// `cargo xtask footprint` (builds the firmware image in every configuration)
     Footprint,
+    /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
+    InteropTls,
     /// every fuzz target for `--fuzz-seconds` each
     Fuzz,
 }
@@ -52,8 +54,15 @@ pub enum Step {
 const DEVICE_TESTS: &[(&str, &str)] =
     &[("mote-crypto", "rustcrypto"), ("mote-quic", ""), ("mote-tls", ""), ("mote-h3", "")];
 
-const ALL_STEPS: &[Step] =
-    &[Step::Fmt, Step::Clippy, Step::Test, Step::Cross, Step::Footprint, Step::Fuzz];
+const ALL_STEPS: &[Step] = &[
+    Step::Fmt,
+    Step::Clippy,
+    Step::Test,
+    Step::Cross,
+    Step::Footprint,
+    Step::InteropTls,
+    Step::Fuzz,
+];
 
 /// Arguments of `cargo xtask test`.
 #[derive(Args, Debug)]
@@ -131,6 +140,7 @@ fn describe(step: Step) -> &'static str {
             "no_std builds of mote-crypto, mote-quic and mote-tls for the device targets"
         }
         Step::Footprint => "cargo xtask footprint",
+        Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
         Step::Fuzz => "each fuzz target, bounded",
     }
 }
@@ -203,6 +213,7 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             Ok(())
         }
         Step::Footprint => footprint::run(&footprint::FootprintArgs::default()),
+        Step::InteropTls => interop_tls::run(&interop_tls::InteropTlsArgs::default()),
         Step::Fuzz => {
             let targets = fuzz::list_targets()?;
             fuzz::ensure_tools()?;
