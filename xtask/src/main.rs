@@ -7,11 +7,15 @@
 //!   configuration and reports its flash size, split by crate and by component.
 //! * `cargo xtask fuzz <target> [--seconds N]` / `cargo xtask fuzz --list` — runs a
 //!   cargo-fuzz target (installing cargo-fuzz and a nightly toolchain if needed).
+//! * `cargo xtask interop-tls [--case S] [--repeat N]` — mote-tls against aioquic's TLS
+//!   engine in both roles (a Python venv with pinned aioquic under `target/`); prints a
+//!   pass/fail table. Not part of `cargo xtask test`.
 //!
 //! The alias lives in `.cargo/config.toml`: `xtask = "run --quiet --package xtask --"`.
 
 mod footprint;
 mod fuzz;
+mod interop_tls;
 mod test;
 mod util;
 
@@ -50,6 +54,16 @@ enum Command {
     Footprint(footprint::FootprintArgs),
     /// Run a cargo-fuzz target for a bounded time, or list the targets.
     Fuzz(fuzz::FuzzArgs),
+    /// Interop-test mote-tls against aioquic's TLS 1.3 engine, in both roles.
+    ///
+    /// Creates a Python venv under target/interop-tls with pinned aioquic and cryptography
+    /// (first run only; needs Python >= 3.11 and PyPI), builds the driver in
+    /// xtask/peers/tls-interop, runs every case of xtask/peers/tls-interop/aioquic_peer.py
+    /// (full handshakes per suite, group and certificate type, resumption, 0-RTT, negative
+    /// cases) comparing both sides' traffic secrets, ALPN and transport parameters, and
+    /// prints a table. Exits non-zero if a case fails; cases aioquic cannot do (e.g.
+    /// HelloRetryRequest) are reported as unsupported.
+    InteropTls(interop_tls::InteropTlsArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +72,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Footprint(args) => footprint::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::InteropTls(args) => interop_tls::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

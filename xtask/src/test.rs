@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
-use crate::{footprint, fuzz, util};
+use crate::{footprint, fuzz, interop_tls, util};
 
 /// The device targets every `no_std` crate must build for.
 pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"];
@@ -37,18 +37,32 @@ pub enum Step {
     Fmt,
     /// `cargo clippy --workspace --all-targets -- -D warnings`, and clippy on the firmware
     Clippy,
-    /// `cargo test --workspace`
+    /// `cargo test --workspace`, then the core crates' tests in their device configuration
+    /// (`--no-default-features`), so feature-gated code paths are tested as devices build them
     Test,
     /// `no_std` builds of mote-crypto, mote-quic and mote-tls for the device targets
     Cross,
     /// `cargo xtask footprint` (builds the firmware image in every configuration)
     Footprint,
+    /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
+    InteropTls,
     /// every fuzz target for `--fuzz-seconds` each
     Fuzz,
 }
 
-const ALL_STEPS: &[Step] =
-    &[Step::Fmt, Step::Clippy, Step::Test, Step::Cross, Step::Footprint, Step::Fuzz];
+/// Core crates tested a second time without default features (package, features).
+const DEVICE_TESTS: &[(&str, &str)] =
+    &[("mote-crypto", "rustcrypto"), ("mote-quic", ""), ("mote-tls", ""), ("mote-h3", "")];
+
+const ALL_STEPS: &[Step] = &[
+    Step::Fmt,
+    Step::Clippy,
+    Step::Test,
+    Step::Cross,
+    Step::Footprint,
+    Step::InteropTls,
+    Step::Fuzz,
+];
 
 /// Arguments of `cargo xtask test`.
 #[derive(Args, Debug)]
@@ -121,11 +135,12 @@ fn describe(step: Step) -> &'static str {
         Step::Clippy => {
             "cargo clippy --workspace --all-targets -- -D warnings; firmware in each configuration"
         }
-        Step::Test => "cargo test --workspace",
+        Step::Test => "cargo test --workspace; core crates again with device features",
         Step::Cross => {
             "no_std builds of mote-crypto, mote-quic and mote-tls for the device targets"
         }
         Step::Footprint => "cargo xtask footprint",
+        Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
         Step::Fuzz => "each fuzz target, bounded",
     }
 }
@@ -156,7 +171,19 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             }
             Ok(())
         }
-        Step::Test => util::run(util::cargo(&root, None).args(["test", "--workspace"])),
+        Step::Test => {
+            util::run(util::cargo(&root, None).args(["test", "--workspace"]))?;
+            for (package, features) in DEVICE_TESTS {
+                let mut cmd = util::cargo(&root, None);
+                cmd.args(["test", "--package", package, "--no-default-features"]);
+                if !features.is_empty() {
+                    cmd.args(["--features", features]);
+                }
+                eprintln!("--- {package} tests, device features [{features}]");
+                util::run(&mut cmd)?;
+            }
+            Ok(())
+        }
         Step::Cross => {
             let mut failures = Vec::new();
             for target in DEVICE_TARGETS {
@@ -186,6 +213,7 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             Ok(())
         }
         Step::Footprint => footprint::run(&footprint::FootprintArgs::default()),
+        Step::InteropTls => interop_tls::run(&interop_tls::InteropTlsArgs::default()),
         Step::Fuzz => {
             let targets = fuzz::list_targets()?;
             fuzz::ensure_tools()?;

@@ -313,6 +313,21 @@ fn internal() -> Error {
     Error::Alert(Alert::InternalError)
 }
 
+/// What goes into the server_name extension for the configured name (RFC 6066 §3): a DNS
+/// host name "without a trailing dot", and nothing for an IP address literal ("Literal IPv4
+/// and IPv6 addresses are not permitted in "HostName""). The configured name, as given, is
+/// still what an X.509 certificate is checked against (a dNSName or iPAddress SAN).
+///
+/// A name with a colon is IPv6 (no DNS name has one); a name of only digits and dots is
+/// IPv4 (RFC 1123 §2.1: a valid host name never has an all-numeric top-level label). This
+/// is deliberately not a full address parser, which would cost flash on a device.
+pub(crate) fn sni_host_name(name: &[u8]) -> Option<&[u8]> {
+    let host = name.strip_suffix(b".").unwrap_or(name);
+    let ipv6 = host.contains(&b':');
+    let ipv4 = host.iter().all(|b| b.is_ascii_digit() || *b == b'.');
+    (!host.is_empty() && !ipv6 && !ipv4).then_some(host)
+}
+
 impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     fn fail_on(&mut self, result: Result<(), Error>) -> Result<(), Error> {
         if let Err(e) = result {
@@ -504,7 +519,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let params = ClientHelloParams {
             random: &self.random,
             cipher_suites: suites.as_slice(),
-            server_name: self.config.server_name,
+            server_name: self.config.server_name.and_then(sni_host_name),
             supported_groups: groups.as_slice(),
             signature_algorithms: schemes.as_slice(),
             key_shares: &share,
@@ -731,7 +746,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(unsupported);
         }
         let rpk_mode = matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_));
-        if (ee.server_name_acknowledged && self.config.server_name.is_none())
+        let sent_server_name = self.config.server_name.and_then(sni_host_name).is_some();
+        if (ee.server_name_acknowledged && !sent_server_name)
             || (ee.server_certificate_type.is_some() && !rpk_mode)
             || (ee.client_certificate_type.is_some() && self.config.client_key.is_none())
             || (ee.early_data && self.early_data != EarlyData::Offered)
@@ -1001,5 +1017,34 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             server_transport_parameters: &[],
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sni_host_name;
+
+    /// Regression (found against aioquic): an IP-address server name went into server_name,
+    /// which RFC 6066 §3 forbids; aioquic's own client leaves it out.
+    #[test]
+    fn ip_literals_are_not_host_names() {
+        for ip in [&b"127.0.0.1"[..], b"192.0.2.10", b"::1", b"2001:db8::17", b"fe80::1%eth0"] {
+            assert_eq!(sni_host_name(ip), None, "{}", core::str::from_utf8(ip).unwrap());
+        }
+        for name in
+            [&b"mote.example"[..], b"broker", b"1.example", b"a1.2.3.4", b"xn--bcher-kva.ch"]
+        {
+            assert_eq!(sni_host_name(name), Some(name));
+        }
+        assert_eq!(sni_host_name(b""), None);
+        assert_eq!(sni_host_name(b"."), None);
+    }
+
+    /// Regression (found probing with the aioquic harness): a fully qualified name's trailing
+    /// dot went into server_name; RFC 6066 §3 wants the host name "without a trailing dot".
+    #[test]
+    fn trailing_dot_is_dropped() {
+        assert_eq!(sni_host_name(b"mote.example."), Some(&b"mote.example"[..]));
+        assert_eq!(sni_host_name(b"127.0.0.1."), None);
     }
 }

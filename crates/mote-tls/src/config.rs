@@ -42,7 +42,11 @@ pub struct ExternalPsk<'a> {
 /// Client configuration.
 #[derive(Clone, Copy)]
 pub struct ClientConfig<'a> {
-    /// server_name (a DNS host name, RFC 6066 §3), if any.
+    /// The server's name, if any: a DNS host name, sent as server_name (RFC 6066 §3; a
+    /// trailing dot is left out), or an IP address literal (IPv4 dotted quad, or IPv6
+    /// without brackets), which is *not* sent (RFC 6066 §3 forbids IP literals in
+    /// server_name) but is what an X.509 certificate is verified against (its iPAddress
+    /// subjectAltName).
     pub server_name: Option<&'a [u8]>,
     /// ALPN protocols in order of preference; QUIC requires at least one (RFC 9001 §8.1).
     pub alpn: &'a [&'a [u8]],

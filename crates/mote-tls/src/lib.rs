@@ -29,6 +29,60 @@
 //! }
 //! ```
 //!
+//! A connection's hooks are a small adapter over its own fields, e.g.:
+//!
+//! ```
+//! use mote_crypto::{rustcrypto::RustCrypto, CryptoRng};
+//! use mote_tls::{ClientConfig, ClientSession, Error, Level, QuicHooks, SendBuffer, Secrets, ServerAuth};
+//!
+//! struct Conn<'a> {
+//!     rng: &'a mut dyn CryptoRng,
+//!     crypto_out: [([u8; 1200], usize); 3], // CRYPTO send buffers (kept until acked)
+//!     local_tp: &'a [u8],
+//! }
+//!
+//! impl QuicHooks for Conn<'_> {
+//!     fn rng(&mut self) -> &mut dyn CryptoRng { &mut *self.rng }
+//!     fn send_buffer(&mut self, level: Level) -> SendBuffer<'_> {
+//!         let (buf, used) = &mut self.crypto_out[level as usize];
+//!         SendBuffer { space: &mut buf[*used..], transport_parameters: self.local_tp }
+//!     }
+//!     fn sent(&mut self, level: Level, len: usize) { self.crypto_out[level as usize].1 += len; }
+//!     fn install_secrets(&mut self, s: Secrets<'_>) -> Result<(), Error> {
+//!         // derive "quic key" / "quic iv" / "quic hp" for s.level from s.client / s.server
+//!         Ok(())
+//!     }
+//!     fn peer_transport_parameters(&mut self, tp: &[u8]) -> Result<(), Error> {
+//!         Ok(()) // decode; Err(Error::Transport(TRANSPORT_PARAMETER_ERROR)) if invalid
+//!     }
+//! }
+//!
+//! # struct Rng(u8);
+//! # impl CryptoRng for Rng {
+//! #     fn fill(&mut self, d: &mut [u8]) -> Result<(), mote_crypto::Error> {
+//! #         d.iter_mut().for_each(|b| { self.0 = self.0.wrapping_add(7); *b = self.0 }); Ok(())
+//! #     }
+//! # }
+//! static PINNED: [&[u8]; 1] = [&[0x30; 44]]; // the server's SubjectPublicKeyInfo
+//! static CONFIG: ClientConfig<'static> = ClientConfig {
+//!     server_name: Some(b"broker.example"),
+//!     alpn: &[b"h3"],
+//!     server_auth: ServerAuth::RawPublicKeys(&PINNED),
+//!     client_key: None,
+//!     cipher_suites: &[],
+//!     groups: &[],
+//!     early_data: false,
+//! };
+//! let mut rng = Rng(0);
+//! let mut conn = Conn { rng: &mut rng, crypto_out: [([0; 1200], 0); 3], local_tp: b"\x0f\x00" };
+//! let mut tls = ClientSession::<RustCrypto, 1024>::new(RustCrypto, &CONFIG, None);
+//! tls.start(&mut conn)?;                 // the ClientHello is now in crypto_out[Initial]
+//! assert!(conn.crypto_out[0].1 > 100);
+//! // later, for each in-order run of CRYPTO bytes:
+//! // tls.read_handshake(Level::Initial, bytes, &mut conn)?;
+//! # Ok::<(), Error>(())
+//! ```
+//!
 //! * **Input**: CRYPTO stream bytes per [`Level`] (Initial, Handshake, 1-RTT), in order.
 //!   Complete messages are processed straight from the caller's slice; a trailing partial
 //!   message is kept in the session's [`RxBuffer`] of `RX` bytes (a const parameter,
@@ -62,8 +116,10 @@
 //! # Authentication
 //! A client always authenticates its server ([`ServerAuth`]): a pinned raw public key
 //! (RFC 7250; Ed25519 or ECDSA P-256), or an external PSK (RFC 8446 §4.2.11, with (EC)DHE).
-//! X.509 chains to pinned anchors (feature `x509`, rustls-webpki) are planned as another
-//! variant. A server can require client raw public keys from an allow-list
+//! With feature `x509`, an X.509 chain to pinned trust anchors (rustls-webpki; certificate
+//! and CertificateVerify signatures in ECDSA P-256/SHA-256 or Ed25519), checked against
+//! [`ClientConfig::server_name`] — a DNS name, sent as server_name, or an IP address, which
+//! RFC 6066 §3 keeps out of server_name. A server can require client raw public keys from an allow-list
 //! ([`ClientAuth`]). Alerts chosen where RFC 8446 leaves a choice: a server key that is not
 //! the pinned one is bad_certificate (the entry is well formed but not acceptable); a
 //! signature that does not verify is decrypt_error (§4.4.3).

@@ -116,6 +116,11 @@ pub trait QuicHooks {
     /// New traffic secrets (RFC 9001 §4.1.4). Handshake and 1-RTT secrets come for both
     /// directions at once; 0-RTT only for client → server. An error (e.g. a suite QUIC
     /// cannot build keys for) fails the handshake.
+    ///
+    /// A server gets its 1-RTT secrets with its Finished, before the handshake completes:
+    /// it may send 0.5-RTT data but must not process 1-RTT packets until
+    /// [`QuicHooks::handshake_complete`] (RFC 9001 §5.7). A client gets them after writing
+    /// its Finished.
     fn install_secrets(&mut self, secrets: Secrets<'_>) -> Result<(), Error>;
 
     /// The peer's quic_transport_parameters extension data, undecoded (RFC 9001 §8.2).

@@ -241,7 +241,8 @@ mod server {
     /// (and thread) of a server, hence `&self` and the `Sync` bound where it is configured:
     /// implement it over the platform's lock around a [`StrikeRegister`], e.g.
     ///
-    /// ```ignore
+    /// ```
+    /// use mote_tls::{AntiReplay, ReplayCheck, StrikeRegister};
     /// struct Register(std::sync::Mutex<StrikeRegister<4096>>);
     /// impl AntiReplay for Register {
     ///     fn check_and_insert(&self, id: &[u8; 16], now_ms: u64, expires_ms: u64) -> ReplayCheck {

@@ -15,6 +15,7 @@ mod coding;
 mod crypto;
 mod frames;
 mod packet;
+mod tls;
 mod transport_params;
 mod version;
 
@@ -37,6 +38,7 @@ fn run() -> Checks {
     transport_params::exercise(&mut checks);
     crypto::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
     packet::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
+    tls::exercise(&mut checks);
     checks
 }
 

@@ -6,12 +6,12 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use mote_crypto::rustcrypto::{RustCrypto, SigningKey};
-use mote_crypto::{
-    AeadAlgorithm, CryptoProvider as _, HashAlgorithm, NamedGroup, SignatureScheme, SigningKey as _,
-};
+#[cfg(feature = "x509")]
+use mote_crypto::CryptoProvider as _;
+use mote_crypto::{AeadAlgorithm, HashAlgorithm, NamedGroup, SignatureScheme, SigningKey as _};
 
 use super::harness::*;
-use crate::msgs::{self, handshake_type as ht, split_message};
+use crate::msgs::{self, handshake_type as ht, split_message, KeyShareEntry};
 use crate::session::{KeyLevel, Level};
 use crate::ticket::{AntiReplay, ReplayCheck, StrikeRegister};
 use crate::{
@@ -245,6 +245,9 @@ fn every_group_suite_and_auth_mode() {
     );
     for group in GROUPS {
         for suite in SUITES {
+            if !crate::client::suite_built(suite) {
+                continue; // TLS_AES_256_GCM_SHA384 needs feature `aes256`
+            }
             for &mode in MODES {
                 let psk_hash = suite.hash();
                 let psk_key = if psk_hash == HashAlgorithm::Sha384 { PSK_KEY_384 } else { PSK_KEY };
@@ -761,6 +764,30 @@ fn end_of_early_data_and_key_update_are_unexpected_message() {
     assert_eq!(e.alert(), Alert::UnexpectedMessage);
 }
 
+/// Regression (found against aioquic): a client configured with an IP address as the server
+/// name must not put it in server_name (RFC 6066 §3), must still complete, and must not
+/// expect the server to acknowledge a name it did not send.
+#[test]
+fn ip_address_server_name_is_not_sent() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    for (name, sent) in
+        [(&b"192.0.2.1"[..], false), (b"2001:db8::1", false), (b"mote.example", true)]
+    {
+        let ccfg = ClientConfig {
+            server_name: Some(name),
+            ..client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned))
+        };
+        let (_, mut cep) = started(&ccfg);
+        let ch = cep.take(Level::Initial);
+        let parsed = msgs::ClientHello::parse(&ch[4..]).unwrap();
+        assert_eq!(parsed.server_name.is_some(), sent, "{name:?}");
+        let r = run(&ccfg, &scfg);
+        assert_agree(&r);
+    }
+}
+
 /// The client's ClientHello, with the message length adjusted after `edit` changes the body.
 fn edited_client_hello(ccfg: &ClientConfig<'_>, edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let (_, mut cep) = started(ccfg);
@@ -1159,4 +1186,58 @@ fn deferred_signature_for_crypto_offload() {
         server.complete_signature(&[0; 64], &mut sep).unwrap_err().alert(),
         Alert::InternalError
     );
+}
+
+#[test]
+fn server_client_hello_checks() {
+    let keys = Keys::new();
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    let x25519_share = [9u8; 32];
+    let base = msgs::ClientHelloParams {
+        random: &[1; 32],
+        cipher_suites: &[AeadAlgorithm::Aes128Gcm],
+        server_name: None,
+        supported_groups: &[NamedGroup::X25519],
+        signature_algorithms: &[SignatureScheme::Ed25519],
+        key_shares: &[],
+        alpn: &[b"h3"],
+        server_certificate_types: &[2],
+        client_certificate_types: &[],
+        psk_key_exchange_modes: &[1],
+        cookie: None,
+        early_data: false,
+        quic_transport_parameters: CLIENT_TP,
+        psk: None,
+    };
+    let send = |params: &msgs::ClientHelloParams<'_>| {
+        let mut buf = std::vec![0u8; 512];
+        let n = params.emit(&mut buf).unwrap().len;
+        let mut server = Server::new(RustCrypto, &scfg, NOW);
+        let mut sep = Endpoint::new(5, SERVER_TP);
+        server.read_handshake(Level::Initial, &buf[..n], &mut sep)
+    };
+    // No key_share at all: missing_extension (RFC 8446 §9.2).
+    assert_eq!(send(&base).unwrap_err().alert(), Alert::MissingExtension);
+    // A share for a group the client did not list: illegal_parameter (§4.2.8).
+    let p256 = [KeyShareEntry { group: NamedGroup::Secp256r1.codepoint(), key_exchange: &[4; 65] }];
+    let e = send(&msgs::ClientHelloParams { key_shares: &p256, ..base }).unwrap_err();
+    assert_eq!(e.alert(), Alert::IllegalParameter);
+    // An X25519 share that is not a valid point (all zero gives a zero secret).
+    let bad = [KeyShareEntry { group: NamedGroup::X25519.codepoint(), key_exchange: &[0; 32] }];
+    let e = send(&msgs::ClientHelloParams { key_shares: &bad, ..base }).unwrap_err();
+    assert_eq!(e.alert(), Alert::IllegalParameter);
+    // A certificate handshake without signature_algorithms: missing_extension.
+    let good =
+        [KeyShareEntry { group: NamedGroup::X25519.codepoint(), key_exchange: &x25519_share }];
+    let e = send(&msgs::ClientHelloParams { key_shares: &good, signature_algorithms: &[], ..base });
+    assert_eq!(e.unwrap_err().alert(), Alert::MissingExtension);
+    // A client that takes neither raw keys nor X.509 from a server without a chain.
+    let e = send(&msgs::ClientHelloParams {
+        key_shares: &good,
+        server_certificate_types: &[0],
+        ..base
+    });
+    assert_eq!(e.unwrap_err().alert(), Alert::UnsupportedCertificate);
+    // And the well-formed one goes through.
+    assert_eq!(send(&msgs::ClientHelloParams { key_shares: &good, ..base }), Ok(()));
 }
