@@ -37,7 +37,8 @@ mod send;
 mod sent;
 pub mod tls;
 
-#[cfg(test)]
+// The pair tests need a server connection.
+#[cfg(all(test, feature = "server"))]
 pub(crate) mod tests;
 
 use core::net::SocketAddr;
