@@ -31,6 +31,8 @@
 //! ECN validation, DATAGRAM frames, initiating 0-RTT rejection handling beyond re-sending.
 
 mod config;
+#[cfg(feature = "server")]
+pub mod fuzz;
 mod recv;
 pub mod rng;
 mod send;
