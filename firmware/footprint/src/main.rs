@@ -12,6 +12,7 @@
 
 mod checks;
 mod coding;
+mod connection;
 mod crypto;
 mod frames;
 mod packet;
@@ -39,6 +40,7 @@ fn run() -> Checks {
     crypto::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
     packet::exercise(&mote_crypto::rustcrypto::RustCrypto, &mut checks);
     tls::exercise(&mut checks);
+    connection::exercise(&mut checks);
     checks
 }
 
