@@ -867,6 +867,16 @@ fn gso_batches() {
     for d in buf[..t.len].chunks(1200) {
         assert!(packet::parse(d, 8, false).is_ok());
     }
+    // The receiver takes the batch as one GRO buffer with the segment size.
+    let before = p.client.stats();
+    let info = RecvInfo { segment_size: t.segment_size, ..RecvInfo::new(addr(SERVER_ADDR)) };
+    p.client.handle_recv(now, &info, &mut buf[..t.len]);
+    let after = p.client.stats();
+    let segments = t.len.div_ceil(1200) as u64;
+    assert_eq!(after.datagrams_received - before.datagrams_received, segments);
+    assert_eq!(after.packets_received - before.packets_received, segments);
+    // The pacer let a burst of four datagrams out; their stream data is all readable.
+    assert!(p.client.stream_readable(id) > 3 * 1100);
 }
 
 #[test]
