@@ -351,7 +351,8 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         if !ch.psk_key_exchange_modes?.contains(&PSK_DHE_KE) {
             return None;
         }
-        let mut scratch = [0u8; MAX_TICKET_LEN];
+        // Holds a decrypted ticket, resumption PSK included: erased when it goes out of scope.
+        let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
         // Each identity may cost an AEAD open: look at the first few only, so a ClientHello
         // listing thousands of identities cannot buy much server work.
         offered.identities().take(MAX_PSK_IDENTITIES_TRIED).enumerate().find_map(|(i, id)| {
@@ -457,7 +458,8 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
 
         let suites = self.suites();
         let psk_index = self.find_psk(&ch, &suites);
-        let mut scratch = [0u8; MAX_TICKET_LEN];
+        // The chosen ticket's decrypted state (its PSK): erased on every return path.
+        let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
         let psk = match (psk_index, ch.pre_shared_key) {
             (Some(i), Some(offered)) => {
                 let id = offered.identities().nth(i).ok_or_else(internal)?;

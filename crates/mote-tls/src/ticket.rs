@@ -425,4 +425,39 @@ mod tests {
         }
         assert!(open_ticket(&p, &keys[..1], &t[..n], &mut scratch).is_none());
     }
+
+    /// Review finding: the server opened tickets into plain stack arrays, so every
+    /// resumption left the client's decrypted resumption PSK behind on the server's stack.
+    /// The server now opens them into a `Zeroizing` buffer; this checks that the decrypted
+    /// state (the PSK above all) lives only in that buffer, so erasing it erases the PSK.
+    #[cfg(feature = "server")]
+    #[test]
+    fn review_ticket_plaintext_only_in_scratch() {
+        use crate::config::TicketKey;
+        use zeroize::Zeroize;
+        let p = mote_crypto::rustcrypto::RustCrypto;
+        let keys = [TicketKey { id: *b"key!", aead: AeadAlgorithm::Aes128Gcm, key: &[9; 16] }];
+        let state = SealedState {
+            suite: AeadAlgorithm::Aes128Gcm,
+            issued_ms: 1,
+            lifetime_s: 60,
+            age_add: 0,
+            early_data: false,
+            early_context_hash: [0; 16],
+            client_key: None,
+            psk: &[0x5a; 32],
+            alpn: b"h3",
+        };
+        let mut t = [0u8; MAX_TICKET_LEN];
+        let n = seal_ticket(&p, &keys[0], &[3; 12], &state, &mut t).unwrap();
+        assert!(!t[..n].windows(32).any(|w| w == [0x5a; 32]), "sealed ticket holds the PSK");
+        let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
+        let range = scratch.as_ptr_range();
+        let o = open_ticket(&p, &keys, &t[..n], &mut scratch).unwrap();
+        assert_eq!(o.psk, &[0x5a; 32]);
+        assert!(range.contains(&o.psk.as_ptr()) && range.contains(&o.alpn.as_ptr()));
+        // What dropping the buffer does.
+        scratch.zeroize();
+        assert_eq!(*scratch, [0; MAX_TICKET_LEN]);
+    }
 }
