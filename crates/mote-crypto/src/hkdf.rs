@@ -13,7 +13,11 @@ pub fn extract<P: CryptoProvider + ?Sized>(
 ) -> Result<Secret, Error> {
     let mut mac = provider.hmac(alg, salt)?;
     mac.update(ikm);
-    Ok(Secret::from(mac.finish()))
+    // The PRK is the next key-schedule secret: keep it only in the `Secret`.
+    let mut prk = mac.finish();
+    let secret = Secret::new(prk.as_ref());
+    prk.wipe();
+    Ok(secret)
 }
 
 /// RFC 5869 §2.3: HKDF-Expand(PRK, info, L). `info` is given in parts (concatenated), so
@@ -39,14 +43,26 @@ pub fn expand<P: CryptoProvider + ?Sized>(
             mac.update(part);
         }
         mac.update(&[(i + 1) as u8]);
-        let t = mac.finish();
-        let t = t.as_ref();
+        // T(i) is output key material (for a traffic secret, all of it): erase this copy
+        // as well as `previous`, on the error path too.
+        let mut t = mac.finish();
+        let block = t.as_ref();
         // A provider whose HMAC output is shorter than the hash length is broken; report it
         // rather than panic.
-        let block = t.get(..chunk.len()).ok_or(Error::BadLength)?;
-        chunk.copy_from_slice(block);
-        previous[..t.len()].copy_from_slice(t);
-        previous_len = t.len();
+        let copied = match block.get(..chunk.len()) {
+            Some(b) => {
+                chunk.copy_from_slice(b);
+                previous[..block.len()].copy_from_slice(block);
+                previous_len = block.len();
+                true
+            }
+            None => false,
+        };
+        t.wipe();
+        if !copied {
+            zeroize::Zeroize::zeroize(&mut previous);
+            return Err(Error::BadLength);
+        }
     }
     zeroize::Zeroize::zeroize(&mut previous);
     Ok(())

@@ -230,6 +230,12 @@ pub struct StreamState {
     reader: FrameReader,
     recv: RecvPhase,
     send: SendPhase,
+    /// Body bytes still due by the received content-length (RFC 9114 §4.1.2), if the
+    /// message declared one.
+    content_left: Option<u64>,
+    /// Our request on this stream was HEAD: its response has no content whatever its
+    /// content-length says.
+    head: bool,
 }
 
 impl StreamState {
@@ -241,6 +247,8 @@ impl StreamState {
             reader: FrameReader::new(),
             recv: RecvPhase::Headers,
             send: SendPhase::Idle,
+            content_left: None,
+            head: false,
         }
     }
 
@@ -824,10 +832,20 @@ impl<'t> Connection<'t> {
                     return Ok(self.end_of_message(t, s, pos));
                 }
                 FrameEvent::Skipped => pos += n,
-                FrameEvent::DataHeader(_) => {
+                FrameEvent::DataHeader(len) => {
                     // §4.1: DATA only between the header section and trailers.
                     if s.recv != RecvPhase::Body {
                         return Err(H3Error::FrameUnexpected);
+                    }
+                    // §4.1.2: more content than the content-length declared is malformed.
+                    if let Some(left) = s.content_left {
+                        match left.checked_sub(len) {
+                            Some(rest) => s.content_left = Some(rest),
+                            None => {
+                                let e = H3Error::MessageError;
+                                return Ok(self.stream_error(t, s, input.len(), e));
+                            }
+                        }
                     }
                     pos += n;
                 }
@@ -878,12 +896,16 @@ impl<'t> Connection<'t> {
         };
         self.decoded(s.id, &decoded)?;
         let fields = decoded.fields;
+        // A response to HEAD, 204 or 304 has no content, whatever its content-length says
+        // (RFC 9110 §6.4.1, §8.6).
+        let mut bodyless = false;
         let checked = if trailers {
             message::check_trailers(&fields).map(|()| HeadersKind::Trailers)
         } else if self.role == Role::Server {
             message::parse_request(&fields).map(|_| HeadersKind::Message)
         } else {
             message::parse_response(&fields).map(|status| {
+                bodyless = s.head || status == 204 || status == 304;
                 if status < 200 {
                     HeadersKind::Interim
                 } else {
@@ -891,6 +913,20 @@ impl<'t> Connection<'t> {
                 }
             })
         };
+        // §4.1.2: a message whose DATA frames do not add up to its content-length is
+        // malformed (a request smuggling vector once the message is forwarded). Checked as
+        // DATA frames arrive, at trailers and at the end of the stream.
+        let checked = checked.and_then(|kind| match kind {
+            HeadersKind::Message => {
+                let declared = message::content_length(&fields)?;
+                s.content_left = if bodyless { None } else { declared };
+                Ok(kind)
+            }
+            HeadersKind::Trailers if s.content_left.is_some_and(|l| l != 0) => {
+                Err(H3Error::MessageError)
+            }
+            _ => Ok(kind),
+        });
         let kind = match checked {
             Ok(k) => k,
             Err(e) => return Ok(self.stream_error(t, s, total, e)),
@@ -1030,6 +1066,10 @@ impl<'t> Connection<'t> {
             };
             return self.stream_error(t, s, pos, code);
         }
+        // §4.1.2: less content than the content-length declared is malformed too.
+        if s.content_left.is_some_and(|l| l != 0) {
+            return self.stream_error(t, s, pos, H3Error::MessageError);
+        }
         s.recv = RecvPhase::Done;
         Recv::new(pos, Some(Event::Finished))
     }
@@ -1129,6 +1169,7 @@ impl<'t> Connection<'t> {
         if s.kind == Kind::New {
             s.kind = Kind::Request;
         }
+        s.head = request.method == b"HEAD";
         s.send = if end_stream { SendPhase::Done } else { SendPhase::Body };
         Ok(())
     }

@@ -239,6 +239,35 @@ pub fn parse_response(fields: &FieldSection<'_>) -> Result<u16, H3Error> {
     status.ok_or(H3Error::MessageError)
 }
 
+/// The declared content length of a received header section, if it has a content-length
+/// field (RFC 9110 §8.6: `Content-Length = 1*DIGIT`). Several content-length field lines
+/// must all carry the same value; anything else (a list, a sign, spaces, a value of 2^62 or
+/// more, which no stream can carry) is malformed (RFC 9114 §4.1.2).
+pub fn content_length(fields: &FieldSection<'_>) -> Result<Option<u64>, H3Error> {
+    let mut declared = None;
+    for f in fields.iter().filter(|f| f.name == b"content-length") {
+        if f.value.is_empty() {
+            return Err(H3Error::MessageError);
+        }
+        let mut v = 0u64;
+        for &c in f.value {
+            if !c.is_ascii_digit() {
+                return Err(H3Error::MessageError);
+            }
+            v = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(c - b'0')))
+                .filter(|v| *v <= crate::coding::VARINT_MAX)
+                .ok_or(H3Error::MessageError)?;
+        }
+        if declared.is_some_and(|d| d != v) {
+            return Err(H3Error::MessageError);
+        }
+        declared = Some(v);
+    }
+    Ok(declared)
+}
+
 /// Checks a received trailer section: no pseudo-header fields (§4.3).
 pub fn check_trailers(fields: &FieldSection<'_>) -> Result<(), H3Error> {
     for f in fields.iter() {

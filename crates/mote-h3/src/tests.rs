@@ -750,6 +750,105 @@ fn data_before_headers() {
     assert_eq!(c.error, Some(H3Error::FrameUnexpected));
 }
 
+/// A HEADERS frame carrying `fields`.
+fn headers_frame(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut block = [0u8; 128];
+    let n = crate::qpack::encode_field_section(fields, &mut block).unwrap();
+    let mut f = vec![0x01, n as u8];
+    f.extend_from_slice(&block[..n]);
+    f
+}
+
+fn post_with_length(len: &[u8]) -> Vec<u8> {
+    headers_frame(&[
+        (b":method", b"POST"),
+        (b":scheme", b"https"),
+        (b":path", b"/upload"),
+        (b"content-length", len),
+    ])
+}
+
+/// Review finding: RFC 9114 §4.1.2 makes a message whose DATA frames do not add up to its
+/// content-length malformed (H3_MESSAGE_ERROR), the request smuggling vector of HTTP
+/// intermediaries; the session delivered such bodies as they came.
+#[test]
+fn attack_content_length_mismatch() {
+    // More content than declared: refused at the DATA frame header that goes past it,
+    // before its bytes are handed over.
+    let mut stream = post_with_length(b"4");
+    stream.extend_from_slice(&hex!("00 03 616263 00 02 6465"));
+    let mut s = server();
+    s.feed(0, &stream, true);
+    let ev = s.take_events();
+    assert_eq!(ev.last(), Some(&Ev::StreamError(0, H3Error::MessageError)), "{ev:?}");
+    assert_eq!(bodies(&ev, 0), b"abc");
+    assert!(s.error.is_none() && s.t.resets.contains(&(0, 0x10e)));
+    // Less content than declared, at FIN and at trailers.
+    for tail in [&hex!("")[..], &headers_frame(&[(b"x-sum", b"1")])] {
+        let mut stream = post_with_length(b"4");
+        stream.extend_from_slice(&hex!("00 03 616263"));
+        stream.extend_from_slice(tail);
+        let mut s = server();
+        s.feed(0, &stream, true);
+        let ev = s.take_events();
+        assert_eq!(ev.last(), Some(&Ev::StreamError(0, H3Error::MessageError)), "{ev:?}");
+        assert!(!ev.contains(&Ev::Finished(0)));
+    }
+    // Conflicting or unparsable values are malformed at once.
+    for bad in [&b"4, 4"[..], b"-1", b"", b" 4", b"4611686018427387904", b"99999999999999999999"] {
+        let mut s = server();
+        s.feed(0, &post_with_length(bad), false);
+        let ev = s.take_events();
+        assert_eq!(ev, [Ev::StreamError(0, H3Error::MessageError)], "{bad:?}");
+    }
+    let two = headers_frame(&[
+        (b":method", b"POST"),
+        (b":scheme", b"https"),
+        (b":path", b"/"),
+        (b"content-length", b"3"),
+        (b"content-length", b"4"),
+    ]);
+    let mut s = server();
+    s.feed(0, &two, false);
+    assert_eq!(s.take_events(), [Ev::StreamError(0, H3Error::MessageError)]);
+    // Exactly the declared content, split over frames, with trailers: accepted; repeated
+    // equal values too.
+    let mut stream = headers_frame(&[
+        (b":method", b"POST"),
+        (b":scheme", b"https"),
+        (b":path", b"/"),
+        (b"content-length", b"5"),
+        (b"content-length", b"5"),
+    ]);
+    stream.extend_from_slice(&hex!("00 02 6162 00 00 00 03 636465"));
+    stream.extend_from_slice(&headers_frame(&[(b"x-sum", b"1")]));
+    let mut s = server();
+    s.feed(0, &stream, true);
+    let ev = s.take_events();
+    assert_eq!(ev.last(), Some(&Ev::Finished(0)), "{ev:?}");
+    assert_eq!(bodies(&ev, 0), b"abcde");
+    // Client side: a response body longer than its content-length is refused, but the
+    // content-length of a response to HEAD, or of a 304, announces no content.
+    for (method, status, body, ok) in [
+        (&b"GET"[..], &b"200"[..], &hex!("00 02 6162")[..], true),
+        (b"GET", b"200", &hex!("00 03 616263"), false),
+        (b"HEAD", b"200", &hex!(""), true),
+        (b"GET", b"304", &hex!(""), true),
+    ] {
+        let mut c = client();
+        let id = c.open_request();
+        let req = Request { method, ..Request::get(b"example.com", b"/") };
+        let (conn, t, st) = c.parts(id);
+        conn.send_request(t, st, &req, true, &mut [0u8; 256]).unwrap();
+        let mut stream = headers_frame(&[(b":status", status), (b"content-length", b"2")]);
+        stream.extend_from_slice(body);
+        c.feed(id, &stream, true);
+        let ev = c.take_events();
+        let finished = ev.last() == Some(&Ev::Finished(id));
+        assert_eq!(finished, ok, "{method:?} {status:?}: {ev:?}");
+    }
+}
+
 #[test]
 fn frames_after_trailers() {
     let mut stream = valid_request_headers();

@@ -76,6 +76,8 @@ struct ChosenPsk<'s> {
     obfuscated_age: u32,
     identity: &'s [u8],
     ticket: Option<SealedState<'s>>,
+    /// The [`crate::ClientAuth::allowed`] key the ticket's client authenticated with.
+    client_key: Option<usize>,
 }
 
 /// The server's flight between its Certificate and its Finished.
@@ -269,7 +271,9 @@ impl<'c, P: CryptoProvider, const RX: usize> ServerSession<'c, P, RX> {
         self.core.early_data
     }
 
-    /// Which [`crate::ClientAuth::allowed`] key the client proved it holds.
+    /// Which [`crate::ClientAuth::allowed`] key the client proved it holds: in this
+    /// handshake, or (resuming) in the one that issued its ticket, if that key is still at
+    /// the same place in the list.
     pub fn client_key_index(&self) -> Option<usize> {
         self.core.client_key
     }
@@ -347,7 +351,8 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         if !ch.psk_key_exchange_modes?.contains(&PSK_DHE_KE) {
             return None;
         }
-        let mut scratch = [0u8; MAX_TICKET_LEN];
+        // Holds a decrypted ticket, resumption PSK included: erased when it goes out of scope.
+        let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
         // Each identity may cost an AEAD open: look at the first few only, so a ClientHello
         // listing thousands of identities cannot buy much server work.
         offered.identities().take(MAX_PSK_IDENTITIES_TRIED).enumerate().find_map(|(i, id)| {
@@ -381,6 +386,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
                 obfuscated_age,
                 identity,
                 ticket: None,
+                client_key: None,
             });
         }
         let tickets = self.config.tickets?;
@@ -389,6 +395,24 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         if server_age > u64::from(state.lifetime_s) * 1000 {
             return None;
         }
+        // A PSK handshake has no CertificateRequest (RFC 8446 §4.3.2), so with client
+        // authentication configured the ticket stands in for it: it must name a key that
+        // is still allowed (a removed key no longer resumes), and when authentication is
+        // required a ticket from an unauthenticated client is not enough. Either way the
+        // ticket is ignored and the client gets a full handshake.
+        let client_key = match (self.config.client_auth, state.client_key) {
+            (Some(auth), Some((index, hash))) => {
+                let index = usize::try_from(index).ok()?;
+                let key = auth.allowed.get(index)?;
+                let now = strike_id(&self.provider, key).ok()?;
+                if !ct_eq(&now, &hash) {
+                    return None;
+                }
+                Some(index)
+            }
+            (Some(auth), None) if auth.required => return None,
+            _ => None,
+        };
         Some(ChosenPsk {
             index: 0,
             key: state.psk,
@@ -397,6 +421,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
             obfuscated_age,
             identity,
             ticket: Some(state),
+            client_key,
         })
     }
 
@@ -433,7 +458,8 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
 
         let suites = self.suites();
         let psk_index = self.find_psk(&ch, &suites);
-        let mut scratch = [0u8; MAX_TICKET_LEN];
+        // The chosen ticket's decrypted state (its PSK): erased on every return path.
+        let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
         let psk = match (psk_index, ch.pre_shared_key) {
             (Some(i), Some(offered)) => {
                 let id = offered.identities().nth(i).ok_or_else(internal)?;
@@ -545,6 +571,9 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         self.group = Some(group);
         self.alpn = Some(alpn);
         self.psk_accepted = psk.is_some();
+        if let Some(p) = psk {
+            self.client_key = p.client_key;
+        }
         self.tickets_allowed = ch.psk_key_exchange_modes.is_some_and(|m| m.contains(&PSK_DHE_KE));
         hooks.peer_transport_parameters(peer_tp)?;
 
@@ -910,6 +939,16 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
             None => [0; 16],
         };
         let lifetime_s = tickets.lifetime_s.min(MAX_TICKET_LIFETIME_S);
+        // The client key this connection authenticated (or resumed) with, so that a
+        // resumption keeps naming it (see `psk_for`).
+        let client_key = match (self.client_key, self.config.client_auth) {
+            (Some(i), Some(auth)) => {
+                let spki = auth.allowed.get(i).ok_or_else(internal)?;
+                let index = u32::try_from(i).map_err(|_| internal())?;
+                Some((index, strike_id(&self.provider, spki)?))
+            }
+            _ => None,
+        };
         for n in 0..tickets.count {
             let nonce = [n];
             let psk =
@@ -924,6 +963,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
                 age_add: u32::from_be_bytes([a, b, c, d]),
                 early_data: self.config.early_data.is_some(),
                 early_context_hash,
+                client_key,
                 psk: psk.as_ref(),
                 alpn,
             };

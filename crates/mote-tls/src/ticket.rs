@@ -119,9 +119,15 @@ mod server {
     /// ```text
     /// ticket    = key_id[4] || nonce[12] || AEAD-Seal(key, nonce, aad = key_id, state) || tag[16]
     /// state     = format(1) || suite(2) || issued_ms(8) || lifetime_s(4) || age_add(4)
-    ///             || flags(1: bit 0 = 0-RTT allowed) || early_context_hash[16]
+    ///             || flags(1: bit 0 = 0-RTT allowed, bit 1 = client authenticated)
+    ///             || early_context_hash[16] || [client_key_index(4) || client_key_hash[16]]
     ///             || psk<1..255> || alpn<0..255>
     /// ```
+    ///
+    /// The client key fields are present when bit 1 is set: the index of the
+    /// [`crate::ClientAuth::allowed`] key the client proved it holds, and the first 16 bytes
+    /// of SHA-256 over that key, so a resumption still names that key and stops working once
+    /// the key is no longer allowed.
     #[derive(Clone, Copy)]
     pub(crate) struct SealedState<'a> {
         pub(crate) suite: AeadAlgorithm,
@@ -130,6 +136,9 @@ mod server {
         pub(crate) age_add: u32,
         pub(crate) early_data: bool,
         pub(crate) early_context_hash: [u8; 16],
+        /// The client's authenticated key: its index in `ClientAuth::allowed` and the
+        /// [`strike_id`] of its SubjectPublicKeyInfo.
+        pub(crate) client_key: Option<(u32, [u8; 16])>,
         pub(crate) psk: &'a [u8],
         pub(crate) alpn: &'a [u8],
     }
@@ -151,8 +160,12 @@ mod server {
         w.put(&state.issued_ms.to_be_bytes())?;
         w.u32(state.lifetime_s)?;
         w.u32(state.age_add)?;
-        w.u8(u8::from(state.early_data))?;
+        w.u8(u8::from(state.early_data) | (u8::from(state.client_key.is_some()) << 1))?;
         w.put(&state.early_context_hash)?;
+        if let Some((index, hash)) = &state.client_key {
+            w.u32(*index)?;
+            w.put(hash)?;
+        }
         w.vec(1, state.psk)?;
         w.vec(1, state.alpn)?;
         let body_end = w.position();
@@ -195,8 +208,11 @@ mod server {
         let issued_ms = u64::from_be_bytes(*r.array::<8>().ok()?);
         let lifetime_s = r.u32().ok()?;
         let age_add = r.u32().ok()?;
-        let early_data = r.u8().ok()? & 1 != 0;
+        let flags = r.u8().ok()?;
+        let early_data = flags & 1 != 0;
         let early_context_hash = *r.array::<16>().ok()?;
+        let client_key =
+            if flags & 2 != 0 { Some((r.u32().ok()?, *r.array::<16>().ok()?)) } else { None };
         let psk = r.vec(1, 1).ok()?;
         let alpn = r.vec(1, 0).ok()?;
         r.finish().ok()?;
@@ -207,6 +223,7 @@ mod server {
             age_add,
             early_data,
             early_context_hash,
+            client_key,
             psk,
             alpn,
         })
@@ -386,6 +403,7 @@ mod tests {
             age_add: 42,
             early_data: true,
             early_context_hash: [5; 16],
+            client_key: Some((7, [6; 16])),
             psk: &[1; 32],
             alpn: b"h3",
         };
@@ -399,11 +417,47 @@ mod tests {
         );
         assert!(o.early_data);
         assert_eq!((o.psk, o.alpn, o.early_context_hash), (&[1u8; 32][..], &b"h3"[..], [5; 16]));
+        assert_eq!(o.client_key, Some((7, [6; 16])));
         for i in 0..n {
             let mut bad = t;
             bad[i] ^= 1;
             assert!(open_ticket(&p, &keys, &bad[..n], &mut scratch).is_none(), "byte {i}");
         }
         assert!(open_ticket(&p, &keys[..1], &t[..n], &mut scratch).is_none());
+    }
+
+    /// Review finding: the server opened tickets into plain stack arrays, so every
+    /// resumption left the client's decrypted resumption PSK behind on the server's stack.
+    /// The server now opens them into a `Zeroizing` buffer; this checks that the decrypted
+    /// state (the PSK above all) lives only in that buffer, so erasing it erases the PSK.
+    #[cfg(feature = "server")]
+    #[test]
+    fn review_ticket_plaintext_only_in_scratch() {
+        use crate::config::TicketKey;
+        use zeroize::Zeroize;
+        let p = mote_crypto::rustcrypto::RustCrypto;
+        let keys = [TicketKey { id: *b"key!", aead: AeadAlgorithm::Aes128Gcm, key: &[9; 16] }];
+        let state = SealedState {
+            suite: AeadAlgorithm::Aes128Gcm,
+            issued_ms: 1,
+            lifetime_s: 60,
+            age_add: 0,
+            early_data: false,
+            early_context_hash: [0; 16],
+            client_key: None,
+            psk: &[0x5a; 32],
+            alpn: b"h3",
+        };
+        let mut t = [0u8; MAX_TICKET_LEN];
+        let n = seal_ticket(&p, &keys[0], &[3; 12], &state, &mut t).unwrap();
+        assert!(!t[..n].windows(32).any(|w| w == [0x5a; 32]), "sealed ticket holds the PSK");
+        let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
+        let range = scratch.as_ptr_range();
+        let o = open_ticket(&p, &keys, &t[..n], &mut scratch).unwrap();
+        assert_eq!(o.psk, &[0x5a; 32]);
+        assert!(range.contains(&o.psk.as_ptr()) && range.contains(&o.alpn.as_ptr()));
+        // What dropping the buffer does.
+        scratch.zeroize();
+        assert_eq!(*scratch, [0; MAX_TICKET_LEN]);
     }
 }

@@ -541,6 +541,91 @@ fn mutual_authentication_with_client_raw_public_key() {
     assert_eq!(r.server.client_key_index(), None);
 }
 
+/// Review finding: a PSK handshake skips client authentication (RFC 8446 §4.3.2), and the
+/// sealed ticket did not say whether or as whom the client had authenticated. So a key
+/// removed from `ClientAuth::allowed` kept resuming for the ticket lifetime, a ticket
+/// issued while authentication was optional resumed after it became required, and a
+/// resumed connection reported no `client_key_index`.
+#[test]
+fn attack_ticket_outlives_client_key_revocation() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let mut ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+    ccfg.client_key = Some(&keys.client_ed);
+    let allowed = [keys.spki_other.as_slice(), keys.spki_client_ed.as_slice()];
+    let mut scfg = server_config(&[b"h3"], &keys.server_ed);
+    scfg.tickets = Some(TICKETS);
+    scfg.client_auth = Some(ClientAuth { allowed: &allowed, required: true });
+    let tickets = first_handshake(&ccfg, &scfg);
+    let resume = |scfg: &ServerConfig<'_>, ccfg: &ClientConfig<'_>, encoded: &[u8]| {
+        let ticket = Ticket::decode(encoded).unwrap();
+        let r = run_with(
+            ccfg,
+            scfg,
+            Some(Resumption { ticket, age_ms: 1_000 }),
+            NOW + 1_000,
+            0,
+            &mut |_, _, _| {},
+        );
+        assert_eq!(r.result, Ok(()));
+        (r.server.psk_accepted(), r.server.client_key_index())
+    };
+
+    // Resuming names the key the client authenticated with, also in the tickets a
+    // resumed connection issues.
+    assert_eq!(resume(&scfg, &ccfg, &tickets[0]), (true, Some(1)));
+    let ticket = Ticket::decode(&tickets[1]).unwrap();
+    let r =
+        run_with(&ccfg, &scfg, Some(Resumption { ticket, age_ms: 0 }), NOW, 0, &mut |_, _, _| {});
+    assert_eq!(r.server.client_key_index(), Some(1));
+    assert_eq!(resume(&scfg, &ccfg, &r.cep.tickets[0]), (true, Some(1)));
+
+    // The key is revoked (removed from the list, or another key now at its index): the
+    // ticket is ignored and the full handshake asks for a certificate again.
+    let revoked = [keys.spki_other.as_slice()];
+    let swapped = [keys.spki_client_ed.as_slice(), keys.spki_other.as_slice()];
+    for list in [&revoked[..], &swapped[..]] {
+        let mut after = scfg;
+        after.client_auth = Some(ClientAuth { allowed: list, required: true });
+        let ticket = Ticket::decode(&tickets[0]).unwrap();
+        let r = run_with(
+            &ccfg,
+            &after,
+            Some(Resumption { ticket, age_ms: 1_000 }),
+            NOW + 1_000,
+            0,
+            &mut |_, _, _| {},
+        );
+        assert!(!r.server.psk_accepted());
+        assert!(r.sep.sent_types.contains(&(Level::Handshake, ht::CERTIFICATE_REQUEST)));
+        if list.len() == 1 {
+            assert_eq!(server_error(&r).alert(), Alert::BadCertificate);
+        } else {
+            assert_agree(&r);
+            assert_eq!(r.server.client_key_index(), Some(0));
+        }
+    }
+
+    // A ticket of a client that did not authenticate (optional authentication) does not
+    // resume once authentication is required; it still does while it is optional.
+    let anonymous = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+    let mut optional = scfg;
+    optional.client_auth = Some(ClientAuth { allowed: &allowed, required: false });
+    let anon_tickets = first_handshake(&anonymous, &optional);
+    assert_eq!(resume(&optional, &anonymous, &anon_tickets[0]), (true, None));
+    let ticket = Ticket::decode(&anon_tickets[0]).unwrap();
+    let r = run_with(
+        &anonymous,
+        &scfg,
+        Some(Resumption { ticket, age_ms: 1_000 }),
+        NOW + 1_000,
+        0,
+        &mut |_, _, _| {},
+    );
+    assert!(!r.server.psk_accepted());
+    assert_eq!(server_error(&r).alert(), Alert::UnsupportedCertificate);
+}
+
 #[test]
 fn x509_chain_is_sent_when_the_client_does_not_ask_for_raw_keys() {
     // The client side of X.509 is not built yet; check the server's side of the choice.
