@@ -517,14 +517,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 /// Largest `len` such that `fixed + varint(len) + len ≤ space`.
 fn room_after(fixed: usize, space: usize) -> usize {
     let Some(avail) = space.checked_sub(fixed) else { return 0 };
-    for n in [1usize, 2, 4, 8] {
+    // RFC 9000 §16: a Length of n bytes holds at most these values. For each width the data
+    // may fill what the width leaves, capped by what it can express; the widest fit wins
+    // (e.g. 16383 bytes with a 2-byte Length beats 16382 with a 4-byte one).
+    let mut best = 0;
+    for (n, max) in [(1usize, 63usize), (2, 16_383), (4, (1 << 30) - 1), (8, usize::MAX)] {
         if let Some(len) = avail.checked_sub(n) {
-            if crate::coding::encoded_size(len as u64) <= n {
-                return len;
-            }
+            best = best.max(len.min(max));
         }
     }
-    0
+    best
 }
 
 /// Data bytes a STREAM frame with a Length field for `id` at `offset` can carry when the
