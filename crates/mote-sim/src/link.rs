@@ -481,12 +481,8 @@ mod tests {
     #[test]
     fn max_burst_caps_consecutive_losses() {
         for (loss, burst) in [(0.3, None), (0.0, Some(GilbertElliott::bursty(0.3, 8.0)))] {
-            let mut l = link(LinkConfig {
-                loss,
-                burst_loss: burst,
-                max_burst: 3,
-                ..LinkConfig::default()
-            });
+            let mut l =
+                link(LinkConfig { loss, burst_loss: burst, max_burst: 3, ..LinkConfig::default() });
             let (mut run, mut longest, mut lost) = (0, 0, 0);
             for t in 0..10_000 {
                 match l.admit(Instant(t), 100) {
