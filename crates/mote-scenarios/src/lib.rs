@@ -169,6 +169,44 @@ impl HandshakeMode {
             HandshakeMode::ZeroRtt => "0-RTT",
         }
     }
+
+    /// Round trips a transaction needs with this handshake on an ideal link: one for the
+    /// handshake and one for the request and its answer, or one in all with 0-RTT.
+    pub const fn round_trips(self) -> u32 {
+        match self {
+            HandshakeMode::Full | HandshakeMode::Resumed => 2,
+            HandshakeMode::ZeroRtt => 1,
+        }
+    }
+}
+
+/// The ideal duration of a transaction over `profile`: `round_trips` propagation round
+/// trips ([`LinkProfile::rtt`]) plus the serialization of every byte that crossed each
+/// rate-limited direction — `up` at the uplink's rate, `down` at the downlink's (each
+/// datagram's length plus the link's per-datagram overhead). Nothing is counted for
+/// queueing, pacing, ACK delays or processing; serialization that overlaps (ACKs going up
+/// while the answer comes down) is counted in full, so a run may come in marginally under
+/// it. A direction without a rate limit adds no serialization time.
+///
+/// For the transaction of [`Setup::transaction`] use [`HandshakeMode::round_trips`] and the
+/// outcome's [`Outcome::up`] and [`Outcome::down`] (what crossed up to the last object
+/// byte); [`Outcome::ideal`] does that.
+pub fn ideal_duration(
+    profile: &LinkProfile,
+    round_trips: u32,
+    up: &Traffic,
+    down: &Traffic,
+) -> Duration {
+    let serialization = |link: &mote_sim::LinkConfig, t: &Traffic| -> u64 {
+        let Some(rate) = link.rate_bps.filter(|&r| r > 0) else { return 0 };
+        let wire = u128::from(t.bytes) + u128::from(t.datagrams) * link.overhead_bytes as u128;
+        u64::try_from((wire * 8 * 1_000_000).div_ceil(u128::from(rate))).unwrap_or(u64::MAX)
+    };
+    let rtts = profile.rtt().as_micros().saturating_mul(u64::from(round_trips));
+    Duration(
+        rtts.saturating_add(serialization(&profile.up, up))
+            .saturating_add(serialization(&profile.down, down)),
+    )
 }
 
 /// One run of the transaction.
@@ -299,6 +337,21 @@ pub struct Outcome {
     pub device_drained: bool,
     /// The server's connections were all removed (drained) by the end.
     pub server_drained: bool,
+}
+
+impl Outcome {
+    /// The ideal duration of this run's transaction over `profile` (the link it ran on):
+    /// see [`ideal_duration`].
+    pub fn ideal(&self, profile: &LinkProfile) -> Duration {
+        ideal_duration(profile, self.mode.round_trips(), &self.up, &self.down)
+    }
+
+    /// Measured transaction time over the ideal one (1.0 = ideal); `None` if the
+    /// transaction did not finish.
+    pub fn vs_ideal(&self, profile: &LinkProfile) -> Option<f64> {
+        let ideal = self.ideal(profile).as_micros();
+        self.duration.filter(|_| ideal > 0).map(|d| d.as_micros() as f64 / ideal as f64)
+    }
 }
 
 /// The device application: connect, send the request on `streams` streams, read the
