@@ -234,3 +234,22 @@ fn nbiot_transaction_is_near_ideal_without_retransmission() {
         "{measured:?} > 1.10 x {ideal:?}"
     );
 }
+
+#[test]
+fn multiplexing_1999_streams_against_a_limit_of_1000() {
+    // The interop runner's multiplexing case: 1999 streams, 32 B each way; the server
+    // allows 1000 at first, so the client must wait for MAX_STREAMS to grow.
+    let wall = std::time::Instant::now();
+    // A 1000-slot connection is large: give the simulation a roomy stack.
+    let o = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| mote_scenarios::run_multiplex(1999, 1000, 21))
+        .unwrap()
+        .join()
+        .unwrap();
+    println!("multiplexing: {o:?}, {:?} wall", wall.elapsed());
+    assert_eq!((o.completed, o.corrupt, o.requests_ok), (1999, 0, 1999), "{o:?}");
+    assert!(o.blocked > 0 && o.opened_when_first_blocked == Some(1000), "{o:?}");
+    assert!(matches!(o.close, Some(CloseReason::Local(_))), "{o:?}");
+    assert!(o.drained, "{o:?}");
+}
