@@ -169,6 +169,44 @@ impl HandshakeMode {
             HandshakeMode::ZeroRtt => "0-RTT",
         }
     }
+
+    /// Round trips a transaction needs with this handshake on an ideal link: one for the
+    /// handshake and one for the request and its answer, or one in all with 0-RTT.
+    pub const fn round_trips(self) -> u32 {
+        match self {
+            HandshakeMode::Full | HandshakeMode::Resumed => 2,
+            HandshakeMode::ZeroRtt => 1,
+        }
+    }
+}
+
+/// The ideal duration of a transaction over `profile`: `round_trips` propagation round
+/// trips ([`LinkProfile::rtt`]) plus the serialization of every byte that crossed each
+/// rate-limited direction — `up` at the uplink's rate, `down` at the downlink's (each
+/// datagram's length plus the link's per-datagram overhead). Nothing is counted for
+/// queueing, pacing, ACK delays or processing; serialization that overlaps (ACKs going up
+/// while the answer comes down) is counted in full, so a run may come in marginally under
+/// it. A direction without a rate limit adds no serialization time.
+///
+/// For the transaction of [`Setup::transaction`] use [`HandshakeMode::round_trips`] and the
+/// outcome's [`Outcome::up`] and [`Outcome::down`] (what crossed up to the last object
+/// byte); [`Outcome::ideal`] does that.
+pub fn ideal_duration(
+    profile: &LinkProfile,
+    round_trips: u32,
+    up: &Traffic,
+    down: &Traffic,
+) -> Duration {
+    let serialization = |link: &mote_sim::LinkConfig, t: &Traffic| -> u64 {
+        let Some(rate) = link.rate_bps.filter(|&r| r > 0) else { return 0 };
+        let wire = u128::from(t.bytes) + u128::from(t.datagrams) * link.overhead_bytes as u128;
+        u64::try_from((wire * 8 * 1_000_000).div_ceil(u128::from(rate))).unwrap_or(u64::MAX)
+    };
+    let rtts = profile.rtt().as_micros().saturating_mul(u64::from(round_trips));
+    Duration(
+        rtts.saturating_add(serialization(&profile.up, up))
+            .saturating_add(serialization(&profile.down, down)),
+    )
 }
 
 /// One run of the transaction.
@@ -299,6 +337,21 @@ pub struct Outcome {
     pub device_drained: bool,
     /// The server's connections were all removed (drained) by the end.
     pub server_drained: bool,
+}
+
+impl Outcome {
+    /// The ideal duration of this run's transaction over `profile` (the link it ran on):
+    /// see [`ideal_duration`].
+    pub fn ideal(&self, profile: &LinkProfile) -> Duration {
+        ideal_duration(profile, self.mode.round_trips(), &self.up, &self.down)
+    }
+
+    /// Measured transaction time over the ideal one (1.0 = ideal); `None` if the
+    /// transaction did not finish.
+    pub fn vs_ideal(&self, profile: &LinkProfile) -> Option<f64> {
+        let ideal = self.ideal(profile).as_micros();
+        self.duration.filter(|_| ideal > 0).map(|d| d.as_micros() as f64 / ideal as f64)
+    }
 }
 
 /// The device application: connect, send the request on `streams` streams, read the
@@ -826,4 +879,308 @@ where
 /// Runs the transaction with a RustCrypto server (fully deterministic).
 pub fn run_rustcrypto(setup: &Setup) -> Outcome {
     run(setup, RustCrypto)
+}
+
+/// Stream slots of the multiplexing client: more than the server lets it open at first,
+/// so it runs into the server's stream limit and must wait for MAX_STREAMS.
+pub const MUX_CLIENT_STREAMS: usize = 1024;
+/// Stream slots of the multiplexing server (its concurrent-stream limit).
+pub const MUX_SERVER_STREAMS: usize = 1000;
+
+type MuxClientConnection =
+    Connection<RustCrypto, DeviceTls, Vec<u8>, Vec<u8>, MUX_CLIENT_STREAMS, 256, 32>;
+type MuxClientEndpoint = Endpoint<
+    RustCrypto,
+    DeviceTls,
+    Vec<u8>,
+    Vec<u8>,
+    NoAccept,
+    Vec<Slot<MuxClientConnection>>,
+    MUX_CLIENT_STREAMS,
+    256,
+    32,
+>;
+type MuxServerSession = ServerSession<'static, RustCrypto>;
+type MuxServerConnection =
+    Connection<RustCrypto, MuxServerSession, Vec<u8>, Vec<u8>, MUX_SERVER_STREAMS, 256, 32>;
+type MuxAcceptor = Box<
+    dyn FnMut(Instant) -> Option<(MuxServerSession, Storage<Vec<u8>, Vec<u8>, MUX_SERVER_STREAMS>)>,
+>;
+type MuxServerEndpoint = Endpoint<
+    RustCrypto,
+    MuxServerSession,
+    Vec<u8>,
+    Vec<u8>,
+    MuxAcceptor,
+    Vec<Slot<MuxServerConnection>>,
+    MUX_SERVER_STREAMS,
+    256,
+    32,
+>;
+
+const SIDE_SERVER: mote_quic::transport_params::Side = mote_quic::transport_params::Side::Server;
+
+/// What [`run_multiplex`] measured.
+#[derive(Clone, Debug, Default)]
+pub struct MultiplexOutcome {
+    /// Streams whose whole answer (and FIN) the client read.
+    pub completed: usize,
+    /// Answers that differed from what the server sent.
+    pub corrupt: usize,
+    /// Times `stream_open` reported the server's stream limit reached.
+    pub blocked: u64,
+    /// Streams the client opened.
+    pub opened: usize,
+    /// Streams the client opened when it was first blocked.
+    pub opened_when_first_blocked: Option<u64>,
+    /// The server's requests, each checked against what the client sent.
+    pub requests_ok: usize,
+    /// From the connection attempt to the last answer.
+    pub duration: Option<Duration>,
+    /// Why the client connection closed.
+    pub close: Option<CloseReason>,
+    /// Both endpoints were empty (closed and drained) at the end.
+    pub drained: bool,
+}
+
+/// The request of stream `k` of [`run_multiplex`] (32 bytes).
+fn mux_request(k: usize) -> Vec<u8> {
+    (0..32).map(|i| (k.wrapping_mul(7) + i) as u8).collect()
+}
+
+/// The answer to `request` (32 bytes).
+fn mux_answer(request: &[u8]) -> Vec<u8> {
+    request.iter().map(|b| b ^ 0xa5).collect()
+}
+
+struct MuxClient {
+    tls: Option<DeviceTls>,
+    handle: Option<ConnectionHandle>,
+    total: usize,
+    opened: usize,
+    /// (stream, index, request bytes written, answer read)
+    open: Vec<(StreamId, usize, usize, Vec<u8>)>,
+    out: MultiplexOutcome,
+    start: Instant,
+    closed: bool,
+}
+
+impl Application<MuxClientEndpoint> for MuxClient {
+    fn drive(&mut self, now: Instant, ep: &mut MuxClientEndpoint) {
+        if self.handle.is_none() {
+            if let Some(tls) = self.tls.take() {
+                let storage = Storage {
+                    crypto: core::array::from_fn(|_| (vec![0; 2048], vec![0; 2048])),
+                    streams: core::array::from_fn(|_| (vec![0; 64], vec![0; 64])),
+                };
+                self.handle = ep.connect(now, server_addr(), tls, storage).ok();
+            }
+        }
+        while let Some((_, e)) = ep.poll_event() {
+            if e == Event::Closed {
+                if let Some(c) = self.handle.and_then(|h| ep.connection_ref(h)) {
+                    self.out.close = c.close_reason();
+                }
+            }
+        }
+        let Some(conn) = self.handle.and_then(|h| ep.connection(h)) else { return };
+        if conn.is_closed() || !conn.is_handshake_complete() {
+            return;
+        }
+        while self.opened < self.total {
+            match conn.stream_open(StreamDir::Bidi) {
+                Ok(id) => {
+                    self.open.push((id, self.opened, 0, Vec::new()));
+                    self.opened += 1;
+                }
+                Err(mote_quic::connection::StreamOpenError::Blocked) => {
+                    self.out.blocked += 1;
+                    self.out.opened_when_first_blocked.get_or_insert(self.opened as u64);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        self.out.opened = self.opened;
+        let mut buf = [0u8; 64];
+        let out = &mut self.out;
+        self.open.retain_mut(|(id, k, written, got)| loop {
+            let req = mux_request(*k);
+            if *written < req.len() {
+                if let Some(rest) = req.get(*written..) {
+                    *written += conn.stream_send(*id, rest).unwrap_or(0);
+                }
+                if *written == req.len() {
+                    let _ = conn.stream_finish(*id);
+                }
+            }
+            match conn.stream_recv(*id, &mut buf) {
+                Some(Read::Data(n)) => got.extend_from_slice(buf.get(..n).unwrap_or(&[])),
+                Some(Read::Fin) => {
+                    out.completed += 1;
+                    if *got != mux_answer(&mux_request(*k)) {
+                        out.corrupt += 1;
+                    }
+                    break false;
+                }
+                _ => break true,
+            }
+        });
+        if self.out.completed == self.total && !self.closed {
+            self.closed = true;
+            self.out.duration = Some(now - self.start);
+            conn.close(0, b"done");
+        }
+    }
+}
+
+struct MuxServer {
+    /// (connection, stream, request read, FIN read, answer bytes written)
+    streams: Vec<(ConnectionHandle, StreamId, Vec<u8>, bool, usize)>,
+    /// Connections seen and the streams answered in full.
+    handles: Vec<ConnectionHandle>,
+    done: std::collections::HashSet<(ConnectionHandle, StreamId)>,
+    requests_ok: usize,
+}
+
+impl Application<MuxServerEndpoint> for MuxServer {
+    fn drive(&mut self, _now: Instant, ep: &mut MuxServerEndpoint) {
+        let mut handles = core::mem::take(&mut self.handles);
+        while let Some((h, e)) = ep.poll_event() {
+            if let Event::StreamOpened(id) = e {
+                if !self.streams.iter().any(|s| s.0 == h && s.1 == id) {
+                    self.streams.push((h, id, Vec::new(), false, 0));
+                }
+            }
+            if !handles.contains(&h) {
+                handles.push(h);
+            }
+        }
+        // StreamOpened is dropped when the connection's event ring is full (a burst of
+        // hundreds of new streams): find the peer's streams among the live ones.
+        handles.retain(|&h| ep.connection_ref(h).is_some());
+        for &h in &handles {
+            let Some(conn) = ep.connection_ref(h) else { continue };
+            let known: std::collections::HashSet<StreamId> =
+                self.streams.iter().filter(|s| s.0 == h).map(|s| s.1).collect();
+            let done = &self.done;
+            let new: Vec<StreamId> = conn
+                .live_streams()
+                .filter(|&id| {
+                    !id.is_local(SIDE_SERVER) && !known.contains(&id) && !done.contains(&(h, id))
+                })
+                .collect();
+            for id in new {
+                self.streams.push((h, id, Vec::new(), false, 0));
+            }
+        }
+        self.handles = handles;
+        let done = &mut self.done;
+        let mut buf = [0u8; 64];
+        let ok = &mut self.requests_ok;
+        self.streams.retain_mut(|(h, id, req, fin, written)| {
+            let Some(conn) = ep.connection(*h) else { return false };
+            while !*fin {
+                match conn.stream_recv(*id, &mut buf) {
+                    Some(Read::Data(n)) => req.extend_from_slice(buf.get(..n).unwrap_or(&[])),
+                    Some(Read::Fin) => {
+                        *fin = true;
+                        // The answer is derived from the request, so the client's check
+                        // covers both directions byte for byte.
+                        if req.len() == 32 {
+                            *ok += 1;
+                        }
+                    }
+                    _ => return true,
+                }
+            }
+            let answer = mux_answer(req);
+            if let Some(rest) = answer.get(*written..) {
+                // Connection-level flow control may hold part of it back.
+                *written += conn.stream_send(*id, rest).unwrap_or(0);
+            }
+            if *written < answer.len() {
+                return true;
+            }
+            let _ = conn.stream_finish(*id);
+            done.insert((*h, *id));
+            false
+        });
+    }
+}
+
+/// The interop runner's multiplexing case: the client makes `streams` request/response
+/// exchanges (32 B each way, one bidirectional stream each) against a server whose
+/// `initial_max_streams_bidi` is `server_limit` (at most [`MUX_SERVER_STREAMS`], its stream
+/// slots); the client opens streams as fast as the limit allows, so past the limit it
+/// waits for the server's MAX_STREAMS. Lossless `wlan` link.
+pub fn run_multiplex(streams: usize, server_limit: u64, seed: u64) -> MultiplexOutcome {
+    let id = identity(&RustCrypto);
+    let scfg = server_config(&id, false);
+    let mut sim = Simulator::new(seed);
+    let mut server_cfg = ConnectionConfig::server();
+    server_cfg.streams.max_streams_bidi = server_limit;
+    server_cfg.streams.max_streams_uni = 0;
+    let acceptor: MuxAcceptor = Box::new(move |now: Instant| {
+        let storage = Storage {
+            crypto: core::array::from_fn(|_| (vec![0; 4096], vec![0; 4096])),
+            streams: core::array::from_fn(|_| (vec![0; 64], vec![0; 64])),
+        };
+        Some((ServerSession::new(RustCrypto, scfg, now.as_micros() / 1000), storage))
+    });
+    let server_ep: MuxServerEndpoint = Endpoint::new(
+        EndpointConfig::server(server_cfg, 1),
+        RustCrypto,
+        acceptor,
+        (0..1).map(|_| Slot::new()).collect(),
+        &mut SeededRng(seed ^ 0x5e4e_4000),
+    )
+    .unwrap_or_else(|e| panic!("server endpoint: {e:?}"));
+    let server = QuicNode::new(
+        server_ep,
+        MuxServer {
+            streams: Vec::new(),
+            handles: Vec::new(),
+            done: Default::default(),
+            requests_ok: 0,
+        },
+    );
+    let server = sim.add_node(server, server_addr()).unwrap_or_else(|e| panic!("{e}"));
+    let mut client_cfg = ConnectionConfig::device();
+    client_cfg.streams.max_streams_uni = 0;
+    let client_ep: MuxClientEndpoint = Endpoint::new(
+        EndpointConfig::client(client_cfg),
+        RustCrypto,
+        NoAccept,
+        vec![Slot::new()],
+        &mut SeededRng(seed ^ 0x5eed_0000_0000_0001),
+    )
+    .unwrap_or_else(|e| panic!("client endpoint: {e:?}"));
+    let client = MuxClient {
+        tls: Some(ClientSession::new(RustCrypto, client_config(id.spki, false), None)),
+        handle: None,
+        total: streams,
+        opened: 0,
+        open: Vec::new(),
+        out: MultiplexOutcome::default(),
+        start: sim.now(),
+        closed: false,
+    };
+    let client = sim
+        .add_node(QuicNode::new(client_ep, client), device_addr())
+        .unwrap_or_else(|e| panic!("{e}"));
+    sim.connect(device_addr(), server_addr(), &LinkProfile::wlan())
+        .unwrap_or_else(|e| panic!("{e}"));
+    type C = QuicNode<MuxClientEndpoint, MuxClient>;
+    type S = QuicNode<MuxServerEndpoint, MuxServer>;
+    let _ = sim.run_until(Instant::ZERO + Duration::from_secs(120), |sim| {
+        sim.node::<C>(client).is_some_and(|n| n.endpoint.is_empty() && n.app.closed)
+            && sim.node::<S>(server).is_some_and(|n| n.endpoint.is_empty())
+    });
+    let drained = sim.node::<C>(client).is_some_and(|n| n.endpoint.is_empty())
+        && sim.node::<S>(server).is_some_and(|n| n.endpoint.is_empty());
+    let mut out = sim.node::<C>(client).map(|n| n.app.out.clone()).unwrap_or_default();
+    out.requests_ok = sim.node::<S>(server).map_or(0, |n| n.app.requests_ok);
+    out.drained = drained;
+    out
 }

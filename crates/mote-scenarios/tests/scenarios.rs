@@ -201,3 +201,55 @@ fn same_seed_same_trace() {
     let c = run_rustcrypto(&Setup::transaction(profile("lossy").with_loss(0.05), 1235));
     assert_ne!(a.trace_digest, c.trace_digest);
 }
+
+#[test]
+fn nbiot_transaction_is_near_ideal_without_retransmission() {
+    // The lossless NB-IoT profile (2 s RTT, 159 kbit/s up, 127 kbit/s down): a 5 KiB 1-RTT
+    // transaction retransmits nothing and takes at most 10 % more than the ideal: two round
+    // trips plus the serialization of every byte that crossed each link (from the trace).
+    let p = profile("nbiot");
+    let o = run_rustcrypto(&Setup::transaction(p.clone(), 1));
+    assert_complete(&o, "nbiot");
+    assert_eq!(o.responses[0], object(5 * 1024));
+    for (who, st) in [("device", &o.device), ("server", &o.server)] {
+        assert_eq!(
+            (st.packets_lost, st.ptos, st.bytes_retransmitted),
+            (0, 0, 0),
+            "{who} retransmitted: {st:?}"
+        );
+    }
+    assert_eq!(o.up.dropped + o.down.dropped, 0);
+    let ideal = o.ideal(&p);
+    let measured = o.duration.unwrap();
+    println!(
+        "nbiot 5 KiB: measured {measured:?}, ideal {ideal:?} (up {} B, down {} B), ratio {:.3}",
+        o.up.bytes,
+        o.down.bytes,
+        o.vs_ideal(&p).unwrap()
+    );
+    // Not a strict lower bound: the device's ACKs cross the uplink while the answer is on
+    // the downlink, so some serialization overlaps.
+    assert!(
+        measured.as_micros() * 100 <= ideal.as_micros() * 110,
+        "{measured:?} > 1.10 x {ideal:?}"
+    );
+}
+
+#[test]
+fn multiplexing_1999_streams_against_a_limit_of_1000() {
+    // The interop runner's multiplexing case: 1999 streams, 32 B each way; the server
+    // allows 1000 at first, so the client must wait for MAX_STREAMS to grow.
+    let wall = std::time::Instant::now();
+    // A 1000-slot connection is large: give the simulation a roomy stack.
+    let o = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| mote_scenarios::run_multiplex(1999, 1000, 21))
+        .unwrap()
+        .join()
+        .unwrap();
+    println!("multiplexing: {o:?}, {:?} wall", wall.elapsed());
+    assert_eq!((o.completed, o.corrupt, o.requests_ok), (1999, 0, 1999), "{o:?}");
+    assert!(o.blocked > 0 && o.opened_when_first_blocked == Some(1000), "{o:?}");
+    assert!(matches!(o.close, Some(CloseReason::Local(_))), "{o:?}");
+    assert!(o.drained, "{o:?}");
+}

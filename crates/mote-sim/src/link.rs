@@ -119,6 +119,10 @@ pub struct LinkConfig {
     pub loss: f64,
     /// Bursty loss, applied before `loss`.
     pub burst_loss: Option<GilbertElliott>,
+    /// Longest run of consecutive datagrams the loss models (`loss`, `burst_loss`) may
+    /// drop: once this many in a row were lost, the next one gets through. 0 for no cap.
+    /// Blackholes, the MTU and the queue are not capped.
+    pub max_burst: usize,
     /// Probability that a datagram is held back by `reorder_delay`, letting later ones
     /// overtake it.
     pub reorder: f64,
@@ -147,6 +151,7 @@ impl Default for LinkConfig {
             jitter: Duration::ZERO,
             loss: 0.0,
             burst_loss: None,
+            max_burst: 0,
             reorder: 0.0,
             reorder_delay: Duration::ZERO,
             duplicate: 0.0,
@@ -230,6 +235,8 @@ pub(crate) struct Link {
     last_arrival: Instant,
     /// Gilbert–Elliott state.
     bad: bool,
+    /// Datagrams lost in a row by the loss models (for [`LinkConfig::max_burst`]).
+    lost_run: usize,
 }
 
 /// A uniform draw in `[0, 1)`.
@@ -253,6 +260,7 @@ impl Link {
             waiting_bytes: 0,
             last_arrival: Instant::ZERO,
             bad: false,
+            lost_run: 0,
         }
     }
 
@@ -310,6 +318,16 @@ impl Link {
         }
         if chance(&mut self.rng, self.config.loss) && lost.is_none() {
             lost = Some(DropReason::Loss);
+        }
+        if lost.is_some() {
+            if self.config.max_burst > 0 && self.lost_run >= self.config.max_burst {
+                lost = None;
+                self.lost_run = 0;
+            } else {
+                self.lost_run += 1;
+            }
+        } else {
+            self.lost_run = 0;
         }
         if let Some(reason) = lost {
             let copy = Fate { at: departs, lost: Some(reason), corrupt: None, reordered: false };
@@ -458,6 +476,38 @@ mod tests {
         let ge = GilbertElliott::bursty(0.05, 4.0);
         assert!((ge.p_bad_to_good - 0.25).abs() < 1e-12);
         assert!((ge.mean_loss() - 0.05).abs() < 1e-12);
+    }
+
+    #[test]
+    fn max_burst_caps_consecutive_losses() {
+        for (loss, burst) in [(0.3, None), (0.0, Some(GilbertElliott::bursty(0.3, 8.0)))] {
+            let mut l =
+                link(LinkConfig { loss, burst_loss: burst, max_burst: 3, ..LinkConfig::default() });
+            let (mut run, mut longest, mut lost) = (0, 0, 0);
+            for t in 0..10_000 {
+                match l.admit(Instant(t), 100) {
+                    Admission::Accepted { original, .. } if original.lost.is_some() => {
+                        run += 1;
+                        lost += 1;
+                    }
+                    _ => run = 0,
+                }
+                longest = longest.max(run);
+            }
+            assert_eq!(longest, 3, "{loss} {burst:?}");
+            assert!(lost > 1_500, "{lost}");
+        }
+        // Uncapped, 30 % random loss has longer runs in 10 000 datagrams.
+        let mut l = link(LinkConfig { loss: 0.3, ..LinkConfig::default() });
+        let (mut run, mut longest) = (0, 0);
+        for t in 0..10_000 {
+            match l.admit(Instant(t), 100) {
+                Admission::Accepted { original, .. } if original.lost.is_some() => run += 1,
+                _ => run = 0,
+            }
+            longest = longest.max(run);
+        }
+        assert!(longest > 3);
     }
 
     #[test]

@@ -134,6 +134,12 @@ impl LinkProfile {
         self.map(|c| c.burst_loss = Some(ge))
     }
 
+    /// Caps runs of consecutive losses (random or bursty) at `datagrams`, both ways (see
+    /// [`LinkConfig::max_burst`]).
+    pub fn with_max_burst(self, datagrams: usize) -> Self {
+        self.map(|c| c.max_burst = datagrams)
+    }
+
     /// Jitter, both ways.
     pub fn with_jitter(self, jitter: Duration) -> Self {
         self.map(|c| c.jitter = jitter)

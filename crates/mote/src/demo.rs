@@ -43,6 +43,10 @@ pub struct Args {
 /// One line of the table.
 struct Row {
     profile: String,
+    /// The ideal transaction time on this link ([`Outcome::ideal`]).
+    ideal: Duration,
+    /// Measured over ideal.
+    vs_ideal: Option<f64>,
     outcome: Outcome,
 }
 
@@ -69,7 +73,9 @@ pub fn run_demo(args: &Args) -> Result<()> {
                 mode.name(),
                 outcome.device_close
             );
-            rows.push(Row { profile: profile.name.clone(), outcome });
+            let ideal = outcome.ideal(&profile);
+            let vs_ideal = outcome.vs_ideal(&profile);
+            rows.push(Row { profile: profile.name.clone(), ideal, vs_ideal, outcome });
         }
     }
     if args.json {
@@ -86,6 +92,8 @@ pub fn run_demo(args: &Args) -> Result<()> {
                     "handshake_ms": ms(o.handshake),
                     "time_to_first_byte_ms": ms(o.time_to_first_byte),
                     "transaction_ms": ms(o.duration),
+                    "ideal_ms": ms(Some(r.ideal)),
+                    "vs_ideal": r.vs_ideal,
                     "up": { "bytes": o.up.bytes, "datagrams": o.up.datagrams, "packets": o.up.packets },
                     "down": { "bytes": o.down.bytes, "datagrams": o.down.datagrams, "packets": o.down.packets },
                     "link_drops": { "up": o.up.dropped, "down": o.down.dropped },
@@ -115,12 +123,14 @@ pub fn run_demo(args: &Args) -> Result<()> {
         "object byte; \"lost/PTO\" are the connections' loss-recovery counters (device+server).\n"
     );
     println!(
-        "{:<8} {:<9} {:>9} {:>11} {:>11} {:>17} {:>17} {:>9}",
+        "{:<8} {:<9} {:>9} {:>11} {:>11} {:>11} {:>8} {:>17} {:>17} {:>9}",
         "profile",
         "handshake",
         "hs (ms)",
         "TTFB (ms)",
         "total (ms)",
+        "ideal (ms)",
+        "vs ideal",
         "up B / pkts",
         "down B / pkts",
         "lost/PTO"
@@ -132,12 +142,14 @@ pub fn run_demo(args: &Args) -> Result<()> {
             (m, _) => m.name(),
         };
         println!(
-            "{:<8} {:<9} {:>9.1} {:>11.1} {:>11.1} {:>17} {:>17} {:>9}",
+            "{:<8} {:<9} {:>9.1} {:>11.1} {:>11.1} {:>11.1} {:>8} {:>17} {:>17} {:>9}",
             r.profile,
             hs,
             ms(o.handshake),
             ms(o.time_to_first_byte),
             ms(o.duration),
+            ms(Some(r.ideal)),
+            r.vs_ideal.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}")),
             format!("{} / {}", o.up.bytes, o.up.packets),
             format!("{} / {}", o.down.bytes, o.down.packets),
             format!(
@@ -151,7 +163,11 @@ pub fn run_demo(args: &Args) -> Result<()> {
     println!(
         "TTFB: from the connection attempt to the first object byte read by the device; total:"
     );
-    println!("to the last byte.");
+    println!("to the last byte. ideal: the round trips the handshake needs (2, or 1 with 0-RTT)");
+    println!("plus serialization of every byte that crossed each link at its rate (the trace's");
+    println!(
+        "byte counts); vs ideal: total / ideal (ACKs overlapping the answer can make it < 1)."
+    );
     if let Some(r) = rows.iter().find(|r| r.profile.starts_with("nbiot")) {
         println!(
             "The {} runs use a 2 s initial RTT on both sides: no spurious Initial retransmission",

@@ -870,6 +870,13 @@ where
         self.streams.read(id, out)
     }
 
+    /// The live streams (local and peer-opened), in slot order. [`Event::StreamOpened`] is
+    /// dropped when the event ring is full (e.g. a peer opening hundreds of streams between
+    /// two polls); an application that may face that finds the peer's streams here.
+    pub fn live_streams(&self) -> impl Iterator<Item = StreamId> + '_ {
+        self.streams.live()
+    }
+
     /// Bytes ready to read on `id`.
     pub fn stream_readable(&self, id: StreamId) -> u64 {
         self.streams.readable(id)

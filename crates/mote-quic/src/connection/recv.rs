@@ -802,6 +802,14 @@ where
             if let Some(c) = self.hs.crypto_send.get_mut(i) {
                 c.requeue_unacked();
             }
+            // The same for stream data: a receiver without out-of-order reassembly (or with
+            // its ranges full) drops, and does not acknowledge, packets past a gap, so
+            // probes carrying only new data would never be acknowledged and the transfer
+            // would stall. Retransmissions go first, lowest offset first, so the probe
+            // fills the oldest gap; anything acknowledged meanwhile is withdrawn.
+            if space == PnSpace::ApplicationData {
+                self.streams.requeue_all();
+            }
         }
     }
 }
