@@ -802,13 +802,48 @@ where
             if let Some(c) = self.hs.crypto_send.get_mut(i) {
                 c.requeue_unacked();
             }
-            // The same for stream data: a receiver without out-of-order reassembly (or with
-            // its ranges full) drops, and does not acknowledge, packets past a gap, so
-            // probes carrying only new data would never be acknowledged and the transfer
-            // would stall. Retransmissions go first, lowest offset first, so the probe
-            // fills the oldest gap; anything acknowledged meanwhile is withdrawn.
+            // Stream data: a receiver without out-of-order reassembly (or with its ranges
+            // full) drops, and does not acknowledge, packets past a gap, so probes carrying
+            // only new data would never be acknowledged and the transfer would stall. The
+            // probes repeat the stream data and control frames of the oldest unacknowledged
+            // packets, one packet's worth per probe, so they fill the oldest gap first
+            // (retransmissions go before new data); once they are acknowledged, the packets
+            // still outstanding behind them are declared lost and resent in turn.
             if space == PnSpace::ApplicationData {
-                self.streams.requeue_all();
+                self.requeue_oldest(usize::from(count.max(1)));
+            }
+        }
+    }
+
+    /// Queues again the stream data and control frames of the `n` oldest unacknowledged
+    /// packets that still carry something unacknowledged (the records stay in place, so an
+    /// acknowledgement or loss of the original is handled as usual).
+    fn requeue_oldest(&mut self, n: usize) {
+        let mut left = n;
+        for p in self.recovery.application_packets().iter() {
+            if left == 0 {
+                break;
+            }
+            if !p.ack_eliciting {
+                continue;
+            }
+            let f = p.payload;
+            let mut queued = false;
+            if f.has(flag::STREAM) {
+                if let Some(id) = StreamId::new(f.stream_id) {
+                    let (off, len, fin) =
+                        (f.stream_offset, usize::from(f.stream_len), f.has(flag::STREAM_FIN));
+                    queued |= self.streams.requeue_stream(id, off, len, fin);
+                }
+            }
+            for slot in f.control_slots() {
+                if let Some(c) = self.controls.get(slot) {
+                    self.streams.on_control_lost(c);
+                    queued = true;
+                }
+            }
+            if queued {
+                left -= 1;
             }
         }
     }

@@ -115,6 +115,11 @@ impl ControlTable {
         Some(i)
     }
 
+    /// The control frame in slot `i`, left in place.
+    pub(crate) fn get(&self, i: usize) -> Option<Control> {
+        self.slots.get(i).copied().flatten()
+    }
+
     pub(crate) fn take(&mut self, i: usize) -> Option<Control> {
         self.slots.get_mut(i).and_then(Option::take)
     }

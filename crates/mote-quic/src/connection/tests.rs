@@ -560,6 +560,105 @@ fn blackhole_recovers_with_pto_backoff() {
     assert!(p.client.close_reason().is_none());
 }
 
+/// A data packet lost mid-download, everything else delivered. The device build without
+/// `reorder` drops (and does not acknowledge) the packets past the gap, so no ACK arrives
+/// and only a PTO can repair it: the probe must repeat the oldest unacknowledged data (a
+/// probe with new data only would be dropped too, and the transfer would stall).
+#[test]
+fn pto_probe_fills_the_gap_of_a_lost_packet() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let armed = std::rc::Rc::new(core::cell::Cell::new(false));
+    let seen = std::rc::Rc::new(core::cell::Cell::new(0u32));
+    let (a, n) = (armed.clone(), seen.clone());
+    p.filter = Box::new(move |dir, _, _| {
+        if dir == Dir::ToClient && a.get() {
+            n.set(n.get() + 1);
+            // The third server datagram of the download, then (a second gap) the tenth.
+            if n.get() == 3 || n.get() == 10 {
+                return Fate::Drop;
+            }
+        }
+        Fate::Deliver
+    });
+    let (req, id) = transfer(&mut p, b"GET", Duration::from_secs(10));
+    assert_eq!(req, b"GET");
+    armed.set(true);
+    let data = pattern(40_000);
+    let mut written = 0usize;
+    let mut got = Vec::new();
+    let ok = p.run_until(Duration::from_secs(30), |p| {
+        let s = p.server.as_mut().unwrap();
+        if written < data.len() {
+            written += s.stream_send(id, &data[written..]).unwrap();
+            if written == data.len() {
+                s.stream_finish(id).unwrap();
+            }
+        }
+        drain(&mut p.client, id, &mut got)
+    });
+    let st = p.server().stats();
+    assert!(ok && got == data, "stalled at {} of {} bytes: {st:?}", got.len(), data.len());
+    assert!(seen.get() > 10, "the second gap was not reached");
+    assert!(st.packets_lost > 0, "{st:?}");
+    if !cfg!(feature = "reorder") {
+        // Nothing past a gap was acknowledged: the PTO repaired it.
+        assert!(st.ptos > 0, "{st:?}");
+    }
+    // Targeted probes: far less than the whole download is sent twice.
+    assert!(st.bytes_retransmitted < data.len() as u64 / 2, "{st:?}");
+}
+
+/// [`Event::StreamOpened`] is dropped once the event ring is full; the application still
+/// finds the peer's stream with [`Connection::live_streams`].
+#[test]
+fn live_streams_finds_peer_streams_after_event_overflow() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    // Request/response exchanges, never polling the server's events: each adds distinct
+    // StreamOpened / StreamReadable / StreamWritable events until the ring overflows.
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        let mut id = None;
+        let opened = p.run_until(Duration::from_secs(10), |p| {
+            id = id.or_else(|| p.client.stream_open(StreamDir::Bidi).ok());
+            id.is_some()
+        });
+        assert!(opened);
+        let id = id.unwrap();
+        ids.push(id);
+        p.client.stream_send(id, b"req").unwrap();
+        p.client.stream_finish(id).unwrap();
+        let (mut got, mut answered, mut reply) = (Vec::new(), false, Vec::new());
+        let ok = p.run_until(Duration::from_secs(10), |p| {
+            let s = p.server.as_mut().unwrap();
+            if drain(s, id, &mut got) && !answered {
+                s.stream_send(id, b"resp").unwrap();
+                s.stream_finish(id).unwrap();
+                answered = true;
+            }
+            drain(&mut p.client, id, &mut reply)
+        });
+        assert!(ok && got == b"req" && reply == b"resp");
+    }
+    // One more stream, left open: its StreamOpened cannot fit.
+    let mut last = None;
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        last = last.or_else(|| p.client.stream_open(StreamDir::Bidi).ok());
+        last.is_some()
+    }));
+    let last = last.unwrap();
+    p.client.stream_send(last, b"hello").unwrap();
+    assert!(p.run_until(Duration::from_secs(10), |p| p.server().stream_readable(last) > 0));
+    let events: Vec<Event> = core::iter::from_fn(|| p.server().poll_event()).collect();
+    assert_eq!(events.len(), EVENT_CAPACITY, "the ring did not fill: {events:?}");
+    assert!(!events.contains(&Event::StreamOpened(last)), "{events:?}");
+    assert!(p.server().live_streams().any(|id| id == last));
+    let mut got = Vec::new();
+    drain(p.server(), last, &mut got);
+    assert_eq!(got, b"hello");
+}
+
 fn count_initials_sent(log: &[(Instant, Dir, usize, Vec<u8>)], dir: Dir) -> usize {
     log.iter()
         .filter(|(_, d, _, data)| *d == dir && data.first().is_some_and(|b| b & 0xf0 == 0xc0))

@@ -374,6 +374,40 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         }
     }
 
+    /// Queues `len` bytes at `offset` (and the FIN if `fin`) for retransmission, leaving out
+    /// what is already acknowledged: the data of an unacknowledged packet a PTO probe
+    /// repeats (RFC 9002 §6.2.4). Returns true if anything was queued.
+    pub fn requeue(&mut self, offset: u64, len: usize, fin: bool) -> bool {
+        if !matches!(self.state, SendState::Send | SendState::DataSent) {
+            return false;
+        }
+        let mut queued = false;
+        let mut cur = offset.max(self.base);
+        let end = offset.saturating_add(len as u64).min(self.sent);
+        for (s, e) in self.acked.iter() {
+            if cur >= end || s >= end {
+                break;
+            }
+            if e <= cur {
+                continue;
+            }
+            if s > cur {
+                self.lost.insert_coalescing(cur, s);
+                queued = true;
+            }
+            cur = cur.max(e);
+        }
+        if cur < end {
+            self.lost.insert_coalescing(cur, end);
+            queued = true;
+        }
+        if fin && self.fin_sent && !self.fin_acked {
+            self.fin_lost = true;
+            queued = true;
+        }
+        queued
+    }
+
     /// True if bytes were sent and are not all acknowledged yet.
     pub const fn has_unacked(&self) -> bool {
         self.sent > self.base || (self.fin_sent && !self.fin_acked)

@@ -694,6 +694,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
         }
     }
 
+    /// Queues the stream data of an unacknowledged packet again, minus what is already
+    /// acknowledged (a PTO probe, RFC 9002 §6.2.4). Returns true if anything was queued.
+    pub fn requeue_stream(&mut self, id: StreamId, offset: u64, len: usize, fin: bool) -> bool {
+        match self.find(id).and_then(|i| self.slots.get_mut(i)) {
+            Some(slot) if slot.usage != StreamUse::RecvOnly => slot.send.requeue(offset, len, fin),
+            _ => false,
+        }
+    }
+
     /// A packet carrying stream data was lost.
     pub fn on_stream_lost(&mut self, id: StreamId, offset: u64, len: usize, fin: bool) {
         if let Some(slot) = self.find(id).and_then(|i| self.slots.get_mut(i)) {
