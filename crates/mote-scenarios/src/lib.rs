@@ -13,6 +13,8 @@
 //! simulator's trace, both connections' counters, and what each side received, for
 //! byte-exact checks. The scenario test suite (`tests/`) builds on it.
 
+pub mod h3;
+
 use std::net::SocketAddr;
 
 use mote_crypto::rustcrypto::RustCrypto;
