@@ -23,9 +23,9 @@
 use mote_crypto::CryptoProvider;
 use mote_h3::{Config, Event, H3Error, Role, SendError, StreamState, Transport};
 use mote_quic::connection::Connection;
+use mote_quic::connection::TlsSession;
 use mote_quic::frame::StreamDir;
 use mote_quic::stream::{Read, StreamId};
-use mote_quic::connection::TlsSession;
 
 /// Receive buffer of a unidirectional stream (control, QPACK): a SETTINGS frame with a
 /// few settings, GOAWAY, MAX_PUSH_ID and unknown frames skipped in pieces fit.
@@ -60,9 +60,8 @@ where
     }
 
     fn capacity(&self, id: u64) -> usize {
-        StreamId::new(id).map_or(0, |id| {
-            usize::try_from(self.conn.stream_capacity(id)).unwrap_or(usize::MAX)
-        })
+        StreamId::new(id)
+            .map_or(0, |id| usize::try_from(self.conn.stream_capacity(id)).unwrap_or(usize::MAX))
     }
 
     fn write(&mut self, id: u64, data: &[u8], fin: bool) -> usize {
