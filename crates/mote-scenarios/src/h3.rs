@@ -312,6 +312,14 @@ impl H3Session {
                 }
             }
         }
+        // Forget streams that are done in both directions and that QUIC has released
+        // (their IDs never come back in `live_streams`).
+        let live: Vec<u64> = conn.live_streams().map(StreamId::raw).collect();
+        self.streams.retain(|s| {
+            let id = s.state.id();
+            let sending_done = s.state.send_finished() || id & 0x2 != 0;
+            !(s.state.recv_finished() && sending_done) || live.contains(&id)
+        });
         self.h3.flush(&mut QuicTransport { conn })
     }
 }

@@ -52,3 +52,14 @@ fn h3_get_5kb_over_wlan_and_nbiot() {
         );
     }
 }
+
+#[test]
+fn h3_get_completes_on_lossy_link() {
+    for seed in 1..8 {
+        let o = run_rustcrypto(&Setup::transaction(profile("lossy"), seed).with_http3());
+        assert!(o.complete, "seed {seed}: close {:?}", o.device_close);
+        assert_eq!(o.statuses, vec![Some(200)], "seed {seed}");
+        assert!(o.device_saw_settings && o.server_saw_settings, "seed {seed}");
+        assert!(o.device_drained && o.server_drained, "seed {seed}");
+    }
+}
