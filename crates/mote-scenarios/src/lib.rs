@@ -698,15 +698,15 @@ impl<SP: CryptoProvider> ServerApp<SP> {
         let Some(sessions) = self.h3.as_mut() else { return };
         for (h, session, reqs) in sessions.iter_mut() {
             let Some(conn) = ep.connection(*h) else { continue };
-            if !conn.is_handshake_complete() || conn.is_closed() {
+            if conn.is_closed() {
                 continue;
             }
             for (_, e) in stopped.iter().filter(|(sh, _)| sh == h) {
                 let _ = session.on_quic_event(conn, *e);
             }
-            if session.open(conn).is_err() {
-                continue;
-            }
+            // The control stream opens once the connection allows it (the handshake is
+            // complete); requests arriving in 0-RTT are answered before that (0.5-RTT).
+            let _ = session.open(conn);
             let saw_settings = &mut self.saw_settings;
             let requests = &mut self.requests;
             let _ = session.poll(conn, |_, _, st, e| match e {

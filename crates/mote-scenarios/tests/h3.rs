@@ -2,7 +2,7 @@
 //! SETTINGS, a GET and its response, on the demo's links.
 
 use mote_quic::connection::CloseReason;
-use mote_scenarios::{object, run_rustcrypto, Setup};
+use mote_scenarios::{object, run_rustcrypto, HandshakeMode, Setup};
 use mote_sim::LinkProfile;
 
 fn profile(name: &str) -> LinkProfile {
@@ -61,5 +61,33 @@ fn h3_get_completes_on_lossy_link() {
         assert_eq!(o.statuses, vec![Some(200)], "seed {seed}");
         assert!(o.device_saw_settings && o.server_saw_settings, "seed {seed}");
         assert!(o.device_drained && o.server_drained, "seed {seed}");
+    }
+}
+
+#[test]
+fn h3_get_after_resumption_and_in_0rtt() {
+    for name in ["wlan", "nbiot"] {
+        for mode in [HandshakeMode::Resumed, HandshakeMode::ZeroRtt] {
+            let mut s = Setup::transaction(profile(name), 22).with_http3();
+            s.mode = mode;
+            let o = run_rustcrypto(&s);
+            let what = format!("{name}/{}", mode.name());
+            assert!(o.complete, "{what}: close {:?}", o.device_close);
+            assert!(o.resumed, "{what}: not resumed");
+            assert_eq!(o.statuses, vec![Some(200)], "{what}");
+            assert_eq!(o.responses, vec![object(5120)], "{what}");
+            assert!(o.device_saw_settings && o.server_saw_settings, "{what}");
+            if mode == HandshakeMode::ZeroRtt {
+                assert_eq!(o.early_data_accepted, Some(true), "{what}");
+                // The GET went in 0-RTT: the body starts one round trip in.
+                let rtt = profile(name).rtt();
+                assert!(
+                    o.time_to_first_byte.unwrap() < rtt + rtt,
+                    "{what}: {:?}",
+                    o.time_to_first_byte
+                );
+            }
+            eprintln!("{what}: ttfb {:?} total {:?}", o.time_to_first_byte, o.duration);
+        }
     }
 }
