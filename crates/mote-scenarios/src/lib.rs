@@ -3,7 +3,9 @@
 //! The main one is Eggert's transaction, which `mote demo` runs: a device client (the
 //! RustCrypto provider, a small connection, raw-public-key Ed25519 server authentication
 //! with the key pinned) opens a QUIC connection to a server over an emulated link, sends a
-//! request on a bidirectional stream and reads the object the server answers with. Both
+//! request on a bidirectional stream and reads the object the server answers with — or,
+//! with [`Setup::with_http3`], fetches it with an HTTP/3 GET through [`h3`] (mote-h3 over
+//! the mote-quic connection), as `mote demo` does. Both
 //! ends are mote-quic [`Endpoint`]s running as [`mote_sim`] nodes ([`QuicNode`]), so the
 //! handshake, loss recovery, flow control and closing are the real code paths; the link is
 //! virtual, so a run takes milliseconds of wall time and is a pure function of its seed.
