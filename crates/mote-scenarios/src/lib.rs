@@ -3,7 +3,9 @@
 //! The main one is Eggert's transaction, which `mote demo` runs: a device client (the
 //! RustCrypto provider, a small connection, raw-public-key Ed25519 server authentication
 //! with the key pinned) opens a QUIC connection to a server over an emulated link, sends a
-//! request on a bidirectional stream and reads the object the server answers with. Both
+//! request on a bidirectional stream and reads the object the server answers with — or,
+//! with [`Setup::with_http3`], fetches it with an HTTP/3 GET through [`h3`] (mote-h3 over
+//! the mote-quic connection), as `mote demo` does. Both
 //! ends are mote-quic [`Endpoint`]s running as [`mote_sim`] nodes ([`QuicNode`]), so the
 //! handshake, loss recovery, flow control and closing are the real code paths; the link is
 //! virtual, so a run takes milliseconds of wall time and is a pure function of its seed.
@@ -12,6 +14,8 @@
 //! settings, faults) and returns an [`Outcome`]: timings, bytes and packets each way from the
 //! simulator's trace, both connections' counters, and what each side received, for
 //! byte-exact checks. The scenario test suite (`tests/`) builds on it.
+
+pub mod h3;
 
 use std::net::SocketAddr;
 
@@ -236,6 +240,10 @@ pub struct Setup {
     pub close: bool,
     /// How long the run goes on after the transaction (for closing, draining or idling).
     pub linger: Duration,
+    /// Fetch the object with an HTTP/3 GET ([`h3`], ALPN `h3`) instead of writing
+    /// `request` on a plain stream: the device sends `GET /<object_size>`, the server
+    /// answers `200` with the object as the body.
+    pub http3: bool,
 }
 
 impl Setup {
@@ -261,7 +269,28 @@ impl Setup {
             limit: Duration::from_secs(300),
             close: true,
             linger: Duration::from_secs(30),
+            http3: false,
         }
+    }
+}
+
+impl Setup {
+    /// The same run fetching the object with an HTTP/3 GET (see [`Setup::http3`]).
+    ///
+    /// Stream counts (RFC 9114 §6.2): the server's [`SERVER_STREAMS`] slots are split
+    /// into 4 for client requests, 3 for client unidirectional streams (control and the two
+    /// QPACK streams; the RFC's recommended minimum) and 1 for its own control stream —
+    /// [`ConnectionConfig::server`] would reserve all 8 for requests and allow the client no
+    /// control stream. The device keeps its profile: 1 peer unidirectional stream (the
+    /// server's control stream; a mote-h3 session without a dynamic table opens no QPACK
+    /// streams) of its [`DEVICE_STREAMS`] = 3 slots, below the RFC's recommended 3 to keep
+    /// the device at 3 stream buffers. Both sides give unidirectional streams at least
+    /// 16 KiB of credit (RFC 9114 §6.2 asks for 1024 bytes).
+    pub fn with_http3(mut self) -> Self {
+        self.http3 = true;
+        self.server.streams.max_streams_bidi = (SERVER_STREAMS - 4) as u64;
+        self.server.streams.max_streams_uni = 3;
+        self
     }
 }
 
@@ -337,6 +366,12 @@ pub struct Outcome {
     pub device_drained: bool,
     /// The server's connections were all removed (drained) by the end.
     pub server_drained: bool,
+    /// HTTP/3 runs: the response status the device received on each stream.
+    pub statuses: Vec<Option<u16>>,
+    /// HTTP/3 runs: the device received the server's SETTINGS.
+    pub device_saw_settings: bool,
+    /// HTTP/3 runs: the server received the device's SETTINGS.
+    pub server_saw_settings: bool,
 }
 
 impl Outcome {
@@ -390,6 +425,13 @@ pub struct DeviceApp {
     pub ticket_at: Option<Instant>,
     /// The server's transport parameters remembered with the ticket, for 0-RTT.
     remembered: Option<Vec<u8>>,
+    /// HTTP/3 runs: the session and the request path.
+    h3: Option<(h3::H3Session, Vec<u8>)>,
+    /// HTTP/3 runs: the response status on each stream.
+    pub statuses: Vec<Option<u16>>,
+    /// HTTP/3 runs: the server's SETTINGS arrived.
+    pub saw_settings: bool,
+    stopped: Vec<Event>,
 }
 
 impl DeviceApp {
@@ -420,10 +462,41 @@ impl DeviceApp {
             psk_accepted: false,
             ticket_at: None,
             remembered: None,
+            h3: s.http3.then(|| {
+                let path = format!("/{}", s.object_size).into_bytes();
+                (h3::H3Session::new(mote_h3::Role::Client, mote_h3::Config::DEVICE), path)
+            }),
+            statuses: Vec::new(),
+            saw_settings: false,
+            stopped: Vec::new(),
         }
     }
 
     fn open_streams(&mut self, conn: &mut DeviceConnection) {
+        if let Some((session, path)) = self.h3.as_mut() {
+            // The control stream with SETTINGS first, then one request stream per GET.
+            if session.open(conn).is_err() {
+                return;
+            }
+            while self.streams.len() < self.streams_wanted {
+                let Ok(id) = session.open_request(conn) else { break };
+                let Some(qid) = StreamId::new(id) else { break };
+                self.streams.push((qid, 0, false));
+                self.responses.push(Vec::new());
+                self.statuses.push(None);
+            }
+            let mut scratch = [0u8; 256];
+            for (id, sent, _) in self.streams.iter_mut().filter(|(_, sent, _)| *sent == 0) {
+                let request = mote_h3::Request::get(b"server", path);
+                let r = session.with_stream(conn, id.raw(), |h3, t, st| {
+                    h3.send_request(t, st, &request, true, &mut scratch)
+                });
+                if matches!(r, Some(Ok(()))) {
+                    *sent = 1;
+                }
+            }
+            return;
+        }
         while self.streams.len() < self.streams_wanted {
             match conn.stream_open(StreamDir::Bidi) {
                 Ok(id) => {
@@ -432,6 +505,59 @@ impl DeviceApp {
                 }
                 Err(_) => break,
             }
+        }
+    }
+}
+
+impl DeviceApp {
+    /// The HTTP/3 half of [`DeviceApp::drive`]: feed the session, collect the responses.
+    fn drive_h3(&mut self, now: Instant, conn: &mut DeviceConnection) {
+        let Some((session, _)) = self.h3.as_mut() else { return };
+        for e in self.stopped.drain(..) {
+            let _ = session.on_quic_event(conn, e);
+        }
+        let streams = &mut self.streams;
+        let responses = &mut self.responses;
+        let statuses = &mut self.statuses;
+        let saw_settings = &mut self.saw_settings;
+        let first_byte_at = &mut self.first_byte_at;
+        let slot = |id: u64| streams.iter().position(|(s, _, _)| s.raw() == id);
+        let mut finished = Vec::new();
+        let _ = session.poll(conn, |_, _, st, e| match e {
+            mote_h3::Event::Settings => *saw_settings = true,
+            mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message } => {
+                if let (Some(k), Ok(status)) =
+                    (slot(st.id()), mote_h3::message::parse_response(&fields))
+                {
+                    if let Some(s) = statuses.get_mut(k) {
+                        *s = Some(status);
+                    }
+                }
+            }
+            mote_h3::Event::Data(d) => {
+                if first_byte_at.is_none() {
+                    *first_byte_at = Some(now);
+                }
+                if let Some(r) = slot(st.id()).and_then(|k| responses.get_mut(k)) {
+                    r.extend_from_slice(d);
+                }
+            }
+            mote_h3::Event::Finished => finished.push(st.id()),
+            _ => {}
+        });
+        for (id, _, fin) in self.streams.iter_mut() {
+            if finished.contains(&id.raw()) {
+                *fin = true;
+            }
+        }
+        let all_done = !self.streams.is_empty() && self.streams.iter().all(|(_, _, fin)| *fin);
+        if all_done && self.streams.len() == self.streams_wanted && self.done_at.is_none() {
+            self.done_at = Some(now);
+            self.stats = Some(conn.stats());
+        }
+        if self.done_at.is_some() && self.close && !self.closed {
+            self.closed = true;
+            conn.close(mote_h3::H3Error::NoError.code(), b"done");
         }
     }
 }
@@ -456,6 +582,7 @@ impl Application<DeviceEndpoint> for DeviceApp {
                         }
                     }
                 }
+                Event::StreamStopped { .. } if self.h3.is_some() => self.stopped.push(e),
                 _ => {}
             }
         }
@@ -476,6 +603,10 @@ impl Application<DeviceEndpoint> for DeviceApp {
         self.psk_accepted = conn.tls().psk_accepted();
         if conn.is_handshake_complete() || (self.early && conn.can_send_early_data()) {
             self.open_streams(conn);
+        }
+        if self.h3.is_some() {
+            self.drive_h3(now, conn);
+            return;
         }
         let mut buf = [0u8; 4096];
         let mut all_done = !self.streams.is_empty();
@@ -524,17 +655,114 @@ pub struct ServerApp<SP: CryptoProvider> {
     pub requests: Vec<Vec<u8>>,
     /// Counters of the last connection, captured when it closed.
     pub stats: Option<ConnectionStats>,
+    /// HTTP/3 runs: one session per connection, with its requests.
+    h3: Option<Vec<(ConnectionHandle, h3::H3Session, Vec<H3Request>)>>,
+    /// HTTP/3 runs: a client's SETTINGS arrived.
+    pub saw_settings: bool,
     _p: core::marker::PhantomData<SP>,
 }
 
+/// A request the HTTP/3 server is answering.
+#[derive(Debug)]
+struct H3Request {
+    id: u64,
+    /// The object's bytes if the path named it; `None` answers 404.
+    found: bool,
+    /// The whole request (head and FIN) arrived.
+    complete: bool,
+    head_sent: bool,
+    body_sent: usize,
+    done: bool,
+}
+
 impl<SP: CryptoProvider> ServerApp<SP> {
-    fn new(object_size: usize) -> Self {
+    fn new(object_size: usize, http3: bool) -> Self {
         Self {
             object: object(object_size),
             streams: Vec::new(),
             requests: Vec::new(),
             stats: None,
+            h3: http3.then(Vec::new),
+            saw_settings: false,
             _p: core::marker::PhantomData,
+        }
+    }
+
+    /// The HTTP/3 server: answer `GET /<object size>` with `200` and the object, anything
+    /// else with `404`.
+    fn drive_h3(&mut self, ep: &mut ServerEndpoint<SP>, stopped: &[(ConnectionHandle, Event)])
+    where
+        SP: Clone + 'static,
+    {
+        let object = &self.object;
+        let path = format!("/{}", object.len()).into_bytes();
+        let len = format!("{}", object.len()).into_bytes();
+        let Some(sessions) = self.h3.as_mut() else { return };
+        for (h, session, reqs) in sessions.iter_mut() {
+            let Some(conn) = ep.connection(*h) else { continue };
+            if conn.is_closed() {
+                continue;
+            }
+            for (_, e) in stopped.iter().filter(|(sh, _)| sh == h) {
+                let _ = session.on_quic_event(conn, *e);
+            }
+            // The control stream opens once the connection allows it (the handshake is
+            // complete); requests arriving in 0-RTT are answered before that (0.5-RTT).
+            let _ = session.open(conn);
+            let saw_settings = &mut self.saw_settings;
+            let requests = &mut self.requests;
+            let _ = session.poll(conn, |_, _, st, e| match e {
+                mote_h3::Event::Settings => *saw_settings = true,
+                mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message } => {
+                    if let Ok(head) = mote_h3::message::parse_request(&fields) {
+                        let mut line = head.method.to_vec();
+                        line.push(b' ');
+                        line.extend_from_slice(head.path.unwrap_or(b""));
+                        requests.push(line);
+                        reqs.push(H3Request {
+                            id: st.id(),
+                            found: head.method == b"GET" && head.path == Some(&path[..]),
+                            complete: false,
+                            head_sent: false,
+                            body_sent: 0,
+                            done: false,
+                        });
+                    }
+                }
+                mote_h3::Event::Finished => {
+                    if let Some(r) = reqs.iter_mut().find(|r| r.id == st.id()) {
+                        r.complete = true;
+                    }
+                }
+                _ => {}
+            });
+            let mut scratch = [0u8; 256];
+            for r in reqs.iter_mut().filter(|r| r.complete && !r.done) {
+                let body: &[u8] = if r.found { object } else { &[] };
+                let status = if r.found { 200 } else { 404 };
+                let fields: [(&[u8], &[u8]); 1] =
+                    [(b"content-length", if r.found { &len } else { b"0" })];
+                let _ = session.with_stream(conn, r.id, |h3, t, st| {
+                    if !r.head_sent {
+                        let response = mote_h3::Response::new(status).with_headers(&fields);
+                        if h3.send_response(t, st, &response, false, &mut scratch).is_err() {
+                            return;
+                        }
+                        r.head_sent = true;
+                    }
+                    while let Some(rest) = body.get(r.body_sent..).filter(|b| !b.is_empty()) {
+                        match h3.send_data(t, st, rest, true) {
+                            Ok(n) => r.body_sent += n,
+                            Err(_) => return,
+                        }
+                    }
+                    if body.is_empty() && h3.finish(t, st).is_err() {
+                        return;
+                    }
+                    r.done = true;
+                });
+            }
+            let _ = session.h3.flush(&mut h3::QuicTransport { conn });
         }
     }
 }
@@ -544,6 +772,36 @@ where
     SP: CryptoProvider + Clone + 'static,
 {
     fn drive(&mut self, _now: Instant, ep: &mut ServerEndpoint<SP>) {
+        if self.h3.is_some() {
+            let mut stopped = Vec::new();
+            while let Some((h, e)) = ep.poll_event() {
+                if let Some(sessions) = self.h3.as_mut() {
+                    if !sessions.iter().any(|(sh, _, _)| *sh == h) {
+                        let session =
+                            h3::H3Session::new(mote_h3::Role::Server, mote_h3::Config::SERVER);
+                        sessions.push((h, session, Vec::new()));
+                    }
+                }
+                match e {
+                    Event::StreamStopped { .. } => stopped.push((h, e)),
+                    Event::Closed => {
+                        if let Some(c) = ep.connection_ref(h) {
+                            self.stats = Some(c.stats());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.drive_h3(ep, &stopped);
+            if let Some(sessions) = self.h3.as_ref() {
+                for (h, _, _) in sessions {
+                    if let Some(c) = ep.connection_ref(*h).filter(|c| !c.is_closed()) {
+                        self.stats = Some(c.stats());
+                    }
+                }
+            }
+            return;
+        }
         while let Some((h, e)) = ep.poll_event() {
             match e {
                 Event::StreamOpened(id) => self.streams.push((h, id, Vec::new(), false, 0)),
@@ -613,6 +871,8 @@ where
 }
 
 const ALPN: &[&[u8]] = &[b"mote-demo"];
+/// HTTP/3 (RFC 9114 §3.1).
+const ALPN_H3: &[&[u8]] = &[b"h3"];
 
 /// The server's 0-RTT anti-replay register: a strike register behind a lock.
 struct Register(std::sync::Mutex<mote_tls::StrikeRegister<64>>);
@@ -634,6 +894,7 @@ impl mote_tls::AntiReplay for Register {
 fn server_config<SP: CryptoProvider>(
     id: &Identity<SP>,
     tickets: bool,
+    alpn: &'static [&'static [u8]],
 ) -> &'static ServerConfig<'static>
 where
     SP::SigningKey: Sync + 'static,
@@ -657,7 +918,7 @@ where
     Box::leak(Box::new(ServerConfig {
         cipher_suites: &[],
         groups: &[],
-        alpn: ALPN,
+        alpn,
         identity: Some(ServerIdentity { key: id.key, x509_chain: &[] }),
         external_psks: &[],
         client_auth: None,
@@ -670,10 +931,11 @@ where
 fn client_config(
     pinned: &'static [&'static [u8]],
     early_data: bool,
+    alpn: &'static [&'static [u8]],
 ) -> &'static ClientConfig<'static> {
     Box::leak(Box::new(ClientConfig {
         server_name: None,
-        alpn: ALPN,
+        alpn,
         server_auth: ServerAuth::RawPublicKeys(pinned),
         client_key: None,
         cipher_suites: &[],
@@ -716,7 +978,8 @@ where
 {
     let id = identity(&server_provider);
     let tickets = setup.mode != HandshakeMode::Full;
-    let scfg = server_config(&id, tickets);
+    let alpn = if setup.http3 { ALPN_H3 } else { ALPN };
+    let scfg = server_config(&id, tickets, alpn);
     let mut rng = SeededRng(setup.seed ^ 0x5eed_0000_0000_0001);
     let mut sim = Simulator::new(setup.seed);
 
@@ -740,14 +1003,15 @@ where
 
     let first = matches!(setup.mode, HandshakeMode::Resumed | HandshakeMode::ZeroRtt);
     let mut ticket: Option<(Vec<u8>, Instant)> = None;
-    let server_node: ServerNode<SP> = QuicNode::new(server_ep, ServerApp::new(setup.object_size));
+    let server_node: ServerNode<SP> =
+        QuicNode::new(server_ep, ServerApp::new(setup.object_size, setup.http3));
     let server = sim.add_node(server_node, server_addr()).unwrap_or_else(|e| panic!("{e}"));
     let mut device: Option<mote_sim::NodeId> = None;
     let mut start = Instant::ZERO;
     let passes: &[bool] = if first { &[true, false] } else { &[false] };
     for &warmup in passes {
         let early = !warmup && setup.mode == HandshakeMode::ZeroRtt;
-        let ccfg = client_config(id.spki, early);
+        let ccfg = client_config(id.spki, early, alpn);
         let now = sim.now();
         let resumption = ticket.as_ref().and_then(|(t, at)| {
             let bytes: &'static [u8] = Box::leak(t.clone().into_boxed_slice());
@@ -873,6 +1137,9 @@ where
             .sim
             .node::<ServerNode<SP>>(r.server)
             .is_some_and(|n| n.endpoint.is_empty()),
+        statuses: app.map(|a| a.statuses.clone()).unwrap_or_default(),
+        device_saw_settings: app.is_some_and(|a| a.saw_settings),
+        server_saw_settings: server_app.is_some_and(|a| a.saw_settings),
     }
 }
 
@@ -1116,7 +1383,7 @@ impl Application<MuxServerEndpoint> for MuxServer {
 /// waits for the server's MAX_STREAMS. Lossless `wlan` link.
 pub fn run_multiplex(streams: usize, server_limit: u64, seed: u64) -> MultiplexOutcome {
     let id = identity(&RustCrypto);
-    let scfg = server_config(&id, false);
+    let scfg = server_config(&id, false, ALPN);
     let mut sim = Simulator::new(seed);
     let mut server_cfg = ConnectionConfig::server();
     server_cfg.streams.max_streams_bidi = server_limit;
@@ -1157,7 +1424,7 @@ pub fn run_multiplex(streams: usize, server_limit: u64, seed: u64) -> MultiplexO
     )
     .unwrap_or_else(|e| panic!("client endpoint: {e:?}"));
     let client = MuxClient {
-        tls: Some(ClientSession::new(RustCrypto, client_config(id.spki, false), None)),
+        tls: Some(ClientSession::new(RustCrypto, client_config(id.spki, false, ALPN), None)),
         handle: None,
         total: streams,
         opened: 0,

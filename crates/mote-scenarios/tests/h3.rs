@@ -1,0 +1,93 @@
+//! HTTP/3 (mote-h3) over mote-quic in the simulator: the session's critical streams and
+//! SETTINGS, a GET and its response, on the demo's links.
+
+use mote_quic::connection::CloseReason;
+use mote_scenarios::{object, run_rustcrypto, HandshakeMode, Setup};
+use mote_sim::LinkProfile;
+
+fn profile(name: &str) -> LinkProfile {
+    name.parse().unwrap()
+}
+
+#[test]
+fn h3_get_5kb_over_wlan_and_nbiot() {
+    for name in ["wlan", "nbiot"] {
+        let mut s = Setup::transaction(profile(name), 21);
+        s = s.with_http3();
+        assert_eq!(s.object_size, 5120);
+        let o = run_rustcrypto(&s);
+        assert!(
+            o.complete,
+            "{name}: incomplete ({:?} statuses, {} body bytes, close {:?})",
+            o.statuses,
+            o.responses.first().map_or(0, Vec::len),
+            o.device_close
+        );
+        // The server parsed the request head (parse_request) ...
+        assert_eq!(o.requests, vec![b"GET /5120".to_vec()], "{name}");
+        // ... and the device got `:status 200`, the body byte-exact and the end (Finished).
+        assert_eq!(o.statuses, vec![Some(200)], "{name}");
+        assert_eq!(o.responses, vec![object(5120)], "{name}");
+        assert!(o.duration.is_some(), "{name}: no Finished");
+        // Both control streams arrived with SETTINGS.
+        assert!(o.device_saw_settings, "{name}: device saw no SETTINGS");
+        assert!(o.server_saw_settings, "{name}: server saw no SETTINGS");
+        // The device closed with H3_NO_ERROR and both ends drained.
+        match o.device_close {
+            Some(CloseReason::Local(c)) => assert_eq!(c.code, 0x100, "{name}"),
+            other => panic!("{name}: close {other:?}"),
+        }
+        assert!(o.device_drained && o.server_drained, "{name}: not drained");
+        // First body byte after handshake + one request round trip.
+        let rtt = profile(name).rtt();
+        assert!(o.time_to_first_byte.unwrap() >= rtt + rtt, "{name}");
+        eprintln!(
+            "{name}: handshake {:?} first byte {:?} done {:?}, up {} B / down {} B, vs ideal {:?}",
+            o.handshake,
+            o.time_to_first_byte,
+            o.duration,
+            o.up.bytes,
+            o.down.bytes,
+            o.vs_ideal(&profile(name))
+        );
+    }
+}
+
+#[test]
+fn h3_get_completes_on_lossy_link() {
+    for seed in 1..8 {
+        let o = run_rustcrypto(&Setup::transaction(profile("lossy"), seed).with_http3());
+        assert!(o.complete, "seed {seed}: close {:?}", o.device_close);
+        assert_eq!(o.statuses, vec![Some(200)], "seed {seed}");
+        assert!(o.device_saw_settings && o.server_saw_settings, "seed {seed}");
+        assert!(o.device_drained && o.server_drained, "seed {seed}");
+    }
+}
+
+#[test]
+fn h3_get_after_resumption_and_in_0rtt() {
+    for name in ["wlan", "nbiot"] {
+        for mode in [HandshakeMode::Resumed, HandshakeMode::ZeroRtt] {
+            let mut s = Setup::transaction(profile(name), 22).with_http3();
+            s.mode = mode;
+            let o = run_rustcrypto(&s);
+            let what = format!("{name}/{}", mode.name());
+            assert!(o.complete, "{what}: close {:?}", o.device_close);
+            assert!(o.resumed, "{what}: not resumed");
+            assert_eq!(o.statuses, vec![Some(200)], "{what}");
+            assert_eq!(o.responses, vec![object(5120)], "{what}");
+            assert!(o.device_saw_settings && o.server_saw_settings, "{what}");
+            if mode == HandshakeMode::ZeroRtt {
+                assert_eq!(o.early_data_accepted, Some(true), "{what}");
+                // The GET went in 0-RTT: the body starts one round trip in.
+                let rtt = profile(name).rtt();
+                assert!(
+                    o.time_to_first_byte.unwrap() < rtt + rtt,
+                    "{what}: {:?}",
+                    o.time_to_first_byte
+                );
+            }
+            eprintln!("{what}: ttfb {:?} total {:?}", o.time_to_first_byte, o.duration);
+        }
+    }
+}
