@@ -217,11 +217,10 @@ impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P
             return Err(e);
         }
         let core = &mut self.core;
-        let mut result = self.rx.feed(level, data, |level, msg| core.handle(level, msg, hooks));
-        // RFC 9001 §4.1.3: a partial message left at a level the handshake has moved past.
-        if result.is_ok() && !self.rx.is_empty() && self.rx.level() < core.state.level() {
-            result = Err(Error::Transport(transport_error::PROTOCOL_VIOLATION));
-        }
+        let result = self
+            .rx
+            .feed(level, data, |level, msg| core.handle(level, msg, hooks))
+            .and_then(|()| self.rx.check_not_stranded(core.state.level()));
         core.fail_on(result)
     }
 

@@ -197,10 +197,10 @@ impl<'c, P: CryptoProvider, const RX: usize> ServerSession<'c, P, RX> {
             return Err(e);
         }
         let core = &mut self.core;
-        let mut result = self.rx.feed(level, data, |level, msg| core.handle(level, msg, hooks));
-        if result.is_ok() && !self.rx.is_empty() && self.rx.level() < core.state.level() {
-            result = Err(Error::Transport(transport_error::PROTOCOL_VIOLATION));
-        }
+        let result = self
+            .rx
+            .feed(level, data, |level, msg| core.handle(level, msg, hooks))
+            .and_then(|()| self.rx.check_not_stranded(core.state.level()));
         if let Err(e) = result {
             core.error = Some(e);
         }

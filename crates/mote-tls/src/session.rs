@@ -214,13 +214,18 @@ impl<const N: usize> RxBuffer<N> {
     }
 
     /// Whether a partial message is waiting.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// The level of the waiting partial message.
-    pub(crate) fn level(&self) -> Level {
-        self.level
+    /// RFC 9001 §4.1.3: once the handshake has moved on to `current`, a partial message
+    /// still waiting at an earlier level can never be completed.
+    pub(crate) fn check_not_stranded(&self, current: Level) -> Result<(), Error> {
+        if self.len > 0 && self.level < current {
+            return Err(Error::Transport(transport_error::PROTOCOL_VIOLATION));
+        }
+        Ok(())
     }
 
     fn filled(&self) -> &[u8] {
@@ -269,6 +274,22 @@ mod tests {
                 assert!(rx.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn partial_message_stranded_by_a_level_change() {
+        let mut rx = RxBuffer::<16>::new();
+        let mut out = Vec::new();
+        // Half of a message at Initial: fine while the handshake is still at Initial.
+        collect(&mut rx, Level::Initial, &[2u8, 0, 0, 4, 1], &mut out).unwrap();
+        assert_eq!(rx.check_not_stranded(Level::Initial), Ok(()));
+        // RFC 9001 §4.1.3: once the handshake is at Handshake it can never complete.
+        assert_eq!(
+            rx.check_not_stranded(Level::Handshake),
+            Err(Error::Transport(transport_error::PROTOCOL_VIOLATION))
+        );
+        let empty = RxBuffer::<16>::new();
+        assert_eq!(empty.check_not_stranded(Level::OneRtt), Ok(()));
     }
 
     #[test]
