@@ -269,19 +269,13 @@ impl crate::SigningKey for SigningKey {
         out: &mut [u8],
     ) -> Result<usize, Error> {
         match &self.0 {
-            SigningKeyInner::Ed25519(k) => copy_out(k.sign(message).as_ref(), out),
+            SigningKeyInner::Ed25519(k) => crate::copy_signature(k.sign(message).as_ref(), out),
             SigningKeyInner::EcdsaP256(k) => {
                 let sig = k.sign(&SystemRandom::new(), message).map_err(|_| Error::Rng)?;
-                copy_out(sig.as_ref(), out)
+                crate::copy_signature(sig.as_ref(), out)
             }
         }
     }
-}
-
-fn copy_out(sig: &[u8], out: &mut [u8]) -> Result<usize, Error> {
-    let dst = out.get_mut(..sig.len()).ok_or(Error::BufferTooSmall)?;
-    dst.copy_from_slice(sig);
-    Ok(sig.len())
 }
 
 impl CryptoProvider for Ring {

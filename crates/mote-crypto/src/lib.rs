@@ -235,3 +235,11 @@ pub trait CryptoProvider {
         pkcs8_der: &[u8],
     ) -> Result<Self::SigningKey, Error>;
 }
+
+/// Copies a finished signature into the caller's buffer, as `SigningKey::sign` returns it.
+#[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
+pub(crate) fn copy_signature(sig: &[u8], out: &mut [u8]) -> Result<usize, Error> {
+    let dst = out.get_mut(..sig.len()).ok_or(Error::BufferTooSmall)?;
+    dst.copy_from_slice(sig);
+    Ok(sig.len())
+}

@@ -346,23 +346,16 @@ impl crate::SigningKey for SigningKey {
             Self::Ed25519(ref key, _) => {
                 use ed25519_dalek::Signer;
                 let sig = key.sign(message).to_bytes();
-                copy_out(&sig, out)
+                crate::copy_signature(&sig, out)
             }
             #[cfg(feature = "ecdsa-p256")]
             Self::EcdsaP256(ref key, _) => {
                 use p256::ecdsa::signature::Signer;
                 let sig: p256::ecdsa::Signature = key.sign(message);
-                copy_out(sig.to_der().as_bytes(), out)
+                crate::copy_signature(sig.to_der().as_bytes(), out)
             }
         }
     }
-}
-
-#[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
-fn copy_out(sig: &[u8], out: &mut [u8]) -> Result<usize, Error> {
-    let dst = out.get_mut(..sig.len()).ok_or(Error::BufferTooSmall)?;
-    dst.copy_from_slice(sig);
-    Ok(sig.len())
 }
 
 impl CryptoProvider for RustCrypto {
