@@ -13,9 +13,12 @@
 //! table, or too many handshakes in progress, refuses new clients cheaply: the datagram is
 //! dropped before any key is derived.
 //!
-//! Seams for later issues: stateless reset (RFC 9000 §10.3) for datagrams that match no
-//! connection, Retry (§8.1.2) before accepting under load, and connection migration
-//! (§9), which needs connection IDs beyond the handshake one.
+//! Every connection ID a connection issued and the peer has not retired routes to it
+//! (the connection's own bounded table is the routing state, so a retired ID stops routing
+//! at once). With feature `stateless-reset`, a short-header datagram for no connection is
+//! first checked against the connections' reset tokens (RFC 9000 §10.3.1) and otherwise
+//! answered with a stateless reset when a reset key is configured ([`reset`]). Retry
+//! (§8.1.2) before accepting under load is a later issue.
 
 use core::net::SocketAddr;
 
@@ -28,6 +31,9 @@ use crate::connection::{
 };
 use crate::packet::{self, Header};
 use crate::time::Instant;
+
+#[cfg(feature = "stateless-reset")]
+pub mod reset;
 
 /// Identifies a connection of an endpoint: its slot and the slot's generation, so a handle
 /// kept after its connection ended never reaches the slot's next connection.
@@ -117,6 +123,21 @@ pub struct EndpointStats {
     pub version_negotiation: u64,
     /// Datagrams that matched no connection and started none.
     pub unroutable: u64,
+    /// Stateless resets sent (feature `stateless-reset`).
+    pub resets_sent: u64,
+    /// Stateless resets not sent: rate limit, size rules, or one already pending.
+    pub resets_suppressed: u64,
+    /// Stateless resets received for one of our connections.
+    pub resets_received: u64,
+}
+
+/// A stateless reset to send (at most one is pending; more are dropped).
+#[cfg(feature = "stateless-reset")]
+#[derive(Clone, Copy)]
+struct PendingReset {
+    to: SocketAddr,
+    len: usize,
+    token: crate::transport_params::ResetToken,
 }
 
 /// A Version Negotiation packet to send (at most one is pending; more are dropped).
@@ -141,6 +162,10 @@ where
     acceptor: A,
     table: L,
     vn: Option<PendingVn>,
+    #[cfg(feature = "stateless-reset")]
+    reset: Option<PendingReset>,
+    #[cfg(feature = "stateless-reset")]
+    reset_limiter: reset::ResetLimiter,
     cursor: usize,
     stats: EndpointStats,
     _marker: core::marker::PhantomData<(T, C, S)>,
@@ -178,6 +203,10 @@ where
             acceptor,
             table,
             vn: None,
+            #[cfg(feature = "stateless-reset")]
+            reset: None,
+            #[cfg(feature = "stateless-reset")]
+            reset_limiter: reset::ResetLimiter::new(),
             cursor: 0,
             stats: EndpointStats::default(),
             _marker: core::marker::PhantomData,
@@ -325,7 +354,7 @@ where
         // original one until it switches (RFC 9000 §5.2).
         let found = self.table.as_ref().iter().position(|s| {
             s.conn.as_ref().is_some_and(|c| {
-                **c.local_cid() == *dcid
+                c.owns_cid(dcid)
                     || (long
                         && c.side() == crate::transport_params::Side::Server
                         && **c.original_dcid() == *dcid
@@ -353,8 +382,41 @@ where
                 return;
             }
         }
-        // Stateless reset for unknown short headers is a later issue.
+        #[cfg(feature = "stateless-reset")]
+        if !long {
+            // RFC 9000 §10.3.1: a datagram no connection claims may be a reset for one.
+            let hit = self
+                .table
+                .as_mut()
+                .iter_mut()
+                .filter_map(|s| s.conn.as_mut())
+                .find(|c| !c.is_drained() && c.is_stateless_reset(data));
+            if let Some(c) = hit {
+                c.on_stateless_reset();
+                self.stats.resets_received = self.stats.resets_received.saturating_add(1);
+                return;
+            }
+            self.stats.unroutable = self.stats.unroutable.saturating_add(1);
+            self.queue_reset(now, info.remote, data.len(), dcid);
+            return;
+        }
         self.stats.unroutable = self.stats.unroutable.saturating_add(1);
+    }
+
+    /// RFC 9000 §10.3: answer a short-header packet for an unknown connection ID with a
+    /// stateless reset, when a reset key is configured: smaller than the packet (§10.3.3,
+    /// so resets cannot loop between two endpoints), at least 21 bytes, rate-limited, one
+    /// pending at a time.
+    #[cfg(feature = "stateless-reset")]
+    fn queue_reset(&mut self, now: Instant, to: SocketAddr, received: usize, dcid: &[u8]) {
+        let Some(key) = self.config.connection.stateless_reset_key else { return };
+        let size = reset::reset_size(received);
+        let ok = size.is_some() && self.reset.is_none() && self.reset_limiter.allow(now);
+        let token = reset::derive_token(&self.provider, &key, dcid);
+        match (ok, size, token) {
+            (true, Some(len), Ok(token)) => self.reset = Some(PendingReset { to, len, token }),
+            _ => self.stats.resets_suppressed = self.stats.resets_suppressed.saturating_add(1),
+        }
     }
 
     /// RFC 9000 §5.2.2, §14.1: a server creates a connection for a client Initial of a
@@ -458,6 +520,18 @@ where
     /// The next datagram (or GSO batch) to send: a pending Version Negotiation, then the
     /// connections round-robin.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        #[cfg(feature = "stateless-reset")]
+        if let Some(r) = self.reset.take() {
+            if let Some(len) = reset::write_reset(buf, r.len, &r.token, &mut self.rng) {
+                self.stats.resets_sent = self.stats.resets_sent.saturating_add(1);
+                return Some(Transmit {
+                    destination: r.to,
+                    len,
+                    ecn: crate::recovery::Ecn::NotEct,
+                    segment_size: None,
+                });
+            }
+        }
         if let Some(vn) = self.vn.take() {
             let mut grease = [0u8; 1];
             let _ = self.rng_fill(&mut grease);
@@ -479,6 +553,7 @@ where
                 return Some(Transmit {
                     destination: vn.to,
                     len: w.position(),
+                    ecn: crate::recovery::Ecn::NotEct,
                     segment_size: None,
                 });
             }

@@ -15,7 +15,10 @@
 //!    [`LinkConfig::reorder_delay`] and exempts them from the FIFO rule;
 //! 7. **duplication** — a second copy arrives right after the first (it costs no airtime);
 //! 8. **corruption** — each copy independently may get one byte XOR-ed with a non-zero
-//!    value at a position drawn from [`LinkConfig::corrupt_range`].
+//!    value at a position drawn from [`LinkConfig::corrupt_range`];
+//! 9. **ECN** — an ECN-capable datagram (ECT(0) or ECT(1)) is marked Congestion Experienced
+//!    with probability [`LinkConfig::ce_mark`], and always when it joins a queue holding more
+//!    than [`LinkConfig::ce_threshold_bytes`] (an AQM marking instead of dropping).
 
 use core::ops::Range;
 use std::collections::VecDeque;
@@ -139,6 +142,10 @@ pub struct LinkConfig {
     pub mtu: usize,
     /// Outage windows.
     pub blackholes: Vec<Blackhole>,
+    /// Probability that an ECN-capable datagram is marked CE.
+    pub ce_mark: f64,
+    /// Queue length (wire bytes) above which ECN-capable datagrams are marked CE.
+    pub ce_threshold_bytes: Option<usize>,
 }
 
 impl Default for LinkConfig {
@@ -159,6 +166,8 @@ impl Default for LinkConfig {
             corrupt_range: 0..usize::MAX,
             mtu: MAX_UDP_PAYLOAD,
             blackholes: Vec::new(),
+            ce_mark: 0.0,
+            ce_threshold_bytes: None,
         }
     }
 }
@@ -209,6 +218,8 @@ pub(crate) struct Fate {
     pub(crate) corrupt: Option<Corruption>,
     /// Held back for reordering.
     pub(crate) reordered: bool,
+    /// Marked Congestion Experienced if it is ECN-capable.
+    pub(crate) ce: bool,
 }
 
 /// What a link does with a datagram offered to it.
@@ -286,6 +297,7 @@ impl Link {
         }
 
         // Queue and serialization.
+        let mut queue_ce = false;
         let departs = if self.config.rate().is_some() {
             let start = self.busy_until.max(now);
             let wire = len.saturating_add(self.config.overhead_bytes);
@@ -294,6 +306,7 @@ impl Link {
                 if queued.saturating_add(wire) > self.config.buffer_bytes {
                     return Admission::Rejected(DropReason::Queue);
                 }
+                queue_ce = self.config.ce_threshold_bytes.is_some_and(|t| queued > t);
                 self.waiting.push_back((start, wire));
                 self.waiting_bytes += wire;
             }
@@ -330,7 +343,13 @@ impl Link {
             self.lost_run = 0;
         }
         if let Some(reason) = lost {
-            let copy = Fate { at: departs, lost: Some(reason), corrupt: None, reordered: false };
+            let copy = Fate {
+                at: departs,
+                lost: Some(reason),
+                corrupt: None,
+                reordered: false,
+                ce: false,
+            };
             return Admission::Accepted { original: copy, duplicate: None };
         }
 
@@ -349,7 +368,8 @@ impl Link {
             at
         };
         let corrupt = self.corruption(len);
-        let original = Fate { at, lost: None, corrupt, reordered };
+        let ce = queue_ce || chance(&mut self.rng, self.config.ce_mark);
+        let original = Fate { at, lost: None, corrupt, reordered, ce };
         let duplicate = if chance(&mut self.rng, self.config.duplicate) {
             let corrupt = self.corruption(len);
             Some(Fate { corrupt, ..original })

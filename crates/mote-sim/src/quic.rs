@@ -101,12 +101,25 @@ pub struct QuicNode<E, A> {
     pub endpoint: E,
     /// The application driving it.
     pub app: A,
+    /// The local address datagrams leave from; `None` for the node's first address. A test
+    /// migrating a client binds a second address, sets it here and calls the connection's
+    /// `migrate` (RFC 9000 §9.2).
+    pub src: Option<SocketAddr>,
 }
 
 impl<E, A> QuicNode<E, A> {
     /// A node running `endpoint` under `app`.
     pub fn new(endpoint: E, app: A) -> Self {
-        Self { endpoint, app }
+        Self { endpoint, app, src: None }
+    }
+}
+
+fn ecn_out(e: QuicEcn) -> Option<Ecn> {
+    match e {
+        QuicEcn::NotEct => None,
+        QuicEcn::Ect0 => Some(Ecn::Ect0),
+        QuicEcn::Ect1 => Some(Ecn::Ect1),
+        QuicEcn::Ce => Some(Ecn::Ce),
     }
 }
 
@@ -138,8 +151,8 @@ where
             destination,
             len: t.len,
             segment_size: t.segment_size,
-            src: None,
-            ecn: None,
+            src: self.src,
+            ecn: ecn_out(t.ecn),
         })
     }
 

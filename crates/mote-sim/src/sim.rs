@@ -530,6 +530,10 @@ impl Simulator {
             }
         }
         record.reordered = fate.reordered;
+        // RFC 3168: a router marks CE only on ECN-capable packets.
+        if fate.ce && matches!(record.ecn, Some(Ecn::Ect0 | Ecn::Ect1)) {
+            record.ecn = Some(Ecn::Ce);
+        }
         let arrival = Arrival {
             record: record.id,
             to: record.to,

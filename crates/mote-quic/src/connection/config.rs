@@ -1,5 +1,7 @@
 //! Connection settings and the profiles of the design brief.
 
+use core::net::SocketAddr;
+
 use crate::recovery::{PacerConfig, RecoveryConfig, NB_IOT_INITIAL_RTT};
 use crate::stream::StreamConfig;
 use crate::time::Duration;
@@ -34,6 +36,20 @@ pub struct ConnectionConfig {
     /// Datagrams [`super::Connection::poll_transmit`] may put in one GSO batch (1: one
     /// datagram per call).
     pub max_gso_segments: usize,
+    /// Mark packets ECT(0) and validate the peer's ECN counts (RFC 9000 §13.4). Counting
+    /// received marks and reporting them is always on.
+    pub ecn: bool,
+    /// The largest datagram path MTU discovery probes for (feature `pmtud`, RFC 8899); the
+    /// peer's max_udp_payload_size caps it too. At most `max_datagram_size`: no probing.
+    pub max_pmtu: u16,
+    /// Key that stateless reset tokens are derived from (HMAC-SHA-256 of the connection ID,
+    /// RFC 9000 §10.3.2; feature `stateless-reset`). It must survive restarts, so that a
+    /// server that lost its state can still reset connections. `None`: random tokens, and
+    /// the endpoint sends no resets.
+    pub stateless_reset_key: Option<[u8; 32]>,
+    /// Server: an address to offer as preferred_address (RFC 9000 §9.6; feature
+    /// `migration`).
+    pub preferred_address: Option<SocketAddr>,
 }
 
 impl ConnectionConfig {
@@ -64,6 +80,10 @@ impl ConnectionConfig {
             },
             recovery,
             max_gso_segments: 1,
+            ecn: true,
+            max_pmtu: 1200,
+            stateless_reset_key: None,
+            preferred_address: None,
         }
     }
 
@@ -100,6 +120,10 @@ impl ConnectionConfig {
             },
             recovery: RecoveryConfig::new(true),
             max_gso_segments: 10,
+            ecn: true,
+            max_pmtu: 1200,
+            stateless_reset_key: None,
+            preferred_address: None,
         }
     }
 
@@ -114,6 +138,13 @@ impl ConnectionConfig {
     /// retransmitted before the client's answer can arrive.
     pub const fn nb_iot_server() -> Self {
         Self::server().with_initial_rtt(NB_IOT_INITIAL_RTT)
+    }
+
+    /// Path MTU discovery up to `max` bytes (feature `pmtud`; the profiles start at 1200
+    /// and do not probe, since a device's receive buffers are sized for its datagrams).
+    pub const fn with_pmtud(mut self, max: u16) -> Self {
+        self.max_pmtu = max;
+        self
     }
 
     /// Pacing off (e.g. for unit tests counting packets).

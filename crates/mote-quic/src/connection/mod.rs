@@ -30,11 +30,19 @@
 //! connection-ID rotation (NEW_CONNECTION_ID is validated and ignored), path MTU discovery,
 //! ECN validation, DATAGRAM frames, initiating 0-RTT rejection handling beyond re-sending.
 
+mod cids;
 mod config;
 #[cfg(feature = "server")]
 pub mod fuzz;
+#[cfg(feature = "migration")]
+mod migrate;
+mod mtu;
+mod path;
 mod recv;
+#[cfg(feature = "stateless-reset")]
+mod reset;
 pub mod rng;
+mod rotation;
 mod send;
 mod sent;
 pub mod tls;
@@ -47,7 +55,13 @@ use core::net::SocketAddr;
 
 use mote_crypto::{CryptoProvider, CryptoRng};
 
+pub use cids::{LOCAL_CIDS, REMOTE_CIDS, RETIRE_QUEUE};
 pub use config::ConnectionConfig;
+#[cfg(feature = "migration")]
+pub use migrate::MigrateError;
+pub use path::EcnState;
+#[cfg(feature = "migration")]
+pub use path::{PATH_CHALLENGES, PATH_RESPONSES};
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 
@@ -120,6 +134,9 @@ pub struct Transmit {
     pub destination: SocketAddr,
     /// Bytes written.
     pub len: usize,
+    /// The ECN codepoint to set in the IP header (RFC 9000 §13.4: ECT(0) while the path
+    /// is ECN-capable or being tested).
+    pub ecn: Ecn,
     /// `Some(n)`: several datagrams of `n` bytes each, the last possibly shorter (a GSO
     /// batch, as quinn's `Transmit::segment_size`).
     pub segment_size: Option<usize>,
@@ -154,6 +171,11 @@ pub enum Event {
     /// The server rejected the client's 0-RTT data; it is being sent again in 1-RTT
     /// packets (RFC 9001 §4.6.2).
     EarlyDataRejected,
+    /// The peer's address changed and the new path is being validated (RFC 9000 §9.3;
+    /// feature `migration`), or this side migrated.
+    PathMigrated,
+    /// The current path was validated (PATH_RESPONSE, RFC 9000 §8.2.3).
+    PathValidated,
     /// The connection can no longer carry data; [`Connection::close_reason`] says why.
     Closed,
     /// Nothing more will happen: the connection may be dropped.
@@ -208,6 +230,10 @@ pub enum CloseReason {
     /// The server answered with Version Negotiation listing no version we speak (RFC 9000
     /// §6.2).
     VersionNegotiation,
+    /// The peer sent a stateless reset (RFC 9000 §10.3; feature `stateless-reset`).
+    StatelessReset,
+    /// Path validation failed with no validated path to fall back to (RFC 9000 §8.2.4).
+    NoViablePath,
 }
 
 /// Why a connection could not be created.
@@ -248,6 +274,24 @@ pub struct ConnectionStats {
     pub bytes_retransmitted: u64,
     /// Key updates the peer initiated (RFC 9001 §6).
     pub key_updates: u32,
+    /// Connection IDs issued after the handshake one (NEW_CONNECTION_ID).
+    pub cids_issued: u64,
+    /// Connection IDs the peer retired (RETIRE_CONNECTION_ID).
+    pub cids_retired_by_peer: u64,
+    /// Peer address changes followed (feature `migration`).
+    pub migrations: u32,
+    /// Paths validated (feature `migration`).
+    pub paths_validated: u32,
+    /// PATH_CHALLENGE frames received.
+    pub path_challenges_received: u64,
+    /// PMTU probes sent and acknowledged, black holes detected (feature `pmtud`).
+    pub pmtu_probes_sent: u32,
+    /// PMTU probes acknowledged.
+    pub pmtu_probes_acked: u32,
+    /// PMTU black holes detected (fell back to 1200 bytes).
+    pub pmtu_blackholes: u32,
+    /// Datagrams received with ECT(0), ECT(1), CE.
+    pub ecn_received: [u64; 3],
 }
 
 /// Our own CONNECTION_CLOSE, sent while closing.
@@ -276,6 +320,7 @@ struct PeerParams {
     idle_timeout_ms: u64,
     max_udp_payload_size: u64,
     ack_delay_exponent: u8,
+    disable_active_migration: bool,
 }
 
 /// A fixed ring of events with merging.
@@ -397,8 +442,29 @@ pub struct Connection<
     amp_sent: u64,
     /// PTO probes to send, per space.
     probes: [u8; 3],
-    /// A PATH_CHALLENGE to answer.
+    /// A PATH_CHALLENGE to answer (without `migration`: only the newest is kept).
+    #[cfg(not(feature = "migration"))]
     path_response: Option<[u8; 8]>,
+    /// Connection IDs we issued (RFC 9000 §5.1).
+    local_cids: cids::LocalCids,
+    /// Connection IDs the peer issued.
+    remote_cids: cids::RemoteCids,
+    /// ECN marking and validation (RFC 9000 §13.4).
+    ecn: path::Ecn,
+    /// Path MTU discovery (RFC 8899).
+    #[cfg(feature = "pmtud")]
+    pmtud: path::Pmtud,
+    /// Path validation and migration (RFC 9000 §8.2, §9).
+    #[cfg(feature = "migration")]
+    migration: path::Migration,
+    /// The server's preferred address from its transport parameters (client, RFC 9000
+    /// §9.6), until it is tried.
+    #[cfg(feature = "migration")]
+    preferred: Option<crate::transport_params::PreferredAddress>,
+    /// The last 16 bytes of the datagram being processed (a possible stateless reset,
+    /// RFC 9000 §10.3.1).
+    #[cfg(feature = "stateless-reset")]
+    datagram_tail: Option<[u8; 16]>,
     /// The application asked for a PING.
     ping_pending: bool,
     /// When the idle timer started, and whether an ack-eliciting packet went out since the
@@ -454,6 +520,8 @@ where
         let cids = Cids { local, remote: original_dcid, original_dcid };
         let mut conn =
             Self::new(config, Side::Client, provider, tls, storage, now, remote, drbg, cids)?;
+        // RFC 9000 §18.2: a client never sends stateless_reset_token; its handshake
+        // connection ID has no token the server could use.
         let r = conn.tls.start(&mut conn.hs);
         r.map_err(ConnectError::Tls)?;
         Ok(conn)
@@ -528,12 +596,33 @@ where
         tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
         config.streams.apply_to(&mut tp, recv_buf);
         tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);
-        // Connection migration is a later issue: ask the peer not to migrate.
-        tp.disable_active_migration = true;
+        // RFC 9000 §18.2: without migration support, ask the peer not to migrate.
+        tp.disable_active_migration = !cfg!(feature = "migration");
+        tp.active_connection_id_limit = VarInt::from_u32(cids::REMOTE_CIDS as u32);
         tp.initial_source_connection_id = Some(cids.local);
+        let mut drbg = drbg;
+        let token0 = rotation::reset_token(&provider, &config, &mut drbg, &cids.local)
+            .map_err(ConnectError::Crypto)?;
+        let mut local_cids = cids::LocalCids::new(cids.local, token0);
         if side == Side::Server {
             tp.original_destination_connection_id = Some(cids.original_dcid);
+            // RFC 9000 §10.3: the server's token for its handshake connection ID.
+            #[cfg(feature = "stateless-reset")]
+            if config.stateless_reset_key.is_some() {
+                tp.stateless_reset_token = Some(token0);
+            }
+            // RFC 9000 §9.6: the preferred address comes with connection ID sequence 1.
+            #[cfg(feature = "migration")]
+            if let Some(addr) = config.preferred_address {
+                let cid = random_cid(&mut drbg, config.local_cid_len)?;
+                let token = rotation::reset_token(&provider, &config, &mut drbg, &cid)
+                    .map_err(ConnectError::Crypto)?;
+                if !cid.is_empty() && local_cids.issue(cid, token, true) {
+                    tp.preferred_address = Some(migrate::preferred_param(addr, cid, token));
+                }
+            }
         }
+        let _ = &mut local_cids;
         let mut local_tp = [0u8; LOCAL_TP_MAX];
         let mut w = Writer::new(&mut local_tp);
         tp.encode(&mut w).map_err(|_| ConnectError::Config)?;
@@ -541,6 +630,7 @@ where
 
         let max_ack_delay = config.max_ack_delay();
         let threshold = config.ack_eliciting_threshold;
+        let remote_cids = cids::RemoteCids::new(cids.remote);
         let hs = Handshake {
             provider: provider.clone(),
             rng: drbg,
@@ -586,7 +676,19 @@ where
             amp_received: 0,
             amp_sent: 0,
             probes: [0; 3],
+            #[cfg(not(feature = "migration"))]
             path_response: None,
+            local_cids,
+            remote_cids,
+            ecn: path::Ecn::new(config.ecn),
+            #[cfg(feature = "pmtud")]
+            pmtud: path::Pmtud::new(config.max_datagram_size),
+            #[cfg(feature = "migration")]
+            migration: path::Migration::new(),
+            #[cfg(feature = "migration")]
+            preferred: None,
+            #[cfg(feature = "stateless-reset")]
+            datagram_tail: None,
             ping_pending: false,
             idle_start: now,
             ack_eliciting_since_recv: false,
@@ -670,7 +772,46 @@ where
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats;
         s.key_updates = self.hs.keys.one_rtt.as_ref().map_or(0, |k| k.updates);
+        s.cids_issued = self.local_cids.issued_total();
+        #[cfg(feature = "migration")]
+        {
+            s.migrations = self.migration.migrations;
+            s.paths_validated = self.migration.validations;
+            s.path_challenges_received = self.migration.challenges_received;
+        }
+        #[cfg(feature = "pmtud")]
+        {
+            s.pmtu_probes_sent = self.pmtud.probes_sent;
+            s.pmtu_probes_acked = self.pmtud.probes_acked;
+            s.pmtu_blackholes = self.pmtud.blackholes;
+        }
         s
+    }
+
+    /// Whether `cid` is one of the connection IDs we issued and the peer has not retired
+    /// (an endpoint routes datagrams addressed to any of them here).
+    pub fn owns_cid(&self, cid: &[u8]) -> bool {
+        self.local_cids.seq_of(cid).is_some()
+    }
+
+    /// Our live connection IDs.
+    pub fn local_cids(&self) -> impl Iterator<Item = &ConnectionId> + '_ {
+        self.local_cids.iter().map(|i| &i.cid)
+    }
+
+    /// RETIRE_CONNECTION_ID frames waiting to be sent or acknowledged.
+    pub fn retirements_pending(&self) -> usize {
+        self.remote_cids.retiring()
+    }
+
+    /// Where ECN validation stands (RFC 9000 §13.4.2).
+    pub const fn ecn_state(&self) -> EcnState {
+        self.ecn.state
+    }
+
+    /// The size of full datagrams now (the path MTU found by DPLPMTUD with `pmtud`).
+    pub fn current_mtu(&self) -> usize {
+        self.max_datagram_size()
     }
 
     /// Loss recovery state (RTT estimates, congestion window, bytes in flight).
@@ -776,6 +917,12 @@ where
         };
         consider(self.idle_deadline());
         consider(self.recovery.loss_detection_timer());
+        #[cfg(feature = "migration")]
+        consider(self.migration.timeout());
+        #[cfg(feature = "pmtud")]
+        if self.handshake_confirmed {
+            consider(self.pmtud_timeout());
+        }
         if !self.amplification_blocked() {
             if self.hs.keys.initial.is_some() {
                 consider(self.rx_initial.ack_deadline());
@@ -816,6 +963,10 @@ where
             self.set_drained();
             return;
         }
+        #[cfg(feature = "migration")]
+        self.on_path_timeout(now);
+        #[cfg(feature = "pmtud")]
+        self.on_pmtud_timeout(now);
         self.on_loss_timeout(now);
     }
 
@@ -957,10 +1108,14 @@ where
     /// Bytes the anti-amplification limit still allows (RFC 9000 §8.1: three times the
     /// bytes received, until the client's address is validated).
     fn amplification_room(&self) -> u64 {
+        #[cfg(feature = "migration")]
+        let path = self.migration.amp_room();
+        #[cfg(not(feature = "migration"))]
+        let path = u64::MAX;
         if self.address_validated {
-            return u64::MAX;
+            return path;
         }
-        self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent)
+        self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent).min(path)
     }
 }
 

@@ -4,6 +4,8 @@ use core::net::SocketAddr;
 
 use mote_crypto::CryptoProvider;
 
+use super::cids::{LocalCids, RemoteCids};
+use super::path;
 use super::sent::{flag, ControlTable, SentFrames};
 use super::tls::{TlsSession, CRYPTO_RANGES};
 use super::{
@@ -41,6 +43,9 @@ struct Hdr {
 #[derive(Clone, Copy, Default)]
 struct FramesOutcome {
     ack_eliciting: bool,
+    /// A frame other than PADDING, NEW_CONNECTION_ID, PATH_CHALLENGE, PATH_RESPONSE (RFC
+    /// 9000 §9.1): the packet can move the connection to its source address.
+    non_probing: bool,
     /// False when a STREAM or CRYPTO frame could not be stored: the packet must not be
     /// acknowledged (RFC 9000 §13.1), so the peer retransmits it.
     ackable: bool,
@@ -70,6 +75,13 @@ fn tls_close(e: mote_tls::Error) -> ConnectionClose {
     ConnectionClose::transport(TransportErrorCode(e.quic_error_code()), Some(frame::types::CRYPTO))
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EvKind {
+    Acked,
+    Lost,
+    Evicted,
+}
+
 /// The parts of a connection that acknowledgements and losses of sent packets update.
 pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) streams: &'a mut Streams<S, N, R>,
@@ -81,6 +93,15 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) handshake_done_pending: &'a mut bool,
     pub(super) stats: &'a mut ConnectionStats,
     pub(super) events: &'a mut Events,
+    pub(super) local_cids: &'a mut LocalCids,
+    pub(super) remote_cids: &'a mut RemoteCids,
+    pub(super) ecn: &'a mut path::Ecn,
+    #[cfg(feature = "pmtud")]
+    pub(super) pmtud: &'a mut path::Pmtud,
+    #[cfg(feature = "pmtud")]
+    pub(super) mtu_change: Option<u16>,
+    #[cfg(feature = "pmtud")]
+    pub(super) now: Instant,
 }
 
 impl<C, S, const N: usize, const R: usize> Sink<'_, C, S, N, R>
@@ -98,17 +119,42 @@ where
 
     /// RFC 9000 §13.3: what an acknowledged or lost packet means for the frames it carried.
     pub(super) fn on_event(&mut self, ev: PacketEvent<SentFrames>) {
-        let (space, packet, acked) = match ev {
-            PacketEvent::Acked { space, packet } => (space, packet, true),
+        let (space, packet, acked, ev_kind) = match ev {
+            PacketEvent::Acked { space, packet } => (space, packet, true, EvKind::Acked),
             PacketEvent::Lost { space, packet } => {
                 if packet.ack_eliciting {
                     self.stats.packets_lost = self.stats.packets_lost.saturating_add(1);
                 }
-                (space, packet, false)
+                (space, packet, false, EvKind::Lost)
             }
-            PacketEvent::Evicted { space, packet } => (space, packet, false),
+            PacketEvent::Evicted { space, packet } => (space, packet, false, EvKind::Evicted),
         };
         let f = packet.payload;
+        if space == PnSpace::ApplicationData && !matches!(ev_kind, EvKind::Evicted) {
+            if f.has(flag::CIDS) {
+                if acked {
+                    self.local_cids.on_ack(packet.pn);
+                    self.remote_cids.on_ack(packet.pn);
+                } else {
+                    self.local_cids.on_lost(packet.pn);
+                    self.remote_cids.on_lost(packet.pn);
+                }
+            }
+            if self.ecn.was_marked(packet.pn) {
+                self.ecn.on_marked_packet(acked);
+            }
+            #[cfg(feature = "pmtud")]
+            {
+                let change = if acked {
+                    self.pmtud.on_acked(self.now, packet.pn, packet.size)
+                } else {
+                    self.pmtud.on_lost(self.now, packet.pn, packet.size)
+                };
+                if change.is_some() {
+                    self.mtu_change = change;
+                }
+            }
+        }
         if f.has(flag::ACK) && acked {
             // RFC 9000 §13.2.4: the peer has our ACK; stop acknowledging up to its largest.
             match space {
@@ -190,6 +236,30 @@ where
         // RFC 9000 §8.1: every byte of a datagram attributed to the connection counts
         // towards the anti-amplification allowance.
         self.amp_received = self.amp_received.saturating_add(len as u64);
+        #[cfg(feature = "migration")]
+        if self.migration.amp_limited() && info.remote == self.remote {
+            self.migration.amp_received = self.migration.amp_received.saturating_add(len as u64);
+        }
+        // RFC 9000 §13.4.1: count the ECN marks of what arrives (per datagram here; the
+        // per-space counts the ACK frames report are kept by ReceivedPackets).
+        let ecn_i = match info.ecn {
+            crate::recovery::Ecn::Ect0 => Some(0),
+            crate::recovery::Ecn::Ect1 => Some(1),
+            crate::recovery::Ecn::Ce => Some(2),
+            crate::recovery::Ecn::NotEct => None,
+        };
+        if let Some(c) = ecn_i.and_then(|i| self.stats.ecn_received.get_mut(i)) {
+            *c = c.saturating_add(1);
+        }
+        // RFC 9000 §10.3.1: keep the tail in case no packet of the datagram can be
+        // processed (decryption works in place).
+        #[cfg(feature = "stateless-reset")]
+        {
+            self.datagram_tail = data
+                .get(len.saturating_sub(16)..)
+                .filter(|_| len >= crate::endpoint::reset::MIN_RESET_SIZE)
+                .and_then(|t| <[u8; 16]>::try_from(t).ok());
+        }
         match self.state {
             State::Draining { .. } => return,
             State::Closing { .. } => {
@@ -267,6 +337,10 @@ where
         let len = hdr.len;
         if !self.accept_header(&hdr, datagram_len) {
             self.dropped();
+            #[cfg(feature = "stateless-reset")]
+            if !hdr.long && self.check_reset_tail() {
+                return None;
+            }
             return Some(len);
         }
         let pkt = buf.get_mut(..len)?;
@@ -294,9 +368,14 @@ where
                 self.enter_closing(wire(WireError::ReservedBitsSet));
                 return None;
             }
-            // RFC 9001 §5.5: packets that fail to decrypt are discarded.
+            // RFC 9001 §5.5: packets that fail to decrypt are discarded. RFC 9000 §10.3.1: a
+            // short-header one may be a stateless reset.
             Err(_) => {
                 self.dropped();
+                #[cfg(feature = "stateless-reset")]
+                if !hdr.long && self.check_reset_tail() {
+                    return None;
+                }
                 return Some(len);
             }
         };
@@ -309,11 +388,13 @@ where
         // (authenticated) packet as its Destination Connection ID.
         if self.side == Side::Client && hdr.long && !self.remote_cid_set {
             self.hs.cids.remote = hdr.scid;
+            self.remote_cids.set_handshake_cid(hdr.scid);
             self.remote_cid_set = true;
         }
         self.any_packet = true;
+        let is_largest = largest.is_none_or(|l| u.pn > l);
         let payload = pkt.get(u.payload_range())?;
-        match self.process_frames(now, space, hdr.ptype, payload) {
+        match self.process_frames(now, space, hdr.ptype, &hdr.dcid, info.remote, payload) {
             Err(close) => {
                 self.enter_closing(close);
                 return None;
@@ -334,6 +415,12 @@ where
                     self.recovery.set_amplification_limited(false, now);
                     self.discard_space(PnSpace::Initial, now);
                 }
+                // RFC 9000 §9.3: a packet from a new peer address.
+                #[cfg(feature = "migration")]
+                if hdr.ptype == PacketType::OneRtt && info.remote != self.remote && !o.closed {
+                    self.on_peer_address(now, info.remote, datagram_len, o.non_probing, is_largest);
+                }
+                let _ = is_largest;
             }
         }
         Some(len)
@@ -345,7 +432,10 @@ where
         let server = self.side == Side::Server;
         // A server also accepts the client's original DCID on long headers until the client
         // switches to ours (RFC 9000 §7.2).
-        if h.dcid != c.local && !(server && h.long && h.dcid == c.original_dcid) {
+        // Short headers may use any connection ID we issued and the peer has not retired.
+        let ours =
+            if h.long { h.dcid == c.local } else { self.local_cids.seq_of(&h.dcid).is_some() };
+        if !ours && !(server && h.long && h.dcid == c.original_dcid) {
             return false;
         }
         if h.long && h.version != self.hs.version {
@@ -466,8 +556,11 @@ where
         now: Instant,
         space: PnSpace,
         ptype: PacketType,
+        dcid: &ConnectionId,
+        from: SocketAddr,
         payload: &[u8],
     ) -> Res<FramesOutcome> {
+        let _ = from;
         let mut out = FramesOutcome { ackable: true, ..FramesOutcome::default() };
         for item in Frames::new(payload, ptype) {
             let frame = item.map_err(wire)?;
@@ -475,6 +568,9 @@ where
                 out.ack_eliciting = true;
             }
             let ty = frame.frame_type();
+            if !frame::is_probing(ty) {
+                out.non_probing = true;
+            }
             match frame {
                 Frame::Padding { .. } | Frame::Ping => {}
                 Frame::Ack(ack) => self.on_ack(now, space, &ack)?,
@@ -504,24 +600,38 @@ where
                         out.ackable = false;
                     }
                 }
-                // RFC 9000 §19.15: a peer we address with a zero-length connection ID must
-                // not send NEW_CONNECTION_ID. Otherwise the IDs are accepted and not used:
-                // we keep the peer's handshake connection ID (migration and connection-ID
-                // rotation are a later issue).
-                Frame::NewConnectionId { .. } => {
-                    if self.hs.cids.remote.is_empty() {
-                        return Err(violation(ty));
+                // RFC 9000 §19.15: the peer issues a connection ID (bounded table, §5.1.1).
+                Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token } => self
+                    .on_new_connection_id(
+                        sequence.into_inner(),
+                        retire_prior_to.into_inner(),
+                        cid,
+                        reset_token,
+                    )?,
+                // RFC 9000 §19.16: the peer retires one of ours.
+                Frame::RetireConnectionId { sequence } => {
+                    self.on_retire_connection_id(sequence.into_inner(), dcid)?
+                }
+                // RFC 9000 §8.2.2: answer PATH_CHALLENGE with PATH_RESPONSE on the path it
+                // arrived on. Without `migration` only the newest is kept.
+                Frame::PathChallenge { data } => {
+                    #[cfg(feature = "migration")]
+                    self.migration.on_challenge(from, data);
+                    #[cfg(not(feature = "migration"))]
+                    {
+                        self.path_response = Some(data);
+                        self.stats.path_challenges_received =
+                            self.stats.path_challenges_received.saturating_add(1);
                     }
                 }
-                // RFC 9000 §19.16: we issued only sequence number 0, which the packet carrying
-                // this frame is addressed to: retiring it, or a number never sent, is a
-                // PROTOCOL_VIOLATION.
-                Frame::RetireConnectionId { .. } => return Err(violation(ty)),
-                // RFC 9000 §8.2.2: answer PATH_CHALLENGE with PATH_RESPONSE.
-                Frame::PathChallenge { data } => self.path_response = Some(data),
-                // We send no PATH_CHALLENGE; an unsolicited response is ignored (§8.2.3
-                // allows PROTOCOL_VIOLATION but does not require it).
-                Frame::PathResponse { .. } => {}
+                // RFC 9000 §8.2.3: a response to our challenge validates the path; an
+                // unsolicited one is ignored (PROTOCOL_VIOLATION is allowed, not required).
+                Frame::PathResponse { data } => {
+                    #[cfg(feature = "migration")]
+                    self.on_path_response(data);
+                    #[cfg(not(feature = "migration"))]
+                    let _ = data;
+                }
                 // RFC 9000 §10.2.2: the peer closed; enter the draining state.
                 Frame::ConnectionClose { error_code, frame_type, reason } => {
                     let c = ConnectionClose::new(
@@ -580,6 +690,16 @@ where
         self.recovery.on_handshake_confirmed(now);
         self.discard_space(PnSpace::Handshake, now);
         self.events.push(Event::HandshakeConfirmed);
+        // RFC 9000 §14.3: DPLPMTUD starts once the handshake is confirmed, up to our
+        // configured maximum and the peer's max_udp_payload_size.
+        #[cfg(feature = "pmtud")]
+        {
+            let peer = self.peer.map_or(u64::from(u16::MAX), |p| p.max_udp_payload_size);
+            let limit = u64::from(self.config.max_pmtu).min(peer);
+            self.pmtud.start(now, u16::try_from(limit).unwrap_or(u16::MAX));
+        }
+        #[cfg(feature = "migration")]
+        self.try_preferred_address(now);
     }
 
     /// Discards the keys and state of `space` (RFC 9001 §4.9, RFC 9002 §6.4).
@@ -621,13 +741,56 @@ where
             handshake_done_pending: &mut self.handshake_done_pending,
             stats: &mut self.stats,
             events: &mut self.events,
+            local_cids: &mut self.local_cids,
+            remote_cids: &mut self.remote_cids,
+            ecn: &mut self.ecn,
+            #[cfg(feature = "pmtud")]
+            pmtud: &mut self.pmtud,
+            #[cfg(feature = "pmtud")]
+            mtu_change: None,
+            #[cfg(feature = "pmtud")]
+            now,
         };
         // RFC 9000 §13.1, §21.4: an ACK of a packet never sent (or deliberately skipped) is a
         // PROTOCOL_VIOLATION (checked by recovery before anything changes).
         self.recovery
             .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
             .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
+        #[cfg(feature = "pmtud")]
+        let change = sink.mtu_change;
+        if space == PnSpace::ApplicationData {
+            // RFC 9000 §13.4.2.1: check the peer's ECN counts against our marks.
+            let next = self.recovery.next_pn(space);
+            self.ecn.on_ack(ack.ecn(), next);
+            #[cfg(feature = "pmtud")]
+            self.on_ack_for_probe(now, ack);
+        }
+        #[cfg(feature = "pmtud")]
+        if let Some(mtu) = change {
+            self.recovery.set_max_datagram_size(mtu);
+        }
         Ok(())
+    }
+
+    /// DPLPMTUD probes are not recorded with loss recovery: an ACK covering the probe's
+    /// packet number confirms the size; one acknowledging three later packets without it
+    /// declares it lost (RFC 9002 §6.1.1's packet threshold).
+    #[cfg(feature = "pmtud")]
+    fn on_ack_for_probe(&mut self, now: Instant, ack: &Ack<'_>) {
+        let Some((pn, size, _)) = self.pmtud.probe_in_flight() else { return };
+        let mut largest = 0;
+        let mut covered = false;
+        for (lo, hi) in ack.ranges() {
+            largest = largest.max(hi);
+            covered |= lo <= pn && pn <= hi;
+        }
+        if covered {
+            if let Some(mtu) = self.pmtud.on_acked(now, pn, size) {
+                self.recovery.set_max_datagram_size(mtu);
+            }
+        } else if largest >= pn.saturating_add(crate::recovery::PACKET_THRESHOLD) {
+            self.pmtud.on_lost(now, pn, size);
+        }
     }
 
     /// A CRYPTO frame (RFC 9000 §19.6): buffer it, then hand in-order bytes to TLS.
@@ -723,7 +886,16 @@ where
             idle_timeout_ms: tp.max_idle_timeout.into_inner(),
             max_udp_payload_size: tp.max_udp_payload_size.into_inner(),
             ack_delay_exponent: tp.ack_delay_exponent,
+            disable_active_migration: tp.disable_active_migration,
         });
+        // RFC 9000 §5.1.1: issue up to the peer's active_connection_id_limit.
+        self.local_cids.set_target(tp.active_connection_id_limit.into_inner());
+        // RFC 9000 §10.3: the server's token for its handshake connection ID.
+        if let Some(token) = tp.stateless_reset_token {
+            self.remote_cids.set_token(0, token);
+        }
+        #[cfg(feature = "migration")]
+        self.remember_preferred(tp.preferred_address);
     }
 
     /// A stream or flow-control frame. Returns false when its data was dropped (do not
@@ -788,8 +960,23 @@ where
             handshake_done_pending: &mut self.handshake_done_pending,
             stats: &mut self.stats,
             events: &mut self.events,
+            local_cids: &mut self.local_cids,
+            remote_cids: &mut self.remote_cids,
+            ecn: &mut self.ecn,
+            #[cfg(feature = "pmtud")]
+            pmtud: &mut self.pmtud,
+            #[cfg(feature = "pmtud")]
+            mtu_change: None,
+            #[cfg(feature = "pmtud")]
+            now,
         };
         let action = self.recovery.on_timeout(now, |ev| sink.on_event(ev));
+        #[cfg(feature = "pmtud")]
+        if let Some(mtu) = sink.mtu_change {
+            self.recovery.set_max_datagram_size(mtu);
+        }
+        let next = self.recovery.next_pn(PnSpace::ApplicationData);
+        self.ecn.check_blackhole(next);
         if let TimeoutAction::SendProbes { space, count, .. } = action {
             self.stats.ptos = self.stats.ptos.saturating_add(1);
             let i = si(space);

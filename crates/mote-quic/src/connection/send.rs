@@ -10,7 +10,7 @@ use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
 use crate::frame::Frame;
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
-use crate::recovery::{PnSpace, ReceivedPackets, SentPacket};
+use crate::recovery::{Ecn, PnSpace, ReceivedPackets, SentPacket};
 use crate::stream::{crypto_frame_room, stream_frame_room};
 use crate::time::Instant;
 use crate::transport_params::Side;
@@ -21,6 +21,16 @@ const MIN_PACKET_ROOM: usize = 54 + TAG_LEN + 8;
 
 /// The ack_delay_exponent we use (the RFC default, so ACKs in every space decode alike).
 const ACK_DELAY_EXPONENT: u8 = 3;
+
+/// What a lone datagram carries ([`Connection::send_lone`]).
+#[cfg(any(feature = "migration", feature = "pmtud"))]
+#[derive(Clone, Copy)]
+enum Lone {
+    #[cfg(feature = "migration")]
+    Response([u8; 8]),
+    #[cfg(feature = "pmtud")]
+    Probe,
+}
 
 /// A packet written into a datagram but not yet protected.
 #[derive(Clone, Copy)]
@@ -78,7 +88,11 @@ where
 {
     /// The largest datagram we send: our configured size, within the peer's
     /// max_udp_payload_size.
-    fn max_datagram_size(&self) -> usize {
+    pub(super) fn max_datagram_size(&self) -> usize {
+        // With DPLPMTUD the size found on this path (starting at the configured one).
+        #[cfg(feature = "pmtud")]
+        let ours = usize::from(self.pmtud.current);
+        #[cfg(not(feature = "pmtud"))]
         let ours = usize::from(self.config.max_datagram_size);
         match self.peer {
             Some(p) => ours.min(usize::try_from(p.max_udp_payload_size).unwrap_or(usize::MAX)),
@@ -95,8 +109,21 @@ where
             return None;
         }
         self.pacing_wakeup = None;
-        let seg = self.max_datagram_size().min(buf.len());
         let closing = matches!(self.state, State::Closing { .. });
+        if !closing {
+            self.top_up_cids();
+            // Datagrams of their own: a PATH_RESPONSE for another address than the
+            // current one, a PMTU probe.
+            #[cfg(feature = "migration")]
+            if let Some(t) = self.send_off_path_response(now, buf) {
+                return Some(t);
+            }
+            #[cfg(feature = "pmtud")]
+            if let Some(t) = self.send_pmtu_probe(now, buf) {
+                return Some(t);
+            }
+        }
+        let seg = self.max_datagram_size().min(buf.len());
         let max_segments = if closing { 1 } else { self.config.max_gso_segments.max(1) };
         let (mut total, mut count) = (0usize, 0usize);
         while count < max_segments {
@@ -121,8 +148,135 @@ where
         Some(Transmit {
             destination: self.remote,
             len: total,
+            ecn: self.ecn_mark(),
             segment_size: if count > 1 { Some(seg) } else { None },
         })
+    }
+
+    /// RFC 9000 §13.4.2: ECT(0) while ECN is being tested or works on this path.
+    fn ecn_mark(&self) -> Ecn {
+        if self.ecn.marking() {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        }
+    }
+
+    /// A datagram holding one 1-RTT packet with `kind`'s frames (no coalescing, no ACK),
+    /// protected and recorded as not ack-eliciting: neither a PMTU probe nor a
+    /// PATH_RESPONSE sent off the current path needs retransmitting or counts against the
+    /// congestion window (RFC 9000 §14.4, §8.2.2). Returns its length.
+    #[cfg(any(feature = "migration", feature = "pmtud"))]
+    fn send_lone(&mut self, now: Instant, out: &mut [u8], kind: Lone) -> Option<(usize, u64)> {
+        let space = PnSpace::ApplicationData;
+        if self.hs.keys.one_rtt.is_none() || out.len() < MIN_PACKET_ROOM {
+            return None;
+        }
+        let pn = self.recovery.next_pn(space);
+        let pn_len = number::encoded_len(pn, self.recovery.largest_acked(space));
+        let body_end = out.len() - TAG_LEN;
+        let mut w = Writer::new(out.get_mut(..body_end)?);
+        let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.tx_phase);
+        let pn_offset = ShortHeader { dcid: &self.hs.cids.remote, spin: false }
+            .emit(&mut w, phase, pn, pn_len)
+            .ok()?;
+        let payload_start = w.position();
+        let mut f = SentFrames::EMPTY;
+        match kind {
+            #[cfg(feature = "migration")]
+            Lone::Response(data) => {
+                Frame::PathResponse { data }.emit(&mut w).ok()?;
+                f.flags |= flag::PATH;
+            }
+            #[cfg(feature = "pmtud")]
+            Lone::Probe => {
+                // RFC 9000 §14.4: PING and PADDING up to the probed size.
+                Frame::Ping.emit(&mut w).ok()?;
+                f.flags |= flag::PING;
+                let rest = w.remaining();
+                w.put_repeated(0, rest).ok()?;
+            }
+        }
+        let payload_len = w.position() - payload_start;
+        let min_payload = 4usize.saturating_sub(pn_len);
+        if payload_len < min_payload {
+            w.put_repeated(0, min_payload - payload_len).ok()?;
+        }
+        let payload_end = w.position();
+        let b = Built {
+            space,
+            start: 0,
+            len: payload_end + TAG_LEN,
+            pn,
+            pn_offset,
+            long: None,
+            payload_end,
+            frames: f,
+            ack_eliciting: false,
+            padded: false,
+        };
+        if !self.finalize(now, out, &b) {
+            return None;
+        }
+        self.stats.datagrams_sent = self.stats.datagrams_sent.saturating_add(1);
+        self.stats.bytes_sent = self.stats.bytes_sent.saturating_add(b.len as u64);
+        Some((b.len, pn))
+    }
+
+    /// RFC 9000 §8.2.2: a PATH_RESPONSE goes to the address its challenge came from. One
+    /// for another address than the current one leaves alone and unpadded (nothing was
+    /// validated there, so nothing larger may be sent, §8.1).
+    #[cfg(feature = "migration")]
+    fn send_off_path_response(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let r = self.off_path_response()?;
+        let n = buf.len().min(MIN_INITIAL_SIZE);
+        let sent = self.send_lone(now, buf.get_mut(..n)?, Lone::Response(r.data));
+        // Sent or not (no 1-RTT keys yet), the response is not kept.
+        self.migration.pop_response();
+        let (len, _) = sent?;
+        Some(Transmit { destination: r.to, len, ecn: self.ecn_mark(), segment_size: None })
+    }
+
+    /// RFC 8899, RFC 9000 §14.3: a PMTU probe when one is due, the congestion window has
+    /// room for it and the caller's buffer can hold it.
+    #[cfg(feature = "pmtud")]
+    fn send_pmtu_probe(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if !self.handshake_confirmed || self.amplification_room() != u64::MAX {
+            return None;
+        }
+        let size = self.pmtud.probe_due(now)?;
+        let n = usize::from(size);
+        if self.recovery.send_window() < n as u64 {
+            return None;
+        }
+        let (len, pn) = self.send_lone(now, buf.get_mut(..n)?, Lone::Probe)?;
+        self.pmtud.on_probe_sent(now, pn, size);
+        Some(Transmit { destination: self.remote, len, ecn: self.ecn_mark(), segment_size: None })
+    }
+
+    /// Whether a PATH_RESPONSE for the current address waits.
+    fn path_response_due(&self) -> bool {
+        #[cfg(feature = "migration")]
+        return self.response_due();
+        #[cfg(not(feature = "migration"))]
+        return self.path_response.is_some();
+    }
+
+    /// RFC 9000 §8.2.2: PATH_RESPONSE frames for the current address.
+    fn write_response(&mut self, w: &mut Writer<'_>, f: &mut SentFrames) -> bool {
+        #[cfg(feature = "migration")]
+        return self.write_path_response(w, f);
+        #[cfg(not(feature = "migration"))]
+        {
+            let Some(data) = self.path_response else { return false };
+            let fr = Frame::PathResponse { data };
+            if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+                return false;
+            }
+            self.path_response = None;
+            f.flags |= flag::PATH;
+            true
+        }
     }
 
     fn has_tx_keys(&self, space: PnSpace) -> bool {
@@ -189,11 +343,15 @@ where
         // RFC 9000 §14.1: a client pads every datagram carrying an Initial packet to 1200
         // bytes, a server every datagram carrying an ack-eliciting Initial packet. A GSO
         // batch pads its full datagrams to the segment size.
+        let path_frames = built[2].is_some_and(|b| b.frames.has(flag::PATH));
         let full_stream_datagram = built[2].is_some_and(|b| b.frames.has(flag::STREAM))
             && built.iter().flatten().all(|b| b.long.is_none())
             && self.streams.wants_to_send();
         let pad_to = match &built[0] {
             Some(b) if self.side == Side::Client || b.ack_eliciting => MIN_INITIAL_SIZE,
+            // RFC 9000 §8.2.1, §8.2.2: datagrams with PATH_CHALLENGE or PATH_RESPONSE are
+            // expanded to 1200 bytes, as far as the amplification limit allows.
+            _ if path_frames => MIN_INITIAL_SIZE.min(limit),
             _ if batch_pad && full_stream_datagram => limit,
             _ => 0,
         };
@@ -226,6 +384,10 @@ where
             self.amp_sent = self.amp_sent.saturating_add(pos as u64);
             let blocked = self.amplification_blocked();
             self.recovery.set_amplification_limited(blocked, now);
+        }
+        #[cfg(feature = "migration")]
+        if self.migration.amp_limited() {
+            self.migration.amp_sent = self.migration.amp_sent.saturating_add(pos as u64);
         }
         // RFC 9001 §4.9.1: a client discards its Initial keys when it first sends a
         // Handshake packet.
@@ -301,7 +463,8 @@ where
             PnSpace::Handshake => self.hs.crypto_send[1].wants_to_send(),
             PnSpace::ApplicationData => {
                 self.handshake_done_pending
-                    || self.path_response.is_some()
+                    || self.has_cid_frames()
+                    || self.challenge_pending()
                     || self.ping_pending
                     || self.hs.crypto_send[2].wants_to_send()
                     || (self.controls.has_free() && self.streams.wants_control())
@@ -337,7 +500,18 @@ where
         let probe = self.probes.get(i).copied().unwrap_or(0) > 0;
         let elicit_ok =
             !closing && allow_eliciting && (probe || self.may_send_eliciting(now, space));
-        let want = closing || ack_due || (elicit_ok && (probe || self.has_eliciting(space)));
+        // RFC 9000 §8.2.2: a PATH_RESPONSE is not held back by the congestion window or
+        // pacing (a collapsed window would otherwise starve path validation); it needs a
+        // free sent-packet record and is bounded by the queue of challenges.
+        let respond = space == PnSpace::ApplicationData
+            && !closing
+            && allow_eliciting
+            && !self.sends_0rtt()
+            && self.hs.keys.one_rtt.is_some()
+            && !self.recovery.is_full(space)
+            && self.path_response_due();
+        let want =
+            closing || ack_due || respond || (elicit_ok && (probe || self.has_eliciting(space)));
         if !want || region.len() < MIN_PACKET_ROOM {
             return None;
         }
@@ -400,8 +574,11 @@ where
                     }
                 }
             }
+            if respond {
+                eliciting |= self.write_response(&mut w, &mut f);
+            }
             if elicit_ok {
-                eliciting |= self.write_eliciting(space, zero_rtt, &mut w, &mut f);
+                eliciting |= self.write_eliciting(now, pn, space, zero_rtt, &mut w, &mut f);
                 // RFC 9002 §6.2.4: a probe is ack-eliciting; PING when there is nothing
                 // else.
                 let ping = probe || (space == PnSpace::ApplicationData && self.ping_pending);
@@ -444,10 +621,21 @@ where
         })
     }
 
-    /// The ack-eliciting frames of a packet, in order: HANDSHAKE_DONE, PATH_RESPONSE,
-    /// stream control frames, CRYPTO, STREAM. Returns whether any was written.
+    /// Whether a PATH_CHALLENGE waits.
+    fn challenge_pending(&self) -> bool {
+        #[cfg(feature = "migration")]
+        return self.challenge_due();
+        #[cfg(not(feature = "migration"))]
+        return false;
+    }
+
+    /// The ack-eliciting frames of a packet, in order: HANDSHAKE_DONE, NEW_CONNECTION_ID,
+    /// RETIRE_CONNECTION_ID, PATH_CHALLENGE, stream control frames, CRYPTO, STREAM
+    /// (PATH_RESPONSE goes first, outside congestion control). Returns whether any was written.
     fn write_eliciting(
         &mut self,
+        now: Instant,
+        pn: u64,
         space: PnSpace,
         zero_rtt: bool,
         w: &mut Writer<'_>,
@@ -463,14 +651,14 @@ where
             any = true;
         }
         if one_rtt {
-            if let Some(data) = self.path_response {
-                let fr = Frame::PathResponse { data };
-                if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
-                    self.path_response = None;
-                    any = true;
-                }
+            // RFC 9000 §19.15, §19.16: connection-ID rotation; §8.2.1: path validation.
+            any |= self.write_cid_frames(pn, w, f);
+            #[cfg(feature = "migration")]
+            {
+                any |= self.write_path_challenge(now, w, f);
             }
         }
+        let _ = now;
         if app {
             // Stream control frames (RFC 9000 §19.4–§19.14), each holding a control-table
             // slot until acknowledged or lost.

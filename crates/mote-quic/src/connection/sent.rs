@@ -33,6 +33,12 @@ pub(crate) mod flag {
     pub const HANDSHAKE_DONE: u8 = 0x10;
     /// PING (never retransmitted).
     pub const PING: u8 = 0x20;
+    /// NEW_CONNECTION_ID or RETIRE_CONNECTION_ID frames: the connection-ID tables know
+    /// which (they record the packet number).
+    pub const CIDS: u8 = 0x40;
+    /// PATH_CHALLENGE or PATH_RESPONSE (the datagram is padded to 1200 bytes, RFC 9000
+    /// §8.2.1; never retransmitted).
+    pub const PATH: u8 = 0x80;
 }
 
 /// The frames of one sent packet that matter after it left.

@@ -447,6 +447,16 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         self.set_loss_detection_timer(now);
     }
 
+    /// RFC 9000 §9.4: the peer's address changed (not just its port): congestion control
+    /// starts over with `cc` and the RTT estimator from the initial RTT.
+    pub fn on_new_path(&mut self, cc: C, now: Instant) {
+        self.core.cc = cc;
+        self.core.rtt.reset();
+        self.core.peak_in_flight = 0;
+        self.core.update_pacer();
+        self.set_loss_detection_timer(now);
+    }
+
     /// The path MTU changed.
     pub fn set_max_datagram_size(&mut self, max_datagram_size: u16) {
         self.core.config.max_datagram_size = max_datagram_size;

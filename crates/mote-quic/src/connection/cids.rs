@@ -1,0 +1,531 @@
+//! Connection IDs after the handshake (RFC 9000 §5.1): the ones we issue to the peer and the
+//! ones the peer issued to us, in fixed tables.
+//!
+//! Frames that must be delivered (NEW_CONNECTION_ID, RETIRE_CONNECTION_ID) are tracked by
+//! the packet number they last left in: an acknowledgement of that packet settles them, a
+//! loss queues them again. A sent-packet record carries only a flag saying "look here".
+
+use crate::cid::ConnectionId;
+use crate::error::TransportErrorCode;
+use crate::transport_params::ResetToken;
+
+/// Connection IDs we keep issued at once, the handshake one included (we issue up to the
+/// smaller of this and the peer's active_connection_id_limit, RFC 9000 §5.1.1).
+pub const LOCAL_CIDS: usize = 4;
+
+/// The active_connection_id_limit we advertise (RFC 9000 §18.2; at least 2): connection IDs
+/// of the peer we store at once.
+pub const REMOTE_CIDS: usize = 4;
+
+/// RETIRE_CONNECTION_ID frames waiting to be sent or acknowledged at most. A peer forcing
+/// more retirements than this (NEW_CONNECTION_ID with ever-growing Retire Prior To while
+/// our retirements are not acknowledged) gets CONNECTION_ID_LIMIT_ERROR, as quic-go and
+/// ngtcp2 do.
+pub const RETIRE_QUEUE: usize = 8;
+
+/// Where a frame we must deliver stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Delivery {
+    /// Waiting to be sent (again).
+    Pending,
+    /// In flight in the packet with this number.
+    Sent(u64),
+    /// Acknowledged.
+    Acked,
+}
+
+impl Delivery {
+    fn on_ack(&mut self, pn: u64) -> bool {
+        if *self == Delivery::Sent(pn) {
+            *self = Delivery::Acked;
+            return true;
+        }
+        false
+    }
+
+    fn on_lost(&mut self, pn: u64) {
+        if *self == Delivery::Sent(pn) {
+            *self = Delivery::Pending;
+        }
+    }
+}
+
+/// One of our connection IDs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Issued {
+    pub(crate) seq: u64,
+    pub(crate) cid: ConnectionId,
+    pub(crate) token: ResetToken,
+    frame: Delivery,
+}
+
+/// The connection IDs we issued and have not seen retired.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LocalCids {
+    slots: [Option<Issued>; LOCAL_CIDS],
+    next_seq: u64,
+    /// How many to keep issued: min(peer's active_connection_id_limit, LOCAL_CIDS); 1 until
+    /// the peer's transport parameters and 1-RTT keys allow more.
+    target: usize,
+    /// Connection IDs issued after the handshake one, over the connection's life.
+    issued_total: u64,
+}
+
+impl LocalCids {
+    /// The table with the handshake connection ID (sequence 0).
+    pub(crate) const fn new(cid: ConnectionId, token: ResetToken) -> Self {
+        let mut slots = [None; LOCAL_CIDS];
+        slots[0] = Some(Issued { seq: 0, cid, token, frame: Delivery::Acked });
+        Self { slots, next_seq: 1, target: 1, issued_total: 0 }
+    }
+
+    /// Sets how many connection IDs to keep issued from the peer's limit.
+    pub(crate) fn set_target(&mut self, peer_limit: u64) {
+        let t = usize::try_from(peer_limit).unwrap_or(usize::MAX);
+        self.target = t.clamp(1, LOCAL_CIDS);
+    }
+
+    /// The sequence number of `cid` if it is one of ours.
+    pub(crate) fn seq_of(&self, cid: &[u8]) -> Option<u64> {
+        self.slots.iter().flatten().find(|i| *i.cid == *cid).map(|i| i.seq)
+    }
+
+    /// Our live connection IDs (what an endpoint routes to this connection).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Issued> + '_ {
+        self.slots.iter().flatten()
+    }
+
+    fn live(&self) -> usize {
+        self.slots.iter().flatten().count()
+    }
+
+    /// Whether another connection ID should be issued.
+    pub(crate) fn wants_new(&self) -> bool {
+        self.live() < self.target
+    }
+
+    /// Connection IDs issued after the handshake one.
+    pub(crate) const fn issued_total(&self) -> u64 {
+        self.issued_total
+    }
+
+    /// Records a new connection ID (its NEW_CONNECTION_ID frame is then pending). With
+    /// `pre_sent` it was handed over another way (the preferred_address transport
+    /// parameter) and needs no frame. False when the table is full.
+    pub(crate) fn issue(&mut self, cid: ConnectionId, token: ResetToken, pre_sent: bool) -> bool {
+        let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) else { return false };
+        let frame = if pre_sent { Delivery::Acked } else { Delivery::Pending };
+        *slot = Some(Issued { seq: self.next_seq, cid, token, frame });
+        self.next_seq += 1;
+        self.issued_total += 1;
+        true
+    }
+
+    /// Whether a NEW_CONNECTION_ID frame waits.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.slots.iter().flatten().any(|i| i.frame == Delivery::Pending)
+    }
+
+    /// The next NEW_CONNECTION_ID to send, marked as sent in packet `pn`.
+    pub(crate) fn poll_frame(&mut self, pn: u64) -> Option<Issued> {
+        let i = self.slots.iter_mut().flatten().find(|i| i.frame == Delivery::Pending)?;
+        i.frame = Delivery::Sent(pn);
+        Some(*i)
+    }
+
+    /// A frame polled by [`Self::poll_frame`] did not fit after all.
+    pub(crate) fn unpoll(&mut self, seq: u64) {
+        if let Some(i) = self.slots.iter_mut().flatten().find(|i| i.seq == seq) {
+            i.frame = Delivery::Pending;
+        }
+    }
+
+    pub(crate) fn on_ack(&mut self, pn: u64) {
+        for i in self.slots.iter_mut().flatten() {
+            i.frame.on_ack(pn);
+        }
+    }
+
+    pub(crate) fn on_lost(&mut self, pn: u64) {
+        for i in self.slots.iter_mut().flatten() {
+            i.frame.on_lost(pn);
+        }
+    }
+
+    /// RFC 9000 §19.16: the peer retired `seq`, carried in a packet sent to `dcid`. A
+    /// sequence number never issued, or the connection ID the packet itself was sent to, is
+    /// a PROTOCOL_VIOLATION. Returns the retired connection ID (`None` if it was already
+    /// retired).
+    pub(crate) fn on_retire(
+        &mut self,
+        seq: u64,
+        dcid: &[u8],
+    ) -> Result<Option<ConnectionId>, TransportErrorCode> {
+        if seq >= self.next_seq {
+            return Err(TransportErrorCode::PROTOCOL_VIOLATION);
+        }
+        let Some(slot) = self.slots.iter_mut().find(|s| s.is_some_and(|i| i.seq == seq)) else {
+            return Ok(None);
+        };
+        let Some(i) = *slot else { return Ok(None) };
+        if *i.cid == *dcid {
+            return Err(TransportErrorCode::PROTOCOL_VIOLATION);
+        }
+        *slot = None;
+        Ok(Some(i.cid))
+    }
+}
+
+/// A connection ID the peer issued.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PeerCid {
+    pub(crate) seq: u64,
+    pub(crate) cid: ConnectionId,
+    pub(crate) token: Option<ResetToken>,
+}
+
+/// A retirement to deliver.
+#[derive(Clone, Copy, Debug)]
+struct Retire {
+    seq: u64,
+    frame: Delivery,
+}
+
+/// The peer's connection IDs we may address it with, and our retirements of old ones.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RemoteCids {
+    slots: [Option<PeerCid>; REMOTE_CIDS],
+    /// Sequence number of the connection ID in use.
+    active: u64,
+    /// The largest Retire Prior To received.
+    retire_prior_to: u64,
+    retire: [Option<Retire>; RETIRE_QUEUE],
+}
+
+impl RemoteCids {
+    /// The table with the peer's handshake connection ID (sequence 0) and, from a server's
+    /// transport parameters, its stateless reset token.
+    pub(crate) const fn new(cid: ConnectionId) -> Self {
+        let mut slots = [None; REMOTE_CIDS];
+        slots[0] = Some(PeerCid { seq: 0, cid, token: None });
+        Self { slots, active: 0, retire_prior_to: 0, retire: [None; RETIRE_QUEUE] }
+    }
+
+    /// Replaces the handshake connection ID (a client adopting the server's Source
+    /// Connection ID, RFC 9000 §7.2) while nothing else is known.
+    pub(crate) fn set_handshake_cid(&mut self, cid: ConnectionId) {
+        if let Some(Some(p)) = self.slots.iter_mut().find(|s| s.is_some_and(|p| p.seq == 0)) {
+            p.cid = cid;
+        }
+    }
+
+    /// The stateless reset token of sequence `seq` (the server's
+    /// stateless_reset_token transport parameter for sequence 0).
+    pub(crate) fn set_token(&mut self, seq: u64, token: ResetToken) {
+        if let Some(Some(p)) = self.slots.iter_mut().find(|s| s.is_some_and(|p| p.seq == seq)) {
+            p.token = Some(token);
+        }
+    }
+
+    /// The connection ID in use.
+    pub(crate) fn active(&self) -> Option<PeerCid> {
+        self.slots.iter().flatten().find(|p| p.seq == self.active).copied()
+    }
+
+    #[cfg(feature = "stateless-reset")]
+    /// Stateless reset tokens of every stored connection ID (RFC 9000 §10.3.1).
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = &ResetToken> + '_ {
+        self.slots.iter().flatten().filter_map(|p| p.token.as_ref())
+    }
+
+    /// Whether an unused connection ID is stored (migration needs one, RFC 9000 §9.5).
+    pub(crate) fn has_spare(&self) -> bool {
+        self.slots.iter().flatten().any(|p| p.seq != self.active)
+    }
+
+    #[cfg(feature = "migration")]
+    /// Stores a connection ID the peer gave outside a NEW_CONNECTION_ID frame (the
+    /// preferred_address transport parameter, sequence 1).
+    pub(crate) fn insert_preferred(&mut self, cid: ConnectionId, token: ResetToken) -> bool {
+        let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) else { return false };
+        *slot = Some(PeerCid { seq: 1, cid, token: Some(token) });
+        true
+    }
+
+    /// RFC 9000 §19.15: a NEW_CONNECTION_ID frame.
+    pub(crate) fn on_new_cid(
+        &mut self,
+        seq: u64,
+        retire_prior_to: u64,
+        cid: ConnectionId,
+        token: ResetToken,
+    ) -> Result<(), TransportErrorCode> {
+        // "If an endpoint receives a NEW_CONNECTION_ID frame that repeats a previously
+        // issued connection ID with a different Stateless Reset Token field value or a
+        // different Sequence Number field value, or if a sequence number is used for
+        // different connection IDs, the endpoint MAY treat that receipt as a connection
+        // error of type PROTOCOL_VIOLATION."
+        for p in self.slots.iter().flatten() {
+            let same_seq = p.seq == seq;
+            let same_cid = p.cid == cid;
+            if same_seq && same_cid && p.token.is_some_and(|t| t == token) {
+                // A retransmission; only its Retire Prior To may still matter.
+                return self.raise_retire_prior_to(retire_prior_to);
+            }
+            if same_seq || same_cid {
+                return Err(TransportErrorCode::PROTOCOL_VIOLATION);
+            }
+        }
+        self.raise_retire_prior_to(retire_prior_to)?;
+        // "An endpoint that receives a NEW_CONNECTION_ID frame with a sequence number
+        // smaller than the Retire Prior To field of a previously received NEW_CONNECTION_ID
+        // frame MUST send a corresponding RETIRE_CONNECTION_ID frame ... unless it has
+        // already done so for that sequence number."
+        if seq < self.retire_prior_to {
+            return self.queue_retire(seq);
+        }
+        // RFC 9000 §5.1.1: more than our active_connection_id_limit is
+        // CONNECTION_ID_LIMIT_ERROR.
+        let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) else {
+            return Err(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR);
+        };
+        *slot = Some(PeerCid { seq, cid, token: Some(token) });
+        Ok(())
+    }
+
+    /// Retires every stored connection ID below `rpt` (RFC 9000 §5.1.2) and, if the one in
+    /// use goes, switches to the lowest remaining one.
+    fn raise_retire_prior_to(&mut self, rpt: u64) -> Result<(), TransportErrorCode> {
+        if rpt <= self.retire_prior_to {
+            return Ok(());
+        }
+        self.retire_prior_to = rpt;
+        for k in 0..REMOTE_CIDS {
+            let Some(Some(p)) = self.slots.get(k).copied() else { continue };
+            if p.seq < rpt {
+                self.queue_retire(p.seq)?;
+                if let Some(s) = self.slots.get_mut(k) {
+                    *s = None;
+                }
+            }
+        }
+        if self.active < rpt {
+            // The peer supplied the replacements with the frame (it must, RFC 9000 §5.1.2);
+            // none stored means it sent a Retire Prior To above its own sequence numbers.
+            let next = self.slots.iter().flatten().map(|p| p.seq).min();
+            self.active = next.ok_or(TransportErrorCode::PROTOCOL_VIOLATION)?;
+        }
+        Ok(())
+    }
+
+    fn queue_retire(&mut self, seq: u64) -> Result<(), TransportErrorCode> {
+        if self.retire.iter().flatten().any(|r| r.seq == seq && r.frame != Delivery::Acked) {
+            return Ok(());
+        }
+        // Acknowledged retirements make room first.
+        let slot = self
+            .retire
+            .iter_mut()
+            .find(|r| r.is_none_or(|r| r.frame == Delivery::Acked))
+            .ok_or(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR)?;
+        *slot = Some(Retire { seq, frame: Delivery::Pending });
+        Ok(())
+    }
+
+    #[cfg(feature = "migration")]
+    /// RFC 9000 §9.5: moves to an unused connection ID and retires the one in use. Returns
+    /// the new one, or `None` when there is no spare (or no room to retire).
+    pub(crate) fn switch(&mut self) -> Option<PeerCid> {
+        let old = self.active;
+        let next = self.slots.iter().flatten().filter(|p| p.seq != old).min_by_key(|p| p.seq)?;
+        let next = *next;
+        self.queue_retire(old).ok()?;
+        if let Some(s) = self.slots.iter_mut().find(|s| s.is_some_and(|p| p.seq == old)) {
+            *s = None;
+        }
+        self.active = next.seq;
+        Some(next)
+    }
+
+    #[cfg(feature = "migration")]
+    /// Makes `seq` the connection ID in use without retiring the current one (a client
+    /// trying the server's preferred address keeps the old one to fall back to).
+    pub(crate) fn use_seq(&mut self, seq: u64) -> Option<PeerCid> {
+        let p = *self.slots.iter().flatten().find(|p| p.seq == seq)?;
+        self.active = seq;
+        Some(p)
+    }
+
+    #[cfg(feature = "migration")]
+    /// Retires `seq` (not the one in use).
+    pub(crate) fn retire(&mut self, seq: u64) -> Result<(), TransportErrorCode> {
+        if seq == self.active {
+            return Ok(());
+        }
+        if let Some(s) = self.slots.iter_mut().find(|s| s.is_some_and(|p| p.seq == seq)) {
+            *s = None;
+            return self.queue_retire(seq);
+        }
+        Ok(())
+    }
+
+    /// Whether a RETIRE_CONNECTION_ID frame waits.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.retire.iter().flatten().any(|r| r.frame == Delivery::Pending)
+    }
+
+    /// The next RETIRE_CONNECTION_ID to send, marked as sent in packet `pn`.
+    pub(crate) fn poll_retire(&mut self, pn: u64) -> Option<u64> {
+        let r = self.retire.iter_mut().flatten().find(|r| r.frame == Delivery::Pending)?;
+        r.frame = Delivery::Sent(pn);
+        Some(r.seq)
+    }
+
+    /// A retirement polled by [`Self::poll_retire`] did not fit after all.
+    pub(crate) fn unpoll(&mut self, seq: u64) {
+        if let Some(r) = self.retire.iter_mut().flatten().find(|r| r.seq == seq) {
+            r.frame = Delivery::Pending;
+        }
+    }
+
+    pub(crate) fn on_ack(&mut self, pn: u64) {
+        for slot in self.retire.iter_mut() {
+            if slot.as_mut().is_some_and(|r| r.frame.on_ack(pn)) {
+                *slot = None;
+            }
+        }
+    }
+
+    pub(crate) fn on_lost(&mut self, pn: u64) {
+        for r in self.retire.iter_mut().flatten() {
+            r.frame.on_lost(pn);
+        }
+    }
+
+    /// Retirements waiting or in flight.
+    pub(crate) fn retiring(&self) -> usize {
+        self.retire.iter().flatten().filter(|r| r.frame != Delivery::Acked).count()
+    }
+}
+
+#[cfg(feature = "stateless-reset")]
+/// Compares two reset tokens in constant time (RFC 9000 §10.3.1: "the comparison MUST be
+/// performed ... without leaking information about the value of the token").
+pub(crate) fn token_eq(a: &ResetToken, b: &[u8]) -> bool {
+    if b.len() != a.len() {
+        return false;
+    }
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b.iter()) {
+        diff |= x ^ y;
+    }
+    // Keep the compiler from turning the fold into an early exit.
+    core::hint::black_box(diff) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cid(b: u8) -> ConnectionId {
+        ConnectionId::new(&[b; 8]).unwrap()
+    }
+
+    #[test]
+    fn local_issue_ack_loss_and_retire() {
+        let mut l = LocalCids::new(cid(0), [0; 16]);
+        assert!(!l.wants_new());
+        l.set_target(8);
+        for k in 1..4u8 {
+            assert!(l.wants_new());
+            assert!(l.issue(cid(k), [k; 16], false));
+        }
+        assert!(!l.wants_new() && !l.issue(cid(9), [9; 16], false));
+        let a = l.poll_frame(10).unwrap();
+        let b = l.poll_frame(10).unwrap();
+        let c = l.poll_frame(11).unwrap();
+        assert_eq!((a.seq, b.seq, c.seq), (1, 2, 3));
+        assert!(!l.has_pending());
+        l.on_lost(11);
+        assert!(l.has_pending());
+        l.on_ack(10);
+        assert_eq!(l.poll_frame(12).unwrap().seq, 3);
+        // Retiring a number never issued, or the packet's own DCID: PROTOCOL_VIOLATION.
+        assert_eq!(l.on_retire(4, &cid(0)), Err(TransportErrorCode::PROTOCOL_VIOLATION));
+        assert_eq!(l.on_retire(1, &cid(1)), Err(TransportErrorCode::PROTOCOL_VIOLATION));
+        assert_eq!(l.on_retire(1, &cid(0)), Ok(Some(cid(1))));
+        assert_eq!(l.on_retire(1, &cid(0)), Ok(None));
+        assert!(l.wants_new());
+        assert_eq!(l.seq_of(&cid(2)), Some(2));
+        assert_eq!(l.seq_of(&cid(1)), None);
+    }
+
+    #[test]
+    fn remote_limit_duplicates_and_retire_prior_to() {
+        let mut r = RemoteCids::new(cid(0));
+        for k in 1..REMOTE_CIDS as u8 {
+            r.on_new_cid(u64::from(k), 0, cid(k), [k; 16]).unwrap();
+        }
+        // A retransmission is fine; a reused sequence number or CID is not.
+        assert_eq!(r.on_new_cid(1, 0, cid(1), [1; 16]), Ok(()));
+        assert_eq!(
+            r.on_new_cid(1, 0, cid(7), [1; 16]),
+            Err(TransportErrorCode::PROTOCOL_VIOLATION)
+        );
+        assert_eq!(
+            r.on_new_cid(7, 0, cid(1), [1; 16]),
+            Err(TransportErrorCode::PROTOCOL_VIOLATION)
+        );
+        // One more than the limit.
+        assert_eq!(
+            r.on_new_cid(9, 0, cid(9), [9; 16]),
+            Err(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR)
+        );
+        // Retire Prior To 2 retires 0 (in use) and 1, and moves to 2.
+        r.on_new_cid(4, 2, cid(4), [4; 16]).unwrap();
+        assert_eq!(r.active().unwrap().seq, 2);
+        assert_eq!(r.retiring(), 2);
+        assert_eq!(r.poll_retire(5), Some(0));
+        assert_eq!(r.poll_retire(5), Some(1));
+        assert_eq!(r.poll_retire(6), None);
+        // Old sequence numbers arriving late are retired without being stored.
+        r.on_new_cid(1, 0, cid(1), [1; 16]).unwrap();
+        assert_eq!(r.retiring(), 2);
+        r.on_ack(5);
+        assert_eq!(r.retiring(), 0);
+        // switch() moves to a spare and retires the old one.
+        #[cfg(feature = "migration")]
+        {
+            let n = r.switch().unwrap();
+            assert_eq!(n.seq, 3);
+            assert_eq!(r.poll_retire(7), Some(2));
+        }
+    }
+
+    #[test]
+    fn retire_queue_is_bounded() {
+        let mut r = RemoteCids::new(cid(0));
+        // Each frame raises Retire Prior To to its own sequence number: every stored CID is
+        // retired, and no retirement is ever acknowledged.
+        let mut err = None;
+        for seq in 1..100u64 {
+            if let Err(e) = r.on_new_cid(seq, seq, cid(seq as u8), [seq as u8; 16]) {
+                err = Some((seq, e));
+                break;
+            }
+        }
+        let (seq, e) = err.expect("bounded");
+        assert_eq!(e, TransportErrorCode::CONNECTION_ID_LIMIT_ERROR);
+        assert_eq!(seq, RETIRE_QUEUE as u64 + 1);
+    }
+
+    #[cfg(feature = "stateless-reset")]
+    #[test]
+    fn constant_time_compare() {
+        assert!(token_eq(&[7; 16], &[7; 16]));
+        assert!(!token_eq(&[7; 16], &[7; 15]));
+        let mut b = [7u8; 16];
+        b[15] = 8;
+        assert!(!token_eq(&[7; 16], &b));
+    }
+}
