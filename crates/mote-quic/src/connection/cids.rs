@@ -238,6 +238,12 @@ impl RemoteCids {
         self.slots.iter().flatten().filter_map(|p| p.token.as_ref())
     }
 
+    /// A stored connection ID that is not in use (tests drive retirement with it).
+    #[cfg(test)]
+    pub(crate) fn spare_seq(&self) -> Option<u64> {
+        self.slots.iter().flatten().map(|p| p.seq).find(|s| *s != self.active)
+    }
+
     /// Whether an unused connection ID is stored (migration needs one, RFC 9000 §9.5).
     pub(crate) fn has_spare(&self) -> bool {
         self.slots.iter().flatten().any(|p| p.seq != self.active)
@@ -270,7 +276,8 @@ impl RemoteCids {
             let same_cid = p.cid == cid;
             if same_seq && same_cid && p.token.is_some_and(|t| t == token) {
                 // A retransmission; only its Retire Prior To may still matter.
-                return self.raise_retire_prior_to(retire_prior_to);
+                self.raise_retire_prior_to(retire_prior_to)?;
+                return self.pick_active();
             }
             if same_seq || same_cid {
                 return Err(TransportErrorCode::PROTOCOL_VIOLATION);
@@ -282,19 +289,30 @@ impl RemoteCids {
         // frame MUST send a corresponding RETIRE_CONNECTION_ID frame ... unless it has
         // already done so for that sequence number."
         if seq < self.retire_prior_to {
-            return self.queue_retire(seq);
+            self.queue_retire(seq)?;
+            return self.pick_active();
         }
         // RFC 9000 §5.1.1: more than our active_connection_id_limit is
-        // CONNECTION_ID_LIMIT_ERROR.
+        // CONNECTION_ID_LIMIT_ERROR (counted after the retirements this frame asked for).
         let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) else {
             return Err(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR);
         };
         *slot = Some(PeerCid { seq, cid, token: Some(token) });
+        self.pick_active()
+    }
+
+    /// If the connection ID in use was retired, moves to the lowest stored one (the peer
+    /// must supply replacements with Retire Prior To, RFC 9000 §5.1.2).
+    fn pick_active(&mut self) -> Result<(), TransportErrorCode> {
+        if self.slots.iter().flatten().any(|p| p.seq == self.active) {
+            return Ok(());
+        }
+        let next = self.slots.iter().flatten().map(|p| p.seq).min();
+        self.active = next.ok_or(TransportErrorCode::PROTOCOL_VIOLATION)?;
         Ok(())
     }
 
-    /// Retires every stored connection ID below `rpt` (RFC 9000 §5.1.2) and, if the one in
-    /// use goes, switches to the lowest remaining one.
+    /// Retires every stored connection ID below `rpt` (RFC 9000 §5.1.2).
     fn raise_retire_prior_to(&mut self, rpt: u64) -> Result<(), TransportErrorCode> {
         if rpt <= self.retire_prior_to {
             return Ok(());
@@ -308,12 +326,6 @@ impl RemoteCids {
                     *s = None;
                 }
             }
-        }
-        if self.active < rpt {
-            // The peer supplied the replacements with the frame (it must, RFC 9000 §5.1.2);
-            // none stored means it sent a Retire Prior To above its own sequence numbers.
-            let next = self.slots.iter().flatten().map(|p| p.seq).min();
-            self.active = next.ok_or(TransportErrorCode::PROTOCOL_VIOLATION)?;
         }
         Ok(())
     }
@@ -356,7 +368,6 @@ impl RemoteCids {
         Some(p)
     }
 
-    #[cfg(feature = "migration")]
     /// Retires `seq` (not the one in use).
     pub(crate) fn retire(&mut self, seq: u64) -> Result<(), TransportErrorCode> {
         if seq == self.active {

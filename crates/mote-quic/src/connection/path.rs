@@ -178,6 +178,8 @@ pub(crate) struct Pmtud {
     next_probe: Option<Instant>,
     /// Losses of packets above 1200 bytes since one of them was acknowledged.
     big_losses: u8,
+    /// The search tries the ceiling itself first (most paths carry it), then bisects.
+    tried_high: bool,
     /// Counters: probes sent, probes acknowledged, black holes detected.
     pub(crate) probes_sent: u32,
     pub(crate) probes_acked: u32,
@@ -197,6 +199,7 @@ impl Pmtud {
             fails: 0,
             next_probe: None,
             big_losses: 0,
+            tried_high: false,
             probes_sent: 0,
             probes_acked: 0,
             blackholes: 0,
@@ -208,6 +211,7 @@ impl Pmtud {
         let limit = limit.max(MIN_INITIAL_SIZE as u16);
         self.limit = limit;
         self.high = limit;
+        self.tried_high = false;
         if limit > self.current {
             self.next_probe = Some(now);
         }
@@ -217,6 +221,12 @@ impl Pmtud {
     pub(crate) fn probe_due(&self, now: Instant) -> Option<u16> {
         if self.in_flight.is_some() || self.next_probe.is_none_or(|t| t > now) {
             return None;
+        }
+        if self.high <= self.current {
+            return None;
+        }
+        if !self.tried_high {
+            return Some(self.high);
         }
         if self.high.saturating_sub(self.current) < PMTU_GRANULARITY {
             return None;
@@ -232,7 +242,9 @@ impl Pmtud {
     }
 
     fn finish_if_done(&mut self, now: Instant) {
-        if self.high.saturating_sub(self.current) < PMTU_GRANULARITY {
+        if self.current >= self.high
+            || (self.tried_high && self.high.saturating_sub(self.current) < PMTU_GRANULARITY)
+        {
             self.next_probe = Some(now + PMTU_RAISE_INTERVAL);
         } else {
             self.next_probe = Some(now);
@@ -278,6 +290,7 @@ impl Pmtud {
                 self.fails += 1;
                 if self.fails >= PMTU_MAX_PROBES {
                     self.fails = 0;
+                    self.tried_high = true;
                     self.high = probe_size.saturating_sub(1).max(self.current);
                 }
                 self.finish_if_done(now);
@@ -298,6 +311,7 @@ impl Pmtud {
         self.blackholes = self.blackholes.saturating_add(1);
         self.current = MIN_INITIAL_SIZE as u16;
         self.high = self.limit;
+        self.tried_high = false;
         self.big_losses = 0;
         self.fails = 0;
         self.in_flight = None;

@@ -17,6 +17,9 @@ use crate::frame::Frame;
 use crate::packet::{self, Header};
 use crate::stream::Read;
 
+// Connection IDs, paths, PMTU, ECN, stateless reset.
+mod paths;
+
 pub(crate) const P: RustCrypto = RustCrypto;
 
 /// A deterministic RNG (SplitMix64) — tests only.
@@ -111,6 +114,7 @@ pub(crate) type Filter = Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate>;
 struct InFlight {
     at: Instant,
     data: Vec<u8>,
+    ecn: Ecn,
 }
 
 /// Which way a datagram goes.
@@ -136,6 +140,14 @@ pub(crate) struct Pair {
     sent: [u64; 2],
     pub(crate) log: Vec<(Instant, Dir, usize, Vec<u8>)>,
     rng: TestRng,
+    /// The client's address as the server sees it (a NAT may change it).
+    pub(crate) client_addr: core::net::SocketAddr,
+    /// The link clears ECN marks (a path that does not support ECN).
+    pub(crate) bleach_ecn: bool,
+    /// The link marks every ECN-capable datagram to the client CE.
+    pub(crate) ce_to_client: bool,
+    /// Where the client's datagrams were addressed.
+    pub(crate) client_destinations: Vec<core::net::SocketAddr>,
 }
 
 pub(crate) const CLIENT_ADDR: &str = "10.0.0.2:5000";
@@ -170,6 +182,10 @@ impl Pair {
             sent: [0; 2],
             log: Vec::new(),
             rng,
+            client_addr: addr(CLIENT_ADDR),
+            bleach_ecn: false,
+            ce_to_client: false,
+            client_destinations: Vec::new(),
         }
     }
 
@@ -205,14 +221,15 @@ impl Pair {
             while let Some(t) = self.client.poll_transmit(self.now, &mut buf) {
                 any = true;
                 let data = buf[..t.len].to_vec();
-                self.enqueue(Dir::ToServer, &data, t.segment_size);
+                self.client_destinations.push(t.destination);
+                self.enqueue(Dir::ToServer, &data, t.segment_size, t.ecn);
             }
             while let Some(t) =
                 self.server.as_mut().and_then(|s| s.poll_transmit(self.now, &mut buf))
             {
                 any = true;
                 let data = buf[..t.len].to_vec();
-                self.enqueue(Dir::ToClient, &data, t.segment_size);
+                self.enqueue(Dir::ToClient, &data, t.segment_size, t.ecn);
             }
             if !any {
                 break;
@@ -220,7 +237,12 @@ impl Pair {
         }
     }
 
-    fn enqueue(&mut self, dir: Dir, data: &[u8], seg: Option<usize>) {
+    fn enqueue(&mut self, dir: Dir, data: &[u8], seg: Option<usize>, ecn: Ecn) {
+        let ecn = match (self.bleach_ecn, self.ce_to_client, dir, ecn) {
+            (true, _, _, _) => Ecn::NotEct,
+            (_, true, Dir::ToClient, Ecn::Ect0 | Ecn::Ect1) => Ecn::Ce,
+            (_, _, _, e) => e,
+        };
         let seg = seg.unwrap_or(data.len()).max(1);
         for d in data.chunks(seg) {
             let i = match dir {
@@ -236,7 +258,7 @@ impl Pair {
                 Fate::Deliver => Duration::ZERO,
                 Fate::Delay(x) => x,
             };
-            let f = InFlight { at: self.now + self.delay + extra, data: d };
+            let f = InFlight { at: self.now + self.delay + extra, data: d, ecn };
             let q = match dir {
                 Dir::ToServer => &mut self.to_server,
                 Dir::ToClient => &mut self.to_client,
@@ -271,12 +293,14 @@ impl Pair {
                 self.accept(&f.data);
             }
             if let Some(s) = self.server.as_mut() {
-                s.handle_datagram(now, addr(CLIENT_ADDR), &mut f.data);
+                let info = RecvInfo { ecn: f.ecn, ..RecvInfo::new(self.client_addr) };
+                s.handle_recv(now, &info, &mut f.data);
             }
         }
         while self.to_client.front().is_some_and(|f| f.at <= now) {
             let mut f = self.to_client.pop_front().unwrap();
-            self.client.handle_datagram(now, addr(SERVER_ADDR), &mut f.data);
+            let info = RecvInfo { ecn: f.ecn, ..RecvInfo::new(addr(SERVER_ADDR)) };
+            self.client.handle_recv(now, &info, &mut f.data);
         }
         if self.client.poll_timeout().is_some_and(|t| t <= now) {
             self.client.handle_timeout(now);
