@@ -239,7 +239,7 @@ impl RemoteCids {
     }
 
     /// A stored connection ID that is not in use (tests drive retirement with it).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "server"))]
     pub(crate) fn spare_seq(&self) -> Option<u64> {
         self.slots.iter().flatten().map(|p| p.seq).find(|s| *s != self.active)
     }
@@ -369,6 +369,7 @@ impl RemoteCids {
     }
 
     /// Retires `seq` (not the one in use).
+    #[cfg(any(feature = "migration", all(test, feature = "server")))]
     pub(crate) fn retire(&mut self, seq: u64) -> Result<(), TransportErrorCode> {
         if seq == self.active {
             return Ok(());

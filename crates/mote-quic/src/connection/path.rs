@@ -155,6 +155,9 @@ pub const PMTU_RAISE_INTERVAL: Duration = Duration::from_secs(600);
 /// signal a black hole (RFC 8899 §4.3): fall back to 1200 bytes.
 #[cfg(feature = "pmtud")]
 pub const PMTU_BLACKHOLE_LOSSES: u8 = 3;
+/// PTOs in a row with no packet above 1200 bytes acknowledged that signal a black hole.
+#[cfg(feature = "pmtud")]
+pub const PMTU_BLACKHOLE_PTOS: u8 = 3;
 
 /// DPLPMTUD (RFC 8899) with PING + PADDING probes, binary search between the largest
 /// acknowledged size and the limit.
@@ -178,6 +181,8 @@ pub(crate) struct Pmtud {
     next_probe: Option<Instant>,
     /// Losses of packets above 1200 bytes since one of them was acknowledged.
     big_losses: u8,
+    /// PTOs in a row since a packet above 1200 bytes was acknowledged.
+    big_ptos: u8,
     /// The search tries the ceiling itself first (most paths carry it), then bisects.
     tried_high: bool,
     /// Counters: probes sent, probes acknowledged, black holes detected.
@@ -199,6 +204,7 @@ impl Pmtud {
             fails: 0,
             next_probe: None,
             big_losses: 0,
+            big_ptos: 0,
             tried_high: false,
             probes_sent: 0,
             probes_acked: 0,
@@ -266,6 +272,7 @@ impl Pmtud {
     pub(crate) fn on_acked(&mut self, now: Instant, pn: u64, size: u16) -> Option<u16> {
         if size > MIN_INITIAL_SIZE as u16 {
             self.big_losses = 0;
+            self.big_ptos = 0;
         }
         let (probe_pn, probe_size, _) = self.in_flight?;
         if probe_pn != pn {
@@ -306,6 +313,20 @@ impl Pmtud {
         None
     }
 
+    /// A PTO fired in the Application Data space. When every packet is too big for the
+    /// path nothing is acknowledged, so no loss is ever declared; PTOs in a row without a
+    /// large packet acknowledged detect that black hole instead. Returns the new size.
+    pub(crate) fn on_pto(&mut self, now: Instant) -> Option<u16> {
+        if self.current <= MIN_INITIAL_SIZE as u16 {
+            return None;
+        }
+        self.big_ptos = self.big_ptos.saturating_add(1);
+        if self.big_ptos >= PMTU_BLACKHOLE_PTOS {
+            return Some(self.fall_back(now));
+        }
+        None
+    }
+
     /// RFC 8899 §4.3 black-hole detection: back to the base size; search again later.
     fn fall_back(&mut self, now: Instant) -> u16 {
         self.blackholes = self.blackholes.saturating_add(1);
@@ -313,6 +334,7 @@ impl Pmtud {
         self.high = self.limit;
         self.tried_high = false;
         self.big_losses = 0;
+        self.big_ptos = 0;
         self.fails = 0;
         self.in_flight = None;
         self.next_probe = Some(now + PMTU_RAISE_INTERVAL);
@@ -549,8 +571,7 @@ mod tests {
         assert_eq!(p.probe_due(t0), None);
         p.start(t0, 1500);
         // Link MTU 1400: probes above it are lost MAX_PROBES times each.
-        let mut pn = 0;
-        for _ in 0..64 {
+        for pn in 0..64u64 {
             let Some(size) = p.probe_due(t0) else { break };
             p.on_probe_sent(t0, pn, size);
             if size <= 1400 {
@@ -558,7 +579,6 @@ mod tests {
             } else {
                 p.on_lost(t0, pn, size);
             }
-            pn += 1;
         }
         assert!(p.current <= 1400 && p.current > 1400 - PMTU_GRANULARITY, "{}", p.current);
         assert_eq!(p.probe_due(t0), None);

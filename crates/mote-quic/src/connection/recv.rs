@@ -435,7 +435,8 @@ where
         // Short headers may use any connection ID we issued and the peer has not retired.
         let ours =
             if h.long { h.dcid == c.local } else { self.local_cids.seq_of(&h.dcid).is_some() };
-        if !ours && !(server && h.long && h.dcid == c.original_dcid) {
+        let original = server && h.long && h.dcid == c.original_dcid;
+        if !(ours || original) {
             return false;
         }
         if h.long && h.version != self.hs.version {
@@ -979,6 +980,12 @@ where
         self.ecn.check_blackhole(next);
         if let TimeoutAction::SendProbes { space, count, .. } = action {
             self.stats.ptos = self.stats.ptos.saturating_add(1);
+            #[cfg(feature = "pmtud")]
+            if space == PnSpace::ApplicationData && self.handshake_confirmed {
+                if let Some(mtu) = self.pmtud.on_pto(now) {
+                    self.recovery.set_max_datagram_size(mtu);
+                }
+            }
             let i = si(space);
             if let Some(p) = self.probes.get_mut(i) {
                 *p = (*p).max(count);

@@ -70,6 +70,12 @@ fn events<X: TlsSession>(
 
 /// A server → client download of `n` bytes that must arrive intact.
 fn download_ok(p: &mut Pair, n: usize) {
+    assert!(
+        !p.client.is_closed(),
+        "client closed: {:?} / server {:?}",
+        p.client.close_reason(),
+        p.server().close_reason()
+    );
     let body = pattern(n);
     let got = download(p, &body, Duration::from_secs(120));
     assert!(got == body, "download differs: {} of {} bytes", got.len(), body.len());
@@ -206,7 +212,7 @@ fn attack_new_connection_id_flood_with_acks_stays_alive() {
         inject(&mut p, Dir::ToClient, &[f]);
         assert!(p.client.retirements_pending() <= RETIRE_QUEUE);
         assert!(!p.client.is_closed(), "closed at {k}: {:?}", p.client.close_reason());
-        p.now = p.now + Duration::from_millis(2);
+        p.now += Duration::from_millis(2);
         // Our RETIRE frames for sequence numbers the (bypassed) server never issued would
         // make it close: acknowledge them with a crafted ACK instead of delivering them.
         let now = p.now;
