@@ -616,6 +616,9 @@ where
 }
 
 #[cfg(all(test, feature = "server"))]
+use tests as tests_support;
+
+#[cfg(all(test, feature = "server"))]
 mod tests {
     use std::vec;
     use std::vec::Vec;
@@ -632,7 +635,7 @@ mod tests {
 
     type CSess = ClientSession<'static, RustCrypto>;
     type SSess = ServerSession<'static, RustCrypto>;
-    type ClientEp = Endpoint<
+    pub(super) type ClientEp = Endpoint<
         RustCrypto,
         CSess,
         Vec<u8>,
@@ -643,9 +646,9 @@ mod tests {
         32,
         8,
     >;
-    type Acceptor =
+    pub(super) type Acceptor =
         std::boxed::Box<dyn FnMut(Instant) -> Option<(SSess, Storage<Vec<u8>, Vec<u8>, 4>)>>;
-    type ServerEp = Endpoint<
+    pub(super) type ServerEp = Endpoint<
         RustCrypto,
         SSess,
         Vec<u8>,
@@ -657,7 +660,7 @@ mod tests {
         8,
     >;
 
-    fn server_ep(cap: usize, half_open: usize, cfgs: &Configs) -> ServerEp {
+    pub(super) fn server_ep(cap: usize, half_open: usize, cfgs: &Configs) -> ServerEp {
         let cfg = cfgs.server;
         let acc: Acceptor = std::boxed::Box::new(move |_| {
             Some((ServerSession::new(P, cfg, 0), storage(4096, 16384)))
@@ -673,7 +676,7 @@ mod tests {
         .unwrap()
     }
 
-    fn client_ep(cap: usize) -> ClientEp {
+    pub(super) fn client_ep(cap: usize) -> ClientEp {
         let table = (0..cap).map(|_| Slot::new()).collect();
         Endpoint::new(
             EndpointConfig::client(crate::ConnectionConfig::device()),
@@ -686,7 +689,7 @@ mod tests {
     }
 
     /// Moves datagrams both ways until quiet, then runs due timers; `rounds` times.
-    fn pump(c: &mut ClientEp, s: &mut ServerEp, now: &mut Instant, rounds: usize) {
+    pub(super) fn pump(c: &mut ClientEp, s: &mut ServerEp, now: &mut Instant, rounds: usize) {
         let mut buf = vec![0u8; 65536];
         for _ in 0..rounds {
             let mut moved = true;
@@ -833,5 +836,110 @@ mod tests {
         let mut small = unknown[..100].to_vec();
         s.handle_datagram(now, addr(CLIENT_ADDR), &mut small);
         assert!(s.poll_transmit(now, &mut buf).is_none());
+    }
+}
+
+#[cfg(all(test, feature = "server", feature = "stateless-reset"))]
+mod reset_tests {
+    use std::vec;
+
+    use mote_tls::{ClientSession, ServerSession};
+
+    use super::tests_support::*;
+    use super::*;
+    use crate::connection::tests::{addr, configs, storage, TestRng, CLIENT_ADDR, P, SERVER_ADDR};
+    use crate::connection::CloseReason;
+    use crate::frame::StreamDir;
+
+    const KEY: [u8; 32] = [0x42; 32];
+
+    fn keyed_server(seed: u64) -> ServerEp {
+        let cfgs = configs();
+        let cfg = cfgs.server;
+        let acc: Acceptor = std::boxed::Box::new(move |_| {
+            Some((ServerSession::new(P, cfg, 0), storage(4096, 16384)))
+        });
+        let mut connection = crate::ConnectionConfig::server();
+        connection.stateless_reset_key = Some(KEY);
+        let table = (0..4).map(|_| Slot::new()).collect();
+        Endpoint::new(EndpointConfig::server(connection, 4), P, acc, table, &mut TestRng(seed))
+            .unwrap()
+    }
+
+    #[test]
+    fn restarted_server_resets_and_client_detects_it() {
+        let cfgs = configs();
+        let mut s = keyed_server(9);
+        let mut c = client_ep(1);
+        let mut now = Instant::ZERO;
+        let h = c
+            .connect(
+                now,
+                addr(SERVER_ADDR),
+                ClientSession::new(P, cfgs.client, None),
+                storage(4096, 16384),
+            )
+            .unwrap();
+        pump(&mut c, &mut s, &mut now, 6);
+        assert!(c.connection(h).unwrap().is_handshake_confirmed());
+        // The server restarts: same key, no state.
+        let mut s = keyed_server(10);
+        let conn = c.connection(h).unwrap();
+        let id = conn.stream_open(StreamDir::Bidi).unwrap();
+        conn.stream_send(id, b"hello?").unwrap();
+        pump(&mut c, &mut s, &mut now, 2);
+        assert_eq!(s.stats().resets_sent, 1);
+        assert!(s.is_empty());
+        assert_eq!(c.stats().resets_received, 1);
+        let mut closed = None;
+        while let Some((hh, e)) = c.poll_event() {
+            assert_eq!(hh, h);
+            if e == Event::Closed {
+                closed = c.connection_ref(h).and_then(|c| c.close_reason());
+            }
+        }
+        assert_eq!(closed, Some(CloseReason::StatelessReset));
+        assert!(c.is_empty(), "drained and removed");
+    }
+
+    #[test]
+    fn resets_are_smaller_rate_limited_and_need_a_key() {
+        let mut s = keyed_server(11);
+        let now = Instant::ZERO;
+        let mut buf = vec![0u8; 2048];
+        // A short header for an unknown 8-byte connection ID.
+        let mut short = vec![0x40u8; 30];
+        s.handle_datagram(now, addr(CLIENT_ADDR), &mut short.clone());
+        let t = s.poll_transmit(now, &mut buf).unwrap();
+        assert_eq!(t.len, 29, "one byte smaller than the trigger");
+        assert_eq!(buf[0] & 0xc0, 0x40, "looks like a short header");
+        let token = reset::derive_token(&P, &KEY, &short[1..9]).unwrap();
+        assert_eq!(&buf[t.len - 16..t.len], &token);
+        // Too small to answer (a reset of a reset of ... ends here).
+        short.truncate(21);
+        s.handle_datagram(now, addr(CLIENT_ADDR), &mut short.clone());
+        assert!(s.poll_transmit(now, &mut buf).is_none());
+        // A flood: at most RESETS_PER_WINDOW per window (the first reset above counts).
+        let mut sent = 0;
+        for _ in 0..1000 {
+            let mut d = vec![0x40u8; 1200];
+            s.handle_datagram(now, addr(CLIENT_ADDR), &mut d);
+            while let Some(t) = s.poll_transmit(now, &mut buf) {
+                assert!(t.len <= reset::MAX_RESET_SIZE);
+                sent += 1;
+            }
+        }
+        assert_eq!(sent, reset::RESETS_PER_WINDOW as usize - 1);
+        // The next window allows more.
+        let later = now + reset::RESET_WINDOW;
+        let mut d = vec![0x40u8; 1200];
+        s.handle_datagram(later, addr(CLIENT_ADDR), &mut d);
+        assert!(s.poll_transmit(later, &mut buf).is_some());
+        // Without a key: no resets at all.
+        let cfgs = configs();
+        let mut plain = server_ep(2, 2, &cfgs);
+        let mut d = vec![0x40u8; 1200];
+        plain.handle_datagram(now, addr(CLIENT_ADDR), &mut d);
+        assert!(plain.poll_transmit(now, &mut buf).is_none());
     }
 }
