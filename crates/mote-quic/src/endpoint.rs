@@ -529,6 +529,7 @@ where
                     len,
                     ecn: crate::recovery::Ecn::NotEct,
                     segment_size: None,
+                    src: None,
                 });
             }
         }
@@ -555,6 +556,7 @@ where
                     len: w.position(),
                     ecn: crate::recovery::Ecn::NotEct,
                     segment_size: None,
+                    src: None,
                 });
             }
         }

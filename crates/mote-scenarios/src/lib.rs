@@ -244,6 +244,26 @@ pub struct Setup {
     /// `request` on a plain stream: the device sends `GET /<object_size>`, the server
     /// answers `200` with the object as the body.
     pub http3: bool,
+    /// Path changes during the run (NAT rebinding, migration, a preferred address).
+    pub paths: PathPlan,
+}
+
+/// Path changes of a run (RFC 9000 §9), applied in the simulator.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PathPlan {
+    /// NAT rebindings of the device: at this time after the start, the device's address
+    /// is seen as this one (port, or address and port).
+    pub rebinds: Vec<(Duration, SocketAddr)>,
+    /// Active migration: at this time after the start the device sends from this second
+    /// local address (linked to the server with the run's profile) and calls
+    /// `Connection::migrate`.
+    pub migrate: Option<(Duration, SocketAddr)>,
+    /// A second server address, bound by the server node and linked to the device with
+    /// the run's profile; put it in `Setup::server.preferred_address` to offer it.
+    pub server_second_address: Option<SocketAddr>,
+    /// At this time after the start the server → device link's MTU drops to this size
+    /// (datagrams above it are dropped: a black hole for large packets).
+    pub mtu_drop: Option<(Duration, usize)>,
 }
 
 impl Setup {
@@ -270,6 +290,7 @@ impl Setup {
             close: true,
             linger: Duration::from_secs(30),
             http3: false,
+            paths: PathPlan::default(),
         }
     }
 }
@@ -1047,13 +1068,40 @@ where
         sim.connect(device_addr_for(warmup), server_addr(), &setup.profile)
             .unwrap_or_else(|e| panic!("{e}"));
         let deadline = start + setup.limit;
-        let _ = sim.run_until(deadline, |sim| {
+        let finished = |sim: &Simulator| {
             sim.node::<DeviceNode>(node).is_some_and(|n| {
                 let a = &n.app;
                 (a.done_at.is_some() && (!setup.close || n.endpoint.is_empty()))
                     || a.close_reason.is_some() && n.endpoint.is_empty()
             })
-        });
+        };
+        if warmup {
+            let _ = sim.run_until(deadline, finished);
+        } else {
+            apply_paths(&mut sim, &setup.paths, &setup.profile, server, node, start);
+            // Timed path actions, in order.
+            let mut actions: Vec<(Duration, PathAction)> = Vec::new();
+            if let Some((at, local)) = setup.paths.migrate {
+                actions.push((at, PathAction::Migrate(local)));
+            }
+            if let Some((at, mtu)) = setup.paths.mtu_drop {
+                actions.push((at, PathAction::Mtu(mtu)));
+            }
+            actions.sort_by_key(|a| a.0);
+            for (at, action) in actions {
+                let _ = sim.run_until(start + at, finished);
+                match action {
+                    PathAction::Migrate(local) => migrate_device(&mut sim, node, local),
+                    PathAction::Mtu(mtu) => {
+                        let down = sim.link_config_mut(server_addr(), device_addr());
+                        if let Some(l) = down {
+                            l.mtu = mtu;
+                        }
+                    }
+                }
+            }
+            let _ = sim.run_until(deadline, finished);
+        }
         if warmup {
             ticket = sim
                 .node::<DeviceNode>(node)
@@ -1067,6 +1115,51 @@ where
     let device = device.unwrap_or_else(|| panic!("no device"));
     let run: Run<SP> = Run { sim, device, server, start, _p: core::marker::PhantomData };
     finish(setup, run)
+}
+
+/// A path change made at a given time of the run.
+#[derive(Clone, Copy)]
+enum PathAction {
+    Migrate(SocketAddr),
+    Mtu(usize),
+}
+
+/// Schedules the rebindings of `plan` and binds and links the extra addresses.
+fn apply_paths(
+    sim: &mut Simulator,
+    plan: &PathPlan,
+    profile: &LinkProfile,
+    server: mote_sim::NodeId,
+    device: mote_sim::NodeId,
+    start: Instant,
+) {
+    for &(at, external) in &plan.rebinds {
+        sim.rebind_at(start + at, device_addr(), external).unwrap_or_else(|e| panic!("{e}"));
+    }
+    if let Some(second) = plan.server_second_address {
+        sim.bind(server, second).unwrap_or_else(|e| panic!("{e}"));
+        sim.connect(device_addr(), second, profile).unwrap_or_else(|e| panic!("{e}"));
+    }
+    if let Some((_, local)) = plan.migrate {
+        sim.bind(device, local).unwrap_or_else(|e| panic!("{e}"));
+        sim.connect(local, server_addr(), profile).unwrap_or_else(|e| panic!("{e}"));
+        if let Some(second) = plan.server_second_address {
+            sim.connect(local, second, profile).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+/// The device moves to its second local address (RFC 9000 §9.2).
+fn migrate_device(sim: &mut Simulator, device: mote_sim::NodeId, local: SocketAddr) {
+    let now = sim.now();
+    let Some(n) = sim.node_mut::<DeviceNode>(device) else { return };
+    n.src = Some(local);
+    let Some(h) = n.app.handle else { return };
+    if let Some(c) = n.endpoint.connection(h) {
+        if let Err(e) = c.migrate(now) {
+            panic!("migrate: {e:?}");
+        }
+    }
 }
 
 /// The warm-up connection of a resumption run uses another local port.

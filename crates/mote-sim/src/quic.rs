@@ -138,7 +138,12 @@ where
     A: Application<E> + 'static,
 {
     fn handle_datagram(&mut self, now: Instant, meta: RecvMeta, data: &mut [u8]) {
-        let info = RecvInfo { remote: meta.remote, ecn: ecn_in(meta.ecn), segment_size: None };
+        let info = RecvInfo {
+            remote: meta.remote,
+            ecn: ecn_in(meta.ecn),
+            segment_size: None,
+            local: Some(meta.local),
+        };
         self.endpoint.recv(now, &info, data);
         self.app.drive(now, &mut self.endpoint);
     }
@@ -151,7 +156,8 @@ where
             destination,
             len: t.len,
             segment_size: t.segment_size,
-            src: self.src,
+            // A migrating test node names its new address; otherwise the connection's.
+            src: self.src.or(t.src),
             ecn: ecn_out(t.ecn),
         })
     }

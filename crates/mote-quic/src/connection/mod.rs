@@ -117,12 +117,15 @@ pub struct RecvInfo {
     /// `Some(n)`: the buffer holds several datagrams of `n` bytes (the last may be shorter)
     /// coalesced by GRO.
     pub segment_size: Option<usize>,
+    /// The local address it arrived on, when the socket reports it (a server with a
+    /// preferred address answers from the address the client uses, RFC 9000 §9.6).
+    pub local: Option<SocketAddr>,
 }
 
 impl RecvInfo {
     /// A single datagram from `remote`, not ECN-marked.
     pub const fn new(remote: SocketAddr) -> Self {
-        Self { remote, ecn: Ecn::NotEct, segment_size: None }
+        Self { remote, ecn: Ecn::NotEct, segment_size: None, local: None }
     }
 }
 
@@ -140,6 +143,9 @@ pub struct Transmit {
     /// `Some(n)`: several datagrams of `n` bytes each, the last possibly shorter (a GSO
     /// batch, as quinn's `Transmit::segment_size`).
     pub segment_size: Option<usize>,
+    /// The local address to send from: the one the peer's packets on the current path
+    /// arrived on ([`RecvInfo::local`]); `None` when unknown (the socket's default).
+    pub src: Option<SocketAddr>,
 }
 
 /// Something the application may want to act on.
@@ -292,6 +298,9 @@ pub struct ConnectionStats {
     pub pmtu_blackholes: u32,
     /// Datagrams received with ECT(0), ECT(1), CE.
     pub ecn_received: [u64; 3],
+    /// ACK frames whose ECN-CE count increased: congestion events without loss (RFC 9002
+    /// §7.1).
+    pub ecn_ce_events: u64,
 }
 
 /// Our own CONNECTION_CLOSE, sent while closing.
@@ -451,6 +460,8 @@ pub struct Connection<
     remote_cids: cids::RemoteCids,
     /// ECN marking and validation (RFC 9000 §13.4).
     ecn: path::Ecn,
+    /// Our local address on the current path, as the caller reported it.
+    local: Option<SocketAddr>,
     /// Path MTU discovery (RFC 8899).
     #[cfg(feature = "pmtud")]
     pmtud: path::Pmtud,
@@ -681,6 +692,7 @@ where
             local_cids,
             remote_cids,
             ecn: path::Ecn::new(config.ecn),
+            local: None,
             #[cfg(feature = "pmtud")]
             pmtud: path::Pmtud::new(config.max_datagram_size),
             #[cfg(feature = "migration")]

@@ -285,6 +285,10 @@ where
             let blocked = self.amplification_blocked();
             self.recovery.set_amplification_limited(blocked, now);
         }
+        // Answer from the local address the current peer address reaches us on.
+        if info.local.is_some() && info.remote == self.remote && self.any_packet {
+            self.local = info.local;
+        }
     }
 
     /// Processes the packet at the start of `buf`; returns its length (the next coalesced
@@ -754,11 +758,16 @@ where
         };
         // RFC 9000 §13.1, §21.4: an ACK of a packet never sent (or deliberately skipped) is a
         // PROTOCOL_VIOLATION (checked by recovery before anything changes).
-        self.recovery
+        let outcome = self
+            .recovery
             .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
             .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
         #[cfg(feature = "pmtud")]
         let change = sink.mtu_change;
+        // RFC 9002 §7.1: an increased ECN-CE count was a congestion event (recovery reacted).
+        if outcome.ecn_ce_increased {
+            self.stats.ecn_ce_events = self.stats.ecn_ce_events.saturating_add(1);
+        }
         if space == PnSpace::ApplicationData {
             // RFC 9000 §13.4.2.1: check the peer's ECN counts against our marks.
             let next = self.recovery.next_pn(space);

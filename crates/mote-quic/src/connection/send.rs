@@ -150,6 +150,7 @@ where
             len: total,
             ecn: self.ecn_mark(),
             segment_size: if count > 1 { Some(seg) } else { None },
+            src: self.local,
         })
     }
 
@@ -234,7 +235,8 @@ where
         // Sent or not (no 1-RTT keys yet), the response is not kept.
         self.migration.pop_response();
         let (len, _) = sent?;
-        Some(Transmit { destination: r.to, len, ecn: self.ecn_mark(), segment_size: None })
+        let ecn = self.ecn_mark();
+        Some(Transmit { destination: r.to, len, ecn, segment_size: None, src: self.local })
     }
 
     /// RFC 8899, RFC 9000 §14.3: a PMTU probe when one is due, the congestion window has
@@ -251,7 +253,8 @@ where
         }
         let (len, pn) = self.send_lone(now, buf.get_mut(..n)?, Lone::Probe)?;
         self.pmtud.on_probe_sent(now, pn, size);
-        Some(Transmit { destination: self.remote, len, ecn: self.ecn_mark(), segment_size: None })
+        let ecn = self.ecn_mark();
+        Some(Transmit { destination: self.remote, len, ecn, segment_size: None, src: self.local })
     }
 
     /// Whether a PATH_RESPONSE for the current address waits.
