@@ -10,18 +10,20 @@ use crate::error::TransportErrorCode;
 use crate::transport_params::ResetToken;
 
 /// Connection IDs we keep issued at once, the handshake one included (we issue up to the
-/// smaller of this and the peer's active_connection_id_limit, RFC 9000 §5.1.1).
-pub const LOCAL_CIDS: usize = 4;
+/// smaller of this and the peer's active_connection_id_limit, RFC 9000 §5.1.1). Without
+/// `migration` two: one spare, so a server can follow a NAT rebinding with a fresh ID.
+pub const LOCAL_CIDS: usize = if cfg!(feature = "migration") { 4 } else { 2 };
 
 /// The active_connection_id_limit we advertise (RFC 9000 §18.2; at least 2): connection IDs
-/// of the peer we store at once.
-pub const REMOTE_CIDS: usize = 4;
+/// of the peer we store at once. Without `migration` the minimum, 2 (we never switch
+/// ourselves; the peer may still rotate).
+pub const REMOTE_CIDS: usize = if cfg!(feature = "migration") { 4 } else { 2 };
 
 /// RETIRE_CONNECTION_ID frames waiting to be sent or acknowledged at most. A peer forcing
 /// more retirements than this (NEW_CONNECTION_ID with ever-growing Retire Prior To while
 /// our retirements are not acknowledged) gets CONNECTION_ID_LIMIT_ERROR, as quic-go and
 /// ngtcp2 do.
-pub const RETIRE_QUEUE: usize = 8;
+pub const RETIRE_QUEUE: usize = 2 * REMOTE_CIDS;
 
 /// Where a frame we must deliver stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,27 +450,31 @@ mod tests {
         let mut l = LocalCids::new(cid(0), [0; 16]);
         assert!(!l.wants_new());
         l.set_target(8);
-        for k in 1..4u8 {
+        let n = LOCAL_CIDS as u8;
+        for k in 1..n {
             assert!(l.wants_new());
             assert!(l.issue(cid(k), [k; 16], false));
         }
-        assert!(!l.wants_new() && !l.issue(cid(9), [9; 16], false));
-        let a = l.poll_frame(10).unwrap();
-        let b = l.poll_frame(10).unwrap();
-        let c = l.poll_frame(11).unwrap();
-        assert_eq!((a.seq, b.seq, c.seq), (1, 2, 3));
+        assert!(!l.wants_new() && !l.issue(cid(99), [9; 16], false));
+        // The first in packet 10, the rest in packet 11.
+        assert_eq!(l.poll_frame(10).unwrap().seq, 1);
+        for k in 2..n {
+            assert_eq!(l.poll_frame(11).unwrap().seq, u64::from(k));
+        }
         assert!(!l.has_pending());
-        l.on_lost(11);
+        l.on_lost(10);
         assert!(l.has_pending());
-        l.on_ack(10);
-        assert_eq!(l.poll_frame(12).unwrap().seq, 3);
+        l.on_ack(11);
+        assert_eq!(l.poll_frame(12).unwrap().seq, 1);
+        assert!(!l.has_pending());
         // Retiring a number never issued, or the packet's own DCID: PROTOCOL_VIOLATION.
-        assert_eq!(l.on_retire(4, &cid(0)), Err(TransportErrorCode::PROTOCOL_VIOLATION));
+        let never = u64::from(n);
+        assert_eq!(l.on_retire(never, &cid(0)), Err(TransportErrorCode::PROTOCOL_VIOLATION));
         assert_eq!(l.on_retire(1, &cid(1)), Err(TransportErrorCode::PROTOCOL_VIOLATION));
         assert_eq!(l.on_retire(1, &cid(0)), Ok(Some(cid(1))));
         assert_eq!(l.on_retire(1, &cid(0)), Ok(None));
         assert!(l.wants_new());
-        assert_eq!(l.seq_of(&cid(2)), Some(2));
+        assert_eq!(l.seq_of(&cid(0)), Some(0));
         assert_eq!(l.seq_of(&cid(1)), None);
     }
 
@@ -493,9 +499,10 @@ mod tests {
             r.on_new_cid(9, 0, cid(9), [9; 16]),
             Err(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR)
         );
-        // Retire Prior To 2 retires 0 (in use) and 1, and moves to 2.
+        // Retire Prior To 2 retires 0 (in use) and 1, and moves to the lowest remaining.
         r.on_new_cid(4, 2, cid(4), [4; 16]).unwrap();
-        assert_eq!(r.active().unwrap().seq, 2);
+        let lowest = if REMOTE_CIDS > 2 { 2 } else { 4 };
+        assert_eq!(r.active().unwrap().seq, lowest);
         assert_eq!(r.retiring(), 2);
         assert_eq!(r.poll_retire(5), Some(0));
         assert_eq!(r.poll_retire(5), Some(1));

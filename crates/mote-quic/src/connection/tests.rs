@@ -1032,6 +1032,13 @@ fn memory_footprint() {
     let recovery = size_of::<Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, 16>>();
     let streams = size_of::<Streams<B, 3, 4>>();
     std::eprintln!("device connection {conn} B: tls {tls}, packet keys {keys} each, recovery {recovery}, streams {streams}");
+    let cids = size_of::<cids::LocalCids>() + size_of::<cids::RemoteCids>();
+    let ecn = size_of::<path::Ecn>();
+    std::eprintln!("connection IDs {cids} B, ECN {ecn} B");
+    #[cfg(feature = "pmtud")]
+    std::eprintln!("pmtud {} B", size_of::<path::Pmtud>());
+    #[cfg(feature = "migration")]
+    std::eprintln!("migration {} B", size_of::<path::Migration>());
     // Packet keys of three levels at once dominate; the rest is bounded by the const
     // generics. Fail loudly if a change makes the state grow by more than a few percent.
     // Host (x86-64, all test algorithms): about 24 KB, 6 × 2000 B of packet keys.
