@@ -25,10 +25,15 @@
 //! encryption levels. ARCHITECTURE.md breaks it down; `tests::memory_footprint` pins the host
 //! sizes.
 //!
+//! # Paths
+//! Connection-ID rotation (the `cids` tables, `rotation`) and ECN marking and validation
+//! (`path::Ecn`) are always built; path validation and migration (`migrate`, feature
+//! `migration`), DPLPMTUD (`mtu`, feature `pmtud`) and stateless reset detection (feature
+//! `stateless-reset`) are features a device can drop.
+//!
 //! # Not yet
-//! Retry and NEW_TOKEN (address validation), stateless reset, connection migration and
-//! connection-ID rotation (NEW_CONNECTION_ID is validated and ignored), path MTU discovery,
-//! ECN validation, DATAGRAM frames, initiating 0-RTT rejection handling beyond re-sending.
+//! Retry and NEW_TOKEN (address validation), DATAGRAM frames, initiating 0-RTT rejection
+//! handling beyond re-sending.
 
 mod cids;
 mod config;
