@@ -51,6 +51,8 @@ pub use config::ConnectionConfig;
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 
+use crate::token::TOKEN_MAX;
+
 use crate::cid::ConnectionId;
 use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
@@ -151,6 +153,9 @@ pub enum Event {
     /// The client received a session ticket ([`Connection::take_ticket`], feature
     /// `resumption`).
     NewTicket,
+    /// The client received an address-validation token for its next connection to this
+    /// server ([`Connection::take_token`], RFC 9000 §8.1.3).
+    NewToken,
     /// The server rejected the client's 0-RTT data; it is being sent again in 1-RTT
     /// packets (RFC 9001 §4.6.2).
     EarlyDataRejected,
@@ -248,6 +253,8 @@ pub struct ConnectionStats {
     pub bytes_retransmitted: u64,
     /// Key updates the peer initiated (RFC 9001 §6).
     pub key_updates: u32,
+    /// Client: Retry packets acted on (at most one, RFC 9000 §17.2.5.2).
+    pub retries: u32,
 }
 
 /// Our own CONNECTION_CLOSE, sent while closing.
@@ -422,6 +429,31 @@ pub struct Connection<
     early_params: bool,
     /// Client: the server rejected 0-RTT.
     early_rejected: bool,
+    /// The address-validation token (RFC 9000 §8.1): a client's token for its Initials (from
+    /// a Retry or given by the application) or the NEW_TOKEN token received for the next
+    /// connection; a server's NEW_TOKEN token to send.
+    token: [u8; TOKEN_MAX],
+    token_len: u8,
+    token_state: TokenState,
+    /// Client: a Retry was processed (a second one is ignored, RFC 9000 §17.2.5.2).
+    retried: bool,
+}
+
+/// What [`Connection::token`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TokenState {
+    /// Nothing.
+    None,
+    /// Client: carried in the Token field of our Initial packets.
+    Initial,
+    /// Client: a NEW_TOKEN token for the next connection ([`Connection::take_token`]).
+    Received,
+    /// Server: a NEW_TOKEN frame to send (again, after a loss).
+    Pending,
+    /// Server: the NEW_TOKEN frame is in flight.
+    InFlight,
+    /// Server: the client acknowledged it.
+    Acked,
 }
 
 type Res<T = ()> = Result<T, ConnectionClose>;
@@ -451,7 +483,7 @@ where
         // at least 8 bytes long.
         let original_dcid = random_cid(&mut drbg, 8)?;
         let local = random_cid(&mut drbg, config.local_cid_len)?;
-        let cids = Cids { local, remote: original_dcid, original_dcid };
+        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
         let mut conn =
             Self::new(config, Side::Client, provider, tls, storage, now, remote, drbg, cids)?;
         let r = conn.tls.start(&mut conn.hs);
@@ -476,14 +508,58 @@ where
         version: Version,
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
+        Self::server_validated(
+            config,
+            provider,
+            tls,
+            storage,
+            now,
+            remote,
+            client_dcid,
+            client_scid,
+            version,
+            Validation::None,
+            rng,
+        )
+    }
+
+    /// As [`Connection::server`], for an Initial whose token the endpoint validated
+    /// (RFC 9000 §8.1.2, §8.1.3): the client's address counts as validated, so no
+    /// anti-amplification limit applies, and after a Retry the transport parameters carry
+    /// the original and Retry connection IDs (RFC 9000 §7.3).
+    #[cfg(feature = "server")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn server_validated(
+        config: &ConnectionConfig,
+        provider: P,
+        tls: T,
+        storage: Storage<C, S, N>,
+        now: Instant,
+        remote: SocketAddr,
+        client_dcid: &[u8],
+        client_scid: &[u8],
+        version: Version,
+        validation: Validation,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<Self, ConnectError> {
         let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
         let local = random_cid(&mut drbg, config.local_cid_len)?;
-        let original_dcid = ConnectionId::new(client_dcid).ok_or(ConnectError::Config)?;
+        let client_dcid = ConnectionId::new(client_dcid).ok_or(ConnectError::Config)?;
         let remote_cid = ConnectionId::new(client_scid).ok_or(ConnectError::Config)?;
-        let cids = Cids { local, remote: remote_cid, original_dcid };
+        // After a Retry the client addresses us with our Retry SCID; the original DCID
+        // comes from the token.
+        let cids = match validation {
+            Validation::Retry { original_dcid } => {
+                Cids { local, remote: remote_cid, original_dcid, retry_scid: Some(client_dcid) }
+            }
+            _ => Cids { local, remote: remote_cid, original_dcid: client_dcid, retry_scid: None },
+        };
         let mut config = *config;
         config.version = version;
-        Self::new(&config, Side::Server, provider, tls, storage, now, remote, drbg, cids)
+        let mut conn =
+            Self::new(&config, Side::Server, provider, tls, storage, now, remote, drbg, cids)?;
+        conn.address_validated = validation != Validation::None;
+        Ok(conn)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -510,9 +586,10 @@ where
         config.recovery.max_datagram_size = config.max_datagram_size;
         let version = config.version;
 
-        // RFC 9001 §5.2: Initial keys from the client's first Destination Connection ID.
+        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
+        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
         let ik =
-            initial_keys(&provider, version, &cids.original_dcid).map_err(ConnectError::Crypto)?;
+            initial_keys(&provider, version, cids.initial_dcid()).map_err(ConnectError::Crypto)?;
         let initial = match side {
             Side::Client => DirKeys { tx: ik.client, rx: ik.server },
             Side::Server => DirKeys { tx: ik.server, rx: ik.client },
@@ -531,8 +608,11 @@ where
         // Connection migration is a later issue: ask the peer not to migrate.
         tp.disable_active_migration = true;
         tp.initial_source_connection_id = Some(cids.local);
+        // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
+        // Retry's SCID.
         if side == Side::Server {
             tp.original_destination_connection_id = Some(cids.original_dcid);
+            tp.retry_source_connection_id = cids.retry_scid;
         }
         let mut local_tp = [0u8; LOCAL_TP_MAX];
         let mut w = Writer::new(&mut local_tp);
@@ -600,6 +680,10 @@ where
             last_now: now,
             early_params: false,
             early_rejected: false,
+            token: [0; TOKEN_MAX],
+            token_len: 0,
+            token_state: TokenState::None,
+            retried: false,
         })
     }
 
@@ -625,10 +709,16 @@ where
         &self.hs.cids.remote
     }
 
-    /// The Destination Connection ID of the client's first Initial (a server also accepts
-    /// packets addressed to it until the client switches).
+    /// The Destination Connection ID of the client's first Initial.
     pub fn original_dcid(&self) -> &ConnectionId {
         &self.hs.cids.original_dcid
+    }
+
+    /// Server: the Destination Connection ID of the client's Initials — the original one,
+    /// or after a Retry our Retry SCID (accepted on long headers until the client switches
+    /// to our connection ID).
+    pub fn initial_dcid(&self) -> &ConnectionId {
+        self.hs.cids.initial_dcid()
     }
 
     /// The QUIC version.
@@ -754,7 +844,61 @@ where
         Some(n)
     }
 
-    // --- events and timers ---    // --- events and timers ---
+    /// Client: sets the address-validation token (from a NEW_TOKEN frame of an earlier
+    /// connection to this server, [`Connection::take_token`]) that our Initials carry (RFC
+    /// 9000 §8.1.3). Only before the first datagram leaves; false if too late, on a server
+    /// or for a token longer than [`TOKEN_MAX`].
+    pub fn set_token(&mut self, token: &[u8]) -> bool {
+        if self.side != Side::Client || self.stats.datagrams_sent > 0 || token.is_empty() {
+            return false;
+        }
+        let Some(dst) = self.token.get_mut(..token.len()) else { return false };
+        dst.copy_from_slice(token);
+        self.token_len = token.len() as u8;
+        self.token_state = TokenState::Initial;
+        true
+    }
+
+    /// Client: copies the token of the server's latest NEW_TOKEN frame into `out` and
+    /// forgets it; returns its length ([`Event::NewToken`]). Keep it with the session ticket
+    /// and give it to the next connection to this server ([`Connection::set_token`]).
+    pub fn take_token(&mut self, out: &mut [u8]) -> Option<usize> {
+        if self.token_state != TokenState::Received {
+            return None;
+        }
+        let n = usize::from(self.token_len);
+        out.get_mut(..n)?.copy_from_slice(self.token.get(..n)?);
+        self.token_state = TokenState::None;
+        self.token_len = 0;
+        Some(n)
+    }
+
+    /// Server: whether the connection would send a NEW_TOKEN frame (RFC 9000 §8.1.3) and
+    /// has none yet: the handshake is confirmed and none was given.
+    #[cfg(feature = "server")]
+    pub fn wants_new_token(&self) -> bool {
+        self.side == Side::Server
+            && self.handshake_confirmed
+            && !self.is_closed()
+            && self.token_state == TokenState::None
+    }
+
+    /// Server: queues `token` (minted by the endpoint, [`crate::token::seal_token`]) to be
+    /// sent in a NEW_TOKEN frame, retransmitted until acknowledged. False if a token was
+    /// already given or it is longer than [`TOKEN_MAX`].
+    #[cfg(feature = "server")]
+    pub fn send_new_token(&mut self, token: &[u8]) -> bool {
+        if !self.wants_new_token() || token.is_empty() {
+            return false;
+        }
+        let Some(dst) = self.token.get_mut(..token.len()) else { return false };
+        dst.copy_from_slice(token);
+        self.token_len = token.len() as u8;
+        self.token_state = TokenState::Pending;
+        true
+    }
+
+    // --- events and timers ---
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -962,6 +1106,21 @@ where
         }
         self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent)
     }
+}
+
+/// How a server connection's client address was validated before the handshake (RFC 9000
+/// §8.1), by the token of its Initial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// Not validated: the anti-amplification limit applies until a Handshake packet.
+    None,
+    /// A NEW_TOKEN token of an earlier connection (RFC 9000 §8.1.3).
+    NewToken,
+    /// A Retry token (RFC 9000 §8.1.2) naming the client's original DCID.
+    Retry {
+        /// The Destination Connection ID of the client's first Initial.
+        original_dcid: ConnectionId,
+    },
 }
 
 /// Why [`Connection::stream_open`] failed.

@@ -8,7 +8,7 @@ use super::sent::{flag, ControlTable, SentFrames};
 use super::tls::{TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, ConnectionStats, Event, Events, PeerParams,
-    RecvInfo, Res, State, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
+    RecvInfo, Res, State, TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
 };
 use crate::cid::ConnectionId;
 use crate::error::{TransportErrorCode, WireError};
@@ -20,6 +20,7 @@ use crate::packet::{
 use crate::recovery::{PacketEvent, PnSpace, ReceivedPackets, TimeoutAction};
 use crate::stream::{CryptoSend, Handled, Insert, StreamId, Streams};
 use crate::time::{Duration, Instant};
+use crate::token::TOKEN_MAX;
 use crate::transport_params::{Side, TransportParameters};
 use crate::version::Version;
 use mote_tls::Level;
@@ -81,6 +82,7 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) handshake_done_pending: &'a mut bool,
     pub(super) stats: &'a mut ConnectionStats,
     pub(super) events: &'a mut Events,
+    pub(super) token_state: &'a mut TokenState,
 }
 
 impl<C, S, const N: usize, const R: usize> Sink<'_, C, S, N, R>
@@ -150,6 +152,10 @@ where
         // RFC 9000 §13.3: HANDSHAKE_DONE is retransmitted until acknowledged.
         if f.has(flag::HANDSHAKE_DONE) && !acked {
             *self.handshake_done_pending = true;
+        }
+        // RFC 9000 §13.3: so is NEW_TOKEN (the token itself stays in the connection).
+        if f.has(flag::NEW_TOKEN) && *self.token_state == TokenState::InFlight {
+            *self.token_state = if acked { TokenState::Acked } else { TokenState::Pending };
         }
     }
 }
@@ -246,9 +252,14 @@ where
                     self.on_version_negotiation(&vn);
                     return None;
                 }
-                // Retry is handled with address validation (a later issue); packets of
-                // other versions are not ours.
-                Header::Retry(_) | Header::UnsupportedVersion(_) => {
+                Header::Retry(r) => {
+                    let n = parsed.len;
+                    let (version, dcid, scid, token) = (r.version, r.dcid, r.scid, r.token);
+                    self.on_retry(now, version, dcid, scid, token, buf.get(..n)?);
+                    return None;
+                }
+                // Packets of other versions are not ours.
+                Header::UnsupportedVersion(_) => {
                     self.dropped();
                     return None;
                 }
@@ -345,7 +356,7 @@ where
         let server = self.side == Side::Server;
         // A server also accepts the client's original DCID on long headers until the client
         // switches to ours (RFC 9000 §7.2).
-        if h.dcid != c.local && !(server && h.long && h.dcid == c.original_dcid) {
+        if h.dcid != c.local && !(server && h.long && h.dcid == *c.initial_dcid()) {
             return false;
         }
         if h.long && h.version != self.hs.version {
@@ -404,6 +415,92 @@ where
         };
         check_reserved_bits(t.first_byte)?;
         Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+    }
+
+    /// RFC 9000 §8.1.3, §19.7: a client keeps the server's latest NEW_TOKEN token for its
+    /// next connection.
+    fn on_new_token(&mut self, token: &[u8]) {
+        // The Initial token, if any, is no longer needed once 1-RTT packets arrive.
+        let Some(dst) = self.token.get_mut(..token.len()) else { return };
+        dst.copy_from_slice(token);
+        self.token_len = token.len() as u8;
+        self.token_state = TokenState::Received;
+        self.events.push(Event::NewToken);
+    }
+
+    /// RFC 9000 §17.2.5.2, RFC 9001 §5.8: a client acts on the first valid Retry packet
+    /// before any other packet from the server: it addresses the server with the Retry's
+    /// Source Connection ID, derives new Initial keys from it, carries its token in every
+    /// later Initial and sends again what its Initial (and 0-RTT) packets carried, without
+    /// resetting packet numbers (RFC 9000 §17.2.5.3).
+    fn on_retry(
+        &mut self,
+        now: Instant,
+        version: Version,
+        dcid: &[u8],
+        scid: &[u8],
+        token: &[u8],
+        packet: &[u8],
+    ) {
+        let c = &self.hs.cids;
+        // RFC 9000 §17.2.5.2: at most one Retry, and none after a server packet; the Retry
+        // must be addressed to us, in our version, with a non-empty token; §17.2.5.1: its
+        // SCID must differ from the DCID we sent.
+        let acceptable = self.side == Side::Client
+            && !self.retried
+            && !self.any_packet
+            && version == self.hs.version
+            && dcid == &c.local[..]
+            && !token.is_empty()
+            && token.len() <= TOKEN_MAX
+            && scid != &c.original_dcid[..];
+        let Some(new_dcid) = ConnectionId::new(scid).filter(|_| acceptable) else {
+            self.dropped();
+            return;
+        };
+        // RFC 9001 §5.8: the integrity tag over the pseudo-packet with our original DCID.
+        // The packet is bounded above (token ≤ TOKEN_MAX), so the scratch fits the stack.
+        let mut scratch = [0u8; 1 + 20 + 7 + 2 * 20 + TOKEN_MAX + 16];
+        let verified = packet::verify_retry(
+            &self.hs.provider,
+            version,
+            &c.original_dcid,
+            packet,
+            &mut scratch,
+        );
+        if verified.is_err() {
+            self.dropped();
+            return;
+        }
+        let Ok(ik) = crate::packet::initial_keys(&self.hs.provider, version, &new_dcid) else {
+            self.dropped();
+            return;
+        };
+        self.retried = true;
+        self.stats.retries = self.stats.retries.saturating_add(1);
+        self.hs.cids.remote = new_dcid;
+        self.hs.cids.retry_scid = Some(new_dcid);
+        if let Some(dst) = self.token.get_mut(..token.len()) {
+            dst.copy_from_slice(token);
+            self.token_len = token.len() as u8;
+            self.token_state = TokenState::Initial;
+        }
+        self.hs.keys.initial = Some(super::tls::DirKeys { tx: ik.client, rx: ik.server });
+        // RFC 9002 §6.3: a Retry resets loss recovery; what the Initial and 0-RTT packets
+        // carried is sent again in new packets (packet numbers go on).
+        self.recovery.discard_space(PnSpace::Initial, now);
+        self.hs.crypto_send[0].requeue_unacked();
+        if self.hs.keys.zero_rtt().is_some() {
+            for p in self.recovery.application_packets().iter() {
+                for slot in p.payload.control_slots() {
+                    if let Some(c) = self.controls.take(slot) {
+                        self.streams.on_control_lost(c);
+                    }
+                }
+            }
+            self.streams.requeue_all();
+            self.recovery.discard_space(PnSpace::ApplicationData, now);
+        }
     }
 
     /// RFC 9000 §6.2: a client abandons the attempt on a valid Version Negotiation packet
@@ -484,12 +581,13 @@ where
                     }
                 }
                 // RFC 9000 §19.7: a server receiving NEW_TOKEN closes with
-                // PROTOCOL_VIOLATION. Clients keep no tokens yet (address validation with
-                // Retry and NEW_TOKEN is a later issue).
-                Frame::NewToken { .. } => {
+                // PROTOCOL_VIOLATION. A client keeps the latest token for its next
+                // connection (RFC 9000 §8.1.3); one longer than we keep is ignored.
+                Frame::NewToken { token } => {
                     if self.side == Side::Server {
                         return Err(violation(ty));
                     }
+                    self.on_new_token(token);
                 }
                 Frame::Stream { .. }
                 | Frame::ResetStream { .. }
@@ -621,6 +719,7 @@ where
             handshake_done_pending: &mut self.handshake_done_pending,
             stats: &mut self.stats,
             events: &mut self.events,
+            token_state: &mut self.token_state,
         };
         // RFC 9000 §13.1, §21.4: an ACK of a packet never sent (or deliberately skipped) is a
         // PROTOCOL_VIOLATION (checked by recovery before anything changes).
@@ -788,6 +887,7 @@ where
             handshake_done_pending: &mut self.handshake_done_pending,
             stats: &mut self.stats,
             events: &mut self.events,
+            token_state: &mut self.token_state,
         };
         let action = self.recovery.on_timeout(now, |ev| sink.on_event(ev));
         if let TimeoutAction::SendProbes { space, count, .. } = action {

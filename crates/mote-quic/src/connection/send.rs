@@ -5,7 +5,7 @@ use mote_crypto::{CryptoProvider, TAG_LEN};
 
 use super::sent::{flag, SentFrames};
 use super::tls::TlsSession;
-use super::{si, Connection, ConnectionClose, State, Transmit, MIN_INITIAL_SIZE};
+use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
 use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
 use crate::frame::Frame;
@@ -301,6 +301,7 @@ where
             PnSpace::Handshake => self.hs.crypto_send[1].wants_to_send(),
             PnSpace::ApplicationData => {
                 self.handshake_done_pending
+                    || self.token_state == TokenState::Pending
                     || self.path_response.is_some()
                     || self.ping_pending
                     || self.hs.crypto_send[2].wants_to_send()
@@ -358,12 +359,19 @@ where
         };
         let (pn_offset, long) = match long_type {
             Some(ty) => {
+                // RFC 9000 §17.2.2: a client's Initials carry its address-validation token.
+                let token = match ty {
+                    LongType::Initial if self.token_state == TokenState::Initial => {
+                        self.token.get(..usize::from(self.token_len)).unwrap_or(&[])
+                    }
+                    _ => &[],
+                };
                 let h = LongHeader {
                     ty,
                     version: self.hs.version,
                     dcid: &c.remote,
                     scid: &c.local,
-                    token: &[],
+                    token,
                 };
                 let off = h.emit(&mut w, pn, pn_len).ok()?;
                 (off.pn_offset, Some(off))
@@ -461,6 +469,16 @@ where
             self.handshake_done_pending = false;
             f.flags |= flag::HANDSHAKE_DONE;
             any = true;
+        }
+        // RFC 9000 §8.1.3, §19.7: a server's NEW_TOKEN for the client's next connection.
+        if one_rtt && self.token_state == TokenState::Pending {
+            let token = self.token.get(..usize::from(self.token_len)).unwrap_or(&[]);
+            let fr = Frame::NewToken { token };
+            if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
+                self.token_state = TokenState::InFlight;
+                f.flags |= flag::NEW_TOKEN;
+                any = true;
+            }
         }
         if one_rtt {
             if let Some(data) = self.path_response {

@@ -33,6 +33,8 @@ pub(crate) mod flag {
     pub const HANDSHAKE_DONE: u8 = 0x10;
     /// PING (never retransmitted).
     pub const PING: u8 = 0x20;
+    /// NEW_TOKEN (retransmitted until acknowledged, RFC 9000 §13.3).
+    pub const NEW_TOKEN: u8 = 0x40;
 }
 
 /// The frames of one sent packet that matter after it left.

@@ -267,6 +267,17 @@ pub(crate) struct Cids {
     pub(crate) remote: ConnectionId,
     /// The Destination Connection ID of the client's first Initial.
     pub(crate) original_dcid: ConnectionId,
+    /// The Source Connection ID of the Retry packet (client: the one acted on; server: the
+    /// one the client's token names), RFC 9000 §7.3.
+    pub(crate) retry_scid: Option<ConnectionId>,
+}
+
+impl Cids {
+    /// The Destination Connection ID of the client's Initials, from which Initial keys
+    /// derive: the Retry SCID after a Retry, the original DCID otherwise.
+    pub(crate) fn initial_dcid(&self) -> &ConnectionId {
+        self.retry_scid.as_ref().unwrap_or(&self.original_dcid)
+    }
 }
 
 /// What the handshake changed, for the connection to act on after `read_handshake`.
@@ -423,9 +434,13 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
         match self.side {
             // RFC 9000 §7.3: the server's initial_source_connection_id must be the Source
             // Connection ID of its Initial (our DCID now), original_destination_connection_id
-            // the DCID of our first Initial; no Retry happened, so no
-            // retry_source_connection_id.
-            Side::Client => tp.validate_server_cids(&c.remote, &c.original_dcid, None),
+            // the DCID of our first Initial, and retry_source_connection_id present exactly
+            // when we acted on a Retry, equal to its Source Connection ID.
+            Side::Client => tp.validate_server_cids(
+                &c.remote,
+                &c.original_dcid,
+                c.retry_scid.as_ref().map(|r| &r[..]),
+            ),
             // RFC 9000 §7.3: the client's initial_source_connection_id must be the Source
             // Connection ID of its Initial.
             Side::Server => tp.validate_client_cids(&c.remote),
