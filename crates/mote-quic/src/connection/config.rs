@@ -34,6 +34,48 @@ pub struct ConnectionConfig {
     /// Datagrams [`super::Connection::poll_transmit`] may put in one GSO batch (1: one
     /// datagram per call).
     pub max_gso_segments: usize,
+    /// RFC 9001 §6.6 AEAD limits; [`AeadLimits::SUITE`] uses the negotiated suite's.
+    pub aead_limits: AeadLimits,
+}
+
+/// RFC 9001 §6.6: how many packets one 1-RTT key may protect (confidentiality) and how many
+/// forged packets may be tried against a connection's 1-RTT keys (integrity). Zero means
+/// the suite's limit: AES-GCM 2^23 / 2^52, ChaCha20-Poly1305 2^62 (kept as `u32::MAX`) /
+/// 2^36. Smaller values serve tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AeadLimits {
+    /// Packets per send key; a key update starts at half of it.
+    pub confidentiality: u32,
+    /// Failed 1-RTT decryptions over the connection; reaching it closes with
+    /// AEAD_LIMIT_REACHED.
+    pub integrity: u64,
+}
+
+impl AeadLimits {
+    /// The negotiated suite's limits.
+    pub const SUITE: Self = Self { confidentiality: 0, integrity: 0 };
+
+    /// The confidentiality limit for `suite`.
+    pub const fn confidentiality_for(&self, suite: mote_crypto::AeadAlgorithm) -> u32 {
+        if self.confidentiality != 0 {
+            return self.confidentiality;
+        }
+        match suite {
+            mote_crypto::AeadAlgorithm::ChaCha20Poly1305 => u32::MAX,
+            _ => 1 << 23,
+        }
+    }
+
+    /// The integrity limit for `suite`.
+    pub const fn integrity_for(&self, suite: mote_crypto::AeadAlgorithm) -> u64 {
+        if self.integrity != 0 {
+            return self.integrity;
+        }
+        match suite {
+            mote_crypto::AeadAlgorithm::ChaCha20Poly1305 => 1 << 36,
+            _ => 1 << 52,
+        }
+    }
 }
 
 impl ConnectionConfig {
@@ -64,6 +106,7 @@ impl ConnectionConfig {
             },
             recovery,
             max_gso_segments: 1,
+            aead_limits: AeadLimits::SUITE,
         }
     }
 
@@ -100,6 +143,7 @@ impl ConnectionConfig {
             },
             recovery: RecoveryConfig::new(true),
             max_gso_segments: 10,
+            aead_limits: AeadLimits::SUITE,
         }
     }
 

@@ -47,7 +47,7 @@ use core::net::SocketAddr;
 
 use mote_crypto::{CryptoProvider, CryptoRng};
 
-pub use config::ConnectionConfig;
+pub use config::{AeadLimits, ConnectionConfig};
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 
@@ -255,6 +255,8 @@ pub struct ConnectionStats {
     pub key_updates: u32,
     /// Client: Retry packets acted on (at most one, RFC 9000 §17.2.5.2).
     pub retries: u32,
+    /// 1-RTT packets that failed authentication (RFC 9001 §6.6).
+    pub auth_failures: u64,
 }
 
 /// Our own CONNECTION_CLOSE, sent while closing.
@@ -437,6 +439,8 @@ pub struct Connection<
     token_state: TokenState,
     /// Client: a Retry was processed (a second one is ignored, RFC 9000 §17.2.5.2).
     retried: bool,
+    /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
+    auth_failures: u64,
 }
 
 /// What [`Connection::token`] holds.
@@ -684,6 +688,7 @@ where
             token_len: 0,
             token_state: TokenState::None,
             retried: false,
+            auth_failures: 0,
         })
     }
 
@@ -760,6 +765,7 @@ where
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats;
         s.key_updates = self.hs.keys.one_rtt.as_ref().map_or(0, |k| k.updates);
+        s.auth_failures = self.auth_failures;
         s
     }
 
@@ -1048,9 +1054,34 @@ where
             return false;
         }
         let (provider, version) = (&self.hs.provider, self.hs.version);
+        let largest_acked = self.recovery.largest_acked(PnSpace::ApplicationData);
         match self.hs.keys.one_rtt.as_mut() {
-            Some(k) => k.initiate(provider, version),
+            Some(k) => k.initiate(provider, version, largest_acked),
             None => false,
+        }
+    }
+
+    /// RFC 9001 §6.6: the integrity limit of the negotiated suite (or the configured one).
+    fn integrity_limit(&self) -> u64 {
+        let suite = self.hs.keys.one_rtt.as_ref().map(|k| k.suite);
+        suite.map_or(u64::MAX, |s| self.config.aead_limits.integrity_for(s))
+    }
+
+    /// RFC 9001 §6.6: after a 1-RTT packet left, start a key update once half the
+    /// confidentiality limit of the send key is used; if the limit itself is reached
+    /// without an update, the connection closes with AEAD_LIMIT_REACHED.
+    fn check_confidentiality_limit(&mut self) {
+        let Some(k) = self.hs.keys.one_rtt.as_ref() else { return };
+        let limit = self.config.aead_limits.confidentiality_for(k.suite);
+        let used = k.tx_packets;
+        if used < limit / 2 {
+            return;
+        }
+        if !self.initiate_key_update() && used >= limit {
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::AEAD_LIMIT_REACHED,
+                None,
+            ));
         }
     }
 

@@ -296,7 +296,7 @@ where
                 Some(k) if self.side == Side::Server => k.unprotect(pkt, hdr.pn_offset, largest),
                 _ => Err(WireError::DecryptFailed),
             },
-            PacketType::OneRtt => self.unprotect_one_rtt(pkt, hdr.pn_offset, largest),
+            PacketType::OneRtt => self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest),
         };
         let u = match unprotected {
             Ok(u) => u,
@@ -305,9 +305,21 @@ where
                 self.enter_closing(wire(WireError::ReservedBitsSet));
                 return None;
             }
-            // RFC 9001 §5.5: packets that fail to decrypt are discarded.
+            // RFC 9001 §5.5: packets that fail to decrypt are discarded. RFC 9001 §6.6: 1-RTT
+            // authentication failures are counted against the integrity limit; reaching it
+            // closes the connection with AEAD_LIMIT_REACHED.
             Err(_) => {
                 self.dropped();
+                if hdr.ptype == PacketType::OneRtt && self.hs.keys.one_rtt.is_some() {
+                    self.auth_failures = self.auth_failures.saturating_add(1);
+                    if self.auth_failures >= self.integrity_limit() {
+                        self.enter_closing(ConnectionClose::transport(
+                            TransportErrorCode::AEAD_LIMIT_REACHED,
+                            None,
+                        ));
+                        return None;
+                    }
+                }
                 return Some(len);
             }
         };
@@ -388,12 +400,14 @@ where
     /// update the peer initiated (a Key Phase bit different from ours).
     fn unprotect_one_rtt(
         &mut self,
+        now: Instant,
         pkt: &mut [u8],
         pn_offset: usize,
         largest: Option<u64>,
     ) -> Result<Unprotected, WireError> {
         let version = self.hs.version;
         let provider = &self.hs.provider;
+        let keep_until = now + self.recovery.pto_period().saturating_mul(3);
         let Some(k) = self.hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
         let t = remove_header_protection(&k.keys.rx.header, pkt, pn_offset)?;
         let pn = number::decode(largest, t.value, t.len);
@@ -401,15 +415,21 @@ where
         let phase = t.first_byte & KEY_PHASE_BIT != 0;
         let payload_len = if phase == k.rx_phase {
             k.keys.rx.packet.open_in_place(pn, pkt, header_len)?
+        } else if pn < k.rx_phase_start_pn {
+            // RFC 9001 §6.5: the other Key Phase below the first packet of the current phase
+            // is a packet of the previous phase, reordered across the update: opened with
+            // the previous key while it is kept (three PTOs), dropped after.
+            match k.prev_rx(now) {
+                Some(prev) => prev.open_in_place(pn, pkt, header_len)?,
+                None => return Err(WireError::DecryptFailed),
+            }
         } else {
             // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
             // generation's key; if it opens, the peer updated keys and we follow (§6.2).
-            // Packets of the previous phase arriving late are not decryptable any more
-            // (the previous key is not kept) and are dropped.
             let (next, secret) =
                 k.next_rx(provider, version).map_err(|_| WireError::DecryptFailed)?;
             let n = next.open_in_place(pn, pkt, header_len)?;
-            k.on_peer_phase(provider, version, next, secret)
+            k.on_peer_phase(provider, version, next, secret, pn, keep_until)
                 .map_err(|_| WireError::DecryptFailed)?;
             n
         };

@@ -234,6 +234,8 @@ where
         }
         if matches!(self.state, State::Closing { .. }) {
             self.close_pending = false;
+        } else if built[2].is_some_and(|b| b.long.is_none()) {
+            self.check_confidentiality_limit();
         }
         (pos, built.iter().flatten().all(|b| b.long.is_none()))
     }
@@ -250,6 +252,11 @@ where
         let Some(keys) = self.tx_keys(b.space) else { return false };
         if keys.protect(pkt, b.pn_offset, b.pn).is_err() {
             return false;
+        }
+        // RFC 9001 §6.6: count what the current 1-RTT send key protected.
+        let one_rtt = b.space == PnSpace::ApplicationData && b.long.is_none();
+        if let Some(k) = self.hs.keys.one_rtt.as_mut().filter(|_| one_rtt) {
+            k.on_sent(b.pn);
         }
         // RFC 9002 §2: packets that are ack-eliciting or contain PADDING count in flight. An
         // ACK-only padded packet is not counted when no record is free (it needs none to be

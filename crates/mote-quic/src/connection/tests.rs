@@ -936,6 +936,8 @@ fn many_gap_attack_keeps_memory_bounded() {
 fn key_update_initiated_by_server() {
     let mut p = Pair::new(cfg(), server_cfg());
     p.handshake();
+    // RFC 9001 §6.1: an update needs an acknowledged packet of the current phase.
+    transfer(&mut p, b"warm up", Duration::from_secs(5));
     assert!(p.server().initiate_key_update());
     assert!(!p.server().initiate_key_update(), "a second update before the answer");
     let data = pattern(30_000);
@@ -1276,4 +1278,99 @@ fn tls_alert_becomes_crypto_error() {
     let code = local_close_code(&p.client).map(|c| c.0).unwrap();
     assert_eq!(code, 0x100 + 42, "{code:#x}");
     assert!(matches!(p.server().close_reason(), Some(CloseReason::Peer(c)) if c.code == code));
+}
+
+/// Client datagrams stashed by a filter instead of being delivered.
+type Stash = std::rc::Rc<std::cell::RefCell<Vec<Vec<u8>>>>;
+
+fn stash_client_datagrams(p: &mut Pair, stash: &Stash) {
+    let st = stash.clone();
+    p.filter = Box::new(move |dir, _, d| {
+        if dir == Dir::ToServer {
+            st.borrow_mut().push(d.clone());
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+}
+
+#[test]
+fn key_update_keeps_previous_read_key_for_three_ptos() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    transfer(&mut p, b"warm up", Duration::from_secs(5));
+    // Let the acknowledgement arrive (an update needs one for the current phase).
+    let acked =
+        |p: &mut Pair| p.client.recovery().largest_acked(PnSpace::ApplicationData).is_some();
+    assert!(p.run_until(Duration::from_secs(1), acked));
+    // Two old-phase client packets held back (reordered across the update).
+    let stash: Stash = Default::default();
+    stash_client_datagrams(&mut p, &stash);
+    for _ in 0..2 {
+        p.client.ping();
+        p.flush();
+    }
+    assert_eq!(stash.borrow().len(), 2);
+    p.filter = Box::new(|_, _, _| Fate::Deliver);
+    assert!(p.client.initiate_key_update());
+    assert!(!p.client.initiate_key_update(), "no second update before the first is answered");
+    // The server follows the update on the client's first new-phase packet.
+    p.client.ping();
+    assert!(p.run_until(Duration::from_secs(1), |p| p.server().stats().key_updates == 1));
+    // A late packet of the previous phase still opens (RFC 9001 §6.5) ...
+    let (received, dropped) =
+        (p.server().stats().packets_received, p.server().stats().packets_dropped);
+    let now = p.now;
+    let mut late = stash.borrow()[0].clone();
+    p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut late);
+    assert_eq!(p.server().stats().packets_received, received + 1);
+    assert_eq!(p.server().stats().packets_dropped, dropped);
+    let (received, dropped) =
+        (p.server().stats().packets_received, p.server().stats().packets_dropped);
+    // ... but not after three PTOs: the previous key is gone.
+    let later = p.now + p.server().recovery().pto_period().saturating_mul(3);
+    let mut late = stash.borrow()[1].clone();
+    p.server().handle_datagram(later, addr(CLIENT_ADDR), &mut late);
+    assert_eq!(p.server().stats().packets_received, received);
+    assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+    assert!(!p.server().is_closed());
+    // The connection goes on in the new phase.
+    let data = pattern(20_000);
+    let (got, _) = transfer(&mut p, &data, Duration::from_secs(10));
+    assert!(got == data);
+}
+
+#[test]
+fn confidentiality_limit_triggers_key_updates() {
+    let mut c = cfg();
+    c.aead_limits.confidentiality = 16;
+    let mut s = server_cfg();
+    s.aead_limits.confidentiality = 16;
+    let mut p = Pair::new(c, s);
+    p.handshake();
+    let data = pattern(100_000);
+    let got = download(&mut p, &data, Duration::from_secs(60));
+    assert!(got == data, "transfer intact across updates");
+    let (cu, su) = (p.client.stats().key_updates, p.server().stats().key_updates);
+    assert!(cu >= 3 && su >= 3, "key updates: client {cu}, server {su}");
+    assert!(!p.client.is_closed() && !p.server().is_closed());
+}
+
+#[test]
+fn attack_forged_packets_reach_integrity_limit() {
+    let mut s = server_cfg();
+    s.aead_limits.integrity = 5;
+    let mut p = Pair::new(cfg(), s);
+    p.handshake();
+    for i in 0..5u64 {
+        let mut pkt = craft(&p.client, &[Frame::Ping], 10 + i);
+        let last = pkt.len() - 1;
+        pkt[last] ^= 0x55; // a forged tag
+        let now = p.now;
+        assert!(!p.server().is_closed(), "closed after {i} forgeries");
+        p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+    }
+    assert_eq!(p.server().stats().auth_failures, 5);
+    assert_eq!(local_close_code(p.server()), Some((0x0f, None)), "AEAD_LIMIT_REACHED");
 }

@@ -160,6 +160,16 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
     pub(crate) rx_secret: Secret,
     /// Key updates completed (for statistics).
     pub(crate) updates: u32,
+    /// RFC 9001 §6.5: the receive key of the previous phase, kept until the deadline
+    /// (three PTOs after the update) to open packets reordered across the update.
+    pub(crate) prev_rx: Option<(PacketKey<P>, Instant)>,
+    /// The smallest packet number opened with the current receive key: a packet of the
+    /// other Key Phase below it belongs to the previous phase, above it to the next.
+    pub(crate) rx_phase_start_pn: u64,
+    /// The first packet number sent with the current send key (`None` until one leaves).
+    pub(crate) tx_phase_start_pn: Option<u64>,
+    /// Packets protected with the current send key (RFC 9001 §6.6 confidentiality limit).
+    pub(crate) tx_packets: u32,
 }
 
 impl<P: CryptoProvider> OneRttKeys<P> {
@@ -181,25 +191,45 @@ impl<P: CryptoProvider> OneRttKeys<P> {
             PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
         self.tx_secret = tx_secret;
         self.tx_phase = !self.tx_phase;
+        self.tx_phase_start_pn = None;
+        self.tx_packets = 0;
         Ok(())
+    }
+
+    /// The previous phase's receive key, if it is still kept at `now`.
+    pub(crate) fn prev_rx(&self, now: Instant) -> Option<&PacketKey<P>> {
+        self.prev_rx.as_ref().filter(|(_, until)| now < *until).map(|(k, _)| k)
+    }
+
+    /// A packet `pn` was protected with the current send key.
+    pub(crate) fn on_sent(&mut self, pn: u64) {
+        if self.tx_phase_start_pn.is_none() {
+            self.tx_phase_start_pn = Some(pn);
+        }
+        self.tx_packets = self.tx_packets.saturating_add(1);
     }
 
     /// RFC 9001 §6.2, §6.3: a packet of the next phase opened with `rx`: switch the receive
     /// key, and the send key too unless we initiated this update. The header-protection keys
     /// stay (RFC 9001 §6.1).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_peer_phase(
         &mut self,
         provider: &P,
         version: Version,
         rx: PacketKey<P>,
         rx_secret: Secret,
+        pn: u64,
+        keep_until: Instant,
     ) -> Result<(), mote_crypto::Error> {
         if self.tx_ahead {
             self.tx_ahead = false;
         } else {
             self.advance_tx(provider, version)?;
         }
-        self.keys.rx.packet = rx;
+        let prev = core::mem::replace(&mut self.keys.rx.packet, rx);
+        self.prev_rx = Some((prev, keep_until));
+        self.rx_phase_start_pn = pn;
         self.rx_secret = rx_secret;
         self.rx_phase = !self.rx_phase;
         self.updates = self.updates.saturating_add(1);
@@ -208,9 +238,21 @@ impl<P: CryptoProvider> OneRttKeys<P> {
 
     /// RFC 9001 §6.1: starts a key update: the send key moves to the next generation and the
     /// Key Phase bit flips; the receive key follows when the peer's packets do. Refused
-    /// while a previous update is unanswered.
-    pub(crate) fn initiate(&mut self, provider: &P, version: Version) -> bool {
-        if self.tx_ahead || self.advance_tx(provider, version).is_err() {
+    /// while a previous update is unanswered, and (§6.1: "MUST NOT initiate a subsequent
+    /// key update unless it has received an acknowledgment for a packet that was sent
+    /// protected with keys from the current key phase") until `largest_acked` covers a
+    /// packet of the current phase.
+    pub(crate) fn initiate(
+        &mut self,
+        provider: &P,
+        version: Version,
+        largest_acked: Option<u64>,
+    ) -> bool {
+        let acked_in_phase = match (self.tx_phase_start_pn, largest_acked) {
+            (Some(first), Some(largest)) => largest >= first,
+            _ => false,
+        };
+        if self.tx_ahead || !acked_in_phase || self.advance_tx(provider, version).is_err() {
             return false;
         }
         self.tx_ahead = true;
@@ -399,6 +441,10 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
                     tx_secret: tx.clone(),
                     rx_secret: rx.clone(),
                     updates: 0,
+                    prev_rx: None,
+                    rx_phase_start_pn: 0,
+                    tx_phase_start_pn: None,
+                    tx_packets: 0,
                 });
                 self.signals.one_rtt_keys = true;
             }
