@@ -36,6 +36,10 @@ pub struct ConnectionConfig {
     pub max_gso_segments: usize,
     /// RFC 9001 §6.6 AEAD limits; [`AeadLimits::SUITE`] uses the negotiated suite's.
     pub aead_limits: AeadLimits,
+    /// RFC 9221 §3: the max_datagram_frame_size we offer (feature `datagram`); 0 offers no
+    /// DATAGRAM frames. Received datagrams are queued up to
+    /// [`super::DATAGRAM_QUEUE_BYTES`].
+    pub max_datagram_frame_size: u16,
 }
 
 /// RFC 9001 §6.6: how many packets one 1-RTT key may protect (confidentiality) and how many
@@ -107,6 +111,7 @@ impl ConnectionConfig {
             recovery,
             max_gso_segments: 1,
             aead_limits: AeadLimits::SUITE,
+            max_datagram_frame_size: 0,
         }
     }
 
@@ -144,6 +149,7 @@ impl ConnectionConfig {
             recovery: RecoveryConfig::new(true),
             max_gso_segments: 10,
             aead_limits: AeadLimits::SUITE,
+            max_datagram_frame_size: 0,
         }
     }
 

@@ -31,6 +31,8 @@
 //! ECN validation, DATAGRAM frames, initiating 0-RTT rejection handling beyond re-sending.
 
 mod config;
+#[cfg(feature = "datagram")]
+mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
 mod recv;
@@ -48,6 +50,8 @@ use core::net::SocketAddr;
 use mote_crypto::{CryptoProvider, CryptoRng};
 
 pub use config::{AeadLimits, ConnectionConfig};
+#[cfg(feature = "datagram")]
+pub use datagram::{DatagramError, DATAGRAM_QUEUE_BYTES, DATAGRAM_QUEUE_LEN};
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 
@@ -153,6 +157,8 @@ pub enum Event {
     /// The client received a session ticket ([`Connection::take_ticket`], feature
     /// `resumption`).
     NewTicket,
+    /// A DATAGRAM frame arrived ([`Connection::datagram_recv`], feature `datagram`).
+    DatagramReceived,
     /// The client received an address-validation token for its next connection to this
     /// server ([`Connection::take_token`], RFC 9000 §8.1.3).
     NewToken,
@@ -257,6 +263,10 @@ pub struct ConnectionStats {
     pub retries: u32,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6).
     pub auth_failures: u64,
+    /// DATAGRAM frames received (RFC 9221).
+    pub datagram_frames_received: u64,
+    /// Datagrams dropped from a full send or receive queue (the oldest go first).
+    pub datagrams_dropped: u64,
 }
 
 /// Our own CONNECTION_CLOSE, sent while closing.
@@ -285,6 +295,9 @@ struct PeerParams {
     idle_timeout_ms: u64,
     max_udp_payload_size: u64,
     ack_delay_exponent: u8,
+    /// RFC 9221 §3: 0 when the peer accepts no DATAGRAM frames.
+    #[cfg_attr(not(feature = "datagram"), allow(dead_code))]
+    max_datagram_frame_size: u64,
 }
 
 /// A fixed ring of events with merging.
@@ -441,6 +454,11 @@ pub struct Connection<
     retried: bool,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     auth_failures: u64,
+    /// DATAGRAM frames to send and received (RFC 9221), bounded.
+    #[cfg(feature = "datagram")]
+    dgram_send: datagram::DatagramQueue,
+    #[cfg(feature = "datagram")]
+    dgram_recv: datagram::DatagramQueue,
 }
 
 /// What [`Connection::token`] holds.
@@ -612,6 +630,11 @@ where
         // Connection migration is a later issue: ask the peer not to migrate.
         tp.disable_active_migration = true;
         tp.initial_source_connection_id = Some(cids.local);
+        // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
+        #[cfg(feature = "datagram")]
+        {
+            tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
+        }
         // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
         // Retry's SCID.
         if side == Side::Server {
@@ -689,6 +712,10 @@ where
             token_state: TokenState::None,
             retried: false,
             auth_failures: 0,
+            #[cfg(feature = "datagram")]
+            dgram_send: datagram::DatagramQueue::new(),
+            #[cfg(feature = "datagram")]
+            dgram_recv: datagram::DatagramQueue::new(),
         })
     }
 

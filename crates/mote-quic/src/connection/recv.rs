@@ -659,10 +659,11 @@ where
                     return Ok(out);
                 }
                 Frame::HandshakeDone => self.on_handshake_done(now, ty)?,
-                // RFC 9221 §3: we advertise no max_datagram_frame_size, so a DATAGRAM frame
-                // is a PROTOCOL_VIOLATION.
+                // RFC 9221 §3, §4: checked against what we offered, then queued.
                 #[cfg(feature = "datagram")]
-                Frame::Datagram { .. } => return Err(violation(ty)),
+                Frame::Datagram { data, .. } => {
+                    self.on_datagram_frame(data, ty, frame.encoded_len())?
+                }
             }
         }
         Ok(out)
@@ -842,6 +843,10 @@ where
             idle_timeout_ms: tp.max_idle_timeout.into_inner(),
             max_udp_payload_size: tp.max_udp_payload_size.into_inner(),
             ack_delay_exponent: tp.ack_delay_exponent,
+            #[cfg(feature = "datagram")]
+            max_datagram_frame_size: tp.max_datagram_frame_size.into_inner(),
+            #[cfg(not(feature = "datagram"))]
+            max_datagram_frame_size: 0,
         });
     }
 

@@ -78,7 +78,7 @@ where
 {
     /// The largest datagram we send: our configured size, within the peer's
     /// max_udp_payload_size.
-    fn max_datagram_size(&self) -> usize {
+    pub(super) fn max_datagram_size(&self) -> usize {
         let ours = usize::from(self.config.max_datagram_size);
         match self.peer {
             Some(p) => ours.min(usize::try_from(p.max_udp_payload_size).unwrap_or(usize::MAX)),
@@ -310,12 +310,21 @@ where
                 self.handshake_done_pending
                     || self.token_state == TokenState::Pending
                     || self.path_response.is_some()
+                    || self.datagram_ready()
                     || self.ping_pending
                     || self.hs.crypto_send[2].wants_to_send()
                     || (self.controls.has_free() && self.streams.wants_control())
                     || self.streams.wants_to_send()
             }
         }
+    }
+
+    /// Whether a DATAGRAM frame waits (feature `datagram`).
+    fn datagram_ready(&self) -> bool {
+        #[cfg(feature = "datagram")]
+        return self.datagram_pending();
+        #[cfg(not(feature = "datagram"))]
+        false
     }
 
     fn rx_has_unacked(&self, space: PnSpace) -> (bool, bool) {
@@ -509,6 +518,18 @@ where
                 if let Some(slot) = self.controls.insert(c) {
                     f.add_control(slot);
                 }
+                any = true;
+            }
+        }
+        // DATAGRAM (RFC 9221 §5): queued datagrams that fit, each sent once.
+        #[cfg(feature = "datagram")]
+        if one_rtt {
+            while let Some(d) = self.dgram_send.front() {
+                let fr = Frame::Datagram { data: d, has_length: true };
+                if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+                    break;
+                }
+                self.dgram_send.pop();
                 any = true;
             }
         }
