@@ -16,6 +16,7 @@
 //! byte-exact checks. The scenario test suite (`tests/`) builds on it.
 
 pub mod h3;
+pub mod pair;
 
 use std::net::SocketAddr;
 
