@@ -188,3 +188,23 @@ fn key_update_by_each_side_during_1mb_transfer() {
         assert_eq!(c.server.key_updates, 1, "{side:?}");
     }
 }
+
+#[test]
+fn v2_handshake_via_compatible_negotiation() {
+    let mut s = PairSetup::new(LinkProfile::wlan(), 17);
+    s.client.compatible_version = Some(mote_quic::Version::V2);
+    s.server.compatible_version = Some(mote_quic::Version::V2);
+    let o = run_pair(&s);
+    let c = &o.connections[0];
+    assert!(c.complete, "{:?}", c.client_close);
+    assert_eq!(c.version, Some(mote_quic::Version::V2));
+    // The simulator's classifier read every packet (v1 and v2 long headers alike).
+    let client = pair_client_addr(0);
+    let handshake = o
+        .trace
+        .records()
+        .iter()
+        .filter(|r| r.from == server_addr() && r.packets.contains(&PacketKind::Handshake));
+    assert!(handshake.count() > 0);
+    assert!(o.trace.records().iter().any(|r| r.from == client));
+}

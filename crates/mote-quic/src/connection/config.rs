@@ -11,6 +11,11 @@ use crate::version::Version;
 pub struct ConnectionConfig {
     /// The QUIC version (the client's choice; a server answers in the client's version).
     pub version: Version,
+    /// RFC 9368 compatible version negotiation (feature `v2`): a version compatible with
+    /// `version` (v1 ↔ v2, RFC 9369 §4). A client lists it among its available versions; a
+    /// server switches a client that lists it to it after the first Initial. `None`: no
+    /// upgrade offered or made.
+    pub compatible_version: Option<Version>,
     /// Length of the connection IDs this endpoint issues (0 or 4..=20; RFC 9000 §5.1).
     pub local_cid_len: usize,
     /// Largest UDP payload this endpoint sends (at least 1200, RFC 9000 §14). Without path
@@ -91,6 +96,7 @@ impl ConnectionConfig {
         recovery.max_ack_ranges = 16;
         Self {
             version: Version::V1,
+            compatible_version: None,
             local_cid_len: 8,
             max_datagram_size: 1200,
             max_udp_payload_size: 1472,
@@ -131,6 +137,7 @@ impl ConnectionConfig {
     pub const fn server() -> Self {
         Self {
             version: Version::V1,
+            compatible_version: None,
             local_cid_len: 8,
             max_datagram_size: 1200,
             max_udp_payload_size: 1472,

@@ -454,6 +454,8 @@ pub struct Connection<
     retried: bool,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     auth_failures: u64,
+    /// Client: the version a Version Negotiation packet offered that we speak.
+    vn_choice: Option<Version>,
     /// DATAGRAM frames to send and received (RFC 9221), bounded.
     #[cfg(feature = "datagram")]
     dgram_send: datagram::DatagramQueue,
@@ -630,6 +632,19 @@ where
         // Connection migration is a later issue: ask the peer not to migrate.
         tp.disable_active_migration = true;
         tp.initial_source_connection_id = Some(cids.local);
+        // RFC 9368 §3: our version_information: the version in use and every version we
+        // would use on this connection (a server lists its compatible version first, as
+        // its preference).
+        let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
+        tp.version_information = Some(match (side, compatible) {
+            (Side::Client, Some(c)) => {
+                crate::transport_params::VersionInformation::new(version, &[version, c])
+            }
+            (Side::Server, Some(c)) => {
+                crate::transport_params::VersionInformation::new(version, &[c, version])
+            }
+            (_, None) => crate::transport_params::VersionInformation::new(version, &[version]),
+        });
         // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
         #[cfg(feature = "datagram")]
         {
@@ -653,6 +668,8 @@ where
             rng: drbg,
             side,
             version,
+            original_version: version,
+            compatible,
             crypto_send: [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)],
             local_tp,
             local_tp_len,
@@ -712,6 +729,7 @@ where
             token_state: TokenState::None,
             retried: false,
             auth_failures: 0,
+            vn_choice: None,
             #[cfg(feature = "datagram")]
             dgram_send: datagram::DatagramQueue::new(),
             #[cfg(feature = "datagram")]
@@ -753,9 +771,21 @@ where
         self.hs.cids.initial_dcid()
     }
 
-    /// The QUIC version.
+    /// The QUIC version in use (after a compatible version negotiation, the negotiated one).
     pub const fn version(&self) -> Version {
         self.hs.version
+    }
+
+    /// Client: after [`CloseReason::VersionNegotiation`], the first version the server
+    /// listed that this build speaks; reconnect with it (`ConnectionConfig::version`) or
+    /// give up when `None`.
+    pub const fn version_negotiation_choice(&self) -> Option<Version> {
+        self.vn_choice
+    }
+
+    /// The version of the client's first Initial (RFC 9368 §2: the original version).
+    pub const fn original_version(&self) -> Version {
+        self.hs.original_version
     }
 
     /// The TLS session (ALPN, suite, exporter, …).

@@ -5,7 +5,7 @@ use core::net::SocketAddr;
 use mote_crypto::CryptoProvider;
 
 use super::sent::{flag, ControlTable, SentFrames};
-use super::tls::{TlsSession, CRYPTO_RANGES};
+use super::tls::{DirKeys, TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, ConnectionStats, Event, Events, PeerParams,
     RecvInfo, Res, State, TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
@@ -276,7 +276,11 @@ where
             }
         };
         let len = hdr.len;
+        // RFC 9368 §2.3: a client that offered a compatible version follows the server's
+        // first Initial in it — tentatively: if the packet does not open, it switches back.
+        let switched_from = self.try_compatible_switch(&hdr);
         if !self.accept_header(&hdr, datagram_len) {
+            self.undo_switch(switched_from);
             self.dropped();
             return Some(len);
         }
@@ -304,6 +308,11 @@ where
             Err(WireError::ReservedBitsSet) => {
                 self.enter_closing(wire(WireError::ReservedBitsSet));
                 return None;
+            }
+            Err(_) if switched_from.is_some() => {
+                self.undo_switch(switched_from);
+                self.dropped();
+                return Some(len);
             }
             // RFC 9001 §5.5: packets that fail to decrypt are discarded. RFC 9001 §6.6: 1-RTT
             // authentication failures are counted against the integrity limit; reaching it
@@ -371,7 +380,11 @@ where
         if h.dcid != c.local && !(server && h.long && h.dcid == *c.initial_dcid()) {
             return false;
         }
-        if h.long && h.version != self.hs.version {
+        // Long headers are in the version in use; a server also takes 0-RTT packets in the
+        // original version after switching to a compatible one (RFC 9368 §2.3).
+        let zero_rtt_original =
+            h.ptype == PacketType::ZeroRtt && h.version == self.hs.original_version;
+        if h.long && h.version != self.hs.version && !zero_rtt_original {
             return false;
         }
         match (self.side, h.ptype) {
@@ -435,6 +448,36 @@ where
         };
         check_reserved_bits(t.first_byte)?;
         Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+    }
+
+    /// RFC 9368 §2.3: a client whose first flight offered a compatible version switches to
+    /// it on the server's first Initial in that version: Initial keys of that version (RFC
+    /// 9369 §3.3.1: another salt), from the same connection ID. Returns what to restore if
+    /// the packet turns out not to be genuine.
+    fn try_compatible_switch(&mut self, h: &Hdr) -> Option<(Version, Option<DirKeys<P>>)> {
+        let offered = self.hs.compatible == Some(h.version);
+        if self.side != Side::Client
+            || !h.long
+            || h.ptype != PacketType::Initial
+            || h.version == self.hs.version
+            || !offered
+            || self.any_packet
+        {
+            return None;
+        }
+        let ik =
+            crate::packet::initial_keys(&self.hs.provider, h.version, self.hs.cids.initial_dcid())
+                .ok()?;
+        let old = self.hs.keys.initial.replace(DirKeys { tx: ik.client, rx: ik.server });
+        let from = core::mem::replace(&mut self.hs.version, h.version);
+        Some((from, old))
+    }
+
+    fn undo_switch(&mut self, switched_from: Option<(Version, Option<DirKeys<P>>)>) {
+        if let Some((v, keys)) = switched_from {
+            self.hs.version = v;
+            self.hs.keys.initial = keys;
+        }
     }
 
     /// RFC 9000 §8.1.3, §19.7: a client keeps the server's latest NEW_TOKEN token for its
@@ -523,17 +566,22 @@ where
         }
     }
 
-    /// RFC 9000 §6.2: a client abandons the attempt on a valid Version Negotiation packet
-    /// (this build negotiates no other version with a server that refused ours).
+    /// RFC 9000 §6.2: a client abandons the attempt on a valid Version Negotiation packet —
+    /// one that answers our first Initial and does not list the version we used (§6.2:
+    /// such a packet is ignored) — and reports the first version of ours the server listed
+    /// ([`Connection::version_negotiation_choice`]): a new connection in that version is
+    /// the application's (RFC 9368 §2.2 incompatible negotiation; it needs a new TLS
+    /// session). Without one, the attempt fails.
     fn on_version_negotiation(&mut self, vn: &VersionNegotiation<'_>) {
         let c = &self.hs.cids;
         if self.side != Side::Client
             || self.any_packet
-            || !vn.is_valid_for_client(self.hs.version, &c.original_dcid, &c.local)
+            || !vn.is_valid_for_client(self.hs.original_version, &c.original_dcid, &c.local)
         {
             self.dropped();
             return;
         }
+        self.vn_choice = vn.choose(Version::SUPPORTED);
         self.close_reason = Some(CloseReason::VersionNegotiation);
         self.events.push(Event::Closed);
         self.set_drained();
@@ -780,6 +828,17 @@ where
     /// Acts on what the TLS session reported during `start` / `read_handshake`.
     pub(super) fn on_handshake_progress(&mut self, now: Instant) -> Res {
         let sig = core::mem::take(&mut self.hs.signals);
+        // RFC 9368 §2.3: the server switched to the compatible version: its Initial packets
+        // from the ServerHello on are in it, with that version's Initial keys.
+        if sig.version_switched {
+            let ik = crate::packet::initial_keys(
+                &self.hs.provider,
+                self.hs.version,
+                self.hs.cids.initial_dcid(),
+            )
+            .map_err(|_| ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None))?;
+            self.hs.keys.initial = Some(DirKeys { tx: ik.server, rx: ik.client });
+        }
         if sig.handshake_keys {
             self.recovery.on_handshake_keys_available(now);
         }

@@ -382,13 +382,12 @@ where
                     }
                     _ => &[],
                 };
-                let h = LongHeader {
-                    ty,
-                    version: self.hs.version,
-                    dcid: &c.remote,
-                    scid: &c.local,
-                    token,
+                // 0-RTT stays in the original version (RFC 9368 §2.3).
+                let version = match ty {
+                    LongType::ZeroRtt => self.hs.original_version,
+                    _ => self.hs.version,
                 };
+                let h = LongHeader { ty, version, dcid: &c.remote, scid: &c.local, token };
                 let off = h.emit(&mut w, pn, pn_len).ok()?;
                 (off.pn_offset, Some(off))
             }

@@ -1466,3 +1466,105 @@ mod datagrams {
         assert_eq!(local_close_code(p.server()), Some((0x0a, Some(0x31))));
     }
 }
+
+#[cfg(feature = "v2")]
+mod versions {
+    use super::*;
+    use crate::transport_params::VersionInformation;
+
+    fn offering_v2(mut c: ConnectionConfig) -> ConnectionConfig {
+        c.compatible_version = Some(Version::V2);
+        c
+    }
+
+    #[test]
+    fn compatible_negotiation_upgrades_v1_to_v2() {
+        let mut p = Pair::new(offering_v2(cfg()), offering_v2(server_cfg()));
+        p.handshake();
+        assert_eq!(p.client.version(), Version::V2);
+        assert_eq!(p.client.original_version(), Version::V1);
+        assert_eq!(p.server().version(), Version::V2);
+        // The client's first datagram was a v1 Initial; the server's first answer is v2,
+        // and so is every long header after it.
+        let version_of = |d: &[u8]| u32::from_be_bytes(d[1..5].try_into().unwrap());
+        assert_eq!(version_of(&p.log[0].3), Version::V1.0);
+        let first_answer = p.log.iter().find(|l| l.1 == Dir::ToClient).unwrap();
+        assert_eq!(version_of(&first_answer.3), Version::V2.0);
+        for (_, _, _, d) in p.log.iter().skip(1) {
+            if d[0] & 0x80 != 0 {
+                assert_eq!(version_of(d), Version::V2.0);
+            }
+        }
+        let (got, _) = transfer(&mut p, &pattern(20_000), Duration::from_secs(10));
+        assert!(got == pattern(20_000));
+    }
+
+    #[test]
+    fn no_upgrade_unless_both_want_it() {
+        for (c, s) in [(offering_v2(cfg()), server_cfg()), (cfg(), offering_v2(server_cfg()))] {
+            let mut p = Pair::new(c, s);
+            p.handshake();
+            assert_eq!(p.client.version(), Version::V1);
+            assert_eq!(p.server().version(), Version::V1);
+        }
+    }
+
+    #[test]
+    fn attack_version_downgrade_is_detected() {
+        let mut p = Pair::new(offering_v2(cfg()), offering_v2(server_cfg()));
+        // The client is in v1; a server claiming to have chosen v2 (or any other version)
+        // is a downgrade or a tampered negotiation: VERSION_NEGOTIATION_ERROR.
+        let mut tp = TransportParameters::DEFAULT;
+        tp.version_information = Some(VersionInformation::new(Version::V2, &[Version::V2]));
+        let e = p.client.hs.negotiate_version(&tp).unwrap_err();
+        assert_eq!(e.quic_error_code(), 0x11);
+        // A client in v1 whose parameters claim another first version.
+        p.handshake();
+        let s = p.server();
+        let mut tp = TransportParameters::DEFAULT;
+        tp.version_information = Some(VersionInformation::new(Version::V2, &[Version::V2]));
+        s.hs.original_version = Version::V1;
+        let e = s.hs.negotiate_version(&tp).unwrap_err();
+        assert_eq!(e.quic_error_code(), 0x11);
+        // And a client whose version changed without the server saying so.
+        let mut tp = TransportParameters::DEFAULT;
+        tp.version_information = None;
+        p.client.hs.version = Version::V2;
+        assert!(p.client.hs.negotiate_version(&tp).is_err());
+    }
+}
+
+#[test]
+fn version_negotiation_reports_a_version_or_fails_cleanly() {
+    use crate::coding::Writer;
+    for (listed, expect) in [
+        (&[Version(0x1a2a_3a4a), Version::V2][..], Some(Version::V2)),
+        (&[Version(0xff00_001d)][..], None),
+    ] {
+        let mut p = Pair::new(cfg(), server_cfg());
+        let mut buf = vec![0u8; 1500];
+        p.client.poll_transmit(p.now, &mut buf).unwrap();
+        let (local, odcid) = (*p.client.local_cid(), *p.client.original_dcid());
+        let vn = |versions: &[Version]| {
+            let mut out = vec![0u8; 200];
+            let mut w = Writer::new(&mut out);
+            packet::emit_version_negotiation(&mut w, 0x33, &odcid, &local, versions).unwrap();
+            let n = w.position();
+            out.truncate(n);
+            out
+        };
+        // A VN listing the version we used is ignored (RFC 9000 §6.2).
+        let mut ignored = vn(&[Version::V1, Version::V2]);
+        let now = p.now;
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut ignored);
+        assert!(!p.client.is_closed());
+        let mut d = vn(listed);
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+        assert_eq!(p.client.close_reason(), Some(CloseReason::VersionNegotiation));
+        #[cfg(feature = "v2")]
+        assert_eq!(p.client.version_negotiation_choice(), expect);
+        #[cfg(not(feature = "v2"))]
+        let _ = expect;
+        assert!(p.client.is_drained());
+    }
+}

@@ -330,6 +330,8 @@ pub(crate) struct HsSignals {
     pub(crate) complete: bool,
     pub(crate) early_data: Option<bool>,
     pub(crate) tickets: u32,
+    /// Server: compatible version negotiation switched the connection's version.
+    pub(crate) version_switched: bool,
 }
 
 /// The connection state the TLS session writes into during `start` / `read_handshake`.
@@ -337,7 +339,14 @@ pub(crate) struct Handshake<P: CryptoProvider, C> {
     pub(crate) provider: P,
     pub(crate) rng: Drbg<P>,
     pub(crate) side: Side,
+    /// The version in use: the original one, or after compatible version negotiation (RFC
+    /// 9368 §2.3) the negotiated one.
     pub(crate) version: Version,
+    /// The version of the client's first Initial (0-RTT packets stay in it).
+    pub(crate) original_version: Version,
+    /// A version compatible with the original one that we offer (client) or switch to
+    /// when offered (server).
+    pub(crate) compatible: Option<Version>,
     /// CRYPTO send buffers of the Initial, Handshake and 1-RTT levels.
     pub(crate) crypto_send: [CryptoSend<C, CRYPTO_RANGES>; 3],
     pub(crate) local_tp: [u8; LOCAL_TP_MAX],
@@ -397,6 +406,64 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
     }
 }
 
+impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
+    /// RFC 9368 §4, §2.3: checks the peer's version_information against the versions in
+    /// use (downgrade protection) and, on a server, switches to the compatible version when
+    /// the client offers it. Failures are VERSION_NEGOTIATION_ERROR.
+    pub(crate) fn negotiate_version(&mut self, tp: &TransportParameters) -> Result<(), TlsError> {
+        let error = TlsError::Transport(transport_error::VERSION_NEGOTIATION_ERROR);
+        match (self.side, &tp.version_information) {
+            // RFC 9368 §4: "the server MUST validate that the client's Chosen Version
+            // matches the version in use" — the version of the client's first flight.
+            (Side::Server, Some(vi)) => {
+                if vi.chosen != self.original_version {
+                    return Err(error);
+                }
+                // RFC 9368 §2.3: compatible negotiation, when the client lists our
+                // compatible version; the answer (from the ServerHello on) is in it.
+                if let Some(v) = self.compatible.filter(|v| vi.available().contains(v)) {
+                    if v != self.version && v.is_supported() {
+                        self.switch_version(v)?;
+                    }
+                }
+            }
+            (Side::Server, None) => {}
+            // RFC 9368 §4: "the client MUST validate that the server's Chosen Version is
+            // equal to the negotiated version"; a server that switched versions without
+            // saying so, or an attacker that made it look so, fails the same way.
+            (Side::Client, Some(vi)) => {
+                if vi.chosen != self.version {
+                    return Err(error);
+                }
+            }
+            (Side::Client, None) => {
+                if self.version != self.original_version {
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Server: the connection continues in `v`: our transport parameters say so (RFC 9368
+    /// §3: Chosen Version `v`); the connection re-derives its Initial keys.
+    fn switch_version(&mut self, v: Version) -> Result<(), TlsError> {
+        let len = self.local_tp_len.min(LOCAL_TP_MAX);
+        let mut tp =
+            TransportParameters::decode(self.local_tp.get(..len).unwrap_or(&[]), Side::Server)
+                .map_err(|_| TlsError::Transport(transport_error::INTERNAL_ERROR))?;
+        let original = self.original_version;
+        tp.version_information =
+            Some(crate::transport_params::VersionInformation::new(v, &[v, original]));
+        let mut w = crate::coding::Writer::new(&mut self.local_tp);
+        tp.encode(&mut w).map_err(|_| TlsError::Transport(transport_error::INTERNAL_ERROR))?;
+        self.local_tp_len = w.position();
+        self.version = v;
+        self.signals.version_switched = true;
+        Ok(())
+    }
+}
+
 impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Handshake<P, C> {
     fn rng(&mut self) -> &mut dyn CryptoRng {
         &mut self.rng
@@ -448,13 +515,14 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
                 });
                 self.signals.one_rtt_keys = true;
             }
-            // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only.
+            // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only. They are
+            // sent in the original version, before the client can know of a switch.
             #[cfg(feature = "resumption")]
             KeyLevel::ZeroRtt => {
                 self.keys.zero_rtt = Some(
                     PacketKeys::from_secret(
                         &self.provider,
-                        self.version,
+                        self.original_version,
                         s.suite,
                         s.client.as_ref(),
                     )
@@ -492,6 +560,7 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
             Side::Server => tp.validate_client_cids(&c.remote),
         }
         .map_err(|_| tp_error())?;
+        self.negotiate_version(&tp)?;
         // RFC 9000 §7.4.1: a client remembers the server's parameters with its tickets
         // (minus those that must not be reused) for 0-RTT.
         #[cfg(feature = "resumption")]
