@@ -454,6 +454,10 @@ pub struct Connection<
     retried: bool,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     auth_failures: u64,
+    /// Client: the limits of the server's remembered transport parameters our 0-RTT data
+    /// relied on (RFC 9000 §7.4.1).
+    #[cfg(feature = "resumption")]
+    remembered_limits: Option<ZeroRttLimits>,
     /// Client: the version a Version Negotiation packet offered that we speak.
     vn_choice: Option<Version>,
     /// DATAGRAM frames to send and received (RFC 9221), bounded.
@@ -730,6 +734,8 @@ where
             retried: false,
             auth_failures: 0,
             vn_choice: None,
+            #[cfg(feature = "resumption")]
+            remembered_limits: None,
             #[cfg(feature = "datagram")]
             dgram_send: datagram::DatagramQueue::new(),
             #[cfg(feature = "datagram")]
@@ -875,6 +881,10 @@ where
             Ok(tp) => {
                 self.streams.on_peer_params(&tp);
                 self.early_params = true;
+                #[cfg(feature = "resumption")]
+                {
+                    self.remembered_limits = Some(ZeroRttLimits::of(&tp));
+                }
             }
             Err(_) => return false,
         }
@@ -1193,6 +1203,38 @@ where
             return u64::MAX;
         }
         self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent)
+    }
+}
+
+/// RFC 9000 §7.4.1: the server transport parameters a client's 0-RTT data may rely on, which
+/// a server accepting 0-RTT must not reduce (RFC 9221 §3 adds max_datagram_frame_size).
+#[cfg(feature = "resumption")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ZeroRttLimits([u64; 8]);
+
+#[cfg(feature = "resumption")]
+impl ZeroRttLimits {
+    pub(crate) fn of(tp: &TransportParameters) -> Self {
+        #[cfg(feature = "datagram")]
+        let datagram = tp.max_datagram_frame_size.into_inner();
+        #[cfg(not(feature = "datagram"))]
+        let datagram = 0;
+        Self([
+            tp.active_connection_id_limit.into_inner(),
+            tp.initial_max_data.into_inner(),
+            tp.initial_max_stream_data_bidi_local.into_inner(),
+            tp.initial_max_stream_data_bidi_remote.into_inner(),
+            tp.initial_max_stream_data_uni.into_inner(),
+            tp.initial_max_streams_bidi.into_inner(),
+            tp.initial_max_streams_uni.into_inner(),
+            datagram,
+        ])
+    }
+
+    /// Whether `new` (the accepting server's parameters) keeps every limit at least as
+    /// large as these.
+    pub(crate) fn kept_by(&self, new: &Self) -> bool {
+        self.0.iter().zip(new.0.iter()).all(|(old, new)| new >= old)
     }
 }
 

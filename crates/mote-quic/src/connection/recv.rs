@@ -843,6 +843,20 @@ where
             self.recovery.on_handshake_keys_available(now);
         }
         if let Some(tp) = self.hs.peer_tp.take() {
+            // RFC 9000 §7.4.1: "a server that accepts 0-RTT data MUST NOT set values for
+            // the following parameters ... that are smaller than the remembered values";
+            // our 0-RTT data may already exceed the smaller ones (quinn closes the same way).
+            #[cfg(feature = "resumption")]
+            if let Some(old) = self.remembered_limits {
+                let accepted =
+                    sig.early_data == Some(true) || self.tls.early_data_accepted() == Some(true);
+                if accepted && !old.kept_by(&super::ZeroRttLimits::of(&tp)) {
+                    return Err(ConnectionClose::transport(
+                        TransportErrorCode::PROTOCOL_VIOLATION,
+                        None,
+                    ));
+                }
+            }
             self.apply_peer_params(&tp);
         }
         if sig.tickets > 0 {

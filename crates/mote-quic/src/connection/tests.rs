@@ -1568,3 +1568,29 @@ fn version_negotiation_reports_a_version_or_fails_cleanly() {
         assert!(p.client.is_drained());
     }
 }
+
+#[cfg(feature = "resumption")]
+#[test]
+fn accepted_0rtt_must_not_reduce_remembered_limits() {
+    let remembered = TransportParameters {
+        initial_max_data: VarInt::from_u32(100_000),
+        initial_max_streams_bidi: VarInt::from_u32(10),
+        ..TransportParameters::DEFAULT
+    };
+    let old = ZeroRttLimits::of(&remembered);
+    // Equal or larger: fine.
+    let mut new = remembered.clone();
+    assert!(old.kept_by(&ZeroRttLimits::of(&new)));
+    new.initial_max_data = VarInt::from_u32(200_000);
+    assert!(old.kept_by(&ZeroRttLimits::of(&new)));
+    // Any of the limits smaller: a violation.
+    new.initial_max_streams_bidi = VarInt::from_u32(9);
+    assert!(!old.kept_by(&ZeroRttLimits::of(&new)));
+    let mut new = remembered.clone();
+    new.initial_max_data = VarInt::from_u32(99_999);
+    assert!(!old.kept_by(&ZeroRttLimits::of(&new)));
+    // Parameters outside the list (idle timeout) may change.
+    let mut new = remembered.clone();
+    new.max_idle_timeout = VarInt::from_u32(1);
+    assert!(old.kept_by(&ZeroRttLimits::of(&new)));
+}
