@@ -271,14 +271,23 @@ impl Application<PairClientEndpoint> for ClientApp {
     }
 }
 
+/// One connection the server serves.
+struct Served {
+    handle: ConnectionHandle,
+    stream: Option<StreamId>,
+    request: Vec<u8>,
+    fin: bool,
+    answered: usize,
+    datagrams_ok: usize,
+}
+
 /// The server: read each request to its FIN, answer with the object.
 struct ServerApp {
     setup: PairSetup,
     /// The object and the expected request.
     object: Vec<u8>,
     request: Vec<u8>,
-    /// Per connection: handle, stream, request bytes, FIN seen, bytes answered, datagrams.
-    conns: Vec<(ConnectionHandle, Option<StreamId>, Vec<u8>, bool, usize, usize)>,
+    conns: Vec<Served>,
     /// Per connection: handle, counters, request intact, datagrams received.
     results: Vec<(ConnectionHandle, ConnectionStats, bool, usize)>,
 }
@@ -290,19 +299,28 @@ impl Application<PairServerEndpoint> for ServerApp {
             match e {
                 Event::HandshakeComplete => new.push(h),
                 Event::StreamOpened(id) => {
-                    if let Some(c) = self.conns.iter_mut().find(|c| c.0 == h) {
-                        c.1.get_or_insert(id);
+                    if let Some(c) = self.conns.iter_mut().find(|c| c.handle == h) {
+                        c.stream.get_or_insert(id);
                     }
                 }
                 _ => {}
             }
         }
-        for h in new {
-            self.conns.push((h, None, Vec::new(), false, 0, 0));
+        for handle in new {
+            self.conns.push(Served {
+                handle,
+                stream: None,
+                request: Vec::new(),
+                fin: false,
+                answered: 0,
+                datagrams_ok: 0,
+            });
         }
         let object = &self.object;
         let mut buf = [0u8; 16 * 1024];
-        for (h, stream, req, fin, answered, dgrams_ok) in self.conns.iter_mut() {
+        for Served { handle: h, stream, request: req, fin, answered, datagrams_ok: dgrams_ok } in
+            self.conns.iter_mut()
+        {
             let Some(conn) = ep.connection(*h) else { continue };
             if stream.is_none() {
                 *stream = conn.live_streams().next();
