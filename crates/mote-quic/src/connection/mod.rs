@@ -25,10 +25,19 @@
 //! encryption levels. ARCHITECTURE.md breaks it down; `tests::memory_footprint` pins the host
 //! sizes.
 //!
+//! # Address validation, versions, key updates, datagrams
+//! A client acts on one Retry (new DCID and Initial keys, its token in every Initial) and
+//! keeps the server's NEW_TOKEN token for the next connection ([`Connection::take_token`],
+//! [`Connection::set_token`]); a server connection starts validated when the endpoint
+//! checked its token ([`Connection::server_validated`]) and sends the NEW_TOKEN the endpoint
+//! mints. `version_information` is sent and checked (RFC 9368 §4) and a server switches a
+//! client offering [`ConnectionConfig::compatible_version`] to it after the first Initial.
+//! Key updates keep the previous read key for three PTOs and respect the AEAD limits
+//! ([`AeadLimits`]). DATAGRAM frames (feature `datagram`) use two bounded queues.
+//!
 //! # Not yet
-//! Retry and NEW_TOKEN (address validation), stateless reset, connection migration and
-//! connection-ID rotation (NEW_CONNECTION_ID is validated and ignored), path MTU discovery,
-//! ECN validation, DATAGRAM frames, initiating 0-RTT rejection handling beyond re-sending.
+//! Stateless reset, connection migration and connection-ID rotation (NEW_CONNECTION_ID is
+//! validated and ignored), path MTU discovery, ECN validation.
 
 mod config;
 #[cfg(feature = "datagram")]
