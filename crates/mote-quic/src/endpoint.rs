@@ -184,13 +184,14 @@ pub struct EndpointStats {
 #[cfg(feature = "server")]
 const PENDING_RETRIES: usize = 4;
 
-/// A Retry packet to send (RFC 9000 §17.2.5).
+/// A stateless answer to a client Initial: a Retry packet (RFC 9000 §17.2.5), or with
+/// `token_len == 0` an Initial closing the attempt with INVALID_TOKEN (§8.1.2).
 #[cfg(feature = "server")]
 #[derive(Clone, Copy)]
 struct PendingRetry {
     to: SocketAddr,
     version: crate::Version,
-    /// The client's SCID (the Retry's DCID), its original DCID, and our new SCID.
+    /// The client's SCID (our DCID), the DCID of its Initial, and our new SCID.
     client_scid: crate::ConnectionId,
     odcid: crate::ConnectionId,
     scid: crate::ConnectionId,
@@ -553,7 +554,10 @@ where
             // RFC 9000 §8.1.2, §8.1.3: the token, if any.
             let validation = match self.check_token(now, info.remote, dcid, token) {
                 Some(v) => v,
-                None => return,
+                None => {
+                    self.queue_invalid_token_close(info.remote, version, dcid, scid);
+                    return;
+                }
             };
             let retry = match self.config.retry {
                 RetryPolicy::Never => false,
@@ -692,6 +696,67 @@ where
         }
     }
 
+    /// RFC 9000 §8.1.2: "If a server receives a client Initial that contains an invalid
+    /// Retry token but is otherwise valid, ... the server SHOULD immediately close the
+    /// connection with an INVALID_TOKEN error" — statelessly, in an Initial packet under
+    /// the keys of the client's DCID. The close is far smaller than the Initial it answers.
+    #[cfg(feature = "server")]
+    fn queue_invalid_token_close(
+        &mut self,
+        to: SocketAddr,
+        version: crate::Version,
+        dcid: &[u8],
+        client_scid: &[u8],
+    ) {
+        let Some(slot) = self.retries.iter().position(Option::is_none) else { return };
+        let (Some(odcid), Some(client_scid)) =
+            (crate::ConnectionId::new(dcid), crate::ConnectionId::new(client_scid))
+        else {
+            return;
+        };
+        if let Some(r) = self.retries.get_mut(slot) {
+            *r = Some(PendingRetry {
+                to,
+                version,
+                client_scid,
+                odcid,
+                scid: odcid,
+                token: [0; TOKEN_MAX],
+                token_len: 0,
+            });
+        }
+    }
+
+    /// The Initial packet closing an attempt with INVALID_TOKEN (RFC 9000 §10.2.3: a
+    /// CONNECTION_CLOSE of type 0x1c in an Initial packet).
+    #[cfg(feature = "server")]
+    fn emit_invalid_token_close(&self, r: &PendingRetry, buf: &mut [u8]) -> Option<usize> {
+        use crate::frame::Frame;
+        let keys = packet::initial_keys(&self.provider, r.version, &r.odcid).ok()?;
+        let mut w = crate::coding::Writer::new(buf);
+        let h = packet::LongHeader {
+            ty: packet::LongType::Initial,
+            version: r.version,
+            dcid: &r.client_scid,
+            scid: &r.scid,
+            token: &[],
+        };
+        let off = h.emit(&mut w, 0, 1).ok()?;
+        let close = Frame::ConnectionClose {
+            error_code: crate::VarInt::from_u32(crate::TransportErrorCode::INVALID_TOKEN.0 as u32),
+            frame_type: crate::VarInt::ZERO,
+            reason: &[],
+        };
+        close.emit(&mut w).ok()?;
+        // PADDING so the header-protection sample exists (RFC 9001 §5.4.2).
+        w.put_repeated(0, 4).ok()?;
+        let len = w.position() + packet::TAG_LEN;
+        let pkt = buf.get_mut(..len)?;
+        off.set_length(pkt, len).ok()?;
+        keys.server.protect(pkt, off.pn_offset, 0).ok()?;
+        Some(len)
+    }
+
     /// RFC 9000 §8.1.3: gives the connection in slot `i` a NEW_TOKEN token once its
     /// handshake is confirmed.
     #[cfg(feature = "server")]
@@ -811,6 +876,10 @@ where
     #[cfg(feature = "server")]
     fn poll_retry(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         let r = self.retries.iter_mut().find_map(Option::take)?;
+        if r.token_len == 0 {
+            let len = self.emit_invalid_token_close(&r, buf)?;
+            return Some(Transmit { destination: r.to, len, segment_size: None });
+        }
         let mut unused = [0u8; 1];
         let _ = self.rng.fill(&mut unused);
         let retry = packet::Retry {
@@ -1183,17 +1252,32 @@ mod tests {
         s.handle_datagram(now, spoofed, &mut d);
         assert_eq!(s.len(), 0);
         assert_eq!(s.stats().invalid_tokens, 1);
-        assert!(s.poll_transmit(now, &mut buf).is_none(), "nothing sent to the spoofed address");
-        // Expired: the same Initial from the right address 11 s later.
+        // RFC 9000 §8.1.2: a stateless INVALID_TOKEN close, far smaller than the Initial.
+        let t = s.poll_transmit(now, &mut buf).expect("INVALID_TOKEN close");
+        assert_eq!(t.destination, spoofed);
+        assert!(t.len < 100, "{}", t.len);
+        assert!(s.poll_transmit(now, &mut buf).is_none());
+        // Expired: the same Initial from the right address 11 s later; the client learns
+        // why from the close.
         let later = now + crate::time::Duration::from_secs(11);
         let mut d = with_token.clone();
         s.handle_datagram(later, addr(CLIENT_ADDR), &mut d);
         assert_eq!(s.len(), 0);
         assert_eq!(s.stats().invalid_tokens, 2);
-        // From the right address in time: accepted, validated.
+        let t = s.poll_transmit(later, &mut buf).expect("INVALID_TOKEN close");
+        let mut close = buf[..t.len].to_vec();
+        let h = c.handles().next().unwrap();
+        c.handle_datagram(later, addr(SERVER_ADDR), &mut close);
+        match c.connection(h).unwrap().close_reason() {
+            Some(crate::connection::CloseReason::Peer(cc)) => assert_eq!(cc.code, 0x0b),
+            other => panic!("{other:?}"),
+        }
+        // From the right address in time: accepted (address validated).
         let mut d = with_token;
         s.handle_datagram(now, addr(CLIENT_ADDR), &mut d);
         assert_eq!(s.len(), 1);
+        let sh = s.handles().next().unwrap();
+        assert!(s.connection(sh).unwrap().is_address_validated());
     }
 
     #[test]
