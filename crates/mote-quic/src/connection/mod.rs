@@ -478,6 +478,7 @@ pub struct Connection<
 
 /// What [`Connection::token`] holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub(crate) enum TokenState {
     /// Nothing.
     None,

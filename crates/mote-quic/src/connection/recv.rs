@@ -82,6 +82,7 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) handshake_done_pending: &'a mut bool,
     pub(super) stats: &'a mut ConnectionStats,
     pub(super) events: &'a mut Events,
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(super) token_state: &'a mut TokenState,
 }
 
@@ -154,6 +155,7 @@ where
             *self.handshake_done_pending = true;
         }
         // RFC 9000 §13.3: so is NEW_TOKEN (the token itself stays in the connection).
+        #[cfg(feature = "server")]
         if f.has(flag::NEW_TOKEN) && *self.token_state == TokenState::InFlight {
             *self.token_state = if acked { TokenState::Acked } else { TokenState::Pending };
         }

@@ -308,7 +308,7 @@ where
             PnSpace::Handshake => self.hs.crypto_send[1].wants_to_send(),
             PnSpace::ApplicationData => {
                 self.handshake_done_pending
-                    || self.token_state == TokenState::Pending
+                    || (cfg!(feature = "server") && self.token_state == TokenState::Pending)
                     || self.path_response.is_some()
                     || self.datagram_ready()
                     || self.ping_pending
@@ -486,6 +486,7 @@ where
             any = true;
         }
         // RFC 9000 §8.1.3, §19.7: a server's NEW_TOKEN for the client's next connection.
+        #[cfg(feature = "server")]
         if one_rtt && self.token_state == TokenState::Pending {
             let token = self.token.get(..usize::from(self.token_len)).unwrap_or(&[]);
             let fr = Frame::NewToken { token };

@@ -34,6 +34,7 @@ pub(crate) mod flag {
     /// PING (never retransmitted).
     pub const PING: u8 = 0x20;
     /// NEW_TOKEN (retransmitted until acknowledged, RFC 9000 §13.3).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub const NEW_TOKEN: u8 = 0x40;
 }
 
