@@ -17,8 +17,14 @@
 //! (the connection's own bounded table is the routing state, so a retired ID stops routing
 //! at once). With feature `stateless-reset`, a short-header datagram for no connection is
 //! first checked against the connections' reset tokens (RFC 9000 §10.3.1) and otherwise
-//! answered with a stateless reset when a reset key is configured ([`reset`]). Retry
-//! (§8.1.2) before accepting under load is a later issue.
+//! answered with a stateless reset when a reset key is configured ([`reset`]).
+//!
+//! Address validation (RFC 9000 §8.1, feature `server`): [`RetryPolicy`] decides when a
+//! client Initial without a valid token is answered with a stateless Retry instead of a
+//! connection; tokens ([`crate::token`]) are sealed under the endpoint's [`TokenConfig`]
+//! and bound to the client address and original DCID. A connection whose Initial carried a
+//! valid Retry or NEW_TOKEN token starts with its address validated; every server
+//! connection is given a NEW_TOKEN token once its handshake is confirmed.
 
 use core::net::SocketAddr;
 
@@ -26,11 +32,15 @@ use mote_crypto::{CryptoProvider, CryptoRng};
 
 use crate::cid::MAX_CID_LEN;
 use crate::connection::rng::Drbg;
+#[cfg(feature = "server")]
+use crate::connection::Validation;
 use crate::connection::{
     ConnectError, Connection, ConnectionConfig, Event, RecvInfo, Storage, TlsSession, Transmit,
 };
 use crate::packet::{self, Header};
 use crate::time::Instant;
+#[cfg(feature = "server")]
+use crate::token::{TokenConfig, TokenKey, TOKEN_MAX};
 
 #[cfg(feature = "stateless-reset")]
 pub mod reset;
@@ -90,6 +100,24 @@ impl<T, C, S, const N: usize> Accept<T, C, S, N> for NoAccept {
     }
 }
 
+/// When a server answers a client Initial that carries no valid token with a Retry
+/// (RFC 9000 §8.1.2) instead of creating a connection. A Retry costs the client a round
+/// trip but proves its address before the server keeps any state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryPolicy {
+    /// Never: connections start unvalidated (anti-amplification limit until a Handshake
+    /// packet arrives).
+    Never,
+    /// Always (the interop runner's `retry` test case).
+    Always,
+    /// Once `half_open_threshold` handshakes are in progress (under load, e.g. a flood of
+    /// spoofed Initials).
+    WhenBusy {
+        /// Half-open connections from which on Retry is required.
+        half_open_threshold: usize,
+    },
+}
+
 /// Endpoint settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EndpointConfig {
@@ -98,17 +126,42 @@ pub struct EndpointConfig {
     /// Server: handshakes in progress at most (half-open connections); further client
     /// Initials are dropped until some complete or fail.
     pub max_half_open: usize,
+    /// Server: when to send Retry (a `mote serve --retry` flag sets this).
+    pub retry: RetryPolicy,
+    /// Server: the keys and lifetimes of address-validation tokens. `None`: a random key
+    /// drawn when the endpoint is created (tokens then do not survive a restart or work
+    /// across a server's processes).
+    #[cfg(feature = "server")]
+    pub tokens: Option<TokenConfig>,
 }
 
 impl EndpointConfig {
     /// A client endpoint.
     pub const fn client(connection: ConnectionConfig) -> Self {
-        Self { connection, max_half_open: 0 }
+        Self {
+            connection,
+            max_half_open: 0,
+            retry: RetryPolicy::Never,
+            #[cfg(feature = "server")]
+            tokens: None,
+        }
     }
 
-    /// A server endpoint allowing `max_half_open` handshakes at once.
+    /// A server endpoint allowing `max_half_open` handshakes at once, never sending Retry.
     pub const fn server(connection: ConnectionConfig, max_half_open: usize) -> Self {
-        Self { connection, max_half_open }
+        Self {
+            connection,
+            max_half_open,
+            retry: RetryPolicy::Never,
+            #[cfg(feature = "server")]
+            tokens: None,
+        }
+    }
+
+    /// This configuration with Retry policy `retry`.
+    pub const fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
     }
 }
 
@@ -129,6 +182,13 @@ pub struct EndpointStats {
     pub resets_suppressed: u64,
     /// Stateless resets received for one of our connections.
     pub resets_received: u64,
+    /// Retry packets sent (server).
+    pub retries_sent: u64,
+    /// Client Initials whose token did not open, was for another address, or had expired
+    /// (server). An invalid Retry token drops the Initial; other tokens count as none.
+    pub invalid_tokens: u64,
+    /// NEW_TOKEN tokens handed to connections (server).
+    pub new_tokens: u64,
 }
 
 /// A stateless reset to send (at most one is pending; more are dropped).
@@ -138,6 +198,25 @@ struct PendingReset {
     to: SocketAddr,
     len: usize,
     token: crate::transport_params::ResetToken,
+}
+
+/// Retry packets pending at most (more are dropped; the client retransmits its Initial).
+#[cfg(feature = "server")]
+const PENDING_RETRIES: usize = 4;
+
+/// A stateless answer to a client Initial: a Retry packet (RFC 9000 §17.2.5), or with
+/// `token_len == 0` an Initial closing the attempt with INVALID_TOKEN (§8.1.2).
+#[cfg(feature = "server")]
+#[derive(Clone, Copy)]
+struct PendingRetry {
+    to: SocketAddr,
+    version: crate::Version,
+    /// The client's SCID (our DCID), the DCID of its Initial, and our new SCID.
+    client_scid: crate::ConnectionId,
+    odcid: crate::ConnectionId,
+    scid: crate::ConnectionId,
+    token: [u8; TOKEN_MAX],
+    token_len: u8,
 }
 
 /// A Version Negotiation packet to send (at most one is pending; more are dropped).
@@ -168,6 +247,10 @@ where
     reset_limiter: reset::ResetLimiter,
     cursor: usize,
     stats: EndpointStats,
+    #[cfg(feature = "server")]
+    tokens: TokenConfig,
+    #[cfg(feature = "server")]
+    retries: [Option<PendingRetry>; PENDING_RETRIES],
     _marker: core::marker::PhantomData<(T, C, S)>,
 }
 
@@ -195,7 +278,17 @@ where
         table: L,
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
-        let rng = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
+        #[allow(unused_mut)]
+        let mut rng = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
+        #[cfg(feature = "server")]
+        let tokens = match config.tokens {
+            Some(t) => t,
+            None => {
+                let mut key = [0u8; 16];
+                rng.fill(&mut key).map_err(ConnectError::Crypto)?;
+                TokenConfig::new(TokenKey { id: 0, key })
+            }
+        };
         Ok(Self {
             config,
             provider,
@@ -209,8 +302,29 @@ where
             reset_limiter: reset::ResetLimiter::new(),
             cursor: 0,
             stats: EndpointStats::default(),
+            #[cfg(feature = "server")]
+            tokens,
+            #[cfg(feature = "server")]
+            retries: [None; PENDING_RETRIES],
             _marker: core::marker::PhantomData,
         })
+    }
+
+    /// Server: starts sealing tokens with `next`; tokens sealed with the current key are
+    /// still accepted until the following rotation.
+    #[cfg(feature = "server")]
+    pub fn rotate_token_key(&mut self, next: TokenKey) {
+        self.tokens.rotate(next);
+    }
+
+    /// Server: the Retry policy in force.
+    pub const fn retry_policy(&self) -> RetryPolicy {
+        self.config.retry
+    }
+
+    /// Server: changes the Retry policy (e.g. from a load monitor).
+    pub fn set_retry_policy(&mut self, retry: RetryPolicy) {
+        self.config.retry = retry;
     }
 
     /// Counters.
@@ -309,6 +423,25 @@ where
         self.insert(i, conn).ok_or(ConnectError::Config)
     }
 
+    /// As [`Endpoint::connect`], with the address-validation token a previous connection to
+    /// this server received in NEW_TOKEN ([`Connection::take_token`]); the new connection's
+    /// Initials carry it, so the server may skip Retry and the amplification limit (RFC 9000
+    /// §8.1.3). A token the connection cannot keep is not used.
+    pub fn connect_with_token(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        tls: T,
+        storage: Storage<C, S, N>,
+        token: &[u8],
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let h = self.connect(now, remote, tls, storage)?;
+        if let Some(c) = self.connection(h) {
+            c.set_token(token);
+        }
+        Ok(h)
+    }
+
     /// A datagram from `remote` arrived (see [`Connection::handle_datagram`]).
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
         self.handle_recv(now, &RecvInfo::new(remote), data);
@@ -329,16 +462,17 @@ where
 
     fn on_datagram(&mut self, now: Instant, info: &RecvInfo, data: &mut [u8]) {
         let cid_len = self.config.connection.local_cid_len;
-        let (dcid, long, initial, version, scid) = match packet::parse(data, cid_len, false) {
+        let (dcid, long, initial, version, scid, token) = match packet::parse(data, cid_len, false)
+        {
             Ok(p) => match p.header {
                 Header::Long(h) => {
                     let initial = p.header.packet_type() == Some(packet::PacketType::Initial);
-                    (h.dcid, true, initial, h.version, h.scid)
+                    (h.dcid, true, initial, h.version, h.scid, h.token)
                 }
-                Header::Short(h) => (h.dcid, false, false, crate::Version::V1, &[][..]),
-                Header::Retry(h) => (h.dcid, true, false, h.version, h.scid),
+                Header::Short(h) => (h.dcid, false, false, crate::Version::V1, &[][..], &[][..]),
+                Header::Retry(h) => (h.dcid, true, false, h.version, h.scid, &[][..]),
                 Header::VersionNegotiation(h) => {
-                    (h.dcid, true, false, crate::Version::NEGOTIATION, h.scid)
+                    (h.dcid, true, false, crate::Version::NEGOTIATION, h.scid, &[][..])
                 }
                 Header::UnsupportedVersion(h) => {
                     self.on_unsupported_version(info.remote, data.len(), h.dcid, h.scid);
@@ -357,7 +491,7 @@ where
                 c.owns_cid(dcid)
                     || (long
                         && c.side() == crate::transport_params::Side::Server
-                        && **c.original_dcid() == *dcid
+                        && **c.initial_dcid() == *dcid
                         && c.remote() == info.remote)
             })
         });
@@ -365,10 +499,24 @@ where
             if let Some(c) = self.table.as_mut().get_mut(i).and_then(|s| s.conn.as_mut()) {
                 c.handle_recv(now, info, data);
             }
+            #[cfg(feature = "server")]
+            self.give_new_token(i, now);
             return;
         }
         if initial {
-            // Copy the IDs: `data` is decrypted in place by the new connection.
+            // Copy the IDs and the token: `data` is decrypted in place by the new connection.
+            #[cfg(feature = "server")]
+            let mut tok = ([0u8; TOKEN_MAX], 0usize);
+            #[cfg(feature = "server")]
+            if let Some(dst) = tok.0.get_mut(..token.len()) {
+                dst.copy_from_slice(token);
+                tok.1 = token.len();
+            } else {
+                // Longer than any token we issue: not ours.
+                tok.1 = usize::MAX;
+            }
+            #[cfg(not(feature = "server"))]
+            let _ = token;
             let mut ids = [0u8; 2 * MAX_CID_LEN];
             let (dl, sl) = (dcid.len(), scid.len());
             if dl <= MAX_CID_LEN && sl <= MAX_CID_LEN {
@@ -378,7 +526,10 @@ where
                 if let Some(s) = ids.get_mut(MAX_CID_LEN..MAX_CID_LEN + sl) {
                     s.copy_from_slice(scid);
                 }
-                self.accept(now, info, data, &ids, dl, sl, version);
+                #[cfg(feature = "server")]
+                self.accept(now, info, data, &ids, dl, sl, version, (&tok.0, tok.1));
+                #[cfg(not(feature = "server"))]
+                let _ = (ids, version);
                 return;
             }
         }
@@ -420,7 +571,10 @@ where
     }
 
     /// RFC 9000 §5.2.2, §14.1: a server creates a connection for a client Initial of a
-    /// supported version in a datagram of at least 1200 bytes, if it has room.
+    /// supported version in a datagram of at least 1200 bytes, if it has room — or, when
+    /// its [`RetryPolicy`] asks for address validation and the Initial carries no valid
+    /// token, answers with a Retry and keeps no state (RFC 9000 §8.1.2).
+    #[cfg(feature = "server")]
     #[allow(clippy::too_many_arguments)]
     fn accept(
         &mut self,
@@ -431,14 +585,14 @@ where
         dl: usize,
         sl: usize,
         version: crate::Version,
+        token: (&[u8; TOKEN_MAX], usize),
     ) {
-        #[cfg(not(feature = "server"))]
-        let _ = (now, info, data, ids, dl, sl, version);
-        #[cfg(feature = "server")]
         {
-            // RFC 9000 §14.1: Initials in datagrams below 1200 bytes are discarded; RFC 9000
-            // §7.2: the client's first DCID is at least 8 bytes.
-            if data.len() < crate::connection::MIN_INITIAL_SIZE || dl < 8 {
+            // RFC 9000 §14.1: Initials in datagrams below 1200 bytes are discarded. RFC 9000
+            // §7.2: the client's first DCID is at least 8 bytes — after a Retry it is our
+            // Retry SCID, whatever its length.
+            let retried_dcid = token.1 > 0;
+            if data.len() < crate::connection::MIN_INITIAL_SIZE || (dl < 8 && !retried_dcid) {
                 self.stats.unroutable = self.stats.unroutable.saturating_add(1);
                 return;
             }
@@ -454,6 +608,27 @@ where
                     })
                 })
                 .count();
+            let (Some(dcid), Some(scid)) = (ids.get(..dl), ids.get(MAX_CID_LEN..MAX_CID_LEN + sl))
+            else {
+                return;
+            };
+            // RFC 9000 §8.1.2, §8.1.3: the token, if any.
+            let validation = match self.check_token(now, info.remote, dcid, token) {
+                Some(v) => v,
+                None => {
+                    self.queue_invalid_token_close(info.remote, version, dcid, scid);
+                    return;
+                }
+            };
+            let retry = match self.config.retry {
+                RetryPolicy::Never => false,
+                RetryPolicy::Always => true,
+                RetryPolicy::WhenBusy { half_open_threshold } => half_open >= half_open_threshold,
+            };
+            if retry && validation == Validation::None {
+                self.queue_retry(now, info.remote, version, dcid, scid);
+                return;
+            }
             let Some(i) = self.free_slot().filter(|_| half_open < self.config.max_half_open) else {
                 self.stats.refused = self.stats.refused.saturating_add(1);
                 return;
@@ -462,11 +637,7 @@ where
                 self.stats.refused = self.stats.refused.saturating_add(1);
                 return;
             };
-            let (Some(dcid), Some(scid)) = (ids.get(..dl), ids.get(MAX_CID_LEN..MAX_CID_LEN + sl))
-            else {
-                return;
-            };
-            let conn = Connection::server(
+            let conn = Connection::server_validated(
                 &self.config.connection,
                 self.provider.clone(),
                 tls,
@@ -476,6 +647,7 @@ where
                 dcid,
                 scid,
                 version,
+                validation,
                 &mut self.rng,
             );
             let Ok(conn) = conn else {
@@ -488,6 +660,198 @@ where
                     c.handle_recv(now, info, data);
                 }
             }
+        }
+    }
+
+    /// RFC 9000 §8.1.2, §8.1.3: what the token of a client Initial proves. `None`: drop the
+    /// Initial (an invalid or expired Retry token, or a Retry token for another
+    /// connection ID: RFC 9000 §8.1.2 has the server close such an attempt; it keeps no
+    /// state for it). An invalid NEW_TOKEN token, or one not of ours, counts as no token.
+    #[cfg(feature = "server")]
+    fn check_token(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        dcid: &[u8],
+        token: (&[u8; TOKEN_MAX], usize),
+    ) -> Option<Validation> {
+        use crate::token::{open_token, TokenKind};
+        if token.1 == 0 {
+            return Some(Validation::None);
+        }
+        let bytes = token.0.get(..token.1).unwrap_or(&[]);
+        // The kind byte is authenticated; a forged one fails to open anyway.
+        let claims_retry = bytes.first() == Some(&b'R');
+        match open_token(&self.provider, &self.tokens, bytes, &remote, now) {
+            Ok(t) if t.kind == TokenKind::Retry && *t.retry_scid == *dcid => {
+                Some(Validation::Retry { original_dcid: t.original_dcid })
+            }
+            Ok(t) if t.kind == TokenKind::NewToken => Some(Validation::NewToken),
+            _ => {
+                self.stats.invalid_tokens = self.stats.invalid_tokens.saturating_add(1);
+                if claims_retry {
+                    None
+                } else {
+                    Some(Validation::None)
+                }
+            }
+        }
+    }
+
+    /// RFC 9000 §8.1.2, §17.2.5: queues a Retry for a client Initial (DCID `odcid`, SCID
+    /// `client_scid`) with a fresh SCID and a token naming both. Keeps no connection state;
+    /// when [`PENDING_RETRIES`] are queued the Initial is dropped instead.
+    #[cfg(feature = "server")]
+    fn queue_retry(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        version: crate::Version,
+        odcid: &[u8],
+        client_scid: &[u8],
+    ) {
+        let Some(slot) = self.retries.iter().position(Option::is_none) else {
+            self.stats.refused = self.stats.refused.saturating_add(1);
+            return;
+        };
+        // Our new SCID must differ from the client's DCID (RFC 9000 §17.2.5.1); at least
+        // 8 bytes so it is as unpredictable as a client's.
+        let len = self.config.connection.local_cid_len.max(8);
+        let mut scid = [0u8; MAX_CID_LEN];
+        let mut nonce = [0u8; 12];
+        let Some(s) = scid.get_mut(..len) else { return };
+        if self.rng.fill(s).is_err() || self.rng.fill(&mut nonce).is_err() || s == odcid {
+            return;
+        }
+        let (Some(scid), Some(odcid_c), Some(client_scid)) = (
+            crate::ConnectionId::new(s),
+            crate::ConnectionId::new(odcid),
+            crate::ConnectionId::new(client_scid),
+        ) else {
+            return;
+        };
+        let mut token = [0u8; TOKEN_MAX];
+        let Some(n) = crate::token::seal_token(
+            &self.provider,
+            &self.tokens,
+            crate::token::TokenKind::Retry,
+            &to,
+            now,
+            odcid,
+            &scid,
+            nonce,
+            &mut token,
+        ) else {
+            return;
+        };
+        if let Some(r) = self.retries.get_mut(slot) {
+            *r = Some(PendingRetry {
+                to,
+                version,
+                client_scid,
+                odcid: odcid_c,
+                scid,
+                token,
+                token_len: n as u8,
+            });
+        }
+    }
+
+    /// RFC 9000 §8.1.2: "If a server receives a client Initial that contains an invalid
+    /// Retry token but is otherwise valid, ... the server SHOULD immediately close the
+    /// connection with an INVALID_TOKEN error" — statelessly, in an Initial packet under
+    /// the keys of the client's DCID. The close is far smaller than the Initial it answers.
+    #[cfg(feature = "server")]
+    fn queue_invalid_token_close(
+        &mut self,
+        to: SocketAddr,
+        version: crate::Version,
+        dcid: &[u8],
+        client_scid: &[u8],
+    ) {
+        let Some(slot) = self.retries.iter().position(Option::is_none) else { return };
+        let (Some(odcid), Some(client_scid)) =
+            (crate::ConnectionId::new(dcid), crate::ConnectionId::new(client_scid))
+        else {
+            return;
+        };
+        if let Some(r) = self.retries.get_mut(slot) {
+            *r = Some(PendingRetry {
+                to,
+                version,
+                client_scid,
+                odcid,
+                scid: odcid,
+                token: [0; TOKEN_MAX],
+                token_len: 0,
+            });
+        }
+    }
+
+    /// The Initial packet closing an attempt with INVALID_TOKEN (RFC 9000 §10.2.3: a
+    /// CONNECTION_CLOSE of type 0x1c in an Initial packet).
+    #[cfg(feature = "server")]
+    fn emit_invalid_token_close(&self, r: &PendingRetry, buf: &mut [u8]) -> Option<usize> {
+        use crate::frame::Frame;
+        let keys = packet::initial_keys(&self.provider, r.version, &r.odcid).ok()?;
+        let mut w = crate::coding::Writer::new(buf);
+        let h = packet::LongHeader {
+            ty: packet::LongType::Initial,
+            version: r.version,
+            dcid: &r.client_scid,
+            scid: &r.scid,
+            token: &[],
+        };
+        let off = h.emit(&mut w, 0, 1).ok()?;
+        let close = Frame::ConnectionClose {
+            error_code: crate::VarInt::from_u32(crate::TransportErrorCode::INVALID_TOKEN.0 as u32),
+            frame_type: crate::VarInt::ZERO,
+            reason: &[],
+        };
+        close.emit(&mut w).ok()?;
+        // PADDING so the header-protection sample exists (RFC 9001 §5.4.2).
+        w.put_repeated(0, 4).ok()?;
+        let len = w.position() + packet::TAG_LEN;
+        let pkt = buf.get_mut(..len)?;
+        off.set_length(pkt, len).ok()?;
+        keys.server.protect(pkt, off.pn_offset, 0).ok()?;
+        Some(len)
+    }
+
+    /// RFC 9000 §8.1.3: gives the connection in slot `i` a NEW_TOKEN token once its
+    /// handshake is confirmed.
+    #[cfg(feature = "server")]
+    fn give_new_token(&mut self, i: usize, now: Instant) {
+        let Some(c) = self.table.as_mut().get_mut(i).and_then(|s| s.conn.as_mut()) else {
+            return;
+        };
+        if !c.wants_new_token() {
+            return;
+        }
+        let remote = c.remote();
+        let mut nonce = [0u8; 12];
+        if self.rng.fill(&mut nonce).is_err() {
+            return;
+        }
+        let mut token = [0u8; TOKEN_MAX];
+        let Some(n) = crate::token::seal_token(
+            &self.provider,
+            &self.tokens,
+            crate::token::TokenKind::NewToken,
+            &remote,
+            now,
+            &[],
+            &[],
+            nonce,
+            &mut token,
+        ) else {
+            return;
+        };
+        let Some(c) = self.table.as_mut().get_mut(i).and_then(|s| s.conn.as_mut()) else {
+            return;
+        };
+        if c.send_new_token(token.get(..n).unwrap_or(&[])) {
+            self.stats.new_tokens = self.stats.new_tokens.saturating_add(1);
         }
     }
 
@@ -560,6 +924,10 @@ where
                 });
             }
         }
+        #[cfg(feature = "server")]
+        if let Some(t) = self.poll_retry(buf) {
+            return Some(t);
+        }
         let n = self.table.as_ref().len();
         for k in 0..n {
             let mut i = self.cursor + k;
@@ -578,6 +946,39 @@ where
             }
         }
         None
+    }
+
+    /// A pending Retry packet, written into `buf`.
+    #[cfg(feature = "server")]
+    fn poll_retry(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        let r = self.retries.iter_mut().find_map(Option::take)?;
+        if r.token_len == 0 {
+            let len = self.emit_invalid_token_close(&r, buf)?;
+            return Some(Transmit {
+            destination: r.to,
+            len,
+            ecn: crate::recovery::Ecn::NotEct,
+            segment_size: None,
+            src: None,
+        });
+        }
+        let mut unused = [0u8; 1];
+        let _ = self.rng.fill(&mut unused);
+        let retry = packet::Retry {
+            version: r.version,
+            dcid: &r.client_scid,
+            scid: &r.scid,
+            token: r.token.get(..usize::from(r.token_len))?,
+        };
+        let len = retry.emit(&self.provider, unused[0], &r.odcid, buf).ok()?;
+        self.stats.retries_sent = self.stats.retries_sent.saturating_add(1);
+        Some(Transmit {
+            destination: r.to,
+            len,
+            ecn: crate::recovery::Ecn::NotEct,
+            segment_size: None,
+            src: None,
+        })
     }
 
     fn rng_fill(&mut self, out: &mut [u8]) -> Result<(), mote_crypto::Error> {
@@ -663,13 +1064,22 @@ mod tests {
     >;
 
     pub(super) fn server_ep(cap: usize, half_open: usize, cfgs: &Configs) -> ServerEp {
+        server_ep_retry(cap, half_open, cfgs, RetryPolicy::Never)
+    }
+
+    fn server_ep_retry(
+        cap: usize,
+        half_open: usize,
+        cfgs: &Configs,
+        retry: RetryPolicy,
+    ) -> ServerEp {
         let cfg = cfgs.server;
         let acc: Acceptor = std::boxed::Box::new(move |_| {
             Some((ServerSession::new(P, cfg, 0), storage(4096, 16384)))
         });
         let table = (0..cap).map(|_| Slot::new()).collect();
         Endpoint::new(
-            EndpointConfig::server(crate::ConnectionConfig::server(), half_open),
+            EndpointConfig::server(crate::ConnectionConfig::server(), half_open).with_retry(retry),
             P,
             acc,
             table,
@@ -838,6 +1248,181 @@ mod tests {
         let mut small = unknown[..100].to_vec();
         s.handle_datagram(now, addr(CLIENT_ADDR), &mut small);
         assert!(s.poll_transmit(now, &mut buf).is_none());
+    }
+
+    /// The client's next datagram, as bytes.
+    fn next_datagram(c: &mut ClientEp, now: Instant) -> Vec<u8> {
+        let mut buf = vec![0u8; 2048];
+        let t = c.poll_transmit(now, &mut buf).expect("client datagram");
+        buf[..t.len].to_vec()
+    }
+
+    #[test]
+    fn retry_always_then_new_token_skips_retry() {
+        let cfgs = configs();
+        let mut s = server_ep_retry(4, 4, &cfgs, RetryPolicy::Always);
+        let mut c = client_ep(2);
+        let mut now = Instant::ZERO;
+        let h = c
+            .connect(
+                now,
+                addr(SERVER_ADDR),
+                ClientSession::new(P, cfgs.client, None),
+                storage(4096, 16384),
+            )
+            .unwrap();
+        // The first Initial gets a Retry and no connection.
+        let mut first = next_datagram(&mut c, now);
+        s.handle_datagram(now, addr(CLIENT_ADDR), &mut first);
+        assert_eq!(s.len(), 0);
+        pump(&mut c, &mut s, &mut now, 6);
+        assert_eq!(s.stats().retries_sent, 1);
+        let conn = c.connection(h).unwrap();
+        assert!(conn.is_handshake_confirmed(), "handshake after Retry");
+        assert_eq!(conn.stats().retries, 1);
+        // The server's transport parameters named the original DCID and the Retry SCID,
+        // which the client checked (a mismatch would have closed the connection).
+        assert!(conn.close_reason().is_none());
+        let sh = s.handles().next().unwrap();
+        // RFC 9000 §8.1.2: a valid Retry token validates the address at once.
+        assert!(s.connection(sh).unwrap().is_address_validated());
+        assert_eq!(s.stats().new_tokens, 1);
+        let mut events = Vec::new();
+        while let Some((_, e)) = c.poll_event() {
+            events.push(e);
+        }
+        assert!(events.contains(&Event::NewToken), "{events:?}");
+        let mut tok = [0u8; 128];
+        let n = c.connection(h).unwrap().take_token(&mut tok).expect("NEW_TOKEN token");
+        assert!(c.connection(h).unwrap().take_token(&mut tok).is_none());
+        // A second connection (another port) with the NEW_TOKEN token: no Retry.
+        let mut c2 = client_ep(1);
+        let h2 = c2
+            .connect_with_token(
+                now,
+                addr(SERVER_ADDR),
+                ClientSession::new(P, cfgs.client, None),
+                storage(4096, 16384),
+                &tok[..n],
+            )
+            .unwrap();
+        let mut d = next_datagram(&mut c2, now);
+        let other_port = SocketAddr::new(addr(CLIENT_ADDR).ip(), addr(CLIENT_ADDR).port() + 1);
+        s.handle_datagram(now, other_port, &mut d);
+        assert_eq!(s.stats().retries_sent, 1, "no second Retry");
+        assert_eq!(s.len(), 2);
+        let sh2 = s.handles().find(|x| *x != sh).unwrap();
+        assert!(s.connection(sh2).unwrap().is_address_validated());
+        assert_eq!(c2.connection(h2).unwrap().stats().retries, 0);
+    }
+
+    #[test]
+    fn attack_retry_token_replay_other_address() {
+        let cfgs = configs();
+        let mut s = server_ep_retry(4, 4, &cfgs, RetryPolicy::Always);
+        let mut c = client_ep(1);
+        let now = Instant::ZERO;
+        c.connect(
+            now,
+            addr(SERVER_ADDR),
+            ClientSession::new(P, cfgs.client, None),
+            storage(4096, 16384),
+        )
+        .unwrap();
+        let mut first = next_datagram(&mut c, now);
+        s.handle_datagram(now, addr(CLIENT_ADDR), &mut first);
+        let mut buf = vec![0u8; 2048];
+        let t = s.poll_transmit(now, &mut buf).expect("Retry");
+        let mut retry = buf[..t.len].to_vec();
+        c.handle_datagram(now, addr(SERVER_ADDR), &mut retry);
+        // The client's Initial with the Retry token, replayed from elsewhere: an attacker
+        // cannot use it to have the server skip validation for another address.
+        let with_token = next_datagram(&mut c, now);
+        let spoofed: SocketAddr = "198.51.100.7:4433".parse().unwrap();
+        let mut d = with_token.clone();
+        s.handle_datagram(now, spoofed, &mut d);
+        assert_eq!(s.len(), 0);
+        assert_eq!(s.stats().invalid_tokens, 1);
+        // RFC 9000 §8.1.2: a stateless INVALID_TOKEN close, far smaller than the Initial.
+        let t = s.poll_transmit(now, &mut buf).expect("INVALID_TOKEN close");
+        assert_eq!(t.destination, spoofed);
+        assert!(t.len < 100, "{}", t.len);
+        assert!(s.poll_transmit(now, &mut buf).is_none());
+        // Expired: the same Initial from the right address 11 s later; the client learns
+        // why from the close.
+        let later = now + crate::time::Duration::from_secs(11);
+        let mut d = with_token.clone();
+        s.handle_datagram(later, addr(CLIENT_ADDR), &mut d);
+        assert_eq!(s.len(), 0);
+        assert_eq!(s.stats().invalid_tokens, 2);
+        let t = s.poll_transmit(later, &mut buf).expect("INVALID_TOKEN close");
+        let mut close = buf[..t.len].to_vec();
+        let h = c.handles().next().unwrap();
+        c.handle_datagram(later, addr(SERVER_ADDR), &mut close);
+        match c.connection(h).unwrap().close_reason() {
+            Some(crate::connection::CloseReason::Peer(cc)) => assert_eq!(cc.code, 0x0b),
+            other => panic!("{other:?}"),
+        }
+        // From the right address in time: accepted (address validated).
+        let mut d = with_token;
+        s.handle_datagram(now, addr(CLIENT_ADDR), &mut d);
+        assert_eq!(s.len(), 1);
+        let sh = s.handles().next().unwrap();
+        assert!(s.connection(sh).unwrap().is_address_validated());
+    }
+
+    #[test]
+    fn retry_when_busy_and_client_ignores_bad_or_second_retry() {
+        let cfgs = configs();
+        // Retry from the second half-open connection on.
+        let mut s = server_ep_retry(4, 4, &cfgs, RetryPolicy::WhenBusy { half_open_threshold: 1 });
+        let now = Instant::ZERO;
+        let mut c1 = client_ep(1);
+        c1.connect(
+            now,
+            addr(SERVER_ADDR),
+            ClientSession::new(P, cfgs.client, None),
+            storage(4096, 16384),
+        )
+        .unwrap();
+        let mut d = next_datagram(&mut c1, now);
+        s.handle_datagram(now, addr(CLIENT_ADDR), &mut d);
+        assert_eq!((s.len(), s.stats().retries_sent), (1, 0));
+        let mut buf = vec![0u8; 4096];
+        while s.poll_transmit(now, &mut buf).is_some() {}
+        let mut c2 = client_ep(1);
+        let h2 = c2
+            .connect(
+                now,
+                addr(SERVER_ADDR),
+                ClientSession::new(P, cfgs.client, None),
+                storage(4096, 16384),
+            )
+            .unwrap();
+        let mut d = next_datagram(&mut c2, now);
+        let other: SocketAddr = "10.0.0.9:1234".parse().unwrap();
+        s.handle_datagram(now, other, &mut d);
+        assert_eq!(s.len(), 1, "busy: no state for the second client");
+        let t = s.poll_transmit(now, &mut buf).expect("Retry");
+        assert_eq!(s.stats().retries_sent, 1);
+        let retry = buf[..t.len].to_vec();
+        // A Retry with a broken integrity tag is dropped.
+        let mut bad = retry.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        c2.handle_datagram(now, addr(SERVER_ADDR), &mut bad);
+        assert_eq!(c2.connection(h2).unwrap().stats().retries, 0);
+        // The genuine one is acted on, a second (replayed) one ignored.
+        let mut r = retry.clone();
+        c2.handle_datagram(now, addr(SERVER_ADDR), &mut r);
+        let mut r = retry;
+        c2.handle_datagram(now, addr(SERVER_ADDR), &mut r);
+        let conn = c2.connection(h2).unwrap();
+        assert_eq!(conn.stats().retries, 1);
+        assert!(conn.stats().packets_dropped >= 2);
+        let mut d = next_datagram(&mut c2, now);
+        s.handle_datagram(now, other, &mut d);
+        assert_eq!(s.len(), 2);
     }
 }
 

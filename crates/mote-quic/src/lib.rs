@@ -23,6 +23,7 @@ pub mod packet;
 pub mod recovery;
 pub mod stream;
 pub mod time;
+pub mod token;
 pub mod transport_params;
 pub mod version;
 

@@ -16,6 +16,7 @@
 //! byte-exact checks. The scenario test suite (`tests/`) builds on it.
 
 pub mod h3;
+pub mod pair;
 
 use std::net::SocketAddr;
 
@@ -264,6 +265,11 @@ pub struct PathPlan {
     /// At this time after the start the server → device link's MTU drops to this size
     /// (datagrams above it are dropped: a black hole for large packets).
     pub mtu_drop: Option<(Duration, usize)>,
+    /// Resumption runs: before the measured connection, another one resumes with the same
+    /// ticket (and in 0-RTT mode sends early data), so the measured connection replays a
+    /// spent ticket: the server's anti-replay register refuses its 0-RTT and it goes on in
+    /// 1-RTT (RFC 9001 §4.6.2, RFC 8446 §8).
+    pub replay_ticket: bool,
 }
 
 impl Setup {
@@ -291,6 +297,7 @@ impl Setup {
             linger: Duration::from_secs(30),
             http3: false,
             paths: PathPlan::default(),
+            replay_ticket: false,
         }
     }
 }
@@ -1024,13 +1031,26 @@ where
 
     let first = matches!(setup.mode, HandshakeMode::Resumed | HandshakeMode::ZeroRtt);
     let mut ticket: Option<(Vec<u8>, Instant)> = None;
+    // Which connections run: a warm-up collecting a ticket, optionally one spending it
+    // first, then the measured one.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Pass {
+        Warmup,
+        Spend,
+        Measured,
+    }
     let server_node: ServerNode<SP> =
         QuicNode::new(server_ep, ServerApp::new(setup.object_size, setup.http3));
     let server = sim.add_node(server_node, server_addr()).unwrap_or_else(|e| panic!("{e}"));
     let mut device: Option<mote_sim::NodeId> = None;
     let mut start = Instant::ZERO;
-    let passes: &[bool] = if first { &[true, false] } else { &[false] };
-    for &warmup in passes {
+    let passes: &[Pass] = match (first, setup.replay_ticket) {
+        (true, true) => &[Pass::Warmup, Pass::Spend, Pass::Measured],
+        (true, false) => &[Pass::Warmup, Pass::Measured],
+        (false, _) => &[Pass::Measured],
+    };
+    for &pass in passes {
+        let warmup = pass == Pass::Warmup;
         let early = !warmup && setup.mode == HandshakeMode::ZeroRtt;
         let ccfg = client_config(id.spki, early, alpn);
         let now = sim.now();
@@ -1062,11 +1082,13 @@ where
             app.remembered = remembered;
         }
         start = sim.now();
-        let node = sim
-            .add_node(QuicNode::new(ep, app), device_addr_for(warmup))
-            .unwrap_or_else(|e| panic!("{e}"));
-        sim.connect(device_addr_for(warmup), server_addr(), &setup.profile)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let addr = match pass {
+            Pass::Warmup => device_addr_for(true),
+            Pass::Spend => SocketAddr::from(([10, 0, 0, 2], 5002)),
+            Pass::Measured => device_addr_for(false),
+        };
+        let node = sim.add_node(QuicNode::new(ep, app), addr).unwrap_or_else(|e| panic!("{e}"));
+        sim.connect(addr, server_addr(), &setup.profile).unwrap_or_else(|e| panic!("{e}"));
         let deadline = start + setup.limit;
         let finished = |sim: &Simulator| {
             sim.node::<DeviceNode>(node).is_some_and(|n| {
@@ -1106,7 +1128,9 @@ where
             ticket = sim
                 .node::<DeviceNode>(node)
                 .and_then(|n| Some((n.app.ticket.clone()?, n.app.ticket_at?)));
-            // Let the server's close settle before the measured connection.
+        }
+        if pass != Pass::Measured {
+            // Let the server's close settle before the next connection.
             let settle = sim.now() + Duration::from_secs(10);
             let _ = sim.run_to(settle);
         }

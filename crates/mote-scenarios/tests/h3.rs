@@ -91,3 +91,26 @@ fn h3_get_after_resumption_and_in_0rtt() {
         }
     }
 }
+
+/// 0-RTT rejected: the ticket was already spent on an earlier 0-RTT connection, so the
+/// server's anti-replay register refuses the early data (the PSK still resumes); the client
+/// sends the GET again in 1-RTT and gets the whole object.
+#[test]
+fn h3_get_with_0rtt_rejected_is_resent_in_1rtt() {
+    for name in ["wlan", "nbiot"] {
+        let mut s = Setup::transaction(profile(name), 23).with_http3();
+        s.mode = HandshakeMode::ZeroRtt;
+        s.replay_ticket = true;
+        let o = run_rustcrypto(&s);
+        assert!(o.complete, "{name}: close {:?}", o.device_close);
+        assert_eq!(o.early_data_accepted, Some(false), "{name}");
+        assert!(o.resumed, "{name}: PSK still accepted");
+        assert_eq!(o.statuses, vec![Some(200)], "{name}");
+        assert_eq!(o.responses, vec![object(5120)], "{name}");
+        // The request went out twice: in 0-RTT (discarded) and again in 1-RTT.
+        assert!(o.device.bytes_retransmitted > 0 || o.device.packets_sent[2] > 1, "{name}");
+        // Without early data the body takes a round trip more than with it.
+        let rtt = profile(name).rtt();
+        assert!(o.time_to_first_byte.unwrap() >= rtt + rtt, "{name}");
+    }
+}

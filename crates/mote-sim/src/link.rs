@@ -146,6 +146,10 @@ pub struct LinkConfig {
     pub ce_mark: f64,
     /// Queue length (wire bytes) above which ECN-capable datagrams are marked CE.
     pub ce_threshold_bytes: Option<usize>,
+    /// Scripted loss: 0-based indices, among the datagrams offered to this direction, of
+    /// those to drop (e.g. the interop runner's amplification test drops the client's
+    /// datagrams 2–7: indices 1..=6). Counted as [`DropReason::Loss`].
+    pub drop_indices: Vec<u64>,
 }
 
 impl Default for LinkConfig {
@@ -168,6 +172,7 @@ impl Default for LinkConfig {
             blackholes: Vec::new(),
             ce_mark: 0.0,
             ce_threshold_bytes: None,
+            drop_indices: Vec::new(),
         }
     }
 }
@@ -248,6 +253,8 @@ pub(crate) struct Link {
     bad: bool,
     /// Datagrams lost in a row by the loss models (for [`LinkConfig::max_burst`]).
     lost_run: usize,
+    /// Datagrams offered so far (for [`LinkConfig::drop_indices`]).
+    offered: u64,
 }
 
 /// A uniform draw in `[0, 1)`.
@@ -272,6 +279,7 @@ impl Link {
             last_arrival: Instant::ZERO,
             bad: false,
             lost_run: 0,
+            offered: 0,
         }
     }
 
@@ -289,6 +297,11 @@ impl Link {
 
     /// Offers a `len`-byte datagram to the link at `now`.
     pub(crate) fn admit(&mut self, now: Instant, len: usize) -> Admission {
+        let index = self.offered;
+        self.offered += 1;
+        if self.config.drop_indices.contains(&index) {
+            return Admission::Rejected(DropReason::Loss);
+        }
         if self.config.blackholed(now) {
             return Admission::Rejected(DropReason::Blackhole);
         }
@@ -496,6 +509,17 @@ mod tests {
         let ge = GilbertElliott::bursty(0.05, 4.0);
         assert!((ge.p_bad_to_good - 0.25).abs() < 1e-12);
         assert!((ge.mean_loss() - 0.05).abs() < 1e-12);
+    }
+
+    #[test]
+    fn drop_indices_drop_exactly_those_datagrams() {
+        let mut l = link(LinkConfig { drop_indices: (1..=6).collect(), ..LinkConfig::default() });
+        let dropped: Vec<bool> = (0..10)
+            .map(|t| matches!(l.admit(Instant(t), 100), Admission::Rejected(DropReason::Loss)))
+            .collect();
+        let mut expected = [false; 10];
+        expected[1..=6].fill(true);
+        assert_eq!(dropped, expected);
     }
 
     #[test]

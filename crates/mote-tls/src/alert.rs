@@ -100,6 +100,10 @@ pub mod transport_error {
     pub const CRYPTO_BUFFER_EXCEEDED: u8 = 0x0d;
     /// TRANSPORT_PARAMETER_ERROR, for the QUIC layer's transport-parameter hook.
     pub const TRANSPORT_PARAMETER_ERROR: u8 = 0x08;
+    /// VERSION_NEGOTIATION_ERROR (RFC 9368 §4), for the QUIC layer's downgrade checks.
+    pub const VERSION_NEGOTIATION_ERROR: u8 = 0x11;
+    /// INTERNAL_ERROR, for a QUIC-layer hook that cannot complete.
+    pub const INTERNAL_ERROR: u8 = 0x01;
 }
 
 impl Error {

@@ -13,6 +13,11 @@ use crate::version::Version;
 pub struct ConnectionConfig {
     /// The QUIC version (the client's choice; a server answers in the client's version).
     pub version: Version,
+    /// RFC 9368 compatible version negotiation (feature `v2`): a version compatible with
+    /// `version` (v1 ↔ v2, RFC 9369 §4). A client lists it among its available versions; a
+    /// server switches a client that lists it to it after the first Initial. `None`: no
+    /// upgrade offered or made.
+    pub compatible_version: Option<Version>,
     /// Length of the connection IDs this endpoint issues (0 or 4..=20; RFC 9000 §5.1).
     pub local_cid_len: usize,
     /// Largest UDP payload this endpoint sends (at least 1200, RFC 9000 §14). Without path
@@ -50,6 +55,52 @@ pub struct ConnectionConfig {
     /// Server: an address to offer as preferred_address (RFC 9000 §9.6; feature
     /// `migration`).
     pub preferred_address: Option<SocketAddr>,
+    /// RFC 9001 §6.6 AEAD limits; [`AeadLimits::SUITE`] uses the negotiated suite's.
+    pub aead_limits: AeadLimits,
+    /// RFC 9221 §3: the max_datagram_frame_size we offer (feature `datagram`); 0 offers no
+    /// DATAGRAM frames. Received datagrams are queued up to
+    /// [`super::DATAGRAM_QUEUE_BYTES`].
+    pub max_datagram_frame_size: u16,
+}
+
+/// RFC 9001 §6.6: how many packets one 1-RTT key may protect (confidentiality) and how many
+/// forged packets may be tried against a connection's 1-RTT keys (integrity). Zero means
+/// the suite's limit: AES-GCM 2^23 / 2^52, ChaCha20-Poly1305 2^62 (kept as `u32::MAX`) /
+/// 2^36. Smaller values serve tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AeadLimits {
+    /// Packets per send key; a key update starts at half of it.
+    pub confidentiality: u32,
+    /// Failed 1-RTT decryptions over the connection; reaching it closes with
+    /// AEAD_LIMIT_REACHED.
+    pub integrity: u64,
+}
+
+impl AeadLimits {
+    /// The negotiated suite's limits.
+    pub const SUITE: Self = Self { confidentiality: 0, integrity: 0 };
+
+    /// The confidentiality limit for `suite`.
+    pub const fn confidentiality_for(&self, suite: mote_crypto::AeadAlgorithm) -> u32 {
+        if self.confidentiality != 0 {
+            return self.confidentiality;
+        }
+        match suite {
+            mote_crypto::AeadAlgorithm::ChaCha20Poly1305 => u32::MAX,
+            _ => 1 << 23,
+        }
+    }
+
+    /// The integrity limit for `suite`.
+    pub const fn integrity_for(&self, suite: mote_crypto::AeadAlgorithm) -> u64 {
+        if self.integrity != 0 {
+            return self.integrity;
+        }
+        match suite {
+            mote_crypto::AeadAlgorithm::ChaCha20Poly1305 => 1 << 36,
+            _ => 1 << 52,
+        }
+    }
 }
 
 impl ConnectionConfig {
@@ -61,6 +112,7 @@ impl ConnectionConfig {
         recovery.max_ack_ranges = 16;
         Self {
             version: Version::V1,
+            compatible_version: None,
             local_cid_len: 8,
             max_datagram_size: 1200,
             max_udp_payload_size: 1472,
@@ -84,6 +136,8 @@ impl ConnectionConfig {
             max_pmtu: 1200,
             stateless_reset_key: None,
             preferred_address: None,
+            aead_limits: AeadLimits::SUITE,
+            max_datagram_frame_size: 0,
         }
     }
 
@@ -103,6 +157,7 @@ impl ConnectionConfig {
     pub const fn server() -> Self {
         Self {
             version: Version::V1,
+            compatible_version: None,
             local_cid_len: 8,
             max_datagram_size: 1200,
             max_udp_payload_size: 1472,
@@ -124,6 +179,8 @@ impl ConnectionConfig {
             max_pmtu: 1200,
             stateless_reset_key: None,
             preferred_address: None,
+            aead_limits: AeadLimits::SUITE,
+            max_datagram_frame_size: 0,
         }
     }
 

@@ -20,9 +20,9 @@
 //!
 //! # Memory (device profile)
 //! `Connection<RustCrypto, ClientSession<RustCrypto, 1024>, &mut [u8], &mut [u8], 3, 16, 4>`
-//! is 13 856 bytes on `thumbv7em-none-eabihf` in the minimal build (15 160 with
-//! `resumption`), buffers excluded; about a third are the AES key schedules of three
-//! encryption levels. ARCHITECTURE.md breaks it down; `tests::memory_footprint` pins the host
+//! is 14 512 bytes on `thumbv7em-none-eabihf` in the minimal build (15 888 with
+//! `zero-rtt`), buffers excluded; about a third are the AES key schedules of three
+//! encryption levels (plus the previous 1-RTT read key kept across a key update). ARCHITECTURE.md breaks it down; `tests::memory_footprint` pins the host
 //! sizes.
 //!
 //! # Paths
@@ -31,12 +31,20 @@
 //! `migration`), DPLPMTUD (`mtu`, feature `pmtud`) and stateless reset detection (feature
 //! `stateless-reset`) are features a device can drop.
 //!
-//! # Not yet
-//! Retry and NEW_TOKEN (address validation), DATAGRAM frames, initiating 0-RTT rejection
-//! handling beyond re-sending.
+//! # Address validation, versions, key updates, datagrams
+//! A client acts on one Retry (new DCID and Initial keys, its token in every Initial) and
+//! keeps the server's NEW_TOKEN token for the next connection ([`Connection::take_token`],
+//! [`Connection::set_token`]); a server connection starts validated when the endpoint
+//! checked its token ([`Connection::server_validated`]) and sends the NEW_TOKEN the endpoint
+//! mints. `version_information` is sent and checked (RFC 9368 §4) and a server switches a
+//! client offering [`ConnectionConfig::compatible_version`] to it after the first Initial.
+//! Key updates keep the previous read key for three PTOs and respect the AEAD limits
+//! ([`AeadLimits`]). DATAGRAM frames (feature `datagram`) use two bounded queues.
 
 mod cids;
 mod config;
+#[cfg(feature = "datagram")]
+mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
 #[cfg(feature = "migration")]
@@ -61,14 +69,18 @@ use core::net::SocketAddr;
 use mote_crypto::{CryptoProvider, CryptoRng};
 
 pub use cids::{LOCAL_CIDS, REMOTE_CIDS, RETIRE_QUEUE};
-pub use config::ConnectionConfig;
 #[cfg(feature = "migration")]
 pub use migrate::MigrateError;
 pub use path::EcnState;
 #[cfg(feature = "migration")]
 pub use path::{PATH_CHALLENGES, PATH_RESPONSES};
+pub use config::{AeadLimits, ConnectionConfig};
+#[cfg(feature = "datagram")]
+pub use datagram::{DatagramError, DATAGRAM_QUEUE_BYTES, DATAGRAM_QUEUE_LEN};
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
+
+use crate::token::TOKEN_MAX;
 
 use crate::cid::ConnectionId;
 use crate::coding::{VarInt, Writer};
@@ -179,6 +191,11 @@ pub enum Event {
     /// The client received a session ticket ([`Connection::take_ticket`], feature
     /// `resumption`).
     NewTicket,
+    /// A DATAGRAM frame arrived ([`Connection::datagram_recv`], feature `datagram`).
+    DatagramReceived,
+    /// The client received an address-validation token for its next connection to this
+    /// server ([`Connection::take_token`], RFC 9000 §8.1.3).
+    NewToken,
     /// The server rejected the client's 0-RTT data; it is being sent again in 1-RTT
     /// packets (RFC 9001 §4.6.2).
     EarlyDataRejected,
@@ -306,6 +323,14 @@ pub struct ConnectionStats {
     /// ACK frames whose ECN-CE count increased: congestion events without loss (RFC 9002
     /// §7.1).
     pub ecn_ce_events: u64,
+    /// Client: Retry packets acted on (at most one, RFC 9000 §17.2.5.2).
+    pub retries: u32,
+    /// 1-RTT packets that failed authentication (RFC 9001 §6.6).
+    pub auth_failures: u64,
+    /// DATAGRAM frames received (RFC 9221).
+    pub datagram_frames_received: u64,
+    /// Datagrams dropped from a full send or receive queue (the oldest go first).
+    pub datagrams_dropped: u64,
 }
 
 /// Our own CONNECTION_CLOSE, sent while closing.
@@ -335,6 +360,9 @@ struct PeerParams {
     max_udp_payload_size: u64,
     ack_delay_exponent: u8,
     disable_active_migration: bool,
+    /// RFC 9221 §3: 0 when the peer accepts no DATAGRAM frames.
+    #[cfg_attr(not(feature = "datagram"), allow(dead_code))]
+    max_datagram_frame_size: u64,
 }
 
 /// A fixed ring of events with merging.
@@ -504,6 +532,45 @@ pub struct Connection<
     early_params: bool,
     /// Client: the server rejected 0-RTT.
     early_rejected: bool,
+    /// The address-validation token (RFC 9000 §8.1): a client's token for its Initials (from
+    /// a Retry or given by the application) or the NEW_TOKEN token received for the next
+    /// connection; a server's NEW_TOKEN token to send.
+    token: [u8; TOKEN_MAX],
+    token_len: u8,
+    token_state: TokenState,
+    /// Client: a Retry was processed (a second one is ignored, RFC 9000 §17.2.5.2).
+    retried: bool,
+    /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
+    auth_failures: u64,
+    /// Client: the limits of the server's remembered transport parameters our 0-RTT data
+    /// relied on (RFC 9000 §7.4.1).
+    #[cfg(feature = "resumption")]
+    remembered_limits: Option<ZeroRttLimits>,
+    /// Client: the version a Version Negotiation packet offered that we speak.
+    vn_choice: Option<Version>,
+    /// DATAGRAM frames to send and received (RFC 9221), bounded.
+    #[cfg(feature = "datagram")]
+    dgram_send: datagram::DatagramQueue,
+    #[cfg(feature = "datagram")]
+    dgram_recv: datagram::DatagramQueue,
+}
+
+/// What [`Connection::token`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+pub(crate) enum TokenState {
+    /// Nothing.
+    None,
+    /// Client: carried in the Token field of our Initial packets.
+    Initial,
+    /// Client: a NEW_TOKEN token for the next connection ([`Connection::take_token`]).
+    Received,
+    /// Server: a NEW_TOKEN frame to send (again, after a loss).
+    Pending,
+    /// Server: the NEW_TOKEN frame is in flight.
+    InFlight,
+    /// Server: the client acknowledged it.
+    Acked,
 }
 
 type Res<T = ()> = Result<T, ConnectionClose>;
@@ -533,7 +600,7 @@ where
         // at least 8 bytes long.
         let original_dcid = random_cid(&mut drbg, 8)?;
         let local = random_cid(&mut drbg, config.local_cid_len)?;
-        let cids = Cids { local, remote: original_dcid, original_dcid };
+        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
         let mut conn =
             Self::new(config, Side::Client, provider, tls, storage, now, remote, drbg, cids)?;
         // RFC 9000 §18.2: a client never sends stateless_reset_token; its handshake
@@ -560,14 +627,58 @@ where
         version: Version,
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
+        Self::server_validated(
+            config,
+            provider,
+            tls,
+            storage,
+            now,
+            remote,
+            client_dcid,
+            client_scid,
+            version,
+            Validation::None,
+            rng,
+        )
+    }
+
+    /// As [`Connection::server`], for an Initial whose token the endpoint validated
+    /// (RFC 9000 §8.1.2, §8.1.3): the client's address counts as validated, so no
+    /// anti-amplification limit applies, and after a Retry the transport parameters carry
+    /// the original and Retry connection IDs (RFC 9000 §7.3).
+    #[cfg(feature = "server")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn server_validated(
+        config: &ConnectionConfig,
+        provider: P,
+        tls: T,
+        storage: Storage<C, S, N>,
+        now: Instant,
+        remote: SocketAddr,
+        client_dcid: &[u8],
+        client_scid: &[u8],
+        version: Version,
+        validation: Validation,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<Self, ConnectError> {
         let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
         let local = random_cid(&mut drbg, config.local_cid_len)?;
-        let original_dcid = ConnectionId::new(client_dcid).ok_or(ConnectError::Config)?;
+        let client_dcid = ConnectionId::new(client_dcid).ok_or(ConnectError::Config)?;
         let remote_cid = ConnectionId::new(client_scid).ok_or(ConnectError::Config)?;
-        let cids = Cids { local, remote: remote_cid, original_dcid };
+        // After a Retry the client addresses us with our Retry SCID; the original DCID
+        // comes from the token.
+        let cids = match validation {
+            Validation::Retry { original_dcid } => {
+                Cids { local, remote: remote_cid, original_dcid, retry_scid: Some(client_dcid) }
+            }
+            _ => Cids { local, remote: remote_cid, original_dcid: client_dcid, retry_scid: None },
+        };
         let mut config = *config;
         config.version = version;
-        Self::new(&config, Side::Server, provider, tls, storage, now, remote, drbg, cids)
+        let mut conn =
+            Self::new(&config, Side::Server, provider, tls, storage, now, remote, drbg, cids)?;
+        conn.address_validated = validation != Validation::None;
+        Ok(conn)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -594,9 +705,10 @@ where
         config.recovery.max_datagram_size = config.max_datagram_size;
         let version = config.version;
 
-        // RFC 9001 §5.2: Initial keys from the client's first Destination Connection ID.
+        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
+        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
         let ik =
-            initial_keys(&provider, version, &cids.original_dcid).map_err(ConnectError::Crypto)?;
+            initial_keys(&provider, version, cids.initial_dcid()).map_err(ConnectError::Crypto)?;
         let initial = match side {
             Side::Client => DirKeys { tx: ik.client, rx: ik.server },
             Side::Server => DirKeys { tx: ik.server, rx: ik.client },
@@ -616,12 +728,33 @@ where
         tp.disable_active_migration = !cfg!(feature = "migration");
         tp.active_connection_id_limit = VarInt::from_u32(cids::REMOTE_CIDS as u32);
         tp.initial_source_connection_id = Some(cids.local);
+        // RFC 9368 §3: our version_information: the version in use and every version we
+        // would use on this connection (a server lists its compatible version first, as
+        // its preference).
+        let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
+        tp.version_information = Some(match (side, compatible) {
+            (Side::Client, Some(c)) => {
+                crate::transport_params::VersionInformation::new(version, &[version, c])
+            }
+            (Side::Server, Some(c)) => {
+                crate::transport_params::VersionInformation::new(version, &[c, version])
+            }
+            (_, None) => crate::transport_params::VersionInformation::new(version, &[version]),
+        });
+        // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
+        #[cfg(feature = "datagram")]
+        {
+            tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
+        }
         let mut drbg = drbg;
         let token0 = rotation::reset_token(&provider, &config, &mut drbg, &cids.local)
             .map_err(ConnectError::Crypto)?;
         let mut local_cids = cids::LocalCids::new(cids.local, token0);
         if side == Side::Server {
+            // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
+            // Retry's SCID.
             tp.original_destination_connection_id = Some(cids.original_dcid);
+            tp.retry_source_connection_id = cids.retry_scid;
             // RFC 9000 §10.3: the server's token for its handshake connection ID.
             #[cfg(feature = "stateless-reset")]
             if config.stateless_reset_key.is_some() {
@@ -652,6 +785,8 @@ where
             rng: drbg,
             side,
             version,
+            original_version: version,
+            compatible,
             crypto_send: [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)],
             local_tp,
             local_tp_len,
@@ -719,6 +854,18 @@ where
             last_now: now,
             early_params: false,
             early_rejected: false,
+            token: [0; TOKEN_MAX],
+            token_len: 0,
+            token_state: TokenState::None,
+            retried: false,
+            auth_failures: 0,
+            vn_choice: None,
+            #[cfg(feature = "resumption")]
+            remembered_limits: None,
+            #[cfg(feature = "datagram")]
+            dgram_send: datagram::DatagramQueue::new(),
+            #[cfg(feature = "datagram")]
+            dgram_recv: datagram::DatagramQueue::new(),
         })
     }
 
@@ -744,15 +891,33 @@ where
         &self.hs.cids.remote
     }
 
-    /// The Destination Connection ID of the client's first Initial (a server also accepts
-    /// packets addressed to it until the client switches).
+    /// The Destination Connection ID of the client's first Initial.
     pub fn original_dcid(&self) -> &ConnectionId {
         &self.hs.cids.original_dcid
     }
 
-    /// The QUIC version.
+    /// Server: the Destination Connection ID of the client's Initials — the original one,
+    /// or after a Retry our Retry SCID (accepted on long headers until the client switches
+    /// to our connection ID).
+    pub fn initial_dcid(&self) -> &ConnectionId {
+        self.hs.cids.initial_dcid()
+    }
+
+    /// The QUIC version in use (after a compatible version negotiation, the negotiated one).
     pub const fn version(&self) -> Version {
         self.hs.version
+    }
+
+    /// Client: after [`CloseReason::VersionNegotiation`], the first version the server
+    /// listed that this build speaks; reconnect with it (`ConnectionConfig::version`) or
+    /// give up when `None`.
+    pub const fn version_negotiation_choice(&self) -> Option<Version> {
+        self.vn_choice
+    }
+
+    /// The version of the client's first Initial (RFC 9368 §2: the original version).
+    pub const fn original_version(&self) -> Version {
+        self.hs.original_version
     }
 
     /// The TLS session (ALPN, suite, exporter, …).
@@ -802,6 +967,7 @@ where
             s.pmtu_probes_acked = self.pmtud.probes_acked;
             s.pmtu_blackholes = self.pmtud.blackholes;
         }
+        s.auth_failures = self.auth_failures;
         s
     }
 
@@ -880,6 +1046,10 @@ where
             Ok(tp) => {
                 self.streams.on_peer_params(&tp);
                 self.early_params = true;
+                #[cfg(feature = "resumption")]
+                {
+                    self.remembered_limits = Some(ZeroRttLimits::of(&tp));
+                }
             }
             Err(_) => return false,
         }
@@ -912,7 +1082,61 @@ where
         Some(n)
     }
 
-    // --- events and timers ---    // --- events and timers ---
+    /// Client: sets the address-validation token (from a NEW_TOKEN frame of an earlier
+    /// connection to this server, [`Connection::take_token`]) that our Initials carry (RFC
+    /// 9000 §8.1.3). Only before the first datagram leaves; false if too late, on a server
+    /// or for a token longer than [`TOKEN_MAX`].
+    pub fn set_token(&mut self, token: &[u8]) -> bool {
+        if self.side != Side::Client || self.stats.datagrams_sent > 0 || token.is_empty() {
+            return false;
+        }
+        let Some(dst) = self.token.get_mut(..token.len()) else { return false };
+        dst.copy_from_slice(token);
+        self.token_len = token.len() as u8;
+        self.token_state = TokenState::Initial;
+        true
+    }
+
+    /// Client: copies the token of the server's latest NEW_TOKEN frame into `out` and
+    /// forgets it; returns its length ([`Event::NewToken`]). Keep it with the session ticket
+    /// and give it to the next connection to this server ([`Connection::set_token`]).
+    pub fn take_token(&mut self, out: &mut [u8]) -> Option<usize> {
+        if self.token_state != TokenState::Received {
+            return None;
+        }
+        let n = usize::from(self.token_len);
+        out.get_mut(..n)?.copy_from_slice(self.token.get(..n)?);
+        self.token_state = TokenState::None;
+        self.token_len = 0;
+        Some(n)
+    }
+
+    /// Server: whether the connection would send a NEW_TOKEN frame (RFC 9000 §8.1.3) and
+    /// has none yet: the handshake is confirmed and none was given.
+    #[cfg(feature = "server")]
+    pub fn wants_new_token(&self) -> bool {
+        self.side == Side::Server
+            && self.handshake_confirmed
+            && !self.is_closed()
+            && self.token_state == TokenState::None
+    }
+
+    /// Server: queues `token` (minted by the endpoint, [`crate::token::seal_token`]) to be
+    /// sent in a NEW_TOKEN frame, retransmitted until acknowledged. False if a token was
+    /// already given or it is longer than [`TOKEN_MAX`].
+    #[cfg(feature = "server")]
+    pub fn send_new_token(&mut self, token: &[u8]) -> bool {
+        if !self.wants_new_token() || token.is_empty() {
+            return false;
+        }
+        let Some(dst) = self.token.get_mut(..token.len()) else { return false };
+        dst.copy_from_slice(token);
+        self.token_len = token.len() as u8;
+        self.token_state = TokenState::Pending;
+        true
+    }
+
+    // --- events and timers ---
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -1072,9 +1296,34 @@ where
             return false;
         }
         let (provider, version) = (&self.hs.provider, self.hs.version);
+        let largest_acked = self.recovery.largest_acked(PnSpace::ApplicationData);
         match self.hs.keys.one_rtt.as_mut() {
-            Some(k) => k.initiate(provider, version),
+            Some(k) => k.initiate(provider, version, largest_acked),
             None => false,
+        }
+    }
+
+    /// RFC 9001 §6.6: the integrity limit of the negotiated suite (or the configured one).
+    fn integrity_limit(&self) -> u64 {
+        let suite = self.hs.keys.one_rtt.as_ref().map(|k| k.suite);
+        suite.map_or(u64::MAX, |s| self.config.aead_limits.integrity_for(s))
+    }
+
+    /// RFC 9001 §6.6: after a 1-RTT packet left, start a key update once half the
+    /// confidentiality limit of the send key is used; if the limit itself is reached
+    /// without an update, the connection closes with AEAD_LIMIT_REACHED.
+    fn check_confidentiality_limit(&mut self) {
+        let Some(k) = self.hs.keys.one_rtt.as_ref() else { return };
+        let limit = self.config.aead_limits.confidentiality_for(k.suite);
+        let used = k.tx_packets;
+        if used < limit / 2 {
+            return;
+        }
+        if !self.initiate_key_update() && used >= limit {
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::AEAD_LIMIT_REACHED,
+                None,
+            ));
         }
     }
 
@@ -1134,6 +1383,53 @@ where
         }
         self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent).min(path)
     }
+}
+
+/// RFC 9000 §7.4.1: the server transport parameters a client's 0-RTT data may rely on, which
+/// a server accepting 0-RTT must not reduce (RFC 9221 §3 adds max_datagram_frame_size).
+#[cfg(feature = "resumption")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ZeroRttLimits([u64; 8]);
+
+#[cfg(feature = "resumption")]
+impl ZeroRttLimits {
+    pub(crate) fn of(tp: &TransportParameters) -> Self {
+        #[cfg(feature = "datagram")]
+        let datagram = tp.max_datagram_frame_size.into_inner();
+        #[cfg(not(feature = "datagram"))]
+        let datagram = 0;
+        Self([
+            tp.active_connection_id_limit.into_inner(),
+            tp.initial_max_data.into_inner(),
+            tp.initial_max_stream_data_bidi_local.into_inner(),
+            tp.initial_max_stream_data_bidi_remote.into_inner(),
+            tp.initial_max_stream_data_uni.into_inner(),
+            tp.initial_max_streams_bidi.into_inner(),
+            tp.initial_max_streams_uni.into_inner(),
+            datagram,
+        ])
+    }
+
+    /// Whether `new` (the accepting server's parameters) keeps every limit at least as
+    /// large as these.
+    pub(crate) fn kept_by(&self, new: &Self) -> bool {
+        self.0.iter().zip(new.0.iter()).all(|(old, new)| new >= old)
+    }
+}
+
+/// How a server connection's client address was validated before the handshake (RFC 9000
+/// §8.1), by the token of its Initial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// Not validated: the anti-amplification limit applies until a Handshake packet.
+    None,
+    /// A NEW_TOKEN token of an earlier connection (RFC 9000 §8.1.3).
+    NewToken,
+    /// A Retry token (RFC 9000 §8.1.2) naming the client's original DCID.
+    Retry {
+        /// The Destination Connection ID of the client's first Initial.
+        original_dcid: ConnectionId,
+    },
 }
 
 /// Why [`Connection::stream_open`] failed.

@@ -7,10 +7,10 @@ use mote_crypto::CryptoProvider;
 use super::cids::{LocalCids, RemoteCids};
 use super::path;
 use super::sent::{flag, ControlTable, SentFrames};
-use super::tls::{TlsSession, CRYPTO_RANGES};
+use super::tls::{DirKeys, TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, ConnectionStats, Event, Events, PeerParams,
-    RecvInfo, Res, State, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
+    RecvInfo, Res, State, TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
 };
 use crate::cid::ConnectionId;
 use crate::error::{TransportErrorCode, WireError};
@@ -22,6 +22,7 @@ use crate::packet::{
 use crate::recovery::{PacketEvent, PnSpace, ReceivedPackets, TimeoutAction};
 use crate::stream::{CryptoSend, Handled, Insert, StreamId, Streams};
 use crate::time::{Duration, Instant};
+use crate::token::TOKEN_MAX;
 use crate::transport_params::{Side, TransportParameters};
 use crate::version::Version;
 use mote_tls::Level;
@@ -102,6 +103,8 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) mtu_change: Option<u16>,
     #[cfg(feature = "pmtud")]
     pub(super) now: Instant,
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(super) token_state: &'a mut TokenState,
 }
 
 impl<C, S, const N: usize, const R: usize> Sink<'_, C, S, N, R>
@@ -196,6 +199,11 @@ where
         // RFC 9000 §13.3: HANDSHAKE_DONE is retransmitted until acknowledged.
         if f.has(flag::HANDSHAKE_DONE) && !acked {
             *self.handshake_done_pending = true;
+        }
+        // RFC 9000 §13.3: so is NEW_TOKEN (the token itself stays in the connection).
+        #[cfg(feature = "server")]
+        if f.has(flag::NEW_TOKEN) && *self.token_state == TokenState::InFlight {
+            *self.token_state = if acked { TokenState::Acked } else { TokenState::Pending };
         }
     }
 }
@@ -320,9 +328,14 @@ where
                     self.on_version_negotiation(&vn);
                     return None;
                 }
-                // Retry is handled with address validation (a later issue); packets of
-                // other versions are not ours.
-                Header::Retry(_) | Header::UnsupportedVersion(_) => {
+                Header::Retry(r) => {
+                    let n = parsed.len;
+                    let (version, dcid, scid, token) = (r.version, r.dcid, r.scid, r.token);
+                    self.on_retry(now, version, dcid, scid, token, buf.get(..n)?);
+                    return None;
+                }
+                // Packets of other versions are not ours.
+                Header::UnsupportedVersion(_) => {
                     self.dropped();
                     return None;
                 }
@@ -339,7 +352,11 @@ where
             }
         };
         let len = hdr.len;
+        // RFC 9368 §2.3: a client that offered a compatible version follows the server's
+        // first Initial in it — tentatively: if the packet does not open, it switches back.
+        let switched_from = self.try_compatible_switch(&hdr);
         if !self.accept_header(&hdr, datagram_len) {
+            self.undo_switch(switched_from);
             self.dropped();
             #[cfg(feature = "stateless-reset")]
             if !hdr.long && self.check_reset_tail() {
@@ -363,7 +380,7 @@ where
                 Some(k) if self.side == Side::Server => k.unprotect(pkt, hdr.pn_offset, largest),
                 _ => Err(WireError::DecryptFailed),
             },
-            PacketType::OneRtt => self.unprotect_one_rtt(pkt, hdr.pn_offset, largest),
+            PacketType::OneRtt => self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest),
         };
         let u = match unprotected {
             Ok(u) => u,
@@ -372,13 +389,30 @@ where
                 self.enter_closing(wire(WireError::ReservedBitsSet));
                 return None;
             }
-            // RFC 9001 §5.5: packets that fail to decrypt are discarded. RFC 9000 §10.3.1: a
-            // short-header one may be a stateless reset.
+            Err(_) if switched_from.is_some() => {
+                self.undo_switch(switched_from);
+                self.dropped();
+                return Some(len);
+            }
+            // RFC 9001 §5.5: packets that fail to decrypt are discarded. RFC 9001 §6.6: 1-RTT
+            // authentication failures are counted against the integrity limit; reaching it
+            // closes the connection with AEAD_LIMIT_REACHED. RFC 9000 §10.3.1: a short-header
+            // packet that fails may be a stateless reset.
             Err(_) => {
                 self.dropped();
                 #[cfg(feature = "stateless-reset")]
                 if !hdr.long && self.check_reset_tail() {
                     return None;
+                }
+                if hdr.ptype == PacketType::OneRtt && self.hs.keys.one_rtt.is_some() {
+                    self.auth_failures = self.auth_failures.saturating_add(1);
+                    if self.auth_failures >= self.integrity_limit() {
+                        self.enter_closing(ConnectionClose::transport(
+                            TransportErrorCode::AEAD_LIMIT_REACHED,
+                            None,
+                        ));
+                        return None;
+                    }
                 }
                 return Some(len);
             }
@@ -439,11 +473,15 @@ where
         // Short headers may use any connection ID we issued and the peer has not retired.
         let ours =
             if h.long { h.dcid == c.local } else { self.local_cids.seq_of(&h.dcid).is_some() };
-        let original = server && h.long && h.dcid == c.original_dcid;
+        let original = server && h.long && h.dcid == *c.initial_dcid();
         if !(ours || original) {
             return false;
         }
-        if h.long && h.version != self.hs.version {
+        // Long headers are in the version in use; a server also takes 0-RTT packets in the
+        // original version after switching to a compatible one (RFC 9368 §2.3).
+        let zero_rtt_original =
+            h.ptype == PacketType::ZeroRtt && h.version == self.hs.original_version;
+        if h.long && h.version != self.hs.version && !zero_rtt_original {
             return false;
         }
         match (self.side, h.ptype) {
@@ -472,12 +510,14 @@ where
     /// update the peer initiated (a Key Phase bit different from ours).
     fn unprotect_one_rtt(
         &mut self,
+        now: Instant,
         pkt: &mut [u8],
         pn_offset: usize,
         largest: Option<u64>,
     ) -> Result<Unprotected, WireError> {
         let version = self.hs.version;
         let provider = &self.hs.provider;
+        let keep_until = now + self.recovery.pto_period().saturating_mul(3);
         let Some(k) = self.hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
         let t = remove_header_protection(&k.keys.rx.header, pkt, pn_offset)?;
         let pn = number::decode(largest, t.value, t.len);
@@ -485,15 +525,21 @@ where
         let phase = t.first_byte & KEY_PHASE_BIT != 0;
         let payload_len = if phase == k.rx_phase {
             k.keys.rx.packet.open_in_place(pn, pkt, header_len)?
+        } else if pn < k.rx_phase_start_pn {
+            // RFC 9001 §6.5: the other Key Phase below the first packet of the current phase
+            // is a packet of the previous phase, reordered across the update: opened with
+            // the previous key while it is kept (three PTOs), dropped after.
+            match k.prev_rx(now) {
+                Some(prev) => prev.open_in_place(pn, pkt, header_len)?,
+                None => return Err(WireError::DecryptFailed),
+            }
         } else {
             // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
             // generation's key; if it opens, the peer updated keys and we follow (§6.2).
-            // Packets of the previous phase arriving late are not decryptable any more
-            // (the previous key is not kept) and are dropped.
             let (next, secret) =
                 k.next_rx(provider, version).map_err(|_| WireError::DecryptFailed)?;
             let n = next.open_in_place(pn, pkt, header_len)?;
-            k.on_peer_phase(provider, version, next, secret)
+            k.on_peer_phase(provider, version, next, secret, pn, keep_until)
                 .map_err(|_| WireError::DecryptFailed)?;
             n
         };
@@ -501,17 +547,138 @@ where
         Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
     }
 
-    /// RFC 9000 §6.2: a client abandons the attempt on a valid Version Negotiation packet
-    /// (this build negotiates no other version with a server that refused ours).
+    /// RFC 9368 §2.3: a client whose first flight offered a compatible version switches to
+    /// it on the server's first Initial in that version: Initial keys of that version (RFC
+    /// 9369 §3.3.1: another salt), from the same connection ID. Returns what to restore if
+    /// the packet turns out not to be genuine.
+    fn try_compatible_switch(&mut self, h: &Hdr) -> Option<(Version, Option<DirKeys<P>>)> {
+        let offered = self.hs.compatible == Some(h.version);
+        if self.side != Side::Client
+            || !h.long
+            || h.ptype != PacketType::Initial
+            || h.version == self.hs.version
+            || !offered
+            || self.any_packet
+        {
+            return None;
+        }
+        let ik =
+            crate::packet::initial_keys(&self.hs.provider, h.version, self.hs.cids.initial_dcid())
+                .ok()?;
+        let old = self.hs.keys.initial.replace(DirKeys { tx: ik.client, rx: ik.server });
+        let from = core::mem::replace(&mut self.hs.version, h.version);
+        Some((from, old))
+    }
+
+    fn undo_switch(&mut self, switched_from: Option<(Version, Option<DirKeys<P>>)>) {
+        if let Some((v, keys)) = switched_from {
+            self.hs.version = v;
+            self.hs.keys.initial = keys;
+        }
+    }
+
+    /// RFC 9000 §8.1.3, §19.7: a client keeps the server's latest NEW_TOKEN token for its
+    /// next connection.
+    fn on_new_token(&mut self, token: &[u8]) {
+        // The Initial token, if any, is no longer needed once 1-RTT packets arrive.
+        let Some(dst) = self.token.get_mut(..token.len()) else { return };
+        dst.copy_from_slice(token);
+        self.token_len = token.len() as u8;
+        self.token_state = TokenState::Received;
+        self.events.push(Event::NewToken);
+    }
+
+    /// RFC 9000 §17.2.5.2, RFC 9001 §5.8: a client acts on the first valid Retry packet
+    /// before any other packet from the server: it addresses the server with the Retry's
+    /// Source Connection ID, derives new Initial keys from it, carries its token in every
+    /// later Initial and sends again what its Initial (and 0-RTT) packets carried, without
+    /// resetting packet numbers (RFC 9000 §17.2.5.3).
+    fn on_retry(
+        &mut self,
+        now: Instant,
+        version: Version,
+        dcid: &[u8],
+        scid: &[u8],
+        token: &[u8],
+        packet: &[u8],
+    ) {
+        let c = &self.hs.cids;
+        // RFC 9000 §17.2.5.2: at most one Retry, and none after a server packet; the Retry
+        // must be addressed to us, in our version, with a non-empty token; §17.2.5.1: its
+        // SCID must differ from the DCID we sent.
+        let acceptable = self.side == Side::Client
+            && !self.retried
+            && !self.any_packet
+            && version == self.hs.version
+            && dcid == &c.local[..]
+            && !token.is_empty()
+            && token.len() <= TOKEN_MAX
+            && scid != &c.original_dcid[..];
+        let Some(new_dcid) = ConnectionId::new(scid).filter(|_| acceptable) else {
+            self.dropped();
+            return;
+        };
+        // RFC 9001 §5.8: the integrity tag over the pseudo-packet with our original DCID.
+        // The packet is bounded above (token ≤ TOKEN_MAX), so the scratch fits the stack.
+        let mut scratch = [0u8; 1 + 20 + 7 + 2 * 20 + TOKEN_MAX + 16];
+        let verified = packet::verify_retry(
+            &self.hs.provider,
+            version,
+            &c.original_dcid,
+            packet,
+            &mut scratch,
+        );
+        if verified.is_err() {
+            self.dropped();
+            return;
+        }
+        let Ok(ik) = crate::packet::initial_keys(&self.hs.provider, version, &new_dcid) else {
+            self.dropped();
+            return;
+        };
+        self.retried = true;
+        self.stats.retries = self.stats.retries.saturating_add(1);
+        self.hs.cids.remote = new_dcid;
+        self.hs.cids.retry_scid = Some(new_dcid);
+        if let Some(dst) = self.token.get_mut(..token.len()) {
+            dst.copy_from_slice(token);
+            self.token_len = token.len() as u8;
+            self.token_state = TokenState::Initial;
+        }
+        self.hs.keys.initial = Some(super::tls::DirKeys { tx: ik.client, rx: ik.server });
+        // RFC 9002 §6.3: a Retry resets loss recovery; what the Initial and 0-RTT packets
+        // carried is sent again in new packets (packet numbers go on).
+        self.recovery.discard_space(PnSpace::Initial, now);
+        self.hs.crypto_send[0].requeue_unacked();
+        if self.hs.keys.zero_rtt().is_some() {
+            for p in self.recovery.application_packets().iter() {
+                for slot in p.payload.control_slots() {
+                    if let Some(c) = self.controls.take(slot) {
+                        self.streams.on_control_lost(c);
+                    }
+                }
+            }
+            self.streams.requeue_all();
+            self.recovery.discard_space(PnSpace::ApplicationData, now);
+        }
+    }
+
+    /// RFC 9000 §6.2: a client abandons the attempt on a valid Version Negotiation packet —
+    /// one that answers our first Initial and does not list the version we used (§6.2:
+    /// such a packet is ignored) — and reports the first version of ours the server listed
+    /// ([`Connection::version_negotiation_choice`]): a new connection in that version is
+    /// the application's (RFC 9368 §2.2 incompatible negotiation; it needs a new TLS
+    /// session). Without one, the attempt fails.
     fn on_version_negotiation(&mut self, vn: &VersionNegotiation<'_>) {
         let c = &self.hs.cids;
         if self.side != Side::Client
             || self.any_packet
-            || !vn.is_valid_for_client(self.hs.version, &c.original_dcid, &c.local)
+            || !vn.is_valid_for_client(self.hs.original_version, &c.original_dcid, &c.local)
         {
             self.dropped();
             return;
         }
+        self.vn_choice = vn.choose(Version::SUPPORTED);
         self.close_reason = Some(CloseReason::VersionNegotiation);
         self.events.push(Event::Closed);
         self.set_drained();
@@ -585,12 +752,13 @@ where
                     }
                 }
                 // RFC 9000 §19.7: a server receiving NEW_TOKEN closes with
-                // PROTOCOL_VIOLATION. Clients keep no tokens yet (address validation with
-                // Retry and NEW_TOKEN is a later issue).
-                Frame::NewToken { .. } => {
+                // PROTOCOL_VIOLATION. A client keeps the latest token for its next
+                // connection (RFC 9000 §8.1.3); one longer than we keep is ignored.
+                Frame::NewToken { token } => {
                     if self.side == Side::Server {
                         return Err(violation(ty));
                     }
+                    self.on_new_token(token);
                 }
                 Frame::Stream { .. }
                 | Frame::ResetStream { .. }
@@ -656,10 +824,11 @@ where
                     return Ok(out);
                 }
                 Frame::HandshakeDone => self.on_handshake_done(now, ty)?,
-                // RFC 9221 §3: we advertise no max_datagram_frame_size, so a DATAGRAM frame
-                // is a PROTOCOL_VIOLATION.
+                // RFC 9221 §3, §4: checked against what we offered, then queued.
                 #[cfg(feature = "datagram")]
-                Frame::Datagram { .. } => return Err(violation(ty)),
+                Frame::Datagram { data, .. } => {
+                    self.on_datagram_frame(data, ty, frame.encoded_len())?
+                }
             }
         }
         Ok(out)
@@ -755,6 +924,7 @@ where
             mtu_change: None,
             #[cfg(feature = "pmtud")]
             now,
+            token_state: &mut self.token_state,
         };
         // RFC 9000 §13.1, §21.4: an ACK of a packet never sent (or deliberately skipped) is a
         // PROTOCOL_VIOLATION (checked by recovery before anything changes).
@@ -833,10 +1003,35 @@ where
     /// Acts on what the TLS session reported during `start` / `read_handshake`.
     pub(super) fn on_handshake_progress(&mut self, now: Instant) -> Res {
         let sig = core::mem::take(&mut self.hs.signals);
+        // RFC 9368 §2.3: the server switched to the compatible version: its Initial packets
+        // from the ServerHello on are in it, with that version's Initial keys.
+        if sig.version_switched {
+            let ik = crate::packet::initial_keys(
+                &self.hs.provider,
+                self.hs.version,
+                self.hs.cids.initial_dcid(),
+            )
+            .map_err(|_| ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None))?;
+            self.hs.keys.initial = Some(DirKeys { tx: ik.server, rx: ik.client });
+        }
         if sig.handshake_keys {
             self.recovery.on_handshake_keys_available(now);
         }
         if let Some(tp) = self.hs.peer_tp.take() {
+            // RFC 9000 §7.4.1: "a server that accepts 0-RTT data MUST NOT set values for
+            // the following parameters ... that are smaller than the remembered values";
+            // our 0-RTT data may already exceed the smaller ones (quinn closes the same way).
+            #[cfg(feature = "resumption")]
+            if let Some(old) = self.remembered_limits {
+                let accepted =
+                    sig.early_data == Some(true) || self.tls.early_data_accepted() == Some(true);
+                if accepted && !old.kept_by(&super::ZeroRttLimits::of(&tp)) {
+                    return Err(ConnectionClose::transport(
+                        TransportErrorCode::PROTOCOL_VIOLATION,
+                        None,
+                    ));
+                }
+            }
             self.apply_peer_params(&tp);
         }
         if sig.tickets > 0 {
@@ -897,6 +1092,10 @@ where
             max_udp_payload_size: tp.max_udp_payload_size.into_inner(),
             ack_delay_exponent: tp.ack_delay_exponent,
             disable_active_migration: tp.disable_active_migration,
+            #[cfg(feature = "datagram")]
+            max_datagram_frame_size: tp.max_datagram_frame_size.into_inner(),
+            #[cfg(not(feature = "datagram"))]
+            max_datagram_frame_size: 0,
         });
         // RFC 9000 §5.1.1: issue up to the peer's active_connection_id_limit.
         self.local_cids.set_target(tp.active_connection_id_limit.into_inner());
@@ -979,6 +1178,7 @@ where
             mtu_change: None,
             #[cfg(feature = "pmtud")]
             now,
+            token_state: &mut self.token_state,
         };
         let action = self.recovery.on_timeout(now, |ev| sink.on_event(ev));
         #[cfg(feature = "pmtud")]

@@ -5,7 +5,7 @@ use mote_crypto::{CryptoProvider, TAG_LEN};
 
 use super::sent::{flag, SentFrames};
 use super::tls::TlsSession;
-use super::{si, Connection, ConnectionClose, State, Transmit, MIN_INITIAL_SIZE};
+use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
 use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
 use crate::frame::Frame;
@@ -399,6 +399,8 @@ where
         }
         if matches!(self.state, State::Closing { .. }) {
             self.close_pending = false;
+        } else if built[2].is_some_and(|b| b.long.is_none()) {
+            self.check_confidentiality_limit();
         }
         (pos, built.iter().flatten().all(|b| b.long.is_none()))
     }
@@ -415,6 +417,11 @@ where
         let Some(keys) = self.tx_keys(b.space) else { return false };
         if keys.protect(pkt, b.pn_offset, b.pn).is_err() {
             return false;
+        }
+        // RFC 9001 §6.6: count what the current 1-RTT send key protected.
+        let one_rtt = b.space == PnSpace::ApplicationData && b.long.is_none();
+        if let Some(k) = self.hs.keys.one_rtt.as_mut().filter(|_| one_rtt) {
+            k.on_sent(b.pn);
         }
         // RFC 9002 §2: packets that are ack-eliciting or contain PADDING count in flight. An
         // ACK-only padded packet is not counted when no record is free (it needs none to be
@@ -468,12 +475,22 @@ where
                 self.handshake_done_pending
                     || self.has_cid_frames()
                     || self.challenge_pending()
+                    || (cfg!(feature = "server") && self.token_state == TokenState::Pending)
+                    || self.datagram_ready()
                     || self.ping_pending
                     || self.hs.crypto_send[2].wants_to_send()
                     || (self.controls.has_free() && self.streams.wants_control())
                     || self.streams.wants_to_send()
             }
         }
+    }
+
+    /// Whether a DATAGRAM frame waits (feature `datagram`).
+    fn datagram_ready(&self) -> bool {
+        #[cfg(feature = "datagram")]
+        return self.datagram_pending();
+        #[cfg(not(feature = "datagram"))]
+        false
     }
 
     fn rx_has_unacked(&self, space: PnSpace) -> (bool, bool) {
@@ -535,13 +552,19 @@ where
         };
         let (pn_offset, long) = match long_type {
             Some(ty) => {
-                let h = LongHeader {
-                    ty,
-                    version: self.hs.version,
-                    dcid: &c.remote,
-                    scid: &c.local,
-                    token: &[],
+                // RFC 9000 §17.2.2: a client's Initials carry its address-validation token.
+                let token = match ty {
+                    LongType::Initial if self.token_state == TokenState::Initial => {
+                        self.token.get(..usize::from(self.token_len)).unwrap_or(&[])
+                    }
+                    _ => &[],
                 };
+                // 0-RTT stays in the original version (RFC 9368 §2.3).
+                let version = match ty {
+                    LongType::ZeroRtt => self.hs.original_version,
+                    _ => self.hs.version,
+                };
+                let h = LongHeader { ty, version, dcid: &c.remote, scid: &c.local, token };
                 let off = h.emit(&mut w, pn, pn_len).ok()?;
                 (off.pn_offset, Some(off))
             }
@@ -653,6 +676,17 @@ where
             f.flags |= flag::HANDSHAKE_DONE;
             any = true;
         }
+        // RFC 9000 §8.1.3, §19.7: a server's NEW_TOKEN for the client's next connection.
+        #[cfg(feature = "server")]
+        if one_rtt && self.token_state == TokenState::Pending {
+            let token = self.token.get(..usize::from(self.token_len)).unwrap_or(&[]);
+            let fr = Frame::NewToken { token };
+            if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
+                self.token_state = TokenState::InFlight;
+                f.flags |= flag::NEW_TOKEN;
+                any = true;
+            }
+        }
         if one_rtt {
             // RFC 9000 §19.15, §19.16: connection-ID rotation; §8.2.1: path validation.
             any |= self.write_cid_frames(pn, w, f);
@@ -675,6 +709,18 @@ where
                 if let Some(slot) = self.controls.insert(c) {
                     f.add_control(slot);
                 }
+                any = true;
+            }
+        }
+        // DATAGRAM (RFC 9221 §5): queued datagrams that fit, each sent once.
+        #[cfg(feature = "datagram")]
+        if one_rtt {
+            while let Some(d) = self.dgram_send.front() {
+                let fr = Frame::Datagram { data: d, has_length: true };
+                if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+                    break;
+                }
+                self.dgram_send.pop();
                 any = true;
             }
         }

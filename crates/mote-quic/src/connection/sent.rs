@@ -22,23 +22,26 @@ const NO_CONTROL: u8 = u8::MAX;
 /// Flag bits of [`SentFrames::flags`].
 pub(crate) mod flag {
     /// A STREAM frame: `stream_*` fields are valid.
-    pub const STREAM: u8 = 0x01;
+    pub const STREAM: u16 = 0x01;
     /// The STREAM frame carried FIN.
-    pub const STREAM_FIN: u8 = 0x02;
+    pub const STREAM_FIN: u16 = 0x02;
     /// A CRYPTO frame: `crypto_*` fields are valid.
-    pub const CRYPTO: u8 = 0x04;
+    pub const CRYPTO: u16 = 0x04;
     /// An ACK frame: `ack_largest` is valid.
-    pub const ACK: u8 = 0x08;
+    pub const ACK: u16 = 0x08;
     /// HANDSHAKE_DONE (retransmitted until acknowledged, RFC 9000 §13.3).
-    pub const HANDSHAKE_DONE: u8 = 0x10;
+    pub const HANDSHAKE_DONE: u16 = 0x10;
     /// PING (never retransmitted).
-    pub const PING: u8 = 0x20;
+    pub const PING: u16 = 0x20;
     /// NEW_CONNECTION_ID or RETIRE_CONNECTION_ID frames: the connection-ID tables know
     /// which (they record the packet number).
-    pub const CIDS: u8 = 0x40;
+    pub const CIDS: u16 = 0x40;
     /// PATH_CHALLENGE or PATH_RESPONSE (the datagram is padded to 1200 bytes, RFC 9000
     /// §8.2.1; never retransmitted).
-    pub const PATH: u8 = 0x80;
+    pub const PATH: u16 = 0x80;
+    /// NEW_TOKEN (retransmitted until acknowledged, RFC 9000 §13.3).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub const NEW_TOKEN: u16 = 0x100;
 }
 
 /// The frames of one sent packet that matter after it left.
@@ -51,7 +54,7 @@ pub struct SentFrames {
     pub(crate) stream_len: u16,
     pub(crate) crypto_len: u16,
     pub(crate) controls: [u8; CONTROLS_PER_PACKET],
-    pub(crate) flags: u8,
+    pub(crate) flags: u16,
 }
 
 impl Default for SentFrames {
@@ -73,7 +76,7 @@ impl SentFrames {
         flags: 0,
     };
 
-    pub(crate) fn has(&self, f: u8) -> bool {
+    pub(crate) fn has(&self, f: u16) -> bool {
         self.flags & f != 0
     }
 

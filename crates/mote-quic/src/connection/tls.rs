@@ -160,6 +160,16 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
     pub(crate) rx_secret: Secret,
     /// Key updates completed (for statistics).
     pub(crate) updates: u32,
+    /// RFC 9001 §6.5: the receive key of the previous phase, kept until the deadline
+    /// (three PTOs after the update) to open packets reordered across the update.
+    pub(crate) prev_rx: Option<(PacketKey<P>, Instant)>,
+    /// The smallest packet number opened with the current receive key: a packet of the
+    /// other Key Phase below it belongs to the previous phase, above it to the next.
+    pub(crate) rx_phase_start_pn: u64,
+    /// The first packet number sent with the current send key (`None` until one leaves).
+    pub(crate) tx_phase_start_pn: Option<u64>,
+    /// Packets protected with the current send key (RFC 9001 §6.6 confidentiality limit).
+    pub(crate) tx_packets: u32,
 }
 
 impl<P: CryptoProvider> OneRttKeys<P> {
@@ -181,25 +191,45 @@ impl<P: CryptoProvider> OneRttKeys<P> {
             PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
         self.tx_secret = tx_secret;
         self.tx_phase = !self.tx_phase;
+        self.tx_phase_start_pn = None;
+        self.tx_packets = 0;
         Ok(())
+    }
+
+    /// The previous phase's receive key, if it is still kept at `now`.
+    pub(crate) fn prev_rx(&self, now: Instant) -> Option<&PacketKey<P>> {
+        self.prev_rx.as_ref().filter(|(_, until)| now < *until).map(|(k, _)| k)
+    }
+
+    /// A packet `pn` was protected with the current send key.
+    pub(crate) fn on_sent(&mut self, pn: u64) {
+        if self.tx_phase_start_pn.is_none() {
+            self.tx_phase_start_pn = Some(pn);
+        }
+        self.tx_packets = self.tx_packets.saturating_add(1);
     }
 
     /// RFC 9001 §6.2, §6.3: a packet of the next phase opened with `rx`: switch the receive
     /// key, and the send key too unless we initiated this update. The header-protection keys
     /// stay (RFC 9001 §6.1).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_peer_phase(
         &mut self,
         provider: &P,
         version: Version,
         rx: PacketKey<P>,
         rx_secret: Secret,
+        pn: u64,
+        keep_until: Instant,
     ) -> Result<(), mote_crypto::Error> {
         if self.tx_ahead {
             self.tx_ahead = false;
         } else {
             self.advance_tx(provider, version)?;
         }
-        self.keys.rx.packet = rx;
+        let prev = core::mem::replace(&mut self.keys.rx.packet, rx);
+        self.prev_rx = Some((prev, keep_until));
+        self.rx_phase_start_pn = pn;
         self.rx_secret = rx_secret;
         self.rx_phase = !self.rx_phase;
         self.updates = self.updates.saturating_add(1);
@@ -208,9 +238,21 @@ impl<P: CryptoProvider> OneRttKeys<P> {
 
     /// RFC 9001 §6.1: starts a key update: the send key moves to the next generation and the
     /// Key Phase bit flips; the receive key follows when the peer's packets do. Refused
-    /// while a previous update is unanswered.
-    pub(crate) fn initiate(&mut self, provider: &P, version: Version) -> bool {
-        if self.tx_ahead || self.advance_tx(provider, version).is_err() {
+    /// while a previous update is unanswered, and (§6.1: "MUST NOT initiate a subsequent
+    /// key update unless it has received an acknowledgment for a packet that was sent
+    /// protected with keys from the current key phase") until `largest_acked` covers a
+    /// packet of the current phase.
+    pub(crate) fn initiate(
+        &mut self,
+        provider: &P,
+        version: Version,
+        largest_acked: Option<u64>,
+    ) -> bool {
+        let acked_in_phase = match (self.tx_phase_start_pn, largest_acked) {
+            (Some(first), Some(largest)) => largest >= first,
+            _ => false,
+        };
+        if self.tx_ahead || !acked_in_phase || self.advance_tx(provider, version).is_err() {
             return false;
         }
         self.tx_ahead = true;
@@ -267,6 +309,17 @@ pub(crate) struct Cids {
     pub(crate) remote: ConnectionId,
     /// The Destination Connection ID of the client's first Initial.
     pub(crate) original_dcid: ConnectionId,
+    /// The Source Connection ID of the Retry packet (client: the one acted on; server: the
+    /// one the client's token names), RFC 9000 §7.3.
+    pub(crate) retry_scid: Option<ConnectionId>,
+}
+
+impl Cids {
+    /// The Destination Connection ID of the client's Initials, from which Initial keys
+    /// derive: the Retry SCID after a Retry, the original DCID otherwise.
+    pub(crate) fn initial_dcid(&self) -> &ConnectionId {
+        self.retry_scid.as_ref().unwrap_or(&self.original_dcid)
+    }
 }
 
 /// What the handshake changed, for the connection to act on after `read_handshake`.
@@ -277,6 +330,8 @@ pub(crate) struct HsSignals {
     pub(crate) complete: bool,
     pub(crate) early_data: Option<bool>,
     pub(crate) tickets: u32,
+    /// Server: compatible version negotiation switched the connection's version.
+    pub(crate) version_switched: bool,
 }
 
 /// The connection state the TLS session writes into during `start` / `read_handshake`.
@@ -284,7 +339,14 @@ pub(crate) struct Handshake<P: CryptoProvider, C> {
     pub(crate) provider: P,
     pub(crate) rng: Drbg<P>,
     pub(crate) side: Side,
+    /// The version in use: the original one, or after compatible version negotiation (RFC
+    /// 9368 §2.3) the negotiated one.
     pub(crate) version: Version,
+    /// The version of the client's first Initial (0-RTT packets stay in it).
+    pub(crate) original_version: Version,
+    /// A version compatible with the original one that we offer (client) or switch to
+    /// when offered (server).
+    pub(crate) compatible: Option<Version>,
     /// CRYPTO send buffers of the Initial, Handshake and 1-RTT levels.
     pub(crate) crypto_send: [CryptoSend<C, CRYPTO_RANGES>; 3],
     pub(crate) local_tp: [u8; LOCAL_TP_MAX],
@@ -344,6 +406,64 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
     }
 }
 
+impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
+    /// RFC 9368 §4, §2.3: checks the peer's version_information against the versions in
+    /// use (downgrade protection) and, on a server, switches to the compatible version when
+    /// the client offers it. Failures are VERSION_NEGOTIATION_ERROR.
+    pub(crate) fn negotiate_version(&mut self, tp: &TransportParameters) -> Result<(), TlsError> {
+        let error = TlsError::Transport(transport_error::VERSION_NEGOTIATION_ERROR);
+        match (self.side, &tp.version_information) {
+            // RFC 9368 §4: "the server MUST validate that the client's Chosen Version
+            // matches the version in use" — the version of the client's first flight.
+            (Side::Server, Some(vi)) => {
+                if vi.chosen != self.original_version {
+                    return Err(error);
+                }
+                // RFC 9368 §2.3: compatible negotiation, when the client lists our
+                // compatible version; the answer (from the ServerHello on) is in it.
+                if let Some(v) = self.compatible.filter(|v| vi.available().contains(v)) {
+                    if v != self.version && v.is_supported() {
+                        self.switch_version(v)?;
+                    }
+                }
+            }
+            (Side::Server, None) => {}
+            // RFC 9368 §4: "the client MUST validate that the server's Chosen Version is
+            // equal to the negotiated version"; a server that switched versions without
+            // saying so, or an attacker that made it look so, fails the same way.
+            (Side::Client, Some(vi)) => {
+                if vi.chosen != self.version {
+                    return Err(error);
+                }
+            }
+            (Side::Client, None) => {
+                if self.version != self.original_version {
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Server: the connection continues in `v`: our transport parameters say so (RFC 9368
+    /// §3: Chosen Version `v`); the connection re-derives its Initial keys.
+    fn switch_version(&mut self, v: Version) -> Result<(), TlsError> {
+        let len = self.local_tp_len.min(LOCAL_TP_MAX);
+        let mut tp =
+            TransportParameters::decode(self.local_tp.get(..len).unwrap_or(&[]), Side::Server)
+                .map_err(|_| TlsError::Transport(transport_error::INTERNAL_ERROR))?;
+        let original = self.original_version;
+        tp.version_information =
+            Some(crate::transport_params::VersionInformation::new(v, &[v, original]));
+        let mut w = crate::coding::Writer::new(&mut self.local_tp);
+        tp.encode(&mut w).map_err(|_| TlsError::Transport(transport_error::INTERNAL_ERROR))?;
+        self.local_tp_len = w.position();
+        self.version = v;
+        self.signals.version_switched = true;
+        Ok(())
+    }
+}
+
 impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Handshake<P, C> {
     fn rng(&mut self) -> &mut dyn CryptoRng {
         &mut self.rng
@@ -388,16 +508,21 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
                     tx_secret: tx.clone(),
                     rx_secret: rx.clone(),
                     updates: 0,
+                    prev_rx: None,
+                    rx_phase_start_pn: 0,
+                    tx_phase_start_pn: None,
+                    tx_packets: 0,
                 });
                 self.signals.one_rtt_keys = true;
             }
-            // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only.
+            // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only. They are
+            // sent in the original version, before the client can know of a switch.
             #[cfg(feature = "resumption")]
             KeyLevel::ZeroRtt => {
                 self.keys.zero_rtt = Some(
                     PacketKeys::from_secret(
                         &self.provider,
-                        self.version,
+                        self.original_version,
                         s.suite,
                         s.client.as_ref(),
                     )
@@ -423,14 +548,19 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
         match self.side {
             // RFC 9000 §7.3: the server's initial_source_connection_id must be the Source
             // Connection ID of its Initial (our DCID now), original_destination_connection_id
-            // the DCID of our first Initial; no Retry happened, so no
-            // retry_source_connection_id.
-            Side::Client => tp.validate_server_cids(&c.remote, &c.original_dcid, None),
+            // the DCID of our first Initial, and retry_source_connection_id present exactly
+            // when we acted on a Retry, equal to its Source Connection ID.
+            Side::Client => tp.validate_server_cids(
+                &c.remote,
+                &c.original_dcid,
+                c.retry_scid.as_ref().map(|r| &r[..]),
+            ),
             // RFC 9000 §7.3: the client's initial_source_connection_id must be the Source
             // Connection ID of its Initial.
             Side::Server => tp.validate_client_cids(&c.remote),
         }
         .map_err(|_| tp_error())?;
+        self.negotiate_version(&tp)?;
         // RFC 9000 §7.4.1: a client remembers the server's parameters with its tickets
         // (minus those that must not be reused) for 0-RTT.
         #[cfg(feature = "resumption")]
