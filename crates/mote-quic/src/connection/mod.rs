@@ -76,6 +76,11 @@ pub const REASON_MAX: usize = 32;
 /// RFC 9000 §14.1: the smallest maximum datagram size, and the size client Initial
 /// datagrams are padded to.
 pub const MIN_INITIAL_SIZE: usize = 1200;
+/// RFC 9000 §21.4: one Application Data packet number is skipped every
+/// `SKIP_PN_GAP_MIN..SKIP_PN_GAP_MIN + 256` packets (the gap drawn at random), so an
+/// optimistic ACK covering numbers never sent is caught as a PROTOCOL_VIOLATION. The
+/// recovery remembers the last few skipped numbers (`recovery::SKIPPED_MEMORY`).
+pub const SKIP_PN_GAP_MIN: u64 = 32;
 
 /// The byte buffers of a connection, owned by it: CRYPTO send and receive buffers for the
 /// Initial, Handshake and 1-RTT levels, and a (send, receive) pair per stream slot.
@@ -422,6 +427,8 @@ pub struct Connection<
     early_params: bool,
     /// Client: the server rejected 0-RTT.
     early_rejected: bool,
+    /// The Application Data packet number to skip next (RFC 9000 §21.4).
+    skip_pn_at: u64,
 }
 
 type Res<T = ()> = Result<T, ConnectionClose>;
@@ -600,6 +607,7 @@ where
             last_now: now,
             early_params: false,
             early_rejected: false,
+            skip_pn_at: SKIP_PN_GAP_MIN,
         })
     }
 
