@@ -42,6 +42,9 @@ pub mod tls;
 // The pair tests need a server connection.
 #[cfg(all(test, feature = "server"))]
 pub(crate) mod tests;
+// Attack-class regression tests (RFC 9000 §21), on the same pairs.
+#[cfg(all(test, feature = "server"))]
+mod tests_attacks;
 
 use core::net::SocketAddr;
 
@@ -429,6 +432,10 @@ pub struct Connection<
     early_rejected: bool,
     /// The Application Data packet number to skip next (RFC 9000 §21.4).
     skip_pn_at: u64,
+    /// Closing state: datagrams received, and the count at which the next CONNECTION_CLOSE
+    /// is sent (doubling, RFC 9000 §10.2.1).
+    closing_received: u32,
+    closing_answer_at: u32,
 }
 
 type Res<T = ()> = Result<T, ConnectionClose>;
@@ -608,6 +615,8 @@ where
             early_params: false,
             early_rejected: false,
             skip_pn_at: SKIP_PN_GAP_MIN,
+            closing_received: 0,
+            closing_answer_at: 1,
         })
     }
 
