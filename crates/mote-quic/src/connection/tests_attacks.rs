@@ -293,7 +293,7 @@ fn attack_handshake_packets_replayed_after_confirmation_are_dropped() {
         .filter(|(_, _, _, d)| d.first().is_some_and(|b| b & 0x80 != 0))
         .map(|(_, dir, _, d)| (*dir, d.clone()))
         .collect();
-    assert!(log.len() >= 4);
+    assert!(log.len() >= 3, "{} long-header datagrams", log.len());
     let (c_idle, s_idle) = (p.client.idle_start, p.server().idle_start);
     let (c_drop, s_drop) = (p.client.stats().packets_dropped, p.server().stats().packets_dropped);
     let now = p.now + Duration::from_millis(1);
@@ -345,6 +345,22 @@ fn after_download(bytes: usize) -> Pair {
     p
 }
 
+/// The packet numbers of `c`'s unacknowledged Application Data packets, as descending
+/// ranges: what an attacker that really receives them acknowledges.
+fn live_ranges<X: TlsSession>(c: &Conn<X>) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    let mut pns: Vec<u64> = c.recovery().application_packets().iter().map(|p| p.pn).collect();
+    pns.sort_unstable();
+    for pn in pns {
+        match ranges.last_mut() {
+            Some((_, hi)) if *hi + 1 == pn => *hi = pn,
+            _ => ranges.push((pn, pn)),
+        }
+    }
+    ranges.reverse();
+    ranges
+}
+
 fn skipped_pns<X: TlsSession>(c: &Conn<X>) -> Vec<u64> {
     let sent = c.recovery().application_packets();
     (0..c.recovery().next_pn(PnSpace::ApplicationData)).filter(|&pn| sent.is_skipped(pn)).collect()
@@ -392,7 +408,14 @@ fn attack_optimistic_ack_during_transfer_is_caught() {
         acked_upto = acked_upto.max(next.saturating_sub(1));
         let ranges = [(0, acked_upto)];
         let ack = Ack::new(&ranges, RangeOrder::Descending, VarInt::ZERO, None).unwrap();
-        let mut pkt = f.one_rtt(&p.client, &[Frame::Ack(ack)]);
+        // Flow control is no obstacle either: the attacker hands out credit freely.
+        let credit = VarInt::from_u32(1 << 30);
+        let frames = [
+            Frame::Ack(ack),
+            Frame::MaxData { max: credit },
+            Frame::MaxStreamData { stream_id: id.varint(), max: credit },
+        ];
+        let mut pkt = f.one_rtt(&p.client, &frames);
         let s = p.server.as_mut().unwrap();
         s.handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
         if s.is_closed() {
@@ -437,6 +460,12 @@ fn attack_repeated_acks_never_grow_cwnd() {
     assert!(!ranges.is_empty());
     let cwnd = p.server().recovery().congestion_window();
     let mut f = Forger::new(&p.client);
+    // Whatever was due before the flood (an ACK of the client's last packets) goes out.
+    if let Some(t) = p.server().rx_data.ack_deadline() {
+        p.now = p.now.max(t);
+    }
+    let now = p.now;
+    pump(p.server(), now);
     for i in 0..5000 {
         let ack = Ack::new(&ranges, RangeOrder::Ascending, VarInt::ZERO, None)
             .or_else(|| Ack::new(&ranges, RangeOrder::Descending, VarInt::ZERO, None))
@@ -447,6 +476,7 @@ fn attack_repeated_acks_never_grow_cwnd() {
         p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
         assert!(!p.server().is_closed(), "ACK {i}: {:?}", p.server().close_reason());
         assert_eq!(p.server().recovery().congestion_window(), cwnd);
+        assert_eq!(pump(p.server(), now).0, 0, "a reply to ACK {i}");
     }
     // ACK-only packets elicit nothing.
     let now = p.now;
@@ -853,6 +883,16 @@ fn attack_stream_open_and_reset_flood_is_bounded() {
         assert_eq!(s.stream_recv(id, &mut buf), Some(Read::Reset(9)));
         while s.poll_event().is_some() {}
         pump(s, now);
+        // The attacker acknowledges what the server sent (its RESET_STREAM answering
+        // STOP_SENDING, MAX_STREAMS), so the stream state can go.
+        let ranges = live_ranges(p.server.as_ref().unwrap());
+        if let Some(ack) = Ack::new(&ranges, RangeOrder::Descending, VarInt::ZERO, None) {
+            let mut pkt = f.one_rtt(&p.client, &[Frame::Ack(ack)]);
+            let s = p.server.as_mut().unwrap();
+            s.handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+            assert!(!s.is_closed(), "round {i}: {:?}", s.close_reason());
+            pump(s, now);
+        }
     }
     let s = p.server.as_mut().unwrap();
     assert!(s.live_streams().count() <= 4);
