@@ -242,9 +242,8 @@ fn cve_2024_1765_crypto_flood_after_handshake_is_bounded() {
     #[cfg(feature = "resumption")]
     assert!(p.client.hs.ticket_len <= tls::TICKET_MAX);
     // Events merge: at most one NewTicket however many arrived.
-    let tickets = core::iter::from_fn(|| p.client.poll_event())
-        .filter(|e| *e == Event::NewTicket)
-        .count();
+    let tickets =
+        core::iter::from_fn(|| p.client.poll_event()).filter(|e| *e == Event::NewTicket).count();
     assert!(tickets <= 1);
     client_still_reads(&mut p, &mut f, id, 0);
 
@@ -301,7 +300,9 @@ fn attack_handshake_packets_replayed_after_confirmation_are_dropped() {
         for (dir, d) in &log {
             let mut d = d.clone();
             match dir {
-                super::tests::Dir::ToClient => p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d),
+                super::tests::Dir::ToClient => {
+                    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d)
+                }
                 super::tests::Dir::ToServer => {
                     p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut d)
                 }
@@ -541,7 +542,14 @@ fn attack_frames_forbidden_in_initial_are_protocol_violations() {
         (Frame::PathChallenge { data: [1; 8] }, 0x1a),
         (Frame::NewToken { token: b"token" }, 0x07),
         (Frame::HandshakeDone, 0x1e),
-        (Frame::ResetStream { stream_id: VarInt::ZERO, error_code: VarInt::ZERO, final_size: VarInt::ZERO }, 0x04),
+        (
+            Frame::ResetStream {
+                stream_id: VarInt::ZERO,
+                error_code: VarInt::ZERO,
+                final_size: VarInt::ZERO,
+            },
+            0x04,
+        ),
     ];
     for (frame, ty) in forbidden {
         // To the server (in the client's first Initial datagram) and to the client.
@@ -789,7 +797,10 @@ fn attack_empty_and_garbage_datagrams_change_nothing() {
         };
         if i % 97 == 0 {
             // GRO batches of empty or one-byte segments.
-            let info = RecvInfo { segment_size: Some((i % 2) as usize), ..RecvInfo::new(addr(SERVER_ADDR)) };
+            let info = RecvInfo {
+                segment_size: Some((i % 2) as usize),
+                ..RecvInfo::new(addr(SERVER_ADDR))
+            };
             p.client.handle_recv(now, &info, &mut d);
         } else {
             p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
@@ -868,8 +879,18 @@ fn attack_stream_open_and_reset_flood_is_bounded() {
         let id = StreamId::from_parts(Side::Client, StreamDir::Bidi, opened).unwrap();
         opened += 1;
         let frames = [
-            Frame::Stream { stream_id: id.varint(), offset: VarInt::ZERO, data: b"GET", fin: false, has_length: true },
-            Frame::ResetStream { stream_id: id.varint(), error_code: VarInt::from_u32(9), final_size: VarInt::from_u32(3) },
+            Frame::Stream {
+                stream_id: id.varint(),
+                offset: VarInt::ZERO,
+                data: b"GET",
+                fin: false,
+                has_length: true,
+            },
+            Frame::ResetStream {
+                stream_id: id.varint(),
+                error_code: VarInt::from_u32(9),
+                final_size: VarInt::from_u32(3),
+            },
             Frame::StopSending { stream_id: id.varint(), error_code: VarInt::from_u32(9) },
         ];
         let mut pkt = f.one_rtt(&p.client, &frames);
@@ -899,7 +920,13 @@ fn attack_stream_open_and_reset_flood_is_bounded() {
     // Far beyond what was allowed: STREAM_LIMIT_ERROR.
     let max = s.streams.limits().remote_max(StreamDir::Bidi);
     let id = StreamId::from_parts(Side::Client, StreamDir::Bidi, max + 10).unwrap();
-    let frame = Frame::Stream { stream_id: id.varint(), offset: VarInt::ZERO, data: b"x", fin: false, has_length: true };
+    let frame = Frame::Stream {
+        stream_id: id.varint(),
+        offset: VarInt::ZERO,
+        data: b"x",
+        fin: false,
+        has_length: true,
+    };
     let mut pkt = f.one_rtt(&p.client, &[frame]);
     let now = p.now;
     p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
@@ -933,8 +960,16 @@ fn attack_stop_sending_and_blocked_floods_queue_one_frame() {
     }
     assert!(out_bytes < in_bytes, "sent {out_bytes} for {in_bytes}");
     // RESET_STREAM with a final size that changes: FINAL_SIZE_ERROR.
-    let r1 = Frame::ResetStream { stream_id: id.varint(), error_code: VarInt::ZERO, final_size: VarInt::from_u32(100) };
-    let r2 = Frame::ResetStream { stream_id: id.varint(), error_code: VarInt::ZERO, final_size: VarInt::from_u32(200) };
+    let r1 = Frame::ResetStream {
+        stream_id: id.varint(),
+        error_code: VarInt::ZERO,
+        final_size: VarInt::from_u32(100),
+    };
+    let r2 = Frame::ResetStream {
+        stream_id: id.varint(),
+        error_code: VarInt::ZERO,
+        final_size: VarInt::from_u32(200),
+    };
     let mut pkt = f.one_rtt(&p.client, &[r1, r1, r2]);
     let now = p.now;
     p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
@@ -1054,7 +1089,8 @@ fn attack_flood_of_closing_endpoint_gets_logarithmic_replies() {
 
 type SSess = mote_tls::ServerSession<'static, RustCrypto>;
 type CSess = ClientSession<'static, RustCrypto>;
-type Acceptor = std::boxed::Box<dyn FnMut(Instant) -> Option<(SSess, Storage<Vec<u8>, Vec<u8>, 4>)>>;
+type Acceptor =
+    std::boxed::Box<dyn FnMut(Instant) -> Option<(SSess, Storage<Vec<u8>, Vec<u8>, 4>)>>;
 type ServerEp =
     Endpoint<RustCrypto, SSess, Vec<u8>, Vec<u8>, Acceptor, Vec<Slot<Conn<SSess>>>, 4, 32, 8>;
 type ClientEp =
@@ -1062,8 +1098,9 @@ type ClientEp =
 
 fn server_endpoint(table: usize, half_open: usize) -> ServerEp {
     let cfg = configs().server;
-    let acc: Acceptor =
-        std::boxed::Box::new(move |_| Some((mote_tls::ServerSession::new(P, cfg, 0), storage(4096, 4096))));
+    let acc: Acceptor = std::boxed::Box::new(move |_| {
+        Some((mote_tls::ServerSession::new(P, cfg, 0), storage(4096, 4096)))
+    });
     Endpoint::new(
         EndpointConfig::server(ConnectionConfig::server(), half_open),
         P,
@@ -1162,7 +1199,12 @@ fn cve_2025_54939_initial_flood_keeps_half_open_state_bounded() {
     )
     .unwrap();
     let h = c
-        .connect(t, addr(SERVER_ADDR), ClientSession::new(P, configs().client, None), storage(4096, 1024))
+        .connect(
+            t,
+            addr(SERVER_ADDR),
+            ClientSession::new(P, configs().client, None),
+            storage(4096, 1024),
+        )
         .unwrap();
     for _ in 0..20 {
         while let Some(tx) = c.poll_transmit(t, &mut sink) {
