@@ -870,14 +870,13 @@ fn attack_stream_open_and_reset_flood_is_bounded() {
     // and a stream beyond the limit is STREAM_LIMIT_ERROR.
     let (mut p, _) = established();
     let mut f = Forger::new(&p.client);
-    let mut opened = 1u64; // the established() stream
     let mut buf = [0u8; 64];
     for i in 0..3000u64 {
+        let opened = i + 1; // stream 0 is the established() one
         let s = p.server.as_mut().unwrap();
         let max = s.streams.limits().remote_max(StreamDir::Bidi);
         assert!(opened < max, "round {i}: limit {max} not raised");
         let id = StreamId::from_parts(Side::Client, StreamDir::Bidi, opened).unwrap();
-        opened += 1;
         let frames = [
             Frame::Stream {
                 stream_id: id.varint(),
@@ -1180,7 +1179,7 @@ fn cve_2025_54939_initial_flood_keeps_half_open_state_bounded() {
     let mut t = now;
     for _ in 0..200 {
         match s.poll_timeout() {
-            Some(next) if s.len() > 0 => {
+            Some(next) if !s.is_empty() => {
                 t = next.max(t);
                 s.handle_timeout(t);
                 while s.poll_transmit(t, &mut sink).is_some() {}
