@@ -46,6 +46,21 @@ impl Forger {
     }
 }
 
+/// A 1-RTT packet from `from` whose plaintext is `payload` as given (frames or not).
+fn one_rtt_raw<X: TlsSession>(from: &Conn<X>, payload: &[u8], pn: u64) -> Vec<u8> {
+    let k = from.hs.keys.one_rtt.as_ref().expect("1-RTT keys");
+    let mut buf = vec![0u8; payload.len() + 64];
+    let mut w = Writer::new(&mut buf);
+    let pn_offset = ShortHeader { dcid: &from.hs.cids.remote, spin: false }
+        .emit(&mut w, k.tx_phase, pn, 4)
+        .unwrap();
+    w.put_slice(payload).unwrap();
+    let len = w.position().max(pn_offset + 4) + TAG_LEN;
+    k.keys.tx.protect(&mut buf[..len], pn_offset, pn).unwrap();
+    buf.truncate(len);
+    buf
+}
+
 /// A 1-RTT packet from `from` carrying `frames`, numbered `pn`.
 fn one_rtt<X: TlsSession>(from: &Conn<X>, frames: &[Frame<'_>], pn: u64) -> Vec<u8> {
     let k = from.hs.keys.one_rtt.as_ref().expect("1-RTT keys");
@@ -506,19 +521,8 @@ fn attack_unknown_frame_types_are_frame_encoding_errors() {
         }
         let mut payload = ty.to_vec();
         payload.extend_from_slice(&[0; 8]);
-        // Wrap as a (bogus) frame sequence: the unknown type first.
-        let server = p.server.as_ref().unwrap();
-        let k = server.hs.keys.one_rtt.as_ref().unwrap();
-        let pn = server.recovery.next_pn(PnSpace::ApplicationData) + 50;
-        let mut buf = vec![0u8; 256];
-        let mut w = Writer::new(&mut buf);
-        let pn_offset = ShortHeader { dcid: &server.hs.cids.remote, spin: false }
-            .emit(&mut w, k.tx_phase, pn, 4)
-            .unwrap();
-        w.put_slice(&payload).unwrap();
-        let len = w.position() + TAG_LEN;
-        k.keys.tx.protect(&mut buf[..len], pn_offset, pn).unwrap();
-        buf.truncate(len);
+        let pn = Forger::new(p.server()).next;
+        let mut buf = one_rtt_raw(p.server(), &payload, pn);
         let now = p.now;
         p.client.handle_datagram(now, addr(SERVER_ADDR), &mut buf);
         let (code, _) = close_code(&p.client).unwrap_or_else(|| panic!("type {ty:?} accepted"));
@@ -1249,4 +1253,35 @@ fn attack_initials_with_bad_tokens_are_bounded_like_any_other() {
         while s.poll_transmit(now, &mut sink).is_some() {}
     }
     assert_eq!(s.stats().accepted, 2);
+}
+
+#[test]
+fn attack_max_streams_beyond_2_pow_60_is_frame_encoding_error() {
+    // RFC 9000 §19.11: a MAX_STREAMS above 2^60 is FRAME_ENCODING_ERROR (stream IDs above
+    // 2^62 cannot exist), rejected when the frame is parsed.
+    let (mut p, _) = established();
+    let mut payload = vec![0x12]; // MAX_STREAMS (bidirectional)
+    let count = ((1u64 << 60) + 1) | (0b11 << 62); // an 8-byte varint
+    payload.extend_from_slice(&count.to_be_bytes());
+    let pn = Forger::new(p.server()).next;
+    let mut pkt = one_rtt_raw(p.server(), &payload, pn);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+    assert_eq!(close_code(&p.client).map(|c| c.0), Some(0x07));
+}
+
+#[test]
+fn protection_is_never_bypassed_in_a_normal_build() {
+    // `--cfg fuzzing` (cargo-fuzz only) nulls packet protection; tests never run with it.
+    const { assert!(!packet::PROTECTION_BYPASSED) };
+    let (mut p, _) = established();
+    // A packet protected with the wrong key does not open.
+    let mut f = Forger::new(&p.client);
+    let mut pkt = f.one_rtt(&p.client, &[Frame::Ping]);
+    let last = pkt.len() - 1;
+    pkt[last] ^= 1;
+    let now = p.now;
+    let dropped = p.server().stats().packets_dropped;
+    p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+    assert_eq!(p.server().stats().packets_dropped, dropped + 1);
 }
