@@ -63,33 +63,26 @@ fn one_rtt_raw<X: TlsSession>(from: &Conn<X>, payload: &[u8], pn: u64) -> Vec<u8
 
 /// A 1-RTT packet from `from` carrying `frames`, numbered `pn`.
 fn one_rtt<X: TlsSession>(from: &Conn<X>, frames: &[Frame<'_>], pn: u64) -> Vec<u8> {
-    let k = from.hs.keys.one_rtt.as_ref().expect("1-RTT keys");
-    let mut buf = vec![0u8; 1500];
-    let mut w = Writer::new(&mut buf);
-    let pn_offset = ShortHeader { dcid: &from.hs.cids.remote, spin: false }
-        .emit(&mut w, k.tx_phase, pn, 4)
-        .unwrap();
-    for f in frames {
-        f.emit(&mut w).unwrap();
-    }
-    w.put_repeated(0, 4).unwrap();
-    let len = w.position() + TAG_LEN;
-    k.keys.tx.protect(&mut buf[..len], pn_offset, pn).unwrap();
-    buf.truncate(len);
-    buf
+    one_rtt_raw(from, &encode(frames), pn)
 }
 
-/// An Initial packet from `from` (its Initial keys) carrying `frames`, numbered `pn`,
-/// with `token`; client Initials are padded to 1200 bytes.
-fn initial<X: TlsSession>(from: &Conn<X>, frames: &[Frame<'_>], pn: u64, token: &[u8]) -> Vec<u8> {
+/// `frames` encoded, followed by 4 bytes of PADDING (so any packet can be sampled).
+fn encode(frames: &[Frame<'_>]) -> Vec<u8> {
     let mut payload = vec![0u8; 1400];
     let mut w = Writer::new(&mut payload);
     for f in frames {
         f.emit(&mut w).unwrap();
     }
+    w.put_repeated(0, 4).unwrap();
     let n = w.position();
     payload.truncate(n);
-    initial_raw(from, &payload, pn, token)
+    payload
+}
+
+/// An Initial packet from `from` (its Initial keys) carrying `frames`, numbered `pn`,
+/// with `token`; client Initials are padded to 1200 bytes.
+fn initial<X: TlsSession>(from: &Conn<X>, frames: &[Frame<'_>], pn: u64, token: &[u8]) -> Vec<u8> {
+    initial_raw(from, &encode(frames), pn, token)
 }
 
 /// An Initial packet from `from` whose plaintext is `payload`.
