@@ -87,11 +87,30 @@ fn initial<X: TlsSession>(from: &Conn<X>, frames: &[Frame<'_>], pn: u64, token: 
 
 /// An Initial packet from `from` whose plaintext is `payload`.
 fn initial_raw<X: TlsSession>(from: &Conn<X>, payload: &[u8], pn: u64, token: &[u8]) -> Vec<u8> {
-    let k = &from.hs.keys.initial.as_ref().expect("Initial keys").tx;
+    long_raw(from, LongType::Initial, payload, pn, token)
+}
+
+/// A Handshake packet from `from` (its Handshake keys) carrying `frames`.
+fn handshake<X: TlsSession>(from: &Conn<X>, frames: &[Frame<'_>], pn: u64) -> Vec<u8> {
+    long_raw(from, LongType::Handshake, &encode(frames), pn, &[])
+}
+
+/// A long-header packet of type `ty` (Initial or Handshake) from `from`.
+fn long_raw<X: TlsSession>(
+    from: &Conn<X>,
+    ty: LongType,
+    payload: &[u8],
+    pn: u64,
+    token: &[u8],
+) -> Vec<u8> {
+    let k = match ty {
+        LongType::Initial => &from.hs.keys.initial.as_ref().expect("Initial keys").tx,
+        _ => &from.hs.keys.handshake.as_ref().expect("Handshake keys").tx,
+    };
     let mut buf = vec![0u8; 1500];
     let mut w = Writer::new(&mut buf);
     let h = LongHeader {
-        ty: LongType::Initial,
+        ty,
         version: from.hs.version,
         dcid: &from.hs.cids.remote,
         scid: &from.hs.cids.local,
@@ -99,7 +118,8 @@ fn initial_raw<X: TlsSession>(from: &Conn<X>, payload: &[u8], pn: u64, token: &[
     };
     let off = h.emit(&mut w, pn, 4).unwrap();
     w.put_slice(payload).unwrap();
-    let min = if from.side == Side::Client { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
+    let padded = ty == LongType::Initial && from.side == Side::Client;
+    let min = if padded { MIN_INITIAL_SIZE - TAG_LEN } else { 0 };
     let pad = min.saturating_sub(w.position()).max(4);
     w.put_repeated(0, pad).unwrap();
     let len = w.position() + TAG_LEN;
@@ -564,6 +584,38 @@ fn attack_frames_forbidden_in_initial_are_protocol_violations() {
         let mut pkt = initial(&p.client, &[Frame::Ping, frame], 5, &[]);
         p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
         assert_eq!(close_code(p.server()), Some((0x0a, Some(ty))), "{frame:?} to the server");
+    }
+}
+
+#[test]
+fn attack_frames_forbidden_in_handshake_are_protocol_violations() {
+    // RFC 9000 §12.4, Handshake packets: the same small set as Initial. The client gets
+    // the server's Initial (its ServerHello: Handshake keys) but nothing of the server's
+    // Handshake flight, so it is mid-handshake when the forged packet arrives.
+    let forbidden = [
+        (Frame::HandshakeDone, 0x1e),
+        (Frame::MaxStreams { dir: StreamDir::Bidi, max: VarInt::from_u32(9) }, 0x12),
+        (Frame::NewToken { token: b"token" }, 0x07),
+        (Frame::PathResponse { data: [2; 8] }, 0x1b),
+    ];
+    for (frame, ty) in forbidden {
+        let mut p = Pair::new(ConnectionConfig::device(), ConnectionConfig::server());
+        p.filter = std::boxed::Box::new(|d, n, bytes| match (d, n) {
+            (super::tests::Dir::ToClient, 0) => {
+                let first = packet::parse(bytes, 8, false).map(|p| p.len).unwrap_or(0);
+                bytes.truncate(first);
+                super::tests::Fate::Deliver
+            }
+            (super::tests::Dir::ToClient, _) => super::tests::Fate::Drop,
+            _ => super::tests::Fate::Deliver,
+        });
+        p.run_until(Duration::from_secs(1), |p| p.client.hs.keys.handshake.is_some());
+        assert!(!p.client.is_handshake_complete() && !p.client.is_closed());
+        let mut pkt = handshake(p.server(), &[Frame::Ping, frame], 100);
+        let now = p.now;
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+        assert_eq!(close_code(&p.client), Some((0x0a, Some(ty))), "{frame:?}");
+        assert!(!p.client.is_handshake_confirmed());
     }
 }
 
