@@ -1332,3 +1332,27 @@ fn protection_is_never_bypassed_in_a_normal_build() {
     p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
     assert_eq!(p.server().stats().packets_dropped, dropped + 1);
 }
+
+#[test]
+fn attack_post_handshake_crypto_to_the_server_closes() {
+    // A client has no post-handshake message to send in QUIC (no KeyUpdate, RFC 9001 §6;
+    // no post-handshake authentication, §4.4): the first 1-RTT CRYPTO message to the
+    // server closes the connection with CRYPTO_ERROR (unexpected_message, 0x10a) instead
+    // of being buffered; later ones reach a closing connection that answers a few of them.
+    let (mut p, _) = established();
+    let mut f = Forger::new(&p.client);
+    let mut offset = 0u64;
+    let mut replies = 0;
+    for _ in 0..2000u32 {
+        let m = new_session_ticket(1, 32);
+        let frame = Frame::Crypto { offset: VarInt::new(offset).unwrap(), data: &m };
+        offset += m.len() as u64;
+        let mut pkt = f.one_rtt(&p.client, &[frame]);
+        let now = p.now;
+        let s = p.server.as_mut().unwrap();
+        s.handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+        assert_eq!(close_code(s), Some((0x10a, Some(0x06))));
+        replies += pump(s, now).0;
+    }
+    assert!(replies <= 12, "{replies} replies");
+}
