@@ -1008,6 +1008,21 @@ fn attack_stop_sending_and_blocked_floods_queue_one_frame() {
         assert!(s.recovery().in_flight_packets(PnSpace::ApplicationData) <= 32);
     }
     assert!(out_bytes < in_bytes, "sent {out_bytes} for {in_bytes}");
+    // One RESET_STREAM answered the 5000 STOP_SENDINGs: the copies in flight are the
+    // original and its PTO retransmissions (the attacker acknowledges nothing), one per
+    // PTO, however many STOP_SENDINGs came; nothing is queued behind them.
+    let s = p.server.as_ref().unwrap();
+    let mut resets = 0;
+    for pkt in s.recovery().application_packets().iter() {
+        for i in pkt.payload.control_slots() {
+            if matches!(s.controls.get(i), Some(crate::stream::Control::ResetStream { .. })) {
+                resets += 1;
+            }
+        }
+    }
+    let ptos = s.stats().ptos as usize;
+    assert!((1..=ptos + 1).contains(&resets), "{resets} RESET_STREAMs in flight, {ptos} PTOs");
+    assert!(!s.streams.wants_control());
     // RESET_STREAM with a final size that changes: FINAL_SIZE_ERROR.
     let r1 = Frame::ResetStream {
         stream_id: id.varint(),
