@@ -654,11 +654,23 @@ where
                 self.stats.refused = self.stats.refused.saturating_add(1);
                 return;
             };
-            self.stats.accepted = self.stats.accepted.saturating_add(1);
             if self.insert(i, conn).is_some() {
-                if let Some(c) = self.table.as_mut().get_mut(i).and_then(|s| s.conn.as_mut()) {
+                let Some(slot) = self.table.as_mut().get_mut(i) else { return };
+                if let Some(c) = slot.conn.as_mut() {
                     c.handle_recv(now, info, data);
+                    // RFC 9000 §5.2.2, §21.2 (and lsquic's QUIC-LEAK, CVE-2025-54939): keep
+                    // no state for an Initial that did not decrypt (forged or corrupted).
+                    // Only a client whose first packet was processed holds a half-open slot
+                    // until its handshake ends; one refused with a transport or TLS error
+                    // stays for its closing period (outside the half-open budget) to send
+                    // CONNECTION_CLOSE.
+                    if c.stats().packets_received == 0 && !c.is_closed() {
+                        slot.conn = None;
+                        self.stats.refused = self.stats.refused.saturating_add(1);
+                        return;
+                    }
                 }
+                self.stats.accepted = self.stats.accepted.saturating_add(1);
             }
         }
     }

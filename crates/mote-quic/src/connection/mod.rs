@@ -63,6 +63,9 @@ pub mod tls;
 // The pair tests need a server connection.
 #[cfg(all(test, feature = "server"))]
 pub(crate) mod tests;
+// Attack-class regression tests (RFC 9000 §21), on the same pairs.
+#[cfg(all(test, feature = "server"))]
+mod tests_attacks;
 
 use core::net::SocketAddr;
 
@@ -107,6 +110,11 @@ pub const REASON_MAX: usize = 32;
 /// RFC 9000 §14.1: the smallest maximum datagram size, and the size client Initial
 /// datagrams are padded to.
 pub const MIN_INITIAL_SIZE: usize = 1200;
+/// RFC 9000 §21.4: one Application Data packet number is skipped every
+/// `SKIP_PN_GAP_MIN..SKIP_PN_GAP_MIN + 256` packets (the gap drawn at random), so an
+/// optimistic ACK covering numbers never sent is caught as a PROTOCOL_VIOLATION. The
+/// recovery remembers the last few skipped numbers (`recovery::SKIPPED_MEMORY`).
+pub const SKIP_PN_GAP_MIN: u64 = 32;
 
 /// The byte buffers of a connection, owned by it: CRYPTO send and receive buffers for the
 /// Initial, Handshake and 1-RTT levels, and a (send, receive) pair per stream slot.
@@ -553,6 +561,12 @@ pub struct Connection<
     dgram_send: datagram::DatagramQueue,
     #[cfg(feature = "datagram")]
     dgram_recv: datagram::DatagramQueue,
+    /// The Application Data packet number to skip next (RFC 9000 §21.4).
+    skip_pn_at: u64,
+    /// Closing state: datagrams received, and the count at which the next CONNECTION_CLOSE
+    /// is sent (doubling, RFC 9000 §10.2.1).
+    closing_received: u32,
+    closing_answer_at: u32,
 }
 
 /// What [`Connection::token`] holds.
@@ -866,6 +880,9 @@ where
             dgram_send: datagram::DatagramQueue::new(),
             #[cfg(feature = "datagram")]
             dgram_recv: datagram::DatagramQueue::new(),
+            skip_pn_at: SKIP_PN_GAP_MIN,
+            closing_received: 0,
+            closing_answer_at: 1,
         })
     }
 

@@ -271,9 +271,16 @@ where
         match self.state {
             State::Draining { .. } => return,
             State::Closing { .. } => {
-                // RFC 9000 §10.2.1: answer any incoming packet with CONNECTION_CLOSE (one per
-                // datagram, which bounds the rate by the peer's).
-                self.close_pending = true;
+                // RFC 9000 §10.2.1: answer incoming packets with CONNECTION_CLOSE, but "an
+                // endpoint SHOULD limit the rate at which it generates packets in the
+                // closing state ... wait for a progressively increasing number of received
+                // packets": the 1st, 2nd, 4th, 8th, ... datagram is answered, so a peer
+                // flooding a closing endpoint gets a logarithmic number of replies.
+                self.closing_received = self.closing_received.saturating_add(1);
+                if self.closing_received >= self.closing_answer_at {
+                    self.closing_answer_at = self.closing_answer_at.saturating_mul(2);
+                    self.close_pending = true;
+                }
                 return;
             }
             _ => {}

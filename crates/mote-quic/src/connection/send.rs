@@ -282,6 +282,17 @@ where
         }
     }
 
+    /// Skips the next Application Data packet number and draws the next gap
+    /// (`SKIP_PN_GAP_MIN` plus a random byte).
+    fn skip_packet_number(&mut self) {
+        use mote_crypto::CryptoRng as _;
+        let Ok(pn) = self.recovery.skip_pn(PnSpace::ApplicationData) else { return };
+        let mut r = [0u8; 1];
+        // A failed draw still skips, only at the shortest gap.
+        let _ = self.hs.rng.fill(&mut r);
+        self.skip_pn_at = pn + super::SKIP_PN_GAP_MIN + u64::from(r[0]);
+    }
+
     fn has_tx_keys(&self, space: PnSpace) -> bool {
         match space {
             PnSpace::Initial => self.hs.keys.initial.is_some(),
@@ -536,6 +547,16 @@ where
             return None;
         }
 
+        // RFC 9000 §21.4: "an endpoint that receives an acknowledgment for a packet it did
+        // not send ... can detect optimistic ACKs": skip a number now and then (1-RTT only,
+        // once the handshake is confirmed).
+        if space == PnSpace::ApplicationData
+            && self.handshake_confirmed
+            && !self.sends_0rtt()
+            && self.recovery.next_pn(space) >= self.skip_pn_at
+        {
+            self.skip_packet_number();
+        }
         let pn = self.recovery.next_pn(space);
         let pn_len = number::encoded_len(pn, self.recovery.largest_acked(space));
         let body_end = region.len() - TAG_LEN;

@@ -47,6 +47,24 @@ pub use protection::{
 pub use retry::{retry_integrity_tag, verify_retry};
 pub use version_negotiation::{emit_version_negotiation, VersionNegotiation};
 
+/// Whether packet protection is bypassed: true only in a build with `--cfg fuzzing`, which
+/// cargo-fuzz passes (RUSTFLAGS) and nothing else does. There the AEAD seals nothing (the
+/// payload stays plaintext, the tag is zero), any tag opens, and the header-protection mask
+/// is zero, so fuzz inputs reach frame processing and connection state beyond the crypto
+/// (as quiche's `fuzzing` feature). It is a `cfg`, not a Cargo feature, so feature
+/// unification can never switch it on in a normal build; a device target refuses to
+/// compile with it, and endpoints can assert this constant is false.
+pub const PROTECTION_BYPASSED: bool = cfg!(fuzzing);
+
+#[cfg(all(fuzzing, target_os = "none"))]
+compile_error!("`--cfg fuzzing` bypasses packet protection: never build firmware with it");
+
+/// Fuzzing builds: the header-protection mask is all zero (see [`PROTECTION_BYPASSED`]).
+#[cfg(fuzzing)]
+const fn fuzzing_mask(_mask: [u8; 5]) -> [u8; 5] {
+    [0; 5]
+}
+
 /// The four long-header packet types (RFC 9000 §17.2). Their wire bits depend on the
 /// version: see [`crate::Version::long_type_bits`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

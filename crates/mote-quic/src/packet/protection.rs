@@ -78,6 +78,8 @@ pub fn apply_header_protection<H: HeaderProtectionKey>(
     pn_offset: usize,
 ) -> Result<(), Error> {
     let mask = hp.mask(sample(packet, pn_offset).ok_or(Error::BufferTooSmall)?)?;
+    #[cfg(fuzzing)]
+    let mask = super::fuzzing_mask(mask);
     let first = packet.first_mut().ok_or(Error::BufferTooSmall)?;
     let pn_len = (*first & PN_LEN_BITS) + 1;
     *first ^= mask[0] & protected_bits(*first);
@@ -110,6 +112,8 @@ pub fn remove_header_protection<H: HeaderProtectionKey>(
 ) -> Result<TruncatedPn, WireError> {
     let sample = sample(packet, pn_offset).ok_or(WireError::Truncated)?;
     let mask = hp.mask(sample).map_err(|_| WireError::DecryptFailed)?;
+    #[cfg(fuzzing)]
+    let mask = super::fuzzing_mask(mask);
     let first = packet.first_mut().ok_or(WireError::Truncated)?;
     *first ^= mask[0] & protected_bits(*first);
     let first_byte = *first;
