@@ -247,6 +247,11 @@ pub struct Setup {
     pub http3: bool,
     /// Path changes during the run (NAT rebinding, migration, a preferred address).
     pub paths: PathPlan,
+    /// Resumption runs: before the measured connection, another one resumes with the same
+    /// ticket (and in 0-RTT mode sends early data), so the measured connection replays a
+    /// spent ticket: the server's anti-replay register refuses its 0-RTT and it goes on in
+    /// 1-RTT (RFC 9001 §4.6.2, RFC 8446 §8).
+    pub replay_ticket: bool,
 }
 
 /// Path changes of a run (RFC 9000 §9), applied in the simulator.
@@ -265,11 +270,6 @@ pub struct PathPlan {
     /// At this time after the start the server → device link's MTU drops to this size
     /// (datagrams above it are dropped: a black hole for large packets).
     pub mtu_drop: Option<(Duration, usize)>,
-    /// Resumption runs: before the measured connection, another one resumes with the same
-    /// ticket (and in 0-RTT mode sends early data), so the measured connection replays a
-    /// spent ticket: the server's anti-replay register refuses its 0-RTT and it goes on in
-    /// 1-RTT (RFC 9001 §4.6.2, RFC 8446 §8).
-    pub replay_ticket: bool,
 }
 
 impl Setup {
