@@ -85,12 +85,13 @@ impl Ecn {
     }
 
     /// RFC 9000 §13.4.2.1: after an ACK frame of the Application Data space was processed,
-    /// checks its counts against the marked packets it newly acknowledged. Also fails when
-    /// the first marked packets were all lost. `next_pn` is the next packet number (marking
-    /// stops there on failure).
-    pub(crate) fn on_ack(&mut self, counts: Option<EcnCounts>, next_pn: u64) {
+    /// checks its counts against the marked packets it newly acknowledged, if it raised the
+    /// largest acknowledged (`raised`; reordered ACK frames carry older counts). Also fails
+    /// when the first marked packets were all lost. `next_pn` is the next packet number
+    /// (marking stops there on failure).
+    pub(crate) fn on_ack(&mut self, counts: Option<EcnCounts>, next_pn: u64, raised: bool) {
         let newly = core::mem::take(&mut self.newly_acked_marked);
-        if self.state == EcnState::Failed {
+        if self.state == EcnState::Failed || !raised {
             return;
         }
         if newly > 0 {
@@ -537,21 +538,28 @@ mod tests {
         for _ in 0..3 {
             e.on_marked_packet(true);
         }
-        e.on_ack(counts(2, 0, 1), 10);
+        e.on_ack(counts(2, 0, 1), 10, true);
         assert_eq!(e.state, EcnState::Capable);
         // Counts that do not cover the newly acknowledged marks.
         e.on_marked_packet(true);
         e.on_marked_packet(true);
-        e.on_ack(counts(3, 0, 1), 12);
+        e.on_ack(counts(3, 0, 1), 12, true);
         assert_eq!(e.state, EcnState::Failed);
         assert!(e.was_marked(11) && !e.was_marked(12));
+        // A reordered ACK frame (not raising the largest acknowledged) is not checked.
+        let mut e = Ecn::new(true);
+        e.on_marked_packet(true);
+        e.on_ack(counts(5, 0, 0), 1, true);
+        e.on_marked_packet(true);
+        e.on_ack(counts(2, 0, 0), 2, false);
+        assert_eq!(e.state, EcnState::Capable);
         // Missing counts, decreasing counts, ECT(1).
         for bad in [None, counts(1, 0, 0), counts(5, 1, 0)] {
             let mut e = Ecn::new(true);
             e.on_marked_packet(true);
-            e.on_ack(counts(2, 0, 0), 1);
+            e.on_ack(counts(2, 0, 0), 1, true);
             e.on_marked_packet(true);
-            e.on_ack(bad, 2);
+            e.on_ack(bad, 2, true);
             assert_eq!(e.state, EcnState::Failed);
         }
         // All marked packets of the testing period lost.
