@@ -410,6 +410,9 @@ pub(crate) struct Migration {
     /// The last validated peer address, to fall back to if validation fails (RFC 9000
     /// §9.3.2).
     pub(crate) fallback: Option<SocketAddr>,
+    /// The address being probed when it is not the current one (a client probing the
+    /// server's preferred address, RFC 9000 §9.6.1).
+    pub(crate) target: Option<SocketAddr>,
     /// Anti-amplification on the unvalidated path (RFC 9000 §9.3, §8.1): bytes received on
     /// it and bytes sent.
     pub(crate) amp_received: u64,
@@ -427,6 +430,7 @@ impl Migration {
             responses: [None; PATH_RESPONSES],
             validation: None,
             fallback: None,
+            target: None,
             amp_received: 0,
             amp_sent: 0,
             migrations: 0,
@@ -480,10 +484,10 @@ impl Migration {
             v.send_now = false;
             if let Some(slot) = v.sent.iter_mut().find(|s| s.is_none()) {
                 *slot = Some(data);
-                v.retry_at = Some(now + pto);
-            } else {
-                v.retry_at = None;
             }
+            // Another try after a PTO while challenges remain; then wait for the deadline.
+            let more = v.sent.iter().any(Option::is_none);
+            v.retry_at = more.then(|| now + pto);
         }
     }
 

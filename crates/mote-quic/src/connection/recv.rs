@@ -633,7 +633,7 @@ where
                 // unsolicited one is ignored (PROTOCOL_VIOLATION is allowed, not required).
                 Frame::PathResponse { data } => {
                     #[cfg(feature = "migration")]
-                    self.on_path_response(data);
+                    self.on_path_response(now, data);
                     #[cfg(not(feature = "migration"))]
                     let _ = data;
                 }
