@@ -131,10 +131,18 @@ fn client_moves_to_the_servers_preferred_address() {
     s.paths.server_second_address = Some(preferred);
     let o = run_ok("preferred address", &s);
     assert_eq!((o.device.migrations, o.device.paths_validated), (1, 1));
-    // The device talks to the preferred address, which answers from it.
+    // The device probed the preferred address, moved there, and it answers from it.
     let up = datagrams(&o, device_addr(), preferred);
     let down = datagrams(&o, preferred, device_addr());
     assert!(up.len() > 100 && down.len() > 100, "{} up, {} down", up.len(), down.len());
+    // An unreachable preferred address: the probes die, the device stays where it was.
+    let mut s = bulk(LinkProfile::wlan(), 706, MB);
+    s.server.preferred_address = Some(preferred);
+    let o = run_ok("unreachable preferred address", &s);
+    assert_eq!((o.device.migrations, o.device.paths_validated), (0, 0));
+    let probes = datagrams(&o, device_addr(), preferred);
+    assert!(!probes.is_empty() && probes.len() <= 3, "{probes:?}");
+    assert!(probes.iter().all(|n| *n >= 1200), "probes are padded");
 }
 
 #[test]

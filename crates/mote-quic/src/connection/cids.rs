@@ -229,6 +229,12 @@ impl RemoteCids {
         }
     }
 
+    /// The stored connection ID of sequence `seq`.
+    #[cfg(feature = "migration")]
+    pub(crate) fn get(&self, seq: u64) -> Option<PeerCid> {
+        self.slots.iter().flatten().find(|p| p.seq == seq).copied()
+    }
+
     /// The connection ID in use.
     pub(crate) fn active(&self) -> Option<PeerCid> {
         self.slots.iter().flatten().find(|p| p.seq == self.active).copied()

@@ -165,22 +165,40 @@ where
         }
     }
 
-    /// RFC 9000 §9.6.1: once the handshake is confirmed a client moves to the server's
-    /// preferred address: connection ID sequence 1 (carried in the parameter), a
-    /// PATH_CHALLENGE on the new path, and back to the original address if it fails.
+    /// RFC 9000 §9.6.1: once the handshake is confirmed a client probes the server's
+    /// preferred address with PATH_CHALLENGE and connection ID sequence 1 (carried in the
+    /// parameter), still sending everything else on the original path; it moves when the
+    /// response arrives, and stays (retiring sequence 1) if none does.
     pub(super) fn try_preferred_address(&mut self, now: Instant) {
         let Some(pa) = self.preferred.take() else { return };
         let Some(addr) = preferred_for(&pa, self.remote) else { return };
-        if !self.remote_cids.insert_preferred(pa.connection_id, pa.stateless_reset_token) {
+        if addr == self.remote
+            || !self.remote_cids.insert_preferred(pa.connection_id, pa.stateless_reset_token)
+        {
             return;
         }
-        let Some(p) = self.remote_cids.use_seq(1) else { return };
-        self.migration.fallback = Some(self.remote);
-        self.remote = addr;
-        self.hs.cids.remote = p.cid;
-        self.reset_path_recovery(now);
         let deadline = now + self.validation_period();
         self.migration.start_validation(deadline, false);
+        self.migration.target = Some(addr);
+    }
+
+    /// The preferred address and its connection ID when a probe of it is due.
+    pub(super) fn preferred_probe_due(&self) -> Option<(SocketAddr, ConnectionId)> {
+        let to = self.migration.target?;
+        if !self.migration.validation.is_some_and(|v| v.send_now) {
+            return None;
+        }
+        Some((to, self.remote_cids.get(1)?.cid))
+    }
+
+    /// The preferred address answered: move there (RFC 9000 §9.6.1), with sequence 1, and
+    /// retire the handshake connection ID.
+    fn move_to_preferred(&mut self, now: Instant, addr: SocketAddr) {
+        let Some(p) = self.remote_cids.use_seq(1) else { return };
+        self.remote = addr;
+        self.hs.cids.remote = p.cid;
+        let _ = self.remote_cids.retire(0);
+        self.reset_path_recovery(now);
         self.migration.migrations = self.migration.migrations.saturating_add(1);
         self.events.push(Event::PathMigrated);
     }
@@ -196,11 +214,10 @@ where
     }
 
     /// RFC 9000 §8.2.3: a PATH_RESPONSE.
-    pub(super) fn on_path_response(&mut self, data: [u8; 8]) {
+    pub(super) fn on_path_response(&mut self, now: Instant, data: [u8; 8]) {
         if self.migration.on_response(data) {
-            // The preferred address worked: the handshake connection ID is retired.
-            if self.side == Side::Client && self.remote_cids.active().is_some_and(|p| p.seq == 1) {
-                let _ = self.remote_cids.retire(0);
+            if let Some(addr) = self.migration.target.take() {
+                self.move_to_preferred(now, addr);
             }
             self.events.push(Event::PathValidated);
         }
@@ -213,18 +230,14 @@ where
         let Some(v) = self.migration.validation else { return };
         if now >= v.deadline {
             self.migration.validation = None;
+            if self.migration.target.take().is_some() {
+                // The preferred address never answered: stay, and give its ID back.
+                let _ = self.remote_cids.retire(1);
+                return;
+            }
             match self.migration.fallback.take() {
                 Some(addr) => {
                     self.remote = addr;
-                    if self.side == Side::Client
-                        && self.remote_cids.active().is_some_and(|p| p.seq == 1)
-                    {
-                        // The preferred address failed: back to the handshake ID.
-                        if let Some(p) = self.remote_cids.use_seq(0) {
-                            self.hs.cids.remote = p.cid;
-                        }
-                        let _ = self.remote_cids.retire(1);
-                    }
                     self.reset_path_recovery(now);
                 }
                 None => {
@@ -243,9 +256,9 @@ where
         }
     }
 
-    /// Whether a PATH_CHALLENGE should go out.
+    /// Whether a PATH_CHALLENGE should go out on the current path.
     pub(super) fn challenge_due(&self) -> bool {
-        self.migration.validation.is_some_and(|v| v.send_now)
+        self.migration.target.is_none() && self.migration.validation.is_some_and(|v| v.send_now)
     }
 
     /// Whether a PATH_RESPONSE for the current peer address waits.

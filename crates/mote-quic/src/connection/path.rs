@@ -85,12 +85,13 @@ impl Ecn {
     }
 
     /// RFC 9000 §13.4.2.1: after an ACK frame of the Application Data space was processed,
-    /// checks its counts against the marked packets it newly acknowledged. Also fails when
-    /// the first marked packets were all lost. `next_pn` is the next packet number (marking
-    /// stops there on failure).
-    pub(crate) fn on_ack(&mut self, counts: Option<EcnCounts>, next_pn: u64) {
+    /// checks its counts against the marked packets it newly acknowledged, if it raised the
+    /// largest acknowledged (`raised`; reordered ACK frames carry older counts). Also fails
+    /// when the first marked packets were all lost. `next_pn` is the next packet number
+    /// (marking stops there on failure).
+    pub(crate) fn on_ack(&mut self, counts: Option<EcnCounts>, next_pn: u64, raised: bool) {
         let newly = core::mem::take(&mut self.newly_acked_marked);
-        if self.state == EcnState::Failed {
+        if self.state == EcnState::Failed || !raised {
             return;
         }
         if newly > 0 {
@@ -409,6 +410,9 @@ pub(crate) struct Migration {
     /// The last validated peer address, to fall back to if validation fails (RFC 9000
     /// §9.3.2).
     pub(crate) fallback: Option<SocketAddr>,
+    /// The address being probed when it is not the current one (a client probing the
+    /// server's preferred address, RFC 9000 §9.6.1).
+    pub(crate) target: Option<SocketAddr>,
     /// Anti-amplification on the unvalidated path (RFC 9000 §9.3, §8.1): bytes received on
     /// it and bytes sent.
     pub(crate) amp_received: u64,
@@ -426,6 +430,7 @@ impl Migration {
             responses: [None; PATH_RESPONSES],
             validation: None,
             fallback: None,
+            target: None,
             amp_received: 0,
             amp_sent: 0,
             migrations: 0,
@@ -479,10 +484,10 @@ impl Migration {
             v.send_now = false;
             if let Some(slot) = v.sent.iter_mut().find(|s| s.is_none()) {
                 *slot = Some(data);
-                v.retry_at = Some(now + pto);
-            } else {
-                v.retry_at = None;
             }
+            // Another try after a PTO while challenges remain; then wait for the deadline.
+            let more = v.sent.iter().any(Option::is_none);
+            v.retry_at = more.then(|| now + pto);
         }
     }
 
@@ -537,21 +542,28 @@ mod tests {
         for _ in 0..3 {
             e.on_marked_packet(true);
         }
-        e.on_ack(counts(2, 0, 1), 10);
+        e.on_ack(counts(2, 0, 1), 10, true);
         assert_eq!(e.state, EcnState::Capable);
         // Counts that do not cover the newly acknowledged marks.
         e.on_marked_packet(true);
         e.on_marked_packet(true);
-        e.on_ack(counts(3, 0, 1), 12);
+        e.on_ack(counts(3, 0, 1), 12, true);
         assert_eq!(e.state, EcnState::Failed);
         assert!(e.was_marked(11) && !e.was_marked(12));
+        // A reordered ACK frame (not raising the largest acknowledged) is not checked.
+        let mut e = Ecn::new(true);
+        e.on_marked_packet(true);
+        e.on_ack(counts(5, 0, 0), 1, true);
+        e.on_marked_packet(true);
+        e.on_ack(counts(2, 0, 0), 2, false);
+        assert_eq!(e.state, EcnState::Capable);
         // Missing counts, decreasing counts, ECT(1).
         for bad in [None, counts(1, 0, 0), counts(5, 1, 0)] {
             let mut e = Ecn::new(true);
             e.on_marked_packet(true);
-            e.on_ack(counts(2, 0, 0), 1);
+            e.on_ack(counts(2, 0, 0), 1, true);
             e.on_marked_packet(true);
-            e.on_ack(bad, 2);
+            e.on_ack(bad, 2, true);
             assert_eq!(e.state, EcnState::Failed);
         }
         // All marked packets of the testing period lost.

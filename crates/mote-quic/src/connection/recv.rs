@@ -808,7 +808,7 @@ where
                 // unsolicited one is ignored (PROTOCOL_VIOLATION is allowed, not required).
                 Frame::PathResponse { data } => {
                     #[cfg(feature = "migration")]
-                    self.on_path_response(data);
+                    self.on_path_response(now, data);
                     #[cfg(not(feature = "migration"))]
                     let _ = data;
                 }
@@ -935,6 +935,7 @@ where
         };
         // RFC 9000 §13.1, §21.4: an ACK of a packet never sent (or deliberately skipped) is a
         // PROTOCOL_VIOLATION (checked by recovery before anything changes).
+        let largest_before = self.recovery.largest_acked(space);
         let outcome = self
             .recovery
             .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
@@ -946,9 +947,12 @@ where
             self.stats.ecn_ce_events = self.stats.ecn_ce_events.saturating_add(1);
         }
         if space == PnSpace::ApplicationData {
-            // RFC 9000 §13.4.2.1: check the peer's ECN counts against our marks.
+            // RFC 9000 §13.4.2.1: check the peer's ECN counts against our marks, only for
+            // ACK frames that raise the largest acknowledged ("Processing ECN counts out of
+            // order can result in validation failure").
             let next = self.recovery.next_pn(space);
-            self.ecn.on_ack(ack.ecn(), next);
+            let raised = self.recovery.largest_acked(space) > largest_before;
+            self.ecn.on_ack(ack.ecn(), next, raised);
             #[cfg(feature = "pmtud")]
             self.on_ack_for_probe(now, ack);
         }

@@ -28,6 +28,8 @@ const ACK_DELAY_EXPONENT: u8 = 3;
 enum Lone {
     #[cfg(feature = "migration")]
     Response([u8; 8]),
+    #[cfg(feature = "migration")]
+    Challenge([u8; 8], crate::cid::ConnectionId),
     #[cfg(feature = "pmtud")]
     Probe,
 }
@@ -118,6 +120,10 @@ where
             if let Some(t) = self.send_off_path_response(now, buf) {
                 return Some(t);
             }
+            #[cfg(feature = "migration")]
+            if let Some(t) = self.send_preferred_probe(now, buf) {
+                return Some(t);
+            }
             #[cfg(feature = "pmtud")]
             if let Some(t) = self.send_pmtu_probe(now, buf) {
                 return Some(t);
@@ -178,9 +184,15 @@ where
         let body_end = out.len() - TAG_LEN;
         let mut w = Writer::new(out.get_mut(..body_end)?);
         let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.tx_phase);
-        let pn_offset = ShortHeader { dcid: &self.hs.cids.remote, spin: false }
-            .emit(&mut w, phase, pn, pn_len)
-            .ok()?;
+        // A probe of the server's preferred address uses the connection ID that came with
+        // it (RFC 9000 §9.6.1); everything else the current one.
+        let dcid = match kind {
+            #[cfg(feature = "migration")]
+            Lone::Challenge(_, dcid) => dcid,
+            _ => self.hs.cids.remote,
+        };
+        let pn_offset =
+            ShortHeader { dcid: &dcid, spin: false }.emit(&mut w, phase, pn, pn_len).ok()?;
         let payload_start = w.position();
         let mut f = SentFrames::EMPTY;
         match kind {
@@ -188,6 +200,14 @@ where
             Lone::Response(data) => {
                 Frame::PathResponse { data }.emit(&mut w).ok()?;
                 f.flags |= flag::PATH;
+            }
+            #[cfg(feature = "migration")]
+            Lone::Challenge(data, _) => {
+                // RFC 9000 §8.2.1: expanded to the full (1200-byte) datagram.
+                Frame::PathChallenge { data }.emit(&mut w).ok()?;
+                f.flags |= flag::PATH;
+                let rest = w.remaining();
+                w.put_repeated(0, rest).ok()?;
             }
             #[cfg(feature = "pmtud")]
             Lone::Probe => {
@@ -237,6 +257,21 @@ where
         let (len, _) = sent?;
         let ecn = self.ecn_mark();
         Some(Transmit { destination: r.to, len, ecn, segment_size: None, src: self.local })
+    }
+
+    /// RFC 9000 §9.6.1: a client probes the server's preferred address (PATH_CHALLENGE with
+    /// the connection ID of sequence 1) while it keeps using the original one.
+    #[cfg(feature = "migration")]
+    fn send_preferred_probe(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let (to, dcid) = self.preferred_probe_due()?;
+        let mut data = [0u8; 8];
+        mote_crypto::CryptoRng::fill(&mut self.hs.rng, &mut data).ok()?;
+        let n = buf.len().min(MIN_INITIAL_SIZE);
+        let (len, _) = self.send_lone(now, buf.get_mut(..n)?, Lone::Challenge(data, dcid))?;
+        let pto = self.recovery.pto_period();
+        self.migration.challenge_sent(now, pto, data);
+        let ecn = self.ecn_mark();
+        Some(Transmit { destination: to, len, ecn, segment_size: None, src: None })
     }
 
     /// RFC 8899, RFC 9000 §14.3: a PMTU probe when one is due, the congestion window has

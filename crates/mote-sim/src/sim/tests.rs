@@ -321,6 +321,57 @@ fn gso_batch_is_split() {
     assert_eq!(s.trace().summary().sent_datagrams, 3);
 }
 
+#[test]
+fn ce_marking_only_touches_ecn_capable_datagrams() {
+    // ce_mark = 1: every ECT(0)/ECT(1) datagram arrives CE; not-ECT ones stay unmarked.
+    let mut s = sim(2);
+    let mut client = Scripted::default();
+    for (i, ecn) in [Some(Ecn::Ect0), None, Some(Ecn::Ect1)].into_iter().enumerate() {
+        let out =
+            Outgoing { to: srv(), data: vec![i as u8; 100], segment_size: None, src: None, ecn };
+        client.push(at_ms(i as u64), out);
+    }
+    s.add_node(client, dev()).unwrap();
+    s.add_node(Scripted::default(), srv()).unwrap();
+    let mut p = LinkProfile::wlan();
+    p.up.ce_mark = 1.0;
+    s.connect(dev(), srv(), &p).unwrap();
+    s.run_to(at_ms(100)).unwrap();
+    let marks: Vec<Option<Ecn>> = server_rx(&s).iter().map(|r| r.meta.ecn).collect();
+    assert_eq!(marks, [Some(Ecn::Ce), None, Some(Ecn::Ce)]);
+}
+
+#[test]
+fn ce_marking_above_a_queue_threshold() {
+    // A burst into a 1 Mbit/s link: the first datagrams find an empty queue, later ones
+    // queue behind more than 3000 bytes and are marked (an AQM marking instead of dropping).
+    let mut s = sim(3);
+    let mut client = Scripted::default();
+    for i in 0..10u8 {
+        let out = Outgoing {
+            to: srv(),
+            data: vec![i; 1000],
+            segment_size: None,
+            src: None,
+            ecn: Some(Ecn::Ect0),
+        };
+        client.push(Instant::ZERO, out);
+    }
+    s.add_node(client, dev()).unwrap();
+    s.add_node(Scripted::default(), srv()).unwrap();
+    let up = LinkConfig {
+        rate_bps: Some(1_000_000),
+        ce_threshold_bytes: Some(3000),
+        ..LinkConfig::default()
+    };
+    s.connect_with(dev(), srv(), up, LinkConfig::default()).unwrap();
+    s.run_to(at_ms(1000)).unwrap();
+    let marks: Vec<bool> = server_rx(&s).iter().map(|r| r.meta.ecn == Some(Ecn::Ce)).collect();
+    assert_eq!(marks.len(), 10);
+    assert!(!marks[0] && !marks[1] && !marks[2] && !marks[3]);
+    assert!(marks[5..].iter().all(|m| *m), "{marks:?}");
+}
+
 /// Asks for a timeout in the past forever without acting on it.
 struct Spinner;
 
