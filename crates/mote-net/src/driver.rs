@@ -18,6 +18,34 @@ use crate::clock::Clock;
 use crate::socket::{recv_info, UdpSocket};
 use crate::Error;
 
+/// Stack of the thread [`block_on`] runs on. A host connection is about 150 KB of inline
+/// state (1024 sent-packet records) and is created by value in `Endpoint::connect` /
+/// accept; unoptimized builds keep several copies on the stack, more than the 2 MiB of a
+/// default thread.
+pub const DRIVER_STACK: usize = 64 << 20;
+
+/// Runs `future` to completion on a current-thread tokio runtime in a thread of its own
+/// with a [`DRIVER_STACK`] stack (the one task per socket of the driver).
+pub fn block_on<F, R>(future: F) -> Result<R, Error>
+where
+    F: std::future::Future<Output = R> + Send + 'static,
+    R: Send + 'static,
+{
+    std::thread::Builder::new()
+        .name("mote-net".into())
+        .stack_size(DRIVER_STACK)
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::new(format!("tokio runtime: {e}")))?;
+            Ok(rt.block_on(future))
+        })
+        .map_err(|e| Error::new(format!("driver thread: {e}")))?
+        .join()
+        .map_err(|_| Error::new("the driver thread panicked"))?
+}
+
 /// Bytes of one receive buffer: a whole GRO batch.
 const RECV_BUFFER: usize = 64 * 1024;
 /// Receive buffers per `recvmmsg`.

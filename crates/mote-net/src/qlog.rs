@@ -126,7 +126,7 @@ impl Qlog {
         let vantage = if server { "server" } else { "client" };
         let start_unix = unix_millis() as f64 - clock.millis(clock.now());
         q.record(&json!({
-            "qlog_version": "0.4",
+            "qlog_version": "0.3",
             "qlog_format": "JSON-SEQ",
             "title": format!("mote {vantage}"),
             "trace": {

@@ -44,6 +44,8 @@ pub const MAX_HALF_OPEN: usize = 32;
 const PIECE: usize = 64 * 1024;
 /// Longest HTTP/0.9 request line accepted.
 const MAX_REQUEST: usize = 2048;
+/// The application error code an HTTP/0.9 stream is reset with when the file is missing.
+pub const HQ_NOT_FOUND: u64 = 0x194;
 /// Send buffer per stream slot (bytes in flight per response).
 const SEND_BUFFER: usize = 512 * 1024;
 /// Receive buffer per stream slot (requests are small).
@@ -130,6 +132,21 @@ pub fn connection_config(max_idle_ms: u32, gso_segments: usize) -> ConnectionCon
     c
 }
 
+/// What a server has done so far (shared with whoever holds [`Server::counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerCounters {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Responses completed (files and 404s).
+    pub responses: u64,
+    /// Handshakes that resumed a session.
+    pub resumed: u64,
+    /// Connections whose 0-RTT was accepted.
+    pub early_data_accepted: u64,
+    /// Key updates clients initiated (RFC 9001 §6), over all connections.
+    pub peer_key_updates: u64,
+}
+
 /// A bound server, ready to run.
 pub struct Server {
     socket: UdpSocket,
@@ -202,10 +219,15 @@ impl Server {
             clock,
             local,
             pending_initials: Vec::new(),
-            served: 0,
+            counters: Default::default(),
         };
         let transmit_buffer = usize::from(config.max_datagram_size) * config.max_gso_segments;
         Ok(Self { socket, clock, endpoint, app, transmit_buffer })
+    }
+
+    /// A live view of the server's counters.
+    pub fn counters(&self) -> std::sync::Arc<std::sync::Mutex<ServerCounters>> {
+        self.app.counters.clone()
     }
 
     /// The address the server listens on.
@@ -302,6 +324,10 @@ struct ConnState {
     handle: ConnectionHandle,
     observer: Observer,
     proto: Proto,
+    /// Counted once: resumed, 0-RTT accepted.
+    counted: bool,
+    /// Peer key updates already counted.
+    key_updates: u32,
 }
 
 /// The file-serving application.
@@ -314,7 +340,7 @@ struct FileServer {
     local: SocketAddr,
     /// Client Initials that arrived before their connection existed (for the qlog).
     pending_initials: Vec<(Instant, Vec<u8>)>,
-    served: u64,
+    counters: std::sync::Arc<std::sync::Mutex<ServerCounters>>,
 }
 
 /// The file a request path names under `www`, if it is a plain relative path to a file.
@@ -345,7 +371,8 @@ fn open(path: Option<&Path>) -> Option<File> {
 impl FileServer {
     fn drive_hq(www: &Path, conn: &mut ServerConnection, streams: &mut Vec<HqStream>) -> u64 {
         let mut served = 0;
-        for id in conn.live_streams().collect::<Vec<_>>() {
+        let live: Vec<StreamId> = conn.live_streams().collect();
+        for &id in &live {
             let peer_bidi = id.raw() & 0x3 == 0;
             if peer_bidi && !streams.iter().any(|s| s.id == id) {
                 streams.push(HqStream {
@@ -385,7 +412,17 @@ impl FileServer {
             let line_complete = s.request.contains(&b'\n');
             if s.body.is_none() && (s.fin || line_complete) {
                 let file = hq_path(&s.request).and_then(|p| resolve(www, p));
-                s.body = Some(Body::open(open(file.as_deref())));
+                match open(file.as_deref()) {
+                    Some(f) => s.body = Some(Body::open(Some(f))),
+                    None => {
+                        // HTTP/0.9 has no status: a missing file resets the stream, so the
+                        // client cannot take an empty answer for the file.
+                        conn.stream_reset(s.id, HQ_NOT_FOUND);
+                        s.done = true;
+                        served += 1;
+                        continue;
+                    }
+                }
             }
             let Some(body) = s.body.as_mut() else { continue };
             let id = s.id;
@@ -395,7 +432,9 @@ impl FileServer {
                 served += 1;
             }
         }
-        streams.retain(|s| !s.done);
+        // A finished stream stays known until QUIC releases it, so it is not taken for a
+        // new one while its last bytes are still in flight.
+        streams.retain(|s| !s.done || live.contains(&s.id));
         served
     }
 
@@ -495,10 +534,20 @@ impl Application<ServerEndpoint> for FileServer {
                     observer.received(t, &d);
                 }
             }
-            self.conns.push(ConnState { handle: h, observer, proto: Proto::Unknown });
+            self.conns.push(ConnState {
+                handle: h,
+                observer,
+                proto: Proto::Unknown,
+                counted: false,
+                key_updates: 0,
+            });
+            if let Ok(mut k) = self.counters.lock() {
+                k.connections += 1;
+            }
         }
         self.pending_initials.clear();
         let www = self.www.clone();
+        let mut counters = ServerCounters::default();
         for c in self.conns.iter_mut() {
             let Some(conn) = ep.connection(c.handle) else { continue };
             if matches!(c.proto, Proto::Unknown) && !conn.is_closed() {
@@ -515,13 +564,30 @@ impl Application<ServerEndpoint> for FileServer {
             if !conn.is_closed() {
                 let mine: Vec<Event> =
                     stopped.iter().filter(|(h, _)| *h == c.handle).map(|(_, e)| *e).collect();
-                self.served += match &mut c.proto {
+                counters.responses += match &mut c.proto {
                     Proto::Unknown => 0,
                     Proto::Hq(streams) => Self::drive_hq(&www, conn, streams),
                     Proto::H3(session, reqs) => Self::drive_h3(&www, conn, session, reqs, &mine),
                 };
             }
+            if !c.counted && conn.is_handshake_complete() {
+                c.counted = true;
+                counters.resumed += u64::from(conn.tls().psk_accepted());
+                counters.early_data_accepted +=
+                    u64::from(conn.tls().early_data_accepted() == Some(true));
+            }
+            let updates = conn.stats().key_updates;
+            counters.peer_key_updates += u64::from(updates.saturating_sub(c.key_updates));
+            c.key_updates = updates;
             c.observer.update(now, conn, self.keylog.as_mut());
+        }
+        if counters != ServerCounters::default() {
+            if let Ok(mut k) = self.counters.lock() {
+                k.responses += counters.responses;
+                k.resumed += counters.resumed;
+                k.early_data_accepted += counters.early_data_accepted;
+                k.peer_key_updates += counters.peer_key_updates;
+            }
         }
         // Forget connections the endpoint removed.
         self.conns.retain_mut(|c| {

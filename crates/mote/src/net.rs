@@ -4,9 +4,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use mote_net::client::{GetOptions, ServerAuthOption};
+use mote_net::driver::block_on;
 use mote_net::identity;
 use mote_net::server::{ServeOptions, Server};
 
@@ -94,10 +95,6 @@ pub struct GetArgs {
     pub timeout_ms: u64,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().context("tokio runtime")
-}
-
 /// Runs `mote serve` until killed.
 pub fn serve(a: &ServeArgs) -> Result<()> {
     let identity = match (&a.cert, &a.key, &a.rpk_key) {
@@ -115,11 +112,11 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         keylog: a.keylog.clone(),
         max_idle_ms: a.max_idle_ms,
     };
-    runtime()?.block_on(async {
+    block_on(async {
         let server = Server::bind(options)?;
         eprintln!("mote serve: listening on {}", server.local_addr()?);
         server.run().await
-    })?;
+    })??;
     Ok(())
 }
 
@@ -145,7 +142,7 @@ pub fn get(a: &GetArgs) -> Result<()> {
         migrate: a.migrate,
         timeout_ms: a.timeout_ms,
     };
-    let r = runtime()?.block_on(mote_net::client::get(options))?;
+    let r = block_on(mote_net::client::get(options))??;
     eprintln!(
         "mote get: {} files, {} bytes in {} ms (handshake {} ms, QUIC version {:#x}{}{}{}{})",
         r.files,
