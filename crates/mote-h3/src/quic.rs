@@ -26,8 +26,8 @@ extern crate alloc;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use mote_crypto::CryptoProvider;
 use crate::{Config, Event, H3Error, Role, SendError, StreamState, Transport};
+use mote_crypto::CryptoProvider;
 use mote_quic::connection::Connection;
 use mote_quic::connection::TlsSession;
 use mote_quic::frame::StreamDir;

@@ -449,6 +449,32 @@ impl Application<ClientEndpoint> for Fetcher {
     }
 }
 
+/// Words for how a connection ended.
+pub fn describe_close(reason: Option<CloseReason>) -> String {
+    let one = |who: &str, c: &mote_quic::connection::ConnectionClose| {
+        let kind = if c.application {
+            "application error".to_string()
+        } else if (0x100..0x200).contains(&c.code) {
+            // RFC 9001 §4.8: CRYPTO_ERROR carries the TLS alert.
+            format!("TLS alert {}", c.code - 0x100)
+        } else {
+            "transport error".to_string()
+        };
+        format!(
+            "{who} closed the connection: {kind} {:#x} {:?}",
+            c.code,
+            String::from_utf8_lossy(c.reason())
+        )
+    };
+    match reason {
+        Some(CloseReason::Local(c)) => one("we", &c),
+        Some(CloseReason::Peer(c)) => one("the server", &c),
+        Some(CloseReason::IdleTimeout) => "the connection timed out (idle)".into(),
+        Some(CloseReason::VersionNegotiation) => "no QUIC version in common".into(),
+        None => "the connection ended".into(),
+    }
+}
+
 fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
@@ -500,9 +526,8 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             .ok()
             .map(|ticket| Resumption { ticket, age_ms: u32::try_from(age).unwrap_or(u32::MAX) })
     });
-    let remembered = resumption
-        .filter(|_| o.zero_rtt)
-        .map(|r| r.ticket.server_transport_parameters.to_vec());
+    let remembered =
+        resumption.filter(|_| o.zero_rtt).map(|r| r.ticket.server_transport_parameters.to_vec());
     let alpn: &'static [u8] = Box::leak(o.alpn.clone().into_boxed_slice());
     let config: &'static ClientConfig<'static> = leak(ClientConfig {
         server_name: Some(Box::leak(first.host.clone().into_bytes().into_boxed_slice())),
@@ -611,9 +636,9 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
     }
     if missing > 0 {
         return Err(Error::new(format!(
-            "{missing} of {} files missing; connection closed: {:?}",
+            "{missing} of {} files missing; {}",
             app.fetches.len(),
-            app.close_reason
+            describe_close(app.close_reason)
         )));
     }
     let mut ticket_saved = false;

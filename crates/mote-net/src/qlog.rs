@@ -120,8 +120,8 @@ impl Qlog {
     ) -> Result<Self, Error> {
         let name = format!("{}.sqlog", hex(odcid));
         let path = dir.join(&name);
-        let file = File::create(&path)
-            .map_err(|e| Error::new(format!("qlog {}: {e}", path.display())))?;
+        let file =
+            File::create(&path).map_err(|e| Error::new(format!("qlog {}: {e}", path.display())))?;
         let mut q = Self { out: BufWriter::new(file), clock, metrics: Metrics::default() };
         let vantage = if server { "server" } else { "client" };
         let start_unix = unix_millis() as f64 - clock.millis(clock.now());
@@ -167,7 +167,11 @@ impl Qlog {
 
     /// `transport:packet_received` for each packet of a datagram (before decryption).
     pub fn datagram_received(&mut self, now: Instant, data: &[u8], short_dcid_len: usize) {
-        self.event(now, "transport:datagrams_received", json!({ "raw": [{ "length": data.len() }] }));
+        self.event(
+            now,
+            "transport:datagrams_received",
+            json!({ "raw": [{ "length": data.len() }] }),
+        );
         for (header, len) in packets(data, short_dcid_len) {
             self.event(
                 now,

@@ -185,8 +185,8 @@ impl Server {
         if !o.www.is_dir() {
             return Err(Error::new(format!("--www {}: not a directory", o.www.display())));
         }
-        let socket = UdpSocket::bind(o.listen)
-            .map_err(|e| Error::new(format!("bind {}: {e}", o.listen)))?;
+        let socket =
+            UdpSocket::bind(o.listen).map_err(|e| Error::new(format!("bind {}: {e}", o.listen)))?;
         let config = connection_config(o.max_idle_ms, socket.max_gso_segments());
         let scfg = server_config(&o)?;
         let acceptor: Acceptor = Box::new(move |now: Instant| {
@@ -348,8 +348,7 @@ pub fn resolve(www: &Path, path: &[u8]) -> Option<PathBuf> {
     let path = std::str::from_utf8(path).ok()?;
     let path = path.split(['?', '#']).next()?;
     let rel = Path::new(path.strip_prefix('/')?);
-    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_)))
-    {
+    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
         return None;
     }
     let full = www.join(rel);

@@ -61,7 +61,9 @@ impl UdpSocket {
         };
         loop {
             self.io.writable().await?;
-            match self.io.try_io(Interest::WRITABLE, || self.state.send((&self.io).into(), &transmit))
+            match self
+                .io
+                .try_io(Interest::WRITABLE, || self.state.send((&self.io).into(), &transmit))
             {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 r => return r,
@@ -77,7 +79,9 @@ impl UdpSocket {
     ) -> io::Result<usize> {
         loop {
             self.io.readable().await?;
-            match self.io.try_io(Interest::READABLE, || self.state.recv((&self.io).into(), bufs, meta))
+            match self
+                .io
+                .try_io(Interest::READABLE, || self.state.recv((&self.io).into(), bufs, meta))
             {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 r => return r,

@@ -64,4 +64,3 @@ pub fn storage(send: usize, recv: usize) -> Storage<Vec<u8>, Vec<u8>, STREAMS> {
         streams: core::array::from_fn(|_| (vec![0; send], vec![0; recv])),
     }
 }
-

@@ -28,7 +28,8 @@ impl Url {
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             let end = v6.find(']').ok_or_else(|| Error::new(format!("{s}: unclosed '['")))?;
             let (h, tail) = v6.split_at(end);
-            let port = tail.strip_prefix("]:").or_else(|| tail.strip_prefix(']').filter(|t| t.is_empty()));
+            let port =
+                tail.strip_prefix("]:").or_else(|| tail.strip_prefix(']').filter(|t| t.is_empty()));
             (h, port)
         } else {
             match authority.rsplit_once(':') {

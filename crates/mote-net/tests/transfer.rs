@@ -215,7 +215,10 @@ fn raw_public_key_server() {
         let mut o = options(server.port, &["10k.bin"], &scratch("rpk-bad"), "h3");
         o.auth = ServerAuthOption::PinKey(data("server.key"));
         o.timeout_ms = 5_000;
-        assert!(get(o).await.is_err());
+        let e = get(o).await.unwrap_err();
+        // The pinned P-256 key cannot verify the server's Ed25519 signature: the server
+        // finds no common signature scheme (handshake_failure, RFC 8446 §4.4.3).
+        assert!(e.0.contains("TLS alert 40"), "{e}");
     });
 }
 
@@ -236,7 +239,8 @@ fn failures_are_reported() {
         let mut o = options(server.port, &["5k.bin"], &scratch("fail-ca"), "hq-interop");
         o.auth = ServerAuthOption::Ca(data("server.pem"));
         o.timeout_ms = 5_000;
-        assert!(get(o).await.is_err());
+        let e = get(o).await.unwrap_err();
+        assert!(e.0.contains("TLS alert"), "{e}");
         // URLs of two servers cannot share a connection.
         let mut o = options(server.port, &["5k.bin"], &scratch("fail-two"), "hq-interop");
         o.urls.push("https://localhost:1/5k.bin".into());
