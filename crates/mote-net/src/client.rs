@@ -430,6 +430,14 @@ impl Application<ClientEndpoint> for Fetcher {
         flow
     }
 
+    fn sent_all(&mut self, now: Instant, ep: &mut ClientEndpoint) {
+        if let (Some(o), Some(conn)) =
+            (self.observer.as_mut(), self.handle.and_then(|h| ep.connection(h)))
+        {
+            o.packets(now, conn);
+        }
+    }
+
     fn on_datagram_received(&mut self, now: Instant, _from: SocketAddr, data: &[u8]) {
         if let Some(o) = self.observer.as_mut() {
             o.received(now, data);

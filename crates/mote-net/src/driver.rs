@@ -102,6 +102,9 @@ pub trait Application<E> {
     /// Acts on the endpoint after every input (datagram, timer) and before sending.
     fn drive(&mut self, now: Instant, endpoint: &mut E) -> Flow;
 
+    /// Everything pending was sent (after the transmit loop of each turn).
+    fn sent_all(&mut self, _now: Instant, _endpoint: &mut E) {}
+
     /// A datagram arrived, before the endpoint sees it (it decrypts in place).
     fn on_datagram_received(&mut self, _now: Instant, _from: SocketAddr, _data: &[u8]) {}
 
@@ -141,6 +144,7 @@ pub async fn run<E: SansIo, A: Application<E>>(
                 }
             }
         }
+        app.sent_all(now, endpoint);
         if flow == Flow::Stop {
             return Ok(());
         }

@@ -95,6 +95,7 @@ impl Observer {
             let mut it = entries.iter().copied();
             k.drain(|| it.next());
         }
+        self.packets(now, conn);
         let Some(q) = self.qlog.as_mut() else { return };
         for e in &entries {
             q.key_updated(now, e.label);
@@ -128,17 +129,33 @@ impl Observer {
 
     /// A datagram for this connection arrived.
     pub fn received(&mut self, now: Instant, data: &[u8]) {
-        let len = self.local_cid.len();
         if let Some(q) = self.qlog.as_mut() {
-            q.datagram_received(now, data, len);
+            q.datagram_received(now, data);
         }
     }
 
     /// A transmit of this connection left.
     pub fn sent(&mut self, now: Instant, data: &[u8], segment_size: Option<usize>) {
-        let len = self.remote_cid.len();
         if let Some(q) = self.qlog.as_mut() {
-            q.datagram_sent(now, data, segment_size, len);
+            q.datagram_sent(now, data, segment_size);
+        }
+    }
+
+    /// Writes the packets `conn` logged since the last call (sent and processed).
+    pub fn packets<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize>(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection<P, T, C, S, N, SENT, RANGES>,
+    ) where
+        P: CryptoProvider + Clone,
+        T: TlsSession,
+        C: AsRef<[u8]> + AsMut<[u8]>,
+        S: AsRef<[u8]> + AsMut<[u8]>,
+    {
+        while let Some(e) = conn.poll_packet_log() {
+            if let Some(q) = self.qlog.as_mut() {
+                q.packet(now, &e);
+            }
         }
     }
 

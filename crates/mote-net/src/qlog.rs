@@ -3,20 +3,20 @@
 //! ends with a newline), one file per connection named by its original Destination
 //! Connection ID.
 //!
-//! The writer observes a connection from outside — the datagrams the driver moves, the
-//! connection's events and its recovery state — so the `no_std` core carries no logging.
-//! Packet headers are read from the wire before decryption (received) and after
-//! protection (sent): the packet type, connection IDs, version and length are visible
-//! there; packet numbers and frames are not (they are encrypted), so those fields are
-//! left out of `packet_sent`/`packet_received`.
+//! The writer observes a connection from outside: the datagrams the driver moves
+//! (`datagrams_sent`/`datagrams_received`), the connection's packet log (mote-quic feature
+//! `qlog`: packet type, number, length and frame types of every packet sent or processed,
+//! for `packet_sent`/`packet_received`), its recovery state and its key log. The `no_std`
+//! core carries only that fixed-size, feature-gated packet log.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
 use std::path::Path;
 
+use mote_quic::connection::packet_log::PacketLogEntry;
 use mote_quic::connection::CloseReason;
-use mote_quic::packet::{self, Header, PacketType};
+use mote_quic::packet::PacketType;
 use mote_quic::Instant;
 use serde_json::{json, Value};
 
@@ -55,56 +55,41 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn packet_type_name(header: &Header<'_>) -> &'static str {
-    match header {
-        Header::VersionNegotiation(_) => "version_negotiation",
-        Header::Retry(_) => "retry",
-        Header::UnsupportedVersion(_) => "unknown",
-        _ => match header.packet_type() {
-            Some(PacketType::Initial) => "initial",
-            Some(PacketType::ZeroRtt) => "0RTT",
-            Some(PacketType::Handshake) => "handshake",
-            Some(PacketType::OneRtt) => "1RTT",
-            None => "unknown",
-        },
+fn packet_type_name(t: PacketType) -> &'static str {
+    match t {
+        PacketType::Initial => "initial",
+        PacketType::ZeroRtt => "0RTT",
+        PacketType::Handshake => "handshake",
+        PacketType::OneRtt => "1RTT",
     }
 }
 
-/// The packets of a datagram: (qlog header object, packet length).
-fn packets(datagram: &[u8], short_dcid_len: usize) -> Vec<(Value, usize)> {
-    let mut out = Vec::new();
-    let mut rest = datagram;
-    while !rest.is_empty() {
-        let Ok(p) = packet::parse(rest, short_dcid_len, true) else { break };
-        let len = p.len.min(rest.len()).max(1);
-        let mut header = json!({ "packet_type": packet_type_name(&p.header) });
-        match &p.header {
-            Header::Long(h) => {
-                header["dcid"] = json!(hex(h.dcid));
-                header["scid"] = json!(hex(h.scid));
-                header["version"] = json!(format!("{:08x}", h.version.0));
-                if !h.token.is_empty() {
-                    header["token"] = json!({ "raw": { "length": h.token.len() } });
-                }
-            }
-            Header::Short(h) => header["dcid"] = json!(hex(h.dcid)),
-            Header::Retry(h) => {
-                header["dcid"] = json!(hex(h.dcid));
-                header["scid"] = json!(hex(h.scid));
-            }
-            Header::VersionNegotiation(h) => {
-                header["dcid"] = json!(hex(h.dcid));
-                header["scid"] = json!(hex(h.scid));
-            }
-            Header::UnsupportedVersion(h) => {
-                header["dcid"] = json!(hex(h.dcid));
-                header["scid"] = json!(hex(h.scid));
-            }
-        }
-        out.push((header, len));
-        rest = rest.get(len..).unwrap_or(&[]);
+/// The qlog name of a frame type (RFC 9000 §19, RFC 9221).
+pub fn frame_name(ty: u8) -> &'static str {
+    match ty {
+        0x00 => "padding",
+        0x01 => "ping",
+        0x02 | 0x03 => "ack",
+        0x04 => "reset_stream",
+        0x05 => "stop_sending",
+        0x06 => "crypto",
+        0x07 => "new_token",
+        0x08..=0x0f => "stream",
+        0x10 => "max_data",
+        0x11 => "max_stream_data",
+        0x12 | 0x13 => "max_streams",
+        0x14 => "data_blocked",
+        0x15 => "stream_data_blocked",
+        0x16 | 0x17 => "streams_blocked",
+        0x18 => "new_connection_id",
+        0x19 => "retire_connection_id",
+        0x1a => "path_challenge",
+        0x1b => "path_response",
+        0x1c | 0x1d => "connection_close",
+        0x1e => "handshake_done",
+        0x30 | 0x31 => "datagram",
+        _ => "unknown",
     }
-    out
 }
 
 impl Qlog {
@@ -165,41 +150,36 @@ impl Qlog {
         self.record(&json!({ "time": t, "name": name, "data": data }));
     }
 
-    /// `transport:packet_received` for each packet of a datagram (before decryption).
-    pub fn datagram_received(&mut self, now: Instant, data: &[u8], short_dcid_len: usize) {
-        self.event(
-            now,
-            "transport:datagrams_received",
-            json!({ "raw": [{ "length": data.len() }] }),
-        );
-        for (header, len) in packets(data, short_dcid_len) {
-            self.event(
-                now,
-                "transport:packet_received",
-                json!({ "header": header, "raw": { "length": len } }),
-            );
-        }
+    /// `transport:datagrams_received` for a datagram (or GRO batch).
+    pub fn datagram_received(&mut self, now: Instant, data: &[u8]) {
+        let raw = json!({ "raw": [{ "length": data.len() }] });
+        self.event(now, "transport:datagrams_received", raw);
     }
 
-    /// `transport:packet_sent` for each packet of each datagram of a transmit.
-    pub fn datagram_sent(
-        &mut self,
-        now: Instant,
-        data: &[u8],
-        segment_size: Option<usize>,
-        short_dcid_len: usize,
-    ) {
+    /// `transport:datagrams_sent` for a transmit (each datagram of a GSO batch).
+    pub fn datagram_sent(&mut self, now: Instant, data: &[u8], segment_size: Option<usize>) {
         let seg = segment_size.filter(|&s| s > 0).unwrap_or(data.len().max(1));
-        for d in data.chunks(seg) {
-            self.event(now, "transport:datagrams_sent", json!({ "raw": [{ "length": d.len() }] }));
-            for (header, len) in packets(d, short_dcid_len) {
-                self.event(
-                    now,
-                    "transport:packet_sent",
-                    json!({ "header": header, "raw": { "length": len } }),
-                );
-            }
-        }
+        let raw: Vec<Value> = data.chunks(seg).map(|d| json!({ "length": d.len() })).collect();
+        self.event(now, "transport:datagrams_sent", json!({ "count": raw.len(), "raw": raw }));
+    }
+
+    /// `transport:packet_sent` / `transport:packet_received` for a packet-log entry.
+    pub fn packet(&mut self, now: Instant, e: &PacketLogEntry) {
+        let frames: Vec<Value> =
+            e.frame_types().iter().map(|&t| json!({ "frame_type": frame_name(t) })).collect();
+        let name = if e.sent { "transport:packet_sent" } else { "transport:packet_received" };
+        self.event(
+            now,
+            name,
+            json!({
+                "header": {
+                    "packet_type": packet_type_name(e.packet_type),
+                    "packet_number": e.packet_number,
+                },
+                "raw": { "length": e.length },
+                "frames": frames,
+            }),
+        );
     }
 
     /// `recovery:metrics_updated` with the fields that changed.

@@ -599,6 +599,14 @@ impl Application<ServerEndpoint> for FileServer {
         Flow::Continue
     }
 
+    fn sent_all(&mut self, now: Instant, ep: &mut ServerEndpoint) {
+        for c in self.conns.iter_mut() {
+            if let Some(conn) = ep.connection(c.handle) {
+                c.observer.packets(now, conn);
+            }
+        }
+    }
+
     fn on_datagram_received(&mut self, now: Instant, _from: SocketAddr, data: &[u8]) {
         if self.qlog_dir.is_none() {
             return;

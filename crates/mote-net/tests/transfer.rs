@@ -306,8 +306,25 @@ fn keylog_and_qlog_files() {
         ] {
             assert!(names.contains(&want), "{want} missing");
         }
+        // The first packet: Initial 0 carrying the ClientHello, padded.
         let first_sent = records.iter().find(|r| r["name"] == "transport:packet_sent").unwrap();
-        assert_eq!(first_sent["data"]["header"]["packet_type"], "initial");
-        assert_eq!(first_sent["data"]["header"]["dcid"], odcid);
+        let header = &first_sent["data"]["header"];
+        assert_eq!(
+            (header["packet_type"].as_str(), header["packet_number"].as_u64()),
+            (Some("initial"), Some(0))
+        );
+        assert_eq!(first_sent["data"]["frames"][0]["frame_type"], "crypto");
+        // 1-RTT packets received carry the file in STREAM frames, numbered upwards.
+        let numbers: Vec<u64> = records
+            .iter()
+            .filter(|r| r["name"] == "transport:packet_received")
+            .filter(|r| r["data"]["header"]["packet_type"] == "1RTT")
+            .filter(|r| {
+                r["data"]["frames"].as_array().unwrap().iter().any(|f| f["frame_type"] == "stream")
+            })
+            .map(|r| r["data"]["header"]["packet_number"].as_u64().unwrap())
+            .collect();
+        assert!(numbers.len() >= 9, "10 KB in {} packets", numbers.len());
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
     });
 }

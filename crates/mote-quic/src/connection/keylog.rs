@@ -92,3 +92,38 @@ impl KeyLog {
         Some(e)
     }
 }
+
+#[cfg(all(test, feature = "server"))]
+mod tests {
+    use super::super::tests::Pair;
+    use crate::ConnectionConfig;
+    use std::vec::Vec;
+
+    #[test]
+    fn both_sides_log_the_same_secrets_under_the_same_random() {
+        let mut p = Pair::new(ConnectionConfig::device(), ConnectionConfig::server());
+        p.handshake();
+        let client: Vec<_> = core::iter::from_fn(|| p.client.poll_keylog()).collect();
+        let server: Vec<_> = core::iter::from_fn(|| p.server().poll_keylog()).collect();
+        let labels: Vec<&str> = client.iter().map(|e| e.label).collect();
+        assert_eq!(
+            labels,
+            [
+                "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+                "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+                "CLIENT_TRAFFIC_SECRET_0",
+                "SERVER_TRAFFIC_SECRET_0"
+            ]
+        );
+        assert_eq!(server.len(), client.len());
+        for (c, s) in client.iter().zip(&server) {
+            assert_eq!(c.label, s.label);
+            assert_eq!(c.client_random, s.client_random);
+            assert_ne!(c.client_random, [0; 32]);
+            assert_eq!(c.secret(), s.secret());
+            assert_eq!(c.secret().len(), 32);
+        }
+        // Drained: nothing more.
+        assert!(p.client.poll_keylog().is_none());
+    }
+}

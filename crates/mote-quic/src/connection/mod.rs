@@ -35,6 +35,8 @@ mod config;
 pub mod fuzz;
 #[cfg(feature = "keylog")]
 pub mod keylog;
+#[cfg(feature = "qlog")]
+pub mod packet_log;
 mod recv;
 pub mod rng;
 mod send;
@@ -424,6 +426,9 @@ pub struct Connection<
     early_params: bool,
     /// Client: the server rejected 0-RTT.
     early_rejected: bool,
+    /// Packets sent and processed, for qlog.
+    #[cfg(feature = "qlog")]
+    packet_log: packet_log::PacketLog,
 }
 
 type Res<T = ()> = Result<T, ConnectionClose>;
@@ -604,6 +609,8 @@ where
             last_now: now,
             early_params: false,
             early_rejected: false,
+            #[cfg(feature = "qlog")]
+            packet_log: packet_log::PacketLog::new(),
         })
     }
 
@@ -764,6 +771,21 @@ where
     #[cfg(feature = "keylog")]
     pub fn poll_keylog(&mut self) -> Option<keylog::KeyLogEntry> {
         self.hs.keylog.pop()
+    }
+
+    /// The next packet log entry (feature `qlog`): packets sent and processed, in order,
+    /// with their packet numbers and frame types. Drain after every call that feeds or
+    /// polls the connection; entries beyond the ring's capacity are lost and counted by
+    /// [`Connection::packet_log_dropped`].
+    #[cfg(feature = "qlog")]
+    pub fn poll_packet_log(&mut self) -> Option<packet_log::PacketLogEntry> {
+        self.packet_log.pop()
+    }
+
+    /// Packet log entries lost because the ring was full (feature `qlog`).
+    #[cfg(feature = "qlog")]
+    pub const fn packet_log_dropped(&self) -> u64 {
+        self.packet_log.dropped
     }
 
     // --- events and timers ---

@@ -313,6 +313,8 @@ where
         }
         self.any_packet = true;
         let payload = pkt.get(u.payload_range())?;
+        #[cfg(feature = "qlog")]
+        self.packet_log.push(false, hdr.ptype, u.pn, len, payload);
         match self.process_frames(now, space, hdr.ptype, payload) {
             Err(close) => {
                 self.enter_closing(close);
