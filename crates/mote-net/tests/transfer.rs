@@ -328,3 +328,77 @@ fn keylog_and_qlog_files() {
         assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
     });
 }
+
+#[test]
+fn many_clients_at_once_and_ipv6() {
+    run(async {
+        let www = www("many");
+        let server = serve(&www, false);
+        let gets = (0..8).map(|i| {
+            let out = scratch(&format!("many-{i}"));
+            let alpn = if i % 2 == 0 { "h3" } else { "hq-interop" };
+            let o = options(server.port, &["500k.bin", "5k.bin"], &out, alpn);
+            async move { (get(o).await, out) }
+        });
+        let results = futures_join_all(gets).await;
+        for (r, out) in results {
+            r.unwrap();
+            assert_same(&www, &out, &["500k.bin", "5k.bin"]);
+        }
+        assert_eq!(server.counters.lock().unwrap().connections, 8);
+    });
+    // IPv6: a server on [::1], a URL with a bracketed literal.
+    run(async {
+        let www = www("v6");
+        let server = Server::bind(ServeOptions {
+            listen: "[::1]:0".parse().unwrap(),
+            www: www.clone(),
+            identity: identity::server_identity(Some(&data("server.pem")), &data("server.key"))
+                .unwrap(),
+            alpn: vec![b"hq-interop".to_vec()],
+            retry: false,
+            qlog_dir: None,
+            keylog: None,
+            max_idle_ms: 10_000,
+        });
+        let Ok(server) = server else {
+            eprintln!("no IPv6 loopback here; skipped");
+            return;
+        };
+        let port = server.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            let _ = server.run().await;
+        });
+        let out = scratch("v6-out");
+        let mut o = options(port, &[], &out, "hq-interop");
+        o.urls = vec![format!("https://[::1]:{port}/10k.bin")];
+        get(o).await.unwrap();
+        assert_same(&www, &out, &["10k.bin"]);
+        task.abort();
+    });
+}
+
+/// Runs the futures concurrently on the current task and collects their outputs in order.
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
+    std::future::poll_fn(move |cx| {
+        let mut pending = false;
+        for (f, out) in pinned.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *out = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(outputs.iter_mut().map(|o| o.take().unwrap()).collect())
+        }
+    })
+    .await
+}
