@@ -37,10 +37,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "hq-interop,h3", value_delimiter = ',')]
     pub alpn: Vec<String>,
     /// Write one qlog (JSON-SEQ) per connection into this directory.
-    #[arg(long)]
+    #[arg(long, env = "QLOGDIR")]
     pub qlog_dir: Option<PathBuf>,
     /// Append TLS secrets to this file (SSLKEYLOGFILE format).
-    #[arg(long)]
+    #[arg(long, env = "SSLKEYLOGFILE")]
     pub keylog: Option<PathBuf>,
     /// Idle timeout in milliseconds.
     #[arg(long, default_value_t = 30_000)]
@@ -82,10 +82,10 @@ pub struct GetArgs {
     #[arg(long, default_value = "hq-interop")]
     pub alpn: String,
     /// Write the connection's qlog (JSON-SEQ) into this directory.
-    #[arg(long)]
+    #[arg(long, env = "QLOGDIR")]
     pub qlog_dir: Option<PathBuf>,
     /// Append TLS secrets to this file (SSLKEYLOGFILE format).
-    #[arg(long)]
+    #[arg(long, env = "SSLKEYLOGFILE")]
     pub keylog: Option<PathBuf>,
     /// Migrate to a new local port after the handshake (pending: not in mote-quic yet).
     #[arg(long)]
