@@ -402,3 +402,53 @@ async fn futures_join_all<F: std::future::Future>(
     })
     .await
 }
+
+/// A UDP proxy on 127.0.0.1 in front of `server_port` that drops every `nth` datagram in
+/// each direction (the first client datagram included when `nth` is 1-based on it).
+async fn lossy_proxy(server_port: u16, nth: u64) -> (u16, tokio::task::JoinHandle<()>) {
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = sock.local_addr().unwrap().port();
+    let server: std::net::SocketAddr = format!("127.0.0.1:{server_port}").parse().unwrap();
+    let task = tokio::spawn(async move {
+        let mut client = None;
+        let mut counts = [0u64; 2];
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let Ok((n, from)) = sock.recv_from(&mut buf).await else { return };
+            let (dir, to) = if from == server {
+                match client {
+                    Some(c) => (1, c),
+                    None => continue,
+                }
+            } else {
+                client = Some(from);
+                (0, server)
+            };
+            counts[dir] += 1;
+            if counts[dir] % nth == 0 {
+                continue;
+            }
+            let _ = sock.send_to(&buf[..n], to).await;
+        }
+    });
+    (port, task)
+}
+
+#[test]
+fn transfer_through_a_lossy_path() {
+    run(async {
+        let www = www("lossy");
+        let server = serve(&www, false);
+        // Every 4th (then 10th) datagram lost each way, from the handshake on.
+        for (nth, alpn) in [(4, "hq-interop"), (10, "h3")] {
+            let (port, proxy) = lossy_proxy(server.port, nth).await;
+            let out = scratch(&format!("lossy-{nth}"));
+            let files = ["500k.bin", "5k.bin"];
+            let r = get(options(port, &files, &out, alpn)).await;
+            proxy.abort();
+            let r = r.unwrap_or_else(|e| panic!("1 in {nth} lost, {alpn}: {e}"));
+            eprintln!("1 in {nth} lost, {alpn}: {} ms", r.duration_ms);
+            assert_same(&www, &out, &files);
+        }
+    });
+}
