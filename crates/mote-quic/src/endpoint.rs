@@ -967,12 +967,12 @@ where
         if r.token_len == 0 {
             let len = self.emit_invalid_token_close(&r, buf)?;
             return Some(Transmit {
-            destination: r.to,
-            len,
-            ecn: crate::recovery::Ecn::NotEct,
-            segment_size: None,
-            src: None,
-        });
+                destination: r.to,
+                len,
+                ecn: crate::recovery::Ecn::NotEct,
+                segment_size: None,
+                src: None,
+            });
         }
         let mut unused = [0u8; 1];
         let _ = self.rng.fill(&mut unused);

@@ -47,9 +47,13 @@ mod config;
 mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
+#[cfg(feature = "keylog")]
+pub mod keylog;
 #[cfg(feature = "migration")]
 mod migrate;
 mod mtu;
+#[cfg(feature = "qlog")]
+pub mod packet_log;
 mod path;
 mod recv;
 #[cfg(feature = "stateless-reset")]
@@ -72,14 +76,14 @@ use core::net::SocketAddr;
 use mote_crypto::{CryptoProvider, CryptoRng};
 
 pub use cids::{LOCAL_CIDS, REMOTE_CIDS, RETIRE_QUEUE};
+pub use config::{AeadLimits, ConnectionConfig};
+#[cfg(feature = "datagram")]
+pub use datagram::{DatagramError, DATAGRAM_QUEUE_BYTES, DATAGRAM_QUEUE_LEN};
 #[cfg(feature = "migration")]
 pub use migrate::MigrateError;
 pub use path::EcnState;
 #[cfg(feature = "migration")]
 pub use path::{PATH_CHALLENGES, PATH_RESPONSES};
-pub use config::{AeadLimits, ConnectionConfig};
-#[cfg(feature = "datagram")]
-pub use datagram::{DatagramError, DATAGRAM_QUEUE_BYTES, DATAGRAM_QUEUE_LEN};
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 
@@ -567,6 +571,9 @@ pub struct Connection<
     /// is sent (doubling, RFC 9000 §10.2.1).
     closing_received: u32,
     closing_answer_at: u32,
+    /// Packets sent and processed, for qlog.
+    #[cfg(feature = "qlog")]
+    packet_log: packet_log::PacketLog,
 }
 
 /// What [`Connection::token`] holds.
@@ -816,6 +823,8 @@ where
             ticket: [0; tls::TICKET_MAX],
             #[cfg(feature = "resumption")]
             ticket_len: 0,
+            #[cfg(feature = "keylog")]
+            keylog: keylog::KeyLog::new(),
         };
         Ok(Self {
             side,
@@ -883,6 +892,8 @@ where
             skip_pn_at: SKIP_PN_GAP_MIN,
             closing_received: 0,
             closing_answer_at: 1,
+            #[cfg(feature = "qlog")]
+            packet_log: packet_log::PacketLog::new(),
         })
     }
 
@@ -1151,6 +1162,29 @@ where
         self.token_len = token.len() as u8;
         self.token_state = TokenState::Pending;
         true
+    }
+
+    /// The next key log entry (feature `keylog`): each TLS traffic secret of this
+    /// connection once, in the order they were derived. Drain after every call that feeds
+    /// the connection (creation included: a resuming client derives its early secret then).
+    #[cfg(feature = "keylog")]
+    pub fn poll_keylog(&mut self) -> Option<keylog::KeyLogEntry> {
+        self.hs.keylog.pop()
+    }
+
+    /// The next packet log entry (feature `qlog`): packets sent and processed, in order,
+    /// with their packet numbers and frame types. Drain after every call that feeds or
+    /// polls the connection; entries beyond the ring's capacity are lost and counted by
+    /// [`Connection::packet_log_dropped`].
+    #[cfg(feature = "qlog")]
+    pub fn poll_packet_log(&mut self) -> Option<packet_log::PacketLogEntry> {
+        self.packet_log.pop()
+    }
+
+    /// Packet log entries lost because the ring was full (feature `qlog`).
+    #[cfg(feature = "qlog")]
+    pub const fn packet_log_dropped(&self) -> u64 {
+        self.packet_log.dropped
     }
 
     // --- events and timers ---

@@ -439,6 +439,8 @@ where
         self.any_packet = true;
         let is_largest = largest.is_none_or(|l| u.pn > l);
         let payload = pkt.get(u.payload_range())?;
+        #[cfg(feature = "qlog")]
+        self.packet_log.push(false, hdr.ptype, u.pn, len, payload);
         match self.process_frames(now, space, hdr.ptype, &hdr.dcid, info.remote, payload) {
             Err(close) => {
                 self.enter_closing(close);

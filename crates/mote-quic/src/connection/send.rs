@@ -460,6 +460,20 @@ where
                 return false;
             }
         }
+        #[cfg(feature = "qlog")]
+        {
+            // The plaintext frames, before protection: the packet number length is in the
+            // still-unprotected first byte (RFC 9000 §17.2).
+            let ptype = match (b.space, b.long.is_some()) {
+                (PnSpace::Initial, _) => crate::packet::PacketType::Initial,
+                (PnSpace::Handshake, _) => crate::packet::PacketType::Handshake,
+                (PnSpace::ApplicationData, true) => crate::packet::PacketType::ZeroRtt,
+                (PnSpace::ApplicationData, false) => crate::packet::PacketType::OneRtt,
+            };
+            let pn_len = usize::from(pkt.first().copied().unwrap_or(0) & 0x03) + 1;
+            let payload = pkt.get(b.pn_offset + pn_len..b.payload_end).unwrap_or(&[]);
+            self.packet_log.push(true, ptype, b.pn, b.len, payload);
+        }
         let Some(keys) = self.tx_keys(b.space) else { return false };
         if keys.protect(pkt, b.pn_offset, b.pn).is_err() {
             return false;
