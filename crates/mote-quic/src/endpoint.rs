@@ -588,11 +588,8 @@ where
         token: (&[u8; TOKEN_MAX], usize),
     ) {
         {
-            // RFC 9000 §14.1: Initials in datagrams below 1200 bytes are discarded. RFC 9000
-            // §7.2: the client's first DCID is at least 8 bytes — after a Retry it is our
-            // Retry SCID, whatever its length.
-            let retried_dcid = token.1 > 0;
-            if data.len() < crate::connection::MIN_INITIAL_SIZE || (dl < 8 && !retried_dcid) {
+            // RFC 9000 §14.1: Initials in datagrams below 1200 bytes are discarded.
+            if data.len() < crate::connection::MIN_INITIAL_SIZE {
                 self.stats.unroutable = self.stats.unroutable.saturating_add(1);
                 return;
             }
@@ -620,6 +617,12 @@ where
                     return;
                 }
             };
+            // RFC 9000 §7.2: the client's first DCID is at least 8 bytes (after a Retry it
+            // is our Retry SCID, which the token vouches for).
+            if dl < 8 && !matches!(validation, Validation::Retry { .. }) {
+                self.stats.unroutable = self.stats.unroutable.saturating_add(1);
+                return;
+            }
             let retry = match self.config.retry {
                 RetryPolicy::Never => false,
                 RetryPolicy::Always => true,
