@@ -24,12 +24,16 @@ enum Command {
     /// from a server over QUIC on the wlan and nbiot link profiles (1-RTT, resumed, 0-RTT).
     /// `--wire` shows the wire-layer walkthrough of the first round trip instead.
     Demo(demo::Args),
+    /// A UDP link emulator between one QUIC client and one server (delay, rate, loss, drop
+    /// lists, corruption, blackholes, NAT rebinding) that logs every datagram as JSON.
+    Relay(mote_relay::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Demo(args) => demo::run_demo(args),
+        Command::Relay(args) => mote_relay::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
