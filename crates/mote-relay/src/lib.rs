@@ -85,6 +85,10 @@ pub struct Args {
     /// Write one JSON line per datagram and per rebinding to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Also log each datagram's bytes (hex, as the sender sent them), so a checker with
+    /// the endpoints' key log can decrypt them.
+    #[arg(long)]
+    pub log_bytes: bool,
     /// Seed of the loss, jitter and corruption draws.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -116,6 +120,8 @@ pub struct Config {
     pub rebind: Option<(RebindKind, Duration, Duration)>,
     /// The JSON-lines log.
     pub log: Option<PathBuf>,
+    /// Whether the log carries each datagram's bytes.
+    pub log_bytes: bool,
     /// Seed of the random draws.
     pub seed: u64,
 }
@@ -206,6 +212,7 @@ impl Args {
             ),
             rebind,
             log: self.log.clone(),
+            log_bytes: self.log_bytes,
             seed: self.seed,
         })
     }

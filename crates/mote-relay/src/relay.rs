@@ -204,6 +204,9 @@ impl Relay {
             "server": self.config.server.to_string(),
             "packets": inspect::packets(&bytes).iter().map(|p| p.to_json()).collect::<Vec<_>>(),
         });
+        if self.config.log_bytes {
+            record["hex"] = json!(inspect::hex(&bytes));
+        }
         match verdict {
             Verdict::Drop(reason) => {
                 self.dropped += 1;
