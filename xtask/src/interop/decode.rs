@@ -15,7 +15,8 @@ use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::AeadAlgorithm;
 use mote_quic::frame::{Frame, Frames};
 use mote_quic::packet::{
-    self, initial_secrets, next_secret, Header, LongType, PacketKeys, PacketType,
+    self, initial_secrets, next_secret, number, remove_header_protection, Header, LongType,
+    PacketKey, PacketKeys, PacketType,
 };
 use mote_quic::Version;
 
@@ -114,8 +115,10 @@ impl CryptoStream {
 
 /// Keys of one direction of one packet number space.
 struct DirKeys {
-    /// Generation 0 and later 1-RTT generations (index = generation).
-    generations: Vec<PacketKeys<RustCrypto>>,
+    /// RFC 9001 §6.1: the header-protection key is not updated by key updates.
+    header: <RustCrypto as mote_crypto::CryptoProvider>::HeaderKey,
+    /// Payload keys of generation 0 and later 1-RTT generations (index = generation).
+    generations: Vec<PacketKey<RustCrypto>>,
     /// The secret of the last generation, to derive the next.
     last_secret: Vec<u8>,
     alg: AeadAlgorithm,
@@ -129,7 +132,8 @@ impl DirKeys {
     fn new(version: Version, alg: AeadAlgorithm, secret: &[u8]) -> Option<Self> {
         let keys = PacketKeys::from_secret(&RustCrypto, version, alg, secret).ok()?;
         Some(DirKeys {
-            generations: vec![keys],
+            header: keys.header,
+            generations: vec![keys.packet],
             last_secret: secret.to_vec(),
             alg,
             version,
@@ -138,43 +142,47 @@ impl DirKeys {
         })
     }
 
-    /// Decrypts a copy of `packet`; for 1-RTT tries the current generation, then the next
-    /// ones (a key update), then the previous (reordering). Returns the plaintext frames'
-    /// bytes, the packet number and the generation.
+    /// Decrypts a copy of `packet`: removes header protection (RFC 9001 §5.4), decodes the
+    /// packet number (RFC 9000 §17.1), and for 1-RTT picks the key generation by the Key
+    /// Phase bit (RFC 9001 §6): the current one, the next (a key update), or the previous
+    /// (reordering). Returns the plaintext frames, the packet number, the generation and
+    /// the Key Phase bit.
     fn open(
         &mut self,
         packet: &[u8],
         pn_offset: usize,
         one_rtt: bool,
     ) -> Option<(Vec<u8>, u64, usize, bool)> {
+        let mut copy = packet.to_vec();
+        let t = remove_header_protection(&self.header, &mut copy, pn_offset).ok()?;
+        let pn = number::decode(self.largest_pn, t.value, t.len);
+        let header_len = pn_offset + t.len;
+        let key_phase = one_rtt && t.first_byte & 0x04 != 0;
         let mut order = vec![self.current];
-        if one_rtt {
-            order.extend([self.current + 1, self.current + 2]);
+        if one_rtt && key_phase != (self.current % 2 == 1) {
+            order = vec![self.current + 1];
             if self.current > 0 {
                 order.push(self.current - 1);
             }
         }
         for generation in order {
-            while one_rtt
-                && self.generations.len() <= generation
-                && self.generations.len() < MAX_GENERATIONS
-            {
+            while self.generations.len() <= generation && self.generations.len() < MAX_GENERATIONS {
                 let next =
                     next_secret(&RustCrypto, self.version, self.alg.hash(), &self.last_secret)
                         .ok()?;
-                let keys =
-                    PacketKeys::from_secret(&RustCrypto, self.version, self.alg, next.as_ref())
+                let key =
+                    PacketKey::from_secret(&RustCrypto, self.version, self.alg, next.as_ref())
                         .ok()?;
-                self.generations.push(keys);
+                self.generations.push(key);
                 self.last_secret = next.as_ref().to_vec();
             }
-            let Some(keys) = self.generations.get(generation) else { continue };
-            let mut copy = packet.to_vec();
-            if let Ok(u) = keys.unprotect(&mut copy, pn_offset, self.largest_pn) {
-                self.largest_pn = Some(self.largest_pn.map_or(u.pn, |l| l.max(u.pn)));
+            let Some(key) = self.generations.get(generation) else { continue };
+            let mut attempt = copy.clone();
+            if let Ok(payload_len) = key.open_in_place(pn, &mut attempt, header_len) {
+                self.largest_pn = Some(self.largest_pn.map_or(pn, |l| l.max(pn)));
                 self.current = self.current.max(generation);
-                let payload = copy.get(u.payload_range())?.to_vec();
-                return Some((payload, u.pn, generation, u.key_phase()));
+                let payload = attempt.get(header_len..header_len + payload_len)?.to_vec();
+                return Some((payload, pn, generation, key_phase));
             }
         }
         None
@@ -192,10 +200,10 @@ pub struct Conn {
     /// client's.
     server_cids: Vec<Vec<u8>>,
     client_cids: Vec<Vec<u8>>,
+    /// The DCID of the client's first Initial.
+    odcid: Vec<u8>,
     /// The DCID the Initial keys come from (the Retry's SCID after a Retry).
     initial_dcid: Vec<u8>,
-    /// Time of the client's first Initial.
-    pub start_us: u64,
     /// Client Initial packets that carried the start of the ClientHello (offset 0).
     pub client_hellos: usize,
     /// Cipher suites offered in the ClientHello.
@@ -306,14 +314,24 @@ fn handle_packet(
     let (idx, space, version) = match parsed.header {
         Header::Long(h) => {
             let idx = if d.to_server {
-                match conns.iter().rposition(|c| c.client_scid == h.scid) {
+                // A client may use an empty SCID for every connection (quic-go does), so an
+                // Initial belongs to an earlier connection only if its DCID is one that
+                // connection's Initials use.
+                let known = conns.iter().rposition(|c| {
+                    c.client_scid == h.scid
+                        && (h.ty != LongType::Initial
+                            || c.odcid == h.dcid
+                            || c.initial_dcid == h.dcid
+                            || c.server_cids.iter().any(|s| s == h.dcid))
+                });
+                match known {
                     Some(i) => i,
                     None if h.ty == LongType::Initial => {
                         conns.push(Conn {
                             client_scid: h.scid.to_vec(),
                             client_cids: vec![h.scid.to_vec()],
+                            odcid: h.dcid.to_vec(),
                             initial_dcid: h.dcid.to_vec(),
-                            start_us: d.t_us,
                             ..Conn::default()
                         });
                         conns.len() - 1
@@ -340,7 +358,11 @@ fn handle_packet(
             (idx, space, h.version)
         }
         Header::Retry(r) => {
-            if let Some(c) = conns.iter_mut().rev().find(|c| c.client_scid == r.dcid) {
+            // RFC 9000 §17.2.5.2: a client accepts only the first Retry (a server may
+            // send one per client Initial datagram).
+            if let Some(c) =
+                conns.iter_mut().rev().find(|c| c.client_scid == r.dcid).filter(|c| !c.retry)
+            {
                 c.retry = true;
                 c.pn_before_retry = c.keys.get(&(INITIAL, true)).and_then(|k| k.largest_pn);
                 c.initial_dcid = r.scid.to_vec();
@@ -599,5 +621,43 @@ mod tests {
         assert_eq!(random, [7u8; 32]);
         assert_eq!(suites, [0x1301, 0x1303]);
         assert_eq!(client_hello(&body[..20]), None);
+    }
+}
+/// `CELL=target/interop/<run>/<case>/<pair> cargo test -p xtask decode_cell -- --ignored
+/// --nocapture` prints what the decoder follows in one cell's logs (for debugging a verdict).
+#[cfg(test)]
+mod debug {
+    #[test]
+    #[ignore]
+    fn decode_cell() {
+        let dir = std::path::PathBuf::from(std::env::var("CELL").unwrap());
+        let text = std::fs::read_to_string(dir.join("relay.jsonl")).unwrap();
+        let mut ds = Vec::new();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(h) = v["hex"].as_str() {
+                ds.push(super::Datagram {
+                    t_us: 0,
+                    to_server: v["dir"] == "to_server",
+                    path: String::new(),
+                    bytes: super::unhex(h).unwrap(),
+                });
+            }
+        }
+        let mut k = super::KeyLog::default();
+        k.add(&std::fs::read_to_string(dir.join("client-keys.log")).unwrap_or_default());
+        let conns = super::decode(&ds, &k);
+        for c in &conns {
+            eprintln!(
+                "scid {:02x?} server {:02x?} cids {:?} {:?} dec {:?} undec {:?} suite {:?}",
+                c.client_scid,
+                c.server_scid,
+                c.client_cids.len(),
+                c.server_cids.len(),
+                c.decrypted_1rtt,
+                c.undecryptable,
+                c.suite
+            );
+        }
     }
 }
