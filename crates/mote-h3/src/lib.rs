@@ -34,6 +34,8 @@ pub mod error;
 pub mod frame;
 pub mod message;
 pub mod qpack;
+#[cfg(feature = "quic")]
+pub mod quic;
 
 #[cfg(test)]
 mod tests;

@@ -467,6 +467,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(internal());
         }
         hooks.rng().fill(&mut self.random)?;
+        hooks.client_random(&self.random);
         let group = self.offered_groups().first().ok_or_else(internal)?;
         self.kx = Some(self.provider.start_key_exchange(group, hooks.rng())?);
         let suites = self.offered_suites();

@@ -431,6 +431,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         hooks: &mut H,
     ) -> Result<(), Error> {
         let ch = ClientHello::parse(msg.body)?;
+        hooks.client_random(ch.random);
         let retried = self.hrr_group.is_some();
         // RFC 9001 §8.4: "A server SHOULD treat the receipt of a TLS ClientHello with a
         // non-empty legacy_session_id field as a connection error of type

@@ -139,6 +139,12 @@ pub trait QuicHooks {
 
     /// Client: a NewSessionTicket to keep for resumption (RFC 8446 §4.6.1).
     fn new_ticket(&mut self, _ticket: &Ticket<'_>) {}
+
+    /// The ClientHello's random (a client's own when it writes its ClientHello, a server's
+    /// peer's when it reads one), reported before any secret derived from that hello. Only
+    /// for key logging (the SSLKEYLOGFILE format names secrets by client random); the
+    /// default ignores it.
+    fn client_random(&mut self, _random: &[u8; 32]) {}
 }
 
 /// Receive-side buffer for one partial handshake message, `N` bytes of RAM.

@@ -1,6 +1,7 @@
 //! `mote`: secure IoT messaging over QUIC — the command-line tool.
 //!
-//! Today it runs `mote demo`; `get`, `serve`, `relay`, `broker`, `pub`, `sub` and `agent`
+//! `mote demo` runs the simulated transaction; `mote serve` and `mote get` are the file
+//! server and client on real UDP sockets. `relay`, `broker`, `pub`, `sub` and `agent`
 //! arrive with their issues.
 
 use std::process::ExitCode;
@@ -8,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod net;
 mod wire;
 
 /// mote: secure IoT messaging over QUIC, end to end.
@@ -24,6 +26,11 @@ enum Command {
     /// from a server over QUIC on the wlan and nbiot link profiles (1-RTT, resumed, 0-RTT).
     /// `--wire` shows the wire-layer walkthrough of the first round trip instead.
     Demo(demo::Args),
+    /// Serve files over QUIC (hq-interop and HTTP/3) on a real UDP socket.
+    Serve(net::ServeArgs),
+    /// Fetch files over one QUIC connection (hq-interop or HTTP/3); exits 0 only when every
+    /// file arrived complete.
+    Get(net::GetArgs),
     /// A UDP link emulator between one QUIC client and one server (delay, rate, loss, drop
     /// lists, corruption, blackholes, NAT rebinding) that logs every datagram as JSON.
     Relay(mote_relay::Args),
@@ -33,6 +40,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Demo(args) => demo::run_demo(args),
+        Command::Serve(args) => net::serve(args),
+        Command::Get(args) => net::get(args),
         Command::Relay(args) => mote_relay::run(args),
     };
     match result {

@@ -33,6 +33,8 @@
 mod config;
 #[cfg(feature = "server")]
 pub mod fuzz;
+#[cfg(feature = "keylog")]
+pub mod keylog;
 mod recv;
 pub mod rng;
 mod send;
@@ -561,6 +563,8 @@ where
             ticket: [0; tls::TICKET_MAX],
             #[cfg(feature = "resumption")]
             ticket_len: 0,
+            #[cfg(feature = "keylog")]
+            keylog: keylog::KeyLog::new(),
         };
         Ok(Self {
             side,
@@ -754,7 +758,15 @@ where
         Some(n)
     }
 
-    // --- events and timers ---    // --- events and timers ---
+    /// The next key log entry (feature `keylog`): each TLS traffic secret of this
+    /// connection once, in the order they were derived. Drain after every call that feeds
+    /// the connection (creation included: a resuming client derives its early secret then).
+    #[cfg(feature = "keylog")]
+    pub fn poll_keylog(&mut self) -> Option<keylog::KeyLogEntry> {
+        self.hs.keylog.pop()
+    }
+
+    // --- events and timers ---
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {

@@ -305,6 +305,9 @@ pub(crate) struct Handshake<P: CryptoProvider, C> {
     pub(crate) ticket: [u8; TICKET_MAX],
     #[cfg(feature = "resumption")]
     pub(crate) ticket_len: usize,
+    /// Secrets queued for the key log.
+    #[cfg(feature = "keylog")]
+    pub(crate) keylog: super::keylog::KeyLog,
 }
 
 const fn level_index(level: Level) -> usize {
@@ -367,6 +370,8 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
     // RFC 9001 §4.1.4, §5.1: packet protection keys come from the traffic secrets TLS
     // exports for each encryption level.
     fn install_secrets(&mut self, s: Secrets<'_>) -> Result<(), TlsError> {
+        #[cfg(feature = "keylog")]
+        self.keylog.on_secrets(&s);
         match s.level {
             KeyLevel::Handshake => {
                 self.keys.handshake = Some(self.dir_keys(&s)?);
@@ -463,5 +468,10 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
         }
         #[cfg(not(feature = "resumption"))]
         let _ = ticket;
+    }
+
+    #[cfg(feature = "keylog")]
+    fn client_random(&mut self, random: &[u8; 32]) {
+        self.keylog.set_client_random(random);
     }
 }

@@ -1,0 +1,93 @@
+//! The session file of `mote get --session-file`: the newest session ticket (mote-tls'
+//! encoding, which carries the server's remembered transport parameters, RFC 9000 §7.4.1),
+//! when it was received, and the server it came from. JSON, so it can be inspected.
+//!
+//! NEW_TOKEN tokens (RFC 9000 §8.1.3) are not kept: mote-quic does not use them yet.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::Error;
+
+/// What a session file holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedSession {
+    /// The encoded ticket (`mote_tls::Ticket::encode`).
+    pub ticket: Vec<u8>,
+    /// Unix time (ms) it was received, for the ticket age (RFC 8446 §4.2.11.1).
+    pub received_unix_ms: u64,
+    /// `host:port` of the server.
+    pub server: String,
+    /// The ALPN the ticket was issued under.
+    pub alpn: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
+impl SavedSession {
+    /// Reads `path`; `Ok(None)` when it does not exist.
+    pub fn load(path: &Path) -> Result<Option<Self>, Error> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::new(format!("{}: {e}", path.display()))),
+        };
+        let bad = || Error::new(format!("{}: not a mote session file", path.display()));
+        let v: Value = serde_json::from_str(&text).map_err(|_| bad())?;
+        Ok(Some(Self {
+            ticket: v["ticket"].as_str().and_then(unhex).ok_or_else(bad)?,
+            received_unix_ms: v["received_unix_ms"].as_u64().ok_or_else(bad)?,
+            server: v["server"].as_str().unwrap_or("").to_string(),
+            alpn: v["alpn"].as_str().unwrap_or("").to_string(),
+        }))
+    }
+
+    /// Writes `path` (replacing it).
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
+        let v = json!({
+            "ticket": hex(&self.ticket),
+            "received_unix_ms": self.received_unix_ms,
+            "server": self.server,
+            "alpn": self.alpn,
+        });
+        std::fs::write(path, format!("{v}\n"))
+            .map_err(|e| Error::new(format!("{}: {e}", path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_garbage() {
+        let dir = std::env::temp_dir().join(format!("mote-session-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.json");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(SavedSession::load(&path).unwrap(), None);
+        let s = SavedSession {
+            ticket: vec![1, 2, 0xff],
+            received_unix_ms: 42,
+            server: "127.0.0.1:4433".into(),
+            alpn: "h3".into(),
+        };
+        s.save(&path).unwrap();
+        assert_eq!(SavedSession::load(&path).unwrap(), Some(s));
+        std::fs::write(&path, "{\"ticket\":\"0g\"}").unwrap();
+        assert!(SavedSession::load(&path).is_err());
+    }
+}
