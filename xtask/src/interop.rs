@@ -34,8 +34,8 @@ use peers::{ClientSpec, Peer, ServerSpec};
 /// Arguments of `cargo xtask interop`.
 #[derive(Args, Debug, Clone)]
 pub struct InteropArgs {
-    /// Peers to test mote against (comma-separated): aioquic, quic-go, ngtcp2.
-    #[arg(long, value_delimiter = ',', default_value = "aioquic,quic-go,ngtcp2")]
+    /// Peers to test mote against (comma-separated): aioquic, quic-go, ngtcp2, quinn.
+    #[arg(long, value_delimiter = ',', default_value = "aioquic,quic-go,ngtcp2,quinn")]
     pub peers: Vec<String>,
     /// Test cases (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
@@ -478,14 +478,17 @@ fn free_port(ip: IpAddr) -> Result<u16> {
 
 /// Waits until something has bound UDP `addr` (binding it ourselves fails), or the
 /// process died, or 15 s passed.
-fn wait_bound(addr: SocketAddr, child: &mut Child, what: &str) -> Result<()> {
+fn wait_bound(addr: SocketAddr, child: &mut Child, what: &str, log: &Path) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         if UdpSocket::bind(addr).is_err() {
             return Ok(());
         }
         if let Some(status) = child.try_wait()? {
-            bail!("the {what} exited before listening ({status})");
+            let said = fs::read_to_string(log).unwrap_or_default();
+            let last =
+                said.lines().rev().find(|l| !l.starts_with("$ ")).unwrap_or("").trim().to_string();
+            bail!("the {what} exited before listening ({status}): {last}");
         }
         if Instant::now() > deadline {
             bail!("the {what} did not bind {addr} within 15 s");
@@ -589,7 +592,7 @@ fn run_cell(
         }),
         &dir.join("server.log"),
     )?;
-    wait_bound(server_addr, &mut server_proc.0, "server")?;
+    wait_bound(server_addr, &mut server_proc.0, "server", &dir.join("server.log"))?;
     let relay_log = dir.join("relay.jsonl");
     let mut relay = Command::new(relay_bin);
     relay
@@ -605,7 +608,7 @@ fn run_cell(
     }
     relay.args(&case.relay);
     let mut relay_proc = spawn(relay, &dir.join("relay.log"))?;
-    wait_bound(relay_addr, &mut relay_proc.0, "relay")?;
+    wait_bound(relay_addr, &mut relay_proc.0, "relay", &dir.join("relay.log"))?;
 
     let host = match ip {
         IpAddr::V6(_) => format!("[{ip}]:{}", relay_addr.port()),

@@ -19,7 +19,7 @@ use crate::util;
 const PY_PINS: &[&str] = &["aioquic==1.7.2", "cryptography==50.0.2"];
 
 /// Every implementation name `--peers` accepts (besides `mote`).
-pub const PEERS: &[&str] = &["aioquic", "quic-go", "ngtcp2"];
+pub const PEERS: &[&str] = &["aioquic", "quic-go", "ngtcp2", "quinn"];
 
 /// Which implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +32,8 @@ pub enum Kind {
     QuicGo,
     /// ngtcp2 0.12 `gtlsclient`/`gtlsserver` (Debian), HTTP/3 only.
     Ngtcp2,
+    /// quinn 0.11 with h3/h3-quinn (crates.io) through the `quinn-peer` harness.
+    Quinn,
 }
 
 /// One implementation, ready to start.
@@ -122,6 +124,17 @@ impl Peer {
             Kind::QuicGo if case.v2 => Some(
                 "no compatible version negotiation (its interop endpoint exits 127 for v2)".into(),
             ),
+            Kind::Quinn if case.v2 => Some("quinn supports QUIC v1 only".into()),
+            Kind::Quinn
+                if client
+                    && case.plan != super::cases::Plan::Single
+                    && case.plan != super::cases::Plan::Multiconnect =>
+            {
+                Some(
+                    "rustls keeps sessions in memory only: no resumption across two client runs"
+                        .into(),
+                )
+            }
             Kind::Ngtcp2 if case.v2 => Some("ngtcp2 0.12 (Debian 12) has only the v2 draft".into()),
             Kind::Ngtcp2 if case.alpn != "h3" => {
                 Some("gtlsclient/gtlsserver speak only h3, the case uses hq-interop".into())
@@ -259,6 +272,23 @@ pub fn peer(name: &str, root: &Path, work: &Path, python: &str) -> Result<Peer> 
                 name: "quic-go",
                 kind: Kind::QuicGo,
                 prefix: vec![bin],
+                get_help: String::new(),
+            })
+        }
+        "quinn" => {
+            // Its own Cargo project and target directory, so the workspace never builds quinn.
+            let dir = harness.join("quinn-peer");
+            let target = work.join("quinn-target");
+            util::run(
+                util::cargo(&dir, None)
+                    .args(["build", "--release", "--quiet", "--target-dir"])
+                    .arg(&target),
+            )
+            .context("building the quinn harness")?;
+            Ok(Peer {
+                name: "quinn",
+                kind: Kind::Quinn,
+                prefix: vec![target.join("release/quinn-peer")],
                 get_help: String::new(),
             })
         }
