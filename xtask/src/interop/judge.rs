@@ -216,10 +216,11 @@ fn check(
     }
     let first = e.conns.first().ok_or("no connection could be followed in the relay log")?;
     match case.name {
-        "longrtt" => {
-            if first.client_hellos < 2 {
-                return Err(format!("{} client Initial packets started the ClientHello; expected >= 2 (a retransmission)", first.client_hellos));
-            }
+        "longrtt" if first.client_hellos < 2 => {
+            return Err(format!(
+                "{} client Initial packets started the ClientHello; expected >= 2 (a retransmission)",
+                first.client_hellos
+            ));
         }
         "chacha20" => {
             for (i, c) in e.conns.iter().enumerate() {
@@ -279,13 +280,11 @@ fn check(
                 ));
             }
         }
-        "keyupdate" => {
-            if first.key_phase_1 != [true, true] {
-                return Err(format!(
-                    "key phase 1 seen from client: {}, from server: {} (1-RTT packets decrypted: {} client, {} server)",
-                    first.key_phase_1[0], first.key_phase_1[1], first.decrypted_1rtt[0], first.decrypted_1rtt[1]
-                ));
-            }
+        "keyupdate" if first.key_phase_1 != [true, true] => {
+            return Err(format!(
+                "key phase 1 seen from client: {}, from server: {} (1-RTT packets decrypted: {} client, {} server)",
+                first.key_phase_1[0], first.key_phase_1[1], first.decrypted_1rtt[0], first.decrypted_1rtt[1]
+            ));
         }
         "amplificationlimit" => amplification(e, notes)?,
         "ipv6" => {
