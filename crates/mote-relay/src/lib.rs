@@ -230,5 +230,29 @@ pub fn run(args: &Args) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    rt.block_on(relay::Relay::run(config))
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        let ready = |local| {
+            println!("mote relay: listening on {local}, server {}", args.server);
+            std::io::Write::flush(&mut std::io::stdout()).ok();
+        };
+        let shutdown = async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        };
+        relay::Relay::run(config, ready, shutdown).await
+    })
+}
+
+/// Runs a relay inside an existing tokio runtime until `shutdown` completes; `ready` gets
+/// the listening address once it is bound (for tests and embedding).
+pub async fn run_until(
+    config: Config,
+    ready: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<()> {
+    relay::Relay::run(config, ready, shutdown).await
 }

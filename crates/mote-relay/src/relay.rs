@@ -101,7 +101,11 @@ pub(crate) struct Relay {
 }
 
 impl Relay {
-    pub(crate) async fn run(config: Config) -> Result<()> {
+    pub(crate) async fn run(
+        config: Config,
+        ready: impl FnOnce(SocketAddr),
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<()> {
         let listen = UdpSocket::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
@@ -134,11 +138,8 @@ impl Relay {
             dropped: 0,
             config,
         };
-        let local = relay.listen.local_addr()?;
-        println!("mote relay: listening on {local}, server {}", relay.config.server);
-        std::io::stdout().flush().ok();
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?;
+        ready(relay.listen.local_addr()?);
+        tokio::pin!(shutdown);
         loop {
             let delivery = relay.pending.peek().map(|Reverse(p)| relay.deadline(p.at));
             let rebind = relay.next_rebind.map(|t| relay.deadline(t));
@@ -149,14 +150,16 @@ impl Relay {
                 },
                 () = sleep_until(delivery) => relay.deliver_due().await,
                 () = sleep_until(rebind) => relay.rebind().await?,
-                _ = tokio::signal::ctrl_c() => break,
-                _ = term.recv() => break,
+                () = &mut shutdown => break,
             }
             if let Some(log) = &mut relay.log {
                 log.flush().context("writing the log")?;
             }
         }
         reader.abort();
+        if let Some(log) = &mut relay.log {
+            log.flush().context("writing the log")?;
+        }
         eprintln!("mote relay: {} datagrams forwarded, {} dropped", relay.forwarded, relay.dropped);
         Ok(())
     }
