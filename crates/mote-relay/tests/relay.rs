@@ -37,7 +37,15 @@ async fn start(
         let shutdown = async move {
             let _ = stop_rx.await;
         };
-        mote_relay::run_until(config, |a| drop(addr_tx.send(a)), shutdown).await.unwrap();
+        mote_relay::run_until(
+            config,
+            |a| {
+                let _ = addr_tx.send(a);
+            },
+            shutdown,
+        )
+        .await
+        .unwrap();
     });
     (addr_rx.await.unwrap(), stop_tx, task)
 }
