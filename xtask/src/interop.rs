@@ -554,7 +554,8 @@ fn run_cell(
     }
     let _ = fs::remove_dir_all(dir);
     let (www, downloads, qlog) = (dir.join("www"), dir.join("downloads"), dir.join("qlog"));
-    for d in [&www, &downloads, &qlog] {
+    // Some peers (ngtcp2) do not create their qlog directory.
+    for d in [&www, &downloads, &qlog.join("client"), &qlog.join("server")] {
         fs::create_dir_all(d)?;
     }
     // Files: random names and contents.
@@ -625,6 +626,15 @@ fn run_cell(
         ],
         Plan::Multiconnect => names.iter().map(|n| (vec![url(n)], false)).collect(),
     };
+    let mut notes = Vec::new();
+    let alpn = if client.h3_only() || server.h3_only() {
+        if case.alpn != "h3" {
+            notes.push("run over h3: ngtcp2's gtlsclient/gtlsserver speak only h3".to_string());
+        }
+        "h3"
+    } else {
+        case.alpn
+    };
     let mut client_failure = None;
     for (i, (urls, zero_rtt)) in runs.into_iter().enumerate() {
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -632,7 +642,7 @@ fn run_cell(
             urls,
             output: &downloads,
             ca: &certs.ca,
-            alpn: case.alpn,
+            alpn,
             session_file: matches!(case.plan, Plan::Resume | Plan::ZeroRtt)
                 .then_some(session.as_path()),
             zero_rtt,
@@ -672,5 +682,7 @@ fn run_cell(
     drop(server_proc);
     let keylogs = [client_keylog.as_path(), server_keylog.as_path()];
     let evidence = judge::Evidence::load(&relay_log, &keylogs, &www, &downloads, &names)?;
-    Ok(judge::judge(case, &evidence, client_failure))
+    let (verdict, more) = judge::judge(case, &evidence, client_failure);
+    notes.extend(more);
+    Ok((verdict, notes))
 }

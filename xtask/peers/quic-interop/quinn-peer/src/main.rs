@@ -252,7 +252,13 @@ async fn get(o: &Opts) -> Result<()> {
     let alpn = o.get("--alpn").unwrap_or("hq-interop").to_string();
     tls.alpn_protocols = vec![alpn.as_bytes().to_vec()];
     tls.key_log = Arc::new(rustls::KeyLogFile::new());
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
+    // Initial packets always use AES-128-GCM (RFC 9001 §5.2), even when the handshake
+    // offers only ChaCha20-Poly1305.
+    let initial = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|s| s.quic_suite())
+        .context("ring has no TLS_AES_128_GCM_SHA256")?;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::with_initial(Arc::new(tls), initial)?;
     let ip: std::net::IpAddr = host.parse().context("this harness needs an IP address in the URL")?;
     let server = std::net::SocketAddr::new(ip, port);
     let bind: std::net::SocketAddr = if ip.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
