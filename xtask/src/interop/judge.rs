@@ -375,3 +375,77 @@ fn amplification(e: &Evidence, notes: &mut Vec<String>) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interop::cases;
+
+    /// A cell directory with one served file, its download, and a relay log of `lines`.
+    fn evidence(name: &str, lines: &[serde_json::Value], download: Option<&[u8]>) -> Evidence {
+        let dir = std::env::temp_dir().join(format!("mote-judge-{name}-{}", std::process::id()));
+        let (www, dl) = (dir.join("www"), dir.join("dl"));
+        fs::create_dir_all(&www).unwrap();
+        fs::create_dir_all(&dl).unwrap();
+        fs::write(www.join("f"), b"0123456789").unwrap();
+        if let Some(d) = download {
+            fs::write(dl.join("f"), d).unwrap();
+        }
+        let log = dir.join("relay.jsonl");
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        fs::write(&log, text.join("\n")).unwrap();
+        Evidence::load(&log, &[], &www, &dl, &["f".to_string()]).unwrap()
+    }
+
+    fn datagram(t: u64, to_server: bool, size: usize, ty: &str, scid: &str) -> serde_json::Value {
+        serde_json::json!({
+            "t_us": t, "arrive_us": t + 10, "dir": if to_server { "to_server" } else { "to_client" },
+            "size": size, "fate": "forwarded", "path": "127.0.0.1:1",
+            "packets": [{"type": ty, "version": "0x00000001", "scid": scid, "len": size}],
+        })
+    }
+
+    fn case(name: &str) -> Case {
+        cases::all().into_iter().find(|c| c.name == name).unwrap()
+    }
+
+    #[test]
+    fn files_and_handshake_count() {
+        let lines =
+            [datagram(0, true, 1200, "initial", "aa"), datagram(20, false, 1200, "initial", "bb")];
+        let ok = evidence("ok", &lines, Some(b"0123456789"));
+        assert_eq!(ok.handshakes(), 1);
+        assert!(ok.files.is_ok());
+        let short = evidence("short", &lines, Some(b"0123"));
+        assert!(short.files.as_ref().unwrap_err().contains("4 bytes, not 10"));
+        let missing = evidence("missing", &lines, None);
+        assert!(missing.files.as_ref().unwrap_err().contains("missing"));
+        // Two server SCIDs are two handshakes: a "handshake" cell must fail.
+        let two = [lines[0].clone(), lines[1].clone(), datagram(30, false, 1200, "initial", "cc")];
+        let e = evidence("two", &two, Some(b"0123456789"));
+        assert_eq!(e.handshakes(), 2);
+        let (v, _) = judge(&case("handshake"), &e, None);
+        assert!(matches!(v, Verdict::Fail(r) if r.contains("2 handshakes")));
+        // A client failure is a failure whatever the files say.
+        let (v, _) = judge(&case("handshake"), &ok, Some("client run 1 exited 1".into()));
+        assert!(matches!(v, Verdict::Fail(r) if r.contains("exited 1")));
+    }
+
+    #[test]
+    fn amplification_limit() {
+        // 1200 bytes received, then 3600 sent: exactly 3×, allowed; 4800 sent: 4×, fails.
+        let mut lines = vec![datagram(0, true, 1200, "initial", "aa")];
+        for i in 0..3 {
+            lines.push(datagram(100 + i, false, 1200, "handshake", "bb"));
+        }
+        let mut notes = Vec::new();
+        let e = evidence("amp3", &lines, Some(b"0123456789"));
+        let err = amplification(&e, &mut notes).unwrap_err();
+        assert!(err.contains("7500"), "{err}");
+        assert!(notes[0].contains("3.00"));
+        lines.push(datagram(200, false, 1200, "handshake", "bb"));
+        let e = evidence("amp4", &lines, Some(b"0123456789"));
+        let err = amplification(&e, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("4.00×"), "{err}");
+    }
+}
