@@ -43,7 +43,7 @@ pub struct Case {
     pub migrate: bool,
     /// Server validates addresses with Retry.
     pub retry: bool,
-    /// Server uses a 9-certificate chain.
+    /// Server uses the long certificate chain (amplificationlimit).
     pub long_chain: bool,
     /// Server on `[::1]`.
     pub ipv6: bool,

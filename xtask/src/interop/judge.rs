@@ -371,7 +371,7 @@ fn amplification(e: &Evidence, notes: &mut Vec<String>) -> Result<(), String> {
     }
     let handshake: usize = e.server_packets("handshake").map(|p| p.len).sum();
     if handshake < 7500 {
-        return Err(format!("only {handshake} bytes of server Handshake packets (expected >= 7500 with the 9-certificate chain)"));
+        return Err(format!("only {handshake} bytes of server Handshake packets (expected >= 7500 with the long chain)"));
     }
     Ok(())
 }
