@@ -385,8 +385,12 @@ fn spawn_reader(
         loop {
             let (len, from) = match socket.recv_from(&mut buf).await {
                 Ok(r) => r,
-                // ICMP errors surface here on some systems; they carry no datagram.
-                Err(_) => continue,
+                // ICMP errors surface here on some systems; they carry no datagram. A short
+                // pause keeps a socket that keeps failing from spinning.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    continue;
+                }
             };
             let bytes = buf.get(..len).unwrap_or_default().to_vec();
             let incoming = match mapping {
