@@ -1,0 +1,24 @@
+//! mote's device client: the firmware logic, independent of the board.
+//!
+//! - [`frame`]: SLIP + CRC-16 framing of datagrams on the serial "radio".
+//! - [`board`]: the hardware the client needs (serial line, clock, sleep), one module per
+//!   board: QEMU's MPS2 AN386 (Cortex-M4) and a RISC-V `virt`-style board (build check).
+//! - [`measure`]: stack painting and per-phase instruction and time counters.
+//! - [`app`]: the two transactions (HTTP/3 GET 5 KB + POST 1 KB; 1-RTT, then 0-RTT).
+#![cfg_attr(not(test), no_std)]
+
+pub mod app;
+pub mod board;
+pub mod frame;
+pub mod measure;
+
+/// A device-unique seed provisioned in flash, mixed into the random generator's seed with
+/// the host's nonce and the timer (QEMU's boards have no TRNG).
+pub static DEVICE_SEED: &[u8; 32] = b"mote-client device seed 00000001";
+
+/// The external PSK identity shared with the server (feature `psk`).
+#[cfg(feature = "psk")]
+pub static PSK_IDENTITY: &[u8] = b"mote-device-1";
+/// The external PSK (feature `psk`): a test key, provisioned per device in production.
+#[cfg(feature = "psk")]
+pub static PSK_KEY: &[u8] = &[0x6d; 32];
