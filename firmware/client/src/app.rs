@@ -13,7 +13,7 @@ use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
 use mote_h3::device::Session;
 use mote_h3::{Config as H3Config, Event as H3Event, HeadersKind, Request, Role};
-use mote_quic::connection::ConnectionStats;
+use mote_quic::connection::{CloseReason, ConnectionStats};
 use mote_quic::{Connection, ConnectionConfig, Event, Instant, Storage};
 use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket};
 
@@ -178,6 +178,11 @@ struct Outcome {
     get_bytes: usize,
     phases: Phases,
     stats: ConnectionStats,
+    close_kind: u64,
+    close_code: u64,
+    h3_error: u64,
+    /// An address at the bottom of the transaction's frame (its locals).
+    frame: usize,
 }
 
 /// The request side of a transaction.
@@ -194,6 +199,7 @@ struct Requests {
     post_status: u16,
     post_done: bool,
     failed: bool,
+    h3_error: u64,
 }
 
 /// Runs both transactions and reports; returns the exit status (0: both succeeded).
@@ -248,9 +254,32 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
     report(board, 1, &second, link.dropped);
     status |= u32::from(!second.ok || resumption.is_none()) << 1;
 
-    let (peak, size) = crate::measure::stack_peak();
-    sizes.put(tag::STACK_PEAK, peak as u64);
-    sizes.put(tag::STACK_SIZE, size as u64);
+    // The deepest point of any phase of either transaction, from the top of the stack.
+    let deepest = [first.phases.deepest, second.phases.deepest]
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|d| *d != 0)
+        .min()
+        .unwrap_or(crate::measure::stack_top());
+    sizes.put(tag::STACK_PEAK, (crate::measure::stack_top() - deepest) as u64);
+    sizes.put(tag::STACK_SIZE, crate::measure::window() as u64);
+    for (i, t) in [tag::STACK_INIT, tag::STACK_OPEN, tag::STACK_TRANSFER, tag::STACK_CLOSE]
+        .into_iter()
+        .enumerate()
+    {
+        // Below the transaction's frame, the larger of the two transactions.
+        let below = [&first, &second]
+            .iter()
+            .map(|o| {
+                let d = o.phases.deepest.get(i).copied().unwrap_or(0);
+                if d == 0 { 0 } else { o.frame.saturating_sub(d) }
+            })
+            .max()
+            .unwrap_or(0);
+        sizes.put(t, below as u64);
+    }
+    sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - first.frame) as u64);
     send_frame(board, kind::REPORT, sizes.bytes());
     send_frame(board, kind::DONE, &[status as u8]);
     status
@@ -323,6 +352,9 @@ fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     r.put(tag::PTOS, o.stats.ptos);
     r.put(tag::PACKETS_LOST, o.stats.packets_lost);
     r.put(tag::FRAMES_DROPPED, u64::from(dropped));
+    r.put(tag::CLOSE_KIND, o.close_kind);
+    r.put(tag::CLOSE_CODE, o.close_code);
+    r.put(tag::H3_ERROR, o.h3_error);
     send_frame(board, kind::REPORT, r.bytes());
 }
 
@@ -375,6 +407,7 @@ fn transaction<'a, B: Board>(
     let mut responses_at: Option<u64> = None;
     let mut closing = false;
     let start = board.now_us();
+    out.frame = crate::measure::frame_marker();
     out.phases.enter(board, Some(Phase::Open));
     let Io { link, tx } = io;
     loop {
@@ -419,7 +452,10 @@ fn transaction<'a, B: Board>(
             }
             let r = &mut req;
             let polled = h3.poll(&mut conn, |_, _, s, e| on_h3_event(r, s.id(), e));
-            req.failed |= polled.is_err();
+            if let Err(e) = polled {
+                req.failed = true;
+                req.h3_error = e.code();
+            }
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
@@ -458,6 +494,14 @@ fn transaction<'a, B: Board>(
         && req.post_status == 200
         && req.get_bytes == OBJECT_BYTES;
     out.stats = conn.stats();
+    out.h3_error = req.h3_error;
+    (out.close_kind, out.close_code) = match conn.close_reason() {
+        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
+        Some(CloseReason::Local(c)) => (1, c.code),
+        Some(CloseReason::Peer(c)) => (2, c.code),
+        Some(CloseReason::IdleTimeout) => (3, 0),
+        _ => (4, 0),
+    };
     (out, ticket)
 }
 
@@ -517,7 +561,10 @@ fn on_h3_event(req: &mut Requests, id: u64, e: H3Event<'_>) {
         H3Event::Data(d) if get => req.get_bytes += d.len(),
         H3Event::Finished if get => req.get_done = true,
         H3Event::Finished => req.post_done = true,
-        H3Event::StreamError(_) => req.failed = true,
+        H3Event::StreamError(e) => {
+            req.failed = true;
+            req.h3_error = e.code();
+        }
         _ => {}
     }
 }

@@ -52,10 +52,30 @@ pub mod tag {
     pub const PACKETS_LOST: u8 = 35;
     /// Frames dropped by the serial decoder (CRC, length).
     pub const FRAMES_DROPPED: u8 = 36;
-    /// Peak stack bytes (painting) and the stack's size.
+    /// Why the connection closed: 0 we closed after the transaction, 1 we closed with an
+    /// error (code in [`CLOSE_CODE`]), 2 the peer closed, 3 idle timeout, 4 other.
+    pub const CLOSE_KIND: u8 = 37;
+    /// The error code of the close.
+    pub const CLOSE_CODE: u8 = 38;
+    /// The HTTP/3 error that failed the transaction, if any.
+    pub const H3_ERROR: u8 = 39;
+    /// Peak stack bytes over the whole run (painting; includes the connection object,
+    /// a local of the transaction, and the constructor's temporaries) and the window size.
     pub const STACK_PEAK: u8 = 40;
     /// See [`STACK_PEAK`].
     pub const STACK_SIZE: u8 = 41;
+    /// Peak stack per phase, below the transaction's frame (the call stack of the QUIC, TLS
+    /// and HTTP/3 code; the frame itself holds the connection state): init, open,
+    /// transfer, close.
+    pub const STACK_INIT: u8 = 50;
+    /// See [`STACK_INIT`].
+    pub const STACK_OPEN: u8 = 51;
+    /// See [`STACK_INIT`].
+    pub const STACK_TRANSFER: u8 = 52;
+    /// See [`STACK_INIT`].
+    pub const STACK_CLOSE: u8 = 53;
+    /// Bytes of the transaction's frame (connection, HTTP/3 session, request state).
+    pub const STACK_FRAME: u8 = 54;
     /// Heap bytes at the high-water mark (0: the client has no allocator).
     pub const HEAP_PEAK: u8 = 42;
     /// Bytes of the connection object, of the HTTP/3 session, and of the caller-owned
@@ -87,6 +107,8 @@ pub struct Phases {
     pub insn: [u64; 4],
     /// Elapsed µs per phase.
     pub us: [u64; 4],
+    /// Deepest stack address per phase (0: not measured).
+    pub deepest: [usize; 4],
     current: Option<(usize, u64, u64)>,
 }
 
@@ -103,6 +125,8 @@ impl Phases {
     }
 
     /// Ends the running phase (if any) and starts `next` (or none).
+    /// Stack painting and scanning happen between the two clock readings, so they count
+    /// in no phase.
     pub fn enter<B: Board>(&mut self, board: &mut B, next: Option<Phase>) {
         let (busy, now) = (board.busy_ns(), board.now_us());
         if let Some((i, b0, t0)) = self.current.take() {
@@ -110,7 +134,13 @@ impl Phases {
                 *insn += busy - b0;
                 *us += now - t0;
             }
+            if let Some(d) = self.deepest.get_mut(i) {
+                let deepest = deepest();
+                *d = if *d == 0 { deepest } else { (*d).min(deepest) };
+            }
         }
+        paint_stack();
+        let (busy, now) = (board.busy_ns(), board.now_us());
         self.current = next.map(|p| (p as usize, busy, now));
     }
 }
@@ -148,46 +178,62 @@ impl Report {
     }
 }
 
-/// The byte painted over the free stack at boot.
-const PAINT: u8 = 0xa5;
+/// The word painted over the free stack.
+const PAINT: u32 = 0xa5a5_a5a5;
 /// How much stack is painted and watched (from the top).
-const WINDOW: usize = 64 * 1024;
+const WINDOW: usize = 128 * 1024;
 
 extern "C" {
     // cortex-m-rt / riscv-rt: the initial stack pointer (top of the stack).
     static mut _stack_start: u8;
 }
 
-/// The watched stack: `WINDOW` bytes below the initial stack pointer.
+/// The watched stack: `WINDOW` bytes below the initial stack pointer, word-aligned.
 fn stack_bounds() -> (usize, usize) {
     // Only the address of the linker symbol is taken.
-    let top = core::ptr::addr_of_mut!(_stack_start) as usize;
+    let top = core::ptr::addr_of_mut!(_stack_start) as usize & !3;
     (top - WINDOW, top)
+}
+
+/// An address just below the caller's frame (a local of this non-inlined function), for
+/// measuring stack depth below the caller.
+#[inline(never)]
+pub fn frame_marker() -> usize {
+    let marker = 0u8;
+    core::hint::black_box(core::ptr::addr_of!(marker) as usize)
 }
 
 /// Paints the watched stack below the current frame (minus a margin) with [`PAINT`].
 #[inline(never)]
 pub fn paint_stack() {
     let (bottom, _) = stack_bounds();
-    let marker = 0u8;
-    let here = core::ptr::addr_of!(marker) as usize;
+    let end = frame_marker().saturating_sub(128) & !3;
     let mut p = bottom;
-    while p < here.saturating_sub(128) {
-        // SAFETY: [bottom, here - 128) is unused stack below this frame (the RAM the
-        // linker script gives the stack is larger than the window).
-        unsafe { core::ptr::write_volatile(p as *mut u8, PAINT) };
-        p += 1;
+    while p < end {
+        // SAFETY: [bottom, end) is unused stack below this frame (the RAM the linker
+        // script gives the stack is larger than the window); `p` is word-aligned.
+        unsafe { core::ptr::write_volatile(p as *mut u32, PAINT) };
+        p += 4;
     }
 }
 
-/// The peak stack use so far (bytes from the top to the deepest byte written), and the
-/// size of the watched window.
-pub fn stack_peak() -> (usize, usize) {
+/// The lowest stack address written since the last [`paint_stack`].
+pub fn deepest() -> usize {
     let (bottom, top) = stack_bounds();
     let mut p = bottom;
-    // SAFETY: reads within the stack window.
-    while p < top && unsafe { core::ptr::read_volatile(p as *const u8) } == PAINT {
-        p += 1;
+    // SAFETY: word reads within the stack window.
+    while p < top && unsafe { core::ptr::read_volatile(p as *const u32) } == PAINT {
+        p += 4;
     }
-    (top - p, top - bottom)
+    p
+}
+
+/// The top of the stack.
+pub fn stack_top() -> usize {
+    stack_bounds().1
+}
+
+/// The size of the watched window.
+pub const fn window() -> usize {
+    WINDOW
 }

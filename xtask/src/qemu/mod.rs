@@ -119,12 +119,20 @@ const TAGS: &[(u8, &str)] = &[
     (34, "ptos"),
     (35, "packets_lost"),
     (36, "frames_dropped"),
+    (37, "close_kind"),
+    (38, "close_code"),
+    (39, "h3_error"),
     (40, "stack_peak"),
     (41, "stack_window"),
     (42, "heap_peak"),
     (43, "connection_bytes"),
     (44, "h3_bytes"),
     (45, "buffer_bytes"),
+    (50, "stack_init"),
+    (51, "stack_open"),
+    (52, "stack_transfer"),
+    (53, "stack_close"),
+    (54, "stack_frame"),
 ];
 
 fn tag_name(tag: u8) -> Option<&'static str> {
@@ -601,7 +609,7 @@ fn to_json(run: &Run) -> serde_json::Value {
         },
         "server": run.server_log.as_ref().map(|l| json!({
             "requests": l.requests, "handshakes": l.handshakes,
-            "early_data_accepted": l.early_data_accepted,
+            "early_data_accepted": l.early_data_accepted, "closes": l.closes,
         })),
         "energy_constants": energy::Model::for_profile(run.profile).constants_json(),
     })
@@ -651,10 +659,22 @@ fn print_run(run: &Run) {
     }
     if let Some(f) = final_report(run) {
         println!(
-            "  device memory: peak stack {} B (painted window {} B); heap {} B (no allocator); \
-             connection {} B, HTTP/3 session {} B, buffers {} B (static); boot {} insn",
+            "  device stack: peak {} B from the top (window {} B), of which the transaction's frame \
+             (connection + HTTP/3 session + request state) {} B;",
             get(f, "stack_peak"),
             get(f, "stack_window"),
+            get(f, "stack_frame"),
+        );
+        println!(
+            "    call stack below that frame: init {} B (connection constructor), open {} B, transfer {} B, close {} B",
+            get(f, "stack_init"),
+            get(f, "stack_open"),
+            get(f, "stack_transfer"),
+            get(f, "stack_close"),
+        );
+        println!(
+            "  device memory: heap {} B (no allocator); \
+             connection {} B, HTTP/3 session {} B, static buffers {} B; boot {} insn",
             get(f, "heap_peak"),
             get(f, "connection_bytes"),
             get(f, "h3_bytes"),
@@ -664,10 +684,11 @@ fn print_run(run: &Run) {
     }
     if let Some(l) = &run.server_log {
         println!(
-            "  server: {} handshakes, 0-RTT accepted {}; requests: {}",
+            "  server: {} handshakes, 0-RTT accepted {}; requests: {}; closes: {}",
             l.handshakes,
             l.early_data_accepted,
-            l.requests.join("; ")
+            l.requests.join("; "),
+            l.closes.join("; ")
         );
     }
     println!("  insn = instructions (QEMU icount, 1 insn = 1 ns of virtual time, sleep excluded);");

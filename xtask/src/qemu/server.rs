@@ -80,6 +80,8 @@ pub struct ServerLog {
     pub handshakes: usize,
     /// Connections whose 0-RTT was accepted.
     pub early_data_accepted: usize,
+    /// Why each connection closed.
+    pub closes: Vec<String>,
 }
 
 /// Runs the server on `socket` until `stop` is set; returns what it saw.
@@ -130,13 +132,16 @@ pub fn serve(
         };
         Some((ServerSession::new(RustCrypto, config, now.0 / 1000), storage))
     });
+    let mut conn_config =
+        if nbiot { ConnectionConfig::nb_iot_server() } else { ConnectionConfig::server() };
+    // The slots (SERVER_STREAMS) are split between the two directions: a few requests and
+    // the client's control and QPACK streams.
+    conn_config.streams.max_streams_bidi = 4;
+    conn_config.streams.max_streams_uni = 3;
     let table = (0..4).map(|_| Slot::new()).collect();
     let mut rng = mote_crypto::fast::SystemRng::new();
     let mut ep: ServerEndpoint<RustCrypto> = Endpoint::new(
-        EndpointConfig::server(
-            if nbiot { ConnectionConfig::nb_iot_server() } else { ConnectionConfig::server() },
-            4,
-        ),
+        EndpointConfig::server(conn_config, 4),
         RustCrypto,
         acceptor,
         table,
@@ -179,6 +184,11 @@ pub fn serve(
                     }
                 }
                 Event::StreamStopped { .. } => stopped.push((h, e)),
+                Event::Closed => {
+                    if let Some(r) = ep.connection_ref(h).and_then(|c| c.close_reason()) {
+                        log.closes.push(format!("{r:?}"));
+                    }
+                }
                 _ => {}
             }
         }
