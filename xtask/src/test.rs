@@ -129,6 +129,16 @@ pub fn run(args: &TestArgs) -> Result<()> {
     Ok(())
 }
 
+/// The host's target triple (from `rustc -vV`).
+fn host_triple() -> Result<String> {
+    let out = std::process::Command::new("rustc").arg("-vV").output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("rustc -vV printed no host triple"))
+}
+
 fn describe(step: Step) -> &'static str {
     match step {
         Step::Fmt => "cargo fmt --all --check (workspace, firmware/, fuzz/)",
@@ -139,7 +149,9 @@ fn describe(step: Step) -> &'static str {
         Step::Cross => {
             "no_std builds of mote-crypto, mote-quic and mote-tls for the device targets"
         }
-        Step::Footprint => "cargo xtask footprint",
+        Step::Footprint => {
+            "cargo xtask footprint (client matrix on both targets, budget check) and the client's host tests"
+        }
         Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
         Step::Fuzz => "each fuzz target, bounded",
     }
@@ -157,16 +169,24 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
         }
         Step::Clippy => {
             util::run(util::cargo(&root, None).args(CLIPPY_WORKSPACE))?;
-            // The firmware, in its smallest and largest configurations.
-            for config in footprint::CONFIGS {
+            // The firmware: the footprint image, and the client in its largest and smallest
+            // configurations and each server authentication, on both targets.
+            for target in footprint::TARGETS {
                 let mut cmd = util::cargo(&root.join("firmware"), None);
-                cmd.args(["clippy", "--target", config.target, "--no-default-features"]).args([
-                    "--features",
-                    &config.features.join(","),
-                    "--",
-                    "-D",
-                    "warnings",
-                ]);
+                cmd.args(["clippy", "-p", "mote-footprint", "--target", target, "--"])
+                    .args(["-D", "warnings"]);
+                if *target == footprint::CORTEX_M4 {
+                    util::run(&mut cmd)?;
+                }
+            }
+            for config in footprint::configs()
+                .iter()
+                .filter(|c| c.name == "full" || c.group == "auth")
+            {
+                let mut cmd = util::cargo(&root.join("firmware"), None);
+                cmd.args(["clippy", "-p", "mote-client", "--target", config.target])
+                    .args(["--no-default-features", "--features", &config.features.join(",")])
+                    .args(["--", "-D", "warnings"]);
                 util::run(&mut cmd)?;
             }
             Ok(())
@@ -212,7 +232,13 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             }
             Ok(())
         }
-        Step::Footprint => footprint::run(&footprint::FootprintArgs::default()),
+        Step::Footprint => {
+            // The client's board-independent logic (framing) on the host.
+            let mut cmd = util::cargo(&root.join("firmware"), None);
+            cmd.args(["test", "-p", "mote-client", "--lib", "--target", &host_triple()?]);
+            util::run(&mut cmd)?;
+            footprint::run(&footprint::FootprintArgs::default())
+        }
         Step::InteropTls => interop_tls::run(&interop_tls::InteropTlsArgs::default()),
         Step::Fuzz => {
             let targets = fuzz::list_targets()?;

@@ -20,9 +20,12 @@ fn main() -> ! {
 #[riscv_rt::entry]
 fn main() -> ! {
     static mut BUFFERS: Buffers = Buffers::new();
+    // SAFETY: `main` runs once and never returns, so this is the only reference ever taken.
+    #[allow(unsafe_code)]
+    let buffers = unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) };
     let mut board = mote_client::board::riscv::Virt::init();
     mote_client::measure::paint_stack();
-    let status = app::run(&mut board, BUFFERS);
+    let status = app::run(&mut board, buffers);
     board.exit(status)
 }
 
