@@ -22,7 +22,7 @@ use crate::frame::{self, kind, Decoder};
 use crate::measure::{tag, Phase, Phases, Report};
 
 #[cfg(not(any(feature = "rpk-ed25519", feature = "rpk-p256", feature = "psk")))]
-compile_error!("choose a server authentication: rpk-ed25519, rpk-p256 or psk");
+compile_error!("choose a server authentication: rpk-ed25519, rpk-p256, psk or x509");
 
 /// TLS receive buffer for one partial handshake message.
 const TLS_RX: usize = 1024;
@@ -82,15 +82,32 @@ const TICKET_WAIT_US: u64 = 3_000_000;
 const TRANSACTION_LIMIT_US: u64 = 120_000_000;
 
 /// The server's raw public key, pinned in flash (RFC 7250; feature `rpk-ed25519`).
-#[cfg(feature = "rpk-ed25519")]
+#[cfg(all(feature = "rpk-ed25519", not(any(feature = "psk", feature = "x509"))))]
 static PINNED: [&[u8]; 1] = [include_bytes!("../keys/server-ed25519.spki.der")];
 /// The server's raw public key, pinned in flash (RFC 7250; feature `rpk-p256`).
-#[cfg(all(feature = "rpk-p256", not(feature = "rpk-ed25519")))]
+#[cfg(all(feature = "rpk-p256", not(any(feature = "rpk-ed25519", feature = "psk", feature = "x509"))))]
 static PINNED: [&[u8]; 1] = [include_bytes!("../keys/server-p256.spki.der")];
+
+/// The trust anchor of the X.509 build: a test CA (Ed25519), pinned in flash.
+#[cfg(feature = "x509")]
+static CA_DER: &[u8] = include_bytes!("../keys/ca-ed25519.der");
 
 /// How the server is authenticated, from the build's features.
 fn server_auth() -> ServerAuth<'static> {
-    #[cfg(feature = "psk")]
+    #[cfg(feature = "x509")]
+    {
+        static CA: mote_tls::pki_types::CertificateDer<'static> =
+            mote_tls::pki_types::CertificateDer::from_slice(CA_DER);
+        match mote_tls::webpki::anchor_from_trusted_cert(&CA) {
+            Ok(anchor) => {
+                // The anchor borrows the certificate in flash; keep it for the whole run.
+                static ANCHORS: OnceAnchors = OnceAnchors::new();
+                return ServerAuth::X509(mote_tls::X509Verifier { anchors: ANCHORS.set(anchor) });
+            }
+            Err(_) => return ServerAuth::RawPublicKeys(&[]),
+        }
+    }
+    #[cfg(all(feature = "psk", not(feature = "x509")))]
     {
         ServerAuth::ExternalPsk(mote_tls::ExternalPsk {
             identity: crate::PSK_IDENTITY,
@@ -98,9 +115,34 @@ fn server_auth() -> ServerAuth<'static> {
             hash: HashAlgorithm::Sha256,
         })
     }
-    #[cfg(not(feature = "psk"))]
+    #[cfg(not(any(feature = "psk", feature = "x509")))]
     {
         ServerAuth::RawPublicKeys(&PINNED)
+    }
+}
+
+/// A trust anchor set once at boot (the X.509 build).
+#[cfg(feature = "x509")]
+struct OnceAnchors(critical_section::Mutex<core::cell::Cell<Option<&'static [mote_tls::pki_types::TrustAnchor<'static>]>>>);
+
+#[cfg(feature = "x509")]
+impl OnceAnchors {
+    const fn new() -> Self {
+        Self(critical_section::Mutex::new(core::cell::Cell::new(None)))
+    }
+
+    /// Stores `anchor` (leaked once into a static slot) and returns the set.
+    fn set(&'static self, anchor: mote_tls::pki_types::TrustAnchor<'static>) -> &'static [mote_tls::pki_types::TrustAnchor<'static>] {
+        extern crate alloc;
+        critical_section::with(|cs| {
+            let c = self.0.borrow(cs);
+            if let Some(a) = c.get() {
+                return a;
+            }
+            let a: &'static [_] = alloc::boxed::Box::leak(alloc::boxed::Box::new([anchor]));
+            c.set(Some(a));
+            a
+        })
     }
 }
 
@@ -223,6 +265,9 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
     };
     let mut status = 0;
     let mut sizes = Report::new();
+    #[cfg(feature = "x509")]
+    sizes.put(tag::HEAP_PEAK, crate::heap::peak() as u64);
+    #[cfg(not(feature = "x509"))]
     sizes.put(tag::HEAP_PEAK, 0);
     sizes.put(tag::CONNECTION_BYTES, core::mem::size_of::<Conn<'_>>() as u64);
     sizes.put(tag::H3_BYTES, core::mem::size_of::<H3>() as u64);
@@ -390,7 +435,11 @@ fn transaction<'a, B: Board>(
     // RFC 9114 §6.2: allow the server its control and two QPACK streams.
     qcfg.streams.max_streams_uni = 3;
     let remembered = resumption.map(|r| r.ticket.server_transport_parameters);
-    let session = ClientSession::new(RustCrypto, config, resumption);
+    #[allow(unused_mut)]
+    let mut session = ClientSession::new(RustCrypto, config, resumption);
+    // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ, SNTP).
+    #[cfg(feature = "x509")]
+    session.set_unix_time(crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000);
     let now = Instant(board.now_us());
     let Ok(mut conn) = Conn::client(&qcfg, RustCrypto, session, storage, now, SERVER, rng) else {
         return (out, None);

@@ -10,6 +10,8 @@ use mote_client::board::Board;
 fn main() -> ! {
     // cortex-m-rt turns this into a `&'static mut` taken once (no `unsafe`).
     static mut BUFFERS: Buffers = Buffers::new();
+    #[cfg(feature = "x509")]
+    mote_client::heap::init();
     let mut board = mote_client::board::mps2::Mps2::init();
     mote_client::measure::paint_stack();
     let status = app::run(&mut board, BUFFERS);
@@ -23,6 +25,8 @@ fn main() -> ! {
     // SAFETY: `main` runs once and never returns, so this is the only reference ever taken.
     #[allow(unsafe_code)]
     let buffers = unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) };
+    #[cfg(feature = "x509")]
+    mote_client::heap::init();
     let mut board = mote_client::board::riscv::Virt::init();
     mote_client::measure::paint_stack();
     let status = app::run(&mut board, buffers);

@@ -71,8 +71,10 @@ pub const HANDSHAKE_SENT: usize = 8;
 pub const HANDSHAKE_RANGES: usize = 4;
 /// Events queued at most; further events of a kind already queued are merged.
 pub const EVENT_CAPACITY: usize = 16;
-/// Bytes of a CONNECTION_CLOSE reason phrase kept (ours and the peer's).
-pub const REASON_MAX: usize = 32;
+/// Bytes of a CONNECTION_CLOSE reason phrase kept (ours and the peer's). Without the
+/// `err-reasons` feature none are kept or sent (RFC 9000 §19.19 allows an empty phrase), so
+/// a device carries no reason storage or copying.
+pub const REASON_MAX: usize = if cfg!(feature = "err-reasons") { 32 } else { 0 };
 /// RFC 9000 §14.1: the smallest maximum datagram size, and the size client Initial
 /// datagrams are padded to.
 pub const MIN_INITIAL_SIZE: usize = 1200;
