@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
-use crate::{footprint, fuzz, interop_tls, util};
+use crate::{footprint, fuzz, interop_tls, qemu, util};
 
 /// The device targets every `no_std` crate must build for.
 pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"];
@@ -44,6 +44,8 @@ pub enum Step {
     Cross,
     /// `cargo xtask footprint` (builds the firmware image in every configuration)
     Footprint,
+    /// `cargo xtask qemu --profile wlan`: the client firmware on QEMU against the server
+    Qemu,
     /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
     InteropTls,
     /// every fuzz target for `--fuzz-seconds` each
@@ -60,6 +62,7 @@ const ALL_STEPS: &[Step] = &[
     Step::Test,
     Step::Cross,
     Step::Footprint,
+    Step::Qemu,
     Step::InteropTls,
     Step::Fuzz,
 ];
@@ -152,6 +155,9 @@ fn describe(step: Step) -> &'static str {
         Step::Footprint => {
             "cargo xtask footprint (client matrix on both targets, budget check) and the client's host tests"
         }
+        Step::Qemu => {
+            "cargo xtask qemu --profile wlan (client firmware on QEMU mps2-an386: GET + POST, 1-RTT and 0-RTT)"
+        }
         Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
         Step::Fuzz => "each fuzz target, bounded",
     }
@@ -237,8 +243,9 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             let mut cmd = util::cargo(&root.join("firmware"), None);
             cmd.args(["test", "-p", "mote-client", "--lib", "--target", &host_triple()?]);
             util::run(&mut cmd)?;
-            footprint::run(&footprint::FootprintArgs::default())
+            footprint::FootprintArgs::ci().iter().try_for_each(footprint::run)
         }
+        Step::Qemu => qemu::run(&qemu::QemuArgs::default()),
         Step::InteropTls => interop_tls::run(&interop_tls::InteropTlsArgs::default()),
         Step::Fuzz => {
             let targets = fuzz::list_targets()?;
