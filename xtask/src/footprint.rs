@@ -153,7 +153,8 @@ const FIRMWARE_CRATE: &str = "mote_client";
 const COMPONENTS: &[(&str, &[&str])] = &[
     ("app", &[FIRMWARE_CRATE]),
     ("quic", &["mote_quic"]),
-    ("tls", &["mote_tls"]),
+    // X.509 chain verification (feature x509) counts as TLS.
+    ("tls", &["mote_tls", "webpki", "rustls_pki_types", "untrusted"]),
     ("h3", &["mote_h3"]),
     (
         "crypto",
@@ -208,7 +209,16 @@ const COMPONENTS: &[(&str, &[&str])] = &[
     ("core", &["core", "compiler_builtins", "alloc"]),
     (
         "runtime",
-        &["cortex_m_rt", "cortex_m", "panic_halt", "critical_section", "riscv_rt", "riscv"],
+        &[
+            "cortex_m_rt",
+            "cortex_m",
+            "panic_halt",
+            "critical_section",
+            "riscv_rt",
+            "riscv",
+            "embedded_alloc",
+            "linked_list_allocator",
+        ],
     ),
     // LLVM's machine outliner (on at opt-level "z") factors instruction sequences repeated
     // anywhere in the image into `OUTLINED_FUNCTION_N`s, shared by every crate.

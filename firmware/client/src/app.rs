@@ -403,14 +403,16 @@ fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     send_frame(board, kind::REPORT, r.bytes());
 }
 
-/// The 1 KB body the device publishes.
-fn post_body() -> [u8; POST_BYTES] {
+/// The 1 KB body the device publishes (in flash).
+static BODY: [u8; POST_BYTES] = {
     let mut b = [0u8; POST_BYTES];
-    for (i, x) in b.iter_mut().enumerate() {
-        *x = b'a' + (i % 26) as u8;
+    let mut i = 0;
+    while i < POST_BYTES {
+        b[i] = b'a' + (i % 26) as u8;
+        i += 1;
     }
     b
-}
+};
 
 /// One transaction: connect (resuming with `resumption` if given), GET, POST, close.
 /// With `ticket_out`, waits briefly for a session ticket and returns its length and the
@@ -441,7 +443,11 @@ fn transaction<'a, B: Board>(
     #[cfg(feature = "x509")]
     session.set_unix_time(crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000);
     let now = Instant(board.now_us());
-    let Ok(mut conn) = Conn::client(&qcfg, RustCrypto, session, storage, now, SERVER, rng) else {
+    // The connection lives in this frame; it is built in `connect`'s frame so the
+    // constructor's temporaries are gone before the event loop runs.
+    let mut slot: Option<Conn<'a>> = None;
+    connect(&mut slot, &qcfg, session, storage, now, rng);
+    let Some(conn) = slot.as_mut() else {
         return (out, None);
     };
     if let Some(tp) = remembered {
@@ -450,7 +456,7 @@ fn transaction<'a, B: Board>(
     }
     let mut h3 = H3::new(Role::Client, H3_CONFIG);
     let mut req = Requests::default();
-    let body = post_body();
+    let body = &BODY;
     let mut scratch = [0u8; 128];
     let mut ticket: Option<(usize, u64)> = None;
     let mut responses_at: Option<u64> = None;
@@ -462,17 +468,9 @@ fn transaction<'a, B: Board>(
     loop {
         let now_us = board.now_us();
         let now = Instant(now_us);
-        // Datagrams from the serial line.
-        while let Some(b) = board.read_byte() {
-            if let Some(n) = link.push(b) {
-                let f = link.frame(n);
-                if let Some((&mut kind::DATAGRAM, dgram)) = f.split_first_mut() {
-                    conn.handle_datagram(now, SERVER, dgram);
-                }
-            }
-        }
+        receive(board, link, conn, now);
         if conn.poll_timeout().is_some_and(|t| t <= now) {
-            conn.handle_timeout(now);
+            on_timeout(conn, now);
         }
         while let Some(e) = conn.poll_event() {
             match e {
@@ -484,7 +482,7 @@ fn transaction<'a, B: Board>(
                     }
                 }
                 Event::StreamStopped { .. } => {
-                    let _ = h3.on_quic_event(&mut conn, e);
+                    let _ = h3.on_quic_event(conn, e);
                 }
                 _ => {}
             }
@@ -495,16 +493,11 @@ fn transaction<'a, B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
-            drive_requests(&mut conn, &mut h3, &mut req, &body, &mut scratch);
+            drive_requests(conn, &mut h3, &mut req, body, &mut scratch);
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
-            let r = &mut req;
-            let polled = h3.poll(&mut conn, |_, _, s, e| on_h3_event(r, s.id(), e));
-            if let Err(e) = polled {
-                req.failed = true;
-                req.h3_error = e.code();
-            }
+            poll_h3(conn, &mut h3, &mut req);
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
@@ -519,11 +512,7 @@ fn transaction<'a, B: Board>(
             closing = true;
             conn.close(H3_NO_ERROR, b"");
         }
-        while let Some(t) = conn.poll_transmit(now, tx) {
-            if let Some(d) = tx.get(..t.len) {
-                send_frame(board, kind::DATAGRAM, d);
-            }
-        }
+        transmit(board, conn, tx, now);
         if closing {
             // CONNECTION_CLOSE is out; the closing period needs no more from the device
             // (RFC 9000 §10.2: it may discard state and answer nothing).
@@ -554,7 +543,64 @@ fn transaction<'a, B: Board>(
     (out, ticket)
 }
 
+// The steps of the event loop are separate, non-inlined functions: each one's locals (and
+// those of the connection code inlined into it) live only while it runs, instead of all
+// adding up in the transaction's frame.
+
+/// Builds the connection into `slot` (writes the ClientHello).
+#[inline(never)]
+fn connect<'a>(
+    slot: &mut Option<Conn<'a>>,
+    config: &ConnectionConfig,
+    session: ClientSession<'a, RustCrypto, TLS_RX>,
+    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    now: Instant,
+    rng: &mut SeedRng,
+) {
+    *slot = Conn::client(config, RustCrypto, session, storage, now, SERVER, rng).ok();
+}
+
+/// Feeds every datagram waiting on the serial line to the connection.
+#[inline(never)]
+fn receive<B: Board>(board: &mut B, link: &mut Decoder<FRAME>, conn: &mut Conn<'_>, now: Instant) {
+    while let Some(b) = board.read_byte() {
+        if let Some(n) = link.push(b) {
+            let f = link.frame(n);
+            if let Some((&mut kind::DATAGRAM, dgram)) = f.split_first_mut() {
+                conn.handle_datagram(now, SERVER, dgram);
+            }
+        }
+    }
+}
+
+/// The connection's timer fired.
+#[inline(never)]
+fn on_timeout(conn: &mut Conn<'_>, now: Instant) {
+    conn.handle_timeout(now);
+}
+
+/// Sends every datagram the connection has.
+#[inline(never)]
+fn transmit<B: Board>(board: &mut B, conn: &mut Conn<'_>, tx: &mut [u8; DATAGRAM], now: Instant) {
+    while let Some(t) = conn.poll_transmit(now, tx) {
+        if let Some(d) = tx.get(..t.len) {
+            send_frame(board, kind::DATAGRAM, d);
+        }
+    }
+}
+
+/// Reads the HTTP/3 streams and records the responses.
+#[inline(never)]
+fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
+    let polled = h3.poll(conn, |_, _, s, e| on_h3_event(req, s.id(), e));
+    if let Err(e) = polled {
+        req.failed = true;
+        req.h3_error = e.code();
+    }
+}
+
 /// Opens the control stream, sends the GET, and once its response is complete the POST.
+#[inline(never)]
 fn drive_requests(
     conn: &mut Conn<'_>,
     h3: &mut H3,
