@@ -51,9 +51,10 @@ pub const TARGETS: &[&str] = &[CORTEX_M4, RISCV32];
 /// unauthenticated minimal client is 58 KB).
 pub const GOAL_BYTES: u64 = 45 * 1024;
 /// The recorded budget CI enforces until the goal is met: the measured size of the minimal
-/// authenticating client (RPK Ed25519, Cortex-M4) plus a small margin. Lower it as the
+/// authenticating client (RPK Ed25519, Cortex-M4: 127,888 B when recorded) plus a small
+/// margin (3,184 B). Lower it as the
 /// image shrinks; never raise it to absorb growth without a reason in the commit.
-pub const BUDGET_BYTES: u64 = 142 * 1024;
+pub const BUDGET_BYTES: u64 = 128 * 1024;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
@@ -330,7 +331,9 @@ pub fn run(args: &FootprintArgs) -> Result<()> {
             }
         });
         let report = match same {
-            Some(r) => Report { config: config.clone(), same_as: Some(r.config.name.clone()), ..r.clone() },
+            Some(r) => {
+                Report { config: config.clone(), same_as: Some(r.config.name.clone()), ..r.clone() }
+            }
             None => {
                 let elf = build(config)?;
                 analyze(config, &elf)?
@@ -345,7 +348,8 @@ pub fn run(args: &FootprintArgs) -> Result<()> {
     }
     if !args.json {
         for target in TARGETS {
-            let rows: Vec<&Report> = reports.iter().filter(|r| r.config.target == *target).collect();
+            let rows: Vec<&Report> =
+                reports.iter().filter(|r| r.config.target == *target).collect();
             print_matrix(&rows);
         }
     }
@@ -867,8 +871,7 @@ impl Report {
         }
 
         if !self.inlined.is_empty() {
-            let moved: Vec<String> =
-                self.inlined.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let moved: Vec<String> = self.inlined.iter().map(|(k, v)| format!("{k} {v}")).collect();
             println!(
                 "inlined into the application by LTO, counted with their crates (DWARF): {}",
                 moved.join(", ")

@@ -21,6 +21,7 @@ pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-tls", "minimal", ""),
     ("mote-tls", "full", "server,aes256,chacha20,p256,ed25519,ecdsa-p256"),
     ("mote-tls", "x509", "x509,ed25519,ecdsa-p256"),
+    ("mote-h3", "device", "device"),
 ];
 
 /// The workspace clippy invocation.
@@ -54,7 +55,7 @@ pub enum Step {
 
 /// Core crates tested a second time without default features (package, features).
 const DEVICE_TESTS: &[(&str, &str)] =
-    &[("mote-crypto", "rustcrypto"), ("mote-quic", ""), ("mote-tls", ""), ("mote-h3", "")];
+    &[("mote-crypto", "rustcrypto"), ("mote-quic", ""), ("mote-tls", ""), ("mote-h3", "device")];
 
 const ALL_STEPS: &[Step] = &[
     Step::Fmt,
@@ -175,6 +176,17 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
         }
         Step::Clippy => {
             util::run(util::cargo(&root, None).args(CLIPPY_WORKSPACE))?;
+            // mote-h3's device adapter (feature `device`), which no workspace crate enables.
+            util::run(util::cargo(&root, None).args([
+                "clippy",
+                "-p",
+                "mote-h3",
+                "--features",
+                "device",
+                "--",
+                "-D",
+                "warnings",
+            ]))?;
             // The firmware: the footprint image, and the client in its largest and smallest
             // configurations and each server authentication, on both targets.
             for target in footprint::TARGETS {
@@ -185,9 +197,8 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
                     util::run(&mut cmd)?;
                 }
             }
-            for config in footprint::configs()
-                .iter()
-                .filter(|c| c.name == "full" || c.group == "auth")
+            for config in
+                footprint::configs().iter().filter(|c| c.name == "full" || c.group == "auth")
             {
                 let mut cmd = util::cargo(&root.join("firmware"), None);
                 cmd.args(["clippy", "-p", "mote-client", "--target", config.target])

@@ -85,7 +85,10 @@ const TRANSACTION_LIMIT_US: u64 = 120_000_000;
 #[cfg(all(feature = "rpk-ed25519", not(any(feature = "psk", feature = "x509"))))]
 static PINNED: [&[u8]; 1] = [include_bytes!("../keys/server-ed25519.spki.der")];
 /// The server's raw public key, pinned in flash (RFC 7250; feature `rpk-p256`).
-#[cfg(all(feature = "rpk-p256", not(any(feature = "rpk-ed25519", feature = "psk", feature = "x509"))))]
+#[cfg(all(
+    feature = "rpk-p256",
+    not(any(feature = "rpk-ed25519", feature = "psk", feature = "x509"))
+))]
 static PINNED: [&[u8]; 1] = [include_bytes!("../keys/server-p256.spki.der")];
 
 /// The trust anchor of the X.509 build: a test CA (Ed25519), pinned in flash.
@@ -123,7 +126,11 @@ fn server_auth() -> ServerAuth<'static> {
 
 /// A trust anchor set once at boot (the X.509 build).
 #[cfg(feature = "x509")]
-struct OnceAnchors(critical_section::Mutex<core::cell::Cell<Option<&'static [mote_tls::pki_types::TrustAnchor<'static>]>>>);
+struct OnceAnchors(
+    critical_section::Mutex<
+        core::cell::Cell<Option<&'static [mote_tls::pki_types::TrustAnchor<'static>]>>,
+    >,
+);
 
 #[cfg(feature = "x509")]
 impl OnceAnchors {
@@ -132,7 +139,10 @@ impl OnceAnchors {
     }
 
     /// Stores `anchor` (leaked once into a static slot) and returns the set.
-    fn set(&'static self, anchor: mote_tls::pki_types::TrustAnchor<'static>) -> &'static [mote_tls::pki_types::TrustAnchor<'static>] {
+    fn set(
+        &'static self,
+        anchor: mote_tls::pki_types::TrustAnchor<'static>,
+    ) -> &'static [mote_tls::pki_types::TrustAnchor<'static>] {
         extern crate alloc;
         critical_section::with(|cs| {
             let c = self.0.borrow(cs);
@@ -318,7 +328,11 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
             .iter()
             .map(|o| {
                 let d = o.phases.deepest.get(i).copied().unwrap_or(0);
-                if d == 0 { 0 } else { o.frame.saturating_sub(d) }
+                if d == 0 {
+                    0
+                } else {
+                    o.frame.saturating_sub(d)
+                }
             })
             .max()
             .unwrap_or(0);
@@ -384,9 +398,8 @@ fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     {
         r.put(t, o.phases.insn.get(i).copied().unwrap_or(0));
     }
-    for (i, t) in [tag::US_INIT, tag::US_OPEN, tag::US_TRANSFER, tag::US_CLOSE]
-        .into_iter()
-        .enumerate()
+    for (i, t) in
+        [tag::US_INIT, tag::US_OPEN, tag::US_TRANSFER, tag::US_CLOSE].into_iter().enumerate()
     {
         r.put(t, o.phases.us.get(i).copied().unwrap_or(0));
     }

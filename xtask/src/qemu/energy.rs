@@ -124,7 +124,13 @@ impl Model {
             (self.value(0), self.value(1), self.value(2), self.value(3), self.value(4));
         let tx_s = up_bytes as f64 * 8.0 / up;
         let rx_s = down_bytes as f64 * 8.0 / down;
-        Estimate { cpu_j: instructions as f64 * e_cycle, tx_j: tx_s * p_tx, rx_j: rx_s * p_rx, tx_s, rx_s }
+        Estimate {
+            cpu_j: instructions as f64 * e_cycle,
+            tx_j: tx_s * p_tx,
+            rx_j: rx_s * p_rx,
+            tx_s,
+            rx_s,
+        }
     }
 
     pub fn constants_json(&self) -> serde_json::Value {

@@ -280,8 +280,11 @@ struct Run {
 
 /// Entry point of `cargo xtask qemu`.
 pub fn run(args: &QemuArgs) -> Result<()> {
-    let profiles =
-        if args.profiles.is_empty() { vec![Profile::Wlan, Profile::Nbiot] } else { args.profiles.clone() };
+    let profiles = if args.profiles.is_empty() {
+        vec![Profile::Wlan, Profile::Nbiot]
+    } else {
+        args.profiles.clone()
+    };
     ensure_qemu()?;
     let elf = build_firmware()?;
     let mut failed = false;
@@ -314,8 +317,12 @@ fn ensure_qemu() -> Result<()> {
 fn build_firmware() -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
-    cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
-        .args(["--target", "thumbv7em-none-eabihf", "--features", "semihosting"]);
+    cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"]).args([
+        "--target",
+        "thumbv7em-none-eabihf",
+        "--features",
+        "semihosting",
+    ]);
     eprintln!("$ (cd firmware && {})", util::display(&cmd));
     util::run(&mut cmd)?;
     Ok(dir.join("target/thumbv7em-none-eabihf/release/mote-client"))
@@ -628,8 +635,19 @@ fn print_run(run: &Run) {
     );
     println!(
         "  {:<7} {:>3} {:>5} {:>5} {:>6} {:>10} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9}",
-        "mode", "ok", "0rtt", "GET", "POST", "duration", "insn init", "insn open", "insn xfer",
-        "insn close", "up B", "down B", "energy"
+        "mode",
+        "ok",
+        "0rtt",
+        "GET",
+        "POST",
+        "duration",
+        "insn init",
+        "insn open",
+        "insn xfer",
+        "insn close",
+        "up B",
+        "down B",
+        "energy"
     );
     let model = energy::Model::for_profile(run.profile);
     for (i, r) in transactions(run).iter().enumerate() {
@@ -694,4 +712,53 @@ fn print_run(run: &Run) {
     println!("  insn = instructions (QEMU icount, 1 insn = 1 ns of virtual time, sleep excluded);");
     println!("  duration = device clock from the first datagram to CONNECTION_CLOSE; bytes incl. 28 B IPv4+UDP per datagram.");
     energy::Model::for_profile(run.profile).print_constants();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slip_frames_round_trip_and_reject_corruption() {
+        // CRC-16/CCITT-FALSE check value.
+        assert_eq!(crc16(0xffff, b"123456789"), 0x29b1);
+        let payload = [0xc0, 0xdb, 1, 2, 0xdc, 0xdd];
+        let wire = encode(DATAGRAM, &payload);
+        let mut d = Decoder::default();
+        let mut frames = Vec::new();
+        // Split anywhere: the decoder is incremental.
+        d.push(&wire[..3], &mut frames);
+        d.push(&wire[3..], &mut frames);
+        assert_eq!(frames, vec![(DATAGRAM, payload.to_vec())]);
+        let mut bad = encode(REPORT, b"abc");
+        bad[2] ^= 0x40;
+        frames.clear();
+        d.push(&bad, &mut frames);
+        assert!(frames.is_empty());
+        assert_eq!(d.dropped, 1);
+    }
+
+    #[test]
+    fn link_direction_serializes_then_delays() {
+        let t0 = Instant::now();
+        // 1 Mbit/s, 10 ms: a 97-byte datagram (+28 B headers = 1000 bits) takes 1 ms.
+        let mut dir = Direction::new(1_000_000, Duration::from_millis(10), t0);
+        dir.send(t0, vec![0; 97]);
+        dir.send(t0, vec![0; 97]);
+        assert_eq!(dir.next_due(), Some(t0 + Duration::from_millis(11)));
+        assert!(dir.pop_due(t0 + Duration::from_millis(10)).is_none());
+        assert!(dir.pop_due(t0 + Duration::from_millis(11)).is_some());
+        // The second waited for the first to be serialized.
+        assert_eq!(dir.next_due(), Some(t0 + Duration::from_millis(12)));
+        assert_eq!((dir.bytes, dir.datagrams), (194, 2));
+    }
+
+    #[test]
+    fn energy_model_terms() {
+        let m = energy::Model::for_profile(Profile::Wlan);
+        // 1e6 instructions at 0.3 nJ; 2500 bytes up and down at 20 Mbit/s = 1 ms each.
+        let e = m.estimate(1_000_000, 2500, 2500);
+        let expected = 1e6 * 0.3e-9 + 1e-3 * 0.210 * 3.3 + 1e-3 * 0.085 * 3.3;
+        assert!((e.total() - expected).abs() < 1e-12, "{} vs {expected}", e.total());
+    }
 }

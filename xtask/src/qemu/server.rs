@@ -24,7 +24,12 @@ use mote_tls::{ServerConfig, ServerIdentity, ServerSession, TicketConfig, Ticket
 struct Register(Mutex<mote_tls::StrikeRegister<64>>);
 
 impl mote_tls::AntiReplay for Register {
-    fn check_and_insert(&self, id: &[u8; 16], now_ms: u64, expires_ms: u64) -> mote_tls::ReplayCheck {
+    fn check_and_insert(
+        &self,
+        id: &[u8; 16],
+        now_ms: u64,
+        expires_ms: u64,
+    ) -> mote_tls::ReplayCheck {
         match self.0.lock() {
             Ok(mut r) => r.check_and_insert(id, now_ms, expires_ms),
             Err(_) => mote_tls::ReplayCheck::Full,
@@ -172,7 +177,11 @@ pub fn serve(
         let mut stopped = Vec::new();
         while let Some((h, e)) = ep.poll_event() {
             if !sessions.iter().any(|(sh, _, _)| *sh == h) {
-                sessions.push((h, H3Session::new(mote_h3::Role::Server, mote_h3::Config::SERVER), Vec::new()));
+                sessions.push((
+                    h,
+                    H3Session::new(mote_h3::Role::Server, mote_h3::Config::SERVER),
+                    Vec::new(),
+                ));
             }
             match e {
                 Event::HandshakeComplete => {
@@ -256,7 +265,10 @@ pub fn serve(
                 let _ = session.with_stream(conn, r.id, |h3, t, st| {
                     if !r.head_sent {
                         let response = mote_h3::Response::new(r.status).with_headers(&fields);
-                        if h3.send_response(t, st, &response, object.is_empty(), &mut scratch).is_err() {
+                        if h3
+                            .send_response(t, st, &response, object.is_empty(), &mut scratch)
+                            .is_err()
+                        {
                             return;
                         }
                         r.head_sent = true;

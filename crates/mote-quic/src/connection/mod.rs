@@ -179,6 +179,8 @@ impl ConnectionClose {
     /// A close with `code` and the first [`REASON_MAX`] bytes of `reason`.
     pub fn new(code: u64, frame_type: Option<u64>, application: bool, reason: &[u8]) -> Self {
         let mut r = [0u8; REASON_MAX];
+        // REASON_MAX is 0 without `err-reasons`.
+        #[allow(clippy::unnecessary_min_or_max)]
         let n = reason.len().min(REASON_MAX);
         if let (Some(dst), Some(src)) = (r.get_mut(..n), reason.get(..n)) {
             dst.copy_from_slice(src);
