@@ -350,11 +350,11 @@ fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, 
         while let Some(b) = board.read_byte() {
             if let Some(n) = link.push(b) {
                 let f = link.frame(n);
-                if f.first() == Some(&kind::CONFIG) && f.len() == 34 {
-                    let profile = if f[1] == 1 { Profile::NbIot } else { Profile::Wlan };
-                    let mut nonce = [0u8; 32];
-                    nonce.copy_from_slice(&f[2..34]);
-                    return (profile, nonce);
+                if let [kind::CONFIG, profile, rest @ ..] = f {
+                    if let Ok(nonce) = <[u8; 32]>::try_from(&*rest) {
+                        let profile = if *profile == 1 { Profile::NbIot } else { Profile::Wlan };
+                        return (profile, nonce);
+                    }
                 }
             }
         }

@@ -165,9 +165,9 @@ impl Report {
 
     /// Adds one value (dropped if the report is full).
     pub fn put(&mut self, tag: u8, value: u64) {
-        if let Some(dst) = self.buf.get_mut(self.len..self.len + 9) {
-            dst[0] = tag;
-            dst[1..].copy_from_slice(&value.to_le_bytes());
+        if let Some([t, v @ ..]) = self.buf.get_mut(self.len..self.len + 9) {
+            *t = tag;
+            v.copy_from_slice(&value.to_le_bytes());
             self.len += 9;
         }
     }
