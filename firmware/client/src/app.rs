@@ -101,14 +101,14 @@ fn server_auth() -> ServerAuth<'static> {
     {
         static CA: mote_tls::pki_types::CertificateDer<'static> =
             mote_tls::pki_types::CertificateDer::from_slice(CA_DER);
-        match mote_tls::webpki::anchor_from_trusted_cert(&CA) {
-            Ok(anchor) => {
-                // The anchor borrows the certificate in flash; keep it for the whole run.
-                static ANCHORS: OnceAnchors = OnceAnchors::new();
-                return ServerAuth::X509(mote_tls::X509Verifier { anchors: ANCHORS.set(anchor) });
-            }
-            Err(_) => return ServerAuth::RawPublicKeys(&[]),
-        }
+        // The anchor borrows the certificate in flash; it is kept for the whole run. A CA
+        // that does not parse leaves no anchor, and every server is refused.
+        static ANCHORS: OnceAnchors = OnceAnchors::new();
+        let anchors = match mote_tls::webpki::anchor_from_trusted_cert(&CA) {
+            Ok(anchor) => ANCHORS.set(anchor),
+            Err(_) => &[],
+        };
+        ServerAuth::X509(mote_tls::X509Verifier { anchors })
     }
     #[cfg(all(feature = "psk", not(feature = "x509")))]
     {
