@@ -82,11 +82,31 @@ pub struct QemuArgs {
     /// Give up on a run after this many seconds.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
+    /// How the firmware authenticates the server: its pinned raw public key (Ed25519), or
+    /// an external PSK (the second transaction is then another PSK handshake: tickets are
+    /// not used with an external PSK).
+    #[arg(long, value_enum, default_value_t = Auth::Rpk)]
+    auth: Auth,
+}
+
+/// Server authentication of the firmware build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Auth {
+    /// Raw public key, Ed25519 (`rpk-ed25519`, the default build).
+    Rpk,
+    /// External PSK (`psk`).
+    Psk,
 }
 
 impl Default for QemuArgs {
     fn default() -> Self {
-        Self { profiles: vec![Profile::Wlan], json: false, server: None, timeout: 300 }
+        Self {
+            profiles: vec![Profile::Wlan],
+            json: false,
+            server: None,
+            timeout: 300,
+            auth: Auth::Rpk,
+        }
     }
 }
 
@@ -262,6 +282,7 @@ impl Direction {
 /// What one firmware run produced.
 struct Run {
     profile: Profile,
+    auth: Auth,
     /// The per-transaction reports, then the final one.
     reports: Vec<Vec<(String, u64)>>,
     status: Option<u8>,
@@ -286,7 +307,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         args.profiles.clone()
     };
     ensure_qemu()?;
-    let elf = build_firmware()?;
+    let elf = build_firmware(args.auth)?;
     let mut failed = false;
     for profile in profiles {
         let run = run_once(&elf, profile, args)?;
@@ -313,16 +334,17 @@ fn ensure_qemu() -> Result<()> {
     util::run(Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]))
 }
 
-/// Builds the client firmware (default features: RPK Ed25519) with semihosting for exit.
-fn build_firmware() -> Result<std::path::PathBuf> {
+/// Builds the client firmware (RPK Ed25519 or PSK) with semihosting for exit.
+fn build_firmware(auth: Auth) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
-    cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"]).args([
-        "--target",
-        "thumbv7em-none-eabihf",
-        "--features",
-        "semihosting",
-    ]);
+    let features = match auth {
+        Auth::Rpk => "rpk-ed25519,semihosting",
+        Auth::Psk => "psk,semihosting",
+    };
+    cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
+        .args(["--target", "thumbv7em-none-eabihf", "--no-default-features"])
+        .args(["--features", features]);
     eprintln!("$ (cd firmware && {})", util::display(&cmd));
     util::run(&mut cmd)?;
     Ok(dir.join("target/thumbv7em-none-eabihf/release/mote-client"))
@@ -490,6 +512,7 @@ fn run_once(elf: &std::path::Path, profile: Profile, args: &QemuArgs) -> Result<
     }
     Ok(Run {
         profile,
+        auth: args.auth,
         reports,
         status,
         up_bytes: up.bytes,
@@ -563,6 +586,16 @@ fn wait_with_timeout(c: &mut Child, limit: Duration) -> Option<std::process::Exi
     c.wait().ok()
 }
 
+/// The name of transaction `which` (0 or 1) of a run with `auth`.
+fn mode(auth: Auth, which: u64) -> &'static str {
+    match (auth, which) {
+        (Auth::Rpk, 0) => "1-rtt",
+        (Auth::Rpk, _) => "0-rtt",
+        (Auth::Psk, 0) => "psk-1",
+        (Auth::Psk, _) => "psk-2",
+    }
+}
+
 fn get(fields: &[(String, u64)], name: &str) -> u64 {
     fields.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v)
 }
@@ -592,7 +625,7 @@ fn to_json(run: &Run) -> serde_json::Value {
             let duration_us: u64 =
                 ["us_open", "us_transfer", "us_close"].iter().map(|k| get(r, k)).sum();
             json!({
-                "mode": if get(r, "transaction") == 0 { "1-rtt" } else { "0-rtt" },
+                "mode": mode(run.auth, get(r, "transaction")),
                 "device": obj,
                 "duration_us": duration_us,
                 "wall_ms": run.wall.get(i).map_or(0, |d| d.as_millis() as u64),
@@ -606,6 +639,7 @@ fn to_json(run: &Run) -> serde_json::Value {
         .unwrap_or_default();
     json!({
         "profile": run.profile.name(),
+        "auth": match run.auth { Auth::Rpk => "rpk-ed25519", Auth::Psk => "psk" },
         "status": run.status,
         "transactions": txs,
         "device": fin,
@@ -660,7 +694,7 @@ fn print_run(run: &Run) {
         let dur: u64 = ["us_open", "us_transfer", "us_close"].iter().map(|k| get(r, k)).sum();
         println!(
             "  {:<7} {:>3} {:>5} {:>5} {:>6} {:>8.3} s {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>7.4} J",
-            if get(r, "transaction") == 0 { "1-RTT" } else { "0-RTT" },
+            mode(run.auth, get(r, "transaction")),
             if get(r, "ok") == 1 { "yes" } else { "NO" },
             if get(r, "early_data_accepted") == 1 { "acc" } else { "-" },
             get(r, "get_status"),

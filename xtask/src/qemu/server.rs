@@ -111,7 +111,12 @@ pub fn serve(
         groups: &[],
         alpn: &[b"h3"],
         identity: Some(ServerIdentity { key, x509_chain: &[] }),
-        external_psks: &[],
+        // The firmware's `psk` build (firmware/client/src/lib.rs).
+        external_psks: &[mote_tls::ExternalPsk {
+            identity: b"mote-device-1",
+            key: &[0x6d; 32],
+            hash: mote_crypto::HashAlgorithm::Sha256,
+        }],
         client_auth: None,
         tickets: Some(TicketConfig {
             keys: Box::leak(Box::new([TicketKey {
