@@ -235,6 +235,25 @@ struct Outcome {
     h3_error: u64,
     /// An address at the bottom of the transaction's frame (its locals).
     frame: usize,
+    /// Feature `stack-steps`: deepest stack address of each event-loop step (receive,
+    /// transmit, HTTP/3, timeout).
+    steps: [usize; 4],
+}
+
+/// Runs one event-loop step; with feature `stack-steps`, paints the stack before it and
+/// records how deep it went (a diagnostic: painting costs instructions, so that build's
+/// instruction counts are not the device's).
+#[inline(always)]
+fn step<R>(_deepest: &mut [usize; 4], _which: usize, f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "stack-steps")]
+    crate::measure::paint_stack();
+    let r = f();
+    #[cfg(feature = "stack-steps")]
+    if let Some(d) = _deepest.get_mut(_which) {
+        let now = crate::measure::deepest();
+        *d = if *d == 0 { now } else { (*d).min(now) };
+    }
+    r
 }
 
 /// The request side of a transaction.
@@ -342,6 +361,21 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
         sizes.put(t, below as u64);
     }
     sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - first.frame) as u64);
+    #[cfg(feature = "stack-steps")]
+    for (i, t) in [tag::STEP_RECEIVE, tag::STEP_TRANSMIT, tag::STEP_H3, tag::STEP_TIMEOUT]
+        .into_iter()
+        .enumerate()
+    {
+        let below = [&first, &second]
+            .iter()
+            .map(|o| match o.steps.get(i).copied().unwrap_or(0) {
+                0 => 0,
+                d => o.frame.saturating_sub(d),
+            })
+            .max()
+            .unwrap_or(0);
+        sizes.put(t, below as u64);
+    }
     send_frame(board, kind::REPORT, sizes.bytes());
     send_frame(board, kind::DONE, &[status as u8]);
     status
@@ -484,9 +518,9 @@ fn transaction<'a, B: Board>(
     loop {
         let now_us = board.now_us();
         let now = Instant(now_us);
-        receive(board, link, conn, now);
+        step(&mut out.steps, 0, || receive(board, link, conn, now));
         if conn.poll_timeout().is_some_and(|t| t <= now) {
-            on_timeout(conn, now);
+            step(&mut out.steps, 3, || on_timeout(conn, now));
         }
         while let Some(e) = conn.poll_event() {
             match e {
@@ -513,7 +547,7 @@ fn transaction<'a, B: Board>(
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
-            poll_h3(conn, &mut h3, &mut req);
+            step(&mut out.steps, 2, || poll_h3(conn, &mut h3, &mut req));
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
@@ -528,7 +562,7 @@ fn transaction<'a, B: Board>(
             closing = true;
             conn.close(H3_NO_ERROR, b"");
         }
-        transmit(board, conn, tx, now);
+        step(&mut out.steps, 1, || transmit(board, conn, tx, now));
         if closing {
             // CONNECTION_CLOSE is out; the closing period needs no more from the device
             // (RFC 9000 §10.2: it may discard state and answer nothing).

@@ -76,6 +76,15 @@ pub mod tag {
     pub const STACK_CLOSE: u8 = 53;
     /// Bytes of the transaction's frame (connection, HTTP/3 session, request state).
     pub const STACK_FRAME: u8 = 54;
+    /// Feature `stack-steps`: stack below the transaction's frame per event-loop step:
+    /// receive (handle_datagram), transmit (poll_transmit), HTTP/3, timeout.
+    pub const STEP_RECEIVE: u8 = 55;
+    /// See [`STEP_RECEIVE`].
+    pub const STEP_TRANSMIT: u8 = 56;
+    /// See [`STEP_RECEIVE`].
+    pub const STEP_H3: u8 = 57;
+    /// See [`STEP_RECEIVE`].
+    pub const STEP_TIMEOUT: u8 = 58;
     /// Heap bytes at the high-water mark (0: the client has no allocator).
     pub const HEAP_PEAK: u8 = 42;
     /// Bytes of the connection object, of the HTTP/3 session, and of the caller-owned

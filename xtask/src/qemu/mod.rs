@@ -87,6 +87,10 @@ pub struct QemuArgs {
     /// not used with an external PSK).
     #[arg(long, value_enum, default_value_t = Auth::Rpk)]
     auth: Auth,
+    /// Diagnostic build (feature `stack-steps`): also report the stack depth of each
+    /// event-loop step; its instruction counts include the painting.
+    #[arg(long)]
+    stack_steps: bool,
 }
 
 /// Server authentication of the firmware build.
@@ -106,6 +110,7 @@ impl Default for QemuArgs {
             server: None,
             timeout: 300,
             auth: Auth::Rpk,
+            stack_steps: false,
         }
     }
 }
@@ -153,6 +158,10 @@ const TAGS: &[(u8, &str)] = &[
     (52, "stack_transfer"),
     (53, "stack_close"),
     (54, "stack_frame"),
+    (55, "stack_step_receive"),
+    (56, "stack_step_transmit"),
+    (57, "stack_step_h3"),
+    (58, "stack_step_timeout"),
 ];
 
 fn tag_name(tag: u8) -> Option<&'static str> {
@@ -307,7 +316,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         args.profiles.clone()
     };
     ensure_qemu()?;
-    let elf = build_firmware(args.auth)?;
+    let elf = build_firmware(args.auth, args.stack_steps)?;
     let mut failed = false;
     for profile in profiles {
         let run = run_once(&elf, profile, args)?;
@@ -335,16 +344,20 @@ fn ensure_qemu() -> Result<()> {
 }
 
 /// Builds the client firmware (RPK Ed25519 or PSK) with semihosting for exit.
-fn build_firmware(auth: Auth) -> Result<std::path::PathBuf> {
+fn build_firmware(auth: Auth, stack_steps: bool) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
-    let features = match auth {
+    let mut features = match auth {
         Auth::Rpk => "rpk-ed25519,semihosting",
         Auth::Psk => "psk,semihosting",
-    };
+    }
+    .to_owned();
+    if stack_steps {
+        features.push_str(",stack-steps");
+    }
     cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
         .args(["--target", "thumbv7em-none-eabihf", "--no-default-features"])
-        .args(["--features", features]);
+        .args(["--features", &features]);
     eprintln!("$ (cd firmware && {})", util::display(&cmd));
     util::run(&mut cmd)?;
     Ok(dir.join("target/thumbv7em-none-eabihf/release/mote-client"))
@@ -724,6 +737,15 @@ fn print_run(run: &Run) {
             get(f, "stack_transfer"),
             get(f, "stack_close"),
         );
+        if f.iter().any(|(n, _)| n == "stack_step_receive") {
+            println!(
+                "    per event-loop step (diagnostic build): receive {} B, transmit {} B, HTTP/3 {} B, timeout {} B",
+                get(f, "stack_step_receive"),
+                get(f, "stack_step_transmit"),
+                get(f, "stack_step_h3"),
+                get(f, "stack_step_timeout"),
+            );
+        }
         println!(
             "  device memory: heap {} B (no allocator); \
              connection {} B, HTTP/3 session {} B, static buffers {} B; boot {} insn",
