@@ -478,6 +478,9 @@ fn analyze(config: &Config, path: &Path) -> Result<Report> {
         let mut symbols: Vec<(u64, u64, &str)> = file
             .symbols()
             .filter(|s| s.section_index() == Some(section.index()) && s.size() > 0)
+            // Assembler-local anonymous constants (`.Lanon.…`, sized on RISC-V) name no
+            // crate: their bytes stay unattributed, as on Arm where they carry no symbol.
+            .filter(|s| !s.name().unwrap_or("").starts_with(".L"))
             .filter(|s| {
                 matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown)
             })

@@ -3,8 +3,8 @@
 //! * `cargo xtask test` — the project's test command (what CI runs): formatting, clippy,
 //!   the workspace tests, `no_std` cross builds for the device targets, the firmware
 //!   footprint build, and a bounded run of every fuzz target.
-//! * `cargo xtask footprint [--json]` — builds the footprint firmware image for each device
-//!   configuration and reports its flash size, split by crate and by component.
+//! * `cargo xtask footprint [--json]` — builds the client firmware in the footprint matrix
+//!   (both device targets) and reports its flash size, split by crate and by component.
 //! * `cargo xtask fuzz <target> [--seconds N]` / `cargo xtask fuzz --list` — runs a
 //!   cargo-fuzz target (installing cargo-fuzz and a nightly toolchain if needed).
 //! * `cargo xtask qemu [--profile wlan|nbiot] [--json]` — the client firmware on QEMU's
@@ -40,20 +40,24 @@ enum Command {
     ///
     /// Steps, each with a header: fmt, clippy, test, cross (no_std builds of mote-crypto and
     /// mote-quic for thumbv7em-none-eabihf and riscv32imc-unknown-none-elf, minimal and full
-    /// feature sets), footprint (firmware image in every configuration), fuzz (every fuzz
-    /// target for a bounded time). Exits non-zero if any step fails.
+    /// feature sets, and mote-h3's device adapter), footprint (the client firmware's
+    /// Cortex-M4 build matrix with the flash budget check, its minimal RISC-V build, and its
+    /// host tests), qemu (the client firmware on QEMU over the wlan profile), interop-tls,
+    /// fuzz (every fuzz target for a bounded time). Exits non-zero if any step fails.
     Test(test::TestArgs),
-    /// Build the footprint firmware image in each device configuration and report its
-    /// flash size split by crate and by component.
+    /// Build the client firmware in Quant's cumulative build matrix and one row per server
+    /// authentication, for both device targets, and report flash split by crate and by
+    /// component (plus an SVG chart in target/footprint/footprint.svg).
     ///
-    /// The image is `firmware/` built for thumbv7em-none-eabihf with opt-level "z", fat LTO,
-    /// one codegen unit and panic=abort. Flash is the sum of every loaded section:
+    /// The image is `firmware/client` built with opt-level "z", fat LTO, one codegen unit
+    /// and panic=abort. Code LTO inlined into the application is moved to its own crate by
+    /// the DWARF inline records (addr2line). Flash is the sum of every loaded section:
     /// .vector_table + .text + .rodata + .data (.data counted once, as its initial image).
     /// Each sized symbol is attributed to a crate by its demangled path (for `<T as Trait>`
     /// impls, the crate of T), crates are grouped into components (app, quic, tls, h3,
     /// crypto, core, runtime, outlined, other), and bytes no symbol covers are
     /// "unattributed"; the parts add up to the flash total. Copies of the images are kept in
-    /// firmware/target/footprint/<config>.elf.
+    /// firmware/target/footprint/<target>/<config>.elf.
     Footprint(footprint::FootprintArgs),
     /// Run a cargo-fuzz target for a bounded time, or list the targets.
     Fuzz(fuzz::FuzzArgs),
