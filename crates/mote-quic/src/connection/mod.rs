@@ -530,7 +530,8 @@ where
         let mut tp = TransportParameters::DEFAULT;
         tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
         tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
-        config.streams.apply_to(&mut tp, recv_buf);
+        // Advertise the stream counts the table will accept (capped to the N slots).
+        config.streams.for_slots(N).apply_to(&mut tp, recv_buf);
         tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);
         // Connection migration is a later issue: ask the peer not to migrate.
         tp.disable_active_migration = true;
