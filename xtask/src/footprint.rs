@@ -51,8 +51,8 @@ pub const TARGETS: &[&str] = &[CORTEX_M4, RISCV32];
 /// unauthenticated minimal client is 58 KB).
 pub const GOAL_BYTES: u64 = 45 * 1024;
 /// The recorded budget CI enforces until the goal is met: the measured size of the minimal
-/// authenticating client (RPK Ed25519, Cortex-M4: 127,880 B when recorded) plus a small
-/// margin (3,192 B). Lower it as the
+/// authenticating client (RPK Ed25519, Cortex-M4: 127,696 B when recorded) plus a small
+/// margin (3,376 B). Lower it as the
 /// image shrinks; never raise it to absorb growth without a reason in the commit.
 pub const BUDGET_BYTES: u64 = 128 * 1024;
 /// The configuration the budget applies to.
