@@ -3,10 +3,12 @@
 //! * `cargo xtask test` — the project's test command (what CI runs): formatting, clippy,
 //!   the workspace tests, `no_std` cross builds for the device targets, the firmware
 //!   footprint build, and a bounded run of every fuzz target.
-//! * `cargo xtask footprint [--json]` — builds the footprint firmware image for each device
-//!   configuration and reports its flash size, split by crate and by component.
+//! * `cargo xtask footprint [--json]` — builds the client firmware in the footprint matrix
+//!   (both device targets) and reports its flash size, split by crate and by component.
 //! * `cargo xtask fuzz <target> [--seconds N]` / `cargo xtask fuzz --list` — runs a
 //!   cargo-fuzz target (installing cargo-fuzz and a nightly toolchain if needed).
+//! * `cargo xtask qemu [--profile wlan|nbiot] [--json]` — the client firmware on QEMU's
+//!   Cortex-M4 against an HTTP/3 server through a serial-to-UDP bridge with a link model.
 //! * `cargo xtask interop-tls [--case S] [--repeat N]` — mote-tls against aioquic's TLS
 //!   engine in both roles (a Python venv with pinned aioquic under `target/`); prints a
 //!   pass/fail table. Not part of `cargo xtask test`.
@@ -20,6 +22,7 @@ mod footprint;
 mod fuzz;
 mod interop;
 mod interop_tls;
+mod qemu;
 mod test;
 mod util;
 
@@ -41,20 +44,24 @@ enum Command {
     ///
     /// Steps, each with a header: fmt, clippy, test, cross (no_std builds of mote-crypto and
     /// mote-quic for thumbv7em-none-eabihf and riscv32imc-unknown-none-elf, minimal and full
-    /// feature sets), footprint (firmware image in every configuration), fuzz (every fuzz
-    /// target for a bounded time). Exits non-zero if any step fails.
+    /// feature sets, and mote-h3's device adapter), footprint (the client firmware's
+    /// Cortex-M4 build matrix with the flash budget check, its minimal RISC-V build, and its
+    /// host tests), qemu (the client firmware on QEMU over the wlan profile), interop-tls,
+    /// fuzz (every fuzz target for a bounded time). Exits non-zero if any step fails.
     Test(test::TestArgs),
-    /// Build the footprint firmware image in each device configuration and report its
-    /// flash size split by crate and by component.
+    /// Build the client firmware in Quant's cumulative build matrix and one row per server
+    /// authentication, for both device targets, and report flash split by crate and by
+    /// component (plus an SVG chart in target/footprint/footprint.svg).
     ///
-    /// The image is `firmware/` built for thumbv7em-none-eabihf with opt-level "z", fat LTO,
-    /// one codegen unit and panic=abort. Flash is the sum of every loaded section:
+    /// The image is `firmware/client` built with opt-level "z", fat LTO, one codegen unit
+    /// and panic=abort. Code LTO inlined into the application is moved to its own crate by
+    /// the DWARF inline records (addr2line). Flash is the sum of every loaded section:
     /// .vector_table + .text + .rodata + .data (.data counted once, as its initial image).
     /// Each sized symbol is attributed to a crate by its demangled path (for `<T as Trait>`
     /// impls, the crate of T), crates are grouped into components (app, quic, tls, h3,
     /// crypto, core, runtime, outlined, other), and bytes no symbol covers are
     /// "unattributed"; the parts add up to the flash total. Copies of the images are kept in
-    /// firmware/target/footprint/<config>.elf.
+    /// firmware/target/footprint/<target>/<config>.elf.
     Footprint(footprint::FootprintArgs),
     /// Run a cargo-fuzz target for a bounded time, or list the targets.
     Fuzz(fuzz::FuzzArgs),
@@ -78,6 +85,14 @@ enum Command {
     /// and the files. Prints a matrix; `--json FILE` writes one line per cell. Exits
     /// non-zero if a cell fails.
     Interop(interop::InteropArgs),
+    /// Run the client firmware on QEMU (mps2-an386, Cortex-M4, -icount shift=0) against an
+    /// HTTP/3 server on the host, through a serial-to-UDP bridge with a link model.
+    ///
+    /// The firmware fetches 5 KB with HTTP/3 GET and publishes 1 KB with POST, first with a
+    /// 1-RTT handshake, then resumed with 0-RTT, and reports instructions per phase, peak
+    /// stack and memory over the serial line; this prints them with the transaction
+    /// durations, bytes on the wire and an energy model (every constant with its source).
+    Qemu(qemu::QemuArgs),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +103,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::run(&args),
         Command::InteropTls(args) => interop_tls::run(&args),
         Command::Interop(args) => interop::run(&args),
+        Command::Qemu(args) => qemu::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
-use crate::{footprint, fuzz, interop, interop_tls, util};
+use crate::{footprint, fuzz, interop, interop_tls, qemu, util};
 
 /// The device targets every `no_std` crate must build for.
 pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"];
@@ -21,6 +21,7 @@ pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-tls", "minimal", ""),
     ("mote-tls", "full", "server,aes256,chacha20,p256,ed25519,ecdsa-p256"),
     ("mote-tls", "x509", "x509,ed25519,ecdsa-p256"),
+    ("mote-h3", "device", "device"),
 ];
 
 /// The workspace clippy invocation.
@@ -44,6 +45,8 @@ pub enum Step {
     Cross,
     /// `cargo xtask footprint` (builds the firmware image in every configuration)
     Footprint,
+    /// `cargo xtask qemu --profile wlan`: the client firmware on QEMU against the server
+    Qemu,
     /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
     InteropTls,
     /// `cargo xtask interop` on the CI subset: handshake, transfer, retry, resumption,
@@ -55,7 +58,7 @@ pub enum Step {
 
 /// Core crates tested a second time without default features (package, features).
 const DEVICE_TESTS: &[(&str, &str)] =
-    &[("mote-crypto", "rustcrypto"), ("mote-quic", ""), ("mote-tls", ""), ("mote-h3", "")];
+    &[("mote-crypto", "rustcrypto"), ("mote-quic", ""), ("mote-tls", ""), ("mote-h3", "device")];
 
 const ALL_STEPS: &[Step] = &[
     Step::Fmt,
@@ -63,6 +66,7 @@ const ALL_STEPS: &[Step] = &[
     Step::Test,
     Step::Cross,
     Step::Footprint,
+    Step::Qemu,
     Step::InteropTls,
     Step::Interop,
     Step::Fuzz,
@@ -133,6 +137,16 @@ pub fn run(args: &TestArgs) -> Result<()> {
     Ok(())
 }
 
+/// The host's target triple (from `rustc -vV`).
+fn host_triple() -> Result<String> {
+    let out = std::process::Command::new("rustc").arg("-vV").output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("rustc -vV printed no host triple"))
+}
+
 fn describe(step: Step) -> &'static str {
     match step {
         Step::Fmt => "cargo fmt --all --check (workspace, firmware/, fuzz/)",
@@ -143,7 +157,12 @@ fn describe(step: Step) -> &'static str {
         Step::Cross => {
             "no_std builds of mote-crypto, mote-quic and mote-tls for the device targets"
         }
-        Step::Footprint => "cargo xtask footprint",
+        Step::Footprint => {
+            "cargo xtask footprint (client matrix on both targets, budget check) and the client's host tests"
+        }
+        Step::Qemu => {
+            "cargo xtask qemu --profile wlan (client firmware on QEMU mps2-an386: GET + POST, 1-RTT and 0-RTT)"
+        }
         Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
         Step::Interop => {
             "cargo xtask interop, CI subset (mote against aioquic and quic-go, both roles)"
@@ -164,16 +183,34 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
         }
         Step::Clippy => {
             util::run(util::cargo(&root, None).args(CLIPPY_WORKSPACE))?;
-            // The firmware, in its smallest and largest configurations.
-            for config in footprint::CONFIGS {
+            // mote-h3's device adapter (feature `device`), which no workspace crate enables.
+            util::run(util::cargo(&root, None).args([
+                "clippy",
+                "-p",
+                "mote-h3",
+                "--features",
+                "device",
+                "--",
+                "-D",
+                "warnings",
+            ]))?;
+            // The firmware: the footprint image, and the client in its largest and smallest
+            // configurations and each server authentication, on both targets.
+            for target in footprint::TARGETS {
                 let mut cmd = util::cargo(&root.join("firmware"), None);
-                cmd.args(["clippy", "--target", config.target, "--no-default-features"]).args([
-                    "--features",
-                    &config.features.join(","),
-                    "--",
-                    "-D",
-                    "warnings",
-                ]);
+                cmd.args(["clippy", "-p", "mote-footprint", "--target", target, "--"])
+                    .args(["-D", "warnings"]);
+                if *target == footprint::CORTEX_M4 {
+                    util::run(&mut cmd)?;
+                }
+            }
+            for config in
+                footprint::configs().iter().filter(|c| c.name == "full" || c.group == "auth")
+            {
+                let mut cmd = util::cargo(&root.join("firmware"), None);
+                cmd.args(["clippy", "-p", "mote-client", "--target", config.target])
+                    .args(["--no-default-features", "--features", &config.features.join(",")])
+                    .args(["--", "-D", "warnings"]);
                 util::run(&mut cmd)?;
             }
             Ok(())
@@ -219,7 +256,14 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             }
             Ok(())
         }
-        Step::Footprint => footprint::run(&footprint::FootprintArgs::default()),
+        Step::Footprint => {
+            // The client's board-independent logic (framing) on the host.
+            let mut cmd = util::cargo(&root.join("firmware"), None);
+            cmd.args(["test", "-p", "mote-client", "--lib", "--target", &host_triple()?]);
+            util::run(&mut cmd)?;
+            footprint::FootprintArgs::ci().iter().try_for_each(footprint::run)
+        }
+        Step::Qemu => qemu::run(&qemu::QemuArgs::default()),
         Step::InteropTls => interop_tls::run(&interop_tls::InteropTlsArgs::default()),
         Step::Interop => interop::run(&interop::InteropArgs::ci()),
         Step::Fuzz => {

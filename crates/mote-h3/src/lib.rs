@@ -10,6 +10,8 @@
 //!   state, GOAWAY, cancellation, limits. It drives a QUIC connection through the
 //!   [`Transport`] trait and is fed received stream bytes by the caller.
 //! - [`message`]: building request/response heads and checking received ones.
+//! - `device` (feature `device`): the heap-free adapter over a mote-quic connection that a
+//!   microcontroller runs the session on.
 //!
 //! Nothing allocates: decoded fields go into caller buffers, DATA payloads are slices of
 //! the caller's input, and per-stream state ([`StreamState`]) is kept by the caller.
@@ -30,6 +32,8 @@
 
 pub mod coding;
 pub mod connection;
+#[cfg(feature = "device")]
+pub mod device;
 pub mod error;
 pub mod frame;
 pub mod message;

@@ -109,8 +109,10 @@ pub const HANDSHAKE_SENT: usize = 8;
 pub const HANDSHAKE_RANGES: usize = 4;
 /// Events queued at most; further events of a kind already queued are merged.
 pub const EVENT_CAPACITY: usize = 16;
-/// Bytes of a CONNECTION_CLOSE reason phrase kept (ours and the peer's).
-pub const REASON_MAX: usize = 32;
+/// Bytes of a CONNECTION_CLOSE reason phrase kept (ours and the peer's). Without the
+/// `err-reasons` feature none are kept or sent (RFC 9000 §19.19 allows an empty phrase), so
+/// a device carries no reason storage or copying.
+pub const REASON_MAX: usize = if cfg!(feature = "err-reasons") { 32 } else { 0 };
 /// RFC 9000 §14.1: the smallest maximum datagram size, and the size client Initial
 /// datagrams are padded to.
 pub const MIN_INITIAL_SIZE: usize = 1200;
@@ -239,6 +241,8 @@ impl ConnectionClose {
     /// A close with `code` and the first [`REASON_MAX`] bytes of `reason`.
     pub fn new(code: u64, frame_type: Option<u64>, application: bool, reason: &[u8]) -> Self {
         let mut r = [0u8; REASON_MAX];
+        // REASON_MAX is 0 without `err-reasons`.
+        #[allow(clippy::unnecessary_min_or_max)]
         let n = reason.len().min(REASON_MAX);
         if let (Some(dst), Some(src)) = (r.get_mut(..n), reason.get(..n)) {
             dst.copy_from_slice(src);
@@ -743,7 +747,8 @@ where
         let mut tp = TransportParameters::DEFAULT;
         tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
         tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
-        config.streams.apply_to(&mut tp, recv_buf);
+        // Advertise the stream counts the table will accept (capped to the N slots).
+        config.streams.for_slots(N).apply_to(&mut tp, recv_buf);
         tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);
         // RFC 9000 §18.2: without migration support, ask the peer not to migrate.
         tp.disable_active_migration = !cfg!(feature = "migration");

@@ -29,6 +29,19 @@ pub struct StreamConfig {
 }
 
 impl StreamConfig {
+    /// These limits with the peer's stream counts capped to `n` slots, bidirectional first
+    /// (each peer stream the limits allow holds a slot). What the table enforces and what
+    /// the transport parameters advertise both come from here, so they cannot differ (RFC
+    /// 9000 §4.6: the peer may open every stream we advertise).
+    pub const fn for_slots(mut self, n: usize) -> Self {
+        let n = n as u64;
+        self.max_streams_bidi = if self.max_streams_bidi < n { self.max_streams_bidi } else { n };
+        let left = n - self.max_streams_bidi;
+        self.max_streams_uni =
+            if self.max_streams_uni < left { self.max_streams_uni } else { left };
+        self
+    }
+
     /// Writes these values into our transport parameters, with each stream window clamped
     /// to `buffer` (the receive buffer of a slot) so nothing is advertised beyond storage.
     pub fn apply_to(&self, tp: &mut TransportParameters, buffer: usize) {
@@ -235,9 +248,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
     /// A table for endpoint `side` with our limits `cfg`; `storage` gives each slot its
     /// (send, receive) buffers. Peer stream counts are capped to `N` slots.
     pub fn new(side: Side, cfg: StreamConfig, storage: [(S, S); N]) -> Self {
-        let mut cfg = cfg;
-        cfg.max_streams_bidi = cfg.max_streams_bidi.min(N as u64);
-        cfg.max_streams_uni = cfg.max_streams_uni.min(N as u64 - cfg.max_streams_bidi);
+        let cfg = cfg.for_slots(N);
         let reserved = (cfg.max_streams_bidi + cfg.max_streams_uni) as usize;
         let slots = storage.map(|(s, r)| Slot {
             id: None,

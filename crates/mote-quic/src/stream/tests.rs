@@ -1054,6 +1054,37 @@ fn table_reserves_slots_for_peer_streams() {
     assert_eq!(t.config().max_streams_uni, 0);
 }
 
+#[test]
+fn advertised_stream_counts_are_what_the_table_accepts() {
+    // A server configured for 100 + 100 streams with 8 slots: the table accepts 8
+    // bidirectional and no unidirectional peer streams, and `for_slots` (what the connection
+    // advertises) says exactly that, so a client never opens a stream we refuse with
+    // STREAM_LIMIT_ERROR (RFC 9000 §4.6).
+    let mut t = table::<8>(Side::Server, 100, 100);
+    let cfg = StreamConfig {
+        max_data: 200,
+        max_stream_data_bidi_local: 64,
+        max_stream_data_bidi_remote: 64,
+        max_stream_data_uni: 64,
+        max_streams_bidi: 100,
+        max_streams_uni: 100,
+    };
+    let mut tp = TransportParameters::DEFAULT;
+    cfg.for_slots(8).apply_to(&mut tp, 64);
+    assert_eq!(tp.initial_max_streams_bidi.into_inner(), t.config().max_streams_bidi);
+    assert_eq!(tp.initial_max_streams_uni.into_inner(), t.config().max_streams_uni);
+    assert_eq!(
+        (tp.initial_max_streams_bidi.into_inner(), tp.initial_max_streams_uni.into_inner()),
+        (8, 0)
+    );
+    // The last advertised bidirectional stream is accepted, the next one is not.
+    assert!(t.on_frame(&stream_frame(4 * 7, 0, b"a", false)).is_ok());
+    assert_eq!(t.on_frame(&stream_frame(4 * 8, 0, b"a", false)), Err(StreamError::StreamLimit));
+    // Within the slots, the configuration is kept as it is.
+    let small = StreamConfig { max_streams_bidi: 2, max_streams_uni: 3, ..cfg }.for_slots(8);
+    assert_eq!((small.max_streams_bidi, small.max_streams_uni), (2, 3));
+}
+
 // ---------------------------------------------------------------------------------------
 // CRYPTO streams (§7.5)
 // ---------------------------------------------------------------------------------------

@@ -1,0 +1,26 @@
+//! Puts the target's memory map on the linker search path as `memory.x` and links with the
+//! runtime's `link.x` (cortex-m-rt for Arm, riscv-rt for RISC-V).
+
+use std::path::PathBuf;
+
+fn main() {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let memory: &[u8] = match arch.as_str() {
+        "riscv32" => include_bytes!("memory-riscv.x"),
+        _ => include_bytes!("memory.x"),
+    };
+    std::fs::write(out.join("memory.x"), memory).expect("write memory.x");
+    println!("cargo:rustc-link-search={}", out.display());
+    println!("cargo:rerun-if-changed=memory.x");
+    println!("cargo:rerun-if-changed=memory-riscv.x");
+    println!("cargo:rerun-if-changed=build.rs");
+    if arch == "riscv32" {
+        // riscv-rt's link.x expects the memory map (with its REGION_ aliases) first.
+        println!("cargo:rustc-link-arg-bins=-Tmemory.x");
+    }
+    if matches!(arch.as_str(), "arm" | "riscv32") {
+        println!("cargo:rustc-link-arg-bins=--nmagic");
+        println!("cargo:rustc-link-arg-bins=-Tlink.x");
+    }
+}

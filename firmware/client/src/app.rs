@@ -1,0 +1,715 @@
+//! The device's job: two transactions against the server over the serial radio, each an
+//! HTTP/3 GET of a 5 KB object followed by a POST of 1 KB; the first with a full (1-RTT)
+//! handshake, the second resumed from the first's session ticket with the GET in 0-RTT.
+//! Each transaction is measured per phase and reported over the serial line.
+//!
+//! Everything lives in caller-owned memory: [`Buffers`] (CRYPTO and stream buffers, the
+//! datagram buffer, the ticket) is a static, the connection and the HTTP/3 session are
+//! locals of [`transaction`]. Nothing allocates.
+
+use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use mote_crypto::rustcrypto::RustCrypto;
+use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
+use mote_h3::device::Session;
+use mote_h3::{Config as H3Config, Event as H3Event, HeadersKind, Request, Role};
+use mote_quic::connection::{CloseReason, ConnectionStats};
+use mote_quic::{Connection, ConnectionConfig, Event, Instant, Storage};
+use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket};
+
+use crate::board::Board;
+use crate::frame::{self, kind, Decoder};
+use crate::measure::{tag, Phase, Phases, Report};
+
+#[cfg(not(any(feature = "rpk-ed25519", feature = "rpk-p256", feature = "psk")))]
+compile_error!("choose a server authentication: rpk-ed25519, rpk-p256, psk or x509");
+
+/// TLS receive buffer for one partial handshake message.
+const TLS_RX: usize = 1024;
+/// QUIC stream slots: our control stream, the server's three unidirectional streams (RFC
+/// 9114 §6.2) and two requests (the GET's slot is freed once QUIC forgets the stream).
+const STREAMS: usize = 6;
+/// Per-slot stream buffers: send (a 1 KB POST body goes out in pieces) and receive (the
+/// stream's flow-control window).
+const STREAM_SEND: usize = 1024;
+const STREAM_RECV: usize = 2048;
+/// CRYPTO buffers per level and direction (a raw-public-key handshake needs a few hundred
+/// bytes per level; a ticket's NewSessionTicket about 200).
+const CRYPTO_BUF: usize = 1024;
+/// Largest datagram (RFC 9000 §14: the client's Initial datagrams are 1200 bytes).
+const DATAGRAM: usize = 1200;
+/// Serial frames: type byte + datagram + CRC.
+const FRAME: usize = 1 + 1500 + 2;
+/// Session ticket storage (identity, PSK, remembered transport parameters).
+const TICKET: usize = 512;
+
+/// The HTTP/3 session: five receive streams (three server uni streams, two requests) of
+/// 272 bytes (a 256-byte HEADERS frame or a SETTINGS frame fits) and 512 bytes of decoded
+/// fields.
+type H3 = Session<5, 272, 512>;
+const H3_CONFIG: H3Config = H3Config {
+    max_field_section_size: 512,
+    max_encoded_field_section: 256,
+    qpack_blocked_streams: 0,
+    grease: Some(1),
+};
+
+/// The device connection: minimal build, caller-owned buffers.
+type Conn<'a> = Connection<
+    RustCrypto,
+    ClientSession<'a, RustCrypto, TLS_RX>,
+    &'a mut [u8],
+    &'a mut [u8],
+    STREAMS,
+    16,
+    4,
+>;
+
+/// The server as the device addresses it (the bridge forwards everything to the real one).
+const SERVER: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 443));
+const AUTHORITY: &[u8] = b"mote.example";
+const GET_PATH: &[u8] = b"/5120";
+const POST_PATH: &[u8] = b"/upload";
+/// Size of the object the GET fetches.
+pub const OBJECT_BYTES: usize = 5120;
+/// Size of the body the POST publishes.
+pub const POST_BYTES: usize = 1024;
+/// H3_NO_ERROR (RFC 9114 §8.1).
+const H3_NO_ERROR: u64 = 0x100;
+/// How long the first transaction waits for a session ticket after its last response.
+const TICKET_WAIT_US: u64 = 3_000_000;
+/// A transaction that has not finished after this long has failed.
+const TRANSACTION_LIMIT_US: u64 = 120_000_000;
+
+/// The server's raw public key, pinned in flash (RFC 7250; feature `rpk-ed25519`).
+#[cfg(all(feature = "rpk-ed25519", not(any(feature = "psk", feature = "x509"))))]
+static PINNED: [&[u8]; 1] = [include_bytes!("../keys/server-ed25519.spki.der")];
+/// The server's raw public key, pinned in flash (RFC 7250; feature `rpk-p256`).
+#[cfg(all(
+    feature = "rpk-p256",
+    not(any(feature = "rpk-ed25519", feature = "psk", feature = "x509"))
+))]
+static PINNED: [&[u8]; 1] = [include_bytes!("../keys/server-p256.spki.der")];
+
+/// The trust anchor of the X.509 build: a test CA (Ed25519), pinned in flash.
+#[cfg(feature = "x509")]
+static CA_DER: &[u8] = include_bytes!("../keys/ca-ed25519.der");
+
+/// How the server is authenticated, from the build's features.
+fn server_auth() -> ServerAuth<'static> {
+    #[cfg(feature = "x509")]
+    {
+        static CA: mote_tls::pki_types::CertificateDer<'static> =
+            mote_tls::pki_types::CertificateDer::from_slice(CA_DER);
+        // The anchor borrows the certificate in flash; it is kept for the whole run. A CA
+        // that does not parse leaves no anchor, and every server is refused.
+        static ANCHORS: OnceAnchors = OnceAnchors::new();
+        let anchors = match mote_tls::webpki::anchor_from_trusted_cert(&CA) {
+            Ok(anchor) => ANCHORS.set(anchor),
+            Err(_) => &[],
+        };
+        ServerAuth::X509(mote_tls::X509Verifier { anchors })
+    }
+    #[cfg(all(feature = "psk", not(feature = "x509")))]
+    {
+        ServerAuth::ExternalPsk(mote_tls::ExternalPsk {
+            identity: crate::PSK_IDENTITY,
+            key: crate::PSK_KEY,
+            hash: HashAlgorithm::Sha256,
+        })
+    }
+    #[cfg(not(any(feature = "psk", feature = "x509")))]
+    {
+        ServerAuth::RawPublicKeys(&PINNED)
+    }
+}
+
+/// A trust anchor set once at boot (the X.509 build).
+#[cfg(feature = "x509")]
+struct OnceAnchors(
+    critical_section::Mutex<
+        core::cell::Cell<Option<&'static [mote_tls::pki_types::TrustAnchor<'static>]>>,
+    >,
+);
+
+#[cfg(feature = "x509")]
+impl OnceAnchors {
+    const fn new() -> Self {
+        Self(critical_section::Mutex::new(core::cell::Cell::new(None)))
+    }
+
+    /// Stores `anchor` (leaked once into a static slot) and returns the set.
+    fn set(
+        &'static self,
+        anchor: mote_tls::pki_types::TrustAnchor<'static>,
+    ) -> &'static [mote_tls::pki_types::TrustAnchor<'static>] {
+        extern crate alloc;
+        critical_section::with(|cs| {
+            let c = self.0.borrow(cs);
+            if let Some(a) = c.get() {
+                return a;
+            }
+            let a: &'static [_] = alloc::boxed::Box::leak(alloc::boxed::Box::new([anchor]));
+            c.set(Some(a));
+            a
+        })
+    }
+}
+
+/// The caller-owned memory of a transaction.
+pub struct Buffers {
+    crypto: [[u8; CRYPTO_BUF]; 6],
+    streams: [[u8; STREAM_RECV]; STREAMS],
+    stream_send: [[u8; STREAM_SEND]; STREAMS],
+    tx: [u8; DATAGRAM],
+    ticket: [u8; TICKET],
+    link: Decoder<FRAME>,
+}
+
+impl Buffers {
+    /// Zeroed buffers (for a `static`).
+    pub const fn new() -> Self {
+        Self {
+            crypto: [[0; CRYPTO_BUF]; 6],
+            streams: [[0; STREAM_RECV]; STREAMS],
+            stream_send: [[0; STREAM_SEND]; STREAMS],
+            tx: [0; DATAGRAM],
+            ticket: [0; TICKET],
+            link: Decoder::new(),
+        }
+    }
+}
+
+impl Default for Buffers {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The link profile the host announced (it sets the initial RTT).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Profile {
+    Wlan,
+    NbIot,
+}
+
+/// The device's random generator: SHA-256 over a 32-byte seed and a counter. The
+/// connection seeds its own HMAC_DRBG from it (SP 800-90A).
+struct SeedRng {
+    seed: [u8; 32],
+    counter: u32,
+}
+
+impl CryptoRng for SeedRng {
+    fn fill(&mut self, dest: &mut [u8]) -> Result<(), CryptoError> {
+        for chunk in dest.chunks_mut(32) {
+            let mut h = RustCrypto.hash(HashAlgorithm::Sha256)?;
+            h.update(&self.seed);
+            h.update(&self.counter.to_le_bytes());
+            self.counter = self.counter.wrapping_add(1);
+            let d = h.finish();
+            let n = chunk.len();
+            chunk.copy_from_slice(d.as_ref().get(..n).ok_or(CryptoError::BufferTooSmall)?);
+        }
+        Ok(())
+    }
+}
+
+/// Sends one frame over the serial line.
+fn send_frame<B: Board>(board: &mut B, kind: u8, payload: &[u8]) {
+    frame::encode(kind, payload, |b| board.write_byte(b));
+}
+
+/// The outcome of one transaction.
+#[derive(Default)]
+struct Outcome {
+    ok: bool,
+    early_data_accepted: bool,
+    get_status: u16,
+    post_status: u16,
+    get_bytes: usize,
+    phases: Phases,
+    stats: ConnectionStats,
+    close_kind: u64,
+    close_code: u64,
+    h3_error: u64,
+    /// An address at the bottom of the transaction's frame (its locals).
+    frame: usize,
+    /// Feature `stack-steps`: deepest stack address of each event-loop step (receive,
+    /// transmit, HTTP/3, timeout).
+    steps: [usize; 4],
+}
+
+/// Runs one event-loop step; with feature `stack-steps`, paints the stack before it and
+/// records how deep it went (a diagnostic: painting costs instructions, so that build's
+/// instruction counts are not the device's).
+#[inline(always)]
+fn step<R>(_deepest: &mut [usize; 4], _which: usize, f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "stack-steps")]
+    crate::measure::paint_stack();
+    let r = f();
+    #[cfg(feature = "stack-steps")]
+    if let Some(d) = _deepest.get_mut(_which) {
+        let now = crate::measure::deepest();
+        *d = if *d == 0 { now } else { (*d).min(now) };
+    }
+    r
+}
+
+/// The request side of a transaction.
+#[derive(Default)]
+struct Requests {
+    get: Option<u64>,
+    get_sent: bool,
+    get_status: u16,
+    get_bytes: usize,
+    get_done: bool,
+    post: Option<u64>,
+    post_head_sent: bool,
+    post_body_sent: usize,
+    post_status: u16,
+    post_done: bool,
+    failed: bool,
+    h3_error: u64,
+}
+
+/// Runs both transactions and reports; returns the exit status (0: both succeeded).
+pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
+    let boot_busy = board.busy_ns();
+    // The host announces the link profile and a nonce first (CONFIG frame).
+    let (profile, nonce) = wait_config(board, &mut bufs.link);
+    let mut seed = board.entropy();
+    for (s, n) in seed.iter_mut().zip(nonce.iter()) {
+        *s ^= n;
+    }
+    let mut rng = SeedRng { seed, counter: 0 };
+    let config = ClientConfig {
+        server_name: Some(AUTHORITY),
+        alpn: &[b"h3"],
+        server_auth: server_auth(),
+        client_key: None,
+        cipher_suites: &[],
+        groups: &[],
+        early_data: true,
+    };
+    let mut status = 0;
+    let mut sizes = Report::new();
+    #[cfg(feature = "x509")]
+    sizes.put(tag::HEAP_PEAK, crate::heap::peak() as u64);
+    #[cfg(not(feature = "x509"))]
+    sizes.put(tag::HEAP_PEAK, 0);
+    sizes.put(tag::CONNECTION_BYTES, core::mem::size_of::<Conn<'_>>() as u64);
+    sizes.put(tag::H3_BYTES, core::mem::size_of::<H3>() as u64);
+    sizes.put(tag::BUFFER_BYTES, core::mem::size_of::<Buffers>() as u64);
+    sizes.put(tag::INSN_INIT, boot_busy);
+
+    let Buffers { crypto, streams, stream_send, tx, ticket, link } = bufs;
+    // 1: full handshake; keeps the session ticket.
+    let (first, ticket_len) = {
+        let mut ticket_out = Some(&mut *ticket);
+        let io = Io { link: &mut *link, tx: &mut *tx };
+        let storage = storage(crypto, streams, stream_send);
+        transaction(board, io, storage, &config, None, profile, &mut rng, ticket_out.take())
+    };
+    report(board, 0, &first, link.dropped);
+    status |= u32::from(!first.ok);
+    // 2: resumed with the ticket, GET in 0-RTT.
+    let resumption = ticket_len.and_then(|(len, at)| {
+        let age_us = board.now_us().saturating_sub(at).min(u64::from(u32::MAX));
+        let age_ms = age_us as u32 / 1000;
+        let ticket = Ticket::decode(ticket.get(..len)?).ok()?;
+        Some(Resumption { ticket, age_ms })
+    });
+    let second = {
+        let io = Io { link: &mut *link, tx: &mut *tx };
+        let storage = storage(crypto, streams, stream_send);
+        transaction(board, io, storage, &config, resumption, profile, &mut rng, None).0
+    };
+    report(board, 1, &second, link.dropped);
+    // With an external PSK the session resumes nothing (tickets are not used in that mode):
+    // the second transaction is another PSK handshake.
+    let resumed = resumption.is_some() || cfg!(feature = "psk");
+    status |= u32::from(!second.ok || !resumed) << 1;
+
+    // The deepest point of any phase of either transaction, from the top of the stack.
+    let deepest = [first.phases.deepest, second.phases.deepest]
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|d| *d != 0)
+        .min()
+        .unwrap_or(crate::measure::stack_top());
+    sizes.put(tag::STACK_PEAK, (crate::measure::stack_top() - deepest) as u64);
+    sizes.put(tag::STACK_SIZE, crate::measure::window() as u64);
+    for (i, t) in [tag::STACK_INIT, tag::STACK_OPEN, tag::STACK_TRANSFER, tag::STACK_CLOSE]
+        .into_iter()
+        .enumerate()
+    {
+        // Below the transaction's frame, the larger of the two transactions.
+        let below = [&first, &second]
+            .iter()
+            .map(|o| {
+                let d = o.phases.deepest.get(i).copied().unwrap_or(0);
+                if d == 0 {
+                    0
+                } else {
+                    o.frame.saturating_sub(d)
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        sizes.put(t, below as u64);
+    }
+    sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - first.frame) as u64);
+    #[cfg(feature = "stack-steps")]
+    for (i, t) in [tag::STEP_RECEIVE, tag::STEP_TRANSMIT, tag::STEP_H3, tag::STEP_TIMEOUT]
+        .into_iter()
+        .enumerate()
+    {
+        let below = [&first, &second]
+            .iter()
+            .map(|o| match o.steps.get(i).copied().unwrap_or(0) {
+                0 => 0,
+                d => o.frame.saturating_sub(d),
+            })
+            .max()
+            .unwrap_or(0);
+        sizes.put(t, below as u64);
+    }
+    send_frame(board, kind::REPORT, sizes.bytes());
+    send_frame(board, kind::DONE, &[status as u8]);
+    status
+}
+
+/// Waits for the host's CONFIG frame: profile byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
+fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, [u8; 32]) {
+    loop {
+        while let Some(b) = board.read_byte() {
+            if let Some(n) = link.push(b) {
+                let f = link.frame(n);
+                if let [kind::CONFIG, profile, rest @ ..] = f {
+                    if let Ok(nonce) = <[u8; 32]>::try_from(&*rest) {
+                        let profile = if *profile == 1 { Profile::NbIot } else { Profile::Wlan };
+                        return (profile, nonce);
+                    }
+                }
+            }
+        }
+        board.sleep_until(None);
+    }
+}
+
+/// The serial link and the datagram buffer.
+struct Io<'a> {
+    link: &'a mut Decoder<FRAME>,
+    tx: &'a mut [u8; DATAGRAM],
+}
+
+/// Splits the static buffers into the connection's storage.
+fn storage<'a>(
+    crypto: &'a mut [[u8; CRYPTO_BUF]; 6],
+    streams: &'a mut [[u8; STREAM_RECV]; STREAMS],
+    stream_send: &'a mut [[u8; STREAM_SEND]; STREAMS],
+) -> Storage<&'a mut [u8], &'a mut [u8], STREAMS> {
+    let [c0, c1, c2, c3, c4, c5] = crypto;
+    let [r0, r1, r2, r3, r4, r5] = streams;
+    let [s0, s1, s2, s3, s4, s5] = stream_send;
+    Storage {
+        crypto: [(c0, c1), (c2, c3), (c4, c5)],
+        streams: [(s0, r0), (s1, r1), (s2, r2), (s3, r3), (s4, r4), (s5, r5)],
+    }
+}
+
+/// Sends the report of transaction `which` (0: 1-RTT, 1: 0-RTT).
+fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
+    let mut r = Report::new();
+    r.put(tag::TRANSACTION, which);
+    r.put(tag::OK, u64::from(o.ok));
+    r.put(tag::EARLY_DATA_ACCEPTED, u64::from(o.early_data_accepted));
+    r.put(tag::GET_STATUS, u64::from(o.get_status));
+    r.put(tag::POST_STATUS, u64::from(o.post_status));
+    r.put(tag::GET_BYTES, o.get_bytes as u64);
+    for (i, t) in [tag::INSN_INIT, tag::INSN_OPEN, tag::INSN_TRANSFER, tag::INSN_CLOSE]
+        .into_iter()
+        .enumerate()
+    {
+        r.put(t, o.phases.insn.get(i).copied().unwrap_or(0));
+    }
+    for (i, t) in
+        [tag::US_INIT, tag::US_OPEN, tag::US_TRANSFER, tag::US_CLOSE].into_iter().enumerate()
+    {
+        r.put(t, o.phases.us.get(i).copied().unwrap_or(0));
+    }
+    r.put(tag::DATAGRAMS_SENT, o.stats.datagrams_sent);
+    r.put(tag::BYTES_SENT, o.stats.bytes_sent);
+    r.put(tag::DATAGRAMS_RECEIVED, o.stats.datagrams_received);
+    r.put(tag::BYTES_RECEIVED, o.stats.bytes_received);
+    r.put(tag::PTOS, o.stats.ptos);
+    r.put(tag::PACKETS_LOST, o.stats.packets_lost);
+    r.put(tag::FRAMES_DROPPED, u64::from(dropped));
+    r.put(tag::CLOSE_KIND, o.close_kind);
+    r.put(tag::CLOSE_CODE, o.close_code);
+    r.put(tag::H3_ERROR, o.h3_error);
+    send_frame(board, kind::REPORT, r.bytes());
+}
+
+/// The 1 KB body the device publishes (in flash).
+static BODY: [u8; POST_BYTES] = {
+    let mut b = [0u8; POST_BYTES];
+    let mut i = 0;
+    while i < POST_BYTES {
+        b[i] = b'a' + (i % 26) as u8;
+        i += 1;
+    }
+    b
+};
+
+/// One transaction: connect (resuming with `resumption` if given), GET, POST, close.
+/// With `ticket_out`, waits briefly for a session ticket and returns its length and the
+/// time it arrived.
+#[allow(clippy::too_many_arguments)]
+fn transaction<'a, B: Board>(
+    board: &mut B,
+    io: Io<'_>,
+    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    config: &'a ClientConfig<'a>,
+    resumption: Option<Resumption<'a>>,
+    profile: Profile,
+    rng: &mut SeedRng,
+    mut ticket_out: Option<&mut [u8; TICKET]>,
+) -> (Outcome, Option<(usize, u64)>) {
+    let mut out = Outcome::default();
+    out.phases.enter(board, Some(Phase::Init));
+    let mut qcfg = match profile {
+        Profile::Wlan => ConnectionConfig::device(),
+        Profile::NbIot => ConnectionConfig::nb_iot_device(),
+    };
+    // RFC 9114 §6.2: allow the server its control and two QPACK streams.
+    qcfg.streams.max_streams_uni = 3;
+    let remembered = resumption.map(|r| r.ticket.server_transport_parameters);
+    #[allow(unused_mut)]
+    let mut session = ClientSession::new(RustCrypto, config, resumption);
+    // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ, SNTP).
+    #[cfg(feature = "x509")]
+    session.set_unix_time(crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000);
+    let now = Instant(board.now_us());
+    // The connection lives in this frame; it is built in `connect`'s frame so the
+    // constructor's temporaries are gone before the event loop runs.
+    let mut slot: Option<Conn<'a>> = None;
+    connect(&mut slot, &qcfg, session, storage, now, rng);
+    let Some(conn) = slot.as_mut() else {
+        return (out, None);
+    };
+    if let Some(tp) = remembered {
+        // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
+        conn.apply_remembered_params(tp);
+    }
+    let mut h3 = H3::new(Role::Client, H3_CONFIG);
+    let mut req = Requests::default();
+    let body = &BODY;
+    let mut scratch = [0u8; 128];
+    let mut ticket: Option<(usize, u64)> = None;
+    let mut responses_at: Option<u64> = None;
+    let mut closing = false;
+    let start = board.now_us();
+    out.frame = crate::measure::frame_marker();
+    out.phases.enter(board, Some(Phase::Open));
+    let Io { link, tx } = io;
+    loop {
+        let now_us = board.now_us();
+        let now = Instant(now_us);
+        step(&mut out.steps, 0, || receive(board, link, conn, now));
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            step(&mut out.steps, 3, || on_timeout(conn, now));
+        }
+        while let Some(e) = conn.poll_event() {
+            match e {
+                Event::NewTicket => {
+                    if let Some(buf) = ticket_out.as_deref_mut() {
+                        if let Some(n) = conn.take_ticket(buf) {
+                            ticket = Some((n, now_us));
+                        }
+                    }
+                }
+                Event::StreamStopped { .. } => {
+                    let _ = h3.on_quic_event(conn, e);
+                }
+                _ => {}
+            }
+        }
+        if conn.is_closed() && !closing {
+            break;
+        }
+        // The first request goes out as soon as the connection can carry it: after the
+        // handshake, or at once in 0-RTT.
+        if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
+            drive_requests(conn, &mut h3, &mut req, body, &mut scratch);
+            if req.get_sent && out.phases.current() == Some(Phase::Open) {
+                out.phases.enter(board, Some(Phase::Transfer));
+            }
+            step(&mut out.steps, 2, || poll_h3(conn, &mut h3, &mut req));
+        }
+        if req.get_done && req.post_done && responses_at.is_none() {
+            responses_at = Some(now_us);
+        }
+        let finished = req.failed
+            || responses_at.is_some_and(|at| {
+                ticket.is_some() || ticket_out.is_none() || now_us - at > TICKET_WAIT_US
+            })
+            || now_us - start > TRANSACTION_LIMIT_US;
+        if finished && !closing {
+            out.phases.enter(board, Some(Phase::Close));
+            closing = true;
+            conn.close(H3_NO_ERROR, b"");
+        }
+        step(&mut out.steps, 1, || transmit(board, conn, tx, now));
+        if closing {
+            // CONNECTION_CLOSE is out; the closing period needs no more from the device
+            // (RFC 9000 §10.2: it may discard state and answer nothing).
+            break;
+        }
+        board.sleep_until(conn.poll_timeout().map(|t| t.0));
+    }
+    out.phases.enter(board, None);
+    out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
+    out.get_status = req.get_status;
+    out.post_status = req.post_status;
+    out.get_bytes = req.get_bytes;
+    out.ok = !req.failed
+        && req.get_done
+        && req.post_done
+        && req.get_status == 200
+        && req.post_status == 200
+        && req.get_bytes == OBJECT_BYTES;
+    out.stats = conn.stats();
+    out.h3_error = req.h3_error;
+    (out.close_kind, out.close_code) = match conn.close_reason() {
+        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
+        Some(CloseReason::Local(c)) => (1, c.code),
+        Some(CloseReason::Peer(c)) => (2, c.code),
+        Some(CloseReason::IdleTimeout) => (3, 0),
+        _ => (4, 0),
+    };
+    (out, ticket)
+}
+
+// The steps of the event loop are separate, non-inlined functions: each one's locals (and
+// those of the connection code inlined into it) live only while it runs, instead of all
+// adding up in the transaction's frame.
+
+/// Builds the connection into `slot` (writes the ClientHello).
+#[inline(never)]
+fn connect<'a>(
+    slot: &mut Option<Conn<'a>>,
+    config: &ConnectionConfig,
+    session: ClientSession<'a, RustCrypto, TLS_RX>,
+    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    now: Instant,
+    rng: &mut SeedRng,
+) {
+    *slot = Conn::client(config, RustCrypto, session, storage, now, SERVER, rng).ok();
+}
+
+/// Feeds every datagram waiting on the serial line to the connection.
+#[inline(never)]
+fn receive<B: Board>(board: &mut B, link: &mut Decoder<FRAME>, conn: &mut Conn<'_>, now: Instant) {
+    while let Some(b) = board.read_byte() {
+        if let Some(n) = link.push(b) {
+            let f = link.frame(n);
+            if let Some((&mut kind::DATAGRAM, dgram)) = f.split_first_mut() {
+                conn.handle_datagram(now, SERVER, dgram);
+            }
+        }
+    }
+}
+
+/// The connection's timer fired.
+#[inline(never)]
+fn on_timeout(conn: &mut Conn<'_>, now: Instant) {
+    conn.handle_timeout(now);
+}
+
+/// Sends every datagram the connection has.
+#[inline(never)]
+fn transmit<B: Board>(board: &mut B, conn: &mut Conn<'_>, tx: &mut [u8; DATAGRAM], now: Instant) {
+    while let Some(t) = conn.poll_transmit(now, tx) {
+        if let Some(d) = tx.get(..t.len) {
+            send_frame(board, kind::DATAGRAM, d);
+        }
+    }
+}
+
+/// Reads the HTTP/3 streams and records the responses.
+#[inline(never)]
+fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
+    let polled = h3.poll(conn, |_, _, s, e| on_h3_event(req, s.id(), e));
+    if let Err(e) = polled {
+        req.failed = true;
+        req.h3_error = e.code();
+    }
+}
+
+/// Opens the control stream, sends the GET, and once its response is complete the POST.
+#[inline(never)]
+fn drive_requests(
+    conn: &mut Conn<'_>,
+    h3: &mut H3,
+    req: &mut Requests,
+    body: &[u8],
+    scratch: &mut [u8],
+) {
+    if !h3.is_open() && h3.open(conn).is_err() {
+        return;
+    }
+    if req.get.is_none() {
+        req.get = h3.open_request(conn).ok();
+    }
+    if let (Some(id), false) = (req.get, req.get_sent) {
+        let get = Request::get(AUTHORITY, GET_PATH);
+        let sent = h3.with_stream(conn, id, |h, t, s| h.send_request(t, s, &get, true, scratch));
+        req.get_sent = matches!(sent, Some(Ok(())));
+    }
+    if !req.get_done {
+        return;
+    }
+    if req.post.is_none() {
+        req.post = h3.open_request(conn).ok();
+    }
+    let Some(id) = req.post else { return };
+    if !req.post_head_sent {
+        let headers: [(&[u8], &[u8]); 1] = [(b"content-length", b"1024")];
+        let post = Request::post(AUTHORITY, POST_PATH).with_headers(&headers);
+        let sent = h3.with_stream(conn, id, |h, t, s| h.send_request(t, s, &post, false, scratch));
+        req.post_head_sent = matches!(sent, Some(Ok(())));
+    }
+    while req.post_head_sent && req.post_body_sent < body.len() {
+        let rest = body.get(req.post_body_sent..).unwrap_or(&[]);
+        match h3.with_stream(conn, id, |h, t, s| h.send_data(t, s, rest, true)) {
+            Some(Ok(n)) if n > 0 => req.post_body_sent += n,
+            _ => break,
+        }
+    }
+}
+
+/// Records what the server's responses carry.
+fn on_h3_event(req: &mut Requests, id: u64, e: H3Event<'_>) {
+    let get = req.get == Some(id);
+    match e {
+        H3Event::Headers { fields, kind: HeadersKind::Message } => {
+            let status = mote_h3::message::parse_response(&fields).unwrap_or(0);
+            if get {
+                req.get_status = status;
+            } else {
+                req.post_status = status;
+            }
+        }
+        H3Event::Data(d) if get => req.get_bytes += d.len(),
+        H3Event::Finished if get => req.get_done = true,
+        H3Event::Finished => req.post_done = true,
+        H3Event::StreamError(e) => {
+            req.failed = true;
+            req.h3_error = e.code();
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,179 @@
+//! QEMU's Arm MPS2+ AN386 board (Cortex-M4, `-machine mps2-an386`): CMSDK APB UART0 as the
+//! radio, CMSDK timer 0 as the free-running clock and timer 1 as the wake-up alarm.
+//!
+//! The CPU sleeps in WFI with interrupts masked (PRIMASK): the UART receive and timer 1
+//! interrupts are enabled in the NVIC only so that their pending state ends the WFI; no
+//! handler runs. Time asleep is measured around each WFI, so busy time, and with
+//! `-icount shift=0` the instruction count, is the clock minus the sleeps.
+
+#![allow(unsafe_code)]
+
+use core::ptr::{read_volatile, write_volatile};
+
+use super::Board;
+
+/// CMSDK APB UART0 (AN386 memory map).
+const UART0: usize = 0x4000_4000;
+const UART_DATA: usize = 0x00;
+const UART_STATE: usize = 0x04;
+const UART_CTRL: usize = 0x08;
+const UART_INTCLEAR: usize = 0x0c;
+const UART_BAUDDIV: usize = 0x10;
+const STATE_TX_FULL: u32 = 1 << 0;
+const STATE_RX_FULL: u32 = 1 << 1;
+const CTRL_TX_EN: u32 = 1 << 0;
+const CTRL_RX_EN: u32 = 1 << 1;
+const CTRL_RX_INT_EN: u32 = 1 << 3;
+/// UART0 receive interrupt (AN386: IRQ 0).
+const IRQ_UART0_RX: u32 = 0;
+
+/// CMSDK APB timers 0 and 1, clocked at the board's 25 MHz system clock.
+const TIMER0: usize = 0x4000_0000;
+const TIMER1: usize = 0x4000_1000;
+const TIMER_CTRL: usize = 0x00;
+const TIMER_VALUE: usize = 0x04;
+const TIMER_RELOAD: usize = 0x08;
+const TIMER_INTCLEAR: usize = 0x0c;
+const TIMER_EN: u32 = 1 << 0;
+const TIMER_IRQ_EN: u32 = 1 << 3;
+/// Timer 1 interrupt (AN386: IRQ 9).
+const IRQ_TIMER1: u32 = 9;
+/// Timer ticks per microsecond (25 MHz).
+const TICKS_PER_US: u32 = 25;
+/// Longest single sleep: the 32-bit tick counter wraps after 171 s, so it must be read
+/// well within that.
+const MAX_SLEEP_US: u64 = 10_000_000;
+
+/// NVIC set-enable and clear-pending registers (ARMv7-M).
+const NVIC_ISER0: usize = 0xe000_e100;
+const NVIC_ICPR0: usize = 0xe000_e280;
+
+fn read(addr: usize) -> u32 {
+    // SAFETY: `addr` is one of the device registers above, valid on this board.
+    unsafe { read_volatile(addr as *const u32) }
+}
+
+fn write(addr: usize, v: u32) {
+    // SAFETY: as in `read`.
+    unsafe { write_volatile(addr as *mut u32, v) }
+}
+
+/// The board's state: the 64-bit extension of the tick counter and the sleep account.
+pub struct Mps2 {
+    last: u32,
+    /// Microseconds since boot, and the ticks not yet converted (always < 25).
+    us: u64,
+    sub: u32,
+    /// Ticks spent asleep.
+    asleep_ticks: u64,
+    /// Ticks since boot.
+    ticks: u64,
+}
+
+impl Mps2 {
+    /// Sets up the UART, the free-running timer and the wake-up sources.
+    pub fn init() -> Self {
+        cortex_m::interrupt::disable();
+        write(UART0 + UART_BAUDDIV, 16);
+        write(UART0 + UART_CTRL, CTRL_TX_EN | CTRL_RX_EN | CTRL_RX_INT_EN);
+        write(TIMER0 + TIMER_RELOAD, u32::MAX);
+        write(TIMER0 + TIMER_VALUE, u32::MAX);
+        write(TIMER0 + TIMER_CTRL, TIMER_EN);
+        write(NVIC_ISER0, (1 << IRQ_UART0_RX) | (1 << IRQ_TIMER1));
+        Self { last: u32::MAX, us: 0, sub: 0, asleep_ticks: 0, ticks: 0 }
+    }
+
+    /// Advances the clock from the down-counting timer 0.
+    fn tick(&mut self) {
+        let v = read(TIMER0 + TIMER_VALUE);
+        let delta = self.last.wrapping_sub(v);
+        self.last = v;
+        self.ticks += u64::from(delta);
+        // 32-bit division only (no 64-bit division on the device path).
+        let total = self.sub + delta % TICKS_PER_US;
+        self.us += u64::from(delta / TICKS_PER_US + total / TICKS_PER_US);
+        self.sub = total % TICKS_PER_US;
+    }
+}
+
+impl Board for Mps2 {
+    fn now_us(&mut self) -> u64 {
+        self.tick();
+        self.us
+    }
+
+    fn busy_ns(&mut self) -> u64 {
+        self.tick();
+        // 40 ns per 25 MHz tick.
+        (self.ticks - self.asleep_ticks) * 40
+    }
+
+    fn write_byte(&mut self, b: u8) {
+        while read(UART0 + UART_STATE) & STATE_TX_FULL != 0 {}
+        write(UART0 + UART_DATA, u32::from(b));
+    }
+
+    fn read_byte(&mut self) -> Option<u8> {
+        if read(UART0 + UART_STATE) & STATE_RX_FULL == 0 {
+            return None;
+        }
+        let b = read(UART0 + UART_DATA) as u8;
+        write(UART0 + UART_INTCLEAR, 1 << 1);
+        write(NVIC_ICPR0, 1 << IRQ_UART0_RX);
+        Some(b)
+    }
+
+    fn sleep_until(&mut self, deadline_us: Option<u64>) {
+        let now = self.now_us();
+        let wait = match deadline_us {
+            Some(d) if d <= now => return,
+            Some(d) => (d - now).min(MAX_SLEEP_US),
+            None => MAX_SLEEP_US,
+        };
+        if read(UART0 + UART_STATE) & STATE_RX_FULL != 0 {
+            return;
+        }
+        // Alarm in `wait` µs (≤ 10 s: 250 M ticks, fits in 32 bits).
+        let ticks = (wait as u32).saturating_mul(TICKS_PER_US).max(1);
+        write(TIMER1 + TIMER_CTRL, 0);
+        write(TIMER1 + TIMER_INTCLEAR, 1);
+        write(NVIC_ICPR0, 1 << IRQ_TIMER1);
+        write(TIMER1 + TIMER_RELOAD, ticks);
+        write(TIMER1 + TIMER_VALUE, ticks);
+        write(TIMER1 + TIMER_CTRL, TIMER_EN | TIMER_IRQ_EN);
+        let before = read(TIMER0 + TIMER_VALUE);
+        // A byte that arrived after the check above is pending in the NVIC: WFI returns.
+        cortex_m::asm::wfi();
+        let after = read(TIMER0 + TIMER_VALUE);
+        self.asleep_ticks += u64::from(before.wrapping_sub(after));
+        write(TIMER1 + TIMER_CTRL, 0);
+        write(TIMER1 + TIMER_INTCLEAR, 1);
+        write(NVIC_ICPR0, 1 << IRQ_TIMER1);
+        self.tick();
+    }
+
+    fn entropy(&mut self) -> [u8; 32] {
+        // The MPS2 has no TRNG: a device-unique seed provisioned in flash, mixed with the
+        // timer (which under QEMU depends on the host's timing of the serial line). A real
+        // device reads its TRNG here.
+        let mut seed = *crate::DEVICE_SEED;
+        let t = read(TIMER0 + TIMER_VALUE).to_le_bytes();
+        for (s, t) in seed.iter_mut().zip(t.iter().cycle()) {
+            *s ^= *t;
+        }
+        seed
+    }
+
+    fn exit(&mut self, code: u32) -> ! {
+        #[cfg(feature = "semihosting")]
+        cortex_m_semihosting::debug::exit(if code == 0 {
+            cortex_m_semihosting::debug::EXIT_SUCCESS
+        } else {
+            cortex_m_semihosting::debug::EXIT_FAILURE
+        });
+        let _ = code;
+        loop {
+            cortex_m::asm::wfi();
+        }
+    }
+}

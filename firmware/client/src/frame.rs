@@ -1,0 +1,183 @@
+//! The serial "radio" link: datagrams framed with SLIP (RFC 1055) and a CRC-16, as a
+//! cellular modem's AT data mode or a UART to a Wi-Fi co-processor would carry them.
+//!
+//! A frame on the wire is `END, escaped(type, payload, crc16), END`, where the CRC is
+//! CRC-16/CCITT-FALSE (poly 0x1021, init 0xffff) over type and payload, big-endian. The
+//! decoder is bounded by its buffer: an overlong or corrupted frame is dropped and counted,
+//! never grown.
+
+/// Frame types.
+pub mod kind {
+    /// A UDP payload to or from the server.
+    pub const DATAGRAM: u8 = 0;
+    /// A measurement report (tag, u64 little-endian) pairs, device to host.
+    pub const REPORT: u8 = 1;
+    /// The device is done; payload: one status byte (0 = success).
+    pub const DONE: u8 = 2;
+    /// Host to device, first: link profile (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
+    pub const CONFIG: u8 = 3;
+}
+
+const END: u8 = 0xc0;
+const ESC: u8 = 0xdb;
+const ESC_END: u8 = 0xdc;
+const ESC_ESC: u8 = 0xdd;
+
+/// CRC-16/CCITT-FALSE of `data`, continuing from `crc`.
+pub fn crc16(mut crc: u16, data: &[u8]) -> u16 {
+    for &b in data {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+/// Writes one frame of `kind` with `payload` through `put` (one byte at a time).
+pub fn encode(kind: u8, payload: &[u8], mut put: impl FnMut(u8)) {
+    let crc = crc16(crc16(0xffff, &[kind]), payload);
+    // A leading END flushes line noise received before the frame (RFC 1055).
+    put(END);
+    for &b in [kind].iter().chain(payload).chain(&crc.to_be_bytes()) {
+        match b {
+            END => {
+                put(ESC);
+                put(ESC_END);
+            }
+            ESC => {
+                put(ESC);
+                put(ESC_ESC);
+            }
+            b => put(b),
+        }
+    }
+    put(END);
+}
+
+/// Incremental decoder over a caller buffer of `N` bytes (type + payload + CRC).
+#[derive(Debug)]
+pub struct Decoder<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+    escaped: bool,
+    overflow: bool,
+    /// Frames dropped: CRC mismatch, too long, or a bad escape.
+    pub dropped: u32,
+}
+
+impl<const N: usize> Default for Decoder<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Decoder<N> {
+    /// An empty decoder.
+    pub const fn new() -> Self {
+        Self { buf: [0; N], len: 0, escaped: false, overflow: false, dropped: 0 }
+    }
+
+    /// The last complete frame (type byte first), valid until the next [`Decoder::push`].
+    pub fn frame(&mut self, len: usize) -> &mut [u8] {
+        self.buf.get_mut(..len).unwrap_or(&mut [])
+    }
+
+    /// Feeds one byte; returns `Some(len)` when a frame of `len` bytes (type + payload, CRC
+    /// checked and removed) is complete in [`Decoder::frame`].
+    pub fn push(&mut self, b: u8) -> Option<usize> {
+        if b == END {
+            let len = core::mem::replace(&mut self.len, 0);
+            let bad = core::mem::replace(&mut self.overflow, false) || self.escaped;
+            self.escaped = false;
+            if len == 0 {
+                return None;
+            }
+            if bad || len < 3 {
+                self.dropped += 1;
+                return None;
+            }
+            let (body, crc) = self.buf.get(..len)?.split_at(len - 2);
+            if crc16(0xffff, body).to_be_bytes() != [crc[0], crc[1]] {
+                self.dropped += 1;
+                return None;
+            }
+            return Some(len - 2);
+        }
+        let b = if self.escaped {
+            self.escaped = false;
+            match b {
+                ESC_END => END,
+                ESC_ESC => ESC,
+                _ => {
+                    self.overflow = true;
+                    return None;
+                }
+            }
+        } else if b == ESC {
+            self.escaped = true;
+            return None;
+        } else {
+            b
+        };
+        match self.buf.get_mut(self.len) {
+            Some(slot) => {
+                *slot = b;
+                self.len += 1;
+            }
+            None => self.overflow = true,
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(kind: u8, payload: &[u8]) -> Option<(u8, Vec<u8>)> {
+        let mut wire = Vec::new();
+        encode(kind, payload, |b| wire.push(b));
+        let mut d = Decoder::<1600>::new();
+        let mut out = None;
+        for b in wire {
+            if let Some(n) = d.push(b) {
+                let f = d.frame(n);
+                out = Some((f[0], f[1..].to_vec()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn frames_round_trip_with_escapes() {
+        let payload = [0xc0, 0xdb, 0x00, 0xdc, 0xdd, 0xc0];
+        assert_eq!(roundtrip(kind::DATAGRAM, &payload), Some((0, payload.to_vec())));
+        assert_eq!(roundtrip(kind::DONE, &[]), Some((2, vec![])));
+    }
+
+    #[test]
+    fn crc_check_value() {
+        // CRC-16/CCITT-FALSE check value over "123456789".
+        assert_eq!(crc16(0xffff, b"123456789"), 0x29b1);
+    }
+
+    #[test]
+    fn corrupt_and_overlong_frames_are_dropped() {
+        let mut wire = Vec::new();
+        encode(kind::DATAGRAM, b"hello", |b| wire.push(b));
+        wire[3] ^= 1;
+        let mut d = Decoder::<16>::new();
+        assert!(wire.iter().all(|&b| d.push(b).is_none()));
+        assert_eq!(d.dropped, 1);
+        let mut wire = Vec::new();
+        encode(kind::DATAGRAM, &[7; 40], |b| wire.push(b));
+        assert!(wire.iter().all(|&b| d.push(b).is_none()));
+        assert_eq!(d.dropped, 2);
+        // The decoder recovers for the next frame.
+        let mut wire = Vec::new();
+        encode(kind::DATAGRAM, b"ok", |b| wire.push(b));
+        let got: Vec<usize> = wire.iter().filter_map(|&b| d.push(b)).collect();
+        assert_eq!(got, vec![3]);
+    }
+}

@@ -1,0 +1,32 @@
+//! mote's device client: the firmware logic, independent of the board.
+//!
+//! - [`frame`]: SLIP + CRC-16 framing of datagrams on the serial "radio".
+//! - [`board`]: the hardware the client needs (serial line, clock, sleep), one module per
+//!   board: QEMU's MPS2 AN386 (Cortex-M4) and a RISC-V `virt`-style board (build check).
+//! - [`measure`]: stack painting and per-phase instruction and time counters.
+//! - `heap` (feature `x509` only): the counting allocator rustls-webpki needs.
+//! - [`app`]: the two transactions (HTTP/3 GET 5 KB + POST 1 KB; 1-RTT, then 0-RTT).
+#![cfg_attr(not(test), no_std)]
+
+pub mod app;
+pub mod board;
+pub mod frame;
+#[cfg(feature = "x509")]
+pub mod heap;
+pub mod measure;
+
+/// A device-unique seed provisioned in flash, mixed into the random generator's seed with
+/// the host's nonce and the timer (QEMU's boards have no TRNG).
+pub static DEVICE_SEED: &[u8; 32] = b"mote-client device seed 00000001";
+
+/// The external PSK identity shared with the server (feature `psk`).
+#[cfg(feature = "psk")]
+pub static PSK_IDENTITY: &[u8] = b"mote-device-1";
+/// The external PSK (feature `psk`): a test key, provisioned per device in production.
+#[cfg(feature = "psk")]
+pub static PSK_KEY: &[u8] = &[0x6d; 32];
+
+/// Unix time at boot for the X.509 build's validity checks (a device learns it from its
+/// network; QEMU's board has no RTC).
+#[cfg(feature = "x509")]
+pub const UNIX_TIME_AT_BOOT: u64 = 1_790_000_000;

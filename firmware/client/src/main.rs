@@ -1,0 +1,41 @@
+//! Entry point: board setup, stack painting, the transactions, exit.
+#![no_std]
+#![no_main]
+
+use mote_client::app::{self, Buffers};
+use mote_client::board::Board;
+
+#[cfg(target_arch = "arm")]
+#[cortex_m_rt::entry]
+fn main() -> ! {
+    // cortex-m-rt turns this into a `&'static mut` taken once (no `unsafe`).
+    static mut BUFFERS: Buffers = Buffers::new();
+    #[cfg(feature = "x509")]
+    mote_client::heap::init();
+    let mut board = mote_client::board::mps2::Mps2::init();
+    mote_client::measure::paint_stack();
+    let status = app::run(&mut board, BUFFERS);
+    board.exit(status)
+}
+
+#[cfg(target_arch = "riscv32")]
+#[riscv_rt::entry]
+fn main() -> ! {
+    static mut BUFFERS: Buffers = Buffers::new();
+    // SAFETY: `main` runs once and never returns, so this is the only reference ever taken.
+    #[allow(unsafe_code)]
+    let buffers = unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) };
+    #[cfg(feature = "x509")]
+    mote_client::heap::init();
+    let mut board = mote_client::board::riscv::Virt::init();
+    mote_client::measure::paint_stack();
+    let status = app::run(&mut board, buffers);
+    board.exit(status)
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    loop {
+        core::hint::spin_loop();
+    }
+}

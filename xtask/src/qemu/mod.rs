@@ -1,0 +1,820 @@
+//! `cargo xtask qemu`: the client firmware on an emulated Cortex-M4 against a real server.
+//!
+//! ```text
+//! qemu-system-arm -M mps2-an386 -icount shift=0      xtask (this process)                host
+//!   firmware ── UART0 ── TCP ──▶ bridge: SLIP frames ─▶ link model (delay, rate) ─▶ UDP ─▶ server
+//!                                       ◀─ SLIP frames ◀─ link model ◀──────────── UDP ◀─┘
+//! ```
+//!
+//! The bridge decodes the firmware's SLIP frames (`firmware/client/src/frame.rs`), sends
+//! datagram frames as UDP payloads to the server after the profile's serialization and
+//! propagation delay (mote-sim's `wlan` / `nbiot` profiles, applied in real time), and
+//! frames the server's answers back the same way. Report frames carry the firmware's own
+//! measurements (instructions per phase from the icount-driven timer, stack peak, sizes);
+//! the bridge adds what it saw on the wire (bytes and datagrams each way), and the energy
+//! model turns both into joules.
+//!
+//! The server is the built-in one of [`server`] unless `--server ADDR` names another (e.g.
+//! `mote serve --listen ADDR --www DIR --rpk-key firmware/client/keys/server-ed25519.pem`).
+
+mod energy;
+mod server;
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use crate::util;
+
+/// Link profiles (mote-sim's `LinkProfile::wlan()` and `nbiot()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Profile {
+    /// Same-WLAN (Eggert): 20 Mbit/s each way, 5 ms RTT.
+    Wlan,
+    /// NB-IoT Cat NB2: 159 kbit/s up, 127 kbit/s down, 2 s RTT.
+    Nbiot,
+}
+
+impl Profile {
+    fn name(self) -> &'static str {
+        match self {
+            Profile::Wlan => "wlan",
+            Profile::Nbiot => "nbiot",
+        }
+    }
+
+    /// (uplink bit/s, downlink bit/s, one-way delay): mote-sim's profile values.
+    fn link(self) -> (u64, u64, Duration) {
+        let sim = match self {
+            Profile::Wlan => mote_sim::LinkProfile::wlan(),
+            Profile::Nbiot => mote_sim::LinkProfile::nbiot(),
+        };
+        (
+            sim.up.rate_bps.unwrap_or(u64::MAX / 8_000_000_000),
+            sim.down.rate_bps.unwrap_or(u64::MAX / 8_000_000_000),
+            Duration::from_micros(sim.up.delay.as_micros()),
+        )
+    }
+}
+
+/// Arguments of `cargo xtask qemu`.
+#[derive(Args, Debug)]
+pub struct QemuArgs {
+    /// Link profile(s) to run (repeatable). Default: wlan and nbiot.
+    #[arg(long = "profile", value_enum)]
+    profiles: Vec<Profile>,
+    /// Print one JSON object per run instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Use this server instead of the built-in one (it must hold the firmware's pinned key,
+    /// `firmware/client/keys/server-ed25519.pem`, and answer GET /5120 and POST /upload).
+    #[arg(long, value_name = "ADDR")]
+    server: Option<SocketAddr>,
+    /// Give up on a run after this many seconds.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// How the firmware authenticates the server: its pinned raw public key (Ed25519), or
+    /// an external PSK (the second transaction is then another PSK handshake: tickets are
+    /// not used with an external PSK).
+    #[arg(long, value_enum, default_value_t = Auth::Rpk)]
+    auth: Auth,
+    /// Diagnostic build (feature `stack-steps`): also report the stack depth of each
+    /// event-loop step; its instruction counts include the painting.
+    #[arg(long)]
+    stack_steps: bool,
+}
+
+/// Server authentication of the firmware build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Auth {
+    /// Raw public key, Ed25519 (`rpk-ed25519`, the default build).
+    Rpk,
+    /// External PSK (`psk`).
+    Psk,
+}
+
+impl Default for QemuArgs {
+    fn default() -> Self {
+        Self {
+            profiles: vec![Profile::Wlan],
+            json: false,
+            server: None,
+            timeout: 300,
+            auth: Auth::Rpk,
+            stack_steps: false,
+        }
+    }
+}
+
+/// Frame kinds (firmware/client/src/frame.rs).
+const DATAGRAM: u8 = 0;
+const REPORT: u8 = 1;
+const DONE: u8 = 2;
+const CONFIG: u8 = 3;
+
+/// Report tags (firmware/client/src/measure.rs), with names.
+const TAGS: &[(u8, &str)] = &[
+    (1, "transaction"),
+    (2, "ok"),
+    (3, "early_data_accepted"),
+    (4, "get_status"),
+    (5, "post_status"),
+    (6, "get_bytes"),
+    (10, "insn_init"),
+    (11, "insn_open"),
+    (12, "insn_transfer"),
+    (13, "insn_close"),
+    (20, "us_init"),
+    (21, "us_open"),
+    (22, "us_transfer"),
+    (23, "us_close"),
+    (30, "datagrams_sent"),
+    (31, "bytes_sent"),
+    (32, "datagrams_received"),
+    (33, "bytes_received"),
+    (34, "ptos"),
+    (35, "packets_lost"),
+    (36, "frames_dropped"),
+    (37, "close_kind"),
+    (38, "close_code"),
+    (39, "h3_error"),
+    (40, "stack_peak"),
+    (41, "stack_window"),
+    (42, "heap_peak"),
+    (43, "connection_bytes"),
+    (44, "h3_bytes"),
+    (45, "buffer_bytes"),
+    (50, "stack_init"),
+    (51, "stack_open"),
+    (52, "stack_transfer"),
+    (53, "stack_close"),
+    (54, "stack_frame"),
+    (55, "stack_step_receive"),
+    (56, "stack_step_transmit"),
+    (57, "stack_step_h3"),
+    (58, "stack_step_timeout"),
+];
+
+fn tag_name(tag: u8) -> Option<&'static str> {
+    TAGS.iter().find(|(t, _)| *t == tag).map(|(_, n)| *n)
+}
+
+/// CRC-16/CCITT-FALSE (as the firmware).
+fn crc16(mut crc: u16, data: &[u8]) -> u16 {
+    for &b in data {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+/// One SLIP frame (RFC 1055) with type and CRC.
+fn encode(kind: u8, payload: &[u8]) -> Vec<u8> {
+    let crc = crc16(crc16(0xffff, &[kind]), payload);
+    let mut out = vec![0xc0];
+    for &b in [kind].iter().chain(payload).chain(&crc.to_be_bytes()) {
+        match b {
+            0xc0 => out.extend_from_slice(&[0xdb, 0xdc]),
+            0xdb => out.extend_from_slice(&[0xdb, 0xdd]),
+            b => out.push(b),
+        }
+    }
+    out.push(0xc0);
+    out
+}
+
+/// SLIP decoder state.
+#[derive(Default)]
+struct Decoder {
+    buf: Vec<u8>,
+    escaped: bool,
+    bad: bool,
+    dropped: u64,
+}
+
+impl Decoder {
+    /// Feeds bytes; returns complete frames (type, payload).
+    fn push(&mut self, bytes: &[u8], out: &mut Vec<(u8, Vec<u8>)>) {
+        for &b in bytes {
+            match (b, self.escaped) {
+                (0xc0, _) => {
+                    let frame = std::mem::take(&mut self.buf);
+                    let bad = std::mem::take(&mut self.bad) || self.escaped;
+                    self.escaped = false;
+                    if frame.is_empty() {
+                        continue;
+                    }
+                    if bad || frame.len() < 3 || frame.len() > 4096 {
+                        self.dropped += 1;
+                        continue;
+                    }
+                    let (body, crc) = frame.split_at(frame.len() - 2);
+                    if crc16(0xffff, body).to_be_bytes() != [crc[0], crc[1]] {
+                        self.dropped += 1;
+                        continue;
+                    }
+                    out.push((body[0], body[1..].to_vec()));
+                }
+                (0xdb, false) => self.escaped = true,
+                (b, true) => {
+                    self.escaped = false;
+                    match b {
+                        0xdc => self.buf.push(0xc0),
+                        0xdd => self.buf.push(0xdb),
+                        _ => self.bad = true,
+                    }
+                }
+                (b, false) => {
+                    if self.buf.len() < 4096 {
+                        self.buf.push(b);
+                    } else {
+                        self.bad = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One direction of the emulated link: a FIFO served at `rate` bit/s, then `delay`.
+struct Direction {
+    rate_bps: u64,
+    delay: Duration,
+    /// When the transmitter is free again.
+    free_at: Instant,
+    queue: VecDeque<(Instant, Vec<u8>)>,
+    bytes: u64,
+    datagrams: u64,
+}
+
+impl Direction {
+    fn new(rate_bps: u64, delay: Duration, now: Instant) -> Self {
+        Self { rate_bps, delay, free_at: now, queue: VecDeque::new(), bytes: 0, datagrams: 0 }
+    }
+
+    /// Queues a datagram; it arrives after serialization (with 28 bytes of IPv4 + UDP
+    /// header on the air) and the propagation delay.
+    fn send(&mut self, now: Instant, data: Vec<u8>) {
+        let bits = (data.len() as u64 + 28) * 8;
+        let serialization = Duration::from_nanos(bits * 1_000_000_000 / self.rate_bps);
+        let start = self.free_at.max(now);
+        self.free_at = start + serialization;
+        self.bytes += data.len() as u64;
+        self.datagrams += 1;
+        self.queue.push_back((self.free_at + self.delay, data));
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        self.queue.front().map(|(t, _)| *t)
+    }
+
+    fn pop_due(&mut self, now: Instant) -> Option<Vec<u8>> {
+        if self.next_due()? <= now {
+            self.queue.pop_front().map(|(_, d)| d)
+        } else {
+            None
+        }
+    }
+}
+
+/// What one firmware run produced.
+struct Run {
+    profile: Profile,
+    auth: Auth,
+    /// The per-transaction reports, then the final one.
+    reports: Vec<Vec<(String, u64)>>,
+    status: Option<u8>,
+    up_bytes: u64,
+    up_datagrams: u64,
+    down_bytes: u64,
+    down_datagrams: u64,
+    /// Wall-clock time of each transaction, from the first uplink datagram after the
+    /// previous report to the report.
+    wall: Vec<Duration>,
+    /// Bytes each way per transaction (up, down), as on the wire.
+    per_transaction: Vec<(u64, u64, u64, u64)>,
+    server_log: Option<server::ServerLog>,
+    frames_dropped: u64,
+}
+
+/// Entry point of `cargo xtask qemu`.
+pub fn run(args: &QemuArgs) -> Result<()> {
+    let profiles = if args.profiles.is_empty() {
+        vec![Profile::Wlan, Profile::Nbiot]
+    } else {
+        args.profiles.clone()
+    };
+    ensure_qemu()?;
+    let elf = build_firmware(args.auth, args.stack_steps)?;
+    let mut failed = false;
+    for profile in profiles {
+        let run = run_once(&elf, profile, args)?;
+        failed |= run.status != Some(0);
+        if args.json {
+            println!("{}", to_json(&run));
+        } else {
+            print_run(&run);
+        }
+    }
+    if failed {
+        bail!("a firmware run did not complete both transactions");
+    }
+    Ok(())
+}
+
+/// Installs qemu-system-arm with apt-get if it is missing.
+fn ensure_qemu() -> Result<()> {
+    if util::probe(Command::new("qemu-system-arm").arg("--version")) {
+        return Ok(());
+    }
+    eprintln!("qemu-system-arm not found; installing it (apt-get install qemu-system-arm)");
+    util::run(Command::new("apt-get").arg("update"))?;
+    util::run(Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]))
+}
+
+/// Builds the client firmware (RPK Ed25519 or PSK) with semihosting for exit.
+fn build_firmware(auth: Auth, stack_steps: bool) -> Result<std::path::PathBuf> {
+    let dir = util::repo_root().join("firmware");
+    let mut cmd = util::cargo(&dir, None);
+    let mut features = match auth {
+        Auth::Rpk => "rpk-ed25519,semihosting",
+        Auth::Psk => "psk,semihosting",
+    }
+    .to_owned();
+    if stack_steps {
+        features.push_str(",stack-steps");
+    }
+    cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
+        .args(["--target", "thumbv7em-none-eabihf", "--no-default-features"])
+        .args(["--features", &features]);
+    eprintln!("$ (cd firmware && {})", util::display(&cmd));
+    util::run(&mut cmd)?;
+    Ok(dir.join("target/thumbv7em-none-eabihf/release/mote-client"))
+}
+
+enum Input {
+    Serial(Vec<u8>),
+    SerialClosed,
+    Udp(Vec<u8>),
+}
+
+fn run_once(elf: &std::path::Path, profile: Profile, args: &QemuArgs) -> Result<Run> {
+    // The server.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (server_addr, server_thread) = match args.server {
+        Some(addr) => (addr, None),
+        None => {
+            let (socket, addr) = server::bind()?;
+            let key = std::fs::read_to_string(
+                util::repo_root().join("firmware/client/keys/server-ed25519.pem"),
+            )
+            .context("reading the server key")?;
+            let stop = stop.clone();
+            let nbiot = profile == Profile::Nbiot;
+            let t = std::thread::spawn(move || server::serve(socket, &key, nbiot, stop));
+            (addr, Some(t))
+        }
+    };
+    let udp = UdpSocket::bind("127.0.0.1:0").context("bind bridge socket")?;
+    udp.connect(server_addr).context("connect bridge socket")?;
+    udp.set_read_timeout(Some(Duration::from_millis(50)))?;
+
+    // QEMU connects its UART0 to our listener.
+    let listener = TcpListener::bind("127.0.0.1:0").context("bind serial listener")?;
+    let port = listener.local_addr()?.port();
+    let mut qemu = spawn_qemu(elf, port)?;
+    let serial = accept_with_timeout(&listener, &mut qemu, Duration::from_secs(20))?;
+    serial.set_nodelay(true)?;
+
+    let (tx, rx) = mpsc::channel::<Input>();
+    {
+        let mut reader = serial.try_clone()?;
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(Input::SerialClosed);
+                        return;
+                    }
+                    Ok(n) => {
+                        if tx.send(Input::Serial(buf[..n].to_vec())).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+    let udp_done = Arc::new(AtomicBool::new(false));
+    {
+        let udp = udp.try_clone()?;
+        let tx = tx.clone();
+        let done = udp_done.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65536];
+            while !done.load(Ordering::Relaxed) {
+                if let Ok(n) = udp.recv(&mut buf) {
+                    if tx.send(Input::Udp(buf[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    let mut serial_w = serial;
+    let start = Instant::now();
+    let (up_rate, down_rate, delay) = profile.link();
+    let mut up = Direction::new(up_rate, delay, start);
+    let mut down = Direction::new(down_rate, delay, start);
+    // CONFIG: the profile and a nonce for the device's random generator.
+    let mut config = vec![u8::from(profile == Profile::Nbiot)];
+    let mut nonce = [0u8; 32];
+    getrandom(&mut nonce);
+    config.extend_from_slice(&nonce);
+    serial_w.write_all(&encode(CONFIG, &config))?;
+
+    let mut decoder = Decoder::default();
+    let mut reports = Vec::new();
+    let mut status = None;
+    let mut wall = Vec::new();
+    let mut per_transaction = Vec::new();
+    let mut transaction_start: Option<Instant> = None;
+    let mut mark = (0u64, 0u64, 0u64, 0u64);
+    let deadline = start + Duration::from_secs(args.timeout);
+    let mut frames = Vec::new();
+    while status.is_none() {
+        let now = Instant::now();
+        if now > deadline {
+            let _ = qemu.kill();
+            bail!("{} run timed out after {} s", profile.name(), args.timeout);
+        }
+        let next = [up.next_due(), down.next_due()].into_iter().flatten().min();
+        let wait = next.map_or(Duration::from_millis(20), |t| t.saturating_duration_since(now));
+        match rx.recv_timeout(wait.min(Duration::from_millis(20))) {
+            Ok(Input::Serial(bytes)) => decoder.push(&bytes, &mut frames),
+            Ok(Input::Udp(d)) => down.send(Instant::now(), d),
+            Ok(Input::SerialClosed) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        for (kind, payload) in frames.drain(..) {
+            match kind {
+                DATAGRAM => {
+                    transaction_start.get_or_insert(Instant::now());
+                    up.send(Instant::now(), payload);
+                }
+                REPORT => {
+                    let fields: Vec<(String, u64)> = payload
+                        .chunks_exact(9)
+                        .map(|c| {
+                            let name = tag_name(c[0])
+                                .map_or_else(|| format!("tag{}", c[0]), str::to_owned);
+                            let v = u64::from_le_bytes(c[1..9].try_into().expect("8 bytes"));
+                            (name, v)
+                        })
+                        .collect();
+                    if fields.iter().any(|(n, _)| n == "transaction") {
+                        wall.push(transaction_start.take().map_or(Duration::ZERO, |t| t.elapsed()));
+                        let now_totals = (up.bytes, up.datagrams, down.bytes, down.datagrams);
+                        per_transaction.push((
+                            now_totals.0 - mark.0,
+                            now_totals.1 - mark.1,
+                            now_totals.2 - mark.2,
+                            now_totals.3 - mark.3,
+                        ));
+                        mark = now_totals;
+                    }
+                    reports.push(fields);
+                }
+                DONE => status = Some(payload.first().copied().unwrap_or(0xff)),
+                _ => {}
+            }
+        }
+        let now = Instant::now();
+        while let Some(d) = up.pop_due(now) {
+            let _ = udp.send(&d);
+        }
+        while let Some(d) = down.pop_due(now) {
+            serial_w.write_all(&encode(DATAGRAM, &d))?;
+        }
+    }
+    // The firmware exits through semihosting after DONE.
+    let exit = wait_with_timeout(&mut qemu, Duration::from_secs(10));
+    udp_done.store(true, Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    let server_log = match server_thread {
+        Some(t) => Some(t.join().map_err(|_| anyhow!("server thread panicked"))??),
+        None => None,
+    };
+    if status.is_none() {
+        bail!("the firmware closed the serial line without finishing (qemu: {exit:?})");
+    }
+    Ok(Run {
+        profile,
+        auth: args.auth,
+        reports,
+        status,
+        up_bytes: up.bytes,
+        up_datagrams: up.datagrams,
+        down_bytes: down.bytes,
+        down_datagrams: down.datagrams,
+        wall,
+        per_transaction,
+        server_log,
+        frames_dropped: decoder.dropped,
+    })
+}
+
+/// A nonce from the OS.
+fn getrandom(out: &mut [u8]) {
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = f.read_exact(out);
+    }
+}
+
+fn spawn_qemu(elf: &std::path::Path, port: u16) -> Result<Child> {
+    let mut cmd = Command::new("qemu-system-arm");
+    cmd.args(["-machine", "mps2-an386", "-cpu", "cortex-m4", "-nographic", "-monitor", "none"])
+        // One instruction = 1 ns of virtual time: instruction counts from the timer are
+        // exact; the CPU sleeps (WFI) in real time.
+        .args(["-icount", "shift=0,sleep=on"])
+        .args(["-semihosting-config", "enable=on,target=native"])
+        .args(["-serial", &format!("tcp:127.0.0.1:{port}")])
+        .arg("-kernel")
+        .arg(elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    eprintln!("$ {}", util::display(&cmd));
+    cmd.spawn().context("starting qemu-system-arm")
+}
+
+fn accept_with_timeout(l: &TcpListener, qemu: &mut Child, limit: Duration) -> Result<TcpStream> {
+    l.set_nonblocking(true)?;
+    let start = Instant::now();
+    loop {
+        match l.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)?;
+                return Ok(s);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Some(st) = qemu.try_wait()? {
+                    bail!("qemu exited before connecting its serial port ({st})");
+                }
+                if start.elapsed() > limit {
+                    let _ = qemu.kill();
+                    bail!("qemu did not connect its serial port");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn wait_with_timeout(c: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(s)) = c.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = c.kill();
+    c.wait().ok()
+}
+
+/// The name of transaction `which` (0 or 1) of a run with `auth`.
+fn mode(auth: Auth, which: u64) -> &'static str {
+    match (auth, which) {
+        (Auth::Rpk, 0) => "1-rtt",
+        (Auth::Rpk, _) => "0-rtt",
+        (Auth::Psk, 0) => "psk-1",
+        (Auth::Psk, _) => "psk-2",
+    }
+}
+
+fn get(fields: &[(String, u64)], name: &str) -> u64 {
+    fields.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v)
+}
+
+fn transactions(run: &Run) -> Vec<&Vec<(String, u64)>> {
+    run.reports.iter().filter(|r| r.iter().any(|(n, _)| n == "transaction")).collect()
+}
+
+fn final_report(run: &Run) -> Option<&Vec<(String, u64)>> {
+    run.reports.iter().find(|r| r.iter().any(|(n, _)| n == "stack_peak"))
+}
+
+fn to_json(run: &Run) -> serde_json::Value {
+    let model = energy::Model::for_profile(run.profile);
+    let txs: Vec<serde_json::Value> = transactions(run)
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let obj: serde_json::Map<String, serde_json::Value> =
+                r.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            let (ub, ud, db, dd) = run.per_transaction.get(i).copied().unwrap_or_default();
+            let insn: u64 = ["insn_init", "insn_open", "insn_transfer", "insn_close"]
+                .iter()
+                .map(|k| get(r, k))
+                .sum();
+            let e = model.estimate(insn, ub + 28 * ud, db + 28 * dd);
+            let duration_us: u64 =
+                ["us_open", "us_transfer", "us_close"].iter().map(|k| get(r, k)).sum();
+            json!({
+                "mode": mode(run.auth, get(r, "transaction")),
+                "device": obj,
+                "duration_us": duration_us,
+                "wall_ms": run.wall.get(i).map_or(0, |d| d.as_millis() as u64),
+                "wire": {"up_bytes": ub, "up_datagrams": ud, "down_bytes": db, "down_datagrams": dd},
+                "energy_model_j": e.to_json(),
+            })
+        })
+        .collect();
+    let fin: serde_json::Map<String, serde_json::Value> = final_report(run)
+        .map(|r| r.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+        .unwrap_or_default();
+    json!({
+        "profile": run.profile.name(),
+        "auth": match run.auth { Auth::Rpk => "rpk-ed25519", Auth::Psk => "psk" },
+        "status": run.status,
+        "transactions": txs,
+        "device": fin,
+        "bridge": {
+            "up_bytes": run.up_bytes, "up_datagrams": run.up_datagrams,
+            "down_bytes": run.down_bytes, "down_datagrams": run.down_datagrams,
+            "frames_dropped": run.frames_dropped,
+        },
+        "server": run.server_log.as_ref().map(|l| json!({
+            "requests": l.requests, "handshakes": l.handshakes,
+            "early_data_accepted": l.early_data_accepted, "closes": l.closes,
+        })),
+        "energy_constants": energy::Model::for_profile(run.profile).constants_json(),
+    })
+}
+
+fn print_run(run: &Run) {
+    println!();
+    println!(
+        "== qemu mps2-an386 (Cortex-M4, -icount shift=0), profile {}: status {} ==",
+        run.profile.name(),
+        match run.status {
+            Some(0) => "ok".to_owned(),
+            Some(s) => format!("FAILED ({s:#x})"),
+            None => "no result".to_owned(),
+        }
+    );
+    println!(
+        "  {:<7} {:>3} {:>5} {:>5} {:>6} {:>10} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9}",
+        "mode",
+        "ok",
+        "0rtt",
+        "GET",
+        "POST",
+        "duration",
+        "insn init",
+        "insn open",
+        "insn xfer",
+        "insn close",
+        "up B",
+        "down B",
+        "energy"
+    );
+    let model = energy::Model::for_profile(run.profile);
+    for (i, r) in transactions(run).iter().enumerate() {
+        let (ub, ud, db, dd) = run.per_transaction.get(i).copied().unwrap_or_default();
+        let insn: u64 = ["insn_init", "insn_open", "insn_transfer", "insn_close"]
+            .iter()
+            .map(|k| get(r, k))
+            .sum();
+        let e = model.estimate(insn, ub + 28 * ud, db + 28 * dd);
+        let dur: u64 = ["us_open", "us_transfer", "us_close"].iter().map(|k| get(r, k)).sum();
+        println!(
+            "  {:<7} {:>3} {:>5} {:>5} {:>6} {:>8.3} s {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>7.4} J",
+            mode(run.auth, get(r, "transaction")),
+            if get(r, "ok") == 1 { "yes" } else { "NO" },
+            if get(r, "early_data_accepted") == 1 { "acc" } else { "-" },
+            get(r, "get_status"),
+            get(r, "post_status"),
+            dur as f64 / 1e6,
+            get(r, "insn_init"),
+            get(r, "insn_open"),
+            get(r, "insn_transfer"),
+            get(r, "insn_close"),
+            ub + 28 * ud,
+            db + 28 * dd,
+            e.total(),
+        );
+    }
+    if let Some(f) = final_report(run) {
+        println!(
+            "  device stack: peak {} B from the top (window {} B), of which the transaction's frame \
+             (connection + HTTP/3 session + request state) {} B;",
+            get(f, "stack_peak"),
+            get(f, "stack_window"),
+            get(f, "stack_frame"),
+        );
+        println!(
+            "    call stack below that frame: init {} B (connection constructor), open {} B, transfer {} B, close {} B",
+            get(f, "stack_init"),
+            get(f, "stack_open"),
+            get(f, "stack_transfer"),
+            get(f, "stack_close"),
+        );
+        if f.iter().any(|(n, _)| n == "stack_step_receive") {
+            println!(
+                "    per event-loop step (diagnostic build): receive {} B, transmit {} B, HTTP/3 {} B, timeout {} B",
+                get(f, "stack_step_receive"),
+                get(f, "stack_step_transmit"),
+                get(f, "stack_step_h3"),
+                get(f, "stack_step_timeout"),
+            );
+        }
+        println!(
+            "  device memory: heap {} B (no allocator); \
+             connection {} B, HTTP/3 session {} B, static buffers {} B; boot {} insn",
+            get(f, "heap_peak"),
+            get(f, "connection_bytes"),
+            get(f, "h3_bytes"),
+            get(f, "buffer_bytes"),
+            get(f, "insn_init"),
+        );
+    }
+    if let Some(l) = &run.server_log {
+        println!(
+            "  server: {} handshakes, 0-RTT accepted {}; requests: {}; closes: {}",
+            l.handshakes,
+            l.early_data_accepted,
+            l.requests.join("; "),
+            l.closes.join("; ")
+        );
+    }
+    println!("  insn = instructions (QEMU icount, 1 insn = 1 ns of virtual time, sleep excluded);");
+    println!("  duration = device clock from the first datagram to CONNECTION_CLOSE; bytes incl. 28 B IPv4+UDP per datagram.");
+    energy::Model::for_profile(run.profile).print_constants();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slip_frames_round_trip_and_reject_corruption() {
+        // CRC-16/CCITT-FALSE check value.
+        assert_eq!(crc16(0xffff, b"123456789"), 0x29b1);
+        let payload = [0xc0, 0xdb, 1, 2, 0xdc, 0xdd];
+        let wire = encode(DATAGRAM, &payload);
+        let mut d = Decoder::default();
+        let mut frames = Vec::new();
+        // Split anywhere: the decoder is incremental.
+        d.push(&wire[..3], &mut frames);
+        d.push(&wire[3..], &mut frames);
+        assert_eq!(frames, vec![(DATAGRAM, payload.to_vec())]);
+        let mut bad = encode(REPORT, b"abc");
+        bad[2] ^= 0x40;
+        frames.clear();
+        d.push(&bad, &mut frames);
+        assert!(frames.is_empty());
+        assert_eq!(d.dropped, 1);
+    }
+
+    #[test]
+    fn link_direction_serializes_then_delays() {
+        let t0 = Instant::now();
+        // 1 Mbit/s, 10 ms: a 97-byte datagram (+28 B headers = 1000 bits) takes 1 ms.
+        let mut dir = Direction::new(1_000_000, Duration::from_millis(10), t0);
+        dir.send(t0, vec![0; 97]);
+        dir.send(t0, vec![0; 97]);
+        assert_eq!(dir.next_due(), Some(t0 + Duration::from_millis(11)));
+        assert!(dir.pop_due(t0 + Duration::from_millis(10)).is_none());
+        assert!(dir.pop_due(t0 + Duration::from_millis(11)).is_some());
+        // The second waited for the first to be serialized.
+        assert_eq!(dir.next_due(), Some(t0 + Duration::from_millis(12)));
+        assert_eq!((dir.bytes, dir.datagrams), (194, 2));
+    }
+
+    #[test]
+    fn energy_model_terms() {
+        let m = energy::Model::for_profile(Profile::Wlan);
+        // 1e6 instructions at 0.3 nJ; 2500 bytes up and down at 20 Mbit/s = 1 ms each.
+        let e = m.estimate(1_000_000, 2500, 2500);
+        let expected = 1e6 * 0.3e-9 + 1e-3 * 0.210 * 3.3 + 1e-3 * 0.085 * 3.3;
+        assert!((e.total() - expected).abs() < 1e-12, "{} vs {expected}", e.total());
+    }
+}
