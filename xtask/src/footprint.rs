@@ -51,10 +51,13 @@ pub const TARGETS: &[&str] = &[CORTEX_M4, RISCV32];
 /// unauthenticated minimal client is 58 KB).
 pub const GOAL_BYTES: u64 = 45 * 1024;
 /// The recorded budget CI enforces until the goal is met: the measured size of the minimal
-/// authenticating client (RPK Ed25519, Cortex-M4: 127,696 B when recorded) plus a small
-/// margin (3,376 B). Lower it as the
-/// image shrinks; never raise it to absorb growth without a reason in the commit.
-pub const BUDGET_BYTES: u64 = 128 * 1024;
+/// authenticating client (RPK Ed25519, Cortex-M4) plus a small margin. Recorded at
+/// 127,696 B (budget 128 KiB); raised once, to 136,168 B + 3,192 B, when issue 5's
+/// transport work merged (connection-ID rotation, ECN validation, Retry and NEW_TOKEN
+/// handling, compatible version negotiation, key-update read-key retention, AEAD limits:
+/// +7.7 KB of QUIC, always built on the device today). Lower it as the image shrinks; never
+/// raise it to absorb growth without a reason in the commit.
+pub const BUDGET_BYTES: u64 = 136_168 + 3_192;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
