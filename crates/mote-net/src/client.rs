@@ -46,6 +46,10 @@ const SEND_BUFFER: usize = 16 * 1024;
 const RECV_BUFFER: usize = 1 << 20;
 /// How long a finished client waits for a session ticket it is asked to save.
 const TICKET_WAIT_MS: u64 = 1000;
+/// A client waiting for responses that heard nothing from the server for this long sends
+/// a PING: a server that lost the connection (restarted) then answers with a stateless
+/// reset (RFC 9000 §10.3) instead of leaving the client to its idle timeout.
+const KEEP_ALIVE_MS: u64 = 1000;
 
 /// How the client authenticates the server.
 #[derive(Debug, Clone)]
@@ -126,7 +130,13 @@ pub struct GetReport {
     pub ecn_capable: bool,
     /// Packets received marked ECT(0), ECT(1), CE.
     pub ecn_received: [u64; 3],
+    /// The addresses datagrams came from, in order of first arrival (at most
+    /// [`MAX_SOURCES`]): the server's, and its preferred address once probed.
+    pub sources: Vec<SocketAddr>,
 }
+
+/// Source addresses a [`GetReport`] lists at most.
+pub const MAX_SOURCES: usize = 8;
 
 /// One requested file.
 #[derive(Debug)]
@@ -163,12 +173,15 @@ struct Fetcher {
     migrated: bool,
     spare_socket: Option<UdpSocket>,
     moved_socket: Option<UdpSocket>,
+    /// When the server was last heard from or a keep-alive PING was sent.
+    quiet_since: Instant,
     /// Last seen figures of the connection (it may be gone when the report is made).
     retried: bool,
     migrations: u32,
     peer: Option<SocketAddr>,
     ecn_capable: bool,
     ecn_received: [u64; 3],
+    sources: Vec<SocketAddr>,
     remembered: Option<Vec<u8>>,
     handshake_at: Option<Instant>,
     done_at: Option<Instant>,
@@ -292,6 +305,11 @@ impl Fetcher {
         }
     }
 
+    /// Whether requests are outstanding on an established connection (keep-alives due).
+    fn waiting(&self) -> bool {
+        self.handshake_at.is_some() && self.done_at.is_none() && !self.closed
+    }
+
     /// Binds a new socket (once) and moves the connection to it; the driver takes the
     /// socket ([`Application::take_socket`]). No spare connection ID of the server yet:
     /// tried again on the next turn.
@@ -404,8 +422,14 @@ enum H3Out {
 
 impl Application<ClientEndpoint> for Fetcher {
     fn drive(&mut self, now: Instant, ep: &mut ClientEndpoint) -> Flow {
-        while let Some((_, e)) = ep.poll_event() {
+        while let Some((h, e)) = ep.poll_event() {
             match e {
+                // Read the reason before the endpoint forgets the connection (at `Drained`,
+                // which follows at once after a stateless reset).
+                Event::Closed => {
+                    self.close_reason =
+                        ep.connection(h).and_then(|c| c.close_reason()).or(self.close_reason);
+                }
                 Event::HandshakeComplete if self.handshake_at.is_none() => {
                     self.handshake_at = Some(now);
                 }
@@ -417,7 +441,7 @@ impl Application<ClientEndpoint> for Fetcher {
         let Some(h) = self.handle else { return Flow::Stop };
         let Some(conn) = ep.connection(h) else {
             if self.done_at.is_none() {
-                self.fail("the connection ended".into());
+                self.fail(describe_close(self.close_reason));
             }
             return Flow::Stop;
         };
@@ -458,6 +482,11 @@ impl Application<ClientEndpoint> for Fetcher {
         // RFC 9001 §6: a key update may start once the handshake is confirmed.
         if self.key_update && !self.key_updated && conn.is_handshake_confirmed() {
             self.key_updated = conn.initiate_key_update();
+        }
+        if self.waiting() && now.saturating_since(self.quiet_since).as_micros() >= KEEP_ALIVE_MS * 1000
+        {
+            conn.ping();
+            self.quiet_since = now;
         }
         // RFC 9000 §9: a client may migrate once the handshake is confirmed; waiting for the
         // first response bytes moves a transfer in progress.
@@ -520,6 +549,10 @@ impl Application<ClientEndpoint> for Fetcher {
         }
     }
 
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.waiting().then(|| self.quiet_since + mote_quic::Duration::from_millis(KEEP_ALIVE_MS))
+    }
+
     fn take_socket(&mut self) -> Option<UdpSocket> {
         let socket = self.moved_socket.take()?;
         if let Ok(a) = socket.local_addr() {
@@ -528,7 +561,11 @@ impl Application<ClientEndpoint> for Fetcher {
         Some(socket)
     }
 
-    fn on_datagram_received(&mut self, now: Instant, _from: SocketAddr, data: &[u8]) {
+    fn on_datagram_received(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
+        self.quiet_since = now;
+        if self.sources.len() < MAX_SOURCES && !self.sources.contains(&from) {
+            self.sources.push(from);
+        }
         if let Some(o) = self.observer.as_mut() {
             o.received(now, data);
         }
@@ -706,6 +743,7 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         key_updated: false,
         want_ticket: o.session_file.is_some(),
         ticket: None,
+        quiet_since: clock.now(),
         token_ready: false,
         token: None,
         migrate: o.migrate,
@@ -717,6 +755,7 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         peer: None,
         ecn_capable: false,
         ecn_received: [0; 3],
+        sources: Vec::new(),
         remembered,
         handshake_at: None,
         done_at: None,
@@ -806,5 +845,6 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         peer: app.peer,
         ecn_capable: app.ecn_capable,
         ecn_received: app.ecn_received,
+        sources: std::mem::take(&mut app.sources),
     })
 }

@@ -109,6 +109,12 @@ pub trait Application<E> {
     /// Acts on the endpoint after every input (datagram, timer) and before sending.
     fn drive(&mut self, now: Instant, endpoint: &mut E) -> Flow;
 
+    /// When the application wants to act again without input (a keep-alive): the driver
+    /// wakes at the earlier of this and the endpoint's deadline.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
     /// Everything pending was sent (after the transmit loop of each turn).
     fn sent_all(&mut self, _now: Instant, _endpoint: &mut E) {}
 
@@ -201,7 +207,10 @@ pub async fn run<E: SansIo, A: Application<E>>(
         if flow == Flow::Stop {
             return Ok(());
         }
-        let deadline = endpoint.poll_timeout();
+        let deadline = match (endpoint.poll_timeout(), app.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let sleep = async {
             match deadline {
                 Some(t) => tokio::time::sleep_until(clock.to_std(t).into()).await,

@@ -69,6 +69,8 @@ fn serve(www: &Path, rpk: bool) -> Running {
         qlog_dir: None,
         keylog: None,
         max_idle_ms: 10_000,
+        preferred_address: None,
+        reset_key_file: None,
     })
     .unwrap();
     let port = server.local_addr().unwrap().port();
@@ -360,6 +362,8 @@ fn many_clients_at_once_and_ipv6() {
             qlog_dir: None,
             keylog: None,
             max_idle_ms: 10_000,
+            preferred_address: None,
+            reset_key_file: None,
         });
         let Ok(server) = server else {
             eprintln!("no IPv6 loopback here; skipped");
