@@ -315,11 +315,8 @@ impl Fetcher {
     /// tried again on the next turn.
     fn try_migrate(&mut self, now: Instant, conn: &mut ClientConnection) -> Result<(), String> {
         if self.spare_socket.is_none() {
-            let any: SocketAddr = if self.local.is_ipv4() {
-                ([0, 0, 0, 0], 0).into()
-            } else {
-                ([0u16; 8], 0).into()
-            };
+            let any: SocketAddr =
+                if self.local.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
             let socket = UdpSocket::bind(any).map_err(|e| format!("--migrate: bind: {e}"))?;
             self.spare_socket = Some(socket);
         }
@@ -483,7 +480,8 @@ impl Application<ClientEndpoint> for Fetcher {
         if self.key_update && !self.key_updated && conn.is_handshake_confirmed() {
             self.key_updated = conn.initiate_key_update();
         }
-        if self.waiting() && now.saturating_since(self.quiet_since).as_micros() >= KEEP_ALIVE_MS * 1000
+        if self.waiting()
+            && now.saturating_since(self.quiet_since).as_micros() >= KEEP_ALIVE_MS * 1000
         {
             conn.ping();
             self.quiet_since = now;

@@ -162,7 +162,7 @@ fn socket_for(bound: &[SocketAddr], src: Option<SocketAddr>) -> (usize, Option<I
 /// Runs `endpoint` on `sockets` (at least one) with `app` until the application says
 /// [`Flow::Stop`]. `max_datagram_size × max_gso_segments` bounds one transmit.
 pub async fn run<E: SansIo, A: Application<E>>(
-    sockets: &mut Vec<UdpSocket>,
+    sockets: &mut [UdpSocket],
     clock: &Clock,
     endpoint: &mut E,
     app: &mut A,
@@ -271,7 +271,10 @@ mod tests {
             vec!["0.0.0.0:4433".parse().unwrap(), "127.0.0.2:4434".parse().unwrap()];
         let a = |s: &str| Some(s.parse::<SocketAddr>().unwrap());
         assert_eq!(socket_for(&bound, None), (0, None));
-        assert_eq!(socket_for(&bound, a("127.0.0.1:4433")), (0, Some("127.0.0.1".parse().unwrap())));
+        assert_eq!(
+            socket_for(&bound, a("127.0.0.1:4433")),
+            (0, Some("127.0.0.1".parse().unwrap()))
+        );
         assert_eq!(socket_for(&bound, a("127.0.0.2:4434")), (1, None));
         // An address no socket has: the first, the kernel's source.
         assert_eq!(socket_for(&bound, a("127.0.0.3:9")), (0, None));

@@ -98,7 +98,11 @@ impl UdpSocket {
 
     /// Reads a batch if one is waiting (`WouldBlock` otherwise, clearing readiness): fills
     /// `meta[i]` for `bufs[i]`, returns how many.
-    pub fn try_recv(&self, bufs: &mut [IoSliceMut<'_>], meta: &mut [RecvMeta]) -> io::Result<usize> {
+    pub fn try_recv(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
         self.io.try_io(Interest::READABLE, || self.state.recv((&self.io).into(), bufs, meta))
     }
 
