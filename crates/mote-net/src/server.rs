@@ -194,6 +194,9 @@ pub struct ServerCounters {
     /// Paths validated with PATH_CHALLENGE / PATH_RESPONSE (RFC 9000 §8.2), over all
     /// connections.
     pub paths_validated: u64,
+    /// Probe timeouts (RFC 9002 §6.2) over all connections: losses that took a timer to
+    /// find rather than the acknowledgments that followed them.
+    pub ptos: u64,
     /// The endpoint's counters (Retry packets, tokens, stateless resets, ...).
     pub endpoint: EndpointStats,
 }
@@ -405,9 +408,10 @@ struct ConnState {
     counted: bool,
     /// Peer key updates already counted.
     key_updates: u32,
-    /// Migrations and validated paths already counted.
+    /// Migrations, validated paths and PTOs already counted.
     migrations: u32,
     paths_validated: u32,
+    ptos: u64,
 }
 
 /// The file-serving application.
@@ -621,6 +625,7 @@ impl Application<ServerEndpoint> for FileServer {
                 key_updates: 0,
                 migrations: 0,
                 paths_validated: 0,
+                ptos: 0,
             });
             if let Ok(mut k) = self.counters.lock() {
                 k.connections += 1;
@@ -665,6 +670,8 @@ impl Application<ServerEndpoint> for FileServer {
             counters.paths_validated +=
                 u64::from(stats.paths_validated.saturating_sub(c.paths_validated));
             c.paths_validated = stats.paths_validated;
+            counters.ptos += stats.ptos.saturating_sub(c.ptos);
+            c.ptos = stats.ptos;
             c.observer.update(now, conn, self.keylog.as_mut());
         }
         if let Ok(mut k) = self.counters.lock() {
@@ -674,6 +681,7 @@ impl Application<ServerEndpoint> for FileServer {
             k.peer_key_updates += counters.peer_key_updates;
             k.migrations += counters.migrations;
             k.paths_validated += counters.paths_validated;
+            k.ptos += counters.ptos;
             k.endpoint = ep.stats();
         }
         // Forget connections the endpoint removed.
