@@ -72,6 +72,10 @@ pub struct ServeOptions {
     pub keylog: Option<PathBuf>,
     /// Idle timeout in milliseconds.
     pub max_idle_ms: u32,
+    /// Prefer QUIC v2: a v1 client that lists v2 as compatible is moved to it (RFC 9368
+    /// §2.3). Off, v1 clients stay in v1 (the interop runner checks that outside its `v2`
+    /// case) and clients starting in v2 are served in v2 either way.
+    pub v2: bool,
     /// Also listen on this address and offer it as preferred_address (RFC 9000 §9.6).
     pub preferred_address: Option<SocketAddr>,
     /// The stateless reset key (32 bytes; created if missing), so a restarted server can
@@ -237,8 +241,10 @@ impl Server {
         let socket =
             UdpSocket::bind(o.listen).map_err(|e| Error::new(format!("bind {}: {e}", o.listen)))?;
         let mut config = connection_config(o.max_idle_ms, socket.max_gso_segments());
-        // RFC 9368 §2.3: a client that lists v2 among its versions is moved to it.
-        config.compatible_version = Some(Version::V2);
+        // RFC 9368 §2.3: with --v2 a client that lists v2 among its versions is moved to it.
+        if o.v2 {
+            config.compatible_version = Some(Version::V2);
+        }
         // RFC 9000 §10.3: tokens from a static key, so a restarted server can still reset
         // the connections its predecessor had.
         config.stateless_reset_key = Some(match &o.reset_key_file {

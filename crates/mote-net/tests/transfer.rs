@@ -69,6 +69,8 @@ fn serve(www: &Path, rpk: bool) -> Running {
         qlog_dir: None,
         keylog: None,
         max_idle_ms: 10_000,
+        // Upgrades a client that offers v2 (`key_update_chacha20_and_v2`).
+        v2: true,
         preferred_address: None,
         reset_key_file: None,
     })
@@ -362,6 +364,7 @@ fn many_clients_at_once_and_ipv6() {
             qlog_dir: None,
             keylog: None,
             max_idle_ms: 10_000,
+            v2: false,
             preferred_address: None,
             reset_key_file: None,
         });

@@ -45,6 +45,7 @@ fn serve_options(www: &Path) -> ServeOptions {
         qlog_dir: None,
         keylog: None,
         max_idle_ms: 10_000,
+        v2: false,
         preferred_address: None,
         reset_key_file: None,
     }
@@ -197,7 +198,9 @@ async fn version_recorder(
 fn v2_by_compatible_version_negotiation() {
     run(async {
         let www = www("v2", &[("500k.bin", 500 * 1024)]);
-        let server = start(serve_options(&www));
+        let mut so = serve_options(&www);
+        so.v2 = true;
+        let server = start(so);
         let (port, log, relay) = version_recorder(server.addr).await;
         let out = scratch("v2-out");
         let mut o = options(port, &["500k.bin"], &out);
@@ -216,10 +219,21 @@ fn v2_by_compatible_version_negotiation() {
         assert!(!server_versions.is_empty());
         assert!(server_versions.iter().all(|&v| v == 0x6b33_43cf), "{server_versions:x?}");
 
-        // Without --v2 the connection stays in v1.
+        // A client without --v2 stays in v1.
         let out = scratch("v1-out");
         let r = get(options(server.addr.port(), &["500k.bin"], &out)).await.unwrap();
         assert_eq!(r.version, 1);
+        server.stop().await;
+
+        // A server without --v2 keeps a client that offers v2 in v1 (the interop runner
+        // checks v1 outside its v2 case).
+        let server = start(serve_options(&www));
+        let out = scratch("v2-offered-out");
+        let mut o = options(server.addr.port(), &["500k.bin"], &out);
+        o.v2 = true;
+        let r = get(o).await.unwrap();
+        assert_eq!(r.version, 1);
+        assert_same(&www, &out, &["500k.bin"]);
         server.stop().await;
     });
 }

@@ -45,6 +45,10 @@ pub struct ServeArgs {
     /// Idle timeout in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     pub max_idle_ms: u32,
+    /// Prefer QUIC v2 (RFC 9369): move v1 clients that offer v2 to it (RFC 9368 compatible
+    /// version negotiation). Clients that start in v2 are served in v2 without it.
+    #[arg(long)]
+    pub v2: bool,
     /// Also listen on this address and offer it to clients as the server's preferred
     /// address (RFC 9000 §9.6; the interop runner's connectionmigration case).
     #[arg(long)]
@@ -123,6 +127,7 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         qlog_dir: a.qlog_dir.clone(),
         keylog: a.keylog.clone(),
         max_idle_ms: a.max_idle_ms,
+        v2: a.v2,
         preferred_address: a.preferred_address,
         reset_key_file: a.reset_key_file.clone(),
     };
