@@ -799,7 +799,8 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             describe_close(app.close_reason)
         )));
     }
-    let (ticket_saved, token_saved) = (app.ticket.is_some(), app.token.is_some());
+    let keep = o.session_file.is_some();
+    let (ticket_saved, token_saved) = (keep && app.ticket.is_some(), keep && app.token.is_some());
     let token_used = token.is_some();
     if let Some(path) = &o.session_file {
         // The newest ticket (else the one we had); the new token, if any: a token is not
