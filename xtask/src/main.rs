@@ -10,11 +10,15 @@
 //! * `cargo xtask interop-tls [--case S] [--repeat N]` — mote-tls against aioquic's TLS
 //!   engine in both roles (a Python venv with pinned aioquic under `target/`); prints a
 //!   pass/fail table. Not part of `cargo xtask test`.
+//! * `cargo xtask interop [--peers ..] [--cases ..] [--roles ..] [--json FILE]` — the QUIC
+//!   interop runner's test cases between mote and aioquic, quic-go and ngtcp2 through
+//!   `mote relay`; prints the matrix.
 //!
 //! The alias lives in `.cargo/config.toml`: `xtask = "run --quiet --package xtask --"`.
 
 mod footprint;
 mod fuzz;
+mod interop;
 mod interop_tls;
 mod test;
 mod util;
@@ -64,6 +68,16 @@ enum Command {
     /// prints a table. Exits non-zero if a case fails; cases aioquic cannot do (e.g.
     /// HelloRetryRequest) are reported as unsupported.
     InteropTls(interop_tls::InteropTlsArgs),
+    /// The QUIC interop runner's test cases between mote and aioquic, quic-go and ngtcp2,
+    /// in both roles, through `mote relay`.
+    ///
+    /// Installs the peers from the package registries (aioquic from PyPI into a venv under
+    /// target/interop, quic-go through the Go module proxy, ngtcp2's gtlsclient/gtlsserver
+    /// from Debian), makes certificates, runs each (client, server, case) cell and judges it
+    /// by the runner's criteria from the relay's datagram log (decrypted with the key logs)
+    /// and the files. Prints a matrix; `--json FILE` writes one line per cell. Exits
+    /// non-zero if a cell fails.
+    Interop(interop::InteropArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +87,7 @@ fn main() -> ExitCode {
         Command::Footprint(args) => footprint::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
         Command::InteropTls(args) => interop_tls::run(&args),
+        Command::Interop(args) => interop::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
-use crate::{footprint, fuzz, interop_tls, util};
+use crate::{footprint, fuzz, interop, interop_tls, util};
 
 /// The device targets every `no_std` crate must build for.
 pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unknown-none-elf"];
@@ -46,6 +46,9 @@ pub enum Step {
     Footprint,
     /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
     InteropTls,
+    /// `cargo xtask interop` on the CI subset: handshake, transfer, retry, resumption,
+    /// zerortt, http3, keyupdate, v2 between mote and aioquic and quic-go, both roles
+    Interop,
     /// every fuzz target for `--fuzz-seconds` each
     Fuzz,
 }
@@ -61,6 +64,7 @@ const ALL_STEPS: &[Step] = &[
     Step::Cross,
     Step::Footprint,
     Step::InteropTls,
+    Step::Interop,
     Step::Fuzz,
 ];
 
@@ -141,6 +145,9 @@ fn describe(step: Step) -> &'static str {
         }
         Step::Footprint => "cargo xtask footprint",
         Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
+        Step::Interop => {
+            "cargo xtask interop, CI subset (mote against aioquic and quic-go, both roles)"
+        }
         Step::Fuzz => "each fuzz target, bounded",
     }
 }
@@ -214,6 +221,7 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
         }
         Step::Footprint => footprint::run(&footprint::FootprintArgs::default()),
         Step::InteropTls => interop_tls::run(&interop_tls::InteropTlsArgs::default()),
+        Step::Interop => interop::run(&interop::InteropArgs::ci()),
         Step::Fuzz => {
             let targets = fuzz::list_targets()?;
             fuzz::ensure_tools()?;

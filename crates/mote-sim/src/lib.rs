@@ -48,7 +48,9 @@ mod trace;
 
 pub use classify::{quic_packets, Classifier, PacketKind};
 pub use error::SimError;
-pub use link::{Blackhole, GilbertElliott, LinkConfig, MAX_UDP_PAYLOAD};
+pub use link::{
+    Admission, Blackhole, Corruption, Fate, GilbertElliott, Link, LinkConfig, MAX_UDP_PAYLOAD,
+};
 pub use mote_quic::{Duration, Instant};
 pub use node::{Ecn, Node, NodeId, RecvMeta, Transmit};
 pub use profile::{LinkProfile, UnknownProfile, DEFAULT_MTU, PROFILE_NAMES};

@@ -205,42 +205,48 @@ impl LinkConfig {
 
 /// One byte to change in a delivered copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Corruption {
+pub struct Corruption {
     /// Byte offset in the datagram.
-    pub(crate) pos: usize,
+    pub pos: usize,
     /// Non-zero value XOR-ed into it.
-    pub(crate) xor: u8,
+    pub xor: u8,
 }
 
 /// The fate of one copy of an admitted datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Fate {
+pub struct Fate {
     /// When it arrives (or, if lost, when it is lost).
-    pub(crate) at: Instant,
+    pub at: Instant,
     /// `Some` if it is lost on the wire.
-    pub(crate) lost: Option<DropReason>,
+    pub lost: Option<DropReason>,
     /// A byte to corrupt on arrival.
-    pub(crate) corrupt: Option<Corruption>,
+    pub corrupt: Option<Corruption>,
     /// Held back for reordering.
-    pub(crate) reordered: bool,
+    pub reordered: bool,
     /// Marked Congestion Experienced if it is ECN-capable.
-    pub(crate) ce: bool,
+    pub ce: bool,
 }
 
 /// What a link does with a datagram offered to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Admission {
+pub enum Admission {
     /// Dropped on entry (blackhole, MTU, full queue).
     Rejected(DropReason),
     /// Sent; `duplicate` is the extra copy, if duplication picked it.
-    Accepted { original: Fate, duplicate: Option<Fate> },
+    Accepted {
+        /// The datagram itself.
+        original: Fate,
+        /// A duplicate copy, if duplication picked it.
+        duplicate: Option<Fate>,
+    },
 }
 
-/// One direction of a link: its configuration and running state.
+/// One direction of a link: its configuration and running state. The simulator drives it
+/// with virtual time; `mote-relay` drives the same model with real elapsed time.
 #[derive(Debug)]
-pub(crate) struct Link {
+pub struct Link {
     /// What it does; may be changed between datagrams.
-    pub(crate) config: LinkConfig,
+    pub config: LinkConfig,
     rng: SimRng,
     /// When the datagram being serialized (or the last queued one) leaves the queue.
     busy_until: Instant,
@@ -269,7 +275,9 @@ fn chance(rng: &mut SimRng, p: f64) -> bool {
 }
 
 impl Link {
-    pub(crate) fn new(config: LinkConfig, rng: SimRng) -> Self {
+    /// A link direction in its initial state (idle, empty queue, good loss state) drawing
+    /// from `rng` (see [`seed::rng`](crate::seed::rng)).
+    pub fn new(config: LinkConfig, rng: SimRng) -> Self {
         Link {
             config,
             rng,
@@ -284,7 +292,7 @@ impl Link {
     }
 
     /// Bytes waiting for the link at `now` (not counting the one being serialized).
-    pub(crate) fn queued_bytes(&mut self, now: Instant) -> usize {
+    pub fn queued_bytes(&mut self, now: Instant) -> usize {
         while let Some(&(start, bytes)) = self.waiting.front() {
             if start > now {
                 break;
@@ -296,7 +304,7 @@ impl Link {
     }
 
     /// Offers a `len`-byte datagram to the link at `now`.
-    pub(crate) fn admit(&mut self, now: Instant, len: usize) -> Admission {
+    pub fn admit(&mut self, now: Instant, len: usize) -> Admission {
         let index = self.offered;
         self.offered += 1;
         if self.config.drop_indices.contains(&index) {

@@ -19,10 +19,10 @@ pub const fn derive(seed: u64, stream: u64) -> u64 {
 
 /// The generator every simulator stream uses: Xoshiro256++, whose output for a given seed
 /// is fixed by its specification (unlike `StdRng`'s, which may change between versions).
-pub(crate) type SimRng = Xoshiro256PlusPlus;
+pub type SimRng = Xoshiro256PlusPlus;
 
 /// A generator for stream `stream` of a run seeded with `seed`.
-pub(crate) fn rng(seed: u64, stream: u64) -> SimRng {
+pub fn rng(seed: u64, stream: u64) -> SimRng {
     SimRng::seed_from_u64(derive(seed, stream))
 }
 

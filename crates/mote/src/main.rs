@@ -31,6 +31,9 @@ enum Command {
     /// Fetch files over one QUIC connection (hq-interop or HTTP/3); exits 0 only when every
     /// file arrived complete.
     Get(net::GetArgs),
+    /// A UDP link emulator between one QUIC client and one server (delay, rate, loss, drop
+    /// lists, corruption, blackholes, NAT rebinding) that logs every datagram as JSON.
+    Relay(mote_relay::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run_demo(args),
         Command::Serve(args) => net::serve(args),
         Command::Get(args) => net::get(args),
+        Command::Relay(args) => mote_relay::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

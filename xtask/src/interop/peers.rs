@@ -1,0 +1,340 @@
+//! The implementations in the matrix: how each is installed or built (package registries
+//! only) and how its client and server are started.
+//!
+//! mote, and the aioquic and quic-go harnesses in `xtask/peers/quic-interop/`, share mote's
+//! command line (`serve --listen --www --cert --key [--retry] [--alpn] [--keylog]
+//! [--qlog-dir]`, `get URL... --output --ca [--alpn] [--session-file] [--0rtt] [--chacha20]
+//! [--v2] [--key-update] [--migrate] [--keylog] [--qlog-dir] [--timeout-ms]`); ngtcp2's
+//! `gtlsclient`/`gtlsserver` (Debian) get their own.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::util;
+
+/// The Python packages of the aioquic harness, pinned.
+const PY_PINS: &[&str] = &["aioquic==1.7.2", "cryptography==50.0.2"];
+
+/// Every implementation name `--peers` accepts (besides `mote`).
+pub const PEERS: &[&str] = &["aioquic", "quic-go", "ngtcp2", "quinn"];
+
+/// Which implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// mote's own `mote serve` / `mote get`.
+    Mote,
+    /// aioquic (PyPI) through `aioquic_peer.py`.
+    Aioquic,
+    /// quic-go (Go module proxy) through the `quicgo-peer` harness.
+    QuicGo,
+    /// ngtcp2 0.12 `gtlsclient`/`gtlsserver` (Debian), HTTP/3 only.
+    Ngtcp2,
+    /// quinn 0.11 with h3/h3-quinn (crates.io) through the `quinn-peer` harness.
+    Quinn,
+}
+
+/// One implementation, ready to start.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    /// Name in the matrix.
+    pub name: &'static str,
+    /// Which implementation.
+    pub kind: Kind,
+    /// Program and leading arguments, before `serve`/`get`.
+    prefix: Vec<PathBuf>,
+    /// `get --help` text (mote: to tell which options this build has).
+    get_help: String,
+}
+
+/// What the server is asked to do.
+pub struct ServerSpec<'a> {
+    /// Listening address.
+    pub listen: SocketAddr,
+    /// Document root.
+    pub www: &'a Path,
+    /// Certificate chain and key (PEM).
+    pub cert: &'a Path,
+    /// Private key (PEM, PKCS #8).
+    pub key: &'a Path,
+    /// Validate addresses with Retry.
+    pub retry: bool,
+    /// Upgrade clients that offer QUIC v2 (RFC 9368; `mote serve --v2`).
+    pub v2: bool,
+    /// Key log file.
+    pub keylog: &'a Path,
+    /// qlog directory.
+    pub qlog_dir: &'a Path,
+}
+
+/// What one client run is asked to do.
+pub struct ClientSpec<'a> {
+    /// URLs, all on one connection.
+    pub urls: Vec<String>,
+    /// Download directory.
+    pub output: &'a Path,
+    /// CA certificate (PEM).
+    pub ca: &'a Path,
+    /// ALPN.
+    pub alpn: &'a str,
+    /// Session file shared by resumption runs.
+    pub session_file: Option<&'a Path>,
+    /// Send the requests in 0-RTT.
+    pub zero_rtt: bool,
+    /// Offer only TLS_CHACHA20_POLY1305_SHA256.
+    pub chacha20: bool,
+    /// Start in v1 offering v2.
+    pub v2: bool,
+    /// Update keys early.
+    pub key_update: bool,
+    /// Migrate actively.
+    pub migrate: bool,
+    /// Key log file.
+    pub keylog: &'a Path,
+    /// qlog directory.
+    pub qlog_dir: &'a Path,
+    /// Overall timeout.
+    pub timeout_ms: u64,
+}
+
+impl Peer {
+    /// Whether this implementation speaks only HTTP/3 (ngtcp2's Debian examples), so its
+    /// cells run over h3 whatever the case's ALPN.
+    pub fn h3_only(&self) -> bool {
+        self.kind == Kind::Ngtcp2
+    }
+
+    /// Why this implementation cannot do `case` in `role` ("client"/"server"), if so.
+    pub fn unsupported(&self, role: &str, case: &super::cases::Case) -> Option<String> {
+        let client = role == "client";
+        match self.kind {
+            Kind::Mote if client => {
+                let flags = [
+                    (case.chacha20, "--chacha20"),
+                    (case.v2, "--v2"),
+                    (case.key_update, "--key-update"),
+                    (case.migrate, "--migrate"),
+                    (case.plan == super::cases::Plan::ZeroRtt, "--0rtt"),
+                ];
+                flags
+                    .iter()
+                    .find(|(wanted, flag)| *wanted && !self.get_help.contains(flag))
+                    .map(|(_, flag)| format!("this mote get has no {flag}"))
+            }
+            Kind::QuicGo if client && (case.chacha20 || case.key_update) => Some(
+                "quic-go's public API cannot restrict cipher suites or force a key update".into(),
+            ),
+            // quic-go implements no compatible version negotiation (RFC 9368): its server
+            // stays in v1 when a client offers v2, its client can only start in v2, and
+            // its own interop endpoint answers the v2 test case with 127.
+            Kind::QuicGo if case.v2 => Some(
+                "no compatible version negotiation (its interop endpoint exits 127 for v2)".into(),
+            ),
+            Kind::Quinn if case.v2 => Some("quinn supports QUIC v1 only".into()),
+            Kind::Quinn
+                if client
+                    && case.plan != super::cases::Plan::Single
+                    && case.plan != super::cases::Plan::Multiconnect =>
+            {
+                Some(
+                    "rustls keeps sessions in memory only: no resumption across two client runs"
+                        .into(),
+                )
+            }
+            Kind::Ngtcp2 if case.v2 => Some("ngtcp2 0.12 (Debian 12) has only the v2 draft".into()),
+            _ => None,
+        }
+    }
+
+    /// The server command.
+    pub fn server(&self, s: &ServerSpec<'_>) -> Command {
+        if self.kind == Kind::Ngtcp2 {
+            let mut cmd = Command::new(&self.prefix[1]);
+            cmd.args(["-q", "-d"]).arg(s.www).arg("--qlog-dir").arg(s.qlog_dir);
+            if s.retry {
+                cmd.arg("-V");
+            }
+            cmd.arg(s.listen.ip().to_string()).arg(s.listen.port().to_string());
+            cmd.arg(s.key).arg(s.cert).env("SSLKEYLOGFILE", s.keylog);
+            return cmd;
+        }
+        let mut cmd = self.command("serve");
+        cmd.arg("--listen").arg(s.listen.to_string());
+        cmd.arg("--www").arg(s.www).arg("--cert").arg(s.cert).arg("--key").arg(s.key);
+        cmd.args(["--alpn", "hq-interop,h3"]);
+        cmd.arg("--keylog").arg(s.keylog).arg("--qlog-dir").arg(s.qlog_dir);
+        if s.retry {
+            cmd.arg("--retry");
+        }
+        if s.v2 {
+            cmd.arg("--v2");
+        }
+        cmd
+    }
+
+    /// The client command of one run.
+    pub fn client(&self, c: &ClientSpec<'_>, server: SocketAddr) -> Command {
+        if self.kind == Kind::Ngtcp2 {
+            let mut cmd = Command::new(&self.prefix[0]);
+            cmd.args(["-q", "--exit-on-all-streams-close", "--download"]).arg(c.output);
+            cmd.arg("--qlog-dir").arg(c.qlog_dir);
+            cmd.arg("--timeout").arg(format!("{}ms", c.timeout_ms.min(30_000)));
+            if let Some(session) = c.session_file {
+                cmd.arg("--session-file").arg(session);
+                cmd.arg("--tp-file").arg(session.with_extension("tp"));
+                if !c.zero_rtt {
+                    cmd.arg("--disable-early-data");
+                }
+            }
+            if c.chacha20 {
+                cmd.arg("--ciphers=NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+CHACHA20-POLY1305");
+            }
+            if c.key_update {
+                cmd.arg("--key-update=100ms");
+            }
+            if c.migrate {
+                cmd.arg("--change-local-addr=1s");
+            }
+            cmd.arg(server.ip().to_string()).arg(server.port().to_string());
+            cmd.args(&c.urls).env("SSLKEYLOGFILE", c.keylog);
+            return cmd;
+        }
+        let mut cmd = self.command("get");
+        cmd.args(&c.urls);
+        cmd.arg("--output").arg(c.output).arg("--ca").arg(c.ca);
+        cmd.args(["--alpn", c.alpn]);
+        cmd.arg("--keylog").arg(c.keylog).arg("--qlog-dir").arg(c.qlog_dir);
+        cmd.arg("--timeout-ms").arg(c.timeout_ms.to_string());
+        if let Some(session) = c.session_file {
+            cmd.arg("--session-file").arg(session);
+        }
+        for (on, flag) in [
+            (c.zero_rtt, "--0rtt"),
+            (c.chacha20, "--chacha20"),
+            (c.v2, "--v2"),
+            (c.key_update, "--key-update"),
+            (c.migrate, "--migrate"),
+        ] {
+            if on {
+                cmd.arg(flag);
+            }
+        }
+        cmd
+    }
+
+    fn command(&self, sub: &str) -> Command {
+        let mut cmd = Command::new(&self.prefix[0]);
+        cmd.args(&self.prefix[1..]).arg(sub);
+        cmd
+    }
+}
+
+/// Builds `mote` (release) and checks it has `serve` and `get`.
+pub fn mote(root: &Path) -> Result<Peer> {
+    util::run(util::cargo(root, None).args(["build", "--release", "--quiet", "-p", "mote"]))?;
+    let bin = root.join("target/release/mote");
+    let help = |sub: &str| {
+        Command::new(&bin).args([sub, "--help"]).output().ok().filter(|o| o.status.success())
+    };
+    let (Some(_), Some(get)) = (help("serve"), help("get")) else {
+        bail!(
+            "this mote has no `serve`/`get` subcommands yet (they come with mote-net); \
+             run with --peers for peer-against-peer cells only"
+        );
+    };
+    Ok(Peer {
+        name: "mote",
+        kind: Kind::Mote,
+        prefix: vec![bin],
+        get_help: String::from_utf8_lossy(&get.stdout).into_owned(),
+    })
+}
+
+/// Installs or builds one peer.
+pub fn peer(name: &str, root: &Path, work: &Path, python: &str) -> Result<Peer> {
+    let harness = root.join("xtask/peers/quic-interop");
+    match name {
+        "aioquic" => {
+            let py = venv(&work.join("venv"), python)?;
+            Ok(Peer {
+                name: "aioquic",
+                kind: Kind::Aioquic,
+                prefix: vec![py, harness.join("aioquic_peer.py")],
+                get_help: String::new(),
+            })
+        }
+        "quic-go" => {
+            let bin = work.join("quicgo-peer");
+            util::run(
+                Command::new("go")
+                    .args(["build", "-o"])
+                    .arg(&bin)
+                    .arg(".")
+                    .current_dir(harness.join("quic-go"))
+                    .env("GOFLAGS", "-mod=mod"),
+            )
+            .context("building the quic-go harness (needs Go >= 1.26 and the Go module proxy)")?;
+            Ok(Peer {
+                name: "quic-go",
+                kind: Kind::QuicGo,
+                prefix: vec![bin],
+                get_help: String::new(),
+            })
+        }
+        "quinn" => {
+            // Its own Cargo project and target directory, so the workspace never builds quinn.
+            let dir = harness.join("quinn-peer");
+            let target = work.join("quinn-target");
+            util::run(
+                util::cargo(&dir, None)
+                    .args(["build", "--release", "--quiet", "--target-dir"])
+                    .arg(&target),
+            )
+            .context("building the quinn harness")?;
+            Ok(Peer {
+                name: "quinn",
+                kind: Kind::Quinn,
+                prefix: vec![target.join("release/quinn-peer")],
+                get_help: String::new(),
+            })
+        }
+        "ngtcp2" => {
+            let client = PathBuf::from("/usr/bin/gtlsclient");
+            let server = PathBuf::from("/usr/sbin/gtlsserver");
+            if !client.exists() || !server.exists() {
+                bail!("ngtcp2 is not installed: apt-get install -y ngtcp2-client ngtcp2-server");
+            }
+            Ok(Peer {
+                name: "ngtcp2",
+                kind: Kind::Ngtcp2,
+                prefix: vec![client, server],
+                get_help: String::new(),
+            })
+        }
+        other => bail!("unknown peer {other:?} (known: {})", PEERS.join(", ")),
+    }
+}
+
+/// The venv's Python with [`PY_PINS`] installed (made once; remade when the pins change).
+fn venv(dir: &Path, python: &str) -> Result<PathBuf> {
+    let bin = dir.join("bin/python");
+    let marker = dir.join("mote-pins.txt");
+    let wanted = PY_PINS.join("\n");
+    if bin.exists() && std::fs::read_to_string(&marker).is_ok_and(|m| m == wanted) {
+        return Ok(bin);
+    }
+    if !bin.exists() {
+        util::run(Command::new(python).args(["-m", "venv"]).arg(dir))
+            .context("creating the Python venv (aioquic needs Python >= 3.11)")?;
+    }
+    util::run(
+        Command::new(&bin)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .args(PY_PINS),
+    )
+    .context("installing aioquic into the venv")?;
+    std::fs::write(&marker, wanted).with_context(|| format!("writing {}", marker.display()))?;
+    Ok(bin)
+}
