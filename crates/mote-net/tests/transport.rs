@@ -1,7 +1,8 @@
 //! mote-quic's transport features through `mote serve` / `mote get` on 127.0.0.1, in one
 //! process: Retry and NEW_TOKEN, compatible version negotiation to v2, ECN, client
-//! migration, the server's preferred address (with a wildcard listener answering from the
-//! address the client used), and stateless reset by a restarted server.
+//! migration, the server following a NAT rebinding, the server's preferred address (with a
+//! wildcard listener answering from the address the client used), stateless reset by a
+//! restarted server, and a lost datagram recovered without a probe timeout.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -405,6 +406,66 @@ fn a_lost_datagram_is_recovered_without_a_timeout() {
         assert_same(&www, &out, &["500k.bin"]);
         let k = server.counters();
         assert_eq!(k.ptos, 0, "{k:?}");
+        server.stop().await;
+    });
+}
+
+/// A NAT in front of `server`: the client's datagrams leave from an upstream socket that is
+/// replaced (new port, and on `new_ip` if given) after the client's `after`th datagram.
+async fn rebinding_nat(
+    server: SocketAddr,
+    after: u64,
+    new_ip: Option<&'static str>,
+) -> (u16, tokio::task::JoinHandle<()>) {
+    let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = front.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        let mut up = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let (mut client, mut count) = (None, 0u64);
+        let (mut a, mut b) = (vec![0u8; 65536], vec![0u8; 65536]);
+        loop {
+            tokio::select! {
+                r = front.recv_from(&mut a) => {
+                    let Ok((n, from)) = r else { return };
+                    client = Some(from);
+                    count += 1;
+                    if count == after {
+                        let ip = new_ip.unwrap_or("127.0.0.1");
+                        up = tokio::net::UdpSocket::bind((ip, 0)).await.unwrap();
+                    }
+                    let _ = up.send_to(&a[..n], server).await;
+                }
+                r = up.recv_from(&mut b) => {
+                    let Ok((n, _)) = r else { return };
+                    if let Some(c) = client {
+                        let _ = front.send_to(&b[..n], c).await;
+                    }
+                }
+            }
+        }
+    });
+    (port, task)
+}
+
+/// RFC 9000 §9.3: the server follows a client whose NAT rebinds mid-transfer (a new port,
+/// then a new address), validating each new path; the interop runner's rebind-port and
+/// rebind-addr cases.
+#[test]
+fn server_follows_a_nat_rebinding() {
+    run(async {
+        let www = www("rebind", &[("2m.bin", 2 << 20)]);
+        let server = start(serve_options(&www));
+        for (case, ip) in [("port", None), ("addr", Some("127.0.0.5"))] {
+            let before = server.counters();
+            let (port, nat) = rebinding_nat(server.addr, 40, ip).await;
+            let out = scratch(&format!("rebind-{case}"));
+            get(options(port, &["2m.bin"], &out)).await.unwrap();
+            nat.abort();
+            assert_same(&www, &out, &["2m.bin"]);
+            let k = server.counters();
+            assert!(k.migrations > before.migrations, "{case}: {k:?}");
+            assert!(k.paths_validated > before.paths_validated, "{case}: {k:?}");
+        }
         server.stop().await;
     });
 }
