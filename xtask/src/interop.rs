@@ -591,6 +591,7 @@ fn run_cell(
             cert,
             key,
             retry: case.retry,
+            v2: case.v2,
             keylog: &server_keylog,
             qlog_dir: &qlog.join("server"),
         }),

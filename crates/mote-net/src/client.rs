@@ -4,8 +4,13 @@
 //!
 //! A file counts only when it arrived whole: its stream ended with FIN (and over HTTP/3
 //! the status was 200 and the body matched `content-length`). With a session file the
-//! connection resumes (and with `--0rtt` sends its requests as 0-RTT) and the newest ticket
-//! is saved back for the next run.
+//! connection resumes (and with `--0rtt` sends its requests as 0-RTT), its Initials carry
+//! the server's NEW_TOKEN token (so a server that validates addresses skips Retry), and the
+//! newest ticket and token are saved back for the next run.
+//!
+//! With `--migrate` the client moves to a new UDP socket (a new local port) once the
+//! handshake is confirmed and the first response bytes arrived (RFC 9000 §9.2); a server's
+//! preferred address is probed and taken on its own (§9.6.1).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -16,7 +21,7 @@ use std::path::PathBuf;
 use mote_crypto::fast::{Ring, SystemRng};
 use mote_crypto::AeadAlgorithm;
 use mote_h3::quic::H3Session;
-use mote_quic::connection::CloseReason;
+use mote_quic::connection::{CloseReason, EcnState};
 use mote_quic::endpoint::{NoAccept, Slot};
 use mote_quic::frame::StreamDir;
 use mote_quic::stream::{Read, StreamId};
@@ -41,6 +46,10 @@ const SEND_BUFFER: usize = 16 * 1024;
 const RECV_BUFFER: usize = 1 << 20;
 /// How long a finished client waits for a session ticket it is asked to save.
 const TICKET_WAIT_MS: u64 = 1000;
+/// A client waiting for responses that heard nothing from the server for this long sends
+/// a PING: a server that lost the connection (restarted) then answers with a stateless
+/// reset (RFC 9000 §10.3) instead of leaving the client to its idle timeout.
+const KEEP_ALIVE_MS: u64 = 1000;
 
 /// How the client authenticates the server.
 #[derive(Debug, Clone)]
@@ -67,7 +76,8 @@ pub struct GetOptions {
     pub zero_rtt: bool,
     /// Offer only TLS_CHACHA20_POLY1305_SHA256.
     pub chacha20: bool,
-    /// Use QUIC version 2.
+    /// Offer QUIC version 2: start in v1 and let the server upgrade (RFC 9368 compatible
+    /// version negotiation).
     pub v2: bool,
     /// Initiate a key update once the handshake is confirmed.
     pub key_update: bool,
@@ -104,7 +114,29 @@ pub struct GetReport {
     pub version: u32,
     /// A ticket was saved to the session file.
     pub ticket_saved: bool,
+    /// A NEW_TOKEN token was saved to the session file.
+    pub token_saved: bool,
+    /// The Initials carried a token from the session file.
+    pub token_used: bool,
+    /// The server answered with Retry (RFC 9000 §8.1.2).
+    pub retried: bool,
+    /// `--migrate`: the client moved to a new local socket.
+    pub migrated: bool,
+    /// Paths the connection moved to (our migration, the server's preferred address).
+    pub migrations: u32,
+    /// The server's address at the end (the preferred address once moved there).
+    pub peer: Option<SocketAddr>,
+    /// The path's ECN marks were validated by the server's ACK counts (RFC 9000 §13.4.2).
+    pub ecn_capable: bool,
+    /// Packets received marked ECT(0), ECT(1), CE.
+    pub ecn_received: [u64; 3],
+    /// The addresses datagrams came from, in order of first arrival (at most
+    /// [`MAX_SOURCES`]): the server's, and its preferred address once probed.
+    pub sources: Vec<SocketAddr>,
 }
+
+/// Source addresses a [`GetReport`] lists at most.
+pub const MAX_SOURCES: usize = 8;
 
 /// One requested file.
 #[derive(Debug)]
@@ -133,6 +165,23 @@ struct Fetcher {
     key_updated: bool,
     want_ticket: bool,
     ticket: Option<(Vec<u8>, u64)>,
+    /// A NEW_TOKEN frame arrived (`Event::NewToken`), and the token taken from it.
+    token_ready: bool,
+    token: Option<Vec<u8>>,
+    /// `--migrate`: still to do; the socket bound for it; the socket handed to the driver.
+    migrate: bool,
+    migrated: bool,
+    spare_socket: Option<UdpSocket>,
+    moved_socket: Option<UdpSocket>,
+    /// When the server was last heard from or a keep-alive PING was sent.
+    quiet_since: Instant,
+    /// Last seen figures of the connection (it may be gone when the report is made).
+    retried: bool,
+    migrations: u32,
+    peer: Option<SocketAddr>,
+    ecn_capable: bool,
+    ecn_received: [u64; 3],
+    sources: Vec<SocketAddr>,
     remembered: Option<Vec<u8>>,
     handshake_at: Option<Instant>,
     done_at: Option<Instant>,
@@ -256,6 +305,32 @@ impl Fetcher {
         }
     }
 
+    /// Whether requests are outstanding on an established connection (keep-alives due).
+    fn waiting(&self) -> bool {
+        self.handshake_at.is_some() && self.done_at.is_none() && !self.closed
+    }
+
+    /// Binds a new socket (once) and moves the connection to it; the driver takes the
+    /// socket ([`Application::take_socket`]). No spare connection ID of the server yet:
+    /// tried again on the next turn.
+    fn try_migrate(&mut self, now: Instant, conn: &mut ClientConnection) -> Result<(), String> {
+        if self.spare_socket.is_none() {
+            let any: SocketAddr =
+                if self.local.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
+            let socket = UdpSocket::bind(any).map_err(|e| format!("--migrate: bind: {e}"))?;
+            self.spare_socket = Some(socket);
+        }
+        match conn.migrate(now) {
+            Ok(()) => {
+                self.moved_socket = self.spare_socket.take();
+                self.migrated = true;
+                Ok(())
+            }
+            Err(mote_quic::connection::MigrateError::NoConnectionId) => Ok(()),
+            Err(e) => Err(format!("--migrate: the connection cannot migrate ({e:?})")),
+        }
+    }
+
     fn read_hq(&mut self, conn: &mut ClientConnection) {
         let mut buf = vec![0u8; 64 * 1024];
         let active: Vec<(usize, u64)> = self
@@ -344,19 +419,26 @@ enum H3Out {
 
 impl Application<ClientEndpoint> for Fetcher {
     fn drive(&mut self, now: Instant, ep: &mut ClientEndpoint) -> Flow {
-        while let Some((_, e)) = ep.poll_event() {
+        while let Some((h, e)) = ep.poll_event() {
             match e {
+                // Read the reason before the endpoint forgets the connection (at `Drained`,
+                // which follows at once after a stateless reset).
+                Event::Closed => {
+                    self.close_reason =
+                        ep.connection(h).and_then(|c| c.close_reason()).or(self.close_reason);
+                }
                 Event::HandshakeComplete if self.handshake_at.is_none() => {
                     self.handshake_at = Some(now);
                 }
                 Event::StreamStopped { .. } => self.stopped.push(e),
+                Event::NewToken => self.token_ready = true,
                 _ => {}
             }
         }
         let Some(h) = self.handle else { return Flow::Stop };
         let Some(conn) = ep.connection(h) else {
             if self.done_at.is_none() {
-                self.fail("the connection ended".into());
+                self.fail(describe_close(self.close_reason));
             }
             return Flow::Stop;
         };
@@ -378,12 +460,39 @@ impl Application<ClientEndpoint> for Fetcher {
         if let Some(n) = conn.take_ticket(&mut t) {
             self.ticket = t.get(..n).map(|b| (b.to_vec(), unix_millis()));
         }
+        if std::mem::take(&mut self.token_ready) {
+            // RFC 9000 §8.1.3: the token is for the next connection to this server.
+            let mut token = [0u8; mote_quic::token::TOKEN_MAX];
+            if let Some(n) = conn.take_token(&mut token) {
+                self.token = token.get(..n).map(<[u8]>::to_vec);
+            }
+        }
+        let stats = conn.stats();
+        self.retried = stats.retries > 0;
+        self.migrations = stats.migrations;
+        self.ecn_received = stats.ecn_received;
+        self.ecn_capable = conn.ecn_state() == EcnState::Capable;
+        self.peer = Some(conn.remote());
         self.resumed = conn.tls().psk_accepted();
         self.early_data = conn.tls().early_data_accepted().or(self.early_data);
         self.version = conn.version().0;
         // RFC 9001 §6: a key update may start once the handshake is confirmed.
         if self.key_update && !self.key_updated && conn.is_handshake_confirmed() {
             self.key_updated = conn.initiate_key_update();
+        }
+        if self.waiting()
+            && now.saturating_since(self.quiet_since).as_micros() >= KEEP_ALIVE_MS * 1000
+        {
+            conn.ping();
+            self.quiet_since = now;
+        }
+        // RFC 9000 §9: a client may migrate once the handshake is confirmed; waiting for the
+        // first response bytes moves a transfer in progress.
+        let receiving = self.fetches.iter().any(|f| f.received > 0);
+        if self.migrate && !self.migrated && conn.is_handshake_confirmed() && receiving {
+            if let Err(e) = self.try_migrate(now, conn) {
+                self.fail(e);
+            }
         }
         if conn.is_closed() {
             self.close_reason = conn.close_reason();
@@ -438,7 +547,23 @@ impl Application<ClientEndpoint> for Fetcher {
         }
     }
 
-    fn on_datagram_received(&mut self, now: Instant, _from: SocketAddr, data: &[u8]) {
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.waiting().then(|| self.quiet_since + mote_quic::Duration::from_millis(KEEP_ALIVE_MS))
+    }
+
+    fn take_socket(&mut self) -> Option<UdpSocket> {
+        let socket = self.moved_socket.take()?;
+        if let Ok(a) = socket.local_addr() {
+            self.local = a;
+        }
+        Some(socket)
+    }
+
+    fn on_datagram_received(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
+        self.quiet_since = now;
+        if self.sources.len() < MAX_SOURCES && !self.sources.contains(&from) {
+            self.sources.push(from);
+        }
         if let Some(o) = self.observer.as_mut() {
             o.received(now, data);
         }
@@ -493,11 +618,6 @@ fn leak<T>(v: T) -> &'static T {
 
 /// Runs `mote get` (call within a tokio runtime).
 pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
-    if o.migrate {
-        return Err(Error::new(
-            "--migrate: pending (active connection migration is not in mote-quic on this branch)",
-        ));
-    }
     if o.urls.is_empty() {
         return Err(Error::new("no URL to fetch"));
     }
@@ -561,8 +681,10 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
     cc.streams.max_streams_bidi = 0;
     cc.streams.max_streams_uni = 8;
     if o.v2 {
-        // Compatible version negotiation (RFC 9368) is not in mote-quic yet: start in v2.
-        cc.version = Version::V2;
+        // RFC 9368 §4: start in v1 and list v2 as compatible; a server that supports it
+        // switches the connection after our first Initial (no extra round trip).
+        cc.version = Version::V1;
+        cc.compatible_version = Some(Version::V2);
     }
     let mut endpoint: ClientEndpoint = Endpoint::new(
         EndpointConfig::client(cc),
@@ -573,9 +695,19 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
     )
     .map_err(|e| Error::new(format!("client endpoint: {e:?}")))?;
     let clock = Clock::new();
-    let handle = endpoint
-        .connect(clock.now(), remote, tls, storage(SEND_BUFFER, RECV_BUFFER))
-        .map_err(|e| Error::new(format!("connect: {e:?}")))?;
+    // RFC 9000 §8.1.3: the token a previous connection got in NEW_TOKEN.
+    let token = saved.as_ref().map(|s| s.token.as_slice()).filter(|t| !t.is_empty());
+    let handle = match token {
+        Some(token) => endpoint.connect_with_token(
+            clock.now(),
+            remote,
+            tls,
+            storage(SEND_BUFFER, RECV_BUFFER),
+            token,
+        ),
+        None => endpoint.connect(clock.now(), remote, tls, storage(SEND_BUFFER, RECV_BUFFER)),
+    }
+    .map_err(|e| Error::new(format!("connect: {e:?}")))?;
     if let Some(dir) = &o.qlog_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::new(format!("--qlog-dir {}: {e}", dir.display())))?;
@@ -609,6 +741,19 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         key_updated: false,
         want_ticket: o.session_file.is_some(),
         ticket: None,
+        quiet_since: clock.now(),
+        token_ready: false,
+        token: None,
+        migrate: o.migrate,
+        migrated: false,
+        spare_socket: None,
+        moved_socket: None,
+        retried: false,
+        migrations: 0,
+        peer: None,
+        ecn_capable: false,
+        ecn_received: [0; 3],
+        sources: Vec::new(),
         remembered,
         handshake_at: None,
         done_at: None,
@@ -626,7 +771,8 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         version: 0,
     };
     let transmit_buffer = usize::from(cc.max_datagram_size) * cc.max_gso_segments;
-    let run = driver::run(&socket, &clock, &mut endpoint, &mut app, transmit_buffer);
+    let mut sockets = vec![socket];
+    let run = driver::run(&mut sockets, &clock, &mut endpoint, &mut app, transmit_buffer);
     let outcome = tokio::time::timeout(std::time::Duration::from_millis(o.timeout_ms), run).await;
     if let Some(obs) = app.observer.as_mut() {
         obs.flush();
@@ -653,16 +799,27 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             describe_close(app.close_reason)
         )));
     }
-    let mut ticket_saved = false;
-    if let (Some(path), Some((ticket, at))) = (&o.session_file, app.ticket.take()) {
-        SavedSession {
-            ticket,
-            received_unix_ms: at,
-            server: app.authority.clone(),
-            alpn: String::from_utf8_lossy(alpn).into_owned(),
+    let keep = o.session_file.is_some();
+    let (ticket_saved, token_saved) = (keep && app.ticket.is_some(), keep && app.token.is_some());
+    let token_used = token.is_some();
+    if let Some(path) = &o.session_file {
+        // The newest ticket (else the one we had); the new token, if any: a token is not
+        // used twice (RFC 9000 §8.1.3).
+        let (ticket, at) = match (app.ticket.take(), &saved) {
+            (Some(t), _) => t,
+            (None, Some(s)) => (s.ticket.clone(), s.received_unix_ms),
+            (None, None) => (Vec::new(), 0),
+        };
+        if ticket_saved || token_saved || token_used {
+            SavedSession {
+                ticket,
+                token: app.token.take().unwrap_or_default(),
+                received_unix_ms: at,
+                server: app.authority.clone(),
+                alpn: String::from_utf8_lossy(alpn).into_owned(),
+            }
+            .save(path)?;
         }
-        .save(path)?;
-        ticket_saved = true;
     }
     let ms = |t: Option<Instant>| t.map_or(0, |t| t.as_micros() / 1000);
     Ok(GetReport {
@@ -679,5 +836,14 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         duration_ms: ms(app.done_at),
         version: app.version,
         ticket_saved,
+        token_saved,
+        token_used,
+        retried: app.retried,
+        migrated: app.migrated,
+        migrations: app.migrations,
+        peer: app.peer,
+        ecn_capable: app.ecn_capable,
+        ecn_received: app.ecn_received,
+        sources: std::mem::take(&mut app.sources),
     })
 }

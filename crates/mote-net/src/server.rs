@@ -19,9 +19,11 @@ use std::path::{Component, Path, PathBuf};
 use mote_crypto::fast::{Ring, SystemRng};
 use mote_crypto::AeadAlgorithm;
 use mote_h3::quic::{H3Session, QuicTransport};
-use mote_quic::endpoint::Slot;
+use mote_quic::endpoint::{EndpointStats, RetryPolicy, Slot};
 use mote_quic::stream::{Read, StreamId};
-use mote_quic::{ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Instant};
+use mote_quic::{
+    ConnectionConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, Instant, Version,
+};
 use mote_tls::{
     EarlyDataConfig, ServerConfig, ServerIdentity as TlsIdentity, ServerSession, StrikeRegister,
     TicketConfig, TicketKey,
@@ -70,6 +72,51 @@ pub struct ServeOptions {
     pub keylog: Option<PathBuf>,
     /// Idle timeout in milliseconds.
     pub max_idle_ms: u32,
+    /// Prefer QUIC v2: a v1 client that lists v2 as compatible is moved to it (RFC 9368
+    /// §2.3). Off, v1 clients stay in v1 (the interop runner checks that outside its `v2`
+    /// case) and clients starting in v2 are served in v2 either way.
+    pub v2: bool,
+    /// Also listen on this address and offer it as preferred_address (RFC 9000 §9.6).
+    pub preferred_address: Option<SocketAddr>,
+    /// The stateless reset key (32 bytes; created if missing), so a restarted server can
+    /// still reset its predecessor's connections. `None`: a random key per process.
+    pub reset_key_file: Option<PathBuf>,
+}
+
+/// Bytes of a stateless reset key file.
+pub const RESET_KEY_LEN: usize = 32;
+
+/// The stateless reset key of `path` (RFC 9000 §10.3.2: a static key the tokens are derived
+/// from); a missing file is created with a fresh random key (mode 0600).
+pub fn reset_key(path: &Path) -> Result<[u8; RESET_KEY_LEN], Error> {
+    let name = || path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => <[u8; RESET_KEY_LEN]>::try_from(bytes.as_slice()).map_err(|_| {
+            Error::new(format!(
+                "--reset-key-file {}: {} bytes, a key is {RESET_KEY_LEN}",
+                name(),
+                bytes.len()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = random_reset_key()?;
+            let mut open = std::fs::OpenOptions::new();
+            open.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+            let written = open.open(path).and_then(|mut f| std::io::Write::write_all(&mut f, &key));
+            written.map_err(|e| Error::new(format!("--reset-key-file {}: {e}", name())))?;
+            Ok(key)
+        }
+        Err(e) => Err(Error::new(format!("--reset-key-file {}: {e}", name()))),
+    }
+}
+
+fn random_reset_key() -> Result<[u8; RESET_KEY_LEN], Error> {
+    let mut key = [0u8; RESET_KEY_LEN];
+    mote_crypto::CryptoRng::fill(&mut SystemRng::new(), &mut key)
+        .map_err(|_| Error::new("no randomness for the stateless reset key"))?;
+    Ok(key)
 }
 
 /// The server's anti-replay register: a strike register behind a lock.
@@ -145,11 +192,23 @@ pub struct ServerCounters {
     pub early_data_accepted: u64,
     /// Key updates clients initiated (RFC 9001 §6), over all connections.
     pub peer_key_updates: u64,
+    /// Clients that moved to a new address (migration, NAT rebinding, the preferred
+    /// address; RFC 9000 §9), over all connections.
+    pub migrations: u64,
+    /// Paths validated with PATH_CHALLENGE / PATH_RESPONSE (RFC 9000 §8.2), over all
+    /// connections.
+    pub paths_validated: u64,
+    /// Probe timeouts (RFC 9002 §6.2) over all connections: losses that took a timer to
+    /// find rather than the acknowledgments that followed them.
+    pub ptos: u64,
+    /// The endpoint's counters (Retry packets, tokens, stateless resets, ...).
+    pub endpoint: EndpointStats,
 }
 
 /// A bound server, ready to run.
 pub struct Server {
-    socket: UdpSocket,
+    /// The listening socket, then the preferred address's.
+    sockets: Vec<UdpSocket>,
     clock: Clock,
     endpoint: ServerEndpoint,
     app: FileServer,
@@ -158,19 +217,13 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("socket", &self.socket).finish_non_exhaustive()
+        f.debug_struct("Server").field("sockets", &self.sockets).finish_non_exhaustive()
     }
 }
 
 impl Server {
     /// Binds the socket and builds the endpoint (call within a tokio runtime).
     pub fn bind(o: ServeOptions) -> Result<Self, Error> {
-        if o.retry {
-            return Err(Error::new(
-                "--retry: not yet supported (mote-quic's endpoint has no Retry policy on this \
-                 branch)",
-            ));
-        }
         if o.alpn.is_empty() {
             return Err(Error::new("no ALPN to offer"));
         }
@@ -187,7 +240,33 @@ impl Server {
         }
         let socket =
             UdpSocket::bind(o.listen).map_err(|e| Error::new(format!("bind {}: {e}", o.listen)))?;
-        let config = connection_config(o.max_idle_ms, socket.max_gso_segments());
+        let mut config = connection_config(o.max_idle_ms, socket.max_gso_segments());
+        // RFC 9368 §2.3: with --v2 a client that lists v2 among its versions is moved to it.
+        if o.v2 {
+            config.compatible_version = Some(Version::V2);
+        }
+        // RFC 9000 §10.3: tokens from a static key, so a restarted server can still reset
+        // the connections its predecessor had.
+        config.stateless_reset_key = Some(match &o.reset_key_file {
+            Some(path) => reset_key(path)?,
+            None => random_reset_key()?,
+        });
+        let mut sockets = vec![socket];
+        if let Some(addr) = o.preferred_address {
+            // RFC 9000 §9.6: the endpoint receives on both; replies leave from the address
+            // each client uses (`Transmit::src`).
+            let preferred = UdpSocket::bind(addr)
+                .map_err(|e| Error::new(format!("--preferred-address {addr}: {e}")))?;
+            let bound = preferred.local_addr()?;
+            if bound.ip().is_unspecified() {
+                return Err(Error::new(format!(
+                    "--preferred-address {addr}: give the address clients should use, not a \
+                     wildcard"
+                )));
+            }
+            config.preferred_address = Some(bound);
+            sockets.push(preferred);
+        }
         let scfg = server_config(&o)?;
         let acceptor: Acceptor = Box::new(move |now: Instant| {
             Some((
@@ -196,8 +275,9 @@ impl Server {
             ))
         });
         let table = (0..MAX_CONNECTIONS).map(|_| Slot::new()).collect();
+        let retry = if o.retry { RetryPolicy::Always } else { RetryPolicy::Never };
         let endpoint = Endpoint::new(
-            EndpointConfig::server(config, MAX_HALF_OPEN),
+            EndpointConfig::server(config, MAX_HALF_OPEN).with_retry(retry),
             Ring,
             acceptor,
             table,
@@ -210,7 +290,7 @@ impl Server {
                 .map_err(|e| Error::new(format!("--qlog-dir {}: {e}", dir.display())))?;
         }
         let clock = Clock::new();
-        let local = socket.local_addr()?;
+        let local = sockets.first().map(UdpSocket::local_addr).transpose()?.unwrap_or(o.listen);
         let app = FileServer {
             www: o.www.clone(),
             conns: Vec::new(),
@@ -222,7 +302,7 @@ impl Server {
             counters: Default::default(),
         };
         let transmit_buffer = usize::from(config.max_datagram_size) * config.max_gso_segments;
-        Ok(Self { socket, clock, endpoint, app, transmit_buffer })
+        Ok(Self { sockets, clock, endpoint, app, transmit_buffer })
     }
 
     /// A live view of the server's counters.
@@ -232,13 +312,19 @@ impl Server {
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> Result<SocketAddr, Error> {
-        Ok(self.socket.local_addr()?)
+        let socket = self.sockets.first().ok_or_else(|| Error::new("no socket"))?;
+        Ok(socket.local_addr()?)
+    }
+
+    /// The preferred address offered to clients (`--preferred-address`), as bound.
+    pub fn preferred_addr(&self) -> Result<Option<SocketAddr>, Error> {
+        Ok(self.sockets.get(1).map(UdpSocket::local_addr).transpose()?)
     }
 
     /// Serves until the task is dropped (or the socket fails).
     pub async fn run(mut self) -> Result<(), Error> {
         driver::run(
-            &self.socket,
+            &mut self.sockets,
             &self.clock,
             &mut self.endpoint,
             &mut self.app,
@@ -328,6 +414,10 @@ struct ConnState {
     counted: bool,
     /// Peer key updates already counted.
     key_updates: u32,
+    /// Migrations, validated paths and PTOs already counted.
+    migrations: u32,
+    paths_validated: u32,
+    ptos: u64,
 }
 
 /// The file-serving application.
@@ -539,6 +629,9 @@ impl Application<ServerEndpoint> for FileServer {
                 proto: Proto::Unknown,
                 counted: false,
                 key_updates: 0,
+                migrations: 0,
+                paths_validated: 0,
+                ptos: 0,
             });
             if let Ok(mut k) = self.counters.lock() {
                 k.connections += 1;
@@ -575,18 +668,27 @@ impl Application<ServerEndpoint> for FileServer {
                 counters.early_data_accepted +=
                     u64::from(conn.tls().early_data_accepted() == Some(true));
             }
-            let updates = conn.stats().key_updates;
-            counters.peer_key_updates += u64::from(updates.saturating_sub(c.key_updates));
-            c.key_updates = updates;
+            let stats = conn.stats();
+            counters.peer_key_updates += u64::from(stats.key_updates.saturating_sub(c.key_updates));
+            c.key_updates = stats.key_updates;
+            counters.migrations += u64::from(stats.migrations.saturating_sub(c.migrations));
+            c.migrations = stats.migrations;
+            counters.paths_validated +=
+                u64::from(stats.paths_validated.saturating_sub(c.paths_validated));
+            c.paths_validated = stats.paths_validated;
+            counters.ptos += stats.ptos.saturating_sub(c.ptos);
+            c.ptos = stats.ptos;
             c.observer.update(now, conn, self.keylog.as_mut());
         }
-        if counters != ServerCounters::default() {
-            if let Ok(mut k) = self.counters.lock() {
-                k.responses += counters.responses;
-                k.resumed += counters.resumed;
-                k.early_data_accepted += counters.early_data_accepted;
-                k.peer_key_updates += counters.peer_key_updates;
-            }
+        if let Ok(mut k) = self.counters.lock() {
+            k.responses += counters.responses;
+            k.resumed += counters.resumed;
+            k.early_data_accepted += counters.early_data_accepted;
+            k.peer_key_updates += counters.peer_key_updates;
+            k.migrations += counters.migrations;
+            k.paths_validated += counters.paths_validated;
+            k.ptos += counters.ptos;
+            k.endpoint = ep.stats();
         }
         // Forget connections the endpoint removed.
         self.conns.retain_mut(|c| {

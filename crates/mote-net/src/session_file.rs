@@ -1,8 +1,7 @@
 //! The session file of `mote get --session-file`: the newest session ticket (mote-tls'
 //! encoding, which carries the server's remembered transport parameters, RFC 9000 §7.4.1),
-//! when it was received, and the server it came from. JSON, so it can be inspected.
-//!
-//! NEW_TOKEN tokens (RFC 9000 §8.1.3) are not kept: mote-quic does not use them yet.
+//! when it was received, the server it came from, and the newest NEW_TOKEN token (RFC 9000
+//! §8.1.3: it spares the next connection a Retry). JSON, so it can be inspected.
 
 use std::path::Path;
 
@@ -13,8 +12,10 @@ use crate::Error;
 /// What a session file holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SavedSession {
-    /// The encoded ticket (`mote_tls::Ticket::encode`).
+    /// The encoded ticket (`mote_tls::Ticket::encode`); empty when only a token was kept.
     pub ticket: Vec<u8>,
+    /// The server's address-validation token from NEW_TOKEN; empty for none.
+    pub token: Vec<u8>,
     /// Unix time (ms) it was received, for the ticket age (RFC 8446 §4.2.11.1).
     pub received_unix_ms: u64,
     /// `host:port` of the server.
@@ -49,6 +50,10 @@ impl SavedSession {
         let v: Value = serde_json::from_str(&text).map_err(|_| bad())?;
         Ok(Some(Self {
             ticket: v["ticket"].as_str().and_then(unhex).ok_or_else(bad)?,
+            token: match v.get("token") {
+                None => Vec::new(),
+                Some(t) => t.as_str().and_then(unhex).ok_or_else(bad)?,
+            },
             received_unix_ms: v["received_unix_ms"].as_u64().ok_or_else(bad)?,
             server: v["server"].as_str().unwrap_or("").to_string(),
             alpn: v["alpn"].as_str().unwrap_or("").to_string(),
@@ -59,6 +64,7 @@ impl SavedSession {
     pub fn save(&self, path: &Path) -> Result<(), Error> {
         let v = json!({
             "ticket": hex(&self.ticket),
+            "token": hex(&self.token),
             "received_unix_ms": self.received_unix_ms,
             "server": self.server,
             "alpn": self.alpn,
@@ -81,6 +87,7 @@ mod tests {
         assert_eq!(SavedSession::load(&path).unwrap(), None);
         let s = SavedSession {
             ticket: vec![1, 2, 0xff],
+            token: vec![9; 40],
             received_unix_ms: 42,
             server: "127.0.0.1:4433".into(),
             alpn: "h3".into(),
@@ -88,6 +95,11 @@ mod tests {
         s.save(&path).unwrap();
         assert_eq!(SavedSession::load(&path).unwrap(), Some(s));
         std::fs::write(&path, "{\"ticket\":\"0g\"}").unwrap();
+        assert!(SavedSession::load(&path).is_err());
+        // Files written before tokens were kept still load.
+        std::fs::write(&path, "{\"ticket\":\"01\",\"received_unix_ms\":1}").unwrap();
+        assert_eq!(SavedSession::load(&path).unwrap().unwrap().token, Vec::<u8>::new());
+        std::fs::write(&path, "{\"ticket\":\"01\",\"received_unix_ms\":1,\"token\":7}").unwrap();
         assert!(SavedSession::load(&path).is_err());
     }
 }

@@ -69,6 +69,10 @@ fn serve(www: &Path, rpk: bool) -> Running {
         qlog_dir: None,
         keylog: None,
         max_idle_ms: 10_000,
+        // Upgrades a client that offers v2 (`key_update_chacha20_and_v2`).
+        v2: true,
+        preferred_address: None,
+        reset_key_file: None,
     })
     .unwrap();
     let port = server.local_addr().unwrap().port();
@@ -360,6 +364,9 @@ fn many_clients_at_once_and_ipv6() {
             qlog_dir: None,
             keylog: None,
             max_idle_ms: 10_000,
+            v2: false,
+            preferred_address: None,
+            reset_key_file: None,
         });
         let Ok(server) = server else {
             eprintln!("no IPv6 loopback here; skipped");

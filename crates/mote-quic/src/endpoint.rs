@@ -1439,6 +1439,40 @@ mod tests {
         s.handle_datagram(now, other, &mut d);
         assert_eq!(s.len(), 2);
     }
+
+    /// RFC 9000 §17.2.5: a Retry token may be of any length; quic-go's are 101 bytes, and a
+    /// client that cannot keep one ignores the Retry and never connects.
+    #[test]
+    fn client_follows_a_retry_with_a_long_token() {
+        let cfgs = configs();
+        let now = Instant::ZERO;
+        let mut c = client_ep(1);
+        let h = c
+            .connect(
+                now,
+                addr(SERVER_ADDR),
+                ClientSession::new(P, cfgs.client, None),
+                storage(4096, 16384),
+            )
+            .unwrap();
+        let _first = next_datagram(&mut c, now);
+        let conn = c.connection(h).unwrap();
+        let (scid, odcid) = (*conn.local_cid(), *conn.original_dcid());
+        let token = [0x5a; 101];
+        let retry = packet::Retry {
+            version: crate::Version::V1,
+            dcid: &scid,
+            scid: &[1, 2, 3, 4],
+            token: &token,
+        };
+        let mut buf = vec![0u8; 512];
+        let len = retry.emit(&P, 0, &odcid, &mut buf).unwrap();
+        c.handle_datagram(now, addr(SERVER_ADDR), &mut buf[..len]);
+        assert_eq!(c.connection(h).unwrap().stats().retries, 1);
+        // The next Initial carries the whole token.
+        let d = next_datagram(&mut c, now);
+        assert!(d.windows(token.len()).any(|w| w == token));
+    }
 }
 
 #[cfg(all(test, feature = "server", feature = "stateless-reset"))]

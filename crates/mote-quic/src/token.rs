@@ -26,8 +26,10 @@
 //! The client keeps at most [`TOKEN_MAX`] bytes of token (the server's Retry or NEW_TOKEN
 //! token); longer tokens from other servers are not kept.
 
-/// Longest token a client keeps and a server issues (ours are at most 80 bytes).
-pub const TOKEN_MAX: usize = 96;
+/// Longest token a client keeps and a server issues (ours are at most 80 bytes). RFC 9000
+/// sets no limit; quic-go's Retry tokens are 101 bytes, so a client keeping fewer ignores
+/// its Retry and never connects.
+pub const TOKEN_MAX: usize = 160;
 
 #[cfg(feature = "server")]
 pub use server::*;

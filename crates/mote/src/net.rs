@@ -45,6 +45,19 @@ pub struct ServeArgs {
     /// Idle timeout in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     pub max_idle_ms: u32,
+    /// Prefer QUIC v2 (RFC 9369): move v1 clients that offer v2 to it (RFC 9368 compatible
+    /// version negotiation). Clients that start in v2 are served in v2 without it.
+    #[arg(long)]
+    pub v2: bool,
+    /// Also listen on this address and offer it to clients as the server's preferred
+    /// address (RFC 9000 §9.6; the interop runner's connectionmigration case).
+    #[arg(long)]
+    pub preferred_address: Option<SocketAddr>,
+    /// Stateless reset key (32 bytes; created if missing), so a restarted server resets
+    /// the connections it lost instead of leaving clients to time out. Default: a random
+    /// key per process.
+    #[arg(long)]
+    pub reset_key_file: Option<PathBuf>,
 }
 
 /// `mote get` options.
@@ -63,7 +76,8 @@ pub struct GetArgs {
     /// The server's raw public key (PUBLIC KEY PEM, or its private key file).
     #[arg(long)]
     pub pin_key: Option<PathBuf>,
-    /// Resume from this file if it exists; save the newest session ticket to it.
+    /// Resume from this file if it exists (ticket, and NEW_TOKEN token so a Retry server
+    /// does not Retry again); save the newest ticket and token to it.
     #[arg(long)]
     pub session_file: Option<PathBuf>,
     /// Send the requests as 0-RTT when resuming.
@@ -72,7 +86,8 @@ pub struct GetArgs {
     /// Offer only TLS_CHACHA20_POLY1305_SHA256.
     #[arg(long)]
     pub chacha20: bool,
-    /// Use QUIC version 2 (RFC 9369).
+    /// Offer QUIC version 2 (RFC 9369): start in v1, and the server upgrades the connection
+    /// (RFC 9368 compatible version negotiation).
     #[arg(long)]
     pub v2: bool,
     /// Initiate a key update once the handshake is confirmed.
@@ -87,7 +102,8 @@ pub struct GetArgs {
     /// Append TLS secrets to this file (SSLKEYLOGFILE format).
     #[arg(long, env = "SSLKEYLOGFILE")]
     pub keylog: Option<PathBuf>,
-    /// Migrate to a new local port after the handshake (pending: not in mote-quic yet).
+    /// Migrate to a new local port once the handshake is confirmed and the first bytes
+    /// arrived (RFC 9000 §9.2).
     #[arg(long)]
     pub migrate: bool,
     /// Give up after this many milliseconds.
@@ -111,10 +127,16 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         qlog_dir: a.qlog_dir.clone(),
         keylog: a.keylog.clone(),
         max_idle_ms: a.max_idle_ms,
+        v2: a.v2,
+        preferred_address: a.preferred_address,
+        reset_key_file: a.reset_key_file.clone(),
     };
     block_on(async {
         let server = Server::bind(options)?;
         eprintln!("mote serve: listening on {}", server.local_addr()?);
+        if let Some(p) = server.preferred_addr()? {
+            eprintln!("mote serve: preferred address {p}");
+        }
         server.run().await
     })??;
     Ok(())
@@ -144,7 +166,7 @@ pub fn get(a: &GetArgs) -> Result<()> {
     };
     let r = block_on(mote_net::client::get(options))??;
     eprintln!(
-        "mote get: {} files, {} bytes in {} ms (handshake {} ms, QUIC version {:#x}{}{}{}{})",
+        "mote get: {} files, {} bytes in {} ms (handshake {} ms, QUIC version {:#x}{}{}{}{}{}{}{}{}{})",
         r.files,
         r.bytes,
         r.duration_ms,
@@ -158,6 +180,11 @@ pub fn get(a: &GetArgs) -> Result<()> {
         },
         if r.key_updated { ", key updated" } else { "" },
         if r.ticket_saved { ", ticket saved" } else { "" },
+        if r.token_saved { ", token saved" } else { "" },
+        if r.retried { ", Retry" } else { "" },
+        if r.migrated { ", migrated" } else { "" },
+        if r.migrations > u32::from(r.migrated) { ", moved to the preferred address" } else { "" },
+        if r.ecn_capable { ", ECN validated" } else { "" },
     );
     Ok(())
 }

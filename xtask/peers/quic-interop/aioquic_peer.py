@@ -1,6 +1,6 @@
 """aioquic as an interop peer for `cargo xtask interop`, with mote's command line.
 
-    aioquic_peer.py serve --listen HOST:PORT --www DIR --cert PEM --key PEM [--retry]
+    aioquic_peer.py serve --listen HOST:PORT --www DIR --cert PEM --key PEM [--retry] [--v2]
                           [--alpn hq-interop,h3] [--keylog FILE] [--qlog-dir DIR]
     aioquic_peer.py get URL... --output DIR --ca PEM [--alpn hq-interop|h3]
                           [--session-file FILE] [--0rtt] [--chacha20] [--v2]
@@ -126,6 +126,9 @@ async def run_server(args):
     alpns = args.alpn.split(",")
     config = QuicConfiguration(is_client=False, alpn_protocols=alpns, max_datagram_frame_size=None)
     config.load_cert_chain(args.cert, args.key)
+    if args.v2:
+        # Prefer v2: a v1 client offering it is upgraded (RFC 9368), as `mote serve --v2`.
+        config.supported_versions = [QuicProtocolVersion.VERSION_2, QuicProtocolVersion.VERSION_1]
     configure_logs(config, args)
     ServerProtocol.www = args.www
     tickets = TicketStore()
@@ -279,6 +282,7 @@ def main():
     s.add_argument("--cert", required=True)
     s.add_argument("--key", required=True)
     s.add_argument("--retry", action="store_true")
+    s.add_argument("--v2", action="store_true")
     s.add_argument("--alpn", default=f"{HQ},h3")
     s.add_argument("--keylog")
     s.add_argument("--qlog-dir")

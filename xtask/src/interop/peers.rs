@@ -61,6 +61,8 @@ pub struct ServerSpec<'a> {
     pub key: &'a Path,
     /// Validate addresses with Retry.
     pub retry: bool,
+    /// Upgrade clients that offer QUIC v2 (RFC 9368; `mote serve --v2`).
+    pub v2: bool,
     /// Key log file.
     pub keylog: &'a Path,
     /// qlog directory.
@@ -165,6 +167,9 @@ impl Peer {
         cmd.arg("--keylog").arg(s.keylog).arg("--qlog-dir").arg(s.qlog_dir);
         if s.retry {
             cmd.arg("--retry");
+        }
+        if s.v2 {
+            cmd.arg("--v2");
         }
         cmd
     }

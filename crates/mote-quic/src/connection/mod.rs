@@ -755,17 +755,13 @@ where
         tp.active_connection_id_limit = VarInt::from_u32(cids::REMOTE_CIDS as u32);
         tp.initial_source_connection_id = Some(cids.local);
         // RFC 9368 §3: our version_information: the version in use and every version we
-        // would use on this connection (a server lists its compatible version first, as
-        // its preference).
+        // would use on this connection, the compatible version first as our preference (a
+        // server picking by the client's order, as aioquic does, then upgrades a client
+        // that offers it; the order does not matter to mote's server).
         let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
-        tp.version_information = Some(match (side, compatible) {
-            (Side::Client, Some(c)) => {
-                crate::transport_params::VersionInformation::new(version, &[version, c])
-            }
-            (Side::Server, Some(c)) => {
-                crate::transport_params::VersionInformation::new(version, &[c, version])
-            }
-            (_, None) => crate::transport_params::VersionInformation::new(version, &[version]),
+        tp.version_information = Some(match compatible {
+            Some(c) => crate::transport_params::VersionInformation::new(version, &[c, version]),
+            None => crate::transport_params::VersionInformation::new(version, &[version]),
         });
         // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
         #[cfg(feature = "datagram")]
