@@ -680,6 +680,17 @@ where
             if respond {
                 eliciting |= self.write_response(&mut w, &mut f);
             }
+            // RFC 9002 §6.2.4: probes carry retransmittable data. In the handshake spaces
+            // every probe repeats the unacknowledged CRYPTO data, not only the first of two
+            // (a PING-only Initial does not let the server progress; aioquic even closes
+            // with PROTOCOL_VIOLATION when the Initial carrying the ClientHello is lost).
+            if elicit_ok && probe && space != PnSpace::ApplicationData {
+                if let Some(c) = self.hs.crypto_send.get_mut(i) {
+                    if !c.wants_to_send() && c.has_unacked() {
+                        c.requeue_unacked();
+                    }
+                }
+            }
             if elicit_ok {
                 eliciting |= self.write_eliciting(now, pn, space, zero_rtt, &mut w, &mut f);
                 // RFC 9002 §6.2.4: a probe is ack-eliciting; PING when there is nothing

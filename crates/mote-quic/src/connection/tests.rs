@@ -1718,3 +1718,40 @@ fn lost_packet_of_several_requests_is_resent_whole() {
     let st = p.client.stats();
     assert!(st.bytes_retransmitted >= reqs.iter().map(|(_, r)| r.len() as u64).sum(), "{st:?}");
 }
+
+/// Interop issue 6, handshakeloss: while the server hears nothing, every Initial probe the
+/// client sends carries the ClientHello (RFC 9002 §6.2.4), none is a PING-only Initial.
+#[test]
+fn every_initial_probe_carries_the_client_hello() {
+    // Two probes per PTO, as on hosts (`mote get`).
+    let mut c = cfg();
+    c.recovery.probe_packets = 2;
+    let mut p = Pair::new(c, server_cfg());
+    let open = std::rc::Rc::new(core::cell::Cell::new(false));
+    let o = open.clone();
+    p.filter = Box::new(
+        move |dir, _, _| {
+            if dir == Dir::ToServer && !o.get() {
+                Fate::Drop
+            } else {
+                Fate::Deliver
+            }
+        },
+    );
+    // The first Initial and at least two PTO rounds (two probes each when the timer allows).
+    let ok = p.run_until(Duration::from_secs(20), |p| p.client.stats().ptos >= 2);
+    assert!(ok, "{:?}", p.client.stats());
+    let initials: Vec<_> = p.client.recovery.initial_packets().iter().collect();
+    assert!(initials.len() >= 5, "{} Initial records", initials.len());
+    for r in &initials {
+        assert!(r.ack_eliciting);
+        assert!(
+            r.payload.has(super::sent::flag::CRYPTO),
+            "an Initial without CRYPTO: {:?}",
+            r.payload
+        );
+    }
+    // Once the path works the handshake completes.
+    open.set(true);
+    p.handshake();
+}
