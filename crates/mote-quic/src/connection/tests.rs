@@ -1063,13 +1063,19 @@ fn memory_footprint() {
     {
         debug += size_of::<super::packet_log::PacketLog>();
     }
+    // `stream-packing` (hosts, with `std`) widens every sent-packet record by 128 bytes
+    // (seven more STREAM chunks); the device build does not have it.
+    let packing = (size_of::<SentFrames>() - 40) * (16 + 2 * HANDSHAKE_SENT);
     assert!(
-        conn - debug < 27_600 + queues,
-        "{conn} ({queues} of DATAGRAM queues, debugging queues {debug})"
+        conn - debug < 27_600 + queues + packing,
+        "{conn} ({queues} of DATAGRAM queues, debugging queues {debug}, packing {packing})"
     );
-    #[cfg(target_pointer_width = "64")]
+    #[cfg(all(target_pointer_width = "64", not(feature = "stream-packing")))]
     assert_eq!(recovery, 2744);
+    #[cfg(not(feature = "stream-packing"))]
     assert_eq!(size_of::<SentFrames>(), 40);
+    #[cfg(feature = "stream-packing")]
+    assert_eq!(size_of::<SentFrames>(), 168);
 }
 
 /// Builds a protected 1-RTT packet from `from` whose plaintext is `payload` as given
