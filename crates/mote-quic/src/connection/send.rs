@@ -845,6 +845,16 @@ where
             let next = self.streams.next_chunk(room).filter(|(id2, _)| *id2 == id);
             let Some((_, chunk)) = next else { break };
             let sent_before = self.streams.slot(id).map_or(0, |s| s.send.sent_offset());
+            // Retransmissions and probes go one chunk per packet, as do chunks of a stream
+            // already in the packet: a receiver without out-of-order reassembly does not
+            // acknowledge a packet with any fragment past a gap, so a packet mixing the
+            // chunk that fills the gap with one beyond it would be repeated, and dropped,
+            // forever. Packing is for new data of different streams.
+            let resend = chunk.offset < sent_before;
+            let packed = f.has(flag::STREAM);
+            if packed && (resend || f.stream_chunks().any(|c| c.id == id.raw())) {
+                break;
+            }
             let data = self.streams.chunk_bytes(id, &chunk);
             let fr = chunk.frame(id, data, true);
             if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
@@ -856,6 +866,9 @@ where
             let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
             self.stats.bytes_retransmitted = self.stats.bytes_retransmitted.saturating_add(re);
             any = true;
+            if resend {
+                break;
+            }
         }
         any
     }
