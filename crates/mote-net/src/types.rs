@@ -64,3 +64,21 @@ pub fn storage(send: usize, recv: usize) -> Storage<Vec<u8>, Vec<u8>, STREAMS> {
         streams: core::array::from_fn(|_| (vec![0; send], vec![0; recv])),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RANGES;
+    use mote_quic::stream::{Insert, Reassembler};
+
+    /// Interop issue 6, failing cell 1: without mote-quic's `reorder` feature every STREAM
+    /// fragment past a gap is dropped unacknowledged, so against a server whose PTO probes
+    /// carry new data (quinn, ngtcp2, aioquic) one lost datagram stalls a download for good.
+    /// Host connections must keep out-of-order data.
+    #[test]
+    fn host_connections_keep_out_of_order_stream_data() {
+        let mut asm = Reassembler::<[u8; 64], RANGES>::new([0; 64]);
+        assert_eq!(asm.insert(10, b"later"), Ok(Insert::Stored));
+        assert_eq!(asm.insert(0, b"0123456789"), Ok(Insert::Stored));
+        assert_eq!(asm.readable(), 15);
+    }
+}

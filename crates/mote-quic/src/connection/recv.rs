@@ -175,15 +175,13 @@ where
                 c.on_lost(off, len);
             }
         }
-        if f.has(flag::STREAM) {
-            if let Some(id) = StreamId::new(f.stream_id) {
-                let (off, len, fin) =
-                    (f.stream_offset, usize::from(f.stream_len), f.has(flag::STREAM_FIN));
+        for c in f.stream_chunks() {
+            if let Some(id) = StreamId::new(c.id) {
                 if acked {
-                    self.streams.on_stream_acked(id, off, len, fin);
+                    self.streams.on_stream_acked(id, c.offset, c.len, c.fin);
                     self.events.push(Event::StreamWritable(id));
                 } else {
-                    self.streams.on_stream_lost(id, off, len, fin);
+                    self.streams.on_stream_lost(id, c.offset, c.len, c.fin);
                 }
             }
         }
@@ -1245,11 +1243,9 @@ where
             }
             let f = p.payload;
             let mut queued = false;
-            if f.has(flag::STREAM) {
-                if let Some(id) = StreamId::new(f.stream_id) {
-                    let (off, len, fin) =
-                        (f.stream_offset, usize::from(f.stream_len), f.has(flag::STREAM_FIN));
-                    queued |= self.streams.requeue_stream(id, off, len, fin);
+            for c in f.stream_chunks() {
+                if let Some(id) = StreamId::new(c.id) {
+                    queued |= self.streams.requeue_stream(id, c.offset, c.len, c.fin);
                 }
             }
             for slot in f.control_slots() {

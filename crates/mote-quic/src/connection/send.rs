@@ -3,7 +3,7 @@
 
 use mote_crypto::{CryptoProvider, TAG_LEN};
 
-use super::sent::{flag, SentFrames};
+use super::sent::{flag, SentFrames, MAX_STREAM_CHUNK};
 use super::tls::TlsSession;
 use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
 use crate::coding::{VarInt, Writer};
@@ -53,6 +53,10 @@ struct Built {
     ack_eliciting: bool,
     padded: bool,
 }
+
+/// Below this many bytes left in a packet no further STREAM frame is started (type, stream
+/// ID, offset and length take up to 25 bytes; a few data bytes are not worth a frame).
+const STREAM_FRAME_MIN: usize = 8;
 
 fn vi(v: u64) -> VarInt {
     VarInt::new(v).unwrap_or(VarInt::MAX)
@@ -514,7 +518,10 @@ where
         if self.recovery.is_full(space) || self.recovery.send_window() == 0 {
             return false;
         }
-        if space == PnSpace::ApplicationData {
+        // RFC 9002 §7.7: pacing spreads a window over an RTT. Before the first RTT sample
+        // the rate would come from the guessed initial RTT (333 ms) and spread 0-RTT data
+        // past the handshake; the initial window alone bounds that first flight.
+        if space == PnSpace::ApplicationData && self.recovery.rtt().has_sample() {
             let mds = self.max_datagram_size() as u64;
             if let Some(t) = self.recovery.pacing_time(now, mds) {
                 if t > now {
@@ -673,6 +680,17 @@ where
             if respond {
                 eliciting |= self.write_response(&mut w, &mut f);
             }
+            // RFC 9002 §6.2.4: probes carry retransmittable data. In the handshake spaces
+            // every probe repeats the unacknowledged CRYPTO data, not only the first of two
+            // (a PING-only Initial does not let the server progress; aioquic even closes
+            // with PROTOCOL_VIOLATION when the Initial carrying the ClientHello is lost).
+            if elicit_ok && probe && space != PnSpace::ApplicationData {
+                if let Some(c) = self.hs.crypto_send.get_mut(i) {
+                    if !c.wants_to_send() && c.has_unacked() {
+                        c.requeue_unacked();
+                    }
+                }
+            }
             if elicit_ok {
                 eliciting |= self.write_eliciting(now, pn, space, zero_rtt, &mut w, &mut f);
                 // RFC 9002 §6.2.4: a probe is ack-eliciting; PING when there is nothing
@@ -816,30 +834,40 @@ where
                 }
             }
         }
-        // STREAM (RFC 9000 §19.8), round-robin over the streams with data.
-        if app {
-            if let Some((id, first)) = self.streams.next_chunk(w.remaining()) {
-                let room = stream_frame_room(id, first.offset, w.remaining());
-                let next = self.streams.next_chunk(room).filter(|(id2, _)| *id2 == id);
-                if let Some((_, chunk)) = next {
-                    let sent_before = self.streams.slot(id).map_or(0, |s| s.send.sent_offset());
-                    let data = self.streams.chunk_bytes(id, &chunk);
-                    let fr = chunk.frame(id, data, true);
-                    if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
-                        self.streams.on_chunk_sent(id, &chunk);
-                        f.flags |= flag::STREAM;
-                        if chunk.fin {
-                            f.flags |= flag::STREAM_FIN;
-                        }
-                        f.stream_id = id.raw();
-                        f.stream_offset = chunk.offset;
-                        f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
-                        let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
-                        self.stats.bytes_retransmitted =
-                            self.stats.bytes_retransmitted.saturating_add(re);
-                        any = true;
-                    }
-                }
+        // STREAM (RFC 9000 §19.8), round-robin over the streams with data. Each frame
+        // carries its length, so several (for different streams, or a stream's next chunk)
+        // share the packet while it has room and the record has a slot for them: 39 small
+        // requests go out in a few packets, not one packet each.
+        while app && f.stream_room() && w.remaining() > STREAM_FRAME_MIN {
+            let space = w.remaining().min(MAX_STREAM_CHUNK);
+            let Some((id, first)) = self.streams.next_chunk(space) else { break };
+            let room = stream_frame_room(id, first.offset, space);
+            let next = self.streams.next_chunk(room).filter(|(id2, _)| *id2 == id);
+            let Some((_, chunk)) = next else { break };
+            let sent_before = self.streams.slot(id).map_or(0, |s| s.send.sent_offset());
+            // Retransmissions and probes go one chunk per packet, as do chunks of a stream
+            // already in the packet: a receiver without out-of-order reassembly does not
+            // acknowledge a packet with any fragment past a gap, so a packet mixing the
+            // chunk that fills the gap with one beyond it would be repeated, and dropped,
+            // forever. Packing is for new data of different streams.
+            let resend = chunk.offset < sent_before;
+            let packed = f.has(flag::STREAM);
+            if packed && (resend || f.stream_chunks().any(|c| c.id == id.raw())) {
+                break;
+            }
+            let data = self.streams.chunk_bytes(id, &chunk);
+            let fr = chunk.frame(id, data, true);
+            if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+                break;
+            }
+            self.streams.on_chunk_sent(id, &chunk);
+            // Room was checked and the chunk is below MAX_STREAM_CHUNK: always recorded.
+            let _ = f.add_stream(id.raw(), chunk.offset, chunk.len, chunk.fin);
+            let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
+            self.stats.bytes_retransmitted = self.stats.bytes_retransmitted.saturating_add(re);
+            any = true;
+            if resend {
+                break;
             }
         }
         any

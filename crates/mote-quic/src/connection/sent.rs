@@ -2,10 +2,11 @@
 //! ([`crate::recovery::SentPacket`]), so that on acknowledgement the data can be released and
 //! on loss the frames that still matter can be queued again (RFC 9000 §13.3).
 //!
-//! A packet carries at most one STREAM chunk, one CRYPTO chunk, the Largest Acknowledged of
-//! its ACK frame (for ACK-of-ACK pruning, RFC 9000 §13.2.4), up to two control frames
-//! (indices into the connection's small control table, [`CONTROL_SLOTS`]) and flags. 40
-//! bytes, so a record is 64 bytes on Cortex-M4 and on 64-bit hosts.
+//! A packet carries up to [`STREAM_FRAMES`] STREAM chunks (one without the `stream-packing`
+//! feature), one CRYPTO chunk, the Largest Acknowledged of its ACK frame (for ACK-of-ACK
+//! pruning, RFC 9000 §13.2.4), up to two control frames (indices into the connection's small
+//! control table, [`CONTROL_SLOTS`]) and flags. With one STREAM chunk that is 40 bytes, so a
+//! record is 64 bytes on Cortex-M4 and on 64-bit hosts; each further chunk adds 18 bytes.
 
 use crate::stream::Control;
 
@@ -19,12 +20,33 @@ pub const CONTROLS_PER_PACKET: usize = 2;
 
 const NO_CONTROL: u8 = u8::MAX;
 
+/// STREAM frames one packet may carry (and its record remember): several small requests or
+/// stream ends share a packet with `stream-packing` (hosts); a device sends one per packet
+/// and keeps its records small.
+pub const STREAM_FRAMES: usize = if cfg!(feature = "stream-packing") { 8 } else { 1 };
+
+/// Bits of [`SentFrames::stream_meta`]: the length in the low 14 bits (a chunk never
+/// exceeds a datagram), whether the slot is used, and FIN.
+const META_USED: u16 = 0x4000;
+const META_FIN: u16 = 0x8000;
+const META_LEN: u16 = 0x3fff;
+
+/// The longest STREAM chunk one record can describe (the send path never builds longer).
+pub(crate) const MAX_STREAM_CHUNK: usize = META_LEN as usize;
+
+/// One STREAM chunk a packet carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SentChunk {
+    pub(crate) id: u64,
+    pub(crate) offset: u64,
+    pub(crate) len: usize,
+    pub(crate) fin: bool,
+}
+
 /// Flag bits of [`SentFrames::flags`].
 pub(crate) mod flag {
-    /// A STREAM frame: `stream_*` fields are valid.
+    /// At least one STREAM frame (see [`super::SentFrames::stream_chunks`]).
     pub const STREAM: u16 = 0x01;
-    /// The STREAM frame carried FIN.
-    pub const STREAM_FIN: u16 = 0x02;
     /// A CRYPTO frame: `crypto_*` fields are valid.
     pub const CRYPTO: u16 = 0x04;
     /// An ACK frame: `ack_largest` is valid.
@@ -47,11 +69,11 @@ pub(crate) mod flag {
 /// The frames of one sent packet that matter after it left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SentFrames {
-    pub(crate) stream_id: u64,
-    pub(crate) stream_offset: u64,
+    stream_id: [u64; STREAM_FRAMES],
+    stream_offset: [u64; STREAM_FRAMES],
     pub(crate) ack_largest: u64,
     pub(crate) crypto_offset: u64,
-    pub(crate) stream_len: u16,
+    stream_meta: [u16; STREAM_FRAMES],
     pub(crate) crypto_len: u16,
     pub(crate) controls: [u8; CONTROLS_PER_PACKET],
     pub(crate) flags: u16,
@@ -66,11 +88,11 @@ impl Default for SentFrames {
 impl SentFrames {
     /// A packet that carried nothing worth remembering.
     pub const EMPTY: Self = Self {
-        stream_id: 0,
-        stream_offset: 0,
+        stream_id: [0; STREAM_FRAMES],
+        stream_offset: [0; STREAM_FRAMES],
         ack_largest: 0,
         crypto_offset: 0,
-        stream_len: 0,
+        stream_meta: [0; STREAM_FRAMES],
         crypto_len: 0,
         controls: [NO_CONTROL; CONTROLS_PER_PACKET],
         flags: 0,
@@ -89,6 +111,46 @@ impl SentFrames {
             }
         }
         false
+    }
+
+    /// Whether another STREAM chunk can be recorded.
+    pub(crate) fn stream_room(&self) -> bool {
+        self.stream_meta.iter().any(|m| m & META_USED == 0)
+    }
+
+    /// Records a STREAM chunk (`len` below 16 KiB); false if this packet has no room for
+    /// another.
+    pub(crate) fn add_stream(&mut self, id: u64, offset: u64, len: usize, fin: bool) -> bool {
+        let Ok(len) = u16::try_from(len) else { return false };
+        if len > META_LEN {
+            return false;
+        }
+        let Some(i) = self.stream_meta.iter().position(|m| m & META_USED == 0) else {
+            return false;
+        };
+        if let (Some(d), Some(o), Some(m)) =
+            (self.stream_id.get_mut(i), self.stream_offset.get_mut(i), self.stream_meta.get_mut(i))
+        {
+            *d = id;
+            *o = offset;
+            *m = len | META_USED | if fin { META_FIN } else { 0 };
+            self.flags |= flag::STREAM;
+        }
+        true
+    }
+
+    /// The STREAM chunks this packet carried, in the order they were written.
+    pub(crate) fn stream_chunks(&self) -> impl Iterator<Item = SentChunk> + '_ {
+        self.stream_meta
+            .iter()
+            .zip(self.stream_id.iter().zip(self.stream_offset.iter()))
+            .filter(|(m, _)| **m & META_USED != 0)
+            .map(|(m, (id, offset))| SentChunk {
+                id: *id,
+                offset: *offset,
+                len: usize::from(*m & META_LEN),
+                fin: *m & META_FIN != 0,
+            })
     }
 
     pub(crate) fn control_room(&self) -> bool {
@@ -140,7 +202,38 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(core::mem::size_of::<SentFrames>(), 40);
-        assert_eq!(core::mem::size_of::<crate::recovery::SentPacket<SentFrames>>(), 64);
+        let extra = 18 * (STREAM_FRAMES - 1);
+        let frames = (40 + extra).next_multiple_of(8);
+        assert_eq!(core::mem::size_of::<SentFrames>(), frames);
+        assert_eq!(core::mem::size_of::<crate::recovery::SentPacket<SentFrames>>(), frames + 24);
+    }
+
+    #[test]
+    fn stream_chunks_round_trip_until_full() {
+        let mut f = SentFrames::EMPTY;
+        assert!(!f.has(flag::STREAM));
+        for k in 0..STREAM_FRAMES {
+            assert!(f.stream_room());
+            assert!(f.add_stream(4 * k as u64, 100 + k as u64, 20 + k, k % 2 == 1));
+        }
+        assert!(!f.stream_room());
+        assert!(!f.add_stream(0, 0, 1, false));
+        assert!(f.has(flag::STREAM));
+        let mut n = 0;
+        for (k, c) in f.stream_chunks().enumerate() {
+            let want = SentChunk {
+                id: 4 * k as u64,
+                offset: 100 + k as u64,
+                len: 20 + k,
+                fin: k % 2 == 1,
+            };
+            assert_eq!(c, want);
+            n += 1;
+        }
+        assert_eq!(n, STREAM_FRAMES);
+        // A chunk longer than the length bits cannot be recorded (and is never built).
+        let mut g = SentFrames::EMPTY;
+        assert!(!g.add_stream(0, 0, 0x4000, false));
+        assert!(!g.has(flag::STREAM));
     }
 }
