@@ -105,7 +105,7 @@ where
     ) {
         // Servers do not move (except to a preferred address the client chose); a client
         // keeps its path.
-        if self.side != Side::Server || !non_probing || !largest || !self.handshake_confirmed {
+        if self.side() != Side::Server || !non_probing || !largest || !self.handshake_confirmed {
             return;
         }
         let old = self.remote;
@@ -142,7 +142,7 @@ where
         if self.is_closed() {
             return Err(MigrateError::Closed);
         }
-        if self.side != Side::Client || !self.handshake_confirmed {
+        if self.side() != Side::Client || !self.handshake_confirmed {
             return Err(MigrateError::NotAllowed);
         }
         if self.peer.is_some_and(|p| p.disable_active_migration) {
@@ -160,7 +160,7 @@ where
 
     /// Client: the server's preferred_address, from its transport parameters.
     pub(super) fn remember_preferred(&mut self, pa: Option<PreferredAddress>) {
-        if self.side == Side::Client {
+        if self.side() == Side::Client {
             self.preferred = pa;
         }
     }

@@ -900,9 +900,14 @@ where
 
     // --- queries ---
 
-    /// Client or server.
+    /// Client or server. Without the `server` feature no server connection can be built,
+    /// so this is the constant `Client` and the compiler drops every server-only branch.
     pub const fn side(&self) -> Side {
-        self.side
+        if cfg!(feature = "server") {
+            self.side
+        } else {
+            Side::Client
+        }
     }
 
     /// The peer's address.
@@ -1064,7 +1069,7 @@ where
     /// exist (the TLS session offered early data) and before the handshake completes; the
     /// parameters must decode. Returns whether 0-RTT data may now be sent.
     pub fn apply_remembered_params(&mut self, encoded: &[u8]) -> bool {
-        if self.side != Side::Client
+        if self.side() != Side::Client
             || self.handshake_complete
             || self.hs.keys.zero_rtt().is_none()
             || self.early_params
@@ -1089,7 +1094,7 @@ where
     /// whose remembered parameters are applied, before the handshake completes and unless
     /// the server rejected early data.
     pub fn can_send_early_data(&self) -> bool {
-        self.side == Side::Client
+        self.side() == Side::Client
             && self.early_params
             && !self.early_rejected
             && !self.handshake_complete
@@ -1116,7 +1121,7 @@ where
     /// 9000 §8.1.3). Only before the first datagram leaves; false if too late, on a server
     /// or for a token longer than [`TOKEN_MAX`].
     pub fn set_token(&mut self, token: &[u8]) -> bool {
-        if self.side != Side::Client || self.stats.datagrams_sent > 0 || token.is_empty() {
+        if self.side() != Side::Client || self.stats.datagrams_sent > 0 || token.is_empty() {
             return false;
         }
         let Some(dst) = self.token.get_mut(..token.len()) else { return false };

@@ -382,7 +382,7 @@ where
                 None => Err(WireError::DecryptFailed),
             },
             PacketType::ZeroRtt => match self.hs.keys.zero_rtt() {
-                Some(k) if self.side == Side::Server => k.unprotect(pkt, hdr.pn_offset, largest),
+                Some(k) if self.side() == Side::Server => k.unprotect(pkt, hdr.pn_offset, largest),
                 _ => Err(WireError::DecryptFailed),
             },
             PacketType::OneRtt => self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest),
@@ -429,7 +429,7 @@ where
         }
         // RFC 9000 §7.2: the client adopts the Source Connection ID of the server's first
         // (authenticated) packet as its Destination Connection ID.
-        if self.side == Side::Client && hdr.long && !self.remote_cid_set {
+        if self.side() == Side::Client && hdr.long && !self.remote_cid_set {
             self.hs.cids.remote = hdr.scid;
             self.remote_cids.set_handshake_cid(hdr.scid);
             self.remote_cid_set = true;
@@ -452,7 +452,7 @@ where
                 // RFC 9000 §10.1: a packet successfully processed restarts the idle timer.
                 self.idle_start = now;
                 self.ack_eliciting_since_recv = false;
-                if hdr.ptype == PacketType::Handshake && self.side == Side::Server {
+                if hdr.ptype == PacketType::Handshake && self.side() == Side::Server {
                     // RFC 9000 §8.1: a Handshake packet from the client validates its
                     // address. RFC 9001 §4.9.1: the server discards Initial keys when it
                     // first successfully processes a Handshake packet.
@@ -474,7 +474,7 @@ where
     /// The checks that need no keys: connection IDs, version, token, datagram size.
     fn accept_header(&self, h: &Hdr, datagram_len: usize) -> bool {
         let c = &self.hs.cids;
-        let server = self.side == Side::Server;
+        let server = self.side() == Side::Server;
         // A server also accepts the client's original DCID on long headers until the client
         // switches to ours (RFC 9000 §7.2).
         // Short headers may use any connection ID we issued and the peer has not retired.
@@ -491,7 +491,7 @@ where
         if h.long && h.version != self.hs.version && !zero_rtt_original {
             return false;
         }
-        match (self.side, h.ptype) {
+        match (self.side(), h.ptype) {
             // RFC 9000 §17.2.2: a client discards a server Initial carrying a token.
             (Side::Client, PacketType::Initial) if !h.token_empty => return false,
             // RFC 9000 §14.1: a server discards an Initial in a datagram below 1200 bytes.
@@ -504,7 +504,7 @@ where
             _ => {}
         }
         if h.long {
-            match self.side {
+            match self.side() {
                 Side::Client if self.remote_cid_set && h.scid != c.remote => return false,
                 Side::Server if h.scid != c.remote => return false,
                 _ => {}
@@ -560,7 +560,7 @@ where
     /// the packet turns out not to be genuine.
     fn try_compatible_switch(&mut self, h: &Hdr) -> Option<(Version, Option<DirKeys<P>>)> {
         let offered = self.hs.compatible == Some(h.version);
-        if self.side != Side::Client
+        if self.side() != Side::Client
             || !h.long
             || h.ptype != PacketType::Initial
             || h.version == self.hs.version
@@ -613,7 +613,7 @@ where
         // RFC 9000 §17.2.5.2: at most one Retry, and none after a server packet; the Retry
         // must be addressed to us, in our version, with a non-empty token; §17.2.5.1: its
         // SCID must differ from the DCID we sent.
-        let acceptable = self.side == Side::Client
+        let acceptable = self.side() == Side::Client
             && !self.retried
             && !self.any_packet
             && version == self.hs.version
@@ -678,7 +678,7 @@ where
     /// session). Without one, the attempt fails.
     fn on_version_negotiation(&mut self, vn: &VersionNegotiation<'_>) {
         let c = &self.hs.cids;
-        if self.side != Side::Client
+        if self.side() != Side::Client
             || self.any_packet
             || !vn.is_valid_for_client(self.hs.original_version, &c.original_dcid, &c.local)
         {
@@ -762,7 +762,7 @@ where
                 // PROTOCOL_VIOLATION. A client keeps the latest token for its next
                 // connection (RFC 9000 §8.1.3); one longer than we keep is ignored.
                 Frame::NewToken { token } => {
-                    if self.side == Side::Server {
+                    if self.side() == Side::Server {
                         return Err(violation(ty));
                     }
                     self.on_new_token(token);
@@ -846,7 +846,7 @@ where
     fn on_handshake_done(&mut self, now: Instant, ty: u64) -> Res {
         // RFC 9000 §19.20: "A server MUST treat receipt of a HANDSHAKE_DONE frame as a
         // connection error of type PROTOCOL_VIOLATION."
-        if self.side == Side::Server {
+        if self.side() == Side::Server {
             return Err(violation(ty));
         }
         // A HANDSHAKE_DONE before the TLS handshake completed cannot be genuine: close with
@@ -1049,10 +1049,10 @@ where
             self.events.push(Event::NewTicket);
         }
         // RFC 9001 §4.9.3: a client discards its 0-RTT keys once it has 1-RTT keys.
-        if sig.one_rtt_keys && self.side == Side::Client {
+        if sig.one_rtt_keys && self.side() == Side::Client {
             self.hs.keys.discard_zero_rtt();
         }
-        if sig.early_data == Some(false) && self.side == Side::Client {
+        if sig.early_data == Some(false) && self.side() == Side::Client {
             self.on_early_data_rejected(now);
         }
         if sig.complete && !self.handshake_complete {
@@ -1061,7 +1061,7 @@ where
                 self.state = State::Established;
             }
             self.events.push(Event::HandshakeComplete);
-            if self.side == Side::Server {
+            if self.side() == Side::Server {
                 // RFC 9001 §4.1.2: the server's handshake is confirmed when it completes;
                 // it sends HANDSHAKE_DONE (RFC 9000 §19.20). Completion needs the client's
                 // Finished, carried in a Handshake packet, so the address is validated.
@@ -1128,7 +1128,7 @@ where
             .streams
             .on_frame(frame)
             .map_err(|e| ConnectionClose::transport(e.code(), Some(frame.frame_type())))?;
-        let peer = match self.side {
+        let peer = match self.side() {
             Side::Client => Side::Server,
             Side::Server => Side::Client,
         };

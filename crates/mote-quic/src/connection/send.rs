@@ -351,7 +351,7 @@ where
             PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
             PnSpace::ApplicationData => match &self.hs.keys.one_rtt {
                 Some(k) => Some(&k.keys.tx),
-                None => self.hs.keys.zero_rtt().filter(|_| self.side == Side::Client),
+                None => self.hs.keys.zero_rtt().filter(|_| self.side() == Side::Client),
             },
         }
     }
@@ -380,7 +380,7 @@ where
             // RFC 9000 §14.1: a server's ack-eliciting Initial must be padded to 1200
             // bytes, which the limit may not allow.
             let allow_eliciting = !(space == PnSpace::Initial
-                && self.side == Side::Server
+                && self.side() == Side::Server
                 && limit < MIN_INITIAL_SIZE);
             if let Some(mut b) = self.build_packet(now, space, region, allow_eliciting) {
                 b.start = pos;
@@ -401,7 +401,7 @@ where
             && built.iter().flatten().all(|b| b.long.is_none())
             && self.streams.wants_to_send();
         let pad_to = match &built[0] {
-            Some(b) if self.side == Side::Client || b.ack_eliciting => MIN_INITIAL_SIZE,
+            Some(b) if self.side() == Side::Client || b.ack_eliciting => MIN_INITIAL_SIZE,
             // RFC 9000 §8.2.1, §8.2.2: datagrams with PATH_CHALLENGE or PATH_RESPONSE are
             // expanded to 1200 bytes, as far as the amplification limit allows.
             _ if path_frames => MIN_INITIAL_SIZE.min(limit),
@@ -444,7 +444,7 @@ where
         }
         // RFC 9001 §4.9.1: a client discards its Initial keys when it first sends a
         // Handshake packet.
-        if sent_handshake && self.side == Side::Client {
+        if sent_handshake && self.side() == Side::Client {
             self.discard_space(PnSpace::Initial, now);
         }
         if matches!(self.state, State::Closing { .. }) {
