@@ -57,6 +57,7 @@ impl Delivery {
 pub(crate) struct Issued {
     pub(crate) seq: u64,
     pub(crate) cid: ConnectionId,
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(crate) token: ResetToken,
     frame: Delivery,
 }
@@ -129,6 +130,7 @@ impl LocalCids {
     }
 
     /// The next NEW_CONNECTION_ID to send, marked as sent in packet `pn`.
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(crate) fn poll_frame(&mut self, pn: u64) -> Option<Issued> {
         let i = self.slots.iter_mut().flatten().find(|i| i.frame == Delivery::Pending)?;
         i.frame = Delivery::Sent(pn);
@@ -136,6 +138,7 @@ impl LocalCids {
     }
 
     /// A frame polled by [`Self::poll_frame`] did not fit after all.
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(crate) fn unpoll(&mut self, seq: u64) {
         if let Some(i) = self.slots.iter_mut().flatten().find(|i| i.seq == seq) {
             i.frame = Delivery::Pending;

@@ -30,6 +30,12 @@ pub enum EcnState {
     Failed,
 }
 
+/// Feature `ecn`: marking and validation are built. Without it (device builds: the radio
+/// modem reports no ECN codepoints anyway) packets are never marked, so there is nothing to
+/// validate (RFC 9000 §13.4: using ECN is optional); the counts of what arrives are still
+/// reported in ACK frames.
+const ECN_BUILT: bool = cfg!(feature = "ecn");
+
 /// ECN marking and validation of Application Data packets.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ecn {
@@ -48,8 +54,8 @@ pub(crate) struct Ecn {
 impl Ecn {
     pub(crate) const fn new(enabled: bool) -> Self {
         Self {
-            state: if enabled { EcnState::Testing } else { EcnState::Failed },
-            first_unmarked: if enabled { None } else { Some(0) },
+            state: if enabled && ECN_BUILT { EcnState::Testing } else { EcnState::Failed },
+            first_unmarked: if enabled && ECN_BUILT { None } else { Some(0) },
             counts: [0; 3],
             testing_acked: 0,
             testing_lost: 0,
@@ -59,12 +65,12 @@ impl Ecn {
 
     /// Whether outgoing packets are marked ECT(0).
     pub(crate) fn marking(&self) -> bool {
-        self.state != EcnState::Failed
+        ECN_BUILT && self.state != EcnState::Failed
     }
 
     /// Whether packet `pn` of the Application Data space was sent marked.
     pub(crate) fn was_marked(&self, pn: u64) -> bool {
-        self.first_unmarked.is_none_or(|f| pn < f)
+        ECN_BUILT && self.first_unmarked.is_none_or(|f| pn < f)
     }
 
     fn fail(&mut self, next_pn: u64) {
@@ -91,7 +97,7 @@ impl Ecn {
     /// (marking stops there on failure).
     pub(crate) fn on_ack(&mut self, counts: Option<EcnCounts>, next_pn: u64, raised: bool) {
         let newly = core::mem::take(&mut self.newly_acked_marked);
-        if self.state == EcnState::Failed || !raised {
+        if !ECN_BUILT || self.state == EcnState::Failed || !raised {
             return;
         }
         if newly > 0 {
@@ -132,7 +138,8 @@ impl Ecn {
 
     /// A marked packet was lost (outside an ACK, e.g. by the loss timer).
     pub(crate) fn check_blackhole(&mut self, next_pn: u64) {
-        if self.state == EcnState::Testing
+        if ECN_BUILT
+            && self.state == EcnState::Testing
             && self.testing_acked == 0
             && self.testing_lost >= ECN_TESTING_PACKETS
         {
@@ -536,6 +543,7 @@ mod tests {
         })
     }
 
+    #[cfg(feature = "ecn")]
     #[test]
     fn ecn_validation() {
         let mut e = Ecn::new(true);

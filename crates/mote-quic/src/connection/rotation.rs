@@ -44,8 +44,14 @@ where
     /// RFC 9000 §5.1.1: keep as many connection IDs issued as the peer's
     /// active_connection_id_limit allows (up to [`super::LOCAL_CIDS`]), once 1-RTT packets
     /// can carry NEW_CONNECTION_ID. Zero-length connection IDs are never rotated.
+    ///
+    /// Feature `cid-rotation`: without it (device builds) the connection keeps its
+    /// handshake connection ID and issues no others — RFC 9000 §5.1.1 lets an endpoint
+    /// issue fewer than the peer's limit; the peer's connection IDs are still stored,
+    /// retired and switched to as §5.1.2 requires.
     pub(super) fn top_up_cids(&mut self) {
-        if self.config.local_cid_len == 0 || !self.handshake_complete || self.is_closed() {
+        if !cfg!(feature = "cid-rotation")
+            || self.config.local_cid_len == 0 || !self.handshake_complete || self.is_closed() {
             return;
         }
         while self.local_cids.wants_new() {
@@ -66,7 +72,8 @@ where
 
     /// Whether NEW_CONNECTION_ID or RETIRE_CONNECTION_ID frames wait.
     pub(super) fn has_cid_frames(&self) -> bool {
-        self.local_cids.has_pending() || self.remote_cids.has_pending()
+        (cfg!(feature = "cid-rotation") && self.local_cids.has_pending())
+            || self.remote_cids.has_pending()
     }
 
     /// Writes pending NEW_CONNECTION_ID and RETIRE_CONNECTION_ID frames into packet `pn`.
@@ -77,6 +84,7 @@ where
         f: &mut SentFrames,
     ) -> bool {
         let mut any = false;
+        #[cfg(feature = "cid-rotation")]
         while let Some(i) = self.local_cids.poll_frame(pn) {
             // RFC 9000 §19.15: Retire Prior To stays 0: we never force the peer to retire.
             let fr = Frame::NewConnectionId {

@@ -521,6 +521,7 @@ where
         // RFC 9002 §7.7: pacing spreads a window over an RTT. Before the first RTT sample
         // the rate would come from the guessed initial RTT (333 ms) and spread 0-RTT data
         // past the handshake; the initial window alone bounds that first flight.
+        #[cfg(feature = "pacing")]
         if space == PnSpace::ApplicationData && self.recovery.rtt().has_sample() {
             let mds = self.max_datagram_size() as u64;
             if let Some(t) = self.recovery.pacing_time(now, mds) {
@@ -530,6 +531,8 @@ where
                 }
             }
         }
+        #[cfg(not(feature = "pacing"))]
+        let _ = now;
         true
     }
 

@@ -1,7 +1,9 @@
 //! Loss detection and the loss detection timer across the three packet number spaces
 //! (RFC 9002 §6, §7.6, App. A), driving a [`CongestionController`] and a [`Pacer`].
 
-use super::pacer::{Pacer, PacerConfig};
+#[cfg(feature = "pacing")]
+use super::pacer::Pacer;
+use super::pacer::PacerConfig;
 use super::sent::{LossSummary, SentPacket, SentPackets};
 use super::{
     backoff, decode_ack_delay, CongestionController, PnSpace, RecoveryError, RttEstimator,
@@ -130,6 +132,7 @@ struct Core<C> {
     config: RecoveryConfig,
     rtt: RttEstimator,
     cc: C,
+    #[cfg(feature = "pacing")]
     pacer: Pacer,
     peer_max_ack_delay: Duration,
     pto_count: u32,
@@ -161,7 +164,11 @@ impl<C: CongestionController> Core<C> {
         }
     }
 
+    /// Feature `pacing`: without it a device's window of a few packets leaves as a burst
+    /// (RFC 9002 §7.7 paces "SHOULD"; the congestion window still limits), and the pacer's
+    /// rate arithmetic — the only 64-bit division on the per-ACK path — is not built.
     fn update_pacer(&mut self) {
+        #[cfg(feature = "pacing")]
         self.pacer.update(self.cc.window(), self.rtt.smoothed(), self.config.max_datagram_size);
     }
 }
@@ -257,6 +264,7 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             config,
             rtt: RttEstimator::new(config.initial_rtt),
             cc,
+            #[cfg(feature = "pacing")]
             pacer: Pacer::new(config.pacer),
             peer_max_ack_delay: DEFAULT_MAX_ACK_DELAY,
             pto_count: 0,
@@ -316,8 +324,15 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     }
 
     /// When a packet of `bytes` may leave according to the pacer (`None`: now).
+    /// Always `None` without the `pacing` feature.
     pub fn pacing_time(&self, now: Instant, bytes: u64) -> Option<Instant> {
-        self.core.pacer.send_time(now, bytes)
+        #[cfg(feature = "pacing")]
+        return self.core.pacer.send_time(now, bytes);
+        #[cfg(not(feature = "pacing"))]
+        {
+            let _ = (now, bytes);
+            None
+        }
     }
 
     /// The consecutive PTO count (RFC 9002 §6.2.1).
@@ -395,6 +410,7 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         let now = packet.time_sent;
         let bytes = u64::from(packet.size);
         self.core.cc.on_packet_sent(now, bytes);
+        #[cfg(feature = "pacing")]
         self.core.pacer.on_packet_sent(now, bytes);
         let in_flight = self.bytes_in_flight();
         self.core.peak_in_flight = self.core.peak_in_flight.max(in_flight);

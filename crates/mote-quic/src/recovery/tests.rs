@@ -391,6 +391,7 @@ fn discarding_a_space_removes_its_bytes_without_congestion_reaction() {
     assert_eq!(r.in_flight_packets(PnSpace::Initial), 0);
 }
 
+#[cfg(feature = "pacing")]
 #[test]
 fn pacer_follows_the_window() {
     let mut r = server();
