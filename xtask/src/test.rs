@@ -17,7 +17,11 @@ pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-crypto", "minimal", "rustcrypto"),
     ("mote-crypto", "full", "rustcrypto,aes256,chacha20,p256,ed25519,ecdsa-p256"),
     ("mote-quic", "minimal", ""),
-    ("mote-quic", "full", "v2,datagram,aes256,chacha20,p256,migration,pmtud,stateless-reset"),
+    (
+        "mote-quic",
+        "full",
+        "v2,datagram,aes256,chacha20,p256,migration,pmtud,stateless-reset,pacing,ecn,cid-rotation",
+    ),
     ("mote-tls", "minimal", ""),
     ("mote-tls", "full", "server,aes256,chacha20,p256,ed25519,ecdsa-p256"),
     ("mote-tls", "x509", "x509,ed25519,ecdsa-p256"),

@@ -51,7 +51,10 @@ where
     /// retired and switched to as §5.1.2 requires.
     pub(super) fn top_up_cids(&mut self) {
         if !cfg!(feature = "cid-rotation")
-            || self.config.local_cid_len == 0 || !self.handshake_complete || self.is_closed() {
+            || self.config.local_cid_len == 0
+            || !self.handshake_complete
+            || self.is_closed()
+        {
             return;
         }
         while self.local_cids.wants_new() {
