@@ -4,7 +4,7 @@
 #[cfg(feature = "pacing")]
 use super::pacer::Pacer;
 use super::pacer::PacerConfig;
-use super::sent::{LossSummary, SentPacket, SentPackets};
+use super::sent::{LossSummary, SentPacket, SentPackets, SentRecords};
 use super::{
     backoff, decode_ack_delay, CongestionController, PnSpace, RecoveryError, RttEstimator,
     DEFAULT_INITIAL_RTT, DEFAULT_MAX_ACK_DELAY,
@@ -180,7 +180,7 @@ struct SpaceInfo {
     loss_time: Option<Instant>,
 }
 
-fn info<T: Copy, const N: usize>(s: &SentPackets<T, N>) -> SpaceInfo {
+fn info<T: Copy>(s: &SentRecords<T>) -> SpaceInfo {
     SpaceInfo {
         ack_eliciting_in_flight: s.ack_eliciting_in_flight(),
         time_of_last_ack_eliciting: s.time_of_last_ack_eliciting(),
@@ -189,42 +189,28 @@ fn info<T: Copy, const N: usize>(s: &SentPackets<T, N>) -> SpaceInfo {
 }
 
 /// Runs `$body` with `$s` bound to the records of `$space`.
+// The space's records with their capacity erased, so `$body` is compiled once for all
+// three spaces (their capacities differ on a device).
 macro_rules! with_space {
-    ($self:ident, $space:expr, |$s:ident| $body:expr) => {
-        match $space {
-            PnSpace::Initial => {
-                let $s = &mut $self.initial;
-                $body
-            }
-            PnSpace::Handshake => {
-                let $s = &mut $self.handshake;
-                $body
-            }
-            PnSpace::ApplicationData => {
-                let $s = &mut $self.data;
-                $body
-            }
-        }
-    };
+    ($self:ident, $space:expr, |$s:ident| $body:expr) => {{
+        let $s: &mut SentRecords<T> = match $space {
+            PnSpace::Initial => &mut $self.initial,
+            PnSpace::Handshake => &mut $self.handshake,
+            PnSpace::ApplicationData => &mut $self.data,
+        };
+        $body
+    }};
 }
 
 macro_rules! with_space_ref {
-    ($self:ident, $space:expr, |$s:ident| $body:expr) => {
-        match $space {
-            PnSpace::Initial => {
-                let $s = &$self.initial;
-                $body
-            }
-            PnSpace::Handshake => {
-                let $s = &$self.handshake;
-                $body
-            }
-            PnSpace::ApplicationData => {
-                let $s = &$self.data;
-                $body
-            }
-        }
-    };
+    ($self:ident, $space:expr, |$s:ident| $body:expr) => {{
+        let $s: &SentRecords<T> = match $space {
+            PnSpace::Initial => &$self.initial,
+            PnSpace::Handshake => &$self.handshake,
+            PnSpace::ApplicationData => &$self.data,
+        };
+        $body
+    }};
 }
 
 /// Loss recovery for one connection (RFC 9002 App. A): sent records of the three packet
@@ -679,8 +665,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     }
 }
 
-fn detect_lost<T: Copy, C: CongestionController, const N: usize, F>(
-    sent: &mut SentPackets<T, N>,
+fn detect_lost<T: Copy, C: CongestionController, F>(
+    sent: &mut SentRecords<T>,
     core: &Core<C>,
     space: PnSpace,
     now: Instant,
@@ -699,8 +685,8 @@ where
 }
 
 #[allow(clippy::too_many_arguments)]
-fn on_ack_in_space<T: Copy, C: CongestionController, const N: usize, I, F>(
-    sent: &mut SentPackets<T, N>,
+fn on_ack_in_space<T: Copy, C: CongestionController, I, F>(
+    sent: &mut SentRecords<T>,
     core: &mut Core<C>,
     space: PnSpace,
     ranges: I,

@@ -72,8 +72,9 @@ enum State {
 
 /// One record. Flattened (rather than a `SentPacket` plus state) so the fields pack into
 /// 24 bytes plus the payload; the `bool`s and the enum give `Option<Slot>` a niche.
+/// One record slot (unnameable outside this module).
 #[derive(Clone, Copy, Debug)]
-struct Slot<T> {
+pub struct Slot<T> {
     pn: u64,
     time_sent: Instant,
     size: u16,
@@ -129,9 +130,19 @@ pub(crate) struct LossSummary {
 /// packet, then records it with [`SentPackets::on_packet_sent`] (usually through
 /// [`super::Recovery::on_packet_sent`]). ACK processing and loss detection run through
 /// [`super::Recovery`].
+///
+/// The capacity is erased for everything but construction: the records live in the last
+/// field, so `SentPackets<T, N>` dereferences to [`SentRecords<T>`] (the same struct over a
+/// slice of slots) and every method is compiled once, not once per capacity (a device's
+/// Initial/Handshake and Application Data spaces have different capacities).
+pub type SentPackets<T, const N: usize> = SentSpace<T, [Option<Slot<T>>; N]>;
+
+/// [`SentPackets`] with its capacity erased: what the methods work on.
+pub type SentRecords<T> = SentSpace<T, [Option<Slot<T>>]>;
+
+/// The struct behind [`SentPackets`] and [`SentRecords`]; `S` is the slot storage.
 #[derive(Clone, Debug)]
-pub struct SentPackets<T, const N: usize> {
-    slots: [Option<Slot<T>>; N],
+pub struct SentSpace<T, S: ?Sized> {
     /// Physical index of the oldest slot.
     head: usize,
     /// Slots in use, tombstones included.
@@ -147,6 +158,9 @@ pub struct SentPackets<T, const N: usize> {
     time_of_last_ack_eliciting: Option<Instant>,
     loss_time: Option<Instant>,
     ecn_ce: u64,
+    _payload: core::marker::PhantomData<T>,
+    /// The records (last, so the storage can be unsized).
+    slots: S,
 }
 
 impl<T: Copy, const N: usize> Default for SentPackets<T, N> {
@@ -160,6 +174,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     pub const fn new() -> Self {
         Self {
             slots: [None; N],
+            _payload: core::marker::PhantomData,
             head: 0,
             span: 0,
             live: 0,
@@ -174,10 +189,26 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             ecn_ce: 0,
         }
     }
+}
 
+impl<T: Copy, const N: usize> core::ops::Deref for SentPackets<T, N> {
+    type Target = SentRecords<T>;
+
+    fn deref(&self) -> &SentRecords<T> {
+        self
+    }
+}
+
+impl<T: Copy, const N: usize> core::ops::DerefMut for SentPackets<T, N> {
+    fn deref_mut(&mut self) -> &mut SentRecords<T> {
+        self
+    }
+}
+
+impl<T: Copy> SentRecords<T> {
     /// The record capacity.
     pub const fn capacity(&self) -> usize {
-        N
+        self.slots.len()
     }
 
     /// The packet number the next packet of this space must use.
@@ -211,7 +242,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     /// packets in this space (ACK-only packets are fine) until an ACK or a loss frees one.
     /// A PTO makes room for its probes itself (see [`super::Recovery::on_timeout`]).
     pub const fn is_full(&self) -> bool {
-        self.live >= N
+        self.live >= self.slots.len()
     }
 
     /// Records awaiting acknowledgement or loss.
@@ -268,10 +299,10 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             self.next_pn += 1;
             return Ok(());
         }
-        if self.live >= N {
+        if self.live >= self.slots.len() {
             return Err(RecoveryError::Full);
         }
-        if self.span >= N {
+        if self.span >= self.slots.len() {
             self.compact();
         }
         let idx = self.phys(self.span);
@@ -317,8 +348,9 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     /// Physical index of logical position `i` (< N): a conditional subtraction, no modulo.
     fn phys(&self, i: usize) -> usize {
         let p = self.head + i;
-        if p >= N {
-            p - N
+        let n = self.slots.len();
+        if p >= n {
+            p - n
         } else {
             p
         }
@@ -361,7 +393,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
                 Some(s) if s.state == State::Live || s.state == State::NewlyAcked => break,
                 _ => *cell = None,
             }
-            self.head = if head + 1 >= N { 0 } else { head + 1 };
+            self.head = if head + 1 >= self.slots.len() { 0 } else { head + 1 };
             self.span -= 1;
         }
         if self.span == 0 {
@@ -584,7 +616,8 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     {
         let mut evicted = 0;
         let mut i = 0;
-        while N.saturating_sub(self.live) < free.min(N) {
+        let n = self.slots.len();
+        while n.saturating_sub(self.live) < free.min(n) {
             let Some(slot) = self.slot(i).copied() else { break };
             if slot.state == State::Live {
                 if let Some(s) = self.slot_mut(i) {
@@ -604,7 +637,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     /// bytes that were in flight. Packet numbers keep counting.
     pub(crate) fn discard(&mut self) -> u64 {
         let bytes = self.bytes_in_flight;
-        self.slots = [None; N];
+        self.slots.fill(None);
         self.head = 0;
         self.span = 0;
         self.live = 0;
