@@ -10,7 +10,7 @@ use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
 use crate::frame::Frame;
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
-use crate::recovery::{Ecn, PnSpace, ReceivedPackets, SentPacket};
+use crate::recovery::{Ecn, PnSpace, ReceivedSpace, SentPacket};
 use crate::stream::{crypto_frame_room, stream_frame_room};
 use crate::time::Instant;
 use crate::transport_params::Side;
@@ -64,8 +64,8 @@ fn vi(v: u64) -> VarInt {
 
 /// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
 /// Largest Acknowledged.
-fn write_ack<const M: usize>(
-    rx: &ReceivedPackets<M>,
+fn write_ack(
+    rx: &ReceivedSpace,
     w: &mut Writer<'_>,
     now: Instant,
     max_ranges: usize,

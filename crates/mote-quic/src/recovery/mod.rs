@@ -59,9 +59,12 @@ pub use cc::Cubic;
 pub use cc::{initial_window, minimum_window, CongestionController, NewReno};
 pub use loss::{AckOutcome, PacketEvent, Recovery, RecoveryConfig, TimeoutAction};
 pub use pacer::{Pacer, PacerConfig};
-pub use received::{Ecn, ReceivedPackets, ReceivedRanges};
+pub use received::{
+    Ecn, ReceivedPackets, ReceivedPacketsOf, ReceivedRangeList, ReceivedRanges, ReceivedRangesOf,
+    ReceivedSpace,
+};
 pub use rtt::RttEstimator;
-pub use sent::{SentPacket, SentPackets, SKIPPED_MEMORY};
+pub use sent::{SentPacket, SentPackets, SentRecords, SentSpace, SKIPPED_MEMORY};
 
 use crate::error::TransportErrorCode;
 use crate::time::Duration;

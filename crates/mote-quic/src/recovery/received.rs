@@ -20,14 +20,22 @@ use crate::packet::number::MAX_PN;
 use crate::time::{Duration, Instant};
 use crate::VarInt;
 
-/// Received packet numbers as at most `N` ranges; 16 × N + 16 bytes.
+/// Received packet numbers as at most `N` ranges; 16 × N + 16 bytes. Dereferences to
+/// [`ReceivedRangeList`], where the methods are (compiled once for every `N`).
+pub type ReceivedRanges<const N: usize> = ReceivedRangesOf<[(u64, u64); N]>;
+
+/// [`ReceivedRanges`] with its capacity erased.
+pub type ReceivedRangeList = ReceivedRangesOf<[(u64, u64)]>;
+
+/// The struct behind [`ReceivedRanges`]; `S` is the range storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReceivedRanges<const N: usize> {
-    /// Ascending, disjoint, separated by at least one missing number; `len` are in use.
-    ranges: [(u64, u64); N],
+pub struct ReceivedRangesOf<S: ?Sized> {
     len: usize,
     /// Every packet number below this one counts as already received.
     floor: u64,
+    /// Ascending, disjoint, separated by at least one missing number; `len` are in use
+    /// (last, so the storage can be unsized).
+    ranges: S,
 }
 
 impl<const N: usize> Default for ReceivedRanges<N> {
@@ -41,7 +49,23 @@ impl<const N: usize> ReceivedRanges<N> {
     pub const fn new() -> Self {
         Self { ranges: [(0, 0); N], len: 0, floor: 0 }
     }
+}
 
+impl<const N: usize> core::ops::Deref for ReceivedRanges<N> {
+    type Target = ReceivedRangeList;
+
+    fn deref(&self) -> &ReceivedRangeList {
+        self
+    }
+}
+
+impl<const N: usize> core::ops::DerefMut for ReceivedRanges<N> {
+    fn deref_mut(&mut self) -> &mut ReceivedRangeList {
+        self
+    }
+}
+
+impl ReceivedRangeList {
     /// The ranges, lowest first: pass to [`Ack::new`] with [`RangeOrder::Ascending`].
     pub fn as_slice(&self) -> &[(u64, u64)] {
         self.ranges.get(..self.len).unwrap_or(&[])
@@ -104,7 +128,7 @@ impl<const N: usize> ReceivedRanges<N> {
                     r.1 = end;
                 }
                 if let Some(tail) = self.ranges.get_mut(idx..len) {
-                    tail.rotate_left(1);
+                    shift_left(tail, 1);
                 }
                 self.len -= 1;
             }
@@ -124,9 +148,9 @@ impl<const N: usize> ReceivedRanges<N> {
     }
 
     fn insert_new(&mut self, idx: usize, pn: u64) {
-        if self.len < N {
+        if self.len < self.ranges.len() {
             if let Some(s) = self.ranges.get_mut(idx..=self.len) {
-                s.rotate_right(1);
+                shift_right(s);
                 if let Some(first) = s.first_mut() {
                     *first = (pn, pn);
                 }
@@ -142,7 +166,7 @@ impl<const N: usize> ReceivedRanges<N> {
                 self.floor = first.1 + 1;
             }
             if let Some(s) = self.ranges.get_mut(..idx) {
-                s.rotate_left(1);
+                shift_left(s, 1);
                 if let Some(last) = s.last_mut() {
                     *last = (pn, pn);
                 }
@@ -160,12 +184,35 @@ impl<const N: usize> ReceivedRanges<N> {
         self.floor = new_floor;
         let k = self.as_slice().partition_point(|r| r.1 < new_floor);
         if let Some(s) = self.ranges.get_mut(..self.len) {
-            s.rotate_left(k);
+            shift_left(s, k);
         }
         self.len -= k;
         if let Some(first) = self.ranges.first_mut().filter(|_| self.len > 0) {
             if first.0 < new_floor {
                 first.0 = new_floor;
+            }
+        }
+    }
+}
+
+/// Moves `s[k..]` to the front of `s` (what is left behind at the end is stale). The
+/// general slice rotation is a large function for the few ranges moved here.
+fn shift_left(s: &mut [(u64, u64)], k: usize) {
+    for i in k..s.len() {
+        if let Some(v) = s.get(i).copied() {
+            if let Some(d) = s.get_mut(i - k) {
+                *d = v;
+            }
+        }
+    }
+}
+
+/// Moves `s[..len - 1]` one place to the back (the first element is stale).
+fn shift_right(s: &mut [(u64, u64)]) {
+    for i in (1..s.len()).rev() {
+        if let Some(v) = s.get(i - 1).copied() {
+            if let Some(d) = s.get_mut(i) {
+                *d = v;
             }
         }
     }
@@ -206,10 +253,18 @@ impl Ecn {
 /// built by [`Self::ack_frame`], then call [`Self::on_ack_sent`]. When the peer
 /// acknowledges a packet that carried an ACK, call [`Self::on_ack_acked`] with that ACK's
 /// Largest Acknowledged.
+///
+/// Dereferences to [`ReceivedSpace`], where the methods are (compiled once for every `N`:
+/// a device's handshake spaces keep fewer ranges than its Application Data space).
+pub type ReceivedPackets<const N: usize> = ReceivedPacketsOf<[(u64, u64); N]>;
+
+/// [`ReceivedPackets`] with its capacity erased.
+pub type ReceivedSpace = ReceivedPacketsOf<[(u64, u64)]>;
+
+/// The struct behind [`ReceivedPackets`]; `S` is the range storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReceivedPackets<const N: usize> {
+pub struct ReceivedPacketsOf<S: ?Sized> {
     space: PnSpace,
-    ranges: ReceivedRanges<N>,
     /// The largest packet number received and when.
     largest: Option<(u64, Instant)>,
     largest_ack_eliciting: Option<u64>,
@@ -222,6 +277,8 @@ pub struct ReceivedPackets<const N: usize> {
     max_ack_delay: Duration,
     ack_eliciting_threshold: u32,
     ecn: [u64; 3],
+    /// Last, so the storage can be unsized.
+    ranges: ReceivedRangesOf<S>,
 }
 
 impl<const N: usize> ReceivedPackets<N> {
@@ -248,14 +305,30 @@ impl<const N: usize> ReceivedPackets<N> {
         self.ack_eliciting_threshold = if n == 0 { 1 } else { n };
         self
     }
+}
 
+impl<const N: usize> core::ops::Deref for ReceivedPackets<N> {
+    type Target = ReceivedSpace;
+
+    fn deref(&self) -> &ReceivedSpace {
+        self
+    }
+}
+
+impl<const N: usize> core::ops::DerefMut for ReceivedPackets<N> {
+    fn deref_mut(&mut self) -> &mut ReceivedSpace {
+        self
+    }
+}
+
+impl ReceivedSpace {
     /// The space.
     pub const fn space(&self) -> PnSpace {
         self.space
     }
 
     /// The received ranges.
-    pub const fn ranges(&self) -> &ReceivedRanges<N> {
+    pub const fn ranges(&self) -> &ReceivedRangeList {
         &self.ranges
     }
 
