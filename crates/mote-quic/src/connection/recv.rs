@@ -19,7 +19,7 @@ use crate::packet::{
     self, check_reserved_bits, number, remove_header_protection, Header, PacketType, Unprotected,
     VersionNegotiation, KEY_PHASE_BIT,
 };
-use crate::recovery::{PacketEvent, PnSpace, ReceivedPackets, TimeoutAction};
+use crate::recovery::{PacketEvent, PnSpace, ReceivedPackets, ReceivedSpace, TimeoutAction};
 use crate::stream::{CryptoSend, Handled, Insert, StreamId, Streams};
 use crate::time::{Duration, Instant};
 use crate::token::TOKEN_MAX;
@@ -160,11 +160,12 @@ where
         }
         if f.has(flag::ACK) && acked {
             // RFC 9000 §13.2.4: the peer has our ACK; stop acknowledging up to its largest.
-            match space {
-                PnSpace::Initial => self.rx_initial.on_ack_acked(f.ack_largest),
-                PnSpace::Handshake => self.rx_handshake.on_ack_acked(f.ack_largest),
-                PnSpace::ApplicationData => self.rx_data.on_ack_acked(f.ack_largest),
-            }
+            let rx: &mut ReceivedSpace = match space {
+                PnSpace::Initial => self.rx_initial,
+                PnSpace::Handshake => self.rx_handshake,
+                PnSpace::ApplicationData => self.rx_data,
+            };
+            rx.on_ack_acked(f.ack_largest);
         }
         if f.has(flag::CRYPTO) {
             let (off, len) = (f.crypto_offset, usize::from(f.crypto_len));
@@ -695,20 +696,29 @@ where
         self.stats.packets_dropped = self.stats.packets_dropped.saturating_add(1);
     }
 
-    fn rx_largest(&self, space: PnSpace) -> Option<u64> {
+    /// The received packets of `space`, capacity erased: one code path for all spaces.
+    pub(super) fn rx(&self, space: PnSpace) -> &ReceivedSpace {
         match space {
-            PnSpace::Initial => self.rx_initial.largest_received(),
-            PnSpace::Handshake => self.rx_handshake.largest_received(),
-            PnSpace::ApplicationData => self.rx_data.largest_received(),
+            PnSpace::Initial => &self.rx_initial,
+            PnSpace::Handshake => &self.rx_handshake,
+            PnSpace::ApplicationData => &self.rx_data,
         }
     }
 
-    fn rx_is_duplicate(&self, space: PnSpace, pn: u64) -> bool {
+    pub(super) fn rx_mut(&mut self, space: PnSpace) -> &mut ReceivedSpace {
         match space {
-            PnSpace::Initial => self.rx_initial.is_duplicate(pn),
-            PnSpace::Handshake => self.rx_handshake.is_duplicate(pn),
-            PnSpace::ApplicationData => self.rx_data.is_duplicate(pn),
+            PnSpace::Initial => &mut self.rx_initial,
+            PnSpace::Handshake => &mut self.rx_handshake,
+            PnSpace::ApplicationData => &mut self.rx_data,
         }
+    }
+
+    fn rx_largest(&self, space: PnSpace) -> Option<u64> {
+        self.rx(space).largest_received()
+    }
+
+    fn rx_is_duplicate(&self, space: PnSpace, pn: u64) -> bool {
+        self.rx(space).is_duplicate(pn)
     }
 
     fn rx_record(
@@ -719,13 +729,7 @@ where
         ack_eliciting: bool,
         ecn: crate::recovery::Ecn,
     ) {
-        let _ = match space {
-            PnSpace::Initial => self.rx_initial.on_packet_received(pn, now, ack_eliciting, ecn),
-            PnSpace::Handshake => self.rx_handshake.on_packet_received(pn, now, ack_eliciting, ecn),
-            PnSpace::ApplicationData => {
-                self.rx_data.on_packet_received(pn, now, ack_eliciting, ecn)
-            }
-        };
+        let _ = self.rx_mut(space).on_packet_received(pn, now, ack_eliciting, ecn);
     }
 
     /// RFC 9000 §12.4: every frame of the packet, each checked against the permission table

@@ -63,7 +63,8 @@ fn vi(v: u64) -> VarInt {
 }
 
 /// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
-/// Largest Acknowledged.
+/// Largest Acknowledged. Out of line: inlined into the packet builder it is larger.
+#[inline(never)]
 fn write_ack(
     rx: &ReceivedSpace,
     w: &mut Writer<'_>,
@@ -565,11 +566,8 @@ where
 
     fn rx_has_unacked(&self, space: PnSpace) -> (bool, bool) {
         let now = self.last_now;
-        match space {
-            PnSpace::Initial => (self.rx_initial.has_unacked(), self.rx_initial.ack_due(now)),
-            PnSpace::Handshake => (self.rx_handshake.has_unacked(), self.rx_handshake.ack_due(now)),
-            PnSpace::ApplicationData => (self.rx_data.has_unacked(), self.rx_data.ack_due(now)),
-        }
+        let rx = self.rx(space);
+        (rx.has_unacked(), rx.ack_due(now))
     }
 
     /// Writes one packet of `space` at the start of `region` (header and frames, not yet
@@ -665,19 +663,10 @@ where
             // (never in 0-RTT packets, RFC 9000 §12.4).
             if has_unacked && !zero_rtt {
                 let max_ranges = self.config.max_ack_ranges;
-                let largest = match space {
-                    PnSpace::Initial => write_ack(&self.rx_initial, &mut w, now, max_ranges),
-                    PnSpace::Handshake => write_ack(&self.rx_handshake, &mut w, now, max_ranges),
-                    PnSpace::ApplicationData => write_ack(&self.rx_data, &mut w, now, max_ranges),
-                };
-                if let Some(largest) = largest {
+                if let Some(largest) = write_ack(self.rx(space), &mut w, now, max_ranges) {
                     f.flags |= flag::ACK;
                     f.ack_largest = largest;
-                    match space {
-                        PnSpace::Initial => self.rx_initial.on_ack_sent(),
-                        PnSpace::Handshake => self.rx_handshake.on_ack_sent(),
-                        PnSpace::ApplicationData => self.rx_data.on_ack_sent(),
-                    }
+                    self.rx_mut(space).on_ack_sent();
                 }
             }
             if respond {
