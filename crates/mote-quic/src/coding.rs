@@ -214,6 +214,12 @@ impl<'a> Writer<'a> {
         self.buf.len() - self.pos
     }
 
+    /// Forgets what was written after `pos` (no-op if `pos` is not before the current
+    /// position): undoes a partial write.
+    pub fn rewind(&mut self, pos: usize) {
+        self.pos = self.pos.min(pos);
+    }
+
     /// The bytes written so far.
     pub fn written(&self) -> &[u8] {
         &self.buf[..self.pos]

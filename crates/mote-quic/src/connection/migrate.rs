@@ -277,7 +277,7 @@ where
         let mut any = false;
         while let Some(r) = self.migration.next_response().filter(|r| r.to == self.remote) {
             let fr = Frame::PathResponse { data: r.data };
-            if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+            if !fr.emit_whole(w) {
                 break;
             }
             self.migration.pop_response();
@@ -302,7 +302,7 @@ where
             return false;
         }
         let fr = Frame::PathChallenge { data };
-        if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+        if !fr.emit_whole(w) {
             return false;
         }
         let pto = self.recovery.pto_period();

@@ -96,7 +96,7 @@ where
                 cid: i.cid,
                 reset_token: i.token,
             };
-            if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+            if !fr.emit_whole(w) {
                 self.local_cids.unpoll(i.seq);
                 break;
             }
@@ -105,7 +105,7 @@ where
         while let Some(seq) = self.remote_cids.poll_retire(pn) {
             let fr =
                 Frame::RetireConnectionId { sequence: VarInt::new(seq).unwrap_or(VarInt::MAX) };
-            if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+            if !fr.emit_whole(w) {
                 self.remote_cids.unpoll(seq);
                 break;
             }

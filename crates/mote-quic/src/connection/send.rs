@@ -74,10 +74,11 @@ fn write_ack(
     let mut ranges = max_ranges.max(1);
     loop {
         let ack = rx.ack_frame(now, ACK_DELAY_EXPONENT, ranges)?;
-        if ack.encoded_len() <= w.remaining() {
-            ack.emit(w).ok()?;
+        let start = w.position();
+        if ack.emit(w).is_ok() {
             return Some(ack.largest());
         }
+        w.rewind(start);
         if ranges == 1 {
             return None;
         }
@@ -313,7 +314,7 @@ where
         {
             let Some(data) = self.path_response else { return false };
             let fr = Frame::PathResponse { data };
-            if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+            if !fr.emit_whole(w) {
                 return false;
             }
             self.path_response = None;
@@ -761,7 +762,7 @@ where
         if one_rtt && self.token_state == TokenState::Pending {
             let token = self.token.get(..usize::from(self.token_len)).unwrap_or(&[]);
             let fr = Frame::NewToken { token };
-            if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
+            if fr.emit_whole(w) {
                 self.token_state = TokenState::InFlight;
                 f.flags |= flag::NEW_TOKEN;
                 any = true;
@@ -782,7 +783,7 @@ where
             while self.controls.has_free() && f.control_room() && w.remaining() >= 32 {
                 let Some(c) = self.streams.poll_control() else { break };
                 let fr = c.frame();
-                if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+                if !fr.emit_whole(w) {
                     self.streams.on_control_lost(c);
                     break;
                 }
@@ -797,7 +798,7 @@ where
         if one_rtt {
             while let Some(d) = self.dgram_send.front() {
                 let fr = Frame::Datagram { data: d, has_length: true };
-                if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+                if !fr.emit_whole(w) {
                     break;
                 }
                 self.dgram_send.pop();
@@ -813,7 +814,7 @@ where
                     let sent_before = cs.sent_offset();
                     let data = cs.chunk_bytes(&chunk);
                     let fr = Frame::Crypto { offset: vi(chunk.offset), data };
-                    if fr.encoded_len() <= w.remaining() && fr.emit(w).is_ok() {
+                    if fr.emit_whole(w) {
                         cs.on_sent(&chunk);
                         f.flags |= flag::CRYPTO;
                         f.crypto_offset = chunk.offset;
@@ -849,7 +850,7 @@ where
             }
             let data = self.streams.chunk_bytes(id, &chunk);
             let fr = chunk.frame(id, data, true);
-            if fr.encoded_len() > w.remaining() || fr.emit(w).is_err() {
+            if !fr.emit_whole(w) {
                 break;
             }
             self.streams.on_chunk_sent(id, &chunk);
@@ -887,8 +888,6 @@ where
                 reason: c.reason(),
             },
         };
-        if frame.encoded_len() <= w.remaining() {
-            let _ = frame.emit(w);
-        }
+        let _ = frame.emit_whole(w);
     }
 }

@@ -540,8 +540,20 @@ impl<'a> Frame<'a> {
         encoded_size(self.frame_type()) + body
     }
 
+    /// Writes the whole frame or nothing: true if it fit. The send path's one frame
+    /// writer — no separate size computation, a partial frame is rewound.
+    pub fn emit_whole(&self, w: &mut Writer<'_>) -> bool {
+        let start = w.position();
+        let fit = self.emit(w).is_ok();
+        if !fit {
+            w.rewind(start);
+        }
+        fit
+    }
+
     /// Writes the frame, type included. On error the writer may hold part of the frame;
-    /// check [`Frame::encoded_len`] against [`Writer::remaining`] first to avoid that.
+    /// check [`Frame::encoded_len`] against [`Writer::remaining`] first to avoid that, or
+    /// use [`Frame::emit_whole`].
     pub fn emit(&self, w: &mut Writer<'_>) -> Result<(), BufferTooSmall> {
         match self {
             Frame::Padding { len } => return w.put_repeated(0, *len),
