@@ -560,6 +560,10 @@ where
     /// 9369 §3.3.1: another salt), from the same connection ID. Returns what to restore if
     /// the packet turns out not to be genuine.
     fn try_compatible_switch(&mut self, h: &Hdr) -> Option<(Version, Option<DirKeys<P>>)> {
+        // With QUIC v1 alone (no `v2`) there is no compatible version to switch to.
+        if !cfg!(feature = "v2") {
+            return None;
+        }
         let offered = self.hs.compatible == Some(h.version);
         if self.side() != Side::Client
             || !h.long
@@ -1020,7 +1024,7 @@ where
         let sig = core::mem::take(&mut self.hs.signals);
         // RFC 9368 §2.3: the server switched to the compatible version: its Initial packets
         // from the ServerHello on are in it, with that version's Initial keys.
-        if sig.version_switched {
+        if sig.version_switched && self.side() == Side::Server {
             let ik = crate::packet::initial_keys(
                 &self.hs.provider,
                 self.hs.version,
