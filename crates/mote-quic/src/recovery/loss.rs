@@ -665,16 +665,16 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     }
 }
 
-fn detect_lost<T: Copy, C: CongestionController, F>(
+// Called from ACK processing and from the loss timer with different callbacks: a trait
+// object and no inlining keep it one copy in the image.
+#[inline(never)]
+fn detect_lost<T: Copy, C: CongestionController>(
     sent: &mut SentRecords<T>,
     core: &Core<C>,
     space: PnSpace,
     now: Instant,
-    on_event: &mut F,
-) -> LossSummary
-where
-    F: FnMut(PacketEvent<T>),
-{
+    on_event: &mut dyn FnMut(PacketEvent<T>),
+) -> LossSummary {
     sent.detect_lost(
         now,
         core.rtt.loss_delay(),
