@@ -416,9 +416,6 @@ impl TransportParameters {
 
     // Stores one known parameter; `None` if it is invalid.
     fn set(&mut self, id: u64, value: &[u8], sender: Side) -> Option<()> {
-        // Without the `server` feature only a server's parameters are ever decoded, so the
-        // client-side checks below compile out.
-        let sender = if cfg!(feature = "server") { sender } else { Side::Server };
         // RFC 9000 §18.2: "A client MUST NOT include any server-only transport parameter:
         // original_destination_connection_id, preferred_address, retry_source_connection_id,
         // or stateless_reset_token. A server MUST treat receipt of any of these transport
