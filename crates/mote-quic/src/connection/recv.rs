@@ -62,6 +62,13 @@ const fn level_of(space: PnSpace) -> Level {
     }
 }
 
+/// Adds `n` to a statistics counter. Out of line: a 64-bit saturating add is a dozen bytes
+/// of Thumb code at each of the counters' call sites, a call is a few.
+#[inline(never)]
+pub(super) fn bump(counter: &mut u64, n: u64) {
+    *counter = counter.saturating_add(n);
+}
+
 fn wire(e: WireError) -> ConnectionClose {
     ConnectionClose::transport(e.code(), e.frame_type())
 }
@@ -126,7 +133,7 @@ where
             PacketEvent::Acked { space, packet } => (space, packet, true, EvKind::Acked),
             PacketEvent::Lost { space, packet } => {
                 if packet.ack_eliciting {
-                    self.stats.packets_lost = self.stats.packets_lost.saturating_add(1);
+                    bump(&mut self.stats.packets_lost, 1);
                 }
                 (space, packet, false, EvKind::Lost)
             }
@@ -238,8 +245,8 @@ where
             return;
         }
         let len = data.len();
-        self.stats.datagrams_received = self.stats.datagrams_received.saturating_add(1);
-        self.stats.bytes_received = self.stats.bytes_received.saturating_add(len as u64);
+        bump(&mut self.stats.datagrams_received, 1);
+        bump(&mut self.stats.bytes_received, len as u64);
         // RFC 9000 §8.1: every byte of a datagram attributed to the connection counts
         // towards the anti-amplification allowance.
         self.amp_received = self.amp_received.saturating_add(len as u64);
@@ -446,7 +453,7 @@ where
                 return None;
             }
             Ok(o) => {
-                self.stats.packets_received = self.stats.packets_received.saturating_add(1);
+                bump(&mut self.stats.packets_received, 1);
                 if o.ackable && !o.closed {
                     self.rx_record(space, u.pn, now, o.ack_eliciting, info.ecn);
                 }
@@ -697,7 +704,7 @@ where
     }
 
     fn dropped(&mut self) {
-        self.stats.packets_dropped = self.stats.packets_dropped.saturating_add(1);
+        bump(&mut self.stats.packets_dropped, 1);
     }
 
     /// The received packets of `space`, capacity erased: one code path for all spaces.
@@ -808,8 +815,7 @@ where
                     #[cfg(not(feature = "migration"))]
                     {
                         self.path_response = Some(data);
-                        self.stats.path_challenges_received =
-                            self.stats.path_challenges_received.saturating_add(1);
+                        bump(&mut self.stats.path_challenges_received, 1);
                     }
                 }
                 // RFC 9000 §8.2.3: a response to our challenge validates the path; an
@@ -952,7 +958,7 @@ where
         let change = sink.mtu_change;
         // RFC 9002 §7.1: an increased ECN-CE count was a congestion event (recovery reacted).
         if outcome.ecn_ce_increased {
-            self.stats.ecn_ce_events = self.stats.ecn_ce_events.saturating_add(1);
+            bump(&mut self.stats.ecn_ce_events, 1);
         }
         if space == PnSpace::ApplicationData {
             // RFC 9000 §13.4.2.1: check the peer's ECN counts against our marks, only for
@@ -1207,7 +1213,7 @@ where
         let next = self.recovery.next_pn(PnSpace::ApplicationData);
         self.ecn.check_blackhole(next);
         if let TimeoutAction::SendProbes { space, count, .. } = action {
-            self.stats.ptos = self.stats.ptos.saturating_add(1);
+            bump(&mut self.stats.ptos, 1);
             #[cfg(feature = "pmtud")]
             if space == PnSpace::ApplicationData && self.handshake_confirmed {
                 if let Some(mtu) = self.pmtud.on_pto(now) {

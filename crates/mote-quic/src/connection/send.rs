@@ -3,6 +3,7 @@
 
 use mote_crypto::{CryptoProvider, TAG_LEN};
 
+use super::recv::bump;
 use super::sent::{flag, SentFrames, MAX_STREAM_CHUNK};
 use super::tls::TlsSession;
 use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
@@ -245,8 +246,8 @@ where
         if !self.finalize(now, out, &b) {
             return None;
         }
-        self.stats.datagrams_sent = self.stats.datagrams_sent.saturating_add(1);
-        self.stats.bytes_sent = self.stats.bytes_sent.saturating_add(b.len as u64);
+        bump(&mut self.stats.datagrams_sent, 1);
+        bump(&mut self.stats.bytes_sent, b.len as u64);
         Some((b.len, pn))
     }
 
@@ -433,8 +434,8 @@ where
                 sent_handshake = true;
             }
         }
-        self.stats.datagrams_sent = self.stats.datagrams_sent.saturating_add(1);
-        self.stats.bytes_sent = self.stats.bytes_sent.saturating_add(pos as u64);
+        bump(&mut self.stats.datagrams_sent, 1);
+        bump(&mut self.stats.bytes_sent, pos as u64);
         if !self.address_validated {
             self.amp_sent = self.amp_sent.saturating_add(pos as u64);
             let blocked = self.amplification_blocked();
@@ -820,8 +821,7 @@ where
                         f.crypto_offset = chunk.offset;
                         f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
                         let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
-                        self.stats.bytes_retransmitted =
-                            self.stats.bytes_retransmitted.saturating_add(re);
+                        bump(&mut self.stats.bytes_retransmitted, re);
                         any = true;
                     }
                 }
@@ -857,7 +857,7 @@ where
             // Room was checked and the chunk is below MAX_STREAM_CHUNK: always recorded.
             let _ = f.add_stream(id.raw(), chunk.offset, chunk.len, chunk.fin);
             let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
-            self.stats.bytes_retransmitted = self.stats.bytes_retransmitted.saturating_add(re);
+            bump(&mut self.stats.bytes_retransmitted, re);
             any = true;
             if resend {
                 break;
