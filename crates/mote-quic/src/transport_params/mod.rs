@@ -431,39 +431,7 @@ impl TransportParameters {
         {
             return None;
         }
-        // RFC 9000 §18.2: the integer parameters and their allowed ranges (inclusive), all
-        // decoded by one path.
-        const ANY: u64 = VarInt::MAX.into_inner();
-        let (slot, min, max): (&mut VarInt, u64, u64) = match id {
-            id::MAX_IDLE_TIMEOUT => (&mut self.max_idle_timeout, 0, ANY),
-            // "Values below 1200 are invalid."
-            id::MAX_UDP_PAYLOAD_SIZE => (&mut self.max_udp_payload_size, 1200, ANY),
-            id::INITIAL_MAX_DATA => (&mut self.initial_max_data, 0, ANY),
-            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
-                (&mut self.initial_max_stream_data_bidi_local, 0, ANY)
-            }
-            id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
-                (&mut self.initial_max_stream_data_bidi_remote, 0, ANY)
-            }
-            id::INITIAL_MAX_STREAM_DATA_UNI => (&mut self.initial_max_stream_data_uni, 0, ANY),
-            // "If a max_streams transport parameter ... is received with a value greater than
-            // 2^60 ... the connection MUST be closed immediately with a connection error of
-            // type TRANSPORT_PARAMETER_ERROR."
-            id::INITIAL_MAX_STREAMS_BIDI => (&mut self.initial_max_streams_bidi, 0, 1 << 60),
-            id::INITIAL_MAX_STREAMS_UNI => (&mut self.initial_max_streams_uni, 0, 1 << 60),
-            // "The value of the active_connection_id_limit parameter MUST be at least 2."
-            id::ACTIVE_CONNECTION_ID_LIMIT => (&mut self.active_connection_id_limit, 2, ANY),
-            // RFC 9221 §3: any varint; 0 means DATAGRAM frames are not supported.
-            #[cfg(feature = "datagram")]
-            id::MAX_DATAGRAM_FRAME_SIZE => (&mut self.max_datagram_frame_size, 0, ANY),
-            _ => return self.set_other(id, value, sender),
-        };
-        *slot = varint_value(value).filter(|v| (min..=max).contains(&v.into_inner()))?;
-        Some(())
-    }
-
-    // The parameters that are not plain integers.
-    fn set_other(&mut self, id: u64, value: &[u8], sender: Side) -> Option<()> {
+        // RFC 9000 §18.2: the value of each parameter and its allowed range.
         match id {
             // Connection IDs are at most 20 bytes (RFC 9000 §17.2).
             id::ORIGINAL_DESTINATION_CONNECTION_ID => {
@@ -475,8 +443,35 @@ impl TransportParameters {
             id::RETRY_SOURCE_CONNECTION_ID => {
                 self.retry_source_connection_id = Some(ConnectionId::new(value)?);
             }
+            id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = varint_value(value)?,
             // "This parameter is a sequence of 16 bytes."
             id::STATELESS_RESET_TOKEN => self.stateless_reset_token = Some(value.try_into().ok()?),
+            // "Values below 1200 are invalid."
+            id::MAX_UDP_PAYLOAD_SIZE => {
+                self.max_udp_payload_size =
+                    varint_value(value).filter(|v| v.into_inner() >= 1200)?;
+            }
+            id::INITIAL_MAX_DATA => self.initial_max_data = varint_value(value)?,
+            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
+                self.initial_max_stream_data_bidi_local = varint_value(value)?;
+            }
+            id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
+                self.initial_max_stream_data_bidi_remote = varint_value(value)?;
+            }
+            id::INITIAL_MAX_STREAM_DATA_UNI => {
+                self.initial_max_stream_data_uni = varint_value(value)?
+            }
+            // "If a max_streams transport parameter ... is received with a value greater than
+            // 2^60 ... the connection MUST be closed immediately with a connection error of
+            // type TRANSPORT_PARAMETER_ERROR."
+            id::INITIAL_MAX_STREAMS_BIDI => {
+                self.initial_max_streams_bidi =
+                    varint_value(value).filter(|v| v.into_inner() <= 1 << 60)?;
+            }
+            id::INITIAL_MAX_STREAMS_UNI => {
+                self.initial_max_streams_uni =
+                    varint_value(value).filter(|v| v.into_inner() <= 1 << 60)?;
+            }
             // "Values above 20 are invalid."
             id::ACK_DELAY_EXPONENT => {
                 let v = varint_value(value)?.into_inner();
@@ -494,9 +489,17 @@ impl TransportParameters {
             id::PREFERRED_ADDRESS => {
                 self.preferred_address = Some(decode_preferred_address(value)?)
             }
+            // "The value of the active_connection_id_limit parameter MUST be at least 2."
+            id::ACTIVE_CONNECTION_ID_LIMIT => {
+                self.active_connection_id_limit =
+                    varint_value(value).filter(|v| v.into_inner() >= 2)?;
+            }
             id::VERSION_INFORMATION => {
                 self.version_information = Some(VersionInformation::decode(value, sender)?);
             }
+            // RFC 9221 §3: any varint; 0 means DATAGRAM frames are not supported.
+            #[cfg(feature = "datagram")]
+            id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = varint_value(value)?,
             // RFC 9287 §3: "an endpoint that understands this transport parameter MUST treat
             // receipt of a non-empty value of the transport parameter as a connection error
             // of type TRANSPORT_PARAMETER_ERROR."
