@@ -30,6 +30,8 @@
     )
 )]
 
+#[cfg(any(feature = "device", feature = "quic"))]
+mod adapter;
 pub mod coding;
 pub mod connection;
 #[cfg(feature = "device")]
