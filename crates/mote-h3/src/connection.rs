@@ -51,9 +51,9 @@ use crate::frame::{
     frame_type, grease_id, stream_type, write_frame, write_frame_header, write_varint_frame, Frame,
     FrameEvent, FrameReader, Settings, StreamKind,
 };
-use crate::message::{self, Request};
 #[cfg(feature = "server")]
 use crate::message::Response;
+use crate::message::{self, Request};
 use crate::qpack::instructions::{parse_decoder_instruction, parse_encoder_instruction};
 #[cfg(feature = "dynamic-table")]
 use crate::qpack::{instructions::write_decoder_instruction, DynamicTable};
