@@ -233,6 +233,68 @@ impl crate::Hmac for Hmac {
     }
 }
 
+/// RFC 7748 §4.1: the u-coordinate of the Curve25519 base point, 9.
+const X25519_BASE_POINT: [u8; 32] = {
+    let mut u = [0u8; 32];
+    u[0] = 9;
+    u
+};
+
+/// RFC 7748 §5: X25519(k, u) (the scalar is clamped inside). With feature `salty`, salty's
+/// (Cortex-M4 assembly field arithmetic, about 2 KB; see ARCHITECTURE.md), else
+/// x25519-dalek's.
+fn x25519(k: [u8; 32], u: [u8; 32]) -> [u8; 32] {
+    #[cfg(feature = "salty")]
+    return salty::agreement::x25519(k, u);
+    #[cfg(not(feature = "salty"))]
+    return x25519_dalek::x25519(k, u);
+}
+
+/// RFC 8032 §5.1.7: Ed25519 verification with ed25519-dalek's `verify_strict` (rejects
+/// small-order keys and R, and non-canonical encodings).
+#[cfg(all(feature = "ed25519", not(feature = "salty")))]
+fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
+    let key = ed25519_dalek::VerifyingKey::from_bytes(key).map_err(|_| Error::BadSignature)?;
+    key.verify_strict(message, &ed25519_dalek::Signature::from_bytes(sig))
+        .map_err(|_| Error::BadSignature)
+}
+
+/// RFC 8032 §5.1.7 with salty (feature `salty`, the device's smaller Ed25519): A must
+/// decode to a curve point, S must be below L ("If any of the decodings fail (including S
+/// being out of range), the signature is invalid" — checked here, salty reduces S), and
+/// [S]B = R + [k]A with R compared by its encoding, so a non-canonical R never matches.
+/// Unlike dalek's `verify_strict` small-order A or R are not rejected: the key verified
+/// against is pinned in flash or certified by a pinned trust anchor, never the peer's
+/// choice alone.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
+    let (_, s) = sig.split_at(32);
+    if !scalar_below_order(s) {
+        return Err(Error::BadSignature);
+    }
+    let key = salty::PublicKey::try_from(key).map_err(|_| Error::BadSignature)?;
+    key.verify(message, &salty::Signature::from(sig)).map_err(|_| Error::BadSignature)
+}
+
+/// Whether the 32-byte little-endian scalar `s` is below the group order L = 2^252 +
+/// 27742317777372353535851937790883648493 (RFC 8032 §5.1). Public data: no need for
+/// constant time.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+fn scalar_below_order(s: &[u8]) -> bool {
+    const L: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x10,
+    ];
+    // Compare from the most significant byte down.
+    for (a, b) in s.iter().rev().zip(L.iter().rev()) {
+        if a != b {
+            return a < b;
+        }
+    }
+    false
+}
+
 /// An in-progress ephemeral key exchange.
 pub enum KeyExchange {
     /// X25519 (RFC 7748): the private scalar and our public key.
@@ -273,7 +335,7 @@ impl crate::KeyExchange for KeyExchange {
         match self {
             Self::X25519 { private, .. } => {
                 let peer: [u8; 32] = peer_public_key.try_into().map_err(|_| Error::BadPublicKey)?;
-                let shared = x25519_dalek::x25519(*private, peer);
+                let shared = x25519(*private, peer);
                 // RFC 8446 §7.4.2 / RFC 7748 §6.1: an all-zero result means the peer sent a
                 // small-order point; abort.
                 if shared.iter().fold(0u8, |acc, b| acc | b) == 0 {
@@ -464,7 +526,7 @@ impl CryptoProvider for RustCrypto {
                 // RFC 7748 §5: any 32 random bytes are a valid scalar (clamped in `x25519`).
                 let mut private = zeroize::Zeroizing::new([0u8; 32]);
                 rng.fill(&mut *private)?;
-                let public = x25519_dalek::x25519(*private, x25519_dalek::X25519_BASEPOINT_BYTES);
+                let public = x25519(*private, X25519_BASE_POINT);
                 Ok(KeyExchange::X25519 { private, public })
             }
             #[cfg(feature = "p256")]
@@ -502,11 +564,7 @@ impl CryptoProvider for RustCrypto {
             SignatureScheme::Ed25519 => {
                 let key: &[u8; 32] = public_key.try_into().map_err(|_| Error::BadSignature)?;
                 let sig: &[u8; 64] = signature.try_into().map_err(|_| Error::BadSignature)?;
-                let key = ed25519_dalek::VerifyingKey::from_bytes(key)
-                    .map_err(|_| Error::BadSignature)?;
-                // Strict verification rejects small-order keys and non-canonical encodings.
-                key.verify_strict(message, &ed25519_dalek::Signature::from_bytes(sig))
-                    .map_err(|_| Error::BadSignature)
+                ed25519_verify(key, message, sig)
             }
             #[cfg(feature = "ecdsa-p256")]
             SignatureScheme::EcdsaSecp256r1Sha256 => {
