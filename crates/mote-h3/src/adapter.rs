@@ -85,7 +85,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> RecvBuffer<B> {
         Self { buf, len: 0, fin: false }
     }
 
-    /// Empties the buffer for a new stream.
+    /// Empties the buffer for a new stream (`device` reuses table entries).
+    #[cfg(feature = "device")]
     pub(crate) fn reset(&mut self) {
         self.len = 0;
         self.fin = false;
