@@ -43,7 +43,8 @@ pub mod qpack;
 #[cfg(feature = "quic")]
 pub mod quic;
 
-#[cfg(test)]
+// Session tests pair a client with a server.
+#[cfg(all(test, feature = "server"))]
 mod tests;
 
 pub use connection::{Config, Connection, Event, HeadersKind, Recv, Role, StreamState, Transport};
