@@ -1142,6 +1142,34 @@ mod rustcrypto_only {
     use super::*;
     use mote_crypto::rustcrypto::RustCrypto;
 
+    /// Ed25519 with a small-order public key: for A = the identity, R = B and S = 1 satisfy
+    /// [S]B = R + [k]A for every message, a forgery a cofactorless check alone accepts.
+    /// RustCrypto rejects such keys (dalek's `verify_strict`; with `salty`, its own checks),
+    /// also in their non-canonical encodings (y + p) and with the sign bit set.
+    #[cfg(feature = "ed25519")]
+    #[test]
+    fn ed25519_small_order_key_forgery() {
+        let base = hex!("5866666666666666666666666666666666666666666666666666666666666666");
+        let mut sig = [0u8; 64];
+        sig[..32].copy_from_slice(&base);
+        sig[32] = 1;
+        let identity = hex!("0100000000000000000000000000000000000000000000000000000000000000");
+        let alias = hex!("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f");
+        let mut signed = identity;
+        signed[31] |= 0x80;
+        for key in [identity, alias, signed] {
+            for msg in [&b""[..], b"forged"] {
+                let r = RustCrypto.verify(SignatureScheme::Ed25519, &key, msg, &sig);
+                assert_eq!(r, Err(Error::BadSignature), "{key:02x?}");
+            }
+        }
+        // A small-order R with a valid key is refused as well.
+        let mut sig = ED25519_TEST1_SIG;
+        sig[..32].copy_from_slice(&identity);
+        let r = RustCrypto.verify(SignatureScheme::Ed25519, &ED25519_TEST1_PUBLIC, b"", &sig);
+        assert_eq!(r, Err(Error::BadSignature));
+    }
+
     /// RustCrypto takes its ephemeral keys from the caller's RNG, so RFC 7748 §6.1 can be
     /// replayed exactly.
     #[test]
