@@ -212,6 +212,7 @@ const COMPONENTS: &[(&str, &[&str])] = &[
             "primeorder",
             "rand_core",
             "rfc6979",
+            "salty",
             "sec1",
             "sha2",
             "signature",
@@ -804,6 +805,9 @@ fn unmangled_crate(name: &str) -> &'static str {
         FIRMWARE_CRATE
     } else if RUNTIME.contains(&name) || RISCV_RUNTIME.contains(&name) {
         "cortex_m_rt"
+    } else if name.starts_with("fe25519_") {
+        // salty's Cortex-M4 field arithmetic (assembly, unmangled).
+        "salty"
     } else if name.starts_with("OUTLINED_FUNCTION_") {
         OUTLINED
     } else if name == "rust_begin_unwind" {

@@ -233,6 +233,117 @@ impl crate::Hmac for Hmac {
     }
 }
 
+/// RFC 7748 §4.1: the u-coordinate of the Curve25519 base point, 9.
+const X25519_BASE_POINT: [u8; 32] = {
+    let mut u = [0u8; 32];
+    u[0] = 9;
+    u
+};
+
+/// RFC 7748 §5: X25519(k, u) (the scalar is clamped inside). With feature `salty`, salty's
+/// (Cortex-M4 assembly field arithmetic, about 2 KB; see ARCHITECTURE.md), else
+/// x25519-dalek's.
+fn x25519(k: [u8; 32], u: [u8; 32]) -> [u8; 32] {
+    #[cfg(feature = "salty")]
+    return salty::agreement::x25519(k, u);
+    #[cfg(not(feature = "salty"))]
+    return x25519_dalek::x25519(k, u);
+}
+
+/// RFC 8032 §5.1.7: Ed25519 verification with ed25519-dalek's `verify_strict` (rejects
+/// small-order keys and R, and non-canonical encodings).
+#[cfg(all(feature = "ed25519", not(feature = "salty")))]
+fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
+    let key = ed25519_dalek::VerifyingKey::from_bytes(key).map_err(|_| Error::BadSignature)?;
+    key.verify_strict(message, &ed25519_dalek::Signature::from_bytes(sig))
+        .map_err(|_| Error::BadSignature)
+}
+
+/// RFC 8032 §5.1.7 with salty (feature `salty`, the device's smaller Ed25519), as strict
+/// as dalek's `verify_strict`: S must be below L ("If any of the decodings fail (including S
+/// being out of range), the signature is invalid"; salty reduces S instead), A must be a
+/// canonical encoding (§5.1.3: y < p; salty does not check) of a point not of small order,
+/// R must not be of small order either, and [S]B = R + [k]A is checked with R compared by
+/// its encoding, so a non-canonical R never matches.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
+    let (r, s) = sig.split_at(32);
+    let mut y = *key;
+    if let Some(top) = y.last_mut() {
+        *top &= 0x7f; // the sign of x
+    }
+    if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) || small_order(key) || small_order(r) {
+        return Err(Error::BadSignature);
+    }
+    let key = salty::PublicKey::try_from(key).map_err(|_| Error::BadSignature)?;
+    key.verify(message, &salty::Signature::from(sig)).map_err(|_| Error::BadSignature)
+}
+
+/// The group order L = 2^252 + 27742317777372353535851937790883648493 (RFC 8032 §5.1),
+/// little-endian.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+const ED25519_ORDER: [u8; 32] = [
+    0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,
+];
+
+/// p = 2^255 - 19 (RFC 8032 §5.1), little-endian.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+const FIELD_PRIME: [u8; 32] = [
+    0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+];
+
+/// Every encoding of a point of order 1, 2, 4 or 8, compared without the sign bit: y = 0,
+/// 1, p - 1 and the two y of the order-8 points, plus the aliases y + p of 0 and 1 (the
+/// only ones below 2^255). Checked with exact point arithmetic when written.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+const SMALL_ORDER_Y: [[u8; 32]; 7] = {
+    let mut t = [[0u8; 32]; 7];
+    t[1][0] = 1;
+    t[2] = [
+        0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98,
+        0xf0, 0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53,
+        0xfc, 0x05,
+    ];
+    t[3] = [
+        0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67,
+        0x0f, 0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac,
+        0x03, 0x7a,
+    ];
+    // p - 1, p, p + 1.
+    t[4] = FIELD_PRIME;
+    t[4][0] = 0xec;
+    t[5] = FIELD_PRIME;
+    t[6] = FIELD_PRIME;
+    t[6][0] = 0xee;
+    t
+};
+
+/// Whether the point encoding `enc` (32 bytes) is one of [`SMALL_ORDER_Y`], sign ignored.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+fn small_order(enc: &[u8]) -> bool {
+    SMALL_ORDER_Y.iter().any(|y| {
+        y.iter().zip(enc).enumerate().all(|(i, (a, b))| {
+            let b = if i == 31 { b & 0x7f } else { *b };
+            *a == b
+        })
+    })
+}
+
+/// Whether the little-endian number `x` is below `bound` (both 32 bytes). Public data: no
+/// need for constant time.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+fn below(x: &[u8], bound: &[u8; 32]) -> bool {
+    // Compare from the most significant byte down.
+    for (a, b) in x.iter().rev().zip(bound.iter().rev()) {
+        if a != b {
+            return a < b;
+        }
+    }
+    false
+}
+
 /// An in-progress ephemeral key exchange.
 pub enum KeyExchange {
     /// X25519 (RFC 7748): the private scalar and our public key.
@@ -273,7 +384,7 @@ impl crate::KeyExchange for KeyExchange {
         match self {
             Self::X25519 { private, .. } => {
                 let peer: [u8; 32] = peer_public_key.try_into().map_err(|_| Error::BadPublicKey)?;
-                let shared = x25519_dalek::x25519(*private, peer);
+                let shared = x25519(*private, peer);
                 // RFC 8446 §7.4.2 / RFC 7748 §6.1: an all-zero result means the peer sent a
                 // small-order point; abort.
                 if shared.iter().fold(0u8, |acc, b| acc | b) == 0 {
@@ -464,7 +575,7 @@ impl CryptoProvider for RustCrypto {
                 // RFC 7748 §5: any 32 random bytes are a valid scalar (clamped in `x25519`).
                 let mut private = zeroize::Zeroizing::new([0u8; 32]);
                 rng.fill(&mut *private)?;
-                let public = x25519_dalek::x25519(*private, x25519_dalek::X25519_BASEPOINT_BYTES);
+                let public = x25519(*private, X25519_BASE_POINT);
                 Ok(KeyExchange::X25519 { private, public })
             }
             #[cfg(feature = "p256")]
@@ -502,11 +613,7 @@ impl CryptoProvider for RustCrypto {
             SignatureScheme::Ed25519 => {
                 let key: &[u8; 32] = public_key.try_into().map_err(|_| Error::BadSignature)?;
                 let sig: &[u8; 64] = signature.try_into().map_err(|_| Error::BadSignature)?;
-                let key = ed25519_dalek::VerifyingKey::from_bytes(key)
-                    .map_err(|_| Error::BadSignature)?;
-                // Strict verification rejects small-order keys and non-canonical encodings.
-                key.verify_strict(message, &ed25519_dalek::Signature::from_bytes(sig))
-                    .map_err(|_| Error::BadSignature)
+                ed25519_verify(key, message, sig)
             }
             #[cfg(feature = "ecdsa-p256")]
             SignatureScheme::EcdsaSecp256r1Sha256 => {

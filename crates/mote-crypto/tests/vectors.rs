@@ -845,6 +845,11 @@ const P256_OPENSSL_PUBLIC: [u8; 65] = hex!(
     "f323dd46c3f23a9df28118fd11b4f513c9483dbe28048a4f350a69d39825b9c0"
 );
 
+/// RFC 8032 §5.1: the group order L = 2^252 + 27742317777372353535851937790883648493,
+/// little-endian.
+const ED25519_ORDER: [u8; 32] =
+    hex!("edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010");
+
 /// RFC 8032 §7.1 TEST 1 and TEST 2.
 fn check_ed25519_verify<P: CryptoProvider>(p: &P) {
     let s = SignatureScheme::Ed25519;
@@ -862,6 +867,17 @@ fn check_ed25519_verify<P: CryptoProvider>(p: &P) {
     // S >= L (non-canonical, RFC 8032 §5.1.7): set the top bits of S.
     let mut sig = ED25519_TEST1_SIG;
     sig[63] |= 0xf0;
+    assert_eq!(p.verify(s, &ED25519_TEST1_PUBLIC, b"", &sig), bad);
+    // S + L: the same signature with S out of range (the equation still holds mod L), which
+    // RFC 8032 §5.1.7 rejects ("including S being out of range"): signature malleability.
+    let mut sig = ED25519_TEST1_SIG;
+    let mut carry = 0u16;
+    for (b, l) in sig[32..].iter_mut().zip(ED25519_ORDER) {
+        let sum = u16::from(*b) + u16::from(l) + carry;
+        *b = sum as u8;
+        carry = sum >> 8;
+    }
+    assert_eq!(carry, 0);
     assert_eq!(p.verify(s, &ED25519_TEST1_PUBLIC, b"", &sig), bad);
     assert_eq!(p.verify(s, &ED25519_TEST2_PUBLIC, b"", &ED25519_TEST1_SIG), bad);
     // Wrong lengths are errors, not panics.
@@ -1125,6 +1141,34 @@ provider_tests!(ring, mote_crypto::fast::Ring);
 mod rustcrypto_only {
     use super::*;
     use mote_crypto::rustcrypto::RustCrypto;
+
+    /// Ed25519 with a small-order public key: for A = the identity, R = B and S = 1 satisfy
+    /// [S]B = R + [k]A for every message, a forgery a cofactorless check alone accepts.
+    /// RustCrypto rejects such keys (dalek's `verify_strict`; with `salty`, its own checks),
+    /// also in their non-canonical encodings (y + p) and with the sign bit set.
+    #[cfg(feature = "ed25519")]
+    #[test]
+    fn ed25519_small_order_key_forgery() {
+        let base = hex!("5866666666666666666666666666666666666666666666666666666666666666");
+        let mut sig = [0u8; 64];
+        sig[..32].copy_from_slice(&base);
+        sig[32] = 1;
+        let identity = hex!("0100000000000000000000000000000000000000000000000000000000000000");
+        let alias = hex!("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f");
+        let mut signed = identity;
+        signed[31] |= 0x80;
+        for key in [identity, alias, signed] {
+            for msg in [&b""[..], b"forged"] {
+                let r = RustCrypto.verify(SignatureScheme::Ed25519, &key, msg, &sig);
+                assert_eq!(r, Err(Error::BadSignature), "{key:02x?}");
+            }
+        }
+        // A small-order R with a valid key is refused as well.
+        let mut sig = ED25519_TEST1_SIG;
+        sig[..32].copy_from_slice(&identity);
+        let r = RustCrypto.verify(SignatureScheme::Ed25519, &ED25519_TEST1_PUBLIC, b"", &sig);
+        assert_eq!(r, Err(Error::BadSignature));
+    }
 
     /// RustCrypto takes its ephemeral keys from the caller's RNG, so RFC 7748 §6.1 can be
     /// replayed exactly.

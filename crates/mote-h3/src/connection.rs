@@ -51,7 +51,9 @@ use crate::frame::{
     frame_type, grease_id, stream_type, write_frame, write_frame_header, write_varint_frame, Frame,
     FrameEvent, FrameReader, Settings, StreamKind,
 };
-use crate::message::{self, Request, Response};
+#[cfg(feature = "server")]
+use crate::message::Response;
+use crate::message::{self, Request};
 use crate::qpack::instructions::{parse_decoder_instruction, parse_encoder_instruction};
 #[cfg(feature = "dynamic-table")]
 use crate::qpack::{instructions::write_decoder_instruction, DynamicTable};
@@ -85,7 +87,8 @@ pub trait Transport {
 pub enum Role {
     /// Sends requests.
     Client,
-    /// Answers requests.
+    /// Answers requests (feature `server`: a device client builds no server paths).
+    #[cfg(feature = "server")]
     Server,
 }
 
@@ -347,6 +350,7 @@ pub struct Connection<'t> {
     peer_decoder: Option<u64>,
     max_push_id_received: Option<u64>,
     /// Server: the lowest client-initiated bidirectional stream ID not seen yet.
+    #[cfg(feature = "server")]
     next_request_id: u64,
     #[cfg(feature = "dynamic-table")]
     table: Option<DynamicTable<'t>>,
@@ -376,6 +380,7 @@ impl<'t> Connection<'t> {
             peer_encoder: None,
             peer_decoder: None,
             max_push_id_received: None,
+            #[cfg(feature = "server")]
             next_request_id: 0,
             #[cfg(feature = "dynamic-table")]
             table: None,
@@ -402,6 +407,15 @@ impl<'t> Connection<'t> {
     /// This end's role.
     pub const fn role(&self) -> Role {
         self.role
+    }
+
+    /// Whether this end is a server: always false without feature `server`, so a client
+    /// build compiles out request validation and the other server-only paths.
+    fn is_server(&self) -> bool {
+        #[cfg(feature = "server")]
+        return self.role == Role::Server;
+        #[cfg(not(feature = "server"))]
+        return false;
     }
 
     /// The SETTINGS this end sends.
@@ -624,6 +638,7 @@ impl<'t> Connection<'t> {
     }
 
     /// Decides what a stream seen for the first time is.
+    #[cfg_attr(not(feature = "server"), allow(unused_variables))]
     fn classify<T: Transport>(&mut self, t: &mut T, s: &mut StreamState) -> Result<(), H3Error> {
         let id = s.id;
         let ours = is_client_initiated(id) == (self.role == Role::Client);
@@ -631,6 +646,7 @@ impl<'t> Connection<'t> {
             // Our own request stream (client).
             (true, true, Role::Client) => Kind::Request,
             // A new request (server).
+            #[cfg(feature = "server")]
             (true, false, Role::Server) => {
                 if id >= self.next_request_id {
                     self.next_request_id = id.saturating_add(4);
@@ -647,6 +663,7 @@ impl<'t> Connection<'t> {
             }
             // §6.1: server-initiated bidirectional streams need an extension.
             (true, false, Role::Client) => return Err(H3Error::StreamCreationError),
+            #[cfg(feature = "server")]
             (true, true, Role::Server) => return Err(H3Error::StreamCreationError),
             (false, false, _) => Kind::UniType,
             // Nothing is ever received on our own unidirectional streams.
@@ -671,6 +688,7 @@ impl<'t> Connection<'t> {
                 // carry (§4.6: H3_ID_ERROR); only servers push (§6.2.2).
                 return Err(match self.role {
                     Role::Client => H3Error::IdError,
+                    #[cfg(feature = "server")]
                     Role::Server => H3Error::StreamCreationError,
                 });
             }
@@ -738,7 +756,7 @@ impl<'t> Connection<'t> {
                 }
                 FrameEvent::Frame(Frame::MaxPushId(id)) => {
                     // §7.2.7: only clients send MAX_PUSH_ID, and it may not decrease.
-                    if self.role == Role::Client {
+                    if !self.is_server() {
                         return Err(H3Error::FrameUnexpected);
                     }
                     if self.max_push_id_received.is_some_and(|prev| id < prev) {
@@ -858,6 +876,7 @@ impl<'t> Connection<'t> {
                     // a server never receives PUSH_PROMISE.
                     return Err(match self.role {
                         Role::Client => H3Error::IdError,
+                        #[cfg(feature = "server")]
                         Role::Server => H3Error::FrameUnexpected,
                     });
                 }
@@ -901,7 +920,7 @@ impl<'t> Connection<'t> {
         let mut bodyless = false;
         let checked = if trailers {
             message::check_trailers(&fields).map(|()| HeadersKind::Trailers)
-        } else if self.role == Role::Server {
+        } else if self.is_server() {
             message::parse_request(&fields).map(|_| HeadersKind::Message)
         } else {
             message::parse_response(&fields).map(|status| {
@@ -1061,6 +1080,7 @@ impl<'t> Connection<'t> {
         if s.recv == RecvPhase::Headers {
             // The stream ended without a (final) header section (§4.1.2).
             let code = match self.role {
+                #[cfg(feature = "server")]
                 Role::Server => H3Error::RequestIncomplete,
                 Role::Client => H3Error::MessageError,
             };
@@ -1177,6 +1197,7 @@ impl<'t> Connection<'t> {
     /// Server: sends a response head on request stream `s`; an interim (1xx) response may
     /// be followed by more, a final one by DATA and trailers. `end_stream` sends FIN (not
     /// allowed on an interim response).
+    #[cfg(feature = "server")]
     pub fn send_response<T: Transport>(
         &mut self,
         t: &mut T,
@@ -1304,6 +1325,7 @@ impl<'t> Connection<'t> {
     pub fn shutdown<T: Transport>(&mut self, t: &mut T) -> Result<(), SendError> {
         self.check_open()?;
         let id = match self.role {
+            #[cfg(feature = "server")]
             Role::Server => self.next_request_id,
             Role::Client => 0,
         };

@@ -21,91 +21,30 @@
 
 use mote_crypto::CryptoProvider;
 use mote_quic::connection::{Connection, TlsSession};
-use mote_quic::frame::StreamDir;
-use mote_quic::stream::{Read, StreamId};
+use mote_quic::stream::StreamId;
 
-use crate::connection::{Config, Event, Role, StreamState, Transport};
+pub use crate::adapter::QuicTransport;
+use crate::adapter::RecvBuffer;
+use crate::connection::{Config, Event, Role, StreamState};
 use crate::error::{H3Error, SendError};
-
-/// [`Transport`] over a borrowed mote-quic connection.
-pub struct QuicTransport<'a, P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize>
-where
-    P: CryptoProvider + Clone,
-    T: TlsSession,
-    C: AsRef<[u8]> + AsMut<[u8]>,
-    S: AsRef<[u8]> + AsMut<[u8]>,
-{
-    /// The QUIC connection.
-    pub conn: &'a mut Connection<P, T, C, S, N, SENT, RANGES>,
-}
-
-impl<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize> Transport
-    for QuicTransport<'_, P, T, C, S, N, SENT, RANGES>
-where
-    P: CryptoProvider + Clone,
-    T: TlsSession,
-    C: AsRef<[u8]> + AsMut<[u8]>,
-    S: AsRef<[u8]> + AsMut<[u8]>,
-{
-    fn open_uni(&mut self) -> Option<u64> {
-        self.conn.stream_open(StreamDir::Uni).ok().map(StreamId::raw)
-    }
-
-    fn open_bidi(&mut self) -> Option<u64> {
-        self.conn.stream_open(StreamDir::Bidi).ok().map(StreamId::raw)
-    }
-
-    fn capacity(&self, id: u64) -> usize {
-        StreamId::new(id)
-            .map_or(0, |id| usize::try_from(self.conn.stream_capacity(id)).unwrap_or(usize::MAX))
-    }
-
-    fn write(&mut self, id: u64, data: &[u8], fin: bool) -> usize {
-        let Some(id) = StreamId::new(id) else { return 0 };
-        let n = if data.is_empty() { 0 } else { self.conn.stream_send(id, data).unwrap_or(0) };
-        if fin && n == data.len() {
-            let _ = self.conn.stream_finish(id);
-        }
-        n
-    }
-
-    fn reset_stream(&mut self, id: u64, code: u64) {
-        if let Some(id) = StreamId::new(id) {
-            self.conn.stream_reset(id, code);
-        }
-    }
-
-    fn stop_sending(&mut self, id: u64, code: u64) {
-        if let Some(id) = StreamId::new(id) {
-            self.conn.stop_sending(id, code);
-        }
-    }
-
-    fn close(&mut self, code: u64) {
-        self.conn.close(code, b"");
-    }
-}
 
 /// One stream the session receives on: its mote-h3 state and the bytes not consumed yet.
 #[derive(Debug)]
 struct RecvStream<const CAP: usize> {
     state: StreamState,
     used: bool,
-    buf: [u8; CAP],
-    len: usize,
-    fin: bool,
+    rx: RecvBuffer<[u8; CAP]>,
 }
 
 impl<const CAP: usize> RecvStream<CAP> {
     const EMPTY: Self =
-        Self { state: StreamState::new(0), used: false, buf: [0; CAP], len: 0, fin: false };
+        Self { state: StreamState::new(0), used: false, rx: RecvBuffer::new([0; CAP]) };
 
     /// Takes this entry for the stream of `state` (in place: no buffer-sized temporary).
     fn take(&mut self, state: StreamState) {
         self.state = state;
         self.used = true;
-        self.len = 0;
-        self.fin = false;
+        self.rx.reset();
     }
 }
 
@@ -254,62 +193,7 @@ impl<const STREAMS: usize, const CAP: usize, const FIELDS: usize> Session<STREAM
         self.adopt_peer_streams(conn);
         let Self { h3, streams, fields, .. } = self;
         for s in streams.iter_mut().filter(|s| s.used) {
-            let Some(qid) = StreamId::new(s.state.id()) else { continue };
-            loop {
-                // Fill the buffer from QUIC.
-                let mut read = 0;
-                let mut reset = None;
-                while !s.fin && !s.state.recv_finished() {
-                    let Some(dst) = s.buf.get_mut(s.len..) else { break };
-                    if dst.is_empty() {
-                        break;
-                    }
-                    match conn.stream_recv(qid, dst) {
-                        Some(Read::Data(n)) => {
-                            s.len += n;
-                            read += n;
-                        }
-                        Some(Read::Fin) => s.fin = true,
-                        Some(Read::Reset(code)) => {
-                            reset = Some(code);
-                            break;
-                        }
-                        _ => break,
-                    }
-                }
-                let mut t = QuicTransport { conn: &mut *conn };
-                if let Some(code) = reset {
-                    s.len = 0;
-                    if !s.state.recv_finished() {
-                        h3.on_reset(&mut t, &mut s.state, code)?;
-                    }
-                    break;
-                }
-                // Feed mote-h3 until it needs more bytes.
-                let mut consumed_total = 0;
-                while !s.state.recv_finished() {
-                    let input = s.buf.get(..s.len).unwrap_or(&[]);
-                    let r = h3.recv(&mut t, &mut s.state, input, s.fin, fields)?;
-                    let consumed = r.consumed.min(s.len);
-                    let event = r.event;
-                    let stop = matches!(event, None | Some(Event::Blocked));
-                    if let Some(e) = event.filter(|e| *e != Event::Blocked) {
-                        handler(h3, &mut t, &mut s.state, e);
-                    }
-                    s.buf.copy_within(consumed..s.len, 0);
-                    s.len -= consumed;
-                    consumed_total += consumed;
-                    if stop {
-                        break;
-                    }
-                }
-                if s.state.recv_finished() {
-                    s.len = 0;
-                }
-                if read == 0 && consumed_total == 0 {
-                    break;
-                }
-            }
+            s.rx.pump(h3, conn, &mut s.state, fields, &mut handler)?;
         }
         // Free entries done in both directions whose QUIC stream is gone (its ID never
         // comes back in `live_streams`).

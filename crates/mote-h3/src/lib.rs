@@ -30,6 +30,8 @@
     )
 )]
 
+#[cfg(any(feature = "device", feature = "quic"))]
+mod adapter;
 pub mod coding;
 pub mod connection;
 #[cfg(feature = "device")]
@@ -41,7 +43,8 @@ pub mod qpack;
 #[cfg(feature = "quic")]
 pub mod quic;
 
-#[cfg(test)]
+// Session tests pair a client with a server.
+#[cfg(all(test, feature = "server"))]
 mod tests;
 
 pub use connection::{Config, Connection, Event, HeadersKind, Recv, Role, StreamState, Transport};

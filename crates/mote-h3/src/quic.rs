@@ -13,103 +13,43 @@
 //!   bounded by what mote-h3 needs to make progress — `max_encoded_field_section + 9`
 //!   on request streams (a whole HEADERS frame), [`UNI_BUFFER`] on unidirectional ones —
 //!   and hands mote-h3 the buffer, dropping what it consumed. DATA payloads are handed out
-//!   in pieces, so a body of any size streams through the bounded buffer.
+//!   in pieces, so a body of any size streams through the bounded buffer. The receive step
+//!   is `adapter`'s, shared with the heap-free `device` adapter.
 //!
 //! The adapter sits behind the `quic` feature (it needs `alloc` and mote-quic), so the
 //! session itself stays free of any QUIC dependency (it is driven through its `Transport`
 //! trait) and mote-quic free of HTTP/3. It is shared by the simulator scenarios
 //! (`mote-scenarios`) and the real-socket client and server (`mote-net`). The buffers are
-//! `Vec`s; a device build would keep the same logic over fixed arrays.
+//! `Vec`s; `device` runs the same logic over fixed arrays.
 
 extern crate alloc;
 
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::{Config, Event, H3Error, Role, SendError, StreamState, Transport};
+pub use crate::adapter::QuicTransport;
+use crate::adapter::RecvBuffer;
+use crate::{Config, Event, H3Error, Role, SendError, StreamState};
 use mote_crypto::CryptoProvider;
 use mote_quic::connection::Connection;
 use mote_quic::connection::TlsSession;
-use mote_quic::frame::StreamDir;
-use mote_quic::stream::{Read, StreamId};
+use mote_quic::stream::StreamId;
 
 /// Receive buffer of a unidirectional stream (control, QPACK): a SETTINGS frame with a
 /// few settings, GOAWAY, MAX_PUSH_ID and unknown frames skipped in pieces fit.
 pub const UNI_BUFFER: usize = 272;
-
-/// [`crate::Transport`] over a borrowed mote-quic connection.
-pub struct QuicTransport<'a, P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize>
-where
-    P: CryptoProvider + Clone,
-    T: TlsSession,
-    C: AsRef<[u8]> + AsMut<[u8]>,
-    S: AsRef<[u8]> + AsMut<[u8]>,
-{
-    /// The QUIC connection.
-    pub conn: &'a mut Connection<P, T, C, S, N, SENT, RANGES>,
-}
-
-impl<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize> Transport
-    for QuicTransport<'_, P, T, C, S, N, SENT, RANGES>
-where
-    P: CryptoProvider + Clone,
-    T: TlsSession,
-    C: AsRef<[u8]> + AsMut<[u8]>,
-    S: AsRef<[u8]> + AsMut<[u8]>,
-{
-    fn open_uni(&mut self) -> Option<u64> {
-        self.conn.stream_open(StreamDir::Uni).ok().map(StreamId::raw)
-    }
-
-    fn open_bidi(&mut self) -> Option<u64> {
-        self.conn.stream_open(StreamDir::Bidi).ok().map(StreamId::raw)
-    }
-
-    fn capacity(&self, id: u64) -> usize {
-        StreamId::new(id)
-            .map_or(0, |id| usize::try_from(self.conn.stream_capacity(id)).unwrap_or(usize::MAX))
-    }
-
-    fn write(&mut self, id: u64, data: &[u8], fin: bool) -> usize {
-        let Some(id) = StreamId::new(id) else { return 0 };
-        let n = if data.is_empty() { 0 } else { self.conn.stream_send(id, data).unwrap_or(0) };
-        if fin && n == data.len() {
-            let _ = self.conn.stream_finish(id);
-        }
-        n
-    }
-
-    fn reset_stream(&mut self, id: u64, code: u64) {
-        if let Some(id) = StreamId::new(id) {
-            self.conn.stream_reset(id, code);
-        }
-    }
-
-    fn stop_sending(&mut self, id: u64, code: u64) {
-        if let Some(id) = StreamId::new(id) {
-            self.conn.stop_sending(id, code);
-        }
-    }
-
-    fn close(&mut self, code: u64) {
-        self.conn.close(code, b"");
-    }
-}
 
 /// One stream the session receives on: its mote-h3 state and its receive buffer.
 #[derive(Debug)]
 pub struct H3Stream {
     /// mote-h3's per-stream state.
     pub state: StreamState,
-    buf: Vec<u8>,
-    cap: usize,
-    fin: bool,
-    reset: Option<u64>,
+    rx: RecvBuffer<Vec<u8>>,
 }
 
 impl H3Stream {
     fn new(state: StreamState, cap: usize) -> Self {
-        Self { state, buf: Vec::with_capacity(cap), cap, fin: false, reset: None }
+        Self { state, rx: RecvBuffer::new(vec![0; cap]) }
     }
 }
 
@@ -264,59 +204,8 @@ impl H3Session {
             let cap = if id & 0x2 == 0 { self.request_buffer } else { UNI_BUFFER };
             self.streams.push(H3Stream::new(StreamState::new(id), cap));
         }
-        let mut tmp = [0u8; 1500];
         for s in self.streams.iter_mut() {
-            let Some(qid) = StreamId::new(s.state.id()) else { continue };
-            loop {
-                // Fill the buffer from QUIC.
-                let mut read = 0;
-                while !s.fin && s.reset.is_none() && !s.state.recv_finished() {
-                    let room = s.cap.saturating_sub(s.buf.len()).min(tmp.len());
-                    if room == 0 {
-                        break;
-                    }
-                    let Some(dst) = tmp.get_mut(..room) else { break };
-                    match conn.stream_recv(qid, dst) {
-                        Some(Read::Data(n)) => {
-                            s.buf.extend_from_slice(dst.get(..n).unwrap_or(&[]));
-                            read += n;
-                        }
-                        Some(Read::Fin) => s.fin = true,
-                        Some(Read::Reset(code)) => s.reset = Some(code),
-                        _ => break,
-                    }
-                }
-                let mut t = QuicTransport { conn: &mut *conn };
-                if let Some(code) = s.reset.take() {
-                    s.buf.clear();
-                    if !s.state.recv_finished() {
-                        self.h3.on_reset(&mut t, &mut s.state, code)?;
-                    }
-                    break;
-                }
-                // Feed mote-h3 until it needs more bytes.
-                let mut consumed_total = 0;
-                while !s.state.recv_finished() {
-                    let r = self.h3.recv(&mut t, &mut s.state, &s.buf, s.fin, &mut self.fields)?;
-                    let consumed = r.consumed;
-                    let event = r.event;
-                    let stop = matches!(event, None | Some(Event::Blocked));
-                    if let Some(e) = event.filter(|e| *e != Event::Blocked) {
-                        handler(&mut self.h3, &mut t, &mut s.state, e);
-                    }
-                    s.buf.drain(..consumed.min(s.buf.len()));
-                    consumed_total += consumed;
-                    if stop {
-                        break;
-                    }
-                }
-                if s.state.recv_finished() {
-                    s.buf.clear();
-                }
-                if read == 0 && consumed_total == 0 {
-                    break;
-                }
-            }
+            s.rx.pump(&mut self.h3, conn, &mut s.state, &mut self.fields, &mut handler)?;
         }
         // Forget streams that are done in both directions and that QUIC has released
         // (their IDs never come back in `live_streams`).

@@ -328,6 +328,17 @@ pub(crate) fn sni_host_name(name: &[u8]) -> Option<&[u8]> {
 }
 
 impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
+    /// The key for client authentication with a raw public key (RFC 7250). Without feature
+    /// `client-auth` there is none ([`Client::start`] refuses a configuration with one), so
+    /// the signing half of the client's second flight compiles out: a CertificateRequest
+    /// is still answered, with an empty Certificate (RFC 8446 §4.4.2).
+    fn client_key(&self) -> Option<&'c (dyn mote_crypto::SigningKey + Sync)> {
+        #[cfg(feature = "client-auth")]
+        return self.config.client_key;
+        #[cfg(not(feature = "client-auth"))]
+        return None;
+    }
+
     fn fail_on(&mut self, result: Result<(), Error>) -> Result<(), Error> {
         if let Err(e) = result {
             self.error = Some(e);
@@ -462,6 +473,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if self.state != State::Start {
             return Err(internal());
         }
+        // A client key this build cannot use is a configuration error, not silently dropped.
+        if cfg!(not(feature = "client-auth")) && self.config.client_key.is_some() {
+            return Err(Error::Crypto(mote_crypto::Error::Unsupported));
+        }
         // QUIC requires ALPN (RFC 9001 §8.1).
         if self.config.alpn.is_empty() {
             return Err(internal());
@@ -513,7 +528,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let rpk: &[u8] = &[certificate_type::RAW_PUBLIC_KEY];
         let server_types =
             if matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_)) { rpk } else { &[] };
-        let client_types = if self.config.client_key.is_some() { rpk } else { &[] };
+        let client_types = if self.client_key().is_some() { rpk } else { &[] };
 
         let SendBuffer { space, transport_parameters } = hooks.send_buffer(Level::Initial);
         let params = ClientHelloParams {
@@ -749,7 +764,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let sent_server_name = self.config.server_name.and_then(sni_host_name).is_some();
         if (ee.server_name_acknowledged && !sent_server_name)
             || (ee.server_certificate_type.is_some() && !rpk_mode)
-            || (ee.client_certificate_type.is_some() && self.config.client_key.is_none())
+            || (ee.client_certificate_type.is_some() && self.client_key().is_none())
             || (ee.early_data && self.early_data != EarlyData::Offered)
         {
             return Err(unsupported);
@@ -807,10 +822,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         }
         // Answer with our raw public key if RawPublicKey was negotiated and the server
         // accepts our scheme; otherwise with an empty Certificate (RFC 8446 §4.4.2).
-        let scheme =
-            self.config.client_key.map(|k| k.scheme()).filter(|s| {
-                self.client_cert_rpk && cr.signature_algorithms.contains(s.codepoint())
-            });
+        let scheme = self
+            .client_key()
+            .map(|k| k.scheme())
+            .filter(|s| self.client_cert_rpk && cr.signature_algorithms.contains(s.codepoint()));
         self.cert_request = Some(scheme);
         self.transcript()?.update(msg.bytes);
         self.state = State::WaitCertificate;
@@ -957,7 +972,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         scheme: Option<SignatureScheme>,
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let key = match (scheme, self.config.client_key) {
+        let key = match (scheme, self.client_key()) {
             (Some(_), Some(key)) => Some(key),
             _ => None,
         };

@@ -1,8 +1,9 @@
 //! The QPACK static table (RFC 9204 Appendix A): 99 entries, indexed from 0.
 
-/// RFC 9204 Appendix A, in index order.
+/// RFC 9204 Appendix A, in index order. A `const`: the image carries [`PACKED`] instead
+/// (99 slice pairs are 1.6 KB of pointers and lengths on a 32-bit device).
 #[rustfmt::skip]
-pub static STATIC_TABLE: [(&[u8], &[u8]); 99] = [
+pub const STATIC_TABLE: [(&[u8], &[u8]); 99] = [
     (b":authority", b""),
     (b":path", b"/"),
     (b"age", b"0"),
@@ -104,11 +105,106 @@ pub static STATIC_TABLE: [(&[u8], &[u8]); 99] = [
     (b"x-frame-options", b"sameorigin"),
 ];
 
+/// Whether entry `i` has the same name as entry `i - 1` (then [`PACKED`] stores it once).
+// Evaluated at compile time: an index out of range fails the build, it never runs.
+#[allow(clippy::indexing_slicing)]
+const fn repeats_name(i: usize) -> bool {
+    if i == 0 {
+        return false;
+    }
+    let (a, b) = (STATIC_TABLE[i].0, STATIC_TABLE[i - 1].0);
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut j = 0;
+    while j < a.len() {
+        if a[j] != b[j] {
+            return false;
+        }
+        j += 1;
+    }
+    true
+}
+
+/// Size of [`PACKED`]: every entry's value and new name plus a length byte for each.
+#[allow(clippy::indexing_slicing)]
+const PACKED_LEN: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < STATIC_TABLE.len() {
+        n += 2 + STATIC_TABLE[i].1.len();
+        if !repeats_name(i) {
+            n += STATIC_TABLE[i].0.len();
+        }
+        i += 1;
+    }
+    n
+};
+
+/// [`STATIC_TABLE`] packed at compile time as `name_len name value_len value` per entry, in
+/// index order; `name_len` 0 (no name is empty) means the previous entry's name, as for
+/// the runs of `:method`, `:status` or `content-type`. Every name and value is shorter
+/// than 256 bytes (checked at compile time).
+#[allow(clippy::indexing_slicing)]
+static PACKED: [u8; PACKED_LEN] = {
+    let mut out = [0u8; PACKED_LEN];
+    let mut at = 0;
+    let mut i = 0;
+    while i < STATIC_TABLE.len() {
+        let (name, value) = STATIC_TABLE[i];
+        assert!(!name.is_empty() && name.len() < 256 && value.len() < 256);
+        let mut j = 0;
+        if repeats_name(i) {
+            out[at] = 0;
+            at += 1;
+        } else {
+            out[at] = name.len() as u8;
+            at += 1;
+            while j < name.len() {
+                out[at] = name[j];
+                at += 1;
+                j += 1;
+            }
+        }
+        out[at] = value.len() as u8;
+        at += 1;
+        j = 0;
+        while j < value.len() {
+            out[at] = value[j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// The entries of [`PACKED`] in index order.
+fn entries() -> impl Iterator<Item = (&'static [u8], &'static [u8])> {
+    let mut rest: &'static [u8] = &PACKED;
+    let mut prev: &'static [u8] = &[];
+    core::iter::from_fn(move || {
+        let name = take(&mut rest)?;
+        let name = if name.is_empty() { prev } else { name };
+        prev = name;
+        let value = take(&mut rest)?;
+        Some((name, value))
+    })
+}
+
+/// Splits one length-prefixed string off the front of `rest`.
+fn take(rest: &mut &'static [u8]) -> Option<&'static [u8]> {
+    let (&len, tail) = rest.split_first()?;
+    let (s, tail) = tail.split_at_checked(usize::from(len))?;
+    *rest = tail;
+    Some(s)
+}
+
 /// The entry at `index`, or `None` past the end (QPACK_DECOMPRESSION_FAILED for a field
 /// line, QPACK_ENCODER_STREAM_ERROR for an encoder instruction).
 pub fn get(index: u64) -> Option<(&'static [u8], &'static [u8])> {
     let i = usize::try_from(index).ok()?;
-    STATIC_TABLE.get(i).copied()
+    entries().nth(i)
 }
 
 /// What the static table offers for a field.
@@ -126,9 +222,9 @@ pub enum Match {
 /// same name.
 pub fn find(name: &[u8], value: &[u8]) -> Match {
     let mut by_name = None;
-    for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
-        if *n == name {
-            if *v == value {
+    for (i, (n, v)) in entries().enumerate() {
+        if n == name {
+            if v == value {
                 return Match::Full(i as u8);
             }
             if by_name.is_none() {
@@ -163,5 +259,12 @@ mod tests {
         // Total size of the table's strings, a guard against an edited entry.
         let bytes: usize = STATIC_TABLE.iter().map(|(n, v)| n.len() + v.len()).sum();
         assert_eq!(bytes, 2_026);
+        // The packed form holds exactly the table.
+        assert!(entries().eq(STATIC_TABLE.iter().copied()));
+        let repeated: usize = (1..99)
+            .filter(|&i| STATIC_TABLE[i].0 == STATIC_TABLE[i - 1].0)
+            .map(|i| STATIC_TABLE[i].0.len())
+            .sum();
+        assert_eq!(PACKED.len(), 2_026 + 2 * 99 - repeated);
     }
 }
