@@ -260,6 +260,26 @@ impl<P: CryptoProvider> OneRttKeys<P> {
     }
 }
 
+/// Derives the keys of one level's two directions into `slot` (dropping the old ones
+/// first). Out of line: each direction is derived in its own call, so a device's stack
+/// holds one direction's key schedules at a time, not chains of by-value copies.
+#[inline(never)]
+pub(crate) fn install_dir_keys<P: CryptoProvider>(
+    slot: &mut Option<DirKeys<P>>,
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    tx: &[u8],
+    rx: &[u8],
+) -> Result<(), mote_crypto::Error> {
+    *slot = None;
+    *slot = Some(DirKeys {
+        tx: PacketKeys::from_secret(provider, version, alg, tx)?,
+        rx: PacketKeys::from_secret(provider, version, alg, rx)?,
+    });
+    Ok(())
+}
+
 /// Packet-protection keys of every level.
 pub(crate) struct Keys<P: CryptoProvider> {
     pub(crate) initial: Option<DirKeys<P>>,
@@ -272,15 +292,22 @@ pub(crate) struct Keys<P: CryptoProvider> {
 }
 
 impl<P: CryptoProvider> Keys<P> {
-    /// Initial keys only (a new connection).
-    pub(crate) fn new(initial: DirKeys<P>) -> Self {
-        Self {
-            initial: Some(initial),
-            handshake: None,
-            one_rtt: None,
-            #[cfg(feature = "resumption")]
-            zero_rtt: None,
-        }
+    /// RFC 9001 §5.2: derives the Initial keys of both directions for `side` from the
+    /// client's Destination Connection ID into their slot (replacing any earlier ones).
+    pub(crate) fn install_initial(
+        &mut self,
+        provider: &P,
+        version: Version,
+        client_dcid: &[u8],
+        side: Side,
+    ) -> Result<(), mote_crypto::Error> {
+        let (client, server) = crate::packet::initial_secrets(provider, version, client_dcid)?;
+        let (tx, rx) = match side {
+            Side::Client => (&client, &server),
+            Side::Server => (&server, &client),
+        };
+        let alg = crate::packet::INITIAL_AEAD;
+        install_dir_keys(&mut self.initial, provider, version, alg, tx.as_ref(), rx.as_ref())
     }
 
     /// The 0-RTT key, if any.
@@ -393,18 +420,42 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
         }
     }
 
-    fn dir_keys(&self, s: &Secrets<'_>) -> Result<DirKeys<P>, TlsError> {
+    /// RFC 9001 §5.1, §6: the 1-RTT keys and the secrets key updates derive from.
+    #[inline(never)]
+    fn install_one_rtt(
+        &mut self,
+        suite: AeadAlgorithm,
+        tx: &Secret,
+        rx: &Secret,
+    ) -> Result<(), mote_crypto::Error> {
+        let (p, v) = (&self.provider, self.version);
+        self.keys.one_rtt = None;
+        self.keys.one_rtt = Some(OneRttKeys {
+            keys: DirKeys {
+                tx: PacketKeys::from_secret(p, v, suite, tx.as_ref())?,
+                rx: PacketKeys::from_secret(p, v, suite, rx.as_ref())?,
+            },
+            suite,
+            tx_phase: false,
+            rx_phase: false,
+            tx_ahead: false,
+            tx_secret: tx.clone(),
+            rx_secret: rx.clone(),
+            updates: 0,
+            prev_rx: None,
+            rx_phase_start_pn: 0,
+            tx_phase_start_pn: None,
+            tx_packets: 0,
+        });
+        Ok(())
+    }
+
+    /// This side's (send, receive) secrets of `s`.
+    fn dir_secrets<'s>(&self, s: &Secrets<'s>) -> Result<(&'s Secret, &'s Secret), TlsError> {
         let server = s.server.ok_or(TlsError::Crypto(mote_crypto::Error::BadLength))?;
-        let (tx, rx) = match self.side {
+        Ok(match self.side {
             Side::Client => (s.client, server),
             Side::Server => (server, s.client),
-        };
-        let p = &self.provider;
-        Ok(DirKeys {
-            tx: PacketKeys::from_secret(p, self.version, s.suite, tx.as_ref())
-                .map_err(TlsError::Crypto)?,
-            rx: PacketKeys::from_secret(p, self.version, s.suite, rx.as_ref())
-                .map_err(TlsError::Crypto)?,
         })
     }
 }
@@ -494,36 +545,22 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
         self.keylog.on_secrets(&s);
         match s.level {
             KeyLevel::Handshake => {
-                self.keys.handshake = Some(self.dir_keys(&s)?);
+                let (tx, rx) = self.dir_secrets(&s)?;
+                let (p, v) = (&self.provider, self.version);
+                install_dir_keys(&mut self.keys.handshake, p, v, s.suite, tx.as_ref(), rx.as_ref())
+                    .map_err(TlsError::Crypto)?;
                 self.signals.handshake_keys = true;
             }
             KeyLevel::OneRtt => {
-                let server = s.server.ok_or(TlsError::Crypto(mote_crypto::Error::BadLength))?;
-                let keys = self.dir_keys(&s)?;
-                let (tx, rx) = match self.side {
-                    Side::Client => (s.client, server),
-                    Side::Server => (server, s.client),
-                };
-                self.keys.one_rtt = Some(OneRttKeys {
-                    keys,
-                    suite: s.suite,
-                    tx_phase: false,
-                    rx_phase: false,
-                    tx_ahead: false,
-                    tx_secret: tx.clone(),
-                    rx_secret: rx.clone(),
-                    updates: 0,
-                    prev_rx: None,
-                    rx_phase_start_pn: 0,
-                    tx_phase_start_pn: None,
-                    tx_packets: 0,
-                });
+                let (tx, rx) = self.dir_secrets(&s)?;
+                self.install_one_rtt(s.suite, tx, rx).map_err(TlsError::Crypto)?;
                 self.signals.one_rtt_keys = true;
             }
             // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only. They are
             // sent in the original version, before the client can know of a switch.
             #[cfg(feature = "resumption")]
             KeyLevel::ZeroRtt => {
+                self.keys.zero_rtt = None;
                 self.keys.zero_rtt = Some(
                     PacketKeys::from_secret(
                         &self.provider,

@@ -38,6 +38,7 @@ pub use header::{
     FIXED_BIT, FORM_BIT, LENGTH_FIELD_LEN, SPIN_BIT,
 };
 pub use initial::{initial_keys, initial_secrets, InitialKeys};
+pub(crate) use initial::INITIAL_AEAD;
 pub use keys::{next_secret, PacketKey, PacketKeys};
 pub use mote_crypto::TAG_LEN;
 pub use protection::{
