@@ -4,9 +4,11 @@
 //! Each transaction is measured per phase and reported over the serial line.
 //!
 //! Everything lives in caller-owned memory: [`Buffers`] (CRYPTO and stream buffers, the
-//! datagram buffer, the ticket) is a static, the connection and the HTTP/3 session are
-//! locals of [`transaction`]. Nothing allocates.
+//! datagram buffer, the ticket) and [`Slots`] (the connection and the HTTP/3 session, built
+//! in place) are statics; the stack holds only the event loop's small state (the device
+//! has ~3 KB of it). Nothing allocates.
 
+use core::mem::MaybeUninit;
 use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mote_crypto::rustcrypto::RustCrypto;
@@ -186,6 +188,40 @@ impl Default for Buffers {
     }
 }
 
+/// The memory of a transaction's connection and HTTP/3 session: ~20 KB of state, so a
+/// static rather than stack (Quant keeps the same in its 16 KB heap). Both are written in
+/// place ([`Connection::init_client`]) and dropped in place after each transaction.
+pub struct Slots {
+    conn: MaybeUninit<Conn<'static>>,
+    h3: MaybeUninit<H3>,
+}
+
+impl Slots {
+    /// Empty slots (for a `static`).
+    pub const fn new() -> Self {
+        Self { conn: MaybeUninit::uninit(), h3: MaybeUninit::uninit() }
+    }
+
+    /// The connection slot, typed for connections that borrow for `'a`.
+    fn typed<'a>(slot: &'a mut MaybeUninit<Conn<'static>>) -> &'a mut MaybeUninit<Conn<'a>> {
+        let slot: *mut MaybeUninit<Conn<'static>> = slot;
+        // SAFETY: `Conn<'a>` and `Conn<'static>` differ only in a lifetime, so they have the
+        // same layout. The slot is exclusively borrowed for `'a`, and its content can only
+        // be read through `unsafe` (`assume_init*`): a connection written through this
+        // reference is dropped (by `transaction`) before `'a` ends and never read after.
+        #[allow(unsafe_code)]
+        unsafe {
+            &mut *slot.cast::<MaybeUninit<Conn<'a>>>()
+        }
+    }
+}
+
+impl Default for Slots {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The link profile the host announced (it sets the initial RTT).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Profile {
@@ -274,7 +310,7 @@ struct Requests {
 }
 
 /// Runs both transactions and reports; returns the exit status (0: both succeeded).
-pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
+pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
     let boot_busy = board.busy_ns();
     // The host announces the link profile and a nonce first (CONFIG frame).
     let (profile, nonce) = wait_config(board, &mut bufs.link);
@@ -309,7 +345,8 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
         let mut ticket_out = Some(&mut *ticket);
         let io = Io { link: &mut *link, tx: &mut *tx };
         let storage = storage(crypto, streams, stream_send);
-        transaction(board, io, storage, &config, None, profile, &mut rng, ticket_out.take())
+        let t = Transaction { config: &config, resumption: None, profile };
+        transaction(board, slots, io, storage, t, &mut rng, ticket_out.take())
     };
     report(board, 0, &first, link.dropped);
     status |= u32::from(!first.ok);
@@ -323,7 +360,8 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
     let second = {
         let io = Io { link: &mut *link, tx: &mut *tx };
         let storage = storage(crypto, streams, stream_send);
-        transaction(board, io, storage, &config, resumption, profile, &mut rng, None).0
+        let t = Transaction { config: &config, resumption, profile };
+        transaction(board, slots, io, storage, t, &mut rng, None).0
     };
     report(board, 1, &second, link.dropped);
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
@@ -464,47 +502,72 @@ static BODY: [u8; POST_BYTES] = {
     b
 };
 
-/// One transaction: connect (resuming with `resumption` if given), GET, POST, close.
-/// With `ticket_out`, waits briefly for a session ticket and returns its length and the
-/// time it arrived.
-#[allow(clippy::too_many_arguments)]
-fn transaction<'a, B: Board>(
-    board: &mut B,
-    io: Io<'_>,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+/// What a transaction connects with.
+struct Transaction<'a> {
     config: &'a ClientConfig<'a>,
     resumption: Option<Resumption<'a>>,
     profile: Profile,
+}
+
+/// One transaction: connect (resuming with `resumption` if given), GET, POST, close.
+/// With `ticket_out`, waits briefly for a session ticket and returns its length and the
+/// time it arrived. The connection and the HTTP/3 session are built in `slots` and dropped
+/// there at the end.
+fn transaction<'a, B: Board>(
+    board: &mut B,
+    slots: &'a mut Slots,
+    io: Io<'_>,
+    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    t: Transaction<'a>,
     rng: &mut SeedRng,
-    mut ticket_out: Option<&mut [u8; TICKET]>,
+    ticket_out: Option<&mut [u8; TICKET]>,
 ) -> (Outcome, Option<(usize, u64)>) {
     let mut out = Outcome::default();
     out.phases.enter(board, Some(Phase::Init));
-    let mut qcfg = match profile {
-        Profile::Wlan => ConnectionConfig::device(),
-        Profile::NbIot => ConnectionConfig::nb_iot_device(),
-    };
-    // RFC 9114 §6.2: allow the server its control and two QPACK streams.
-    qcfg.streams.max_streams_uni = 3;
-    let remembered = resumption.map(|r| r.ticket.server_transport_parameters);
-    #[allow(unused_mut)]
-    let mut session = ClientSession::new(RustCrypto, config, resumption);
-    // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ, SNTP).
-    #[cfg(feature = "x509")]
-    session.set_unix_time(crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000);
+    let remembered = t.resumption.map(|r| r.ticket.server_transport_parameters);
     let now = Instant(board.now_us());
-    // The connection lives in this frame; it is built in `connect`'s frame so the
-    // constructor's temporaries are gone before the event loop runs.
-    let mut slot: Option<Conn<'a>> = None;
-    connect(&mut slot, &qcfg, session, storage, now, rng);
-    let Some(conn) = slot.as_mut() else {
+    #[cfg(feature = "x509")]
+    let unix_time = crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000;
+    #[cfg(not(feature = "x509"))]
+    let unix_time = 0;
+    let Slots { conn: conn_slot, h3: h3_slot } = slots;
+    let h3 = init_h3(h3_slot);
+    let Some(conn) = connect(Slots::typed(conn_slot), &t, unix_time, storage, now, rng) else {
         return (out, None);
     };
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);
     }
-    let mut h3 = H3::new(Role::Client, H3_CONFIG);
+    let ticket = event_loop(board, conn, h3, io, ticket_out, &mut out);
+    out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
+    out.stats = conn.stats();
+    (out.close_kind, out.close_code) = match conn.close_reason() {
+        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
+        Some(CloseReason::Local(c)) => (1, c.code),
+        Some(CloseReason::Peer(c)) => (2, c.code),
+        Some(CloseReason::IdleTimeout) => (3, 0),
+        _ => (4, 0),
+    };
+    // Erase the keys (their `Drop`) before the slot is reused.
+    #[allow(unsafe_code)]
+    // SAFETY: `conn` is the slot `connect` initialized; it is not used after this.
+    unsafe {
+        core::ptr::drop_in_place(conn)
+    };
+    (out, ticket)
+}
+
+/// The event loop of a connected transaction: GET, POST, close. Returns the session
+/// ticket's length and arrival time, if one was asked for and came.
+fn event_loop<B: Board>(
+    board: &mut B,
+    conn: &mut Conn<'_>,
+    h3: &mut H3,
+    io: Io<'_>,
+    mut ticket_out: Option<&mut [u8; TICKET]>,
+    out: &mut Outcome,
+) -> Option<(usize, u64)> {
     let mut req = Requests::default();
     let body = &BODY;
     let mut scratch = [0u8; 128];
@@ -543,11 +606,11 @@ fn transaction<'a, B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
-            drive_requests(conn, &mut h3, &mut req, body, &mut scratch);
+            drive_requests(conn, h3, &mut req, body, &mut scratch);
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
-            step(&mut out.steps, 2, || poll_h3(conn, &mut h3, &mut req));
+            step(&mut out.steps, 2, || poll_h3(conn, h3, &mut req));
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
@@ -571,7 +634,6 @@ fn transaction<'a, B: Board>(
         board.sleep_until(conn.poll_timeout().map(|t| t.0));
     }
     out.phases.enter(board, None);
-    out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
     out.get_status = req.get_status;
     out.post_status = req.post_status;
     out.get_bytes = req.get_bytes;
@@ -581,33 +643,42 @@ fn transaction<'a, B: Board>(
         && req.get_status == 200
         && req.post_status == 200
         && req.get_bytes == OBJECT_BYTES;
-    out.stats = conn.stats();
     out.h3_error = req.h3_error;
-    (out.close_kind, out.close_code) = match conn.close_reason() {
-        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
-        Some(CloseReason::Local(c)) => (1, c.code),
-        Some(CloseReason::Peer(c)) => (2, c.code),
-        Some(CloseReason::IdleTimeout) => (3, 0),
-        _ => (4, 0),
-    };
-    (out, ticket)
+    ticket
 }
 
 // The steps of the event loop are separate, non-inlined functions: each one's locals (and
 // those of the connection code inlined into it) live only while it runs, instead of all
 // adding up in the transaction's frame.
 
-/// Builds the connection into `slot` (writes the ClientHello).
+/// Builds the connection in `slot` (writes the ClientHello); `None` if it could not start.
 #[inline(never)]
-fn connect<'a>(
-    slot: &mut Option<Conn<'a>>,
-    config: &ConnectionConfig,
-    session: ClientSession<'a, RustCrypto, TLS_RX>,
+fn connect<'a, 's>(
+    slot: &'s mut MaybeUninit<Conn<'a>>,
+    t: &Transaction<'a>,
+    _unix_time: u64,
     storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
     now: Instant,
     rng: &mut SeedRng,
-) {
-    *slot = Conn::client(config, RustCrypto, session, storage, now, SERVER, rng).ok();
+) -> Option<&'s mut Conn<'a>> {
+    let mut qcfg = match t.profile {
+        Profile::Wlan => ConnectionConfig::device(),
+        Profile::NbIot => ConnectionConfig::nb_iot_device(),
+    };
+    // RFC 9114 §6.2: allow the server its control and two QPACK streams.
+    qcfg.streams.max_streams_uni = 3;
+    #[allow(unused_mut)]
+    let mut session = ClientSession::new(RustCrypto, t.config, t.resumption);
+    // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ, SNTP).
+    #[cfg(feature = "x509")]
+    session.set_unix_time(_unix_time);
+    Conn::init_client(slot, &qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()
+}
+
+/// A new HTTP/3 session in `slot`.
+#[inline(never)]
+fn init_h3(slot: &mut MaybeUninit<H3>) -> &mut H3 {
+    slot.write(H3::new(Role::Client, H3_CONFIG))
 }
 
 /// Feeds every datagram waiting on the serial line to the connection.

@@ -100,7 +100,9 @@ use crate::transport_params::{Side, TransportParameters};
 use crate::version::Version;
 use rng::Drbg;
 use sent::ControlTable;
-use tls::{Cids, Handshake};
+#[cfg(feature = "server")]
+use tls::Cids;
+use tls::Handshake;
 
 /// Sent-packet records of the Initial and of the Handshake space.
 pub const HANDSHAKE_SENT: usize = 8;
