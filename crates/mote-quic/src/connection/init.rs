@@ -27,6 +27,17 @@ use crate::time::Instant;
 use crate::token::TOKEN_MAX;
 use crate::transport_params::{Side, TransportParameters};
 
+/// Writes `make()` to `dst`, out of line: the temporaries of each part of a connection
+/// live only while that part is built, instead of all together in the constructor's frame.
+///
+/// # Safety
+/// `dst` must be valid and aligned for a write of `T`; what it held is not dropped.
+#[inline(never)]
+unsafe fn put<T>(dst: *mut T, make: impl FnOnce() -> T) {
+    // SAFETY: the caller's contract.
+    unsafe { dst.write(make()) }
+}
+
 impl<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize>
     Connection<P, T, C, S, N, SENT, RANGES>
 where
@@ -188,11 +199,9 @@ where
             addr_of_mut!((*hs).version).write(version);
             addr_of_mut!((*hs).original_version).write(version);
             addr_of_mut!((*hs).compatible).write(compatible);
-            addr_of_mut!((*hs).crypto_send).write([
-                CryptoSend::new(cs0),
-                CryptoSend::new(cs1),
-                CryptoSend::new(cs2),
-            ]);
+            put(addr_of_mut!((*hs).crypto_send), || {
+                [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)]
+            });
             addr_of_mut!((*hs).local_tp).write(local_tp);
             addr_of_mut!((*hs).local_tp_len).write(local_tp_len);
             // No keys yet; the Initial keys are derived in place below.
@@ -217,14 +226,12 @@ where
 
             addr_of_mut!((*p).side).write(side);
             addr_of_mut!((*p).config).write(config);
-            addr_of_mut!((*p).tls).write(tls);
+            put(addr_of_mut!((*p).tls), || tls);
             addr_of_mut!((*p).state).write(State::Handshake);
             addr_of_mut!((*p).remote).write(remote);
-            addr_of_mut!((*p).crypto_recv).write([
-                CryptoRecv::new(cr0),
-                CryptoRecv::new(cr1),
-                CryptoRecv::new(cr2),
-            ]);
+            put(addr_of_mut!((*p).crypto_recv), || {
+                [CryptoRecv::new(cr0), CryptoRecv::new(cr1), CryptoRecv::new(cr2)]
+            });
             addr_of_mut!((*p).rx_initial)
                 .write(ReceivedPackets::new(PnSpace::Initial, max_ack_delay));
             addr_of_mut!((*p).rx_handshake)
@@ -233,9 +240,10 @@ where
                 ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
                     .with_ack_eliciting_threshold(threshold),
             );
-            addr_of_mut!((*p).recovery)
-                .write(Recovery::new(config.recovery, NewReno::new(config.max_datagram_size)));
-            addr_of_mut!((*p).streams).write(Streams::new(side, config.streams, streams));
+            put(addr_of_mut!((*p).recovery), || {
+                Recovery::new(config.recovery, NewReno::new(config.max_datagram_size))
+            });
+            put(addr_of_mut!((*p).streams), || Streams::new(side, config.streams, streams));
             addr_of_mut!((*p).controls).write(ControlTable::new());
             addr_of_mut!((*p).peer).write(None);
             addr_of_mut!((*p).remote_cid_set).write(false);
@@ -267,7 +275,7 @@ where
             addr_of_mut!((*p).close_pending).write(false);
             addr_of_mut!((*p).local_close).write(None);
             addr_of_mut!((*p).close_reason).write(None);
-            addr_of_mut!((*p).events).write(Events::new());
+            put(addr_of_mut!((*p).events), Events::new);
             addr_of_mut!((*p).stats).write(ConnectionStats::default());
             addr_of_mut!((*p).any_packet).write(false);
             addr_of_mut!((*p).last_now).write(now);
