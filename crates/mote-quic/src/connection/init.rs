@@ -16,9 +16,9 @@ use mote_crypto::{CryptoProvider, CryptoRng};
 
 use super::tls::{Cids, Handshake, HsSignals, Keys, TlsSession};
 use super::{
-    cids, path, random_cid, rotation, ConnectError, Connection, ConnectionConfig,
-    ConnectionStats, ControlTable, Drbg, Events, State, Storage, TokenState, LOCAL_TP_MAX,
-    MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN,
+    cids, path, random_cid, rotation, ConnectError, Connection, ConnectionConfig, ConnectionStats,
+    ControlTable, Drbg, Events, State, Storage, TokenState, LOCAL_TP_MAX, MIN_INITIAL_SIZE,
+    SKIP_PN_GAP_MIN,
 };
 use crate::coding::{VarInt, Writer};
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
@@ -68,8 +68,18 @@ where
         let original_dcid = random_cid(&mut drbg, 8)?;
         let local = random_cid(&mut drbg, config.local_cid_len)?;
         let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
-        let conn =
-            Self::init(slot, config, Side::Client, provider, tls, storage, now, remote, drbg, cids)?;
+        let conn = Self::init(
+            slot,
+            config,
+            Side::Client,
+            provider,
+            tls,
+            storage,
+            now,
+            remote,
+            drbg,
+            cids,
+        )?;
         // RFC 9000 §18.2: a client never sends stateless_reset_token; its handshake
         // connection ID has no token the server could use.
         match conn.tls.start(&mut conn.hs) {

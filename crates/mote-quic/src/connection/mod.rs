@@ -43,11 +43,11 @@
 
 mod cids;
 mod config;
-mod init;
 #[cfg(feature = "datagram")]
 mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
+mod init;
 #[cfg(feature = "keylog")]
 pub mod keylog;
 #[cfg(feature = "migration")]
@@ -692,8 +692,18 @@ where
         let mut config = *config;
         config.version = version;
         Self::by_value(|slot| {
-            let conn =
-                Self::init(slot, &config, Side::Server, provider, tls, storage, now, remote, drbg, cids)?;
+            let conn = Self::init(
+                slot,
+                &config,
+                Side::Server,
+                provider,
+                tls,
+                storage,
+                now,
+                remote,
+                drbg,
+                cids,
+            )?;
             conn.address_validated = validation != Validation::None;
             Ok(conn)
         })

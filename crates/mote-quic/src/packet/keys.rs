@@ -213,8 +213,11 @@ impl<P: CryptoProvider> PacketKeys<P> {
         secret: &[u8],
     ) -> Result<Self, Error> {
         let m = KeyMaterial::derive(provider, version, alg, secret)?;
+        // Each part is built straight into the result (no by-value `PacketKey` wrapped in a
+        // `Result` and copied: each copy of a key schedule is ~400 bytes of a device's stack).
+        let iv: [u8; NONCE_LEN] = m.iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
         Ok(Self {
-            packet: PacketKey::new(provider, alg, m.key.as_ref(), m.iv.as_ref())?,
+            packet: PacketKey { key: provider.aead_key(alg, m.key.as_ref())?, iv },
             header: provider.header_key(alg, m.hp.as_ref())?,
         })
     }
