@@ -489,6 +489,9 @@ impl CryptoProvider for RustCrypto {
         }
     }
 
+    // Out of line: the verifier's tables (Ed25519's NAF lookup table alone is ~2 KB) are on
+    // the stack only while it runs, not in the frame of the TLS handshake that calls it.
+    #[inline(never)]
     #[allow(unused_variables, unreachable_patterns)]
     fn verify(
         &self,

@@ -10,6 +10,7 @@ use mote_tls::{
 
 use super::rng::Drbg;
 use crate::cid::ConnectionId;
+use crate::error::WireError;
 use crate::packet::{next_secret, PacketKey, PacketKeys};
 use crate::stream::CryptoSend;
 use crate::time::Instant;
@@ -185,6 +186,28 @@ impl<P: CryptoProvider> OneRttKeys<P> {
         Ok((key, secret))
     }
 
+    /// RFC 9001 §6.3, §6.2: opens a packet of the other Key Phase with the next
+    /// generation's receive key and, if it opens, follows the peer's key update. Returns
+    /// the plaintext length. Out of line: the next key and its secret are on the stack only
+    /// during a key update, not in every receive.
+    #[inline(never)]
+    pub(crate) fn open_next_phase(
+        &mut self,
+        provider: &P,
+        version: Version,
+        pn: u64,
+        pkt: &mut [u8],
+        header_len: usize,
+        keep_until: Instant,
+    ) -> Result<usize, WireError> {
+        let (next, secret) =
+            self.next_rx(provider, version).map_err(|_| WireError::DecryptFailed)?;
+        let n = next.open_in_place(pn, pkt, header_len)?;
+        self.on_peer_phase(provider, version, next, secret, pn, keep_until)
+            .map_err(|_| WireError::DecryptFailed)?;
+        Ok(n)
+    }
+
     fn advance_tx(&mut self, provider: &P, version: Version) -> Result<(), mote_crypto::Error> {
         let tx_secret = next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
         self.keys.tx.packet =
@@ -277,6 +300,30 @@ pub(crate) fn install_dir_keys<P: CryptoProvider>(
         tx: PacketKeys::from_secret(provider, version, alg, tx)?,
         rx: PacketKeys::from_secret(provider, version, alg, rx)?,
     });
+    Ok(())
+}
+
+/// Drops the keys in `slot` where they are (`Option::take` would move them onto the stack
+/// first); returns whether there were any.
+pub(crate) fn drop_keys<T>(slot: &mut Option<T>) -> bool {
+    let had = slot.is_some();
+    *slot = None;
+    had
+}
+
+/// Derives the keys of one direction into `slot` (dropping the old ones first); out of
+/// line, as [`install_dir_keys`].
+#[cfg(feature = "resumption")]
+#[inline(never)]
+fn install_keys<P: CryptoProvider>(
+    slot: &mut Option<PacketKeys<P>>,
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    secret: &[u8],
+) -> Result<(), mote_crypto::Error> {
+    *slot = None;
+    *slot = Some(PacketKeys::from_secret(provider, version, alg, secret)?);
     Ok(())
 }
 
@@ -560,16 +607,9 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
             // sent in the original version, before the client can know of a switch.
             #[cfg(feature = "resumption")]
             KeyLevel::ZeroRtt => {
-                self.keys.zero_rtt = None;
-                self.keys.zero_rtt = Some(
-                    PacketKeys::from_secret(
-                        &self.provider,
-                        self.original_version,
-                        s.suite,
-                        s.client.as_ref(),
-                    )
-                    .map_err(TlsError::Crypto)?,
-                );
+                let (p, v) = (&self.provider, self.original_version);
+                install_keys(&mut self.keys.zero_rtt, p, v, s.suite, s.client.as_ref())
+                    .map_err(TlsError::Crypto)?;
             }
             // Without tickets there is no 0-RTT to offer or accept.
             #[cfg(not(feature = "resumption"))]
