@@ -309,6 +309,19 @@ struct Requests {
     h3_error: u64,
 }
 
+/// What `run` keeps of a transaction once it is reported: whether it succeeded and its
+/// stack depths (for the final memory report).
+#[derive(Clone, Copy, Default)]
+struct Kept {
+    ok: bool,
+    /// Deepest stack address per phase (0: not measured).
+    deepest: [usize; 4],
+    /// An address at the bottom of the event loop's frame.
+    frame: usize,
+    /// Feature `stack-steps`: deepest stack address of each event-loop step.
+    steps: [usize; 4],
+}
+
 /// Runs both transactions and reports; returns the exit status (0: both succeeded).
 pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
     let boot_busy = board.busy_ns();
@@ -329,26 +342,14 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         early_data: true,
     };
     let mut status = 0;
-    let mut sizes = Report::new();
-    #[cfg(feature = "x509")]
-    sizes.put(tag::HEAP_PEAK, crate::heap::peak() as u64);
-    #[cfg(not(feature = "x509"))]
-    sizes.put(tag::HEAP_PEAK, 0);
-    sizes.put(tag::CONNECTION_BYTES, core::mem::size_of::<Conn<'_>>() as u64);
-    sizes.put(tag::H3_BYTES, core::mem::size_of::<H3>() as u64);
-    sizes.put(tag::BUFFER_BYTES, core::mem::size_of::<Buffers>() as u64);
-    sizes.put(tag::INSN_INIT, boot_busy);
-
     let Buffers { crypto, streams, stream_send, tx, ticket, link } = bufs;
     // 1: full handshake; keeps the session ticket.
     let (first, ticket_len) = {
-        let mut ticket_out = Some(&mut *ticket);
         let io = Io { link: &mut *link, tx: &mut *tx };
         let storage = storage(crypto, streams, stream_send);
-        let t = Transaction { config: &config, resumption: None, profile };
-        transaction(board, slots, io, storage, t, &mut rng, ticket_out.take())
+        let t = Transaction { config: &config, resumption: None, profile, which: 0 };
+        transaction(board, slots, io, storage, t, &mut rng, Some(&mut *ticket))
     };
-    report(board, 0, &first, link.dropped);
     status |= u32::from(!first.ok);
     // 2: resumed with the ticket, GET in 0-RTT.
     let resumption = ticket_len.and_then(|(len, at)| {
@@ -360,63 +361,58 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let second = {
         let io = Io { link: &mut *link, tx: &mut *tx };
         let storage = storage(crypto, streams, stream_send);
-        let t = Transaction { config: &config, resumption, profile };
+        let t = Transaction { config: &config, resumption, profile, which: 1 };
         transaction(board, slots, io, storage, t, &mut rng, None).0
     };
-    report(board, 1, &second, link.dropped);
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
     let resumed = resumption.is_some() || cfg!(feature = "psk");
     status |= u32::from(!second.ok || !resumed) << 1;
+    report_memory(board, boot_busy, &[first, second]);
+    send_frame(board, kind::DONE, &[status as u8]);
+    status
+}
 
+/// Sends the memory report: heap, object sizes, and the stack depths of both transactions.
+#[inline(never)]
+fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
+    let mut sizes = Report::new();
+    #[cfg(feature = "x509")]
+    sizes.put(tag::HEAP_PEAK, crate::heap::peak() as u64);
+    #[cfg(not(feature = "x509"))]
+    sizes.put(tag::HEAP_PEAK, 0);
+    sizes.put(tag::CONNECTION_BYTES, core::mem::size_of::<Conn<'_>>() as u64);
+    sizes.put(tag::H3_BYTES, core::mem::size_of::<H3>() as u64);
+    sizes.put(tag::BUFFER_BYTES, core::mem::size_of::<Buffers>() as u64);
+    sizes.put(tag::INSN_INIT, boot_busy);
     // The deepest point of any phase of either transaction, from the top of the stack.
-    let deepest = [first.phases.deepest, second.phases.deepest]
+    let deepest = kept
         .iter()
-        .flatten()
-        .copied()
+        .flat_map(|k| k.deepest)
         .filter(|d| *d != 0)
         .min()
         .unwrap_or(crate::measure::stack_top());
     sizes.put(tag::STACK_PEAK, (crate::measure::stack_top() - deepest) as u64);
     sizes.put(tag::STACK_SIZE, crate::measure::window() as u64);
+    // Below the event loop's frame, the larger of the two transactions.
+    let below = |k: &Kept, d: usize| if d == 0 { 0 } else { k.frame.saturating_sub(d) };
     for (i, t) in [tag::STACK_INIT, tag::STACK_OPEN, tag::STACK_TRANSFER, tag::STACK_CLOSE]
         .into_iter()
         .enumerate()
     {
-        // Below the transaction's frame, the larger of the two transactions.
-        let below = [&first, &second]
-            .iter()
-            .map(|o| {
-                let d = o.phases.deepest.get(i).copied().unwrap_or(0);
-                if d == 0 {
-                    0
-                } else {
-                    o.frame.saturating_sub(d)
-                }
-            })
-            .max()
-            .unwrap_or(0);
-        sizes.put(t, below as u64);
+        let most = kept.iter().map(|k| below(k, k.deepest.get(i).copied().unwrap_or(0))).max();
+        sizes.put(t, most.unwrap_or(0) as u64);
     }
-    sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - first.frame) as u64);
+    sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - kept[0].frame) as u64);
     #[cfg(feature = "stack-steps")]
     for (i, t) in [tag::STEP_RECEIVE, tag::STEP_TRANSMIT, tag::STEP_H3, tag::STEP_TIMEOUT]
         .into_iter()
         .enumerate()
     {
-        let below = [&first, &second]
-            .iter()
-            .map(|o| match o.steps.get(i).copied().unwrap_or(0) {
-                0 => 0,
-                d => o.frame.saturating_sub(d),
-            })
-            .max()
-            .unwrap_or(0);
-        sizes.put(t, below as u64);
+        let most = kept.iter().map(|k| below(k, k.steps.get(i).copied().unwrap_or(0))).max();
+        sizes.put(t, most.unwrap_or(0) as u64);
     }
     send_frame(board, kind::REPORT, sizes.bytes());
-    send_frame(board, kind::DONE, &[status as u8]);
-    status
 }
 
 /// Waits for the host's CONFIG frame: profile byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
@@ -507,12 +503,15 @@ struct Transaction<'a> {
     config: &'a ClientConfig<'a>,
     resumption: Option<Resumption<'a>>,
     profile: Profile,
+    /// 0: the 1-RTT transaction, 1: the resumed one (for the report).
+    which: u64,
 }
 
 /// One transaction: connect (resuming with `resumption` if given), GET, POST, close.
 /// With `ticket_out`, waits briefly for a session ticket and returns its length and the
 /// time it arrived. The connection and the HTTP/3 session are built in `slots` and dropped
-/// there at the end.
+/// there at the end. Sends the transaction's report.
+#[inline(never)]
 fn transaction<'a, B: Board>(
     board: &mut B,
     slots: &'a mut Slots,
@@ -521,8 +520,36 @@ fn transaction<'a, B: Board>(
     t: Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
-) -> (Outcome, Option<(usize, u64)>) {
+) -> (Kept, Option<(usize, u64)>) {
     let mut out = Outcome::default();
+    let Io { link, tx } = io;
+    let ticket = connected(
+        board,
+        slots,
+        Io { link: &mut *link, tx },
+        storage,
+        &t,
+        rng,
+        ticket_out,
+        &mut out,
+    );
+    report(board, t.which, &out, link.dropped);
+    let kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
+    (kept, ticket)
+}
+
+/// Connects, runs the event loop and closes, recording into `out`; drops the connection.
+#[allow(clippy::too_many_arguments)]
+fn connected<'a, B: Board>(
+    board: &mut B,
+    slots: &'a mut Slots,
+    io: Io<'_>,
+    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    t: &Transaction<'a>,
+    rng: &mut SeedRng,
+    ticket_out: Option<&mut [u8; TICKET]>,
+    out: &mut Outcome,
+) -> Option<(usize, u64)> {
     out.phases.enter(board, Some(Phase::Init));
     let remembered = t.resumption.map(|r| r.ticket.server_transport_parameters);
     let now = Instant(board.now_us());
@@ -532,14 +559,14 @@ fn transaction<'a, B: Board>(
     let unix_time = 0;
     let Slots { conn: conn_slot, h3: h3_slot } = slots;
     let h3 = init_h3(h3_slot);
-    let Some(conn) = connect(Slots::typed(conn_slot), &t, unix_time, storage, now, rng) else {
-        return (out, None);
+    let Some(conn) = connect(Slots::typed(conn_slot), t, unix_time, storage, now, rng) else {
+        return None;
     };
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);
     }
-    let ticket = event_loop(board, conn, h3, io, ticket_out, &mut out);
+    let ticket = event_loop(board, conn, h3, io, ticket_out, out);
     out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
     out.stats = conn.stats();
     (out.close_kind, out.close_code) = match conn.close_reason() {
@@ -555,7 +582,7 @@ fn transaction<'a, B: Board>(
     unsafe {
         core::ptr::drop_in_place(conn)
     };
-    (out, ticket)
+    ticket
 }
 
 /// The event loop of a connected transaction: GET, POST, close. Returns the session

@@ -27,9 +27,8 @@ fn main() -> ! {
     // SAFETY: `main` runs once and never returns, so these are the only references ever
     // taken.
     #[allow(unsafe_code)]
-    let (buffers, slots) = unsafe {
-        (&mut *core::ptr::addr_of_mut!(BUFFERS), &mut *core::ptr::addr_of_mut!(SLOTS))
-    };
+    let (buffers, slots) =
+        unsafe { (&mut *core::ptr::addr_of_mut!(BUFFERS), &mut *core::ptr::addr_of_mut!(SLOTS)) };
     #[cfg(feature = "x509")]
     mote_client::heap::init();
     let mut board = mote_client::board::riscv::Virt::init();

@@ -106,6 +106,7 @@ where
     /// Writes a new connection into `slot`: transport parameters, connection IDs, Initial
     /// keys (RFC 9001 §5.2) and empty state. On failure nothing is left in `slot`.
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     pub(super) fn init<'s>(
         slot: &'s mut MaybeUninit<Self>,
         config: &ConnectionConfig,

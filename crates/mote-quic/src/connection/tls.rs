@@ -69,6 +69,9 @@ where
 {
     const SIDE: Side = Side::Client;
 
+    // Out of line: the ClientHello's locals (key share, transcript) are not added to the
+    // frame of the connection's constructor.
+    #[inline(never)]
     fn start<H: QuicHooks>(&mut self, hooks: &mut H) -> Result<(), TlsError> {
         mote_tls::ClientSession::start(self, hooks)
     }

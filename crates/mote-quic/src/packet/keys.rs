@@ -206,6 +206,10 @@ pub struct PacketKeys<P: CryptoProvider> {
 impl<P: CryptoProvider> PacketKeys<P> {
     /// RFC 9001 §5.1: derives key, IV and header-protection key from a traffic secret (an
     /// Initial secret, or one TLS exported) for `version` and the negotiated AEAD.
+    // Inlined into its callers (key installation, out of line each): the keys are then
+    // built in the installer's frame instead of being returned through another one (2.9 KB
+    // less stack on a device's receive path).
+    #[inline(always)]
     pub fn from_secret(
         provider: &P,
         version: Version,
