@@ -403,6 +403,9 @@ impl CryptoProvider for RustCrypto {
         })
     }
 
+    // Out of line, like `aead_key`: the key schedule's temporaries stay in this frame
+    // instead of adding to the caller's (a connection installing keys on a device).
+    #[inline(never)]
     #[allow(unreachable_patterns)]
     fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<HeaderKey, Error> {
         if key.len() != alg.key_len() {

@@ -14,6 +14,7 @@ use core::ptr::addr_of_mut;
 
 use mote_crypto::{CryptoProvider, CryptoRng};
 
+use super::key_slot::KeySlot;
 use super::tls::{Cids, Handshake, HsSignals, Keys, TlsSession};
 use super::{
     cids, path, random_cid, rotation, ConnectError, Connection, ConnectionConfig, ConnectionStats,
@@ -217,11 +218,11 @@ where
             addr_of_mut!((*hs).local_tp_len).write(local_tp_len);
             // No keys yet; the Initial keys are derived in place below.
             let keys = addr_of_mut!((*hs).keys);
-            addr_of_mut!((*keys).initial).write(None);
-            addr_of_mut!((*keys).handshake).write(None);
-            addr_of_mut!((*keys).one_rtt).write(None);
+            addr_of_mut!((*keys).initial).write(KeySlot::empty());
+            addr_of_mut!((*keys).handshake).write(KeySlot::empty());
+            addr_of_mut!((*keys).one_rtt).write(KeySlot::empty());
             #[cfg(feature = "resumption")]
-            addr_of_mut!((*keys).zero_rtt).write(None);
+            addr_of_mut!((*keys).zero_rtt).write(KeySlot::empty());
             addr_of_mut!((*hs).cids).write(cids);
             addr_of_mut!((*hs).peer_tp).write(None);
             addr_of_mut!((*hs).signals).write(HsSignals::default());

@@ -48,6 +48,7 @@ mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
 mod init;
+mod key_slot;
 #[cfg(feature = "keylog")]
 pub mod keylog;
 #[cfg(feature = "migration")]

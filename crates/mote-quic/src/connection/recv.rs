@@ -373,11 +373,11 @@ where
         let space = PnSpace::of(hdr.ptype);
         let largest = self.rx_largest(space);
         let unprotected = match hdr.ptype {
-            PacketType::Initial => match &self.hs.keys.initial {
+            PacketType::Initial => match self.hs.keys.initial.as_ref() {
                 Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
                 None => Err(WireError::DecryptFailed),
             },
-            PacketType::Handshake => match &self.hs.keys.handshake {
+            PacketType::Handshake => match self.hs.keys.handshake.as_ref() {
                 Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
                 None => Err(WireError::DecryptFailed),
             },
@@ -892,8 +892,8 @@ where
     /// Discards the keys and state of `space` (RFC 9001 §4.9, RFC 9002 §6.4).
     pub(super) fn discard_space(&mut self, space: PnSpace, now: Instant) {
         let had = match space {
-            PnSpace::Initial => super::tls::drop_keys(&mut self.hs.keys.initial),
-            PnSpace::Handshake => super::tls::drop_keys(&mut self.hs.keys.handshake),
+            PnSpace::Initial => self.hs.keys.initial.clear(),
+            PnSpace::Handshake => self.hs.keys.handshake.clear(),
             PnSpace::ApplicationData => false,
         };
         if !had {

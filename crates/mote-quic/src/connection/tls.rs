@@ -8,6 +8,7 @@ use mote_tls::{
     transport_error, Error as TlsError, KeyLevel, Level, QuicHooks, Secrets, SendBuffer,
 };
 
+use super::key_slot::KeySlot;
 use super::rng::Drbg;
 use crate::cid::ConnectionId;
 use crate::error::WireError;
@@ -286,59 +287,15 @@ impl<P: CryptoProvider> OneRttKeys<P> {
     }
 }
 
-/// Derives the keys of one level's two directions into `slot` (dropping the old ones
-/// first). Out of line: each direction is derived in its own call, so a device's stack
-/// holds one direction's key schedules at a time, not chains of by-value copies.
-#[inline(never)]
-pub(crate) fn install_dir_keys<P: CryptoProvider>(
-    slot: &mut Option<DirKeys<P>>,
-    provider: &P,
-    version: Version,
-    alg: AeadAlgorithm,
-    tx: &[u8],
-    rx: &[u8],
-) -> Result<(), mote_crypto::Error> {
-    *slot = None;
-    *slot = Some(DirKeys {
-        tx: PacketKeys::from_secret(provider, version, alg, tx)?,
-        rx: PacketKeys::from_secret(provider, version, alg, rx)?,
-    });
-    Ok(())
-}
-
-/// Drops the keys in `slot` where they are (`Option::take` would move them onto the stack
-/// first); returns whether there were any.
-pub(crate) fn drop_keys<T>(slot: &mut Option<T>) -> bool {
-    let had = slot.is_some();
-    *slot = None;
-    had
-}
-
-/// Derives the keys of one direction into `slot` (dropping the old ones first); out of
-/// line, as [`install_dir_keys`].
-#[cfg(feature = "resumption")]
-#[inline(never)]
-fn install_keys<P: CryptoProvider>(
-    slot: &mut Option<PacketKeys<P>>,
-    provider: &P,
-    version: Version,
-    alg: AeadAlgorithm,
-    secret: &[u8],
-) -> Result<(), mote_crypto::Error> {
-    *slot = None;
-    *slot = Some(PacketKeys::from_secret(provider, version, alg, secret)?);
-    Ok(())
-}
-
 /// Packet-protection keys of every level.
 pub(crate) struct Keys<P: CryptoProvider> {
-    pub(crate) initial: Option<DirKeys<P>>,
-    pub(crate) handshake: Option<DirKeys<P>>,
-    pub(crate) one_rtt: Option<OneRttKeys<P>>,
+    pub(crate) initial: KeySlot<DirKeys<P>>,
+    pub(crate) handshake: KeySlot<DirKeys<P>>,
+    pub(crate) one_rtt: KeySlot<OneRttKeys<P>>,
     /// 0-RTT: the client's send key or the server's receive key (feature `resumption`:
     /// 0-RTT needs a ticket).
     #[cfg(feature = "resumption")]
-    pub(crate) zero_rtt: Option<PacketKeys<P>>,
+    pub(crate) zero_rtt: KeySlot<PacketKeys<P>>,
 }
 
 impl<P: CryptoProvider> Keys<P> {
@@ -357,7 +314,7 @@ impl<P: CryptoProvider> Keys<P> {
             Side::Server => (&server, &client),
         };
         let alg = crate::packet::INITIAL_AEAD;
-        install_dir_keys(&mut self.initial, provider, version, alg, tx.as_ref(), rx.as_ref())
+        self.initial.derive(provider, version, alg, tx.as_ref(), rx.as_ref())
     }
 
     /// The 0-RTT key, if any.
@@ -372,7 +329,7 @@ impl<P: CryptoProvider> Keys<P> {
     pub(crate) fn discard_zero_rtt(&mut self) {
         #[cfg(feature = "resumption")]
         {
-            self.zero_rtt = None;
+            self.zero_rtt.clear();
         }
     }
 }
@@ -468,36 +425,6 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
             1 => &mut self.crypto_send[1],
             _ => &mut self.crypto_send[2],
         }
-    }
-
-    /// RFC 9001 §5.1, §6: the 1-RTT keys and the secrets key updates derive from.
-    #[inline(never)]
-    fn install_one_rtt(
-        &mut self,
-        suite: AeadAlgorithm,
-        tx: &Secret,
-        rx: &Secret,
-    ) -> Result<(), mote_crypto::Error> {
-        let (p, v) = (&self.provider, self.version);
-        self.keys.one_rtt = None;
-        self.keys.one_rtt = Some(OneRttKeys {
-            keys: DirKeys {
-                tx: PacketKeys::from_secret(p, v, suite, tx.as_ref())?,
-                rx: PacketKeys::from_secret(p, v, suite, rx.as_ref())?,
-            },
-            suite,
-            tx_phase: false,
-            rx_phase: false,
-            tx_ahead: false,
-            tx_secret: tx.clone(),
-            rx_secret: rx.clone(),
-            updates: 0,
-            prev_rx: None,
-            rx_phase_start_pn: 0,
-            tx_phase_start_pn: None,
-            tx_packets: 0,
-        });
-        Ok(())
     }
 
     /// This side's (send, receive) secrets of `s`.
@@ -597,13 +524,14 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
             KeyLevel::Handshake => {
                 let (tx, rx) = self.dir_secrets(&s)?;
                 let (p, v) = (&self.provider, self.version);
-                install_dir_keys(&mut self.keys.handshake, p, v, s.suite, tx.as_ref(), rx.as_ref())
-                    .map_err(TlsError::Crypto)?;
+                let keys = &mut self.keys.handshake;
+                keys.derive(p, v, s.suite, tx.as_ref(), rx.as_ref()).map_err(TlsError::Crypto)?;
                 self.signals.handshake_keys = true;
             }
             KeyLevel::OneRtt => {
                 let (tx, rx) = self.dir_secrets(&s)?;
-                self.install_one_rtt(s.suite, tx, rx).map_err(TlsError::Crypto)?;
+                let (p, v) = (&self.provider, self.version);
+                self.keys.one_rtt.derive(p, v, s.suite, tx, rx).map_err(TlsError::Crypto)?;
                 self.signals.one_rtt_keys = true;
             }
             // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only. They are
@@ -611,8 +539,8 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
             #[cfg(feature = "resumption")]
             KeyLevel::ZeroRtt => {
                 let (p, v) = (&self.provider, self.original_version);
-                install_keys(&mut self.keys.zero_rtt, p, v, s.suite, s.client.as_ref())
-                    .map_err(TlsError::Crypto)?;
+                let keys = &mut self.keys.zero_rtt;
+                keys.derive(p, v, s.suite, s.client.as_ref()).map_err(TlsError::Crypto)?;
             }
             // Without tickets there is no 0-RTT to offer or accept.
             #[cfg(not(feature = "resumption"))]

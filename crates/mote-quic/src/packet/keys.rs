@@ -70,8 +70,8 @@ pub fn next_secret<P: CryptoProvider>(
 /// (e.g. batched across connections by an offload engine) via [`PacketKey::seal`] and
 /// [`PacketKey::open`] with (packet number, header bytes, payload bytes).
 pub struct PacketKey<P: CryptoProvider> {
-    key: P::AeadKey,
-    iv: [u8; NONCE_LEN],
+    pub(crate) key: P::AeadKey,
+    pub(crate) iv: [u8; NONCE_LEN],
 }
 
 impl<P: CryptoProvider> PacketKey<P> {
