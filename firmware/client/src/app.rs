@@ -455,6 +455,7 @@ fn storage<'a>(
 }
 
 /// Sends the report of transaction `which` (0: 1-RTT, 1: 0-RTT).
+#[inline(never)]
 fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     let mut r = Report::new();
     r.put(tag::TRANSACTION, which);
@@ -559,13 +560,10 @@ fn connected<'a, B: Board>(
     let unix_time = 0;
     let Slots { conn: conn_slot, h3: h3_slot } = slots;
     let h3 = init_h3(h3_slot);
-    let Some(conn) = connect(Slots::typed(conn_slot), t, unix_time, storage, now, rng) else {
+    let slot = Slots::typed(conn_slot);
+    let Some(conn) = connect(slot, t, remembered, unix_time, storage, now, rng) else {
         return None;
     };
-    if let Some(tp) = remembered {
-        // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
-        conn.apply_remembered_params(tp);
-    }
     let ticket = event_loop(board, conn, h3, io, ticket_out, out);
     out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
     out.stats = conn.stats();
@@ -680,9 +678,11 @@ fn event_loop<B: Board>(
 
 /// Builds the connection in `slot` (writes the ClientHello); `None` if it could not start.
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn connect<'a, 's>(
     slot: &'s mut MaybeUninit<Conn<'a>>,
     t: &Transaction<'a>,
+    remembered: Option<&[u8]>,
     _unix_time: u64,
     storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
     now: Instant,
@@ -699,7 +699,13 @@ fn connect<'a, 's>(
     // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ, SNTP).
     #[cfg(feature = "x509")]
     session.set_unix_time(_unix_time);
-    Conn::init_client(slot, &qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()
+    let conn =
+        Conn::init_client(slot, &qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()?;
+    if let Some(tp) = remembered {
+        // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
+        conn.apply_remembered_params(tp);
+    }
+    Some(conn)
 }
 
 /// A new HTTP/3 session in `slot`.
