@@ -694,11 +694,16 @@ fn connect<'a, 's>(
     };
     // RFC 9114 §6.2: allow the server its control and two QPACK streams.
     qcfg.streams.max_streams_uni = 3;
-    #[allow(unused_mut)]
-    let mut session = ClientSession::new(RustCrypto, t.config, t.resumption);
-    // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ, SNTP).
-    #[cfg(feature = "x509")]
-    session.set_unix_time(_unix_time);
+    // The TLS session is built in its place in the connection.
+    let session = || {
+        #[allow(unused_mut)]
+        let mut session = ClientSession::new(RustCrypto, t.config, t.resumption);
+        // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ,
+        // SNTP).
+        #[cfg(feature = "x509")]
+        session.set_unix_time(_unix_time);
+        session
+    };
     let conn =
         Conn::init_client(slot, &qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()?;
     if let Some(tp) = remembered {

@@ -3,7 +3,8 @@
 //! moved (a device has ~3 KB of stack). The by-value constructors ([`Connection::client`],
 //! [`Connection::server`]) run the same code into a local slot.
 //!
-//! This is the crate's only `unsafe`: writing through a `MaybeUninit` slot's raw pointer.
+//! This (with `key_slot`, `Streams::write_new` and `Recovery::write_new`) is the crate's
+//! `unsafe`: writing through a `MaybeUninit` slot's raw pointer.
 //! Every field is written exactly once before the slot is read; `all_fields` (an
 //! exhaustive pattern) stops the build when a field is added without being written here.
 #![allow(unsafe_code)]
@@ -48,8 +49,9 @@ where
     S: AsRef<[u8]> + AsMut<[u8]>,
 {
     /// [`Connection::client`] written into `slot` (a `static` on a device) instead of
-    /// returned: the connection is built in place, never on the stack. On success `slot`
-    /// holds the connection and the returned reference points to it; the caller drops it
+    /// returned: the connection is built in place, never on the stack, and so is the TLS
+    /// session, which `tls` builds (called once). On success `slot` holds the connection
+    /// and the returned reference points to it; the caller drops it
     /// (`MaybeUninit::assume_init_drop`) or initializes the slot again for the next
     /// connection. On failure `slot` holds nothing.
     #[allow(clippy::too_many_arguments)]
@@ -57,7 +59,7 @@ where
         slot: &'s mut MaybeUninit<Self>,
         config: &ConnectionConfig,
         provider: P,
-        tls: T,
+        tls: impl FnOnce() -> T,
         storage: Storage<C, S, N>,
         now: Instant,
         remote: SocketAddr,
@@ -113,7 +115,7 @@ where
         config: &ConnectionConfig,
         side: Side,
         provider: P,
-        tls: T,
+        tls: impl FnOnce() -> T,
         storage: Storage<C, S, N>,
         now: Instant,
         remote: SocketAddr,
@@ -238,7 +240,7 @@ where
 
             addr_of_mut!((*p).side).write(side);
             addr_of_mut!((*p).config).write(config);
-            put(addr_of_mut!((*p).tls), || tls);
+            put(addr_of_mut!((*p).tls), tls);
             addr_of_mut!((*p).state).write(State::Handshake);
             addr_of_mut!((*p).remote).write(remote);
             put(addr_of_mut!((*p).crypto_recv), || {
@@ -252,10 +254,9 @@ where
                 ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
                     .with_ack_eliciting_threshold(threshold),
             );
-            put(addr_of_mut!((*p).recovery), || {
-                Recovery::new(config.recovery, NewReno::new(config.max_datagram_size))
-            });
-            put(addr_of_mut!((*p).streams), || Streams::new(side, config.streams, streams));
+            let cc = NewReno::new(config.max_datagram_size);
+            Recovery::write_new(addr_of_mut!((*p).recovery), config.recovery, cc);
+            Streams::write_new(addr_of_mut!((*p).streams), side, config.streams, streams);
             addr_of_mut!((*p).controls).write(ControlTable::new());
             addr_of_mut!((*p).peer).write(None);
             addr_of_mut!((*p).remote_cid_set).write(false);

@@ -623,7 +623,7 @@ where
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
         Self::by_value(|slot| {
-            Self::init_client(slot, config, provider, tls, storage, now, remote, rng)
+            Self::init_client(slot, config, provider, || tls, storage, now, remote, rng)
         })
     }
 
@@ -698,7 +698,7 @@ where
                 &config,
                 Side::Server,
                 provider,
-                tls,
+                || tls,
                 storage,
                 now,
                 remote,

@@ -1043,24 +1043,22 @@ fn init_client_in_place_matches_by_value() {
     let mut slot = Box::new(core::mem::MaybeUninit::<Client>::uninit());
     let mut bad = cfg;
     bad.max_datagram_size = 1000;
-    let tls = ClientSession::new(P, configs.client, None);
     let refused = Client::init_client(
         &mut slot,
         &bad,
         P,
-        tls,
+        || ClientSession::new(P, configs.client, None),
         storage(64, 64),
         Instant::ZERO,
         remote,
         &mut TestRng(5),
     );
     assert_eq!(refused.err(), Some(ConnectError::Config));
-    let tls = ClientSession::new(P, configs.client, None);
     let in_place = Client::init_client(
         &mut slot,
         &cfg,
         P,
-        tls,
+        || ClientSession::new(P, configs.client, None),
         storage(4096, 4096),
         Instant::ZERO,
         remote,
