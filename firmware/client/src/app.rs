@@ -416,6 +416,7 @@ fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
 }
 
 /// Waits for the host's CONFIG frame: profile byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
+#[inline(never)]
 fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, [u8; 32]) {
     loop {
         while let Some(b) = board.read_byte() {

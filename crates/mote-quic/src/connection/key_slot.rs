@@ -86,13 +86,18 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
 ) -> Result<(), Error> {
     let m = KeyMaterial::derive(provider, version, alg, secret)?;
     let iv: [u8; NONCE_LEN] = m.iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
-    let header = provider.header_key(alg, m.hp.as_ref())?;
-    let key = provider.aead_key(alg, m.key.as_ref())?;
+    // Each part is written as soon as it is built, so only one is on the stack at a time.
     // SAFETY: the caller's contract; field addresses only, no references to the
     // uninitialized value.
     unsafe {
-        addr_of_mut!((*dst).header).write(header);
-        addr_of_mut!((*dst).packet.key).write(key);
+        addr_of_mut!((*dst).header).write(provider.header_key(alg, m.hp.as_ref())?);
+        match provider.aead_key(alg, m.key.as_ref()) {
+            Ok(key) => addr_of_mut!((*dst).packet.key).write(key),
+            Err(e) => {
+                core::ptr::drop_in_place(addr_of_mut!((*dst).header));
+                return Err(e);
+            }
+        }
         addr_of_mut!((*dst).packet.iv).write(iv);
     }
     Ok(())
