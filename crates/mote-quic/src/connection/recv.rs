@@ -644,7 +644,7 @@ where
             self.dropped();
             return;
         }
-        let old_retry_scid = core::mem::replace(&mut self.hs.cids.retry_scid, Some(new_dcid));
+        let old_retry_scid = self.hs.cids.retry_scid.replace(new_dcid);
         if self.set_initial_keys(version).is_err() {
             self.hs.cids.retry_scid = old_retry_scid;
             let _ = self.set_initial_keys(version);
