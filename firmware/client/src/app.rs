@@ -319,6 +319,7 @@ struct Kept {
     /// An address at the bottom of the event loop's frame.
     frame: usize,
     /// Feature `stack-steps`: deepest stack address of each event-loop step.
+    #[cfg_attr(not(feature = "stack-steps"), allow(dead_code))]
     steps: [usize; 4],
 }
 
@@ -562,9 +563,7 @@ fn connected<'a, B: Board>(
     let Slots { conn: conn_slot, h3: h3_slot } = slots;
     let h3 = init_h3(h3_slot);
     let slot = Slots::typed(conn_slot);
-    let Some(conn) = connect(slot, t, remembered, unix_time, storage, now, rng) else {
-        return None;
-    };
+    let conn = connect(slot, t, remembered, unix_time, storage, now, rng)?;
     let ticket = event_loop(board, conn, h3, io, ticket_out, out);
     out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
     out.stats = conn.stats();
