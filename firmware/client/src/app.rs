@@ -4,9 +4,11 @@
 //! Each transaction is measured per phase and reported over the serial line.
 //!
 //! Everything lives in caller-owned memory: [`Buffers`] (CRYPTO and stream buffers, the
-//! datagram buffer, the ticket) is a static, the connection and the HTTP/3 session are
-//! locals of [`transaction`]. Nothing allocates.
+//! datagram buffer, the ticket) and [`Slots`] (the connection and the HTTP/3 session, built
+//! in place) are statics; the stack holds only the event loop's small state (the device
+//! has ~3 KB of it). Nothing allocates.
 
+use core::mem::MaybeUninit;
 use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mote_crypto::rustcrypto::RustCrypto;
@@ -186,6 +188,40 @@ impl Default for Buffers {
     }
 }
 
+/// The memory of a transaction's connection and HTTP/3 session: ~20 KB of state, so a
+/// static rather than stack (Quant keeps the same in its 16 KB heap). Both are written in
+/// place ([`Connection::init_client`]) and dropped in place after each transaction.
+pub struct Slots {
+    conn: MaybeUninit<Conn<'static>>,
+    h3: MaybeUninit<H3>,
+}
+
+impl Slots {
+    /// Empty slots (for a `static`).
+    pub const fn new() -> Self {
+        Self { conn: MaybeUninit::uninit(), h3: MaybeUninit::uninit() }
+    }
+
+    /// The connection slot, typed for connections that borrow for `'a`.
+    fn typed<'a>(slot: &'a mut MaybeUninit<Conn<'static>>) -> &'a mut MaybeUninit<Conn<'a>> {
+        let slot: *mut MaybeUninit<Conn<'static>> = slot;
+        // SAFETY: `Conn<'a>` and `Conn<'static>` differ only in a lifetime, so they have the
+        // same layout. The slot is exclusively borrowed for `'a`, and its content can only
+        // be read through `unsafe` (`assume_init*`): a connection written through this
+        // reference is dropped (by `transaction`) before `'a` ends and never read after.
+        #[allow(unsafe_code)]
+        unsafe {
+            &mut *slot.cast::<MaybeUninit<Conn<'a>>>()
+        }
+    }
+}
+
+impl Default for Slots {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The link profile the host announced (it sets the initial RTT).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Profile {
@@ -273,8 +309,22 @@ struct Requests {
     h3_error: u64,
 }
 
+/// What `run` keeps of a transaction once it is reported: whether it succeeded and its
+/// stack depths (for the final memory report).
+#[derive(Clone, Copy, Default)]
+struct Kept {
+    ok: bool,
+    /// Deepest stack address per phase (0: not measured).
+    deepest: [usize; 4],
+    /// An address at the bottom of the event loop's frame.
+    frame: usize,
+    /// Feature `stack-steps`: deepest stack address of each event-loop step.
+    #[cfg_attr(not(feature = "stack-steps"), allow(dead_code))]
+    steps: [usize; 4],
+}
+
 /// Runs both transactions and reports; returns the exit status (0: both succeeded).
-pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
+pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
     let boot_busy = board.busy_ns();
     // The host announces the link profile and a nonce first (CONFIG frame).
     let (profile, nonce) = wait_config(board, &mut bufs.link);
@@ -293,25 +343,14 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
         early_data: true,
     };
     let mut status = 0;
-    let mut sizes = Report::new();
-    #[cfg(feature = "x509")]
-    sizes.put(tag::HEAP_PEAK, crate::heap::peak() as u64);
-    #[cfg(not(feature = "x509"))]
-    sizes.put(tag::HEAP_PEAK, 0);
-    sizes.put(tag::CONNECTION_BYTES, core::mem::size_of::<Conn<'_>>() as u64);
-    sizes.put(tag::H3_BYTES, core::mem::size_of::<H3>() as u64);
-    sizes.put(tag::BUFFER_BYTES, core::mem::size_of::<Buffers>() as u64);
-    sizes.put(tag::INSN_INIT, boot_busy);
-
     let Buffers { crypto, streams, stream_send, tx, ticket, link } = bufs;
     // 1: full handshake; keeps the session ticket.
     let (first, ticket_len) = {
-        let mut ticket_out = Some(&mut *ticket);
         let io = Io { link: &mut *link, tx: &mut *tx };
         let storage = storage(crypto, streams, stream_send);
-        transaction(board, io, storage, &config, None, profile, &mut rng, ticket_out.take())
+        let t = Transaction { config: &config, resumption: None, profile, which: 0 };
+        transaction(board, slots, io, storage, t, &mut rng, Some(&mut *ticket))
     };
-    report(board, 0, &first, link.dropped);
     status |= u32::from(!first.ok);
     // 2: resumed with the ticket, GET in 0-RTT.
     let resumption = ticket_len.and_then(|(len, at)| {
@@ -323,65 +362,62 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers) -> u32 {
     let second = {
         let io = Io { link: &mut *link, tx: &mut *tx };
         let storage = storage(crypto, streams, stream_send);
-        transaction(board, io, storage, &config, resumption, profile, &mut rng, None).0
+        let t = Transaction { config: &config, resumption, profile, which: 1 };
+        transaction(board, slots, io, storage, t, &mut rng, None).0
     };
-    report(board, 1, &second, link.dropped);
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
     let resumed = resumption.is_some() || cfg!(feature = "psk");
     status |= u32::from(!second.ok || !resumed) << 1;
+    report_memory(board, boot_busy, &[first, second]);
+    send_frame(board, kind::DONE, &[status as u8]);
+    status
+}
 
+/// Sends the memory report: heap, object sizes, and the stack depths of both transactions.
+#[inline(never)]
+fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
+    let mut sizes = Report::new();
+    #[cfg(feature = "x509")]
+    sizes.put(tag::HEAP_PEAK, crate::heap::peak() as u64);
+    #[cfg(not(feature = "x509"))]
+    sizes.put(tag::HEAP_PEAK, 0);
+    sizes.put(tag::CONNECTION_BYTES, core::mem::size_of::<Conn<'_>>() as u64);
+    sizes.put(tag::H3_BYTES, core::mem::size_of::<H3>() as u64);
+    sizes.put(tag::BUFFER_BYTES, core::mem::size_of::<Buffers>() as u64);
+    sizes.put(tag::INSN_INIT, boot_busy);
     // The deepest point of any phase of either transaction, from the top of the stack.
-    let deepest = [first.phases.deepest, second.phases.deepest]
+    let deepest = kept
         .iter()
-        .flatten()
-        .copied()
+        .flat_map(|k| k.deepest)
         .filter(|d| *d != 0)
         .min()
         .unwrap_or(crate::measure::stack_top());
     sizes.put(tag::STACK_PEAK, (crate::measure::stack_top() - deepest) as u64);
     sizes.put(tag::STACK_SIZE, crate::measure::window() as u64);
+    // Below the event loop's frame, the larger of the two transactions.
+    let below = |k: &Kept, d: usize| if d == 0 { 0 } else { k.frame.saturating_sub(d) };
     for (i, t) in [tag::STACK_INIT, tag::STACK_OPEN, tag::STACK_TRANSFER, tag::STACK_CLOSE]
         .into_iter()
         .enumerate()
     {
-        // Below the transaction's frame, the larger of the two transactions.
-        let below = [&first, &second]
-            .iter()
-            .map(|o| {
-                let d = o.phases.deepest.get(i).copied().unwrap_or(0);
-                if d == 0 {
-                    0
-                } else {
-                    o.frame.saturating_sub(d)
-                }
-            })
-            .max()
-            .unwrap_or(0);
-        sizes.put(t, below as u64);
+        let most = kept.iter().map(|k| below(k, k.deepest.get(i).copied().unwrap_or(0))).max();
+        sizes.put(t, most.unwrap_or(0) as u64);
     }
-    sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - first.frame) as u64);
+    sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - kept[0].frame) as u64);
     #[cfg(feature = "stack-steps")]
     for (i, t) in [tag::STEP_RECEIVE, tag::STEP_TRANSMIT, tag::STEP_H3, tag::STEP_TIMEOUT]
         .into_iter()
         .enumerate()
     {
-        let below = [&first, &second]
-            .iter()
-            .map(|o| match o.steps.get(i).copied().unwrap_or(0) {
-                0 => 0,
-                d => o.frame.saturating_sub(d),
-            })
-            .max()
-            .unwrap_or(0);
-        sizes.put(t, below as u64);
+        let most = kept.iter().map(|k| below(k, k.steps.get(i).copied().unwrap_or(0))).max();
+        sizes.put(t, most.unwrap_or(0) as u64);
     }
     send_frame(board, kind::REPORT, sizes.bytes());
-    send_frame(board, kind::DONE, &[status as u8]);
-    status
 }
 
 /// Waits for the host's CONFIG frame: profile byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
+#[inline(never)]
 fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, [u8; 32]) {
     loop {
         while let Some(b) = board.read_byte() {
@@ -421,6 +457,7 @@ fn storage<'a>(
 }
 
 /// Sends the report of transaction `which` (0: 1-RTT, 1: 0-RTT).
+#[inline(never)]
 fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     let mut r = Report::new();
     r.put(tag::TRANSACTION, which);
@@ -464,47 +501,98 @@ static BODY: [u8; POST_BYTES] = {
     b
 };
 
-/// One transaction: connect (resuming with `resumption` if given), GET, POST, close.
-/// With `ticket_out`, waits briefly for a session ticket and returns its length and the
-/// time it arrived.
-#[allow(clippy::too_many_arguments)]
-fn transaction<'a, B: Board>(
-    board: &mut B,
-    io: Io<'_>,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+/// What a transaction connects with.
+struct Transaction<'a> {
     config: &'a ClientConfig<'a>,
     resumption: Option<Resumption<'a>>,
     profile: Profile,
+    /// 0: the 1-RTT transaction, 1: the resumed one (for the report).
+    which: u64,
+}
+
+/// One transaction: connect (resuming with `resumption` if given), GET, POST, close.
+/// With `ticket_out`, waits briefly for a session ticket and returns its length and the
+/// time it arrived. The connection and the HTTP/3 session are built in `slots` and dropped
+/// there at the end. Sends the transaction's report.
+#[inline(never)]
+fn transaction<'a, B: Board>(
+    board: &mut B,
+    slots: &'a mut Slots,
+    io: Io<'_>,
+    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    t: Transaction<'a>,
     rng: &mut SeedRng,
-    mut ticket_out: Option<&mut [u8; TICKET]>,
-) -> (Outcome, Option<(usize, u64)>) {
+    ticket_out: Option<&mut [u8; TICKET]>,
+) -> (Kept, Option<(usize, u64)>) {
     let mut out = Outcome::default();
+    let Io { link, tx } = io;
+    let ticket = connected(
+        board,
+        slots,
+        Io { link: &mut *link, tx },
+        storage,
+        &t,
+        rng,
+        ticket_out,
+        &mut out,
+    );
+    report(board, t.which, &out, link.dropped);
+    let kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
+    (kept, ticket)
+}
+
+/// Connects, runs the event loop and closes, recording into `out`; drops the connection.
+#[allow(clippy::too_many_arguments)]
+fn connected<'a, B: Board>(
+    board: &mut B,
+    slots: &'a mut Slots,
+    io: Io<'_>,
+    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    t: &Transaction<'a>,
+    rng: &mut SeedRng,
+    ticket_out: Option<&mut [u8; TICKET]>,
+    out: &mut Outcome,
+) -> Option<(usize, u64)> {
     out.phases.enter(board, Some(Phase::Init));
-    let mut qcfg = match profile {
-        Profile::Wlan => ConnectionConfig::device(),
-        Profile::NbIot => ConnectionConfig::nb_iot_device(),
-    };
-    // RFC 9114 §6.2: allow the server its control and two QPACK streams.
-    qcfg.streams.max_streams_uni = 3;
-    let remembered = resumption.map(|r| r.ticket.server_transport_parameters);
-    #[allow(unused_mut)]
-    let mut session = ClientSession::new(RustCrypto, config, resumption);
-    // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ, SNTP).
-    #[cfg(feature = "x509")]
-    session.set_unix_time(crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000);
+    let remembered = t.resumption.map(|r| r.ticket.server_transport_parameters);
     let now = Instant(board.now_us());
-    // The connection lives in this frame; it is built in `connect`'s frame so the
-    // constructor's temporaries are gone before the event loop runs.
-    let mut slot: Option<Conn<'a>> = None;
-    connect(&mut slot, &qcfg, session, storage, now, rng);
-    let Some(conn) = slot.as_mut() else {
-        return (out, None);
+    #[cfg(feature = "x509")]
+    let unix_time = crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000;
+    #[cfg(not(feature = "x509"))]
+    let unix_time = 0;
+    let Slots { conn: conn_slot, h3: h3_slot } = slots;
+    let h3 = init_h3(h3_slot);
+    let slot = Slots::typed(conn_slot);
+    let conn = connect(slot, t, remembered, unix_time, storage, now, rng)?;
+    let ticket = event_loop(board, conn, h3, io, ticket_out, out);
+    out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
+    out.stats = conn.stats();
+    (out.close_kind, out.close_code) = match conn.close_reason() {
+        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
+        Some(CloseReason::Local(c)) => (1, c.code),
+        Some(CloseReason::Peer(c)) => (2, c.code),
+        Some(CloseReason::IdleTimeout) => (3, 0),
+        _ => (4, 0),
     };
-    if let Some(tp) = remembered {
-        // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
-        conn.apply_remembered_params(tp);
-    }
-    let mut h3 = H3::new(Role::Client, H3_CONFIG);
+    // Erase the keys (their `Drop`) before the slot is reused.
+    #[allow(unsafe_code)]
+    // SAFETY: `conn` is the slot `connect` initialized; it is not used after this.
+    unsafe {
+        core::ptr::drop_in_place(conn)
+    };
+    ticket
+}
+
+/// The event loop of a connected transaction: GET, POST, close. Returns the session
+/// ticket's length and arrival time, if one was asked for and came.
+fn event_loop<B: Board>(
+    board: &mut B,
+    conn: &mut Conn<'_>,
+    h3: &mut H3,
+    io: Io<'_>,
+    mut ticket_out: Option<&mut [u8; TICKET]>,
+    out: &mut Outcome,
+) -> Option<(usize, u64)> {
     let mut req = Requests::default();
     let body = &BODY;
     let mut scratch = [0u8; 128];
@@ -543,11 +631,11 @@ fn transaction<'a, B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
-            drive_requests(conn, &mut h3, &mut req, body, &mut scratch);
+            drive_requests(conn, h3, &mut req, body, &mut scratch);
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
-            step(&mut out.steps, 2, || poll_h3(conn, &mut h3, &mut req));
+            step(&mut out.steps, 2, || poll_h3(conn, h3, &mut req));
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
@@ -571,7 +659,6 @@ fn transaction<'a, B: Board>(
         board.sleep_until(conn.poll_timeout().map(|t| t.0));
     }
     out.phases.enter(board, None);
-    out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
     out.get_status = req.get_status;
     out.post_status = req.post_status;
     out.get_bytes = req.get_bytes;
@@ -581,33 +668,55 @@ fn transaction<'a, B: Board>(
         && req.get_status == 200
         && req.post_status == 200
         && req.get_bytes == OBJECT_BYTES;
-    out.stats = conn.stats();
     out.h3_error = req.h3_error;
-    (out.close_kind, out.close_code) = match conn.close_reason() {
-        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
-        Some(CloseReason::Local(c)) => (1, c.code),
-        Some(CloseReason::Peer(c)) => (2, c.code),
-        Some(CloseReason::IdleTimeout) => (3, 0),
-        _ => (4, 0),
-    };
-    (out, ticket)
+    ticket
 }
 
 // The steps of the event loop are separate, non-inlined functions: each one's locals (and
 // those of the connection code inlined into it) live only while it runs, instead of all
 // adding up in the transaction's frame.
 
-/// Builds the connection into `slot` (writes the ClientHello).
+/// Builds the connection in `slot` (writes the ClientHello); `None` if it could not start.
 #[inline(never)]
-fn connect<'a>(
-    slot: &mut Option<Conn<'a>>,
-    config: &ConnectionConfig,
-    session: ClientSession<'a, RustCrypto, TLS_RX>,
+#[allow(clippy::too_many_arguments)]
+fn connect<'a, 's>(
+    slot: &'s mut MaybeUninit<Conn<'a>>,
+    t: &Transaction<'a>,
+    remembered: Option<&[u8]>,
+    _unix_time: u64,
     storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
     now: Instant,
     rng: &mut SeedRng,
-) {
-    *slot = Conn::client(config, RustCrypto, session, storage, now, SERVER, rng).ok();
+) -> Option<&'s mut Conn<'a>> {
+    let mut qcfg = match t.profile {
+        Profile::Wlan => ConnectionConfig::device(),
+        Profile::NbIot => ConnectionConfig::nb_iot_device(),
+    };
+    // RFC 9114 §6.2: allow the server its control and two QPACK streams.
+    qcfg.streams.max_streams_uni = 3;
+    // The TLS session is built in its place in the connection.
+    let session = || {
+        #[allow(unused_mut)]
+        let mut session = ClientSession::new(RustCrypto, t.config, t.resumption);
+        // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ,
+        // SNTP).
+        #[cfg(feature = "x509")]
+        session.set_unix_time(_unix_time);
+        session
+    };
+    let conn =
+        Conn::init_client(slot, &qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()?;
+    if let Some(tp) = remembered {
+        // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
+        conn.apply_remembered_params(tp);
+    }
+    Some(conn)
+}
+
+/// A new HTTP/3 session in `slot`.
+#[inline(never)]
+fn init_h3(slot: &mut MaybeUninit<H3>) -> &mut H3 {
+    slot.write(H3::new(Role::Client, H3_CONFIG))
 }
 
 /// Feeds every datagram waiting on the serial line to the connection.

@@ -2,7 +2,7 @@
 #![no_std]
 #![no_main]
 
-use mote_client::app::{self, Buffers};
+use mote_client::app::{self, Buffers, Slots};
 use mote_client::board::Board;
 
 #[cfg(target_arch = "arm")]
@@ -10,11 +10,12 @@ use mote_client::board::Board;
 fn main() -> ! {
     // cortex-m-rt turns this into a `&'static mut` taken once (no `unsafe`).
     static mut BUFFERS: Buffers = Buffers::new();
+    static mut SLOTS: Slots = Slots::new();
     #[cfg(feature = "x509")]
     mote_client::heap::init();
     let mut board = mote_client::board::mps2::Mps2::init();
     mote_client::measure::paint_stack();
-    let status = app::run(&mut board, BUFFERS);
+    let status = app::run(&mut board, BUFFERS, SLOTS);
     board.exit(status)
 }
 
@@ -22,14 +23,17 @@ fn main() -> ! {
 #[riscv_rt::entry]
 fn main() -> ! {
     static mut BUFFERS: Buffers = Buffers::new();
-    // SAFETY: `main` runs once and never returns, so this is the only reference ever taken.
+    static mut SLOTS: Slots = Slots::new();
+    // SAFETY: `main` runs once and never returns, so these are the only references ever
+    // taken.
     #[allow(unsafe_code)]
-    let buffers = unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) };
+    let (buffers, slots) =
+        unsafe { (&mut *core::ptr::addr_of_mut!(BUFFERS), &mut *core::ptr::addr_of_mut!(SLOTS)) };
     #[cfg(feature = "x509")]
     mote_client::heap::init();
     let mut board = mote_client::board::riscv::Virt::init();
     mote_client::measure::paint_stack();
-    let status = app::run(&mut board, buffers);
+    let status = app::run(&mut board, buffers, slots);
     board.exit(status)
 }
 

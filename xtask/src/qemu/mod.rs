@@ -318,6 +318,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
     ensure_qemu()?;
     let elf = build_firmware(args.auth, args.stack_steps)?;
     let mut failed = false;
+    let mut over = Vec::new();
     for profile in profiles {
         let run = run_once(&elf, profile, args)?;
         failed |= run.status != Some(0);
@@ -326,11 +327,40 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         } else {
             print_run(&run);
         }
+        over.extend(over_budget(&run));
     }
     if failed {
         bail!("a firmware run did not complete both transactions");
     }
+    if !over.is_empty() {
+        for o in &over {
+            eprintln!("over budget: {o}");
+        }
+        bail!("the device client is over its memory goal (issue 8)");
+    }
     Ok(())
+}
+
+/// Issue 8's memory goal for the device client: peak stack (painted, from the top).
+pub const STACK_GOAL: u64 = 3072;
+/// Issue 8's memory goal: heap high-water mark, packet buffers excluded (they are static).
+pub const HEAP_GOAL: u64 = 8192;
+
+/// What of `run`'s measured memory is above the goal, one line each (figure and goal).
+fn over_budget(run: &Run) -> Vec<String> {
+    let Some(f) = final_report(run) else {
+        return vec![format!("{}: the firmware sent no memory report", run.profile.name())];
+    };
+    let mut over = Vec::new();
+    for (name, what, goal) in
+        [("stack_peak", "peak stack", STACK_GOAL), ("heap_peak", "heap high-water mark", HEAP_GOAL)]
+    {
+        let v = get(f, name);
+        if v > goal {
+            over.push(format!("{}: {what} {v} B > goal {goal} B", run.profile.name()));
+        }
+    }
+    over
 }
 
 /// Installs qemu-system-arm with apt-get if it is missing.
@@ -724,14 +754,15 @@ fn print_run(run: &Run) {
     }
     if let Some(f) = final_report(run) {
         println!(
-            "  device stack: peak {} B from the top (window {} B), of which the transaction's frame \
-             (connection + HTTP/3 session + request state) {} B;",
+            "  device stack: peak {} B from the top (goal {STACK_GOAL} B; window {} B), of which \
+             main, the transaction and its event loop (request state; the connection and HTTP/3 \
+             session are static) {} B;",
             get(f, "stack_peak"),
             get(f, "stack_window"),
             get(f, "stack_frame"),
         );
         println!(
-            "    call stack below that frame: init {} B (connection constructor), open {} B, transfer {} B, close {} B",
+            "    call stack below that: init {} B (connection constructor), open {} B, transfer {} B, close {} B",
             get(f, "stack_init"),
             get(f, "stack_open"),
             get(f, "stack_transfer"),
@@ -747,7 +778,7 @@ fn print_run(run: &Run) {
             );
         }
         println!(
-            "  device memory: heap {} B (no allocator); \
+            "  device memory: heap {} B (goal {HEAP_GOAL} B; no allocator); \
              connection {} B, HTTP/3 session {} B, static buffers {} B; boot {} insn",
             get(f, "heap_peak"),
             get(f, "connection_bytes"),
@@ -807,6 +838,33 @@ mod tests {
         // The second waited for the first to be serialized.
         assert_eq!(dir.next_due(), Some(t0 + Duration::from_millis(12)));
         assert_eq!((dir.bytes, dir.datagrams), (194, 2));
+    }
+
+    #[test]
+    fn memory_goal_is_checked() {
+        let run = |stack: u64, heap: u64| Run {
+            profile: Profile::Nbiot,
+            auth: Auth::Rpk,
+            reports: vec![vec![("stack_peak".to_owned(), stack), ("heap_peak".to_owned(), heap)]],
+            status: Some(0),
+            up_bytes: 0,
+            up_datagrams: 0,
+            down_bytes: 0,
+            down_datagrams: 0,
+            wall: Vec::new(),
+            per_transaction: Vec::new(),
+            server_log: None,
+            frames_dropped: 0,
+        };
+        assert!(over_budget(&run(STACK_GOAL, HEAP_GOAL)).is_empty());
+        let over = over_budget(&run(STACK_GOAL + 1, HEAP_GOAL + 1));
+        assert_eq!(over.len(), 2);
+        assert!(over[0].contains("peak stack 3073 B > goal 3072 B"), "{over:?}");
+        assert!(over[1].contains("heap high-water mark 8193 B > goal 8192 B"), "{over:?}");
+        // A run without a memory report fails the check too.
+        let mut silent = run(0, 0);
+        silent.reports.clear();
+        assert_eq!(over_budget(&silent).len(), 1);
     }
 
     #[test]

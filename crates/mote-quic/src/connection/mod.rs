@@ -47,6 +47,8 @@ mod config;
 mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
+mod init;
+mod key_slot;
 #[cfg(feature = "keylog")]
 pub mod keylog;
 #[cfg(feature = "migration")]
@@ -90,18 +92,18 @@ pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 use crate::token::TOKEN_MAX;
 
 use crate::cid::ConnectionId;
-use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
 use crate::frame::StreamDir;
-use crate::packet::initial_keys;
 use crate::recovery::{Ecn, NewReno, PnSpace, ReceivedPackets, Recovery};
-use crate::stream::{CryptoRecv, CryptoSend, OpenError, Read, StreamId, Streams, WriteError};
+use crate::stream::{CryptoRecv, OpenError, Read, StreamId, Streams, WriteError};
 use crate::time::{Duration, Instant};
 use crate::transport_params::{Side, TransportParameters};
 use crate::version::Version;
 use rng::Drbg;
 use sent::ControlTable;
-use tls::{Cids, DirKeys, Handshake, HsSignals, Keys};
+#[cfg(feature = "server")]
+use tls::Cids;
+use tls::Handshake;
 
 /// Sent-packet records of the Initial and of the Handshake space.
 pub const HANDSHAKE_SENT: usize = 8;
@@ -620,19 +622,9 @@ where
         remote: SocketAddr,
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
-        let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
-        // RFC 9000 §7.2: the client's first Destination Connection ID is unpredictable and
-        // at least 8 bytes long.
-        let original_dcid = random_cid(&mut drbg, 8)?;
-        let local = random_cid(&mut drbg, config.local_cid_len)?;
-        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
-        let mut conn =
-            Self::new(config, Side::Client, provider, tls, storage, now, remote, drbg, cids)?;
-        // RFC 9000 §18.2: a client never sends stateless_reset_token; its handshake
-        // connection ID has no token the server could use.
-        let r = conn.tls.start(&mut conn.hs);
-        r.map_err(ConnectError::Tls)?;
-        Ok(conn)
+        Self::by_value(|slot| {
+            Self::init_client(slot, config, provider, || tls, storage, now, remote, rng)
+        })
     }
 
     /// Accepts a server connection for a client Initial: `client_dcid` and `client_scid` are
@@ -700,201 +692,21 @@ where
         };
         let mut config = *config;
         config.version = version;
-        let mut conn =
-            Self::new(&config, Side::Server, provider, tls, storage, now, remote, drbg, cids)?;
-        conn.address_validated = validation != Validation::None;
-        Ok(conn)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        config: &ConnectionConfig,
-        side: Side,
-        provider: P,
-        tls: T,
-        storage: Storage<C, S, N>,
-        now: Instant,
-        remote: SocketAddr,
-        drbg: Drbg<P>,
-        cids: Cids,
-    ) -> Result<Self, ConnectError> {
-        if config.local_cid_len > crate::cid::MAX_CID_LEN
-            || usize::from(config.max_datagram_size) < MIN_INITIAL_SIZE
-            || !config.version.is_supported()
-            || T::SIDE != side
-        {
-            return Err(ConnectError::Config);
-        }
-        let mut config = *config;
-        config.recovery.is_server = side == Side::Server;
-        config.recovery.max_datagram_size = config.max_datagram_size;
-        let version = config.version;
-
-        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
-        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
-        let ik =
-            initial_keys(&provider, version, cids.initial_dcid()).map_err(ConnectError::Crypto)?;
-        let initial = match side {
-            Side::Client => DirKeys { tx: ik.client, rx: ik.server },
-            Side::Server => DirKeys { tx: ik.server, rx: ik.client },
-        };
-
-        let Storage { crypto, streams } = storage;
-        let [(cs0, cr0), (cs1, cr1), (cs2, cr2)] = crypto;
-        let recv_buf = streams.iter().map(|(_, r)| r.as_ref().len()).min().unwrap_or(0);
-
-        // Our transport parameters (RFC 9000 §7.4, §18.2).
-        let mut tp = TransportParameters::DEFAULT;
-        tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
-        tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
-        // Advertise the stream counts the table will accept (capped to the N slots).
-        config.streams.for_slots(N).apply_to(&mut tp, recv_buf);
-        tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);
-        // RFC 9000 §18.2: without migration support, ask the peer not to migrate.
-        tp.disable_active_migration = !cfg!(feature = "migration");
-        tp.active_connection_id_limit = VarInt::from_u32(cids::REMOTE_CIDS as u32);
-        tp.initial_source_connection_id = Some(cids.local);
-        // RFC 9368 §3: our version_information: the version in use and every version we
-        // would use on this connection, the compatible version first as our preference (a
-        // server picking by the client's order, as aioquic does, then upgrades a client
-        // that offers it; the order does not matter to mote's server).
-        let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
-        tp.version_information = Some(match compatible {
-            Some(c) => crate::transport_params::VersionInformation::new(version, &[c, version]),
-            None => crate::transport_params::VersionInformation::new(version, &[version]),
-        });
-        // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
-        #[cfg(feature = "datagram")]
-        {
-            tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
-        }
-        let mut drbg = drbg;
-        let token0 = rotation::reset_token(&provider, &config, &mut drbg, &cids.local)
-            .map_err(ConnectError::Crypto)?;
-        let mut local_cids = cids::LocalCids::new(cids.local, token0);
-        if side == Side::Server {
-            // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
-            // Retry's SCID.
-            tp.original_destination_connection_id = Some(cids.original_dcid);
-            tp.retry_source_connection_id = cids.retry_scid;
-            // RFC 9000 §10.3: the server's token for its handshake connection ID.
-            #[cfg(feature = "stateless-reset")]
-            if config.stateless_reset_key.is_some() {
-                tp.stateless_reset_token = Some(token0);
-            }
-            // RFC 9000 §9.6: the preferred address comes with connection ID sequence 1.
-            #[cfg(feature = "migration")]
-            if let Some(addr) = config.preferred_address {
-                let cid = random_cid(&mut drbg, config.local_cid_len)?;
-                let token = rotation::reset_token(&provider, &config, &mut drbg, &cid)
-                    .map_err(ConnectError::Crypto)?;
-                if !cid.is_empty() && local_cids.issue(cid, token, true) {
-                    tp.preferred_address = Some(migrate::preferred_param(addr, cid, token));
-                }
-            }
-        }
-        let _ = &mut local_cids;
-        let mut local_tp = [0u8; LOCAL_TP_MAX];
-        let mut w = Writer::new(&mut local_tp);
-        tp.encode(&mut w).map_err(|_| ConnectError::Config)?;
-        let local_tp_len = w.position();
-
-        let max_ack_delay = config.max_ack_delay();
-        let threshold = config.ack_eliciting_threshold;
-        let remote_cids = cids::RemoteCids::new(cids.remote);
-        let hs = Handshake {
-            provider: provider.clone(),
-            rng: drbg,
-            side,
-            version,
-            original_version: version,
-            compatible,
-            crypto_send: [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)],
-            local_tp,
-            local_tp_len,
-            keys: Keys::new(initial),
-            cids,
-            peer_tp: None,
-            signals: HsSignals::default(),
-            #[cfg(feature = "resumption")]
-            remembered_tp: [0; tls::REMEMBERED_TP_MAX],
-            #[cfg(feature = "resumption")]
-            remembered_tp_len: 0,
-            #[cfg(feature = "resumption")]
-            ticket: [0; tls::TICKET_MAX],
-            #[cfg(feature = "resumption")]
-            ticket_len: 0,
-            #[cfg(feature = "keylog")]
-            keylog: keylog::KeyLog::new(),
-        };
-        Ok(Self {
-            side,
-            config,
-            tls,
-            state: State::Handshake,
-            remote,
-            hs,
-            crypto_recv: [CryptoRecv::new(cr0), CryptoRecv::new(cr1), CryptoRecv::new(cr2)],
-            rx_initial: ReceivedPackets::new(PnSpace::Initial, max_ack_delay),
-            rx_handshake: ReceivedPackets::new(PnSpace::Handshake, max_ack_delay),
-            rx_data: ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
-                .with_ack_eliciting_threshold(threshold),
-            recovery: Recovery::new(config.recovery, NewReno::new(config.max_datagram_size)),
-            streams: Streams::new(side, config.streams, streams),
-            controls: ControlTable::new(),
-            peer: None,
-            remote_cid_set: false,
-            handshake_complete: false,
-            handshake_confirmed: false,
-            handshake_done_pending: false,
-            address_validated: side == Side::Client,
-            amp_received: 0,
-            amp_sent: 0,
-            probes: [0; 3],
-            #[cfg(not(feature = "migration"))]
-            path_response: None,
-            local_cids,
-            remote_cids,
-            ecn: path::Ecn::new(config.ecn),
-            local: None,
-            #[cfg(feature = "pmtud")]
-            pmtud: path::Pmtud::new(config.max_datagram_size),
-            #[cfg(feature = "migration")]
-            migration: path::Migration::new(),
-            #[cfg(feature = "migration")]
-            preferred: None,
-            #[cfg(feature = "stateless-reset")]
-            datagram_tail: None,
-            ping_pending: false,
-            idle_start: now,
-            ack_eliciting_since_recv: false,
-            pacing_wakeup: None,
-            close_pending: false,
-            local_close: None,
-            close_reason: None,
-            events: Events::new(),
-            stats: ConnectionStats::default(),
-            any_packet: false,
-            last_now: now,
-            early_params: false,
-            early_rejected: false,
-            token: [0; TOKEN_MAX],
-            token_len: 0,
-            token_state: TokenState::None,
-            retried: false,
-            auth_failures: 0,
-            vn_choice: None,
-            #[cfg(feature = "resumption")]
-            remembered_limits: None,
-            #[cfg(feature = "datagram")]
-            dgram_send: datagram::DatagramQueue::new(),
-            #[cfg(feature = "datagram")]
-            dgram_recv: datagram::DatagramQueue::new(),
-            skip_pn_at: SKIP_PN_GAP_MIN,
-            closing_received: 0,
-            closing_answer_at: 1,
-            #[cfg(feature = "qlog")]
-            packet_log: packet_log::PacketLog::new(),
+        Self::by_value(|slot| {
+            let conn = Self::init(
+                slot,
+                &config,
+                Side::Server,
+                provider,
+                || tls,
+                storage,
+                now,
+                remote,
+                drbg,
+                cids,
+            )?;
+            conn.address_validated = validation != Validation::None;
+            Ok(conn)
         })
     }
 

@@ -7,7 +7,7 @@ use mote_crypto::CryptoProvider;
 use super::cids::{LocalCids, RemoteCids};
 use super::path;
 use super::sent::{flag, ControlTable, SentFrames};
-use super::tls::{DirKeys, TlsSession, CRYPTO_RANGES};
+use super::tls::{TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, ConnectionStats, Event, Events, PeerParams,
     RecvInfo, Res, State, TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
@@ -381,11 +381,11 @@ where
         let space = PnSpace::of(hdr.ptype);
         let largest = self.rx_largest(space);
         let unprotected = match hdr.ptype {
-            PacketType::Initial => match &self.hs.keys.initial {
+            PacketType::Initial => match self.hs.keys.initial.as_ref() {
                 Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
                 None => Err(WireError::DecryptFailed),
             },
-            PacketType::Handshake => match &self.hs.keys.handshake {
+            PacketType::Handshake => match self.hs.keys.handshake.as_ref() {
                 Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
                 None => Err(WireError::DecryptFailed),
             },
@@ -551,12 +551,7 @@ where
         } else {
             // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
             // generation's key; if it opens, the peer updated keys and we follow (§6.2).
-            let (next, secret) =
-                k.next_rx(provider, version).map_err(|_| WireError::DecryptFailed)?;
-            let n = next.open_in_place(pn, pkt, header_len)?;
-            k.on_peer_phase(provider, version, next, secret, pn, keep_until)
-                .map_err(|_| WireError::DecryptFailed)?;
-            n
+            k.open_next_phase(provider, version, pn, pkt, header_len, keep_until)?
         };
         check_reserved_bits(t.first_byte)?;
         Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
@@ -566,7 +561,7 @@ where
     /// it on the server's first Initial in that version: Initial keys of that version (RFC
     /// 9369 §3.3.1: another salt), from the same connection ID. Returns what to restore if
     /// the packet turns out not to be genuine.
-    fn try_compatible_switch(&mut self, h: &Hdr) -> Option<(Version, Option<DirKeys<P>>)> {
+    fn try_compatible_switch(&mut self, h: &Hdr) -> Option<Version> {
         // With QUIC v1 alone (no `v2`) there is no compatible version to switch to.
         if !cfg!(feature = "v2") {
             return None;
@@ -581,19 +576,29 @@ where
         {
             return None;
         }
-        let ik =
-            crate::packet::initial_keys(&self.hs.provider, h.version, self.hs.cids.initial_dcid())
-                .ok()?;
-        let old = self.hs.keys.initial.replace(DirKeys { tx: ik.client, rx: ik.server });
-        let from = core::mem::replace(&mut self.hs.version, h.version);
-        Some((from, old))
+        // The keys are derived into their slot (no copy of the old ones kept: undoing
+        // derives them again, from the same connection ID).
+        if self.set_initial_keys(h.version).is_err() {
+            self.undo_switch(Some(self.hs.version));
+            return None;
+        }
+        Some(core::mem::replace(&mut self.hs.version, h.version))
     }
 
-    fn undo_switch(&mut self, switched_from: Option<(Version, Option<DirKeys<P>>)>) {
-        if let Some((v, keys)) = switched_from {
+    fn undo_switch(&mut self, switched_from: Option<Version>) {
+        if let Some(v) = switched_from {
             self.hs.version = v;
-            self.hs.keys.initial = keys;
+            // These keys were derived before, from the same input: this cannot fail but
+            // for a provider fault, which leaves no Initial keys (packets are dropped).
+            let _ = self.set_initial_keys(v);
         }
+    }
+
+    /// RFC 9001 §5.2: this side's Initial keys of `version`, from the Destination Connection
+    /// ID of the client's Initials, derived into their slot.
+    fn set_initial_keys(&mut self, version: Version) -> Result<(), mote_crypto::Error> {
+        let dcid = *self.hs.cids.initial_dcid();
+        self.hs.keys.install_initial(&self.hs.provider, version, &dcid, self.side)
     }
 
     /// RFC 9000 §8.1.3, §19.7: a client keeps the server's latest NEW_TOKEN token for its
@@ -651,20 +656,21 @@ where
             self.dropped();
             return;
         }
-        let Ok(ik) = crate::packet::initial_keys(&self.hs.provider, version, &new_dcid) else {
+        let old_retry_scid = self.hs.cids.retry_scid.replace(new_dcid);
+        if self.set_initial_keys(version).is_err() {
+            self.hs.cids.retry_scid = old_retry_scid;
+            let _ = self.set_initial_keys(version);
             self.dropped();
             return;
-        };
+        }
         self.retried = true;
         self.stats.retries = self.stats.retries.saturating_add(1);
         self.hs.cids.remote = new_dcid;
-        self.hs.cids.retry_scid = Some(new_dcid);
         if let Some(dst) = self.token.get_mut(..token.len()) {
             dst.copy_from_slice(token);
             self.token_len = token.len() as u8;
             self.token_state = TokenState::Initial;
         }
-        self.hs.keys.initial = Some(super::tls::DirKeys { tx: ik.client, rx: ik.server });
         // RFC 9002 §6.3: a Retry resets loss recovery; what the Initial and 0-RTT packets
         // carried is sent again in new packets (packet numbers go on).
         self.recovery.discard_space(PnSpace::Initial, now);
@@ -900,8 +906,8 @@ where
     /// Discards the keys and state of `space` (RFC 9001 §4.9, RFC 9002 §6.4).
     pub(super) fn discard_space(&mut self, space: PnSpace, now: Instant) {
         let had = match space {
-            PnSpace::Initial => self.hs.keys.initial.take().is_some(),
-            PnSpace::Handshake => self.hs.keys.handshake.take().is_some(),
+            PnSpace::Initial => self.hs.keys.initial.clear(),
+            PnSpace::Handshake => self.hs.keys.handshake.clear(),
             PnSpace::ApplicationData => false,
         };
         if !had {
@@ -1031,13 +1037,9 @@ where
         // RFC 9368 §2.3: the server switched to the compatible version: its Initial packets
         // from the ServerHello on are in it, with that version's Initial keys.
         if sig.version_switched && self.side() == Side::Server {
-            let ik = crate::packet::initial_keys(
-                &self.hs.provider,
-                self.hs.version,
-                self.hs.cids.initial_dcid(),
-            )
-            .map_err(|_| ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None))?;
-            self.hs.keys.initial = Some(DirKeys { tx: ik.server, rx: ik.client });
+            self.set_initial_keys(self.hs.version).map_err(|_| {
+                ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None)
+            })?;
         }
         if sig.handshake_keys {
             self.recovery.on_handshake_keys_available(now);

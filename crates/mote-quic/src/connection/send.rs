@@ -352,7 +352,7 @@ where
         match space {
             PnSpace::Initial => self.hs.keys.initial.as_ref().map(|k| &k.tx),
             PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
-            PnSpace::ApplicationData => match &self.hs.keys.one_rtt {
+            PnSpace::ApplicationData => match self.hs.keys.one_rtt.as_ref() {
                 Some(k) => Some(&k.keys.tx),
                 None => self.hs.keys.zero_rtt().filter(|_| self.side() == Side::Client),
             },

@@ -13,6 +13,7 @@ use mote_tls::{
 };
 
 use super::*;
+use crate::coding::VarInt;
 use crate::frame::Frame;
 use crate::packet::{self, Header};
 use crate::stream::Read;
@@ -1021,6 +1022,56 @@ fn peer_close_reason_and_transport_error_codes() {
 
 /// Sizes of a device connection's state (buffers excluded: they are caller storage). The
 /// host numbers include every algorithm the tests enable; ARCHITECTURE.md has the
+/// `Connection::init_client` builds in caller memory the same connection `client` returns:
+/// with the same random input the first datagram (ClientHello) is byte for byte the same.
+/// A bad configuration is an error and leaves the slot reusable.
+#[test]
+fn init_client_in_place_matches_by_value() {
+    let configs = configs();
+    let cfg = ConnectionConfig::device();
+    let remote = addr(SERVER_ADDR);
+    let first = |c: &mut Client| {
+        let mut buf = vec![0u8; 1500];
+        let t = c.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+        buf.truncate(t.len);
+        buf
+    };
+    let tls = ClientSession::new(P, configs.client, None);
+    let mut by_value =
+        Client::client(&cfg, P, tls, storage(4096, 4096), Instant::ZERO, remote, &mut TestRng(5))
+            .unwrap();
+    let mut slot = Box::new(core::mem::MaybeUninit::<Client>::uninit());
+    let mut bad = cfg;
+    bad.max_datagram_size = 1000;
+    let refused = Client::init_client(
+        &mut slot,
+        &bad,
+        P,
+        || ClientSession::new(P, configs.client, None),
+        storage(64, 64),
+        Instant::ZERO,
+        remote,
+        &mut TestRng(5),
+    );
+    assert_eq!(refused.err(), Some(ConnectError::Config));
+    let in_place = Client::init_client(
+        &mut slot,
+        &cfg,
+        P,
+        || ClientSession::new(P, configs.client, None),
+        storage(4096, 4096),
+        Instant::ZERO,
+        remote,
+        &mut TestRng(5),
+    )
+    .unwrap();
+    assert_eq!(in_place.local_cid(), by_value.local_cid());
+    assert_eq!(in_place.original_dcid(), by_value.original_dcid());
+    let hello = first(in_place);
+    assert_eq!(hello.len(), 1200);
+    assert_eq!(hello, first(&mut by_value));
+}
+
 /// `thumbv7em` numbers of the minimal device build.
 #[test]
 fn memory_footprint() {

@@ -20,7 +20,7 @@ use super::tests::{
     addr, configs, pattern, storage, transfer, Pair, TestRng, CLIENT_ADDR, P, SERVER_ADDR,
 };
 use super::*;
-use crate::coding::Writer;
+use crate::coding::{VarInt, Writer};
 use crate::endpoint::{Endpoint, EndpointConfig, NoAccept, Slot};
 use crate::frame::{Ack, Frame, RangeOrder};
 use crate::packet::{self, LongHeader, LongType, ShortHeader, TAG_LEN};
@@ -655,17 +655,20 @@ fn handshake_with_client_params(encode: impl Fn(&[u8]) -> Vec<u8>) -> Option<u64
     let local = random_cid(&mut drbg, config.local_cid_len).unwrap();
     let cids = tls::Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
     let tls = ClientSession::new(P, cfgs.client, None);
-    let mut c = super::tests::Client::new(
-        &config,
-        Side::Client,
-        P,
-        tls,
-        storage(4096, 16384),
-        Instant::ZERO,
-        addr(SERVER_ADDR),
-        drbg,
-        cids,
-    )
+    let mut c = super::tests::Client::by_value(|slot| {
+        super::tests::Client::init(
+            slot,
+            &config,
+            Side::Client,
+            P,
+            || tls,
+            storage(4096, 16384),
+            Instant::ZERO,
+            addr(SERVER_ADDR),
+            drbg,
+            cids,
+        )
+    })
     .unwrap();
     let params = encode(&local);
     c.hs.local_tp[..params.len()].copy_from_slice(&params);

@@ -8,8 +8,10 @@ use mote_tls::{
     transport_error, Error as TlsError, KeyLevel, Level, QuicHooks, Secrets, SendBuffer,
 };
 
+use super::key_slot::KeySlot;
 use super::rng::Drbg;
 use crate::cid::ConnectionId;
+use crate::error::WireError;
 use crate::packet::{next_secret, PacketKey, PacketKeys};
 use crate::stream::CryptoSend;
 use crate::time::Instant;
@@ -68,6 +70,9 @@ where
 {
     const SIDE: Side = Side::Client;
 
+    // Out of line: the ClientHello's locals (key share, transcript) are not added to the
+    // frame of the connection's constructor.
+    #[inline(never)]
     fn start<H: QuicHooks>(&mut self, hooks: &mut H) -> Result<(), TlsError> {
         mote_tls::ClientSession::start(self, hooks)
     }
@@ -185,6 +190,28 @@ impl<P: CryptoProvider> OneRttKeys<P> {
         Ok((key, secret))
     }
 
+    /// RFC 9001 §6.3, §6.2: opens a packet of the other Key Phase with the next
+    /// generation's receive key and, if it opens, follows the peer's key update. Returns
+    /// the plaintext length. Out of line: the next key and its secret are on the stack only
+    /// during a key update, not in every receive.
+    #[inline(never)]
+    pub(crate) fn open_next_phase(
+        &mut self,
+        provider: &P,
+        version: Version,
+        pn: u64,
+        pkt: &mut [u8],
+        header_len: usize,
+        keep_until: Instant,
+    ) -> Result<usize, WireError> {
+        let (next, secret) =
+            self.next_rx(provider, version).map_err(|_| WireError::DecryptFailed)?;
+        let n = next.open_in_place(pn, pkt, header_len)?;
+        self.on_peer_phase(provider, version, next, secret, pn, keep_until)
+            .map_err(|_| WireError::DecryptFailed)?;
+        Ok(n)
+    }
+
     fn advance_tx(&mut self, provider: &P, version: Version) -> Result<(), mote_crypto::Error> {
         let tx_secret = next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
         self.keys.tx.packet =
@@ -262,25 +289,32 @@ impl<P: CryptoProvider> OneRttKeys<P> {
 
 /// Packet-protection keys of every level.
 pub(crate) struct Keys<P: CryptoProvider> {
-    pub(crate) initial: Option<DirKeys<P>>,
-    pub(crate) handshake: Option<DirKeys<P>>,
-    pub(crate) one_rtt: Option<OneRttKeys<P>>,
+    pub(crate) initial: KeySlot<DirKeys<P>>,
+    pub(crate) handshake: KeySlot<DirKeys<P>>,
+    pub(crate) one_rtt: KeySlot<OneRttKeys<P>>,
     /// 0-RTT: the client's send key or the server's receive key (feature `resumption`:
     /// 0-RTT needs a ticket).
     #[cfg(feature = "resumption")]
-    pub(crate) zero_rtt: Option<PacketKeys<P>>,
+    pub(crate) zero_rtt: KeySlot<PacketKeys<P>>,
 }
 
 impl<P: CryptoProvider> Keys<P> {
-    /// Initial keys only (a new connection).
-    pub(crate) fn new(initial: DirKeys<P>) -> Self {
-        Self {
-            initial: Some(initial),
-            handshake: None,
-            one_rtt: None,
-            #[cfg(feature = "resumption")]
-            zero_rtt: None,
-        }
+    /// RFC 9001 §5.2: derives the Initial keys of both directions for `side` from the
+    /// client's Destination Connection ID into their slot (replacing any earlier ones).
+    pub(crate) fn install_initial(
+        &mut self,
+        provider: &P,
+        version: Version,
+        client_dcid: &[u8],
+        side: Side,
+    ) -> Result<(), mote_crypto::Error> {
+        let (client, server) = crate::packet::initial_secrets(provider, version, client_dcid)?;
+        let (tx, rx) = match side {
+            Side::Client => (&client, &server),
+            Side::Server => (&server, &client),
+        };
+        let alg = crate::packet::INITIAL_AEAD;
+        self.initial.derive(provider, version, alg, tx.as_ref(), rx.as_ref())
     }
 
     /// The 0-RTT key, if any.
@@ -295,7 +329,7 @@ impl<P: CryptoProvider> Keys<P> {
     pub(crate) fn discard_zero_rtt(&mut self) {
         #[cfg(feature = "resumption")]
         {
-            self.zero_rtt = None;
+            self.zero_rtt.clear();
         }
     }
 }
@@ -393,18 +427,12 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
         }
     }
 
-    fn dir_keys(&self, s: &Secrets<'_>) -> Result<DirKeys<P>, TlsError> {
+    /// This side's (send, receive) secrets of `s`.
+    fn dir_secrets<'s>(&self, s: &Secrets<'s>) -> Result<(&'s Secret, &'s Secret), TlsError> {
         let server = s.server.ok_or(TlsError::Crypto(mote_crypto::Error::BadLength))?;
-        let (tx, rx) = match self.side {
+        Ok(match self.side {
             Side::Client => (s.client, server),
             Side::Server => (server, s.client),
-        };
-        let p = &self.provider;
-        Ok(DirKeys {
-            tx: PacketKeys::from_secret(p, self.version, s.suite, tx.as_ref())
-                .map_err(TlsError::Crypto)?,
-            rx: PacketKeys::from_secret(p, self.version, s.suite, rx.as_ref())
-                .map_err(TlsError::Crypto)?,
         })
     }
 }
@@ -494,45 +522,25 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
         self.keylog.on_secrets(&s);
         match s.level {
             KeyLevel::Handshake => {
-                self.keys.handshake = Some(self.dir_keys(&s)?);
+                let (tx, rx) = self.dir_secrets(&s)?;
+                let (p, v) = (&self.provider, self.version);
+                let keys = &mut self.keys.handshake;
+                keys.derive(p, v, s.suite, tx.as_ref(), rx.as_ref()).map_err(TlsError::Crypto)?;
                 self.signals.handshake_keys = true;
             }
             KeyLevel::OneRtt => {
-                let server = s.server.ok_or(TlsError::Crypto(mote_crypto::Error::BadLength))?;
-                let keys = self.dir_keys(&s)?;
-                let (tx, rx) = match self.side {
-                    Side::Client => (s.client, server),
-                    Side::Server => (server, s.client),
-                };
-                self.keys.one_rtt = Some(OneRttKeys {
-                    keys,
-                    suite: s.suite,
-                    tx_phase: false,
-                    rx_phase: false,
-                    tx_ahead: false,
-                    tx_secret: tx.clone(),
-                    rx_secret: rx.clone(),
-                    updates: 0,
-                    prev_rx: None,
-                    rx_phase_start_pn: 0,
-                    tx_phase_start_pn: None,
-                    tx_packets: 0,
-                });
+                let (tx, rx) = self.dir_secrets(&s)?;
+                let (p, v) = (&self.provider, self.version);
+                self.keys.one_rtt.derive(p, v, s.suite, tx, rx).map_err(TlsError::Crypto)?;
                 self.signals.one_rtt_keys = true;
             }
             // RFC 9001 §4.6.1: 0-RTT keys protect client → server packets only. They are
             // sent in the original version, before the client can know of a switch.
             #[cfg(feature = "resumption")]
             KeyLevel::ZeroRtt => {
-                self.keys.zero_rtt = Some(
-                    PacketKeys::from_secret(
-                        &self.provider,
-                        self.original_version,
-                        s.suite,
-                        s.client.as_ref(),
-                    )
-                    .map_err(TlsError::Crypto)?,
-                );
+                let (p, v) = (&self.provider, self.original_version);
+                let keys = &mut self.keys.zero_rtt;
+                keys.derive(p, v, s.suite, s.client.as_ref()).map_err(TlsError::Crypto)?;
             }
             // Without tickets there is no 0-RTT to offer or accept.
             #[cfg(not(feature = "resumption"))]

@@ -6,7 +6,7 @@ use super::keys::PacketKeys;
 use crate::version::Version;
 
 /// RFC 9001 §5.2: Initial packets use AEAD_AES_128_GCM with keys derived with SHA-256.
-const INITIAL_AEAD: AeadAlgorithm = AeadAlgorithm::Aes128Gcm;
+pub(crate) const INITIAL_AEAD: AeadAlgorithm = AeadAlgorithm::Aes128Gcm;
 const INITIAL_HASH: HashAlgorithm = HashAlgorithm::Sha256;
 
 /// RFC 9001 §5.2 (RFC 9369 §3.3.1 for v2's salt):

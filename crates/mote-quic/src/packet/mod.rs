@@ -37,7 +37,9 @@ pub use header::{
     parse, Header, LongHeader, LongHeaderOffsets, Parsed, Retry, ShortHeader, UnsupportedVersion,
     FIXED_BIT, FORM_BIT, LENGTH_FIELD_LEN, SPIN_BIT,
 };
+pub(crate) use initial::INITIAL_AEAD;
 pub use initial::{initial_keys, initial_secrets, InitialKeys};
+pub(crate) use keys::KeyMaterial;
 pub use keys::{next_secret, PacketKey, PacketKeys};
 pub use mote_crypto::TAG_LEN;
 pub use protection::{

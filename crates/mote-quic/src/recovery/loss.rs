@@ -246,6 +246,24 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     /// Recovery with `config` and the controller `cc` (e.g.
     /// `NewReno::new(config.max_datagram_size)`).
     pub fn new(config: RecoveryConfig, cc: C) -> Self {
+        let mut recovery = core::mem::MaybeUninit::uninit();
+        // SAFETY: a local slot, valid for the write; `write_new` initializes it entirely.
+        #[allow(unsafe_code)]
+        unsafe {
+            Self::write_new(recovery.as_mut_ptr(), config, cc);
+            recovery.assume_init()
+        }
+    }
+
+    /// [`Recovery::new`] written to `dst` in place, one part at a time: a device building
+    /// its connection in a static never holds the sent-packet tables on its stack.
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self`; what it held is not dropped.
+    /// On return it is initialized.
+    #[allow(unsafe_code)]
+    #[inline(never)]
+    pub(crate) unsafe fn write_new(dst: *mut Self, config: RecoveryConfig, cc: C) {
         let mut core = Core {
             config,
             rtt: RttEstimator::new(config.initial_rtt),
@@ -265,12 +283,20 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             timer: None,
         };
         core.update_pacer();
-        Self {
-            core,
-            initial: SentPackets::new(),
-            handshake: SentPackets::new(),
-            data: SentPackets::new(),
+        // SAFETY: the caller's contract; each field is written once, through its address.
+        unsafe {
+            core::ptr::addr_of_mut!((*dst).core).write(core);
+            core::ptr::addr_of_mut!((*dst).initial).write(SentPackets::new());
+            core::ptr::addr_of_mut!((*dst).handshake).write(SentPackets::new());
+            core::ptr::addr_of_mut!((*dst).data).write(SentPackets::new());
         }
+    }
+
+    /// Names every field (an exhaustive pattern, never called): a new field fails to build
+    /// until [`Recovery::write_new`] writes it.
+    #[allow(dead_code)]
+    fn all_fields(&self) {
+        let Self { core: _, initial: _, handshake: _, data: _ } = self;
     }
 
     // --- queries ---

@@ -248,26 +248,70 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
     /// A table for endpoint `side` with our limits `cfg`; `storage` gives each slot its
     /// (send, receive) buffers. Peer stream counts are capped to `N` slots.
     pub fn new(side: Side, cfg: StreamConfig, storage: [(S, S); N]) -> Self {
+        let mut table = core::mem::MaybeUninit::uninit();
+        // SAFETY: a local slot, valid for the write; `write_new` initializes it entirely.
+        #[allow(unsafe_code)]
+        unsafe {
+            Self::write_new(table.as_mut_ptr(), side, cfg, storage);
+            table.assume_init()
+        }
+    }
+
+    /// [`Streams::new`] written to `dst` in place, one slot at a time: a device building
+    /// its connection in a static never holds the table (~3 KB) on its stack.
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self`; what it held is not dropped.
+    /// On return it is initialized.
+    #[allow(unsafe_code)]
+    #[inline(never)]
+    pub(crate) unsafe fn write_new(
+        dst: *mut Self,
+        side: Side,
+        cfg: StreamConfig,
+        storage: [(S, S); N],
+    ) {
+        use core::ptr::addr_of_mut;
         let cfg = cfg.for_slots(N);
         let reserved = (cfg.max_streams_bidi + cfg.max_streams_uni) as usize;
-        let slots = storage.map(|(s, r)| Slot {
-            id: None,
-            usage: StreamUse::Both,
-            send: SendStream::new(s, 0),
-            recv: RecvStream::new(r, 0),
-        });
-        Self {
-            side,
-            cfg,
-            limits: StreamLimits::new(side, cfg.max_streams_bidi, cfg.max_streams_uni),
-            slots,
-            conn_send: SendCredit::new(0),
-            conn_recv: RecvCredit::new(cfg.max_data),
-            peer_stream_data: [0; 3],
-            local_live: 0,
-            local_slots: N - reserved,
-            next: 0,
+        // SAFETY: the caller's contract; every field and every slot is written once, through
+        // field addresses (no reference to the uninitialized table).
+        unsafe {
+            addr_of_mut!((*dst).side).write(side);
+            addr_of_mut!((*dst).cfg).write(cfg);
+            let limits = StreamLimits::new(side, cfg.max_streams_bidi, cfg.max_streams_uni);
+            addr_of_mut!((*dst).limits).write(limits);
+            let slots = addr_of_mut!((*dst).slots).cast::<Slot<S, R>>();
+            for (i, (s, r)) in storage.into_iter().enumerate() {
+                let send = SendStream::new(s, 0);
+                let recv = RecvStream::new(r, 0);
+                slots.add(i).write(Slot { id: None, usage: StreamUse::Both, send, recv });
+            }
+            addr_of_mut!((*dst).conn_send).write(SendCredit::new(0));
+            addr_of_mut!((*dst).conn_recv).write(RecvCredit::new(cfg.max_data));
+            addr_of_mut!((*dst).peer_stream_data).write([0; 3]);
+            addr_of_mut!((*dst).local_live).write(0);
+            addr_of_mut!((*dst).local_slots).write(N - reserved);
+            addr_of_mut!((*dst).next).write(0);
         }
+    }
+
+    /// Names every field (an exhaustive pattern, never called): a new field fails to build
+    /// until [`Streams::write_new`] writes it.
+    #[allow(dead_code)]
+    fn all_fields(&self) {
+        let Self {
+            side: _,
+            cfg: _,
+            limits: _,
+            slots: _,
+            conn_send: _,
+            conn_recv: _,
+            peer_stream_data: _,
+            local_live: _,
+            local_slots: _,
+            next: _,
+        } = self;
     }
 
     /// The (possibly capped) configuration in force.

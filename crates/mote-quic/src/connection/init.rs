@@ -1,0 +1,433 @@
+//! In-place construction: a connection is written field by field into caller-owned memory
+//! ([`Connection::init_client`]), so the ~18 KB struct is never built on the stack and
+//! moved (a device has ~3 KB of stack). The by-value constructors ([`Connection::client`],
+//! [`Connection::server`]) run the same code into a local slot.
+//!
+//! This (with `key_slot`, `Streams::write_new` and `Recovery::write_new`) is the crate's
+//! `unsafe`: writing through a `MaybeUninit` slot's raw pointer.
+//! Every field is written exactly once before the slot is read; `all_fields` (an
+//! exhaustive pattern) stops the build when a field is added without being written here.
+#![allow(unsafe_code)]
+
+use core::mem::MaybeUninit;
+use core::net::SocketAddr;
+use core::ptr::addr_of_mut;
+
+use mote_crypto::{CryptoProvider, CryptoRng};
+
+use super::key_slot::KeySlot;
+use super::tls::{Cids, Handshake, HsSignals, Keys, TlsSession};
+use super::{
+    cids, path, random_cid, rotation, ConnectError, Connection, ConnectionConfig, ConnectionStats,
+    ControlTable, Drbg, Events, State, Storage, TokenState, LOCAL_TP_MAX, MIN_INITIAL_SIZE,
+    SKIP_PN_GAP_MIN,
+};
+use crate::coding::{VarInt, Writer};
+use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
+use crate::stream::{CryptoRecv, CryptoSend, Streams};
+use crate::time::Instant;
+use crate::token::TOKEN_MAX;
+use crate::transport_params::{Side, TransportParameters};
+
+/// Writes `make()` to `dst`, out of line: the temporaries of each part of a connection
+/// live only while that part is built, instead of all together in the constructor's frame.
+///
+/// # Safety
+/// `dst` must be valid and aligned for a write of `T`; what it held is not dropped.
+#[inline(never)]
+unsafe fn put<T>(dst: *mut T, make: impl FnOnce() -> T) {
+    // SAFETY: the caller's contract.
+    unsafe { dst.write(make()) }
+}
+
+impl<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize>
+    Connection<P, T, C, S, N, SENT, RANGES>
+where
+    P: CryptoProvider + Clone,
+    T: TlsSession,
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    /// [`Connection::client`] written into `slot` (a `static` on a device) instead of
+    /// returned: the connection is built in place, never on the stack, and so is the TLS
+    /// session, which `tls` builds (called once). On success `slot` holds the connection
+    /// and the returned reference points to it; the caller drops it
+    /// (`MaybeUninit::assume_init_drop`) or initializes the slot again for the next
+    /// connection. On failure `slot` holds nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn init_client<'s>(
+        slot: &'s mut MaybeUninit<Self>,
+        config: &ConnectionConfig,
+        provider: P,
+        tls: impl FnOnce() -> T,
+        storage: Storage<C, S, N>,
+        now: Instant,
+        remote: SocketAddr,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<&'s mut Self, ConnectError> {
+        let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
+        // RFC 9000 §7.2: the client's first Destination Connection ID is unpredictable and
+        // at least 8 bytes long.
+        let original_dcid = random_cid(&mut drbg, 8)?;
+        let local = random_cid(&mut drbg, config.local_cid_len)?;
+        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
+        let conn = Self::init(
+            slot,
+            config,
+            Side::Client,
+            provider,
+            tls,
+            storage,
+            now,
+            remote,
+            drbg,
+            cids,
+        )?;
+        // RFC 9000 §18.2: a client never sends stateless_reset_token; its handshake
+        // connection ID has no token the server could use.
+        match conn.tls.start(&mut conn.hs) {
+            Ok(()) => Ok(conn),
+            Err(e) => {
+                // SAFETY: `conn` is the initialized slot and is not used again; the slot
+                // is left uninitialized, as documented.
+                unsafe { core::ptr::drop_in_place(conn) };
+                Err(ConnectError::Tls(e))
+            }
+        }
+    }
+
+    /// Runs an `init_*` function on a local slot and returns the connection by value.
+    pub(super) fn by_value(
+        init: impl FnOnce(&mut MaybeUninit<Self>) -> Result<&mut Self, ConnectError>,
+    ) -> Result<Self, ConnectError> {
+        let mut slot = MaybeUninit::uninit();
+        init(&mut slot)?;
+        // SAFETY: the `init_*` functions initialize the slot whenever they return `Ok`.
+        Ok(unsafe { slot.assume_init() })
+    }
+
+    /// Writes a new connection into `slot`: transport parameters, connection IDs, Initial
+    /// keys (RFC 9001 §5.2) and empty state. On failure nothing is left in `slot`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(super) fn init<'s>(
+        slot: &'s mut MaybeUninit<Self>,
+        config: &ConnectionConfig,
+        side: Side,
+        provider: P,
+        tls: impl FnOnce() -> T,
+        storage: Storage<C, S, N>,
+        now: Instant,
+        remote: SocketAddr,
+        drbg: Drbg<P>,
+        cids: Cids,
+    ) -> Result<&'s mut Self, ConnectError> {
+        if config.local_cid_len > crate::cid::MAX_CID_LEN
+            || usize::from(config.max_datagram_size) < MIN_INITIAL_SIZE
+            || !config.version.is_supported()
+            || T::SIDE != side
+        {
+            return Err(ConnectError::Config);
+        }
+        let mut config = *config;
+        config.recovery.is_server = side == Side::Server;
+        config.recovery.max_datagram_size = config.max_datagram_size;
+        let version = config.version;
+
+        let Storage { crypto, streams } = storage;
+        let [(cs0, cr0), (cs1, cr1), (cs2, cr2)] = crypto;
+        let recv_buf = streams.iter().map(|(_, r)| r.as_ref().len()).min().unwrap_or(0);
+
+        // Our transport parameters (RFC 9000 §7.4, §18.2).
+        let mut tp = TransportParameters::DEFAULT;
+        tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
+        tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
+        // Advertise the stream counts the table will accept (capped to the N slots).
+        config.streams.for_slots(N).apply_to(&mut tp, recv_buf);
+        tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);
+        // RFC 9000 §18.2: without migration support, ask the peer not to migrate.
+        tp.disable_active_migration = !cfg!(feature = "migration");
+        tp.active_connection_id_limit = VarInt::from_u32(cids::REMOTE_CIDS as u32);
+        tp.initial_source_connection_id = Some(cids.local);
+        // RFC 9368 §3: our version_information: the version in use and every version we
+        // would use on this connection, the compatible version first as our preference (a
+        // server picking by the client's order, as aioquic does, then upgrades a client
+        // that offers it; the order does not matter to mote's server).
+        let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
+        tp.version_information = Some(match compatible {
+            Some(c) => crate::transport_params::VersionInformation::new(version, &[c, version]),
+            None => crate::transport_params::VersionInformation::new(version, &[version]),
+        });
+        // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
+        #[cfg(feature = "datagram")]
+        {
+            tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
+        }
+        let mut drbg = drbg;
+        let token0 = rotation::reset_token(&provider, &config, &mut drbg, &cids.local)
+            .map_err(ConnectError::Crypto)?;
+        let mut local_cids = cids::LocalCids::new(cids.local, token0);
+        if side == Side::Server {
+            // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
+            // Retry's SCID.
+            tp.original_destination_connection_id = Some(cids.original_dcid);
+            tp.retry_source_connection_id = cids.retry_scid;
+            // RFC 9000 §10.3: the server's token for its handshake connection ID.
+            #[cfg(feature = "stateless-reset")]
+            if config.stateless_reset_key.is_some() {
+                tp.stateless_reset_token = Some(token0);
+            }
+            // RFC 9000 §9.6: the preferred address comes with connection ID sequence 1.
+            #[cfg(feature = "migration")]
+            if let Some(addr) = config.preferred_address {
+                let cid = random_cid(&mut drbg, config.local_cid_len)?;
+                let token = rotation::reset_token(&provider, &config, &mut drbg, &cid)
+                    .map_err(ConnectError::Crypto)?;
+                if !cid.is_empty() && local_cids.issue(cid, token, true) {
+                    tp.preferred_address = Some(super::migrate::preferred_param(addr, cid, token));
+                }
+            }
+        }
+        let _ = &mut local_cids;
+        let mut local_tp = [0u8; LOCAL_TP_MAX];
+        let mut w = Writer::new(&mut local_tp);
+        tp.encode(&mut w).map_err(|_| ConnectError::Config)?;
+        let local_tp_len = w.position();
+
+        let max_ack_delay = config.max_ack_delay();
+        let threshold = config.ack_eliciting_threshold;
+        let remote_cids = cids::RemoteCids::new(cids.remote);
+
+        // Nothing below fails until the Initial keys: every field is written, then the
+        // keys are derived into their place.
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` comes from a `&mut MaybeUninit<Self>`, so it is valid and aligned for
+        // writes of every field; `addr_of_mut!` takes field addresses without creating
+        // references to uninitialized memory, and `write` drops nothing. `all_fields` keeps
+        // this list complete.
+        unsafe {
+            let hs = addr_of_mut!((*p).hs);
+            addr_of_mut!((*hs).provider).write(provider);
+            addr_of_mut!((*hs).rng).write(drbg);
+            addr_of_mut!((*hs).side).write(side);
+            addr_of_mut!((*hs).version).write(version);
+            addr_of_mut!((*hs).original_version).write(version);
+            addr_of_mut!((*hs).compatible).write(compatible);
+            put(addr_of_mut!((*hs).crypto_send), || {
+                [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)]
+            });
+            addr_of_mut!((*hs).local_tp).write(local_tp);
+            addr_of_mut!((*hs).local_tp_len).write(local_tp_len);
+            // No keys yet; the Initial keys are derived in place below.
+            let keys = addr_of_mut!((*hs).keys);
+            addr_of_mut!((*keys).initial).write(KeySlot::empty());
+            addr_of_mut!((*keys).handshake).write(KeySlot::empty());
+            addr_of_mut!((*keys).one_rtt).write(KeySlot::empty());
+            #[cfg(feature = "resumption")]
+            addr_of_mut!((*keys).zero_rtt).write(KeySlot::empty());
+            addr_of_mut!((*hs).cids).write(cids);
+            addr_of_mut!((*hs).peer_tp).write(None);
+            addr_of_mut!((*hs).signals).write(HsSignals::default());
+            #[cfg(feature = "resumption")]
+            {
+                addr_of_mut!((*hs).remembered_tp).write([0; super::tls::REMEMBERED_TP_MAX]);
+                addr_of_mut!((*hs).remembered_tp_len).write(0);
+                addr_of_mut!((*hs).ticket).write([0; super::tls::TICKET_MAX]);
+                addr_of_mut!((*hs).ticket_len).write(0);
+            }
+            #[cfg(feature = "keylog")]
+            addr_of_mut!((*hs).keylog).write(super::keylog::KeyLog::new());
+
+            addr_of_mut!((*p).side).write(side);
+            addr_of_mut!((*p).config).write(config);
+            put(addr_of_mut!((*p).tls), tls);
+            addr_of_mut!((*p).state).write(State::Handshake);
+            addr_of_mut!((*p).remote).write(remote);
+            put(addr_of_mut!((*p).crypto_recv), || {
+                [CryptoRecv::new(cr0), CryptoRecv::new(cr1), CryptoRecv::new(cr2)]
+            });
+            addr_of_mut!((*p).rx_initial)
+                .write(ReceivedPackets::new(PnSpace::Initial, max_ack_delay));
+            addr_of_mut!((*p).rx_handshake)
+                .write(ReceivedPackets::new(PnSpace::Handshake, max_ack_delay));
+            addr_of_mut!((*p).rx_data).write(
+                ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
+                    .with_ack_eliciting_threshold(threshold),
+            );
+            let cc = NewReno::new(config.max_datagram_size);
+            Recovery::write_new(addr_of_mut!((*p).recovery), config.recovery, cc);
+            Streams::write_new(addr_of_mut!((*p).streams), side, config.streams, streams);
+            addr_of_mut!((*p).controls).write(ControlTable::new());
+            addr_of_mut!((*p).peer).write(None);
+            addr_of_mut!((*p).remote_cid_set).write(false);
+            addr_of_mut!((*p).handshake_complete).write(false);
+            addr_of_mut!((*p).handshake_confirmed).write(false);
+            addr_of_mut!((*p).handshake_done_pending).write(false);
+            addr_of_mut!((*p).address_validated).write(side == Side::Client);
+            addr_of_mut!((*p).amp_received).write(0);
+            addr_of_mut!((*p).amp_sent).write(0);
+            addr_of_mut!((*p).probes).write([0; 3]);
+            #[cfg(not(feature = "migration"))]
+            addr_of_mut!((*p).path_response).write(None);
+            addr_of_mut!((*p).local_cids).write(local_cids);
+            addr_of_mut!((*p).remote_cids).write(remote_cids);
+            addr_of_mut!((*p).ecn).write(path::Ecn::new(config.ecn));
+            addr_of_mut!((*p).local).write(None);
+            #[cfg(feature = "pmtud")]
+            addr_of_mut!((*p).pmtud).write(path::Pmtud::new(config.max_datagram_size));
+            #[cfg(feature = "migration")]
+            addr_of_mut!((*p).migration).write(path::Migration::new());
+            #[cfg(feature = "migration")]
+            addr_of_mut!((*p).preferred).write(None);
+            #[cfg(feature = "stateless-reset")]
+            addr_of_mut!((*p).datagram_tail).write(None);
+            addr_of_mut!((*p).ping_pending).write(false);
+            addr_of_mut!((*p).idle_start).write(now);
+            addr_of_mut!((*p).ack_eliciting_since_recv).write(false);
+            addr_of_mut!((*p).pacing_wakeup).write(None);
+            addr_of_mut!((*p).close_pending).write(false);
+            addr_of_mut!((*p).local_close).write(None);
+            addr_of_mut!((*p).close_reason).write(None);
+            put(addr_of_mut!((*p).events), Events::new);
+            addr_of_mut!((*p).stats).write(ConnectionStats::default());
+            addr_of_mut!((*p).any_packet).write(false);
+            addr_of_mut!((*p).last_now).write(now);
+            addr_of_mut!((*p).early_params).write(false);
+            addr_of_mut!((*p).early_rejected).write(false);
+            addr_of_mut!((*p).token).write([0; TOKEN_MAX]);
+            addr_of_mut!((*p).token_len).write(0);
+            addr_of_mut!((*p).token_state).write(TokenState::None);
+            addr_of_mut!((*p).retried).write(false);
+            addr_of_mut!((*p).auth_failures).write(0);
+            #[cfg(feature = "resumption")]
+            addr_of_mut!((*p).remembered_limits).write(None);
+            addr_of_mut!((*p).vn_choice).write(None);
+            #[cfg(feature = "datagram")]
+            addr_of_mut!((*p).dgram_send).write(super::datagram::DatagramQueue::new());
+            #[cfg(feature = "datagram")]
+            addr_of_mut!((*p).dgram_recv).write(super::datagram::DatagramQueue::new());
+            addr_of_mut!((*p).skip_pn_at).write(SKIP_PN_GAP_MIN);
+            addr_of_mut!((*p).closing_received).write(0);
+            addr_of_mut!((*p).closing_answer_at).write(1);
+            #[cfg(feature = "qlog")]
+            addr_of_mut!((*p).packet_log).write(super::packet_log::PacketLog::new());
+        }
+        // SAFETY: every field was written above.
+        let conn = unsafe { slot.assume_init_mut() };
+        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
+        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
+        let dcid = *conn.hs.cids.initial_dcid();
+        if let Err(e) = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, side) {
+            // SAFETY: `conn` is the initialized slot and is not used again.
+            unsafe { core::ptr::drop_in_place(conn) };
+            return Err(ConnectError::Crypto(e));
+        }
+        Ok(conn)
+    }
+
+    /// Names every field (an exhaustive pattern, never called): adding a field to
+    /// [`Connection`] fails to build until [`Connection::init`] writes it too.
+    #[allow(dead_code)]
+    fn all_fields(&self) {
+        let Self {
+            side: _,
+            config: _,
+            tls: _,
+            state: _,
+            remote: _,
+            hs:
+                Handshake {
+                    provider: _,
+                    rng: _,
+                    side: _,
+                    version: _,
+                    original_version: _,
+                    compatible: _,
+                    crypto_send: _,
+                    local_tp: _,
+                    local_tp_len: _,
+                    keys:
+                        Keys {
+                            initial: _,
+                            handshake: _,
+                            one_rtt: _,
+                            #[cfg(feature = "resumption")]
+                                zero_rtt: _,
+                        },
+                    cids: _,
+                    peer_tp: _,
+                    signals: _,
+                    #[cfg(feature = "resumption")]
+                        remembered_tp: _,
+                    #[cfg(feature = "resumption")]
+                        remembered_tp_len: _,
+                    #[cfg(feature = "resumption")]
+                        ticket: _,
+                    #[cfg(feature = "resumption")]
+                        ticket_len: _,
+                    #[cfg(feature = "keylog")]
+                        keylog: _,
+                },
+            crypto_recv: _,
+            rx_initial: _,
+            rx_handshake: _,
+            rx_data: _,
+            recovery: _,
+            streams: _,
+            controls: _,
+            peer: _,
+            remote_cid_set: _,
+            handshake_complete: _,
+            handshake_confirmed: _,
+            handshake_done_pending: _,
+            address_validated: _,
+            amp_received: _,
+            amp_sent: _,
+            probes: _,
+            #[cfg(not(feature = "migration"))]
+                path_response: _,
+            local_cids: _,
+            remote_cids: _,
+            ecn: _,
+            local: _,
+            #[cfg(feature = "pmtud")]
+                pmtud: _,
+            #[cfg(feature = "migration")]
+                migration: _,
+            #[cfg(feature = "migration")]
+                preferred: _,
+            #[cfg(feature = "stateless-reset")]
+                datagram_tail: _,
+            ping_pending: _,
+            idle_start: _,
+            ack_eliciting_since_recv: _,
+            pacing_wakeup: _,
+            close_pending: _,
+            local_close: _,
+            close_reason: _,
+            events: _,
+            stats: _,
+            any_packet: _,
+            last_now: _,
+            early_params: _,
+            early_rejected: _,
+            token: _,
+            token_len: _,
+            token_state: _,
+            retried: _,
+            auth_failures: _,
+            #[cfg(feature = "resumption")]
+                remembered_limits: _,
+            vn_choice: _,
+            #[cfg(feature = "datagram")]
+                dgram_send: _,
+            #[cfg(feature = "datagram")]
+                dgram_recv: _,
+            skip_pn_at: _,
+            closing_received: _,
+            closing_answer_at: _,
+            #[cfg(feature = "qlog")]
+                packet_log: _,
+        } = self;
+    }
+}

@@ -1,0 +1,288 @@
+//! Slots for packet-protection keys, filled in place (RFC 9001 §5: one set per encryption
+//! level). An `Option<DirKeys>` can only be filled by moving a finished value in, and on a
+//! device each by-value copy of a level's keys (AES key schedules and GHASH keys, ~1.5 KB
+//! per level) is stack it does not have. A [`KeySlot`] is filled part by part where the
+//! keys stay, each part built by the crypto provider and written to its final place.
+//!
+//! With `init.rs` the crate's only `unsafe`: a slot's memory is initialized exactly when
+//! `live` is set, and every access goes through that flag.
+#![allow(unsafe_code)]
+
+use core::mem::MaybeUninit;
+use core::ptr::addr_of_mut;
+
+use mote_crypto::{AeadAlgorithm, CryptoProvider, Error, Secret, NONCE_LEN};
+
+use super::tls::{DirKeys, OneRttKeys};
+use crate::packet::{KeyMaterial, PacketKeys};
+use crate::version::Version;
+
+/// Keys of one level (or one direction), or none. Dropping the slot drops the keys.
+pub(crate) struct KeySlot<T> {
+    live: bool,
+    keys: MaybeUninit<T>,
+}
+
+impl<T> KeySlot<T> {
+    /// No keys.
+    pub(crate) const fn empty() -> Self {
+        Self { live: false, keys: MaybeUninit::uninit() }
+    }
+
+    /// The keys, if the slot holds any.
+    pub(crate) fn as_ref(&self) -> Option<&T> {
+        // SAFETY: `live` is set only once `keys` is fully written.
+        self.live.then(|| unsafe { self.keys.assume_init_ref() })
+    }
+
+    /// The keys, if the slot holds any.
+    pub(crate) fn as_mut(&mut self) -> Option<&mut T> {
+        // SAFETY: as in `as_ref`.
+        self.live.then(|| unsafe { self.keys.assume_init_mut() })
+    }
+
+    /// Whether the slot holds keys.
+    pub(crate) const fn is_some(&self) -> bool {
+        self.live
+    }
+
+    /// Whether the slot is empty.
+    pub(crate) const fn is_none(&self) -> bool {
+        !self.live
+    }
+
+    /// Drops the keys where they are (their `Drop` erases them); returns whether there
+    /// were any.
+    pub(crate) fn clear(&mut self) -> bool {
+        if !self.live {
+            return false;
+        }
+        self.live = false;
+        // SAFETY: `keys` was initialized (`live`), and is marked empty before the drop, so
+        // it is never dropped twice.
+        unsafe { self.keys.assume_init_drop() };
+        true
+    }
+}
+
+impl<T> Drop for KeySlot<T> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// RFC 9001 §5.1: writes the AEAD key, IV and header-protection key derived from `secret`
+/// to `dst`, each part straight from the provider. On an error nothing is left written.
+///
+/// # Safety
+/// `dst` must be valid and aligned for writes of `PacketKeys<P>`; what it held is not
+/// dropped.
+unsafe fn write_packet_keys<P: CryptoProvider>(
+    dst: *mut PacketKeys<P>,
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    secret: &[u8],
+) -> Result<(), Error> {
+    let m = KeyMaterial::derive(provider, version, alg, secret)?;
+    let iv: [u8; NONCE_LEN] = m.iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
+    // Each part is written as soon as it is built, so only one is on the stack at a time.
+    // SAFETY: the caller's contract; field addresses only, no references to the
+    // uninitialized value.
+    unsafe {
+        addr_of_mut!((*dst).header).write(provider.header_key(alg, m.hp.as_ref())?);
+        match provider.aead_key(alg, m.key.as_ref()) {
+            Ok(key) => addr_of_mut!((*dst).packet.key).write(key),
+            Err(e) => {
+                core::ptr::drop_in_place(addr_of_mut!((*dst).header));
+                return Err(e);
+            }
+        }
+        addr_of_mut!((*dst).packet.iv).write(iv);
+    }
+    Ok(())
+}
+
+/// Writes both directions' keys to `dst`; on an error nothing is left written.
+///
+/// # Safety
+/// As [`write_packet_keys`], for `DirKeys<P>`.
+unsafe fn write_dir_keys<P: CryptoProvider>(
+    dst: *mut DirKeys<P>,
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    tx: &[u8],
+    rx: &[u8],
+) -> Result<(), Error> {
+    // SAFETY: the caller's contract, for each field.
+    unsafe {
+        let tx_keys = addr_of_mut!((*dst).tx);
+        write_packet_keys(tx_keys, provider, version, alg, tx)?;
+        if let Err(e) = write_packet_keys(addr_of_mut!((*dst).rx), provider, version, alg, rx) {
+            // Erase the send keys already written.
+            core::ptr::drop_in_place(tx_keys);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "resumption")]
+impl<P: CryptoProvider> KeySlot<PacketKeys<P>> {
+    /// Replaces the keys with those derived from `secret` (RFC 9001 §5.1), in place.
+    #[inline(never)]
+    pub(crate) fn derive(
+        &mut self,
+        provider: &P,
+        version: Version,
+        alg: AeadAlgorithm,
+        secret: &[u8],
+    ) -> Result<(), Error> {
+        self.clear();
+        // SAFETY: the slot is empty and `as_mut_ptr` is valid for the write; `live` is set
+        // only after it succeeded.
+        unsafe { write_packet_keys(self.keys.as_mut_ptr(), provider, version, alg, secret)? };
+        self.live = true;
+        Ok(())
+    }
+}
+
+impl<P: CryptoProvider> KeySlot<DirKeys<P>> {
+    /// Replaces the keys with those of the (send, receive) secrets `tx`, `rx`, in place.
+    #[inline(never)]
+    pub(crate) fn derive(
+        &mut self,
+        provider: &P,
+        version: Version,
+        alg: AeadAlgorithm,
+        tx: &[u8],
+        rx: &[u8],
+    ) -> Result<(), Error> {
+        self.clear();
+        // SAFETY: as in `KeySlot<PacketKeys>::derive`.
+        unsafe { write_dir_keys(self.keys.as_mut_ptr(), provider, version, alg, tx, rx)? };
+        self.live = true;
+        Ok(())
+    }
+}
+
+impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
+    /// RFC 9001 §5.1, §6: the 1-RTT keys of the secrets `tx`, `rx` and what key updates
+    /// derive from them (the secrets, Key Phase 0), in place.
+    #[inline(never)]
+    pub(crate) fn derive(
+        &mut self,
+        provider: &P,
+        version: Version,
+        suite: AeadAlgorithm,
+        tx: &Secret,
+        rx: &Secret,
+    ) -> Result<(), Error> {
+        self.clear();
+        let p = self.keys.as_mut_ptr();
+        // SAFETY: the slot is empty and `p` valid for writes; every field of `OneRttKeys`
+        // is written (the keys first: on their error nothing is left written) before
+        // `live` is set.
+        unsafe {
+            let keys = addr_of_mut!((*p).keys);
+            write_dir_keys(keys, provider, version, suite, tx.as_ref(), rx.as_ref())?;
+            addr_of_mut!((*p).suite).write(suite);
+            addr_of_mut!((*p).tx_phase).write(false);
+            addr_of_mut!((*p).rx_phase).write(false);
+            addr_of_mut!((*p).tx_ahead).write(false);
+            addr_of_mut!((*p).tx_secret).write(tx.clone());
+            addr_of_mut!((*p).rx_secret).write(rx.clone());
+            addr_of_mut!((*p).updates).write(0);
+            addr_of_mut!((*p).prev_rx).write(None);
+            addr_of_mut!((*p).rx_phase_start_pn).write(0);
+            addr_of_mut!((*p).tx_phase_start_pn).write(None);
+            addr_of_mut!((*p).tx_packets).write(0);
+        }
+        self.live = true;
+        Ok(())
+    }
+}
+
+/// Names every field of [`OneRttKeys`] (an exhaustive pattern, never called): a new field
+/// fails to build until `KeySlot<OneRttKeys>::derive` writes it.
+#[allow(dead_code)]
+fn one_rtt_fields<P: CryptoProvider>(k: &OneRttKeys<P>) {
+    let OneRttKeys {
+        keys: _,
+        suite: _,
+        tx_phase: _,
+        rx_phase: _,
+        tx_ahead: _,
+        tx_secret: _,
+        rx_secret: _,
+        updates: _,
+        prev_rx: _,
+        rx_phase_start_pn: _,
+        tx_phase_start_pn: _,
+        tx_packets: _,
+    } = k;
+}
+
+#[cfg(test)]
+mod tests {
+    use mote_crypto::rustcrypto::RustCrypto;
+    use mote_crypto::HeaderProtectionKey as _;
+
+    use super::*;
+
+    /// RFC 9001 §A.1: the client's Initial secret for DCID 0x8394c8f03e515708.
+    const CLIENT_IN: [u8; 32] =
+        hex_literal::hex!("c00cf151ca5be075ed0ebfb5c80323c42d6b7db67881289af4008f1f6c357aea");
+    /// RFC 9001 §A.1: the server's Initial secret.
+    const SERVER_IN: [u8; 32] =
+        hex_literal::hex!("3c199828fd139efd216c155ad844cc81fb82fa8d7446fa7d78be803acdda951b");
+
+    /// Seals a fixed packet and masks a fixed sample: equal outputs mean equal keys.
+    fn fingerprint(k: &PacketKeys<RustCrypto>) -> ([u8; 48], [u8; 5]) {
+        let mut packet = [0u8; 48];
+        packet[..8].copy_from_slice(b"header!!");
+        k.packet.seal_in_place(2, &mut packet, 8).unwrap();
+        (packet, k.header.mask(&[7; 16]).unwrap())
+    }
+
+    #[test]
+    fn derived_in_place_like_from_secret() {
+        let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
+        let mut slot = KeySlot::<DirKeys<RustCrypto>>::empty();
+        assert!(slot.is_none() && slot.as_ref().is_none());
+        slot.derive(&p, v, alg, &CLIENT_IN, &SERVER_IN).unwrap();
+        let keys = slot.as_ref().unwrap();
+        let tx = PacketKeys::from_secret(&p, v, alg, &CLIENT_IN).unwrap();
+        let rx = PacketKeys::from_secret(&p, v, alg, &SERVER_IN).unwrap();
+        assert_eq!(fingerprint(&keys.tx), fingerprint(&tx));
+        assert_eq!(fingerprint(&keys.rx), fingerprint(&rx));
+        // RFC 9001 §A.1: client key, IV and hp.
+        assert_eq!(keys.tx.packet.iv, hex_literal::hex!("fa044b2f42a3fd3b46fb255c"));
+        // Derived again (the other way round), in the same place.
+        slot.derive(&p, v, alg, &SERVER_IN, &CLIENT_IN).unwrap();
+        assert_eq!(fingerprint(&slot.as_ref().unwrap().tx), fingerprint(&rx));
+        assert!(slot.clear());
+        assert!(!slot.clear() && slot.as_mut().is_none());
+        // A failed derivation (a version without key labels) leaves the slot empty.
+        slot.derive(&p, v, alg, &CLIENT_IN, &SERVER_IN).unwrap();
+        let unknown = Version(0x0a0a_0a0a);
+        assert_eq!(slot.derive(&p, unknown, alg, &CLIENT_IN, &SERVER_IN), Err(Error::Unsupported));
+        assert!(slot.is_none());
+    }
+
+    #[test]
+    fn one_rtt_keys_start_at_phase_zero() {
+        let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
+        let (tx, rx) = (Secret::new(&CLIENT_IN), Secret::new(&SERVER_IN));
+        let mut slot = KeySlot::<OneRttKeys<RustCrypto>>::empty();
+        slot.derive(&p, v, alg, &tx, &rx).unwrap();
+        let k = slot.as_ref().unwrap();
+        assert!(!k.tx_phase && !k.rx_phase && !k.tx_ahead && k.prev_rx.is_none());
+        assert_eq!((k.tx_secret.as_ref(), k.rx_secret.as_ref()), (&CLIENT_IN[..], &SERVER_IN[..]));
+        assert_eq!(
+            fingerprint(&k.keys.rx),
+            fingerprint(&PacketKeys::from_secret(&p, v, alg, &SERVER_IN).unwrap())
+        );
+    }
+}
