@@ -34,6 +34,11 @@ struct Rec {
     size: usize,
     forwarded: bool,
     path: String,
+    /// The relay address the client used (the server's address as the client sees it).
+    listen: String,
+    /// ECN codepoint of the IP header as the sender set it (`not-ect`, `ect0`, `ect1`,
+    /// `ce`); empty in logs of relays that did not record it.
+    ecn: String,
     packets: Vec<Pkt>,
 }
 
@@ -90,6 +95,8 @@ impl Evidence {
                 size: v["size"].as_u64().unwrap_or(0) as usize,
                 forwarded: v["fate"] != "dropped",
                 path: s("path"),
+                listen: s("listen"),
+                ecn: s("ecn"),
                 packets,
             };
             if let Some(bytes) = v["hex"].as_str().and_then(decode::unhex) {
@@ -97,6 +104,7 @@ impl Evidence {
                     t_us: rec.t_us,
                     to_server,
                     path: rec.path.clone(),
+                    listen: rec.listen.clone(),
                     bytes,
                 });
             }
@@ -326,8 +334,101 @@ fn check(
             }
             notes.push(format!("{} paths, {} challenges", paths.len(), first.challenges.len()));
         }
+        "connectionmigration" => connection_migration(e, first, notes)?,
+        "ecn" => ecn(e, first, notes)?,
         _ => {}
     }
+    Ok(())
+}
+
+/// The runner's ecn check (`TestCaseECN`): each side marked packets ECT(0) or ECT(1) and
+/// none CE (the relay applies no CE marking, so a CE mark is the sender's), and each side
+/// sent ACK frames carrying ECN counts (RFC 9000 §19.3.2) — the proof that it reads the
+/// codepoints it receives.
+fn ecn(e: &Evidence, first: &decode::Conn, notes: &mut Vec<String>) -> Result<(), String> {
+    let count = |to_server: bool| {
+        let mut n = [0usize; 4];
+        for r in e.recs.iter().filter(|r| r.to_server == to_server) {
+            let i = match r.ecn.as_str() {
+                "ect0" => 1,
+                "ect1" => 2,
+                "ce" => 3,
+                _ => 0,
+            };
+            n[i] += 1;
+        }
+        n
+    };
+    for (to_server, who) in [(true, "client"), (false, "server")] {
+        let [not_ect, ect0, ect1, ce] = count(to_server);
+        notes.push(format!(
+            "{who} datagrams: {ect0} ECT(0), {ect1} ECT(1), {ce} CE, {not_ect} not-ECT"
+        ));
+        if ect0 + ect1 == 0 {
+            return Err(format!("the {who} marked no packet ECT(0) or ECT(1)"));
+        }
+        if ce > 0 {
+            return Err(format!("the {who} sent {ce} datagrams marked CE"));
+        }
+    }
+    for (side, who) in [(0, "client"), (1, "server")] {
+        if !first.ack_ecn[side] {
+            return Err(format!("the {who} sent no ACK frame with ECN counts"));
+        }
+    }
+    Ok(())
+}
+
+/// The runner's connectionmigration check (`TestCaseConnectionMigration`): the server
+/// offered preferred_address; the rebinding checks on the server's side (the first server
+/// packet on each new path carries PATH_CHALLENGE, each challenge is answered); and the
+/// client's first packet to the new server address uses a new Destination Connection ID.
+fn connection_migration(
+    e: &Evidence,
+    first: &decode::Conn,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    if !first.server_preferred_address {
+        return Err("the server's transport parameters carry no preferred_address".into());
+    }
+    let targets = &first.client_first_on_path;
+    if targets.len() < 2 {
+        return Err(format!(
+            "the client sent 1-RTT packets to {} server address(es): it never moved to the \
+             preferred address",
+            targets.len()
+        ));
+    }
+    for pair in targets.windows(2) {
+        let [(_, old, _), (addr, new, challenged)] = pair else { continue };
+        if old == new {
+            return Err(format!("the client's first packet to {addr} reused the DCID {old:02x?}"));
+        }
+        if !challenged {
+            notes.push(format!("the client's first packet to {addr} carried no PATH_CHALLENGE"));
+        }
+    }
+    let paths: BTreeSet<&str> =
+        e.recs.iter().filter(|r| !r.to_server && r.forwarded).map(|r| r.path.as_str()).collect();
+    if paths.len() < 2 {
+        return Err("the server never sent on a second path".into());
+    }
+    for (path, challenged) in first.first_on_path.iter().skip(1) {
+        if !challenged {
+            return Err(format!(
+                "the server's first packet to new path {path} carried no PATH_CHALLENGE"
+            ));
+        }
+    }
+    if let Some(c) = first.challenges.iter().find(|c| !first.responses.contains(c)) {
+        return Err(format!("PATH_CHALLENGE {c:02x?} got no PATH_RESPONSE"));
+    }
+    notes.push(format!(
+        "client moved to {}; server paths {}, server challenges {}",
+        targets.last().map_or("", |t| t.0.as_str()),
+        paths.len(),
+        first.challenges.len()
+    ));
     Ok(())
 }
 

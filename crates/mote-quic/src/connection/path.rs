@@ -376,11 +376,14 @@ pub const PATH_RESPONSES: usize = 4;
 #[cfg(feature = "migration")]
 pub const PATH_CHALLENGES: usize = 3;
 
-/// A PATH_RESPONSE owed to the peer, on the path its challenge arrived on.
+/// A PATH_RESPONSE owed to the peer, on the path its challenge arrived on: to the address
+/// it came from, from the local address it arrived on (when the socket reports it; a
+/// server probed on its preferred address answers from there).
 #[cfg(feature = "migration")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Response {
     pub(crate) to: SocketAddr,
+    pub(crate) local: Option<SocketAddr>,
     pub(crate) data: [u8; 8],
 }
 
@@ -439,11 +442,16 @@ impl Migration {
         }
     }
 
-    /// RFC 9000 §8.2.2: queue a PATH_RESPONSE echoing `data` to `to`; when the queue is
-    /// full the oldest is dropped.
-    pub(crate) fn on_challenge(&mut self, to: SocketAddr, data: [u8; 8]) {
+    /// RFC 9000 §8.2.2: queue a PATH_RESPONSE echoing `data` to `to`, to leave from
+    /// `local`; when the queue is full the oldest is dropped.
+    pub(crate) fn on_challenge(
+        &mut self,
+        to: SocketAddr,
+        local: Option<SocketAddr>,
+        data: [u8; 8],
+    ) {
         self.challenges_received = self.challenges_received.saturating_add(1);
-        let r = Some(Response { to, data });
+        let r = Some(Response { to, local, data });
         if let Some(slot) = self.responses.iter_mut().find(|s| s.is_none()) {
             *slot = r;
             return;
@@ -614,7 +622,7 @@ mod tests {
         let a: SocketAddr = "10.0.0.1:1000".parse().unwrap();
         let mut m = Migration::new();
         for k in 0..100u8 {
-            m.on_challenge(a, [k; 8]);
+            m.on_challenge(a, None, [k; 8]);
         }
         assert_eq!(m.responses.iter().flatten().count(), PATH_RESPONSES);
         assert_eq!(m.next_response().unwrap().data, [100 - PATH_RESPONSES as u8; 8]);

@@ -260,7 +260,10 @@ where
         self.migration.pop_response();
         let (len, _) = sent?;
         let ecn = self.ecn_mark();
-        Some(Transmit { destination: r.to, len, ecn, segment_size: None, src: self.local })
+        // RFC 9000 §8.2.2: on the path the challenge arrived on, so from the local address
+        // it reached (a client probing our preferred address gets the answer from there).
+        let src = r.local.or(self.local);
+        Some(Transmit { destination: r.to, len, ecn, segment_size: None, src })
     }
 
     /// RFC 9000 §9.6.1: a client probes the server's preferred address (PATH_CHALLENGE with

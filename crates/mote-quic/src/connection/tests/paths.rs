@@ -388,6 +388,34 @@ fn probing_from_a_new_address_does_not_move_the_connection() {
 
 #[cfg(feature = "migration")]
 #[test]
+fn a_probe_of_another_local_address_is_answered_from_it() {
+    // RFC 9000 §8.2.2, §9.6: a client (here through a NAT, so from a new address) probes the
+    // server's preferred address; the PATH_RESPONSE must leave from that address, not from
+    // the one the connection uses, or the client never sees it (regression: it left from
+    // the current local address and the interop relay dropped it).
+    let mut p = established();
+    let now = p.now;
+    let preferred = addr("192.0.2.2:8443");
+    let probe_from = addr("10.0.0.99:7000");
+    let mut probe = craft(&p.client, &[Frame::PathChallenge { data: [7; 8] }], 0);
+    let app = PnSpace::ApplicationData;
+    let pn = p.client.recovery.next_pn(app);
+    let rec = SentPacket::new(pn, now, 0, false, false, SentFrames::EMPTY);
+    p.client.recovery.on_packet_sent(app, rec).unwrap();
+    let info = RecvInfo { local: Some(preferred), ..RecvInfo::new(probe_from) };
+    p.server().handle_recv(now, &info, &mut probe);
+    let mut buf = vec![0u8; 2048];
+    let mut sent = Vec::new();
+    while let Some(t) = p.server().poll_transmit(now, &mut buf) {
+        sent.push((t.destination, t.src));
+    }
+    assert!(sent.contains(&(probe_from, Some(preferred))), "{sent:?}");
+    // The connection itself stays where it was.
+    assert_eq!(p.server().remote(), p.client_addr);
+}
+
+#[cfg(feature = "migration")]
+#[test]
 fn failed_validation_returns_to_the_old_address() {
     // An attacker replays a packet from a spoofed address: the server moves, but the
     // spoofed address never answers the challenge, so it returns (RFC 9000 §9.3.2).
