@@ -496,7 +496,18 @@ fn after_crypto(c: &mut Conn, space: u8, to_server: bool) {
                     c.server_max_streams_bidi = encrypted_extensions_param(&body, 0x08)
                         .and_then(|v| mote_quic::coding::Reader::new(v).varint().ok())
                         .map(|v| v.into_inner());
-                    c.server_preferred_address = encrypted_extensions_param(&body, 0x0d).is_some();
+                    // RFC 9000 §18.2: preferred_address = IPv4 address and port, IPv6
+                    // address and port, a connection ID (8-bit length) the client uses
+                    // there, a stateless reset token.
+                    if let Some(pa) = encrypted_extensions_param(&body, 0x0d) {
+                        c.server_preferred_address = true;
+                        let len = pa.get(24).map_or(0, |&l| usize::from(l));
+                        let cid = pa.get(25..25 + len).filter(|cid| !cid.is_empty());
+                        if let Some(cid) = cid.filter(|cid| !c.server_cids.iter().any(|k| k == cid))
+                        {
+                            c.server_cids.push(cid.to_vec());
+                        }
+                    }
                 }
             }
             _ => {}
