@@ -416,6 +416,11 @@ pub(crate) struct Migration {
     /// The address being probed when it is not the current one (a client probing the
     /// server's preferred address, RFC 9000 §9.6.1).
     pub(crate) target: Option<SocketAddr>,
+    /// Server: the PATH_CHALLENGE sent with the PATH_RESPONSE to a client address that
+    /// probed us from elsewhere (RFC 9000 §9.6.3: a client moving to our preferred
+    /// address), and whether it was answered: a client that then moves there needs no
+    /// second validation.
+    pub(crate) probed: Option<(SocketAddr, [u8; 8], bool)>,
     /// Anti-amplification on the unvalidated path (RFC 9000 §9.3, §8.1): bytes received on
     /// it and bytes sent.
     pub(crate) amp_received: u64,
@@ -434,6 +439,7 @@ impl Migration {
             validation: None,
             fallback: None,
             target: None,
+            probed: None,
             amp_received: 0,
             amp_sent: 0,
             migrations: 0,
@@ -509,6 +515,23 @@ impl Migration {
         self.fallback = None;
         self.validations = self.validations.saturating_add(1);
         true
+    }
+
+    /// A PATH_RESPONSE to the challenge sent to a probing address: that address is valid.
+    pub(crate) fn on_probe_response(&mut self, data: [u8; 8]) -> bool {
+        match &mut self.probed {
+            Some((_, d, answered)) if *d == data && !*answered => {
+                *answered = true;
+                self.validations = self.validations.saturating_add(1);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `addr` answered the challenge sent when it probed us.
+    pub(crate) fn probed_valid(&self, addr: SocketAddr) -> bool {
+        self.probed.is_some_and(|(a, _, answered)| a == addr && answered)
     }
 
     /// Whether the peer address is unvalidated (amplification limit applies).

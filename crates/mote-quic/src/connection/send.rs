@@ -30,6 +30,9 @@ enum Lone {
     Response([u8; 8]),
     #[cfg(feature = "migration")]
     Challenge([u8; 8], crate::cid::ConnectionId),
+    /// A PATH_RESPONSE and our own PATH_CHALLENGE to a probing client address.
+    #[cfg(feature = "migration")]
+    ResponseAndChallenge([u8; 8], [u8; 8]),
     #[cfg(feature = "pmtud")]
     Probe,
 }
@@ -206,6 +209,15 @@ where
                 f.flags |= flag::PATH;
             }
             #[cfg(feature = "migration")]
+            Lone::ResponseAndChallenge(response, challenge) => {
+                // Unpadded: the address is unvalidated and the probe's size is not kept,
+                // so the datagram stays small (RFC 9000 §8.2.1 allows that under the
+                // anti-amplification limit).
+                Frame::PathResponse { data: response }.emit(&mut w).ok()?;
+                Frame::PathChallenge { data: challenge }.emit(&mut w).ok()?;
+                f.flags |= flag::PATH;
+            }
+            #[cfg(feature = "migration")]
             Lone::Challenge(data, _) => {
                 // RFC 9000 §8.2.1: expanded to the full (1200-byte) datagram.
                 Frame::PathChallenge { data }.emit(&mut w).ok()?;
@@ -255,7 +267,25 @@ where
     fn send_off_path_response(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let r = self.off_path_response()?;
         let n = buf.len().min(MIN_INITIAL_SIZE);
-        let sent = self.send_lone(now, buf.get_mut(..n)?, Lone::Response(r.data));
+        // RFC 9000 §9.6.3: a server also starts validating a client address that probes
+        // it (a client moving to our preferred address), with the same challenge until
+        // it is answered.
+        let kind = match self.migration.probed {
+            _ if self.side != Side::Server => Lone::Response(r.data),
+            Some((a, _, true)) if a == r.to => Lone::Response(r.data),
+            Some((a, data, false)) if a == r.to => Lone::ResponseAndChallenge(r.data, data),
+            _ => {
+                let mut data = [0u8; 8];
+                match mote_crypto::CryptoRng::fill(&mut self.hs.rng, &mut data) {
+                    Ok(()) => {
+                        self.migration.probed = Some((r.to, data, false));
+                        Lone::ResponseAndChallenge(r.data, data)
+                    }
+                    Err(_) => Lone::Response(r.data),
+                }
+            }
+        };
+        let sent = self.send_lone(now, buf.get_mut(..n)?, kind);
         // Sent or not (no 1-RTT keys yet), the response is not kept.
         self.migration.pop_response();
         let (len, _) = sent?;

@@ -412,6 +412,21 @@ fn a_probe_of_another_local_address_is_answered_from_it() {
     assert!(sent.contains(&(probe_from, Some(preferred))), "{sent:?}");
     // The connection itself stays where it was.
     assert_eq!(p.server().remote(), p.client_addr);
+    // RFC 9000 §9.6.3: the same datagram challenged the probing address.
+    let Some((to, data, false)) = p.server().migration.probed else {
+        panic!("no challenge to the probing address: {:?}", p.server().migration.probed)
+    };
+    assert_eq!(to, probe_from);
+    // Its answer validates that address, so the client moving there is not challenged
+    // again (nor held to the amplification limit).
+    p.client_addr = probe_from;
+    inject(&mut p, Dir::ToServer, &[Frame::PathResponse { data }]);
+    assert!(p.server().migration.probed_valid(probe_from));
+    assert_eq!(p.server().remote(), addr(CLIENT_ADDR), "a PATH_RESPONSE alone does not move it");
+    inject(&mut p, Dir::ToServer, &[Frame::Ping]);
+    assert_eq!(p.server().remote(), probe_from);
+    assert!(!p.server().is_validating_path());
+    assert_eq!(p.server().migration.amp_room(), u64::MAX);
 }
 
 #[cfg(feature = "migration")]
