@@ -675,6 +675,7 @@ mod debug {
                     t_us: 0,
                     to_server: v["dir"] == "to_server",
                     path: String::new(),
+                    listen: String::new(),
                     bytes: super::unhex(h).unwrap(),
                 });
             }

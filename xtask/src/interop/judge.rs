@@ -549,4 +549,59 @@ mod tests {
         let err = amplification(&e, &mut Vec::new()).unwrap_err();
         assert!(err.contains("4.00×"), "{err}");
     }
+
+    fn marked(t: u64, to_server: bool, ecn: &str, path: &str) -> serde_json::Value {
+        let mut d = datagram(t, to_server, 1200, "1rtt", "");
+        d["ecn"] = serde_json::json!(ecn);
+        d["path"] = serde_json::json!(path);
+        d
+    }
+
+    #[test]
+    fn ecn_needs_marks_both_ways_no_ce_and_ack_ecn_both_ways() {
+        let both = [marked(0, true, "ect0", "p"), marked(1, false, "ect0", "p")];
+        let e = evidence("ecn-ok", &both, Some(b"0123456789"));
+        let mut conn = decode::Conn::default();
+        let err = ecn(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("client sent no ACK frame with ECN counts"), "{err}");
+        conn.ack_ecn = [true, true];
+        let mut notes = Vec::new();
+        ecn(&e, &conn, &mut notes).unwrap();
+        assert!(notes[0].contains("1 ECT(0)"), "{notes:?}");
+        // A side that never marks, or marks CE itself, fails.
+        let unmarked = [marked(0, true, "ect0", "p"), marked(1, false, "not-ect", "p")];
+        let e = evidence("ecn-unmarked", &unmarked, Some(b"0123456789"));
+        let err = ecn(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("server marked no packet"), "{err}");
+        let ce = [marked(0, true, "ce", "p"), marked(1, true, "ect1", "p")];
+        let e = evidence("ecn-ce", &ce, Some(b"0123456789"));
+        let err = ecn(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("client sent 1 datagrams marked CE"), "{err}");
+    }
+
+    #[test]
+    fn connection_migration_needs_preferred_address_a_new_dcid_and_challenges() {
+        let lines = [marked(0, false, "ect0", "c:1"), marked(9, false, "ect0", "c:2")];
+        let e = evidence("cm", &lines, Some(b"0123456789"));
+        let mut conn = decode::Conn::default();
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("no preferred_address"), "{err}");
+        conn.server_preferred_address = true;
+        conn.client_first_on_path = vec![("s:1".into(), vec![1], false)];
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("never moved"), "{err}");
+        conn.client_first_on_path.push(("s:2".into(), vec![1], true));
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("reused the DCID"), "{err}");
+        conn.client_first_on_path[1].1 = vec![2];
+        conn.first_on_path = vec![("c:1".into(), false), ("c:2".into(), false)];
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("carried no PATH_CHALLENGE"), "{err}");
+        conn.first_on_path[1].1 = true;
+        conn.challenges = vec![[5; 8]];
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("got no PATH_RESPONSE"), "{err}");
+        conn.responses = vec![[5; 8]];
+        connection_migration(&e, &conn, &mut Vec::new()).unwrap();
+    }
 }
