@@ -630,8 +630,24 @@ where
             && self.hs.keys.one_rtt.is_some()
             && !self.recovery.is_full(space)
             && self.path_response_due();
-        let want =
-            closing || ack_due || respond || (elicit_ok && (probe || self.has_eliciting(space)));
+        // RFC 9000 §9.3: nor is the PATH_CHALLENGE that validates a peer's new address: the
+        // window was just reset for the new path (§9.4) while the old path's bytes are still
+        // in flight, and until validated the new path is bounded by the amplification
+        // limit anyway. Held back, the first packets to the new address would be ACK-only
+        // (the interop runner wants a PATH_CHALLENGE in the first one).
+        let challenge = space == PnSpace::ApplicationData
+            && !closing
+            && !elicit_ok
+            && allow_eliciting
+            && !self.sends_0rtt()
+            && self.hs.keys.one_rtt.is_some()
+            && !self.recovery.is_full(space)
+            && self.challenge_pending();
+        let want = closing
+            || ack_due
+            || respond
+            || challenge
+            || (elicit_ok && (probe || self.has_eliciting(space)));
         if !want || region.len() < MIN_PACKET_ROOM {
             return None;
         }
@@ -712,6 +728,10 @@ where
             }
             if respond {
                 eliciting |= self.write_response(&mut w, &mut f);
+            }
+            #[cfg(feature = "migration")]
+            if challenge {
+                eliciting |= self.write_path_challenge(now, &mut w, &mut f);
             }
             // RFC 9002 §6.2.4: probes carry retransmittable data. In the handshake spaces
             // every probe repeats the unacknowledged CRYPTO data, not only the first of two

@@ -431,6 +431,37 @@ fn a_probe_of_another_local_address_is_answered_from_it() {
 
 #[cfg(feature = "migration")]
 #[test]
+fn the_first_packet_to_a_new_address_challenges_it_despite_a_full_window() {
+    // A NAT rebinding in the middle of a download: the server's window is full when the
+    // client's packets arrive from a new address. The first packet the server sends there
+    // carries PATH_CHALLENGE (regression: it was an ACK-only packet, the challenge waiting
+    // for the window; the interop runner's rebind cases check the first packet).
+    let mut p = established();
+    let (_, id) = transfer(&mut p, b"GET", Duration::from_secs(30));
+    let body = pattern(500_000);
+    p.server().stream_send(id, &body).unwrap();
+    p.filter = Box::new(|dir, _, _| if dir == Dir::ToServer { Fate::Drop } else { Fate::Deliver });
+    p.run_until(Duration::from_secs(3), |p| p.server().recovery().send_window() == 0);
+    assert_eq!(p.server().recovery().send_window(), 0);
+    p.client_addr = addr("10.0.0.7:6000");
+    inject(&mut p, Dir::ToServer, &[Frame::Ping]);
+    assert_eq!(p.server().remote(), addr("10.0.0.7:6000"));
+    assert!(p.server().is_validating_path());
+    let now = p.now;
+    let mut buf = vec![0u8; 2048];
+    let t = p.server().poll_transmit(now, &mut buf).expect("a packet to the new address");
+    assert_eq!(t.destination, addr("10.0.0.7:6000"));
+    assert!(!p.server().challenge_due(), "the PATH_CHALLENGE went in that packet");
+    // The client answers it and the path validates.
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut buf[..t.len]);
+    p.filter = Box::new(|_, _, _| Fate::Deliver);
+    settle(&mut p, Duration::from_millis(500));
+    assert!(!p.server().is_validating_path());
+    assert_eq!(p.server().stats().paths_validated, 1);
+}
+
+#[cfg(feature = "migration")]
+#[test]
 fn failed_validation_returns_to_the_old_address() {
     // An attacker replays a packet from a spoofed address: the server moves, but the
     // spoofed address never answers the challenge, so it returns (RFC 9000 §9.3.2).
