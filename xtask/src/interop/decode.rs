@@ -253,6 +253,8 @@ pub struct Conn {
     pub server_path_challenges: Vec<(u64, String)>,
     /// The first server packet on each path: (path, whether it carried PATH_CHALLENGE).
     pub first_on_path: Vec<(String, bool)>,
+    /// The frame types of those packets (evidence for a verdict), in the same order.
+    pub first_on_path_frames: Vec<Vec<u64>>,
     /// PATH_CHALLENGE data from the server and PATH_RESPONSE data from the client.
     pub challenges: Vec<[u8; 8]>,
     /// PATH_RESPONSE data from the client.
@@ -431,8 +433,12 @@ fn handle_packet(
         _ => PacketType::OneRtt,
     };
     let mut challenge_here = false;
+    let mut types = Vec::new();
     for frame in Frames::new(&payload, ptype) {
         let Ok(frame) = frame else { break };
+        if types.len() < 16 && !types.contains(&frame.frame_type()) {
+            types.push(frame.frame_type());
+        }
         match frame {
             Frame::Crypto { offset, data } => {
                 if space == INITIAL && d.to_server && offset.into_inner() == 0 {
@@ -464,6 +470,7 @@ fn handle_packet(
     }
     if space == ONE_RTT && !d.to_server && !c.first_on_path.iter().any(|(p, _)| *p == d.path) {
         c.first_on_path.push((d.path.clone(), challenge_here));
+        c.first_on_path_frames.push(types);
     }
     if let Some(dcid) = short_dcid.filter(|_| d.to_server) {
         if !c.client_first_on_path.iter().any(|(l, ..)| *l == d.listen) {

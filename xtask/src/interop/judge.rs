@@ -324,11 +324,7 @@ fn check(
                     return Err("the server saw only one client IP".into());
                 }
             }
-            for (path, challenged) in first.first_on_path.iter().skip(1) {
-                if !challenged {
-                    return Err(format!("the server's first packet to new path {path} carried no PATH_CHALLENGE"));
-                }
-            }
+            unchallenged_path(first)?;
             if let Some(c) = first.challenges.iter().find(|c| !first.responses.contains(c)) {
                 return Err(format!("PATH_CHALLENGE {c:02x?} got no PATH_RESPONSE"));
             }
@@ -337,6 +333,21 @@ fn check(
         "connectionmigration" => connection_migration(e, first, notes)?,
         "ecn" => ecn(e, first, notes)?,
         _ => {}
+    }
+    Ok(())
+}
+
+/// The runner's rebinding check: the server's first packet on each new path carries
+/// PATH_CHALLENGE; the failure names the frame types that packet carried instead.
+fn unchallenged_path(first: &decode::Conn) -> Result<(), String> {
+    for (i, (path, challenged)) in first.first_on_path.iter().enumerate().skip(1) {
+        if !challenged {
+            let frames = first.first_on_path_frames.get(i).cloned().unwrap_or_default();
+            return Err(format!(
+                "the server's first packet to new path {path} carried no PATH_CHALLENGE \
+                 (frame types {frames:02x?})"
+            ));
+        }
     }
     Ok(())
 }
@@ -413,13 +424,7 @@ fn connection_migration(
     if paths.len() < 2 {
         return Err("the server never sent on a second path".into());
     }
-    for (path, challenged) in first.first_on_path.iter().skip(1) {
-        if !challenged {
-            return Err(format!(
-                "the server's first packet to new path {path} carried no PATH_CHALLENGE"
-            ));
-        }
-    }
+    unchallenged_path(first)?;
     if let Some(c) = first.challenges.iter().find(|c| !first.responses.contains(c)) {
         return Err(format!("PATH_CHALLENGE {c:02x?} got no PATH_RESPONSE"));
     }
@@ -603,5 +608,31 @@ mod tests {
         assert!(err.contains("got no PATH_RESPONSE"), "{err}");
         conn.responses = vec![[5; 8]];
         connection_migration(&e, &conn, &mut Vec::new()).unwrap();
+    }
+
+    /// `CELL=target/interop/<run>/<case>/<pair> CASE=<case> cargo test -p xtask judge_cell
+    /// -- --ignored --nocapture` judges a cell's logs again (after a judge change, or to
+    /// see a verdict's evidence).
+    #[test]
+    #[ignore]
+    fn judge_cell() {
+        let dir = std::path::PathBuf::from(std::env::var("CELL").unwrap());
+        let mut names: Vec<String> = fs::read_dir(dir.join("www"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let keylogs = [dir.join("client-keys.log"), dir.join("server-keys.log")];
+        let keylogs: Vec<&Path> = keylogs.iter().map(|p| p.as_path()).collect();
+        let e = Evidence::load(
+            &dir.join("relay.jsonl"),
+            &keylogs,
+            &dir.join("www"),
+            &dir.join("downloads"),
+            &names,
+        )
+        .unwrap();
+        let (verdict, notes) = judge(&case(&std::env::var("CASE").unwrap()), &e, None);
+        eprintln!("{verdict:?} {notes:?}");
     }
 }
