@@ -582,6 +582,19 @@ fn run_cell(
     } else {
         (&certs.cert, &certs.key)
     };
+    // connectionmigration: the relay's second address stands for the server's preferred
+    // address; it forwards to the server's second socket (quinn: its only one).
+    let preferred = if case.preferred_address {
+        let relay_side = SocketAddr::new(ip, free_port(ip)?);
+        let server_side = if server.kind == peers::Kind::Quinn {
+            server_addr
+        } else {
+            SocketAddr::new(ip, free_port(ip)?)
+        };
+        Some((server_side, relay_side))
+    } else {
+        None
+    };
     let server_keylog = dir.join("server-keys.log");
     let client_keylog = dir.join("client-keys.log");
     let mut server_proc = spawn(
@@ -592,6 +605,7 @@ fn run_cell(
             key,
             retry: case.retry,
             v2: case.v2,
+            preferred,
             keylog: &server_keylog,
             qlog_dir: &qlog.join("server"),
         }),
@@ -607,6 +621,10 @@ fn run_cell(
         .arg("--server")
         .arg(server_addr.to_string());
     relay.arg("--log").arg(&relay_log).arg("--log-bytes");
+    if let Some((server_side, relay_side)) = preferred {
+        relay.arg("--preferred-listen").arg(relay_side.to_string());
+        relay.arg("--preferred-server").arg(server_side.to_string());
+    }
     if !case.own_network {
         // The runner's default: ns-3 simple-p2p --delay=15ms --bandwidth=10Mbps --queue=25.
         relay.args(["--delay-ms", "15", "--rate-kbit", "10000", "--queue-bytes", "37500"]);
@@ -653,7 +671,6 @@ fn run_cell(
             chacha20: case.chacha20,
             v2: case.v2,
             key_update: case.key_update,
-            migrate: case.migrate,
             keylog: &client_keylog,
             qlog_dir: &qlog.join("client"),
             timeout_ms: remaining.as_millis() as u64,

@@ -54,7 +54,7 @@ pub enum Step {
     /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
     InteropTls,
     /// `cargo xtask interop` on the CI subset: handshake, transfer, retry, resumption,
-    /// zerortt, http3, keyupdate, v2 between mote and aioquic and quic-go, both roles
+    /// zerortt, http3, keyupdate, v2, ecn between mote and aioquic and quic-go, both roles
     Interop,
     /// every fuzz target for `--fuzz-seconds` each
     Fuzz,

@@ -78,6 +78,9 @@ pub struct ServeOptions {
     pub v2: bool,
     /// Also listen on this address and offer it as preferred_address (RFC 9000 §9.6).
     pub preferred_address: Option<SocketAddr>,
+    /// Offer this address as preferred_address instead of the bound one: the preferred
+    /// socket is reached through a NAT or relay at another address.
+    pub advertise_preferred: Option<SocketAddr>,
     /// The stateless reset key (32 bytes; created if missing), so a restarted server can
     /// still reset its predecessor's connections. `None`: a random key per process.
     pub reset_key_file: Option<PathBuf>,
@@ -264,7 +267,7 @@ impl Server {
                      wildcard"
                 )));
             }
-            config.preferred_address = Some(bound);
+            config.preferred_address = Some(o.advertise_preferred.unwrap_or(bound));
             sockets.push(preferred);
         }
         let scfg = server_config(&o)?;

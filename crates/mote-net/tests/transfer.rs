@@ -72,6 +72,7 @@ fn serve(www: &Path, rpk: bool) -> Running {
         // Upgrades a client that offers v2 (`key_update_chacha20_and_v2`).
         v2: true,
         preferred_address: None,
+        advertise_preferred: None,
         reset_key_file: None,
     })
     .unwrap();
@@ -366,6 +367,7 @@ fn many_clients_at_once_and_ipv6() {
             max_idle_ms: 10_000,
             v2: false,
             preferred_address: None,
+            advertise_preferred: None,
             reset_key_file: None,
         });
         let Ok(server) = server else {

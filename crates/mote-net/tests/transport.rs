@@ -48,6 +48,7 @@ fn serve_options(www: &Path) -> ServeOptions {
         max_idle_ms: 10_000,
         v2: false,
         preferred_address: None,
+        advertise_preferred: None,
         reset_key_file: None,
     }
 }

@@ -13,6 +13,13 @@
 //! server sees the client move; packets the server still sends to the old mapping are
 //! lost, as behind a real NAT.
 //!
+//! Each datagram keeps the ECN codepoint of its IP header (read and re-sent through
+//! quinn-udp), as the runner's ns-3 link does, so endpoints can validate ECN (RFC 9000
+//! §13.4) and the log shows each datagram's mark. `--preferred-listen` opens a second
+//! listening address that forwards to `--preferred-server` (the server's preferred address,
+//! RFC 9000 §9.6, as clients see it through the relay): a client moving there gets a NAT
+//! mapping of its own, so the server sees a new path.
+//!
 //! `--log FILE` writes one JSON line per datagram ([`inspect`] reads the unprotected
 //! header fields: packet types, version, CIDs, token length and hash) and per rebinding;
 //! `cargo xtask interop` judges the test cases from it.
@@ -82,6 +89,14 @@ pub struct Args {
     /// When the first rebinding happens (default: after one period).
     #[arg(long, value_name = "MS")]
     pub first_rebind_ms: Option<u64>,
+    /// A second address the client may send to: the server's preferred address as clients
+    /// see it (the server advertises this one).
+    #[arg(long, value_name = "ADDR")]
+    pub preferred_listen: Option<SocketAddr>,
+    /// Where datagrams to `--preferred-listen` go (default: `--server`, for a server that
+    /// receives on one socket; then it sees the client arrive from a new address).
+    #[arg(long, value_name = "ADDR", requires = "preferred_listen")]
+    pub preferred_server: Option<SocketAddr>,
     /// Write one JSON line per datagram and per rebinding to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
@@ -110,6 +125,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The server.
     pub server: SocketAddr,
+    /// A second listening address and the server address it forwards to.
+    pub preferred: Option<(SocketAddr, SocketAddr)>,
     /// Client → server link.
     pub to_server: LinkConfig,
     /// Server → client link.
@@ -204,6 +221,9 @@ impl Args {
         Ok(Config {
             listen: self.listen,
             server: self.server,
+            preferred: self
+                .preferred_listen
+                .map(|l| (l, self.preferred_server.unwrap_or(self.server))),
             to_server: profile.up,
             to_client: profile.down,
             drop_lists: (
@@ -226,6 +246,7 @@ fn is_v4_loopback(addr: SocketAddr) -> bool {
 /// Runs `mote relay` until SIGINT or SIGTERM.
 pub fn run(args: &Args) -> Result<()> {
     let config = args.config()?;
+    let preferred = config.preferred;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -235,6 +256,9 @@ pub fn run(args: &Args) -> Result<()> {
             .context("installing the SIGTERM handler")?;
         let ready = |local| {
             println!("mote relay: listening on {local}, server {}", args.server);
+            if let Some((listen, server)) = preferred {
+                println!("mote relay: listening on {listen}, server {server} (preferred address)");
+            }
             std::io::Write::flush(&mut std::io::stdout()).ok();
         };
         let shutdown = async move {

@@ -3,14 +3,16 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IoSliceMut, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use mote_net::socket::{recv_info, UdpSocket};
+use mote_quic::recovery::Ecn;
 use mote_sim::Instant;
+use quinn_udp::RecvMeta;
 use serde_json::{json, Value};
-use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -25,8 +27,8 @@ const MAX_MAPPINGS: usize = 64;
 const MAX_PENDING: usize = 65_536;
 /// Datagrams received but not yet judged (between the socket readers and the loop).
 const CHANNEL: usize = 1024;
-/// Largest datagram read.
-const MAX_DATAGRAM: usize = 65_535;
+/// Receive buffer: one GRO batch (at most 64 KiB of UDP payload) at a time.
+const RECV_BUFFER: usize = 1 << 17;
 
 /// Client → server or server → client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,20 +46,42 @@ impl Dir {
     }
 }
 
-/// A datagram read by one of the socket tasks.
+/// A datagram read by one of the socket tasks, with the ECN codepoint of its IP header.
 enum Incoming {
-    /// From the client, on the listening socket.
-    FromClient(SocketAddr, Vec<u8>),
+    /// From the client, on listening socket `listener` (0: `--listen`, 1:
+    /// `--preferred-listen`).
+    FromClient { listener: usize, from: SocketAddr, ecn: Ecn, bytes: Vec<u8> },
     /// From the server, on the upstream socket of mapping `id`.
-    FromServer(u64, Vec<u8>),
+    FromServer { id: u64, ecn: Ecn, bytes: Vec<u8> },
 }
 
-/// A NAT mapping: the upstream socket the server sees as the client.
+/// The name of an ECN codepoint in the log.
+fn ecn_name(ecn: Ecn) -> &'static str {
+    match ecn {
+        Ecn::NotEct => "not-ect",
+        Ecn::Ect0 => "ect0",
+        Ecn::Ect1 => "ect1",
+        Ecn::Ce => "ce",
+    }
+}
+
+/// A listening address the client may send to, and where its datagrams go.
+struct Listener {
+    socket: Arc<UdpSocket>,
+    local: SocketAddr,
+    server: SocketAddr,
+}
+
+/// A NAT mapping: the upstream socket the server sees as the client, one per client address
+/// and listening address (so a client moving to the preferred address gets a new one).
 struct Mapping {
     client: SocketAddr,
+    listener: usize,
     id: u64,
     socket: Arc<UdpSocket>,
     local: SocketAddr,
+    /// The server address this mapping sends to.
+    server: SocketAddr,
     reader: JoinHandle<()>,
     last_used: Instant,
 }
@@ -75,20 +99,42 @@ struct Pending {
     seq: u64,
     dir: Dir,
     client: SocketAddr,
+    listener: usize,
+    ecn: u8,
     bytes: Vec<u8>,
+}
+
+/// [`Ecn`] as the IP header's two bits (`Pending` must be ordered).
+fn ecn_bits(ecn: Ecn) -> u8 {
+    match ecn {
+        Ecn::NotEct => 0,
+        Ecn::Ect1 => 1,
+        Ecn::Ect0 => 2,
+        Ecn::Ce => 3,
+    }
+}
+
+fn ecn_of_bits(bits: u8) -> Ecn {
+    match bits & 3 {
+        1 => Ecn::Ect1,
+        2 => Ecn::Ect0,
+        3 => Ecn::Ce,
+        _ => Ecn::NotEct,
+    }
 }
 
 /// The relay's state.
 pub(crate) struct Relay {
     config: Config,
     start: tokio::time::Instant,
-    listen: Arc<UdpSocket>,
+    listeners: Vec<Listener>,
     to_server: Impairment,
     to_client: Impairment,
     mappings: Vec<Mapping>,
     next_id: u64,
-    /// The client address that sent last (the one a rebinding moves).
-    current: Option<SocketAddr>,
+    /// The client address that sent last and the listener it used (the mapping a
+    /// rebinding moves).
+    current: Option<(SocketAddr, usize)>,
     pending: BinaryHeap<Reverse<Pending>>,
     seq: u64,
     tx: mpsc::Sender<Incoming>,
@@ -106,10 +152,14 @@ impl Relay {
         ready: impl FnOnce(SocketAddr),
         shutdown: impl std::future::Future<Output = ()>,
     ) -> Result<()> {
-        let listen = UdpSocket::bind(config.listen)
-            .await
-            .with_context(|| format!("binding {}", config.listen))?;
-        let listen = Arc::new(listen);
+        let mut listeners = Vec::new();
+        for (addr, server) in
+            std::iter::once((config.listen, config.server)).chain(config.preferred)
+        {
+            let socket = UdpSocket::bind(addr).with_context(|| format!("binding {addr}"))?;
+            let local = socket.local_addr()?;
+            listeners.push(Listener { socket: Arc::new(socket), local, server });
+        }
         let log = match &config.log {
             Some(path) => Some(BufWriter::new(
                 File::create(path).with_context(|| format!("creating {}", path.display()))?,
@@ -117,12 +167,16 @@ impl Relay {
             None => None,
         };
         let (tx, mut rx) = mpsc::channel(CHANNEL);
-        let reader = spawn_reader(listen.clone(), tx.clone(), None);
+        let readers: Vec<JoinHandle<()>> = listeners
+            .iter()
+            .enumerate()
+            .map(|(i, l)| spawn_reader(l.socket.clone(), tx.clone(), Source::Listener(i)))
+            .collect();
         let (up, down) = (config.to_server.clone(), config.to_client.clone());
         let (drop_up, drop_down) = config.drop_lists.clone();
         let mut relay = Relay {
             start: tokio::time::Instant::now(),
-            listen,
+            listeners,
             to_server: Impairment::new(up, drop_up, config.seed, 0),
             to_client: Impairment::new(down, drop_down, config.seed, 1),
             mappings: Vec::new(),
@@ -138,7 +192,7 @@ impl Relay {
             dropped: 0,
             config,
         };
-        ready(relay.listen.local_addr()?);
+        ready(relay.listeners[0].local);
         tokio::pin!(shutdown);
         loop {
             let delivery = relay.pending.peek().map(|Reverse(p)| relay.deadline(p.at));
@@ -156,7 +210,9 @@ impl Relay {
                 log.flush().context("writing the log")?;
             }
         }
-        reader.abort();
+        for reader in readers {
+            reader.abort();
+        }
         if let Some(log) = &mut relay.log {
             log.flush().context("writing the log")?;
         }
@@ -177,20 +233,24 @@ impl Relay {
 
     async fn on_incoming(&mut self, incoming: Incoming) -> Result<()> {
         let now = self.now();
-        let (dir, client, path, bytes) = match incoming {
-            Incoming::FromClient(client, bytes) => {
-                let path = self.mapping_for(client, now).await?;
-                self.current = Some(client);
-                (Dir::ToServer, client, path, bytes)
+        let (dir, client, listener, path, ecn, bytes) = match incoming {
+            Incoming::FromClient { listener, from, ecn, bytes } => {
+                let path = self.mapping_for(from, listener, now).await?;
+                self.current = Some((from, listener));
+                (Dir::ToServer, from, listener, path, ecn, bytes)
             }
-            Incoming::FromServer(id, bytes) => {
+            Incoming::FromServer { id, ecn, bytes } => {
                 // Answers to a mapping that a rebinding replaced are gone, as behind a NAT.
                 let Some(m) = self.mappings.iter_mut().find(|m| m.id == id) else {
                     return Ok(());
                 };
                 m.last_used = now;
-                (Dir::ToClient, m.client, m.local, bytes)
+                (Dir::ToClient, m.client, m.listener, m.local, ecn, bytes)
             }
+        };
+        let (listen, server) = match self.listeners.get(listener) {
+            Some(l) => (l.local, l.server),
+            None => return Ok(()),
         };
         let impairment = match dir {
             Dir::ToServer => &mut self.to_server,
@@ -204,7 +264,9 @@ impl Relay {
             "size": bytes.len(),
             "client": client.to_string(),
             "path": path.to_string(),
-            "server": self.config.server.to_string(),
+            "listen": listen.to_string(),
+            "server": server.to_string(),
+            "ecn": ecn_name(ecn),
             "packets": inspect::packets(&bytes).iter().map(|p| p.to_json()).collect::<Vec<_>>(),
         });
         if self.config.log_bytes {
@@ -234,22 +296,39 @@ impl Relay {
                             impair::apply(&mut copy, c);
                         }
                         record["duplicate_us"] = json!(dup_at.0);
-                        self.push(dup_at, dir, client, copy);
+                        self.push(dup_at, dir, client, listener, ecn, copy);
                     }
                     let mut bytes = bytes;
                     if let Some(c) = corrupt {
                         impair::apply(&mut bytes, c);
                     }
-                    self.push(at, dir, client, bytes);
+                    self.push(at, dir, client, listener, ecn, bytes);
                 }
             }
         }
         self.write(&record)
     }
 
-    fn push(&mut self, at: Instant, dir: Dir, client: SocketAddr, bytes: Vec<u8>) {
+    fn push(
+        &mut self,
+        at: Instant,
+        dir: Dir,
+        client: SocketAddr,
+        listener: usize,
+        ecn: Ecn,
+        bytes: Vec<u8>,
+    ) {
         self.seq += 1;
-        self.pending.push(Reverse(Pending { at, seq: self.seq, dir, client, bytes }));
+        let ecn = ecn_bits(ecn);
+        self.pending.push(Reverse(Pending {
+            at,
+            seq: self.seq,
+            dir,
+            client,
+            listener,
+            ecn,
+            bytes,
+        }));
     }
 
     /// Sends every datagram whose arrival time has come.
@@ -257,11 +336,21 @@ impl Relay {
         let now = self.now();
         while self.pending.peek().is_some_and(|Reverse(p)| p.at <= now) {
             let Some(Reverse(p)) = self.pending.pop() else { break };
+            // The link keeps the datagram's ECN codepoint (no CE marking here).
+            let ecn = ecn_of_bits(p.ecn);
             let sent = match p.dir {
-                Dir::ToClient => self.listen.send_to(&p.bytes, p.client).await,
+                // The answer leaves from the address the client wrote to.
+                Dir::ToClient => match self.listeners.get(p.listener) {
+                    Some(l) => l.socket.send_from(p.client, &p.bytes, None, ecn, None).await,
+                    None => continue,
+                },
                 // The NAT translates at the moment the datagram passes it.
-                Dir::ToServer => match self.mappings.iter().find(|m| m.client == p.client) {
-                    Some(m) => m.socket.send_to(&p.bytes, self.config.server).await,
+                Dir::ToServer => match self
+                    .mappings
+                    .iter()
+                    .find(|m| m.client == p.client && m.listener == p.listener)
+                {
+                    Some(m) => m.socket.send_from(m.server, &p.bytes, None, ecn, None).await,
                     None => continue,
                 },
             };
@@ -274,9 +363,17 @@ impl Relay {
         }
     }
 
-    /// The upstream address of `client`'s mapping, creating the mapping if needed.
-    async fn mapping_for(&mut self, client: SocketAddr, now: Instant) -> Result<SocketAddr> {
-        if let Some(m) = self.mappings.iter_mut().find(|m| m.client == client) {
+    /// The upstream address of `client`'s mapping towards `listener`'s server, creating the
+    /// mapping if needed.
+    async fn mapping_for(
+        &mut self,
+        client: SocketAddr,
+        listener: usize,
+        now: Instant,
+    ) -> Result<SocketAddr> {
+        if let Some(m) =
+            self.mappings.iter_mut().find(|m| m.client == client && m.listener == listener)
+        {
             m.last_used = now;
             return Ok(m.local);
         }
@@ -288,7 +385,7 @@ impl Relay {
             }
         }
         let ip = self.upstream_ip(None);
-        let m = self.new_mapping(client, ip, now, None).await?;
+        let m = self.new_mapping(client, listener, ip, now, None).await?;
         let local = m.local;
         self.mappings.push(m);
         Ok(local)
@@ -309,6 +406,7 @@ impl Relay {
     async fn new_mapping(
         &mut self,
         client: SocketAddr,
+        listener: usize,
         ip: IpAddr,
         now: Instant,
         avoid_port: Option<u16>,
@@ -318,7 +416,6 @@ impl Relay {
         let mut socket = None;
         for _ in 0..8 {
             let s = UdpSocket::bind(SocketAddr::new(ip, 0))
-                .await
                 .with_context(|| format!("binding an upstream socket on {ip}"))?;
             if Some(s.local_addr()?.port()) != avoid_port {
                 socket = Some(s);
@@ -329,8 +426,9 @@ impl Relay {
         let local = socket.local_addr()?;
         self.next_id += 1;
         let id = self.next_id;
-        let reader = spawn_reader(socket.clone(), self.tx.clone(), Some((id, self.config.server)));
-        Ok(Mapping { client, id, socket, local, reader, last_used: now })
+        let server = self.listeners.get(listener).map_or(self.config.server, |l| l.server);
+        let reader = spawn_reader(socket.clone(), self.tx.clone(), Source::Mapping(id, server));
+        Ok(Mapping { client, listener, id, socket, local, server, reader, last_used: now })
     }
 
     /// NAT rebinding of the current client (RFC 9000 §9.3: the server sees a new path).
@@ -338,8 +436,10 @@ impl Relay {
         let now = self.now();
         let Some((kind, _, every)) = self.config.rebind else { return Ok(()) };
         self.next_rebind = Some(now + every);
-        let Some(client) = self.current else { return Ok(()) };
-        let Some(pos) = self.mappings.iter().position(|m| m.client == client) else {
+        let Some((client, listener)) = self.current else { return Ok(()) };
+        let Some(pos) =
+            self.mappings.iter().position(|m| m.client == client && m.listener == listener)
+        else {
             return Ok(());
         };
         let old = self.mappings[pos].local;
@@ -351,7 +451,7 @@ impl Relay {
                 self.upstream_ip(Some(host))
             }
         };
-        let m = self.new_mapping(client, ip, now, Some(old.port())).await?;
+        let m = self.new_mapping(client, listener, ip, now, Some(old.port())).await?;
         let new = m.local;
         self.mappings[pos] = m;
         self.write(&json!({
@@ -373,34 +473,60 @@ impl Relay {
     }
 }
 
-/// Reads datagrams from `socket` into the loop's channel until aborted: from anyone on the
-/// listening socket (`mapping` `None`), from the server only on mapping `id`'s socket.
+/// Which socket a reader reads.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Listening socket `i`: datagrams from anyone (clients).
+    Listener(usize),
+    /// Mapping `id`'s upstream socket: datagrams from its server only.
+    Mapping(u64, SocketAddr),
+}
+
+/// Reads datagrams from `socket` into the loop's channel until aborted, with each one's ECN
+/// codepoint; a GRO batch is split into its datagrams.
 fn spawn_reader(
     socket: Arc<UdpSocket>,
     tx: mpsc::Sender<Incoming>,
-    mapping: Option<(u64, SocketAddr)>,
+    source: Source,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let mut buf = vec![0u8; RECV_BUFFER];
+        let bound = socket.local_addr().ok();
         loop {
-            let (len, from) = match socket.recv_from(&mut buf).await {
-                Ok(r) => r,
-                // ICMP errors surface here on some systems; they carry no datagram. A short
-                // pause keeps a socket that keeps failing from spinning.
-                Err(_) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                    continue;
+            let mut meta = [RecvMeta::default()];
+            let n = {
+                let mut bufs = [IoSliceMut::new(&mut buf)];
+                match socket.recv(&mut bufs, &mut meta).await {
+                    Ok(n) => n,
+                    // ICMP errors surface here on some systems; they carry no datagram. A
+                    // short pause keeps a socket that keeps failing from spinning.
+                    Err(_) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                        continue;
+                    }
                 }
             };
-            let bytes = buf.get(..len).unwrap_or_default().to_vec();
-            let incoming = match mapping {
-                None => Incoming::FromClient(from, bytes),
-                Some((id, server)) if from == server => Incoming::FromServer(id, bytes),
-                // Only the server may send to a mapping (an address-restricted NAT).
-                Some(_) => continue,
-            };
-            if tx.send(incoming).await.is_err() {
-                return;
+            for m in meta.iter().take(n) {
+                let Some(bound) = bound else { return };
+                let ecn = recv_info(m, bound).ecn;
+                let data = buf.get(..m.len).unwrap_or_default();
+                let stride = if m.stride == 0 { m.len.max(1) } else { m.stride };
+                for bytes in data.chunks(stride) {
+                    let bytes = bytes.to_vec();
+                    let incoming = match source {
+                        Source::Listener(listener) => {
+                            Incoming::FromClient { listener, from: m.addr, ecn, bytes }
+                        }
+                        Source::Mapping(id, server) if m.addr == server => {
+                            Incoming::FromServer { id, ecn, bytes }
+                        }
+                        // Only the server may send to a mapping (an address-restricted NAT).
+                        Source::Mapping(..) => continue,
+                    };
+                    if tx.send(incoming).await.is_err() {
+                        return;
+                    }
+                }
             }
         }
     })

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Parser;
+use mote_quic::recovery::Ecn;
 use mote_relay::Args;
 use serde_json::Value;
 use tokio::net::UdpSocket;
@@ -137,4 +138,98 @@ async fn port_rebinding_moves_the_client_as_the_server_sees_it() {
     assert!(sources.len() >= 3, "the server saw {sources:?}");
     assert!(sources.iter().all(|s| s.ip().is_loopback()));
     assert!(log_lines(&log).iter().any(|l| l["event"] == "rebind"));
+}
+
+/// Receives one datagram on a quinn-udp socket: its bytes, sender and ECN codepoint.
+async fn recv_marked(socket: &mote_net::socket::UdpSocket) -> (Vec<u8>, SocketAddr, Ecn) {
+    let mut buf = vec![0u8; 2048];
+    let mut meta = [quinn_udp::RecvMeta::default()];
+    let n = {
+        let mut bufs = [std::io::IoSliceMut::new(&mut buf)];
+        tokio::time::timeout(Duration::from_secs(2), socket.recv(&mut bufs, &mut meta))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(n, 1);
+    let info = mote_net::socket::recv_info(&meta[0], socket.local_addr().unwrap());
+    (buf[..meta[0].len].to_vec(), meta[0].addr, info.ecn)
+}
+
+#[tokio::test]
+async fn carries_ecn_codepoints_both_ways_and_logs_them() {
+    let dir = std::env::temp_dir().join(format!("mote-relay-test-ecn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("c.jsonl");
+    let server = mote_net::socket::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let (relay, stop, task) = start(config(&[], server.local_addr().unwrap(), &log)).await;
+    let client = mote_net::socket::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let marks = [Ecn::Ect0, Ecn::Ect1, Ecn::NotEct, Ecn::Ce];
+    for (i, &ecn) in marks.iter().enumerate() {
+        client.send_from(relay, &[0x40, i as u8], None, ecn, None).await.unwrap();
+        let (bytes, from, got) = recv_marked(&server).await;
+        assert_eq!((bytes, got), (vec![0x40, i as u8], ecn), "to the server");
+        // The answer carries the mark the server gave it, not the client's.
+        let back = marks[(i + 1) % marks.len()];
+        server.send_from(from, &[0x41, i as u8], None, back, None).await.unwrap();
+        let (bytes, _, got) = recv_marked(&client).await;
+        assert_eq!((bytes, got), (vec![0x41, i as u8], back), "to the client");
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let lines = log_lines(&log);
+    let logged: Vec<(&str, &str)> =
+        lines.iter().map(|l| (l["dir"].as_str().unwrap(), l["ecn"].as_str().unwrap())).collect();
+    assert_eq!(
+        logged,
+        [
+            ("to_server", "ect0"),
+            ("to_client", "ect1"),
+            ("to_server", "ect1"),
+            ("to_client", "not-ect"),
+            ("to_server", "not-ect"),
+            ("to_client", "ce"),
+            ("to_server", "ce"),
+            ("to_client", "ect0"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn preferred_listen_gives_the_client_a_new_path_to_the_second_server() {
+    let dir = std::env::temp_dir().join(format!("mote-relay-test-pa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("d.jsonl");
+    let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let server2 = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let preferred = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (p, s2) = (preferred.to_string(), server2.local_addr().unwrap().to_string());
+    let args = ["--preferred-listen", p.as_str(), "--preferred-server", s2.as_str()];
+    let (relay, stop, task) = start(config(&args, server.local_addr().unwrap(), &log)).await;
+    let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut buf = [0u8; 10];
+    // First the primary address, then the preferred one, from the same client socket.
+    client.send_to(&[0x40, 1], relay).await.unwrap();
+    let (_, via1) = server.recv_from(&mut buf).await.unwrap();
+    client.send_to(&[0x40, 2], preferred).await.unwrap();
+    let (n, via2) = tokio::time::timeout(Duration::from_secs(2), server2.recv_from(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&buf[..n], &[0x40, 2]);
+    assert_ne!(via1, via2, "the server must see a new path");
+    // The second server's answer comes back from the preferred address.
+    server2.send_to(&[0x41, 2], via2).await.unwrap();
+    let (_, from) = tokio::time::timeout(Duration::from_secs(2), client.recv_from(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(from, preferred);
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let lines = log_lines(&log);
+    assert_eq!(lines[1]["listen"], p.as_str());
+    assert_eq!(lines[1]["server"], s2.as_str());
+    assert_eq!(lines[2]["dir"], "to_client");
+    assert_eq!(lines[2]["listen"], p.as_str());
 }

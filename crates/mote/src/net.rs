@@ -53,6 +53,10 @@ pub struct ServeArgs {
     /// address (RFC 9000 §9.6; the interop runner's connectionmigration case).
     #[arg(long)]
     pub preferred_address: Option<SocketAddr>,
+    /// Offer this address as the preferred address instead of `--preferred-address`'s own
+    /// (clients reach that socket through a NAT or relay listening here).
+    #[arg(long, requires = "preferred_address")]
+    pub advertise_preferred: Option<SocketAddr>,
     /// Stateless reset key (32 bytes; created if missing), so a restarted server resets
     /// the connections it lost instead of leaving clients to time out. Default: a random
     /// key per process.
@@ -129,13 +133,18 @@ pub fn serve(a: &ServeArgs) -> Result<()> {
         max_idle_ms: a.max_idle_ms,
         v2: a.v2,
         preferred_address: a.preferred_address,
+        advertise_preferred: a.advertise_preferred,
         reset_key_file: a.reset_key_file.clone(),
     };
-    block_on(async {
+    let advertised = a.advertise_preferred;
+    block_on(async move {
         let server = Server::bind(options)?;
         eprintln!("mote serve: listening on {}", server.local_addr()?);
         if let Some(p) = server.preferred_addr()? {
-            eprintln!("mote serve: preferred address {p}");
+            match advertised {
+                Some(adv) => eprintln!("mote serve: preferred address {p}, offered as {adv}"),
+                None => eprintln!("mote serve: preferred address {p}"),
+            }
         }
         server.run().await
     })??;

@@ -33,6 +33,9 @@ pub struct Datagram {
     pub to_server: bool,
     /// The client address as the server sees it.
     pub path: String,
+    /// The relay address the client sent to (or answers came from): the server's address
+    /// as the client sees it.
+    pub listen: String,
     /// The bytes as sent.
     pub bytes: Vec<u8>,
 }
@@ -215,6 +218,14 @@ pub struct Conn {
     pub server_handshake_types: Vec<u8>,
     /// initial_max_streams_bidi from the server's transport parameters.
     pub server_max_streams_bidi: Option<u64>,
+    /// Whether the server's transport parameters carry preferred_address.
+    pub server_preferred_address: bool,
+    /// Whether each side (client, server) sent an ACK frame with ECN counts (type 0x03).
+    pub ack_ecn: [bool; 2],
+    /// The client's first 1-RTT packet to each server address (the relay's listening
+    /// address): (that address, its Destination Connection ID, whether it carried
+    /// PATH_CHALLENGE).
+    pub client_first_on_path: Vec<(String, Vec<u8>, bool)>,
     /// Whether a Retry was seen, the largest client Initial packet number before it, and
     /// the packet number of the first client Initial carrying a token after it.
     pub retry: bool,
@@ -242,6 +253,8 @@ pub struct Conn {
     pub server_path_challenges: Vec<(u64, String)>,
     /// The first server packet on each path: (path, whether it carried PATH_CHALLENGE).
     pub first_on_path: Vec<(String, bool)>,
+    /// The frame types of those packets (evidence for a verdict), in the same order.
+    pub first_on_path_frames: Vec<Vec<u64>>,
     /// PATH_CHALLENGE data from the server and PATH_RESPONSE data from the client.
     pub challenges: Vec<[u8; 8]>,
     /// PATH_RESPONSE data from the client.
@@ -311,6 +324,7 @@ fn handle_packet(
     keylog: &KeyLog,
 ) {
     let side = usize::from(!d.to_server); // 0 = client sent it, 1 = server
+    let mut short_dcid = None;
     let (idx, space, version) = match parsed.header {
         Header::Long(h) => {
             let idx = if d.to_server {
@@ -372,7 +386,8 @@ fn handle_packet(
             return;
         }
         Header::Short(_) => {
-            let Some((idx, _)) = find_short(conns, pkt, d.to_server) else { return };
+            let Some((idx, len)) = find_short(conns, pkt, d.to_server) else { return };
+            short_dcid = pkt.get(1..1 + len).map(<[u8]>::to_vec);
             (idx, ONE_RTT, Version::V1)
         }
         _ => return,
@@ -418,8 +433,12 @@ fn handle_packet(
         _ => PacketType::OneRtt,
     };
     let mut challenge_here = false;
+    let mut types = Vec::new();
     for frame in Frames::new(&payload, ptype) {
         let Ok(frame) = frame else { break };
+        if types.len() < 16 && !types.contains(&frame.frame_type()) {
+            types.push(frame.frame_type());
+        }
         match frame {
             Frame::Crypto { offset, data } => {
                 if space == INITIAL && d.to_server && offset.into_inner() == 0 {
@@ -444,11 +463,19 @@ fn handle_packet(
                 c.server_path_challenges.push((d.t_us, d.path.clone()));
             }
             Frame::PathResponse { data } if d.to_server => c.responses.push(data),
+            Frame::PathChallenge { .. } => challenge_here = true,
+            Frame::Ack(ack) if ack.ecn().is_some() => c.ack_ecn[side] = true,
             _ => {}
         }
     }
     if space == ONE_RTT && !d.to_server && !c.first_on_path.iter().any(|(p, _)| *p == d.path) {
         c.first_on_path.push((d.path.clone(), challenge_here));
+        c.first_on_path_frames.push(types);
+    }
+    if let Some(dcid) = short_dcid.filter(|_| d.to_server) {
+        if !c.client_first_on_path.iter().any(|(l, ..)| *l == d.listen) {
+            c.client_first_on_path.push((d.listen.clone(), dcid, challenge_here));
+        }
     }
     after_crypto(c, space, dir);
 }
@@ -473,7 +500,21 @@ fn after_crypto(c: &mut Conn, space: u8, to_server: bool) {
                     c.server_handshake_types.push(t);
                 }
                 if t == 8 && c.server_max_streams_bidi.is_none() {
-                    c.server_max_streams_bidi = encrypted_extensions_max_streams_bidi(&body);
+                    c.server_max_streams_bidi = encrypted_extensions_param(&body, 0x08)
+                        .and_then(|v| mote_quic::coding::Reader::new(v).varint().ok())
+                        .map(|v| v.into_inner());
+                    // RFC 9000 §18.2: preferred_address = IPv4 address and port, IPv6
+                    // address and port, a connection ID (8-bit length) the client uses
+                    // there, a stateless reset token.
+                    if let Some(pa) = encrypted_extensions_param(&body, 0x0d) {
+                        c.server_preferred_address = true;
+                        let len = pa.get(24).map_or(0, |&l| usize::from(l));
+                        let cid = pa.get(25..25 + len).filter(|cid| !cid.is_empty());
+                        if let Some(cid) = cid.filter(|cid| !c.server_cids.iter().any(|k| k == cid))
+                        {
+                            c.server_cids.push(cid.to_vec());
+                        }
+                    }
                 }
             }
             _ => {}
@@ -566,9 +607,10 @@ fn server_hello_suite(body: &[u8]) -> Option<u16> {
     r.u16()
 }
 
-/// RFC 9000 §18.2 inside RFC 9001 §8.2's extension (0x39) of EncryptedExtensions:
-/// initial_max_streams_bidi (0x08).
-fn encrypted_extensions_max_streams_bidi(body: &[u8]) -> Option<u64> {
+/// RFC 9000 §18.2 inside RFC 9001 §8.2's extension (0x39) of EncryptedExtensions: the
+/// value of transport parameter `want` (initial_max_streams_bidi 0x08, preferred_address
+/// 0x0d).
+fn encrypted_extensions_param(body: &[u8], want: u64) -> Option<&[u8]> {
     let mut r = Tls(body);
     let mut exts = Tls(r.vec16()?);
     while !exts.0.is_empty() {
@@ -581,8 +623,8 @@ fn encrypted_extensions_max_streams_bidi(body: &[u8]) -> Option<u64> {
         while !p.is_empty() {
             let id = p.varint().ok()?.into_inner();
             let value = p.varint_prefixed().ok()?;
-            if id == 0x08 {
-                return mote_quic::coding::Reader::new(value).varint().ok().map(|v| v.into_inner());
+            if id == want {
+                return Some(value);
             }
         }
     }
@@ -640,6 +682,7 @@ mod debug {
                     t_us: 0,
                     to_server: v["dir"] == "to_server",
                     path: String::new(),
+                    listen: String::new(),
                     bytes: super::unhex(h).unwrap(),
                 });
             }

@@ -34,6 +34,11 @@ struct Rec {
     size: usize,
     forwarded: bool,
     path: String,
+    /// The relay address the client used (the server's address as the client sees it).
+    listen: String,
+    /// ECN codepoint of the IP header as the sender set it (`not-ect`, `ect0`, `ect1`,
+    /// `ce`); empty in logs of relays that did not record it.
+    ecn: String,
     packets: Vec<Pkt>,
 }
 
@@ -90,6 +95,8 @@ impl Evidence {
                 size: v["size"].as_u64().unwrap_or(0) as usize,
                 forwarded: v["fate"] != "dropped",
                 path: s("path"),
+                listen: s("listen"),
+                ecn: s("ecn"),
                 packets,
             };
             if let Some(bytes) = v["hex"].as_str().and_then(decode::unhex) {
@@ -97,6 +104,7 @@ impl Evidence {
                     t_us: rec.t_us,
                     to_server,
                     path: rec.path.clone(),
+                    listen: rec.listen.clone(),
                     bytes,
                 });
             }
@@ -316,18 +324,116 @@ fn check(
                     return Err("the server saw only one client IP".into());
                 }
             }
-            for (path, challenged) in first.first_on_path.iter().skip(1) {
-                if !challenged {
-                    return Err(format!("the server's first packet to new path {path} carried no PATH_CHALLENGE"));
-                }
-            }
+            unchallenged_path(first)?;
             if let Some(c) = first.challenges.iter().find(|c| !first.responses.contains(c)) {
                 return Err(format!("PATH_CHALLENGE {c:02x?} got no PATH_RESPONSE"));
             }
             notes.push(format!("{} paths, {} challenges", paths.len(), first.challenges.len()));
         }
+        "connectionmigration" => connection_migration(e, first, notes)?,
+        "ecn" => ecn(e, first, notes)?,
         _ => {}
     }
+    Ok(())
+}
+
+/// The runner's rebinding check: the server's first packet on each new path carries
+/// PATH_CHALLENGE; the failure names the frame types that packet carried instead.
+fn unchallenged_path(first: &decode::Conn) -> Result<(), String> {
+    for (i, (path, challenged)) in first.first_on_path.iter().enumerate().skip(1) {
+        if !challenged {
+            let frames = first.first_on_path_frames.get(i).cloned().unwrap_or_default();
+            return Err(format!(
+                "the server's first packet to new path {path} carried no PATH_CHALLENGE \
+                 (frame types {frames:02x?})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The runner's ecn check (`TestCaseECN`): each side marked packets ECT(0) or ECT(1) and
+/// none CE (the relay applies no CE marking, so a CE mark is the sender's), and each side
+/// sent ACK frames carrying ECN counts (RFC 9000 §19.3.2) — the proof that it reads the
+/// codepoints it receives.
+fn ecn(e: &Evidence, first: &decode::Conn, notes: &mut Vec<String>) -> Result<(), String> {
+    let count = |to_server: bool| {
+        let mut n = [0usize; 4];
+        for r in e.recs.iter().filter(|r| r.to_server == to_server) {
+            let i = match r.ecn.as_str() {
+                "ect0" => 1,
+                "ect1" => 2,
+                "ce" => 3,
+                _ => 0,
+            };
+            n[i] += 1;
+        }
+        n
+    };
+    for (to_server, who) in [(true, "client"), (false, "server")] {
+        let [not_ect, ect0, ect1, ce] = count(to_server);
+        notes.push(format!(
+            "{who} datagrams: {ect0} ECT(0), {ect1} ECT(1), {ce} CE, {not_ect} not-ECT"
+        ));
+        if ect0 + ect1 == 0 {
+            return Err(format!("the {who} marked no packet ECT(0) or ECT(1)"));
+        }
+        if ce > 0 {
+            return Err(format!("the {who} sent {ce} datagrams marked CE"));
+        }
+    }
+    for (side, who) in [(0, "client"), (1, "server")] {
+        if !first.ack_ecn[side] {
+            return Err(format!("the {who} sent no ACK frame with ECN counts"));
+        }
+    }
+    Ok(())
+}
+
+/// The runner's connectionmigration check (`TestCaseConnectionMigration`): the server
+/// offered preferred_address; the rebinding checks on the server's side (the first server
+/// packet on each new path carries PATH_CHALLENGE, each challenge is answered); and the
+/// client's first packet to the new server address uses a new Destination Connection ID.
+fn connection_migration(
+    e: &Evidence,
+    first: &decode::Conn,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    if !first.server_preferred_address {
+        return Err("the server's transport parameters carry no preferred_address".into());
+    }
+    let targets = &first.client_first_on_path;
+    if targets.len() < 2 {
+        return Err(format!(
+            "the client sent 1-RTT packets to {} server address(es): it never moved to the \
+             preferred address",
+            targets.len()
+        ));
+    }
+    for pair in targets.windows(2) {
+        let [(_, old, _), (addr, new, challenged)] = pair else { continue };
+        if old == new {
+            return Err(format!("the client's first packet to {addr} reused the DCID {old:02x?}"));
+        }
+        if !challenged {
+            notes.push(format!("the client's first packet to {addr} carried no PATH_CHALLENGE"));
+        }
+    }
+    let paths: BTreeSet<&str> =
+        e.recs.iter().filter(|r| !r.to_server && r.forwarded).map(|r| r.path.as_str()).collect();
+    if paths.len() < 2 {
+        return Err("the server never sent on a second path".into());
+    }
+    unchallenged_path(first)?;
+    if let Some(c) = first.challenges.iter().find(|c| !first.responses.contains(c)) {
+        return Err(format!("PATH_CHALLENGE {c:02x?} got no PATH_RESPONSE"));
+    }
+    notes.push(format!(
+        "client moved to {}; server paths {}, server challenges {}",
+        targets.last().map_or("", |t| t.0.as_str()),
+        paths.len(),
+        first.challenges.len()
+    ));
     Ok(())
 }
 
@@ -447,5 +553,86 @@ mod tests {
         let e = evidence("amp4", &lines, Some(b"0123456789"));
         let err = amplification(&e, &mut Vec::new()).unwrap_err();
         assert!(err.contains("4.00×"), "{err}");
+    }
+
+    fn marked(t: u64, to_server: bool, ecn: &str, path: &str) -> serde_json::Value {
+        let mut d = datagram(t, to_server, 1200, "1rtt", "");
+        d["ecn"] = serde_json::json!(ecn);
+        d["path"] = serde_json::json!(path);
+        d
+    }
+
+    #[test]
+    fn ecn_needs_marks_both_ways_no_ce_and_ack_ecn_both_ways() {
+        let both = [marked(0, true, "ect0", "p"), marked(1, false, "ect0", "p")];
+        let e = evidence("ecn-ok", &both, Some(b"0123456789"));
+        let mut conn = decode::Conn::default();
+        let err = ecn(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("client sent no ACK frame with ECN counts"), "{err}");
+        conn.ack_ecn = [true, true];
+        let mut notes = Vec::new();
+        ecn(&e, &conn, &mut notes).unwrap();
+        assert!(notes[0].contains("1 ECT(0)"), "{notes:?}");
+        // A side that never marks, or marks CE itself, fails.
+        let unmarked = [marked(0, true, "ect0", "p"), marked(1, false, "not-ect", "p")];
+        let e = evidence("ecn-unmarked", &unmarked, Some(b"0123456789"));
+        let err = ecn(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("server marked no packet"), "{err}");
+        let ce = [marked(0, true, "ce", "p"), marked(1, true, "ect1", "p")];
+        let e = evidence("ecn-ce", &ce, Some(b"0123456789"));
+        let err = ecn(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("client sent 1 datagrams marked CE"), "{err}");
+    }
+
+    #[test]
+    fn connection_migration_needs_preferred_address_a_new_dcid_and_challenges() {
+        let lines = [marked(0, false, "ect0", "c:1"), marked(9, false, "ect0", "c:2")];
+        let e = evidence("cm", &lines, Some(b"0123456789"));
+        let mut conn = decode::Conn::default();
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("no preferred_address"), "{err}");
+        conn.server_preferred_address = true;
+        conn.client_first_on_path = vec![("s:1".into(), vec![1], false)];
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("never moved"), "{err}");
+        conn.client_first_on_path.push(("s:2".into(), vec![1], true));
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("reused the DCID"), "{err}");
+        conn.client_first_on_path[1].1 = vec![2];
+        conn.first_on_path = vec![("c:1".into(), false), ("c:2".into(), false)];
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("carried no PATH_CHALLENGE"), "{err}");
+        conn.first_on_path[1].1 = true;
+        conn.challenges = vec![[5; 8]];
+        let err = connection_migration(&e, &conn, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("got no PATH_RESPONSE"), "{err}");
+        conn.responses = vec![[5; 8]];
+        connection_migration(&e, &conn, &mut Vec::new()).unwrap();
+    }
+
+    /// `CELL=target/interop/<run>/<case>/<pair> CASE=<case> cargo test -p xtask judge_cell
+    /// -- --ignored --nocapture` judges a cell's logs again (after a judge change, or to
+    /// see a verdict's evidence).
+    #[test]
+    #[ignore]
+    fn judge_cell() {
+        let dir = std::path::PathBuf::from(std::env::var("CELL").unwrap());
+        let mut names: Vec<String> = fs::read_dir(dir.join("www"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let keylogs = [dir.join("client-keys.log"), dir.join("server-keys.log")];
+        let keylogs: Vec<&Path> = keylogs.iter().map(|p| p.as_path()).collect();
+        let e = Evidence::load(
+            &dir.join("relay.jsonl"),
+            &keylogs,
+            &dir.join("www"),
+            &dir.join("downloads"),
+            &names,
+        )
+        .unwrap();
+        let (verdict, notes) = judge(&case(&std::env::var("CASE").unwrap()), &e, None);
+        eprintln!("{verdict:?} {notes:?}");
     }
 }

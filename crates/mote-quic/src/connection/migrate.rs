@@ -125,12 +125,19 @@ where
         if let Some(p) = self.remote_cids.switch() {
             self.hs.cids.remote = p.cid;
         }
+        self.events.push(Event::PathMigrated);
+        // RFC 9000 §9.6.3: the address already answered the challenge sent when it
+        // probed us; nothing more to validate.
+        if self.migration.probed_valid(from) {
+            self.migration.validation = None;
+            self.migration.fallback = None;
+            return;
+        }
         // RFC 9000 §9.3, §8.1: until validated, 3× what the new address sent.
         self.migration.amp_received = datagram_len as u64;
         self.migration.amp_sent = 0;
         let deadline = now + self.validation_period();
         self.migration.start_validation(deadline, true);
-        self.events.push(Event::PathMigrated);
     }
 
     /// Client: the local address changed (a new socket, a new interface): move the
@@ -219,6 +226,8 @@ where
             if let Some(addr) = self.migration.target.take() {
                 self.move_to_preferred(now, addr);
             }
+            self.events.push(Event::PathValidated);
+        } else if self.migration.on_probe_response(data) {
             self.events.push(Event::PathValidated);
         }
     }

@@ -383,11 +383,14 @@ pub const PATH_RESPONSES: usize = 4;
 #[cfg(feature = "migration")]
 pub const PATH_CHALLENGES: usize = 3;
 
-/// A PATH_RESPONSE owed to the peer, on the path its challenge arrived on.
+/// A PATH_RESPONSE owed to the peer, on the path its challenge arrived on: to the address
+/// it came from, from the local address it arrived on (when the socket reports it; a
+/// server probed on its preferred address answers from there).
 #[cfg(feature = "migration")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Response {
     pub(crate) to: SocketAddr,
+    pub(crate) local: Option<SocketAddr>,
     pub(crate) data: [u8; 8],
 }
 
@@ -420,6 +423,11 @@ pub(crate) struct Migration {
     /// The address being probed when it is not the current one (a client probing the
     /// server's preferred address, RFC 9000 §9.6.1).
     pub(crate) target: Option<SocketAddr>,
+    /// Server: the PATH_CHALLENGE sent with the PATH_RESPONSE to a client address that
+    /// probed us from elsewhere (RFC 9000 §9.6.3: a client moving to our preferred
+    /// address), and whether it was answered: a client that then moves there needs no
+    /// second validation.
+    pub(crate) probed: Option<(SocketAddr, [u8; 8], bool)>,
     /// Anti-amplification on the unvalidated path (RFC 9000 §9.3, §8.1): bytes received on
     /// it and bytes sent.
     pub(crate) amp_received: u64,
@@ -438,6 +446,7 @@ impl Migration {
             validation: None,
             fallback: None,
             target: None,
+            probed: None,
             amp_received: 0,
             amp_sent: 0,
             migrations: 0,
@@ -446,11 +455,16 @@ impl Migration {
         }
     }
 
-    /// RFC 9000 §8.2.2: queue a PATH_RESPONSE echoing `data` to `to`; when the queue is
-    /// full the oldest is dropped.
-    pub(crate) fn on_challenge(&mut self, to: SocketAddr, data: [u8; 8]) {
+    /// RFC 9000 §8.2.2: queue a PATH_RESPONSE echoing `data` to `to`, to leave from
+    /// `local`; when the queue is full the oldest is dropped.
+    pub(crate) fn on_challenge(
+        &mut self,
+        to: SocketAddr,
+        local: Option<SocketAddr>,
+        data: [u8; 8],
+    ) {
         self.challenges_received = self.challenges_received.saturating_add(1);
-        let r = Some(Response { to, data });
+        let r = Some(Response { to, local, data });
         if let Some(slot) = self.responses.iter_mut().find(|s| s.is_none()) {
             *slot = r;
             return;
@@ -508,6 +522,23 @@ impl Migration {
         self.fallback = None;
         self.validations = self.validations.saturating_add(1);
         true
+    }
+
+    /// A PATH_RESPONSE to the challenge sent to a probing address: that address is valid.
+    pub(crate) fn on_probe_response(&mut self, data: [u8; 8]) -> bool {
+        match &mut self.probed {
+            Some((_, d, answered)) if *d == data && !*answered => {
+                *answered = true;
+                self.validations = self.validations.saturating_add(1);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `addr` answered the challenge sent when it probed us.
+    pub(crate) fn probed_valid(&self, addr: SocketAddr) -> bool {
+        self.probed.is_some_and(|(a, _, answered)| a == addr && answered)
     }
 
     /// Whether the peer address is unvalidated (amplification limit applies).
@@ -622,7 +653,7 @@ mod tests {
         let a: SocketAddr = "10.0.0.1:1000".parse().unwrap();
         let mut m = Migration::new();
         for k in 0..100u8 {
-            m.on_challenge(a, [k; 8]);
+            m.on_challenge(a, None, [k; 8]);
         }
         assert_eq!(m.responses.iter().flatten().count(), PATH_RESPONSES);
         assert_eq!(m.next_response().unwrap().data, [100 - PATH_RESPONSES as u8; 8]);

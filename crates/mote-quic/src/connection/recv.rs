@@ -447,7 +447,7 @@ where
         let payload = pkt.get(u.payload_range())?;
         #[cfg(feature = "qlog")]
         self.packet_log.push(false, hdr.ptype, u.pn, len, payload);
-        match self.process_frames(now, space, hdr.ptype, &hdr.dcid, info.remote, payload) {
+        match self.process_frames(now, space, hdr.ptype, &hdr.dcid, info, payload) {
             Err(close) => {
                 self.enter_closing(close);
                 return None;
@@ -757,10 +757,10 @@ where
         space: PnSpace,
         ptype: PacketType,
         dcid: &ConnectionId,
-        from: SocketAddr,
+        info: &RecvInfo,
         payload: &[u8],
     ) -> Res<FramesOutcome> {
-        let _ = from;
+        let _ = info;
         let mut out = FramesOutcome { ackable: true, ..FramesOutcome::default() };
         for item in Frames::new(payload, ptype) {
             let frame = item.map_err(wire)?;
@@ -817,7 +817,7 @@ where
                 // arrived on. Without `migration` only the newest is kept.
                 Frame::PathChallenge { data } => {
                     #[cfg(feature = "migration")]
-                    self.migration.on_challenge(from, data);
+                    self.migration.on_challenge(info.remote, info.local, data);
                     #[cfg(not(feature = "migration"))]
                     {
                         self.path_response = Some(data);

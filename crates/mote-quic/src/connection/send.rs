@@ -31,6 +31,9 @@ enum Lone {
     Response([u8; 8]),
     #[cfg(feature = "migration")]
     Challenge([u8; 8], crate::cid::ConnectionId),
+    /// A PATH_RESPONSE and our own PATH_CHALLENGE to a probing client address.
+    #[cfg(feature = "migration")]
+    ResponseAndChallenge([u8; 8], [u8; 8]),
     #[cfg(feature = "pmtud")]
     Probe,
 }
@@ -209,6 +212,15 @@ where
                 f.flags |= flag::PATH;
             }
             #[cfg(feature = "migration")]
+            Lone::ResponseAndChallenge(response, challenge) => {
+                // Unpadded: the address is unvalidated and the probe's size is not kept,
+                // so the datagram stays small (RFC 9000 §8.2.1 allows that under the
+                // anti-amplification limit).
+                Frame::PathResponse { data: response }.emit(&mut w).ok()?;
+                Frame::PathChallenge { data: challenge }.emit(&mut w).ok()?;
+                f.flags |= flag::PATH;
+            }
+            #[cfg(feature = "migration")]
             Lone::Challenge(data, _) => {
                 // RFC 9000 §8.2.1: expanded to the full (1200-byte) datagram.
                 Frame::PathChallenge { data }.emit(&mut w).ok()?;
@@ -258,12 +270,33 @@ where
     fn send_off_path_response(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         let r = self.off_path_response()?;
         let n = buf.len().min(MIN_INITIAL_SIZE);
-        let sent = self.send_lone(now, buf.get_mut(..n)?, Lone::Response(r.data));
+        // RFC 9000 §9.6.3: a server also starts validating a client address that probes
+        // it (a client moving to our preferred address), with the same challenge until
+        // it is answered.
+        let kind = match self.migration.probed {
+            _ if self.side != Side::Server => Lone::Response(r.data),
+            Some((a, _, true)) if a == r.to => Lone::Response(r.data),
+            Some((a, data, false)) if a == r.to => Lone::ResponseAndChallenge(r.data, data),
+            _ => {
+                let mut data = [0u8; 8];
+                match mote_crypto::CryptoRng::fill(&mut self.hs.rng, &mut data) {
+                    Ok(()) => {
+                        self.migration.probed = Some((r.to, data, false));
+                        Lone::ResponseAndChallenge(r.data, data)
+                    }
+                    Err(_) => Lone::Response(r.data),
+                }
+            }
+        };
+        let sent = self.send_lone(now, buf.get_mut(..n)?, kind);
         // Sent or not (no 1-RTT keys yet), the response is not kept.
         self.migration.pop_response();
         let (len, _) = sent?;
         let ecn = self.ecn_mark();
-        Some(Transmit { destination: r.to, len, ecn, segment_size: None, src: self.local })
+        // RFC 9000 §8.2.2: on the path the challenge arrived on, so from the local address
+        // it reached (a client probing our preferred address gets the answer from there).
+        let src = r.local.or(self.local);
+        Some(Transmit { destination: r.to, len, ecn, segment_size: None, src })
     }
 
     /// RFC 9000 §9.6.1: a client probes the server's preferred address (PATH_CHALLENGE with
@@ -600,8 +633,24 @@ where
             && self.hs.keys.one_rtt.is_some()
             && !self.recovery.is_full(space)
             && self.path_response_due();
-        let want =
-            closing || ack_due || respond || (elicit_ok && (probe || self.has_eliciting(space)));
+        // RFC 9000 §9.3: nor is the PATH_CHALLENGE that validates a peer's new address: the
+        // window was just reset for the new path (§9.4) while the old path's bytes are still
+        // in flight, and until validated the new path is bounded by the amplification
+        // limit anyway. Held back, the first packets to the new address would be ACK-only
+        // (the interop runner wants a PATH_CHALLENGE in the first one).
+        let challenge = space == PnSpace::ApplicationData
+            && !closing
+            && !elicit_ok
+            && allow_eliciting
+            && !self.sends_0rtt()
+            && self.hs.keys.one_rtt.is_some()
+            && !self.recovery.is_full(space)
+            && self.challenge_pending();
+        let want = closing
+            || ack_due
+            || respond
+            || challenge
+            || (elicit_ok && (probe || self.has_eliciting(space)));
         if !want || region.len() < MIN_PACKET_ROOM {
             return None;
         }
@@ -673,6 +722,10 @@ where
             }
             if respond {
                 eliciting |= self.write_response(&mut w, &mut f);
+            }
+            #[cfg(feature = "migration")]
+            if challenge {
+                eliciting |= self.write_path_challenge(now, &mut w, &mut f);
             }
             // RFC 9002 §6.2.4: probes carry retransmittable data. In the handshake spaces
             // every probe repeats the unacknowledged CRYPTO data, not only the first of two

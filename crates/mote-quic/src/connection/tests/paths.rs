@@ -388,6 +388,80 @@ fn probing_from_a_new_address_does_not_move_the_connection() {
 
 #[cfg(feature = "migration")]
 #[test]
+fn a_probe_of_another_local_address_is_answered_from_it() {
+    // RFC 9000 §8.2.2, §9.6: a client (here through a NAT, so from a new address) probes the
+    // server's preferred address; the PATH_RESPONSE must leave from that address, not from
+    // the one the connection uses, or the client never sees it (regression: it left from
+    // the current local address and the interop relay dropped it).
+    let mut p = established();
+    let now = p.now;
+    let preferred = addr("192.0.2.2:8443");
+    let probe_from = addr("10.0.0.99:7000");
+    let mut probe = craft(&p.client, &[Frame::PathChallenge { data: [7; 8] }], 0);
+    let app = PnSpace::ApplicationData;
+    let pn = p.client.recovery.next_pn(app);
+    let rec = SentPacket::new(pn, now, 0, false, false, SentFrames::EMPTY);
+    p.client.recovery.on_packet_sent(app, rec).unwrap();
+    let info = RecvInfo { local: Some(preferred), ..RecvInfo::new(probe_from) };
+    p.server().handle_recv(now, &info, &mut probe);
+    let mut buf = vec![0u8; 2048];
+    let mut sent = Vec::new();
+    while let Some(t) = p.server().poll_transmit(now, &mut buf) {
+        sent.push((t.destination, t.src));
+    }
+    assert!(sent.contains(&(probe_from, Some(preferred))), "{sent:?}");
+    // The connection itself stays where it was.
+    assert_eq!(p.server().remote(), p.client_addr);
+    // RFC 9000 §9.6.3: the same datagram challenged the probing address.
+    let Some((to, data, false)) = p.server().migration.probed else {
+        panic!("no challenge to the probing address: {:?}", p.server().migration.probed)
+    };
+    assert_eq!(to, probe_from);
+    // Its answer validates that address, so the client moving there is not challenged
+    // again (nor held to the amplification limit).
+    p.client_addr = probe_from;
+    inject(&mut p, Dir::ToServer, &[Frame::PathResponse { data }]);
+    assert!(p.server().migration.probed_valid(probe_from));
+    assert_eq!(p.server().remote(), addr(CLIENT_ADDR), "a PATH_RESPONSE alone does not move it");
+    inject(&mut p, Dir::ToServer, &[Frame::Ping]);
+    assert_eq!(p.server().remote(), probe_from);
+    assert!(!p.server().is_validating_path());
+    assert_eq!(p.server().migration.amp_room(), u64::MAX);
+}
+
+#[cfg(feature = "migration")]
+#[test]
+fn the_first_packet_to_a_new_address_challenges_it_despite_a_full_window() {
+    // A NAT rebinding in the middle of a download: the server's window is full when the
+    // client's packets arrive from a new address. The first packet the server sends there
+    // carries PATH_CHALLENGE (regression: it was an ACK-only packet, the challenge waiting
+    // for the window; the interop runner's rebind cases check the first packet).
+    let mut p = established();
+    let (_, id) = transfer(&mut p, b"GET", Duration::from_secs(30));
+    let body = pattern(500_000);
+    p.server().stream_send(id, &body).unwrap();
+    p.filter = Box::new(|dir, _, _| if dir == Dir::ToServer { Fate::Drop } else { Fate::Deliver });
+    p.run_until(Duration::from_secs(3), |p| p.server().recovery().send_window() == 0);
+    assert_eq!(p.server().recovery().send_window(), 0);
+    p.client_addr = addr("10.0.0.7:6000");
+    inject(&mut p, Dir::ToServer, &[Frame::Ping]);
+    assert_eq!(p.server().remote(), addr("10.0.0.7:6000"));
+    assert!(p.server().is_validating_path());
+    let now = p.now;
+    let mut buf = vec![0u8; 2048];
+    let t = p.server().poll_transmit(now, &mut buf).expect("a packet to the new address");
+    assert_eq!(t.destination, addr("10.0.0.7:6000"));
+    assert!(!p.server().challenge_due(), "the PATH_CHALLENGE went in that packet");
+    // The client answers it and the path validates.
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut buf[..t.len]);
+    p.filter = Box::new(|_, _, _| Fate::Deliver);
+    settle(&mut p, Duration::from_millis(500));
+    assert!(!p.server().is_validating_path());
+    assert_eq!(p.server().stats().paths_validated, 1);
+}
+
+#[cfg(feature = "migration")]
+#[test]
 fn failed_validation_returns_to_the_old_address() {
     // An attacker replays a packet from a spoofed address: the server moves, but the
     // spoofed address never answers the challenge, so it returns (RFC 9000 §9.3.2).

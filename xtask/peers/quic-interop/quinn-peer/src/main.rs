@@ -4,6 +4,7 @@
 //! ```text
 //! quinn-peer serve --listen ADDR --www DIR --cert PEM --key PEM [--retry]
 //!                  [--alpn hq-interop,h3] [--keylog FILE] [--qlog-dir DIR]
+//!                  [--advertise-preferred ADDR]
 //! quinn-peer get URL... --output DIR --ca PEM [--alpn hq-interop|h3] [--chacha20]
 //!                  [--key-update] [--keylog FILE] [--timeout-ms N]
 //! ```
@@ -137,7 +138,19 @@ async fn serve(o: &Opts) -> Result<()> {
     tls.max_early_data_size = u32::MAX;
     tls.key_log = Arc::new(rustls::KeyLogFile::new());
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
-    let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    // The interop runner's connectionmigration case: offer preferred_address (RFC 9000
+    // §9.6). quinn receives on its one socket; the relay listening at ADDR forwards there,
+    // so a client that moves arrives from a new address.
+    match o.get("--advertise-preferred").map(str::parse::<std::net::SocketAddr>).transpose()? {
+        Some(std::net::SocketAddr::V4(a)) => {
+            config.preferred_address_v4(Some(a));
+        }
+        Some(std::net::SocketAddr::V6(a)) => {
+            config.preferred_address_v6(Some(a));
+        }
+        None => {}
+    }
     let addr = o.need("--listen")?.parse()?;
     let endpoint = quinn::Endpoint::server(config, addr)?;
     let www = PathBuf::from(o.need("--www")?);
