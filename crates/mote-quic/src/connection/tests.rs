@@ -1117,8 +1117,10 @@ fn memory_footprint() {
     // `stream-packing` (hosts, with `std`) widens every sent-packet record by 128 bytes
     // (seven more STREAM chunks); the device build does not have it.
     let packing = (size_of::<SentFrames>() - 40) * (16 + 2 * HANDSHAKE_SENT);
+    // 27,600 + 256: issue 8's in-place key slots (a state word per slot) and the
+    // capacity-erased record views together added 168 B on x86-64.
     assert!(
-        conn - debug < 27_600 + queues + packing,
+        conn - debug < 27_856 + queues + packing,
         "{conn} ({queues} of DATAGRAM queues, debugging queues {debug}, packing {packing})"
     );
     #[cfg(all(target_pointer_width = "64", not(feature = "stream-packing")))]
