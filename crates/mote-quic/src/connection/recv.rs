@@ -1232,6 +1232,15 @@ where
             if let Some(c) = self.hs.crypto_send.get_mut(i) {
                 c.requeue_unacked();
             }
+            // RFC 9002 §6.2.4: "a server can coalesce an Initial packet containing a PING
+            // frame with one or more packets in its first flight". The PTO of the earlier
+            // space (Initial) also covers Handshake data sent with it (§6.2.1), so while
+            // both are unacknowledged the probes repeat both: spending the 3× budget on
+            // Initial repeats alone leaves a lost Handshake flight unrepaired until the
+            // client's next datagram (interop: ngtcp2 → mote, handshakeloss).
+            if space == PnSpace::Initial {
+                self.probe_handshake_too();
+            }
             // Stream data: a receiver without out-of-order reassembly (or with its ranges
             // full) drops, and does not acknowledge, packets past a gap, so probes carrying
             // only new data would never be acknowledged and the transfer would stall. The
@@ -1242,6 +1251,21 @@ where
             if space == PnSpace::ApplicationData {
                 self.requeue_oldest(usize::from(count.max(1)));
             }
+        }
+    }
+
+    /// An Initial PTO also probes the Handshake space when it has unacknowledged CRYPTO
+    /// data (a server's first flight); kept out of line, the device never needs it twice.
+    #[inline(never)]
+    fn probe_handshake_too(&mut self) {
+        let h = si(PnSpace::Handshake);
+        let Some(c) = self.hs.crypto_send.get_mut(h) else { return };
+        if !c.has_unacked() {
+            return;
+        }
+        c.requeue_unacked();
+        if let Some(p) = self.probes.get_mut(h) {
+            *p = (*p).max(1);
         }
     }
 

@@ -1814,3 +1814,37 @@ fn every_initial_probe_carries_the_client_hello() {
     open.set(true);
     p.handshake();
 }
+
+/// Interop issue 6, ngtcp2 → mote handshakeloss: the server's whole first flight (Initial
+/// and Handshake) is lost; its Initial PTO probes repeat the Handshake CRYPTO data too
+/// (RFC 9002 §6.2.4), not only the ServerHello, so one delivered probe round lets the client
+/// finish.
+#[test]
+fn a_server_initial_probe_also_repeats_its_handshake_flight() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    let open = std::rc::Rc::new(core::cell::Cell::new(false));
+    let o = open.clone();
+    p.filter = Box::new(
+        move |dir, _, _| {
+            if dir == Dir::ToClient && !o.get() {
+                Fate::Drop
+            } else {
+                Fate::Deliver
+            }
+        },
+    );
+    let ok = p.run_until(Duration::from_secs(20), |p| {
+        p.server.as_ref().is_some_and(|s| s.stats().ptos >= 1)
+    });
+    assert!(ok, "no server PTO");
+    let Some(server) = p.server.as_ref() else { panic!("no server") };
+    let hs: Vec<_> = server.recovery.handshake_packets().iter().collect();
+    let first = hs.iter().map(|r| r.time_sent).min().expect("a Handshake flight");
+    assert!(
+        hs.iter().any(|r| r.time_sent > first && r.payload.has(super::sent::flag::CRYPTO)),
+        "the Initial PTO sent no Handshake CRYPTO: {} Handshake records",
+        hs.len()
+    );
+    open.set(true);
+    p.handshake();
+}
