@@ -1097,7 +1097,10 @@ fn memory_footprint() {
     // Host (x86-64, all test algorithms): about 25 KB, 6 × 2000 B of packet keys plus the
     // previous 1-RTT read key kept across a key update (RFC 9001 §6.5); with `datagram`
     // the two bounded DATAGRAM queues come on top, and the path state (connection-ID
-    // tables 680 B, ECN, PMTUD, migration: about 1.1 KB with every feature). The
+    // tables 680 B, ECN, PMTUD, migration: about 1.3 KB with every feature; migration
+    // keeps the local address of each queued PATH_RESPONSE and the challenge sent to a
+    // probing address, 176 B, so answers leave from the address probed, RFC 9000 §8.2.2,
+    // §9.6.3). The
     // debugging features (on in workspace builds, where mote-net enables them) add their
     // fixed queues, which a device build never has.
     #[cfg(feature = "datagram")]
@@ -1117,8 +1120,8 @@ fn memory_footprint() {
     // `stream-packing` (hosts, with `std`) widens every sent-packet record by 128 bytes
     // (seven more STREAM chunks); the device build does not have it.
     let packing = (size_of::<SentFrames>() - 40) * (16 + 2 * HANDSHAKE_SENT);
-    // 27,600 + 256: issue 8's in-place key slots (a state word per slot) and the
-    // capacity-erased record views together added 168 B on x86-64.
+    // 27,600 + 256: the migration path state above (+104 B in this host build), issue 8's
+    // in-place key slots (a state word per slot) and capacity-erased record views.
     assert!(
         conn - debug < 27_856 + queues + packing,
         "{conn} ({queues} of DATAGRAM queues, debugging queues {debug}, packing {packing})"
