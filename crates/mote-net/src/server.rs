@@ -204,6 +204,8 @@ pub struct ServerCounters {
     /// Probe timeouts (RFC 9002 §6.2) over all connections: losses that took a timer to
     /// find rather than the acknowledgments that followed them.
     pub ptos: u64,
+    /// Stream and CRYPTO bytes sent again (lost or probed), over all connections.
+    pub bytes_retransmitted: u64,
     /// The endpoint's counters (Retry packets, tokens, stateless resets, ...).
     pub endpoint: EndpointStats,
 }
@@ -417,10 +419,11 @@ struct ConnState {
     counted: bool,
     /// Peer key updates already counted.
     key_updates: u32,
-    /// Migrations, validated paths and PTOs already counted.
+    /// Migrations, validated paths, PTOs and retransmitted bytes already counted.
     migrations: u32,
     paths_validated: u32,
     ptos: u64,
+    bytes_retransmitted: u64,
 }
 
 /// The file-serving application.
@@ -635,6 +638,7 @@ impl Application<ServerEndpoint> for FileServer {
                 migrations: 0,
                 paths_validated: 0,
                 ptos: 0,
+                bytes_retransmitted: 0,
             });
             if let Ok(mut k) = self.counters.lock() {
                 k.connections += 1;
@@ -681,6 +685,9 @@ impl Application<ServerEndpoint> for FileServer {
             c.paths_validated = stats.paths_validated;
             counters.ptos += stats.ptos.saturating_sub(c.ptos);
             c.ptos = stats.ptos;
+            counters.bytes_retransmitted +=
+                stats.bytes_retransmitted.saturating_sub(c.bytes_retransmitted);
+            c.bytes_retransmitted = stats.bytes_retransmitted;
             c.observer.update(now, conn, self.keylog.as_mut());
         }
         if let Ok(mut k) = self.counters.lock() {
@@ -691,6 +698,7 @@ impl Application<ServerEndpoint> for FileServer {
             k.migrations += counters.migrations;
             k.paths_validated += counters.paths_validated;
             k.ptos += counters.ptos;
+            k.bytes_retransmitted += counters.bytes_retransmitted;
             k.endpoint = ep.stats();
         }
         // Forget connections the endpoint removed.

@@ -391,12 +391,13 @@ async fn drop_one(server: SocketAddr, nth: u64) -> (u16, tokio::task::JoinHandle
 }
 
 /// RFC 9002 §6.1: a datagram lost mid-transfer is found by the acknowledgments of the
-/// packets after it, without a probe timeout. That needs the client to keep and
+/// packets after it, and only its data is sent again. That needs the client to keep and
 /// acknowledge the out-of-order data (mote-quic's `reorder`): without it every later
 /// packet was dropped unacknowledged until the server's PTO (the "40–70 ms silences" of
-/// lossy transfers).
+/// lossy transfers) and then resent (measured: 1,166 B resent with `reorder`, 41,971 B
+/// without).
 #[test]
-fn a_lost_datagram_is_recovered_without_a_timeout() {
+fn a_lost_datagram_costs_only_its_own_retransmission() {
     run(async {
         let www = www("drop-one", &[("500k.bin", 500 * 1024)]);
         let server = start(serve_options(&www));
@@ -406,7 +407,11 @@ fn a_lost_datagram_is_recovered_without_a_timeout() {
         relay.abort();
         assert_same(&www, &out, &["500k.bin"]);
         let k = server.counters();
-        assert_eq!(k.ptos, 0, "{k:?}");
+        // Only the lost datagram's data is sent again. Without reordering the client drops
+        // every packet behind the gap, and all of them (a congestion window's worth, tens
+        // of KB) are resent. Not `ptos == 0`: on a loaded machine a stalled client can let
+        // a probe timer fire, whose probe repeats only a packet or two.
+        assert!(k.bytes_retransmitted < 8 * 1200, "{k:?}");
         server.stop().await;
     });
 }
