@@ -512,6 +512,78 @@ impl CryptoProvider for RustCrypto {
         })
     }
 
+    // Out of line, and each variant built in `dst` rather than returned: the key schedule
+    // and GHASH key are not moved through a `Result` and the caller's frame (issue 8).
+    #[inline(never)]
+    #[allow(unreachable_patterns)]
+    fn write_aead_key(
+        &self,
+        alg: AeadAlgorithm,
+        key: &[u8],
+        dst: &mut core::mem::MaybeUninit<AeadKey>,
+    ) -> Result<(), Error> {
+        if key.len() != alg.key_len() {
+            return Err(Error::BadLength);
+        }
+        // The length is checked above, so `from_slice` cannot fail.
+        match alg {
+            AeadAlgorithm::Aes128Gcm => {
+                dst.write(AeadKey::Aes128Gcm(aes_gcm::Aes128Gcm::new(
+                    aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+                )));
+            }
+            #[cfg(feature = "aes256")]
+            AeadAlgorithm::Aes256Gcm => {
+                dst.write(AeadKey::Aes256Gcm(aes_gcm::Aes256Gcm::new(
+                    aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+                )));
+            }
+            #[cfg(feature = "chacha20")]
+            AeadAlgorithm::ChaCha20Poly1305 => {
+                dst.write(AeadKey::ChaCha20Poly1305(chacha20poly1305::ChaCha20Poly1305::new(
+                    aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+                )));
+            }
+            _ => return Err(Error::Unsupported),
+        }
+        Ok(())
+    }
+
+    // As `write_aead_key`: the AES key schedule built where it stays.
+    #[inline(never)]
+    #[allow(unreachable_patterns)]
+    fn write_header_key(
+        &self,
+        alg: AeadAlgorithm,
+        key: &[u8],
+        dst: &mut core::mem::MaybeUninit<HeaderKey>,
+    ) -> Result<(), Error> {
+        if key.len() != alg.key_len() {
+            return Err(Error::BadLength);
+        }
+        match alg {
+            AeadAlgorithm::Aes128Gcm => {
+                dst.write(HeaderKey::Aes128(aes::Aes128::new(
+                    aes::cipher::generic_array::GenericArray::from_slice(key),
+                )));
+            }
+            #[cfg(feature = "aes256")]
+            AeadAlgorithm::Aes256Gcm => {
+                dst.write(HeaderKey::Aes256(aes::Aes256::new(
+                    aes::cipher::generic_array::GenericArray::from_slice(key),
+                )));
+            }
+            #[cfg(feature = "chacha20")]
+            AeadAlgorithm::ChaCha20Poly1305 => {
+                let mut k = zeroize::Zeroizing::new([0u8; 32]);
+                k.copy_from_slice(key);
+                dst.write(HeaderKey::ChaCha20(k));
+            }
+            _ => return Err(Error::Unsupported),
+        }
+        Ok(())
+    }
+
     // Out of line, like `aead_key`: the key schedule's temporaries stay in this frame
     // instead of adding to the caller's (a connection installing keys on a device).
     #[inline(never)]

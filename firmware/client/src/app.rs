@@ -676,6 +676,16 @@ fn event_loop<B: Board>(
 // those of the connection code inlined into it) live only while it runs, instead of all
 // adding up in the transaction's frame.
 
+/// The connection's configuration per link profile.
+static WLAN_CONFIG: ConnectionConfig = with_h3_streams(ConnectionConfig::device());
+static NB_IOT_CONFIG: ConnectionConfig = with_h3_streams(ConnectionConfig::nb_iot_device());
+
+/// RFC 9114 §6.2: allows the server its control and two QPACK streams.
+const fn with_h3_streams(mut c: ConnectionConfig) -> ConnectionConfig {
+    c.streams.max_streams_uni = 3;
+    c
+}
+
 /// Builds the connection in `slot` (writes the ClientHello); `None` if it could not start.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
@@ -688,12 +698,11 @@ fn connect<'a, 's>(
     now: Instant,
     rng: &mut SeedRng,
 ) -> Option<&'s mut Conn<'a>> {
-    let mut qcfg = match t.profile {
-        Profile::Wlan => ConnectionConfig::device(),
-        Profile::NbIot => ConnectionConfig::nb_iot_device(),
+    // In flash, not built on the stack.
+    let qcfg = match t.profile {
+        Profile::Wlan => &WLAN_CONFIG,
+        Profile::NbIot => &NB_IOT_CONFIG,
     };
-    // RFC 9114 §6.2: allow the server its control and two QPACK streams.
-    qcfg.streams.max_streams_uni = 3;
     // The TLS session is built in its place in the connection.
     let session = || {
         #[allow(unused_mut)]
@@ -705,7 +714,7 @@ fn connect<'a, 's>(
         session
     };
     let conn =
-        Conn::init_client(slot, &qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()?;
+        Conn::init_client(slot, qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()?;
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);
