@@ -273,7 +273,22 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
     if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) || small_order(key) || small_order(r) {
         return Err(Error::BadSignature);
     }
-    let key = salty::PublicKey::try_from(key).map_err(|_| Error::BadSignature)?;
+    let key = salty_key(key)?;
+    salty_verify(&key, message, sig)
+}
+
+// Decoding A and checking the signature are separate frames (issue 8): inlined together,
+// the decompression's temporaries add to the verification's ~2 KB on the device's deepest
+// stack path (the TLS CertificateVerify).
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn salty_key(key: &[u8; 32]) -> Result<salty::PublicKey, Error> {
+    salty::PublicKey::try_from(key).map_err(|_| Error::BadSignature)
+}
+
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn salty_verify(key: &salty::PublicKey, message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
     key.verify(message, &salty::Signature::from(sig)).map_err(|_| Error::BadSignature)
 }
 

@@ -109,8 +109,40 @@ where
     /// Writes a new connection into `slot`: transport parameters, connection IDs, Initial
     /// keys (RFC 9001 §5.2) and empty state. On failure nothing is left in `slot`.
     #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
     pub(super) fn init<'s>(
+        slot: &'s mut MaybeUninit<Self>,
+        config: &ConnectionConfig,
+        side: Side,
+        provider: P,
+        tls: impl FnOnce() -> T,
+        storage: Storage<C, S, N>,
+        now: Instant,
+        remote: SocketAddr,
+        drbg: Drbg<P>,
+        cids: Cids,
+    ) -> Result<&'s mut Self, ConnectError> {
+        let conn = Self::write_fields(
+            slot, config, side, provider, tls, storage, now, remote, drbg, cids,
+        )?;
+        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
+        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
+        // Derived after `write_fields` has returned, so its ~2 KB frame (transport
+        // parameters, the configuration copy) is not under the key derivation's.
+        let version = conn.hs.version;
+        let dcid = *conn.hs.cids.initial_dcid();
+        if let Err(e) = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, side) {
+            // SAFETY: `conn` is the initialized slot and is not used again.
+            unsafe { core::ptr::drop_in_place(conn) };
+            return Err(ConnectError::Crypto(e));
+        }
+        Ok(conn)
+    }
+
+    /// Writes every field of a new connection into `slot` (no keys yet); returns it
+    /// initialized. On failure nothing is left in `slot`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn write_fields<'s>(
         slot: &'s mut MaybeUninit<Self>,
         config: &ConnectionConfig,
         side: Side,
@@ -313,20 +345,11 @@ where
             addr_of_mut!((*p).packet_log).write(super::packet_log::PacketLog::new());
         }
         // SAFETY: every field was written above.
-        let conn = unsafe { slot.assume_init_mut() };
-        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
-        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
-        let dcid = *conn.hs.cids.initial_dcid();
-        if let Err(e) = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, side) {
-            // SAFETY: `conn` is the initialized slot and is not used again.
-            unsafe { core::ptr::drop_in_place(conn) };
-            return Err(ConnectError::Crypto(e));
-        }
-        Ok(conn)
+        Ok(unsafe { slot.assume_init_mut() })
     }
 
     /// Names every field (an exhaustive pattern, never called): adding a field to
-    /// [`Connection`] fails to build until [`Connection::init`] writes it too.
+    /// [`Connection`] fails to build until [`Connection::write_fields`] writes it too.
     #[allow(dead_code)]
     fn all_fields(&self) {
         let Self {
