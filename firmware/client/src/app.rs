@@ -166,6 +166,8 @@ pub struct Buffers {
     tx: [u8; DATAGRAM],
     ticket: [u8; TICKET],
     link: Decoder<FRAME>,
+    /// QPACK encoding scratch for the request headers.
+    scratch: [u8; 128],
 }
 
 impl Buffers {
@@ -178,6 +180,7 @@ impl Buffers {
             tx: [0; DATAGRAM],
             ticket: [0; TICKET],
             link: Decoder::new(),
+            scratch: [0; 128],
         }
     }
 }
@@ -237,6 +240,8 @@ struct SeedRng {
 }
 
 impl CryptoRng for SeedRng {
+    // Out of line: the SHA-256 state is not in the caller's frame.
+    #[inline(never)]
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), CryptoError> {
         for chunk in dest.chunks_mut(32) {
             let mut h = RustCrypto.hash(HashAlgorithm::Sha256)?;
@@ -343,13 +348,13 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         early_data: true,
     };
     let mut status = 0;
-    let Buffers { crypto, streams, stream_send, tx, ticket, link } = bufs;
+    let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
     // 1: full handshake; keeps the session ticket.
     let (first, ticket_len) = {
-        let io = Io { link: &mut *link, tx: &mut *tx };
-        let storage = storage(crypto, streams, stream_send);
+        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+        let store = Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
         let t = Transaction { config: &config, resumption: None, profile, which: 0 };
-        transaction(board, slots, io, storage, t, &mut rng, Some(&mut *ticket))
+        transaction(board, slots, io, store, t, &mut rng, Some(&mut *ticket))
     };
     status |= u32::from(!first.ok);
     // 2: resumed with the ticket, GET in 0-RTT.
@@ -360,10 +365,10 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         Some(Resumption { ticket, age_ms })
     });
     let second = {
-        let io = Io { link: &mut *link, tx: &mut *tx };
-        let storage = storage(crypto, streams, stream_send);
+        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+        let store = Store { crypto, streams, stream_send };
         let t = Transaction { config: &config, resumption, profile, which: 1 };
-        transaction(board, slots, io, storage, t, &mut rng, None).0
+        transaction(board, slots, io, store, t, &mut rng, None).0
     };
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
@@ -439,14 +444,21 @@ fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, 
 struct Io<'a> {
     link: &'a mut Decoder<FRAME>,
     tx: &'a mut [u8; DATAGRAM],
+    scratch: &'a mut [u8; 128],
 }
 
-/// Splits the static buffers into the connection's storage.
-fn storage<'a>(
+/// The static buffers a connection's storage is made of: three pointers, passed down to
+/// `connect`, which splits them ([`storage`]); the split `Storage` (18 slices) is built
+/// only there, not copied through every frame above it.
+struct Store<'a> {
     crypto: &'a mut [[u8; CRYPTO_BUF]; 6],
     streams: &'a mut [[u8; STREAM_RECV]; STREAMS],
     stream_send: &'a mut [[u8; STREAM_SEND]; STREAMS],
-) -> Storage<&'a mut [u8], &'a mut [u8], STREAMS> {
+}
+
+/// Splits the static buffers into the connection's storage.
+fn storage(store: Store<'_>) -> Storage<&'_ mut [u8], &'_ mut [u8], STREAMS> {
+    let Store { crypto, streams, stream_send } = store;
     let [c0, c1, c2, c3, c4, c5] = crypto;
     let [r0, r1, r2, r3, r4, r5] = streams;
     let [s0, s1, s2, s3, s4, s5] = stream_send;
@@ -519,18 +531,18 @@ fn transaction<'a, B: Board>(
     board: &mut B,
     slots: &'a mut Slots,
     io: Io<'_>,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    store: Store<'a>,
     t: Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
 ) -> (Kept, Option<(usize, u64)>) {
     let mut out = Outcome::default();
-    let Io { link, tx } = io;
+    let Io { link, tx, scratch } = io;
     let ticket = connected(
         board,
         slots,
-        Io { link: &mut *link, tx },
-        storage,
+        Io { link: &mut *link, tx, scratch },
+        store,
         &t,
         rng,
         ticket_out,
@@ -547,7 +559,7 @@ fn connected<'a, B: Board>(
     board: &mut B,
     slots: &'a mut Slots,
     io: Io<'_>,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    store: Store<'a>,
     t: &Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
@@ -563,7 +575,7 @@ fn connected<'a, B: Board>(
     let Slots { conn: conn_slot, h3: h3_slot } = slots;
     let h3 = init_h3(h3_slot);
     let slot = Slots::typed(conn_slot);
-    let conn = connect(slot, t, remembered, unix_time, storage, now, rng)?;
+    let conn = connect(slot, t, remembered, unix_time, store, now, rng)?;
     let ticket = event_loop(board, conn, h3, io, ticket_out, out);
     out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
     out.stats = conn.stats();
@@ -595,14 +607,13 @@ fn event_loop<B: Board>(
 ) -> Option<(usize, u64)> {
     let mut req = Requests::default();
     let body = &BODY;
-    let mut scratch = [0u8; 128];
     let mut ticket: Option<(usize, u64)> = None;
     let mut responses_at: Option<u64> = None;
     let mut closing = false;
     let start = board.now_us();
     out.frame = crate::measure::frame_marker();
     out.phases.enter(board, Some(Phase::Open));
-    let Io { link, tx } = io;
+    let Io { link, tx, scratch } = io;
     loop {
         let now_us = board.now_us();
         let now = Instant(now_us);
@@ -631,7 +642,7 @@ fn event_loop<B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
-            drive_requests(conn, h3, &mut req, body, &mut scratch);
+            drive_requests(conn, h3, &mut req, body, scratch);
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
@@ -694,7 +705,7 @@ fn connect<'a, 's>(
     t: &Transaction<'a>,
     remembered: Option<&[u8]>,
     _unix_time: u64,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    store: Store<'a>,
     now: Instant,
     rng: &mut SeedRng,
 ) -> Option<&'s mut Conn<'a>> {
@@ -714,7 +725,7 @@ fn connect<'a, 's>(
         session
     };
     let conn =
-        Conn::init_client(slot, qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()?;
+        Conn::init_client(slot, qcfg, RustCrypto, session, storage(store), now, SERVER, rng).ok()?;
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);
