@@ -27,7 +27,7 @@ use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
 use crate::stream::{CryptoRecv, CryptoSend, Streams};
 use crate::time::Instant;
 use crate::token::TOKEN_MAX;
-use crate::transport_params::{Side, TransportParameters};
+use crate::transport_params::{ResetToken, Side, TransportParameters};
 
 /// Writes `make()` to `dst`, out of line: the temporaries of each part of a connection
 /// live only while that part is built, instead of all together in the constructor's frame.
@@ -121,8 +121,13 @@ where
         drbg: Drbg<P>,
         cids: Cids,
     ) -> Result<&'s mut Self, ConnectError> {
+        // RFC 9000 §10.3: the token of our handshake connection ID. Drawn here, before
+        // `write_fields`, so the DRBG's HMAC chain is not under that ~2 KB frame (issue 8).
+        let mut drbg = drbg;
+        let token0 = rotation::reset_token(&provider, config, &mut drbg, &cids.local)
+            .map_err(ConnectError::Crypto)?;
         let conn = Self::write_fields(
-            slot, config, side, provider, tls, storage, now, remote, drbg, cids,
+            slot, config, side, provider, tls, storage, now, remote, drbg, cids, token0,
         )?;
         // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
         // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
@@ -153,6 +158,7 @@ where
         remote: SocketAddr,
         drbg: Drbg<P>,
         cids: Cids,
+        token0: ResetToken,
     ) -> Result<&'s mut Self, ConnectError> {
         if config.local_cid_len > crate::cid::MAX_CID_LEN
             || usize::from(config.max_datagram_size) < MIN_INITIAL_SIZE
@@ -196,8 +202,6 @@ where
             tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
         }
         let mut drbg = drbg;
-        let token0 = rotation::reset_token(&provider, &config, &mut drbg, &cids.local)
-            .map_err(ConnectError::Crypto)?;
         let mut local_cids = cids::LocalCids::new(cids.local, token0);
         if side == Side::Server {
             // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
