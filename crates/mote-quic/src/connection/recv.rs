@@ -69,6 +69,21 @@ pub(super) fn bump(counter: &mut u64, n: u64) {
     *counter = counter.saturating_add(n);
 }
 
+/// RFC 9001 §5.8: whether a Retry's integrity tag over the pseudo-packet with our original
+/// DCID is valid. Out of line (issue 8): the scratch and the fixed AEAD key are on the stack
+/// only while the tag is checked, not under the Initial key derivation that follows.
+#[inline(never)]
+fn retry_verified<P: CryptoProvider>(
+    provider: &P,
+    version: Version,
+    original_dcid: &ConnectionId,
+    packet: &[u8],
+) -> bool {
+    // The packet is bounded above (token ≤ TOKEN_MAX), so the scratch fits the stack.
+    let mut scratch = [0u8; 1 + 20 + 7 + 2 * 20 + TOKEN_MAX + 16];
+    packet::verify_retry(provider, version, original_dcid, packet, &mut scratch).is_ok()
+}
+
 fn wire(e: WireError) -> ConnectionClose {
     ConnectionClose::transport(e.code(), e.frame_type())
 }
@@ -644,17 +659,7 @@ where
             self.dropped();
             return;
         };
-        // RFC 9001 §5.8: the integrity tag over the pseudo-packet with our original DCID.
-        // The packet is bounded above (token ≤ TOKEN_MAX), so the scratch fits the stack.
-        let mut scratch = [0u8; 1 + 20 + 7 + 2 * 20 + TOKEN_MAX + 16];
-        let verified = packet::verify_retry(
-            &self.hs.provider,
-            version,
-            &c.original_dcid,
-            packet,
-            &mut scratch,
-        );
-        if verified.is_err() {
+        if !retry_verified(&self.hs.provider, version, &c.original_dcid, packet) {
             self.dropped();
             return;
         }
