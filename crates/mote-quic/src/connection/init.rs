@@ -201,6 +201,8 @@ where
         {
             tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
         }
+        // Used again only for a server's preferred address (`migration`).
+        #[allow(unused_mut)]
         let mut drbg = drbg;
         let mut local_cids = cids::LocalCids::new(cids.local, token0);
         if side == Side::Server {
