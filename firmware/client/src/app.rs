@@ -204,7 +204,11 @@ pub struct Slots {
 impl Slots {
     /// Empty slots (for a `static`).
     pub const fn new() -> Self {
-        Self { conn: MaybeUninit::uninit(), h3: MaybeUninit::uninit(), outcome: MaybeUninit::uninit() }
+        Self {
+            conn: MaybeUninit::uninit(),
+            h3: MaybeUninit::uninit(),
+            outcome: MaybeUninit::uninit(),
+        }
     }
 
     /// The connection slot, typed for connections that borrow for `'a`.
@@ -354,7 +358,8 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     // 1: full handshake; keeps the session ticket.
     let (first, ticket_len) = {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
+        let store =
+            Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
         let t = Transaction { config: &config, resumption: None, profile, which: 0 };
         transaction(board, slots, io, store, t, &mut rng, Some(&mut *ticket))
     };
@@ -541,8 +546,16 @@ fn transaction<'a, B: Board>(
     let Slots { conn, h3, outcome } = slots;
     let out = fresh_outcome(outcome);
     let Io { link, tx, scratch } = io;
-    let ticket =
-        connected(board, (conn, h3), Io { link: &mut *link, tx, scratch }, store, &t, rng, ticket_out, out);
+    let ticket = connected(
+        board,
+        (conn, h3),
+        Io { link: &mut *link, tx, scratch },
+        store,
+        &t,
+        rng,
+        ticket_out,
+        out,
+    );
     report(board, t.which, out, link.dropped);
     let kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
     (kept, ticket)
@@ -725,8 +738,8 @@ fn connect<'a, 's>(
         session.set_unix_time(_unix_time);
         session
     };
-    let conn =
-        Conn::init_client(slot, qcfg, RustCrypto, session, storage(store), now, SERVER, rng).ok()?;
+    let conn = Conn::init_client(slot, qcfg, RustCrypto, session, storage(store), now, SERVER, rng)
+        .ok()?;
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);
