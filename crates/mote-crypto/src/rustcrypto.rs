@@ -531,72 +531,62 @@ impl CryptoProvider for RustCrypto {
     // and GHASH key are not moved through a `Result` and the caller's frame (issue 8).
     #[inline(never)]
     #[allow(unreachable_patterns)]
-    fn write_aead_key(
+    fn write_aead_key<'d>(
         &self,
         alg: AeadAlgorithm,
         key: &[u8],
-        dst: &mut core::mem::MaybeUninit<AeadKey>,
-    ) -> Result<(), Error> {
+        dst: &'d mut core::mem::MaybeUninit<AeadKey>,
+    ) -> Result<&'d mut AeadKey, Error> {
         if key.len() != alg.key_len() {
             return Err(Error::BadLength);
         }
         // The length is checked above, so `from_slice` cannot fail.
-        match alg {
-            AeadAlgorithm::Aes128Gcm => {
-                dst.write(AeadKey::Aes128Gcm(aes_gcm::Aes128Gcm::new(
-                    aes_gcm::aead::generic_array::GenericArray::from_slice(key),
-                )));
-            }
+        Ok(match alg {
+            AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(aes_gcm::Aes128Gcm::new(
+                aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+            ))),
             #[cfg(feature = "aes256")]
-            AeadAlgorithm::Aes256Gcm => {
-                dst.write(AeadKey::Aes256Gcm(aes_gcm::Aes256Gcm::new(
-                    aes_gcm::aead::generic_array::GenericArray::from_slice(key),
-                )));
-            }
+            AeadAlgorithm::Aes256Gcm => dst.write(AeadKey::Aes256Gcm(aes_gcm::Aes256Gcm::new(
+                aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+            ))),
             #[cfg(feature = "chacha20")]
             AeadAlgorithm::ChaCha20Poly1305 => {
                 dst.write(AeadKey::ChaCha20Poly1305(chacha20poly1305::ChaCha20Poly1305::new(
                     aes_gcm::aead::generic_array::GenericArray::from_slice(key),
-                )));
+                )))
             }
             _ => return Err(Error::Unsupported),
-        }
-        Ok(())
+        })
     }
 
     // As `write_aead_key`: the AES key schedule built where it stays.
     #[inline(never)]
     #[allow(unreachable_patterns)]
-    fn write_header_key(
+    fn write_header_key<'d>(
         &self,
         alg: AeadAlgorithm,
         key: &[u8],
-        dst: &mut core::mem::MaybeUninit<HeaderKey>,
-    ) -> Result<(), Error> {
+        dst: &'d mut core::mem::MaybeUninit<HeaderKey>,
+    ) -> Result<&'d mut HeaderKey, Error> {
         if key.len() != alg.key_len() {
             return Err(Error::BadLength);
         }
-        match alg {
-            AeadAlgorithm::Aes128Gcm => {
-                dst.write(HeaderKey::Aes128(aes::Aes128::new(
-                    aes::cipher::generic_array::GenericArray::from_slice(key),
-                )));
-            }
+        Ok(match alg {
+            AeadAlgorithm::Aes128Gcm => dst.write(HeaderKey::Aes128(aes::Aes128::new(
+                aes::cipher::generic_array::GenericArray::from_slice(key),
+            ))),
             #[cfg(feature = "aes256")]
-            AeadAlgorithm::Aes256Gcm => {
-                dst.write(HeaderKey::Aes256(aes::Aes256::new(
-                    aes::cipher::generic_array::GenericArray::from_slice(key),
-                )));
-            }
+            AeadAlgorithm::Aes256Gcm => dst.write(HeaderKey::Aes256(aes::Aes256::new(
+                aes::cipher::generic_array::GenericArray::from_slice(key),
+            ))),
             #[cfg(feature = "chacha20")]
             AeadAlgorithm::ChaCha20Poly1305 => {
                 let mut k = zeroize::Zeroizing::new([0u8; 32]);
                 k.copy_from_slice(key);
-                dst.write(HeaderKey::ChaCha20(k));
+                dst.write(HeaderKey::ChaCha20(k))
             }
             _ => return Err(Error::Unsupported),
-        }
-        Ok(())
+        })
     }
 
     // Out of line, like `aead_key`: the key schedule's temporaries stay in this frame
@@ -878,5 +868,42 @@ mod ed25519_tests {
         let key = SigningKey::from_bytes(&[9; 32]).verifying_key().to_bytes();
         assert!(verify_strict(&key, b"any", &sig).is_err());
         assert!(!dalek(&key, b"any", &sig));
+    }
+}
+
+#[cfg(test)]
+mod write_key_tests {
+    use core::mem::MaybeUninit;
+
+    use super::RustCrypto;
+    use crate::{AeadKey as _, CryptoProvider, HeaderProtectionKey as _};
+
+    /// `write_aead_key`/`write_header_key` build the same keys as `aead_key`/`header_key`
+    /// (same ciphertext, tag and mask), and refuse a key of the wrong length.
+    #[test]
+    fn written_keys_match_returned_keys() {
+        for &alg in RustCrypto.aead_algorithms() {
+            let key: [u8; 32] = core::array::from_fn(|i| i as u8 * 7 + 1);
+            let key = &key[..alg.key_len()];
+            let returned = RustCrypto.aead_key(alg, key).unwrap();
+            let mut slot = MaybeUninit::uninit();
+            let written = RustCrypto.write_aead_key(alg, key, &mut slot).unwrap();
+            let nonce = [3u8; 12];
+            let (mut a, mut b) = (*b"in place, written", *b"in place, written");
+            let tag_a = returned.seal_in_place(&nonce, b"aad", &mut a).unwrap();
+            let tag_b = written.seal_in_place(&nonce, b"aad", &mut b).unwrap();
+            assert_eq!((a, tag_a), (b, tag_b), "{alg:?}");
+
+            let hp = RustCrypto.header_key(alg, key).unwrap();
+            let mut hp_slot = MaybeUninit::uninit();
+            let hp_written = RustCrypto.write_header_key(alg, key, &mut hp_slot).unwrap();
+            let sample = [9u8; 16];
+            assert_eq!(hp.mask(&sample).unwrap(), hp_written.mask(&sample).unwrap(), "{alg:?}");
+
+            let mut bad = MaybeUninit::uninit();
+            assert!(RustCrypto.write_aead_key(alg, &key[1..], &mut bad).is_err());
+            let mut bad_hp = MaybeUninit::uninit();
+            assert!(RustCrypto.write_header_key(alg, &key[1..], &mut bad_hp).is_err());
+        }
     }
 }
