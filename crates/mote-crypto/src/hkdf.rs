@@ -37,7 +37,10 @@ pub fn expand<P: CryptoProvider + ?Sized>(
     let mut previous = [0u8; MAX_HASH_LEN];
     let mut previous_len = 0;
     for (i, chunk) in out.chunks_mut(hash_len).enumerate() {
-        let mut mac = provider.hmac(alg, prk)?;
+        // The HMAC is used where the provider returned it, inside its `Result`: moving it
+        // out first would put a second copy in this frame (issue 8: a device's stack).
+        let mut keyed = provider.hmac(alg, prk);
+        let mac = keyed.as_mut().map_err(|e| *e)?;
         mac.update(&previous[..previous_len]);
         for part in info {
             mac.update(part);
@@ -45,7 +48,7 @@ pub fn expand<P: CryptoProvider + ?Sized>(
         mac.update(&[(i + 1) as u8]);
         // T(i) is output key material (for a traffic secret, all of it): erase this copy
         // as well as `previous`, on the error path too.
-        let mut t = mac.finish();
+        let mut t = keyed?.finish();
         let block = t.as_ref();
         // A provider whose HMAC output is shorter than the hash length is broken; report it
         // rather than panic.

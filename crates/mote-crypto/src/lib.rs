@@ -209,6 +209,29 @@ pub trait CryptoProvider {
     fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::AeadKey, Error>;
     /// Creates a header-protection key. `key` must be `alg.key_len()` bytes.
     fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::HeaderKey, Error>;
+    /// Writes the AEAD key [`aead_key`](Self::aead_key) would return to `dst`, where it
+    /// stays: a device installing keys in a connection has no stack for the key (an AES
+    /// key schedule and GHASH key, ~0.4 KB) and its `Result` in transit. Returns the written
+    /// key; the slot never drops it (the caller does, or keeps it for good). On an error
+    /// `dst` is left as it was (uninitialized). Providers override it to build in place.
+    fn write_aead_key<'d>(
+        &self,
+        alg: AeadAlgorithm,
+        key: &[u8],
+        dst: &'d mut core::mem::MaybeUninit<Self::AeadKey>,
+    ) -> Result<&'d mut Self::AeadKey, Error> {
+        Ok(dst.write(self.aead_key(alg, key)?))
+    }
+    /// Writes the header-protection key [`header_key`](Self::header_key) would return to
+    /// `dst`, as [`write_aead_key`](Self::write_aead_key).
+    fn write_header_key<'d>(
+        &self,
+        alg: AeadAlgorithm,
+        key: &[u8],
+        dst: &'d mut core::mem::MaybeUninit<Self::HeaderKey>,
+    ) -> Result<&'d mut Self::HeaderKey, Error> {
+        Ok(dst.write(self.header_key(alg, key)?))
+    }
     /// Starts a hash.
     fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, Error>;
     /// Starts an HMAC keyed with `key`.

@@ -273,7 +273,22 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
     if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) || small_order(key) || small_order(r) {
         return Err(Error::BadSignature);
     }
-    let key = salty::PublicKey::try_from(key).map_err(|_| Error::BadSignature)?;
+    let key = salty_key(key)?;
+    salty_verify(&key, message, sig)
+}
+
+// Decoding A and checking the signature are separate frames (issue 8): inlined together,
+// the decompression's temporaries add to the verification's ~2 KB on the device's deepest
+// stack path (the TLS CertificateVerify).
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn salty_key(key: &[u8; 32]) -> Result<salty::PublicKey, Error> {
+    salty::PublicKey::try_from(key).map_err(|_| Error::BadSignature)
+}
+
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn salty_verify(key: &salty::PublicKey, message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
     key.verify(message, &salty::Signature::from(sig)).map_err(|_| Error::BadSignature)
 }
 
@@ -508,6 +523,68 @@ impl CryptoProvider for RustCrypto {
                 chacha20poly1305::ChaCha20Poly1305::new_from_slice(key)
                     .map_err(|_| Error::BadLength)?,
             ),
+            _ => return Err(Error::Unsupported),
+        })
+    }
+
+    // Out of line, and each variant built in `dst` rather than returned: the key schedule
+    // and GHASH key are not moved through a `Result` and the caller's frame (issue 8).
+    #[inline(never)]
+    #[allow(unreachable_patterns)]
+    fn write_aead_key<'d>(
+        &self,
+        alg: AeadAlgorithm,
+        key: &[u8],
+        dst: &'d mut core::mem::MaybeUninit<AeadKey>,
+    ) -> Result<&'d mut AeadKey, Error> {
+        if key.len() != alg.key_len() {
+            return Err(Error::BadLength);
+        }
+        // The length is checked above, so `from_slice` cannot fail.
+        Ok(match alg {
+            AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(aes_gcm::Aes128Gcm::new(
+                aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+            ))),
+            #[cfg(feature = "aes256")]
+            AeadAlgorithm::Aes256Gcm => dst.write(AeadKey::Aes256Gcm(aes_gcm::Aes256Gcm::new(
+                aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+            ))),
+            #[cfg(feature = "chacha20")]
+            AeadAlgorithm::ChaCha20Poly1305 => {
+                dst.write(AeadKey::ChaCha20Poly1305(chacha20poly1305::ChaCha20Poly1305::new(
+                    aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+                )))
+            }
+            _ => return Err(Error::Unsupported),
+        })
+    }
+
+    // As `write_aead_key`: the AES key schedule built where it stays.
+    #[inline(never)]
+    #[allow(unreachable_patterns)]
+    fn write_header_key<'d>(
+        &self,
+        alg: AeadAlgorithm,
+        key: &[u8],
+        dst: &'d mut core::mem::MaybeUninit<HeaderKey>,
+    ) -> Result<&'d mut HeaderKey, Error> {
+        if key.len() != alg.key_len() {
+            return Err(Error::BadLength);
+        }
+        Ok(match alg {
+            AeadAlgorithm::Aes128Gcm => dst.write(HeaderKey::Aes128(aes::Aes128::new(
+                aes::cipher::generic_array::GenericArray::from_slice(key),
+            ))),
+            #[cfg(feature = "aes256")]
+            AeadAlgorithm::Aes256Gcm => dst.write(HeaderKey::Aes256(aes::Aes256::new(
+                aes::cipher::generic_array::GenericArray::from_slice(key),
+            ))),
+            #[cfg(feature = "chacha20")]
+            AeadAlgorithm::ChaCha20Poly1305 => {
+                let mut k = zeroize::Zeroizing::new([0u8; 32]);
+                k.copy_from_slice(key);
+                dst.write(HeaderKey::ChaCha20(k))
+            }
             _ => return Err(Error::Unsupported),
         })
     }
@@ -791,5 +868,42 @@ mod ed25519_tests {
         let key = SigningKey::from_bytes(&[9; 32]).verifying_key().to_bytes();
         assert!(verify_strict(&key, b"any", &sig).is_err());
         assert!(!dalek(&key, b"any", &sig));
+    }
+}
+
+#[cfg(test)]
+mod write_key_tests {
+    use core::mem::MaybeUninit;
+
+    use super::RustCrypto;
+    use crate::{AeadKey as _, CryptoProvider, HeaderProtectionKey as _};
+
+    /// `write_aead_key`/`write_header_key` build the same keys as `aead_key`/`header_key`
+    /// (same ciphertext, tag and mask), and refuse a key of the wrong length.
+    #[test]
+    fn written_keys_match_returned_keys() {
+        for &alg in RustCrypto.aead_algorithms() {
+            let key: [u8; 32] = core::array::from_fn(|i| i as u8 * 7 + 1);
+            let key = &key[..alg.key_len()];
+            let returned = RustCrypto.aead_key(alg, key).unwrap();
+            let mut slot = MaybeUninit::uninit();
+            let written = RustCrypto.write_aead_key(alg, key, &mut slot).unwrap();
+            let nonce = [3u8; 12];
+            let (mut a, mut b) = (*b"in place, written", *b"in place, written");
+            let tag_a = returned.seal_in_place(&nonce, b"aad", &mut a).unwrap();
+            let tag_b = written.seal_in_place(&nonce, b"aad", &mut b).unwrap();
+            assert_eq!((a, tag_a), (b, tag_b), "{alg:?}");
+
+            let hp = RustCrypto.header_key(alg, key).unwrap();
+            let mut hp_slot = MaybeUninit::uninit();
+            let hp_written = RustCrypto.write_header_key(alg, key, &mut hp_slot).unwrap();
+            let sample = [9u8; 16];
+            assert_eq!(hp.mask(&sample).unwrap(), hp_written.mask(&sample).unwrap(), "{alg:?}");
+
+            let mut bad = MaybeUninit::uninit();
+            assert!(RustCrypto.write_aead_key(alg, &key[1..], &mut bad).is_err());
+            let mut bad_hp = MaybeUninit::uninit();
+            assert!(RustCrypto.write_header_key(alg, &key[1..], &mut bad_hp).is_err());
+        }
     }
 }

@@ -619,6 +619,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         }
     }
 
+    // Each message handler out of line (issue 8): inlined into `handle`, their locals
+    // (ServerHello parse, key schedule, certificate and signature) would all add up in
+    // one frame under the deepest of them on a device.
+    #[inline(never)]
     fn server_hello<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,
@@ -697,6 +701,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
+    #[inline(never)]
     fn hello_retry_request<H: QuicHooks>(
         &mut self,
         hrr: &ServerHello<'_>,
@@ -746,6 +751,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         self.emit_client_hello(hooks, hrr.cookie, false)
     }
 
+    #[inline(never)]
     fn encrypted_extensions<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,
@@ -813,6 +819,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
+    #[inline(never)]
     fn certificate_request(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
         let cr = CertificateRequest::parse(msg.body)?;
         // RFC 8446 §4.3.2: the context "SHALL be zero length unless used for the
@@ -832,6 +839,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
+    #[inline(never)]
     fn certificate(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
         let cert = Certificate::parse(msg.body)?;
         // RFC 8446 §4.4.2: the server's certificate_request_context is empty.
@@ -878,6 +886,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
+    #[inline(never)]
     fn certificate_verify(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
         let cv = CertificateVerify::parse(msg.body)?;
         let hash = self.transcript()?.current_hash();
@@ -907,6 +916,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
+    #[inline(never)]
     fn finished<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,
@@ -998,6 +1008,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         })
     }
 
+    #[inline(never)]
     fn new_session_ticket<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,

@@ -166,6 +166,8 @@ pub struct Buffers {
     tx: [u8; DATAGRAM],
     ticket: [u8; TICKET],
     link: Decoder<FRAME>,
+    /// QPACK encoding scratch for the request headers.
+    scratch: [u8; 128],
 }
 
 impl Buffers {
@@ -178,6 +180,7 @@ impl Buffers {
             tx: [0; DATAGRAM],
             ticket: [0; TICKET],
             link: Decoder::new(),
+            scratch: [0; 128],
         }
     }
 }
@@ -194,12 +197,18 @@ impl Default for Buffers {
 pub struct Slots {
     conn: MaybeUninit<Conn<'static>>,
     h3: MaybeUninit<H3>,
+    /// The running transaction's record (phases, statistics): ~0.3 KB kept off the stack.
+    outcome: MaybeUninit<Outcome>,
 }
 
 impl Slots {
     /// Empty slots (for a `static`).
     pub const fn new() -> Self {
-        Self { conn: MaybeUninit::uninit(), h3: MaybeUninit::uninit() }
+        Self {
+            conn: MaybeUninit::uninit(),
+            h3: MaybeUninit::uninit(),
+            outcome: MaybeUninit::uninit(),
+        }
     }
 
     /// The connection slot, typed for connections that borrow for `'a`.
@@ -237,6 +246,8 @@ struct SeedRng {
 }
 
 impl CryptoRng for SeedRng {
+    // Out of line: the SHA-256 state is not in the caller's frame.
+    #[inline(never)]
     fn fill(&mut self, dest: &mut [u8]) -> Result<(), CryptoError> {
         for chunk in dest.chunks_mut(32) {
             let mut h = RustCrypto.hash(HashAlgorithm::Sha256)?;
@@ -343,13 +354,14 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         early_data: true,
     };
     let mut status = 0;
-    let Buffers { crypto, streams, stream_send, tx, ticket, link } = bufs;
+    let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
     // 1: full handshake; keeps the session ticket.
     let (first, ticket_len) = {
-        let io = Io { link: &mut *link, tx: &mut *tx };
-        let storage = storage(crypto, streams, stream_send);
+        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+        let store =
+            Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
         let t = Transaction { config: &config, resumption: None, profile, which: 0 };
-        transaction(board, slots, io, storage, t, &mut rng, Some(&mut *ticket))
+        transaction(board, slots, io, store, t, &mut rng, Some(&mut *ticket))
     };
     status |= u32::from(!first.ok);
     // 2: resumed with the ticket, GET in 0-RTT.
@@ -360,10 +372,10 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         Some(Resumption { ticket, age_ms })
     });
     let second = {
-        let io = Io { link: &mut *link, tx: &mut *tx };
-        let storage = storage(crypto, streams, stream_send);
+        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+        let store = Store { crypto, streams, stream_send };
         let t = Transaction { config: &config, resumption, profile, which: 1 };
-        transaction(board, slots, io, storage, t, &mut rng, None).0
+        transaction(board, slots, io, store, t, &mut rng, None).0
     };
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
@@ -439,14 +451,21 @@ fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, 
 struct Io<'a> {
     link: &'a mut Decoder<FRAME>,
     tx: &'a mut [u8; DATAGRAM],
+    scratch: &'a mut [u8; 128],
 }
 
-/// Splits the static buffers into the connection's storage.
-fn storage<'a>(
+/// The static buffers a connection's storage is made of: three pointers, passed down to
+/// `connect`, which splits them ([`storage`]); the split `Storage` (18 slices) is built
+/// only there, not copied through every frame above it.
+struct Store<'a> {
     crypto: &'a mut [[u8; CRYPTO_BUF]; 6],
     streams: &'a mut [[u8; STREAM_RECV]; STREAMS],
     stream_send: &'a mut [[u8; STREAM_SEND]; STREAMS],
-) -> Storage<&'a mut [u8], &'a mut [u8], STREAMS> {
+}
+
+/// Splits the static buffers into the connection's storage.
+fn storage(store: Store<'_>) -> Storage<&'_ mut [u8], &'_ mut [u8], STREAMS> {
+    let Store { crypto, streams, stream_send } = store;
     let [c0, c1, c2, c3, c4, c5] = crypto;
     let [r0, r1, r2, r3, r4, r5] = streams;
     let [s0, s1, s2, s3, s4, s5] = stream_send;
@@ -519,35 +538,43 @@ fn transaction<'a, B: Board>(
     board: &mut B,
     slots: &'a mut Slots,
     io: Io<'_>,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    store: Store<'a>,
     t: Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
 ) -> (Kept, Option<(usize, u64)>) {
-    let mut out = Outcome::default();
-    let Io { link, tx } = io;
+    let Slots { conn, h3, outcome } = slots;
+    let out = fresh_outcome(outcome);
+    let Io { link, tx, scratch } = io;
     let ticket = connected(
         board,
-        slots,
-        Io { link: &mut *link, tx },
-        storage,
+        (conn, h3),
+        Io { link: &mut *link, tx, scratch },
+        store,
         &t,
         rng,
         ticket_out,
-        &mut out,
+        out,
     );
-    report(board, t.which, &out, link.dropped);
+    report(board, t.which, out, link.dropped);
     let kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
     (kept, ticket)
+}
+
+/// A new transaction record in `slot` (built out of line: no copy of it in the caller's
+/// frame).
+#[inline(never)]
+fn fresh_outcome(slot: &mut MaybeUninit<Outcome>) -> &mut Outcome {
+    slot.write(Outcome::default())
 }
 
 /// Connects, runs the event loop and closes, recording into `out`; drops the connection.
 #[allow(clippy::too_many_arguments)]
 fn connected<'a, B: Board>(
     board: &mut B,
-    slots: &'a mut Slots,
+    (conn_slot, h3_slot): (&'a mut MaybeUninit<Conn<'static>>, &'a mut MaybeUninit<H3>),
     io: Io<'_>,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    store: Store<'a>,
     t: &Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
@@ -560,10 +587,9 @@ fn connected<'a, B: Board>(
     let unix_time = crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000;
     #[cfg(not(feature = "x509"))]
     let unix_time = 0;
-    let Slots { conn: conn_slot, h3: h3_slot } = slots;
     let h3 = init_h3(h3_slot);
     let slot = Slots::typed(conn_slot);
-    let conn = connect(slot, t, remembered, unix_time, storage, now, rng)?;
+    let conn = connect(slot, t, remembered, unix_time, store, now, rng)?;
     let ticket = event_loop(board, conn, h3, io, ticket_out, out);
     out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
     out.stats = conn.stats();
@@ -595,14 +621,13 @@ fn event_loop<B: Board>(
 ) -> Option<(usize, u64)> {
     let mut req = Requests::default();
     let body = &BODY;
-    let mut scratch = [0u8; 128];
     let mut ticket: Option<(usize, u64)> = None;
     let mut responses_at: Option<u64> = None;
     let mut closing = false;
     let start = board.now_us();
     out.frame = crate::measure::frame_marker();
     out.phases.enter(board, Some(Phase::Open));
-    let Io { link, tx } = io;
+    let Io { link, tx, scratch } = io;
     loop {
         let now_us = board.now_us();
         let now = Instant(now_us);
@@ -631,7 +656,7 @@ fn event_loop<B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
-            drive_requests(conn, h3, &mut req, body, &mut scratch);
+            drive_requests(conn, h3, &mut req, body, scratch);
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
@@ -676,6 +701,16 @@ fn event_loop<B: Board>(
 // those of the connection code inlined into it) live only while it runs, instead of all
 // adding up in the transaction's frame.
 
+/// The connection's configuration per link profile.
+static WLAN_CONFIG: ConnectionConfig = with_h3_streams(ConnectionConfig::device());
+static NB_IOT_CONFIG: ConnectionConfig = with_h3_streams(ConnectionConfig::nb_iot_device());
+
+/// RFC 9114 §6.2: allows the server its control and two QPACK streams.
+const fn with_h3_streams(mut c: ConnectionConfig) -> ConnectionConfig {
+    c.streams.max_streams_uni = 3;
+    c
+}
+
 /// Builds the connection in `slot` (writes the ClientHello); `None` if it could not start.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
@@ -684,16 +719,15 @@ fn connect<'a, 's>(
     t: &Transaction<'a>,
     remembered: Option<&[u8]>,
     _unix_time: u64,
-    storage: Storage<&'a mut [u8], &'a mut [u8], STREAMS>,
+    store: Store<'a>,
     now: Instant,
     rng: &mut SeedRng,
 ) -> Option<&'s mut Conn<'a>> {
-    let mut qcfg = match t.profile {
-        Profile::Wlan => ConnectionConfig::device(),
-        Profile::NbIot => ConnectionConfig::nb_iot_device(),
+    // In flash, not built on the stack.
+    let qcfg = match t.profile {
+        Profile::Wlan => &WLAN_CONFIG,
+        Profile::NbIot => &NB_IOT_CONFIG,
     };
-    // RFC 9114 §6.2: allow the server its control and two QPACK streams.
-    qcfg.streams.max_streams_uni = 3;
     // The TLS session is built in its place in the connection.
     let session = || {
         #[allow(unused_mut)]
@@ -704,8 +738,8 @@ fn connect<'a, 's>(
         session.set_unix_time(_unix_time);
         session
     };
-    let conn =
-        Conn::init_client(slot, &qcfg, RustCrypto, session, storage, now, SERVER, rng).ok()?;
+    let conn = Conn::init_client(slot, qcfg, RustCrypto, session, storage(store), now, SERVER, rng)
+        .ok()?;
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);

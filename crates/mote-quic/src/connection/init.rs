@@ -27,7 +27,7 @@ use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
 use crate::stream::{CryptoRecv, CryptoSend, Streams};
 use crate::time::Instant;
 use crate::token::TOKEN_MAX;
-use crate::transport_params::{Side, TransportParameters};
+use crate::transport_params::{ResetToken, Side, TransportParameters};
 
 /// Writes `make()` to `dst`, out of line: the temporaries of each part of a connection
 /// live only while that part is built, instead of all together in the constructor's frame.
@@ -109,7 +109,6 @@ where
     /// Writes a new connection into `slot`: transport parameters, connection IDs, Initial
     /// keys (RFC 9001 §5.2) and empty state. On failure nothing is left in `slot`.
     #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
     pub(super) fn init<'s>(
         slot: &'s mut MaybeUninit<Self>,
         config: &ConnectionConfig,
@@ -121,6 +120,45 @@ where
         remote: SocketAddr,
         drbg: Drbg<P>,
         cids: Cids,
+    ) -> Result<&'s mut Self, ConnectError> {
+        // RFC 9000 §10.3: the token of our handshake connection ID. Drawn here, before
+        // `write_fields`, so the DRBG's HMAC chain is not under that ~2 KB frame (issue 8).
+        let mut drbg = drbg;
+        let token0 = rotation::reset_token(&provider, config, &mut drbg, &cids.local)
+            .map_err(ConnectError::Crypto)?;
+        let conn = Self::write_fields(
+            slot, config, side, provider, tls, storage, now, remote, drbg, cids, token0,
+        )?;
+        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
+        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
+        // Derived after `write_fields` has returned, so its ~2 KB frame (transport
+        // parameters, the configuration copy) is not under the key derivation's.
+        let version = conn.hs.version;
+        let dcid = *conn.hs.cids.initial_dcid();
+        if let Err(e) = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, side) {
+            // SAFETY: `conn` is the initialized slot and is not used again.
+            unsafe { core::ptr::drop_in_place(conn) };
+            return Err(ConnectError::Crypto(e));
+        }
+        Ok(conn)
+    }
+
+    /// Writes every field of a new connection into `slot` (no keys yet); returns it
+    /// initialized. On failure nothing is left in `slot`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn write_fields<'s>(
+        slot: &'s mut MaybeUninit<Self>,
+        config: &ConnectionConfig,
+        side: Side,
+        provider: P,
+        tls: impl FnOnce() -> T,
+        storage: Storage<C, S, N>,
+        now: Instant,
+        remote: SocketAddr,
+        drbg: Drbg<P>,
+        cids: Cids,
+        token0: ResetToken,
     ) -> Result<&'s mut Self, ConnectError> {
         if config.local_cid_len > crate::cid::MAX_CID_LEN
             || usize::from(config.max_datagram_size) < MIN_INITIAL_SIZE
@@ -163,9 +201,9 @@ where
         {
             tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
         }
+        // Used again only for a server's preferred address (`migration`).
+        #[allow(unused_mut)]
         let mut drbg = drbg;
-        let token0 = rotation::reset_token(&provider, &config, &mut drbg, &cids.local)
-            .map_err(ConnectError::Crypto)?;
         let mut local_cids = cids::LocalCids::new(cids.local, token0);
         if side == Side::Server {
             // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
@@ -313,20 +351,11 @@ where
             addr_of_mut!((*p).packet_log).write(super::packet_log::PacketLog::new());
         }
         // SAFETY: every field was written above.
-        let conn = unsafe { slot.assume_init_mut() };
-        // RFC 9001 §5.2: Initial keys from the Destination Connection ID of the client's
-        // Initial (after a Retry, the Retry's Source Connection ID, RFC 9000 §17.2.5.2).
-        let dcid = *conn.hs.cids.initial_dcid();
-        if let Err(e) = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, side) {
-            // SAFETY: `conn` is the initialized slot and is not used again.
-            unsafe { core::ptr::drop_in_place(conn) };
-            return Err(ConnectError::Crypto(e));
-        }
-        Ok(conn)
+        Ok(unsafe { slot.assume_init_mut() })
     }
 
     /// Names every field (an exhaustive pattern, never called): adding a field to
-    /// [`Connection`] fails to build until [`Connection::init`] writes it too.
+    /// [`Connection`] fails to build until [`Connection::write_fields`] writes it too.
     #[allow(dead_code)]
     fn all_fields(&self) {
         let Self {

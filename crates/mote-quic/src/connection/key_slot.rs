@@ -90,13 +90,14 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
     // SAFETY: the caller's contract; field addresses only, no references to the
     // uninitialized value.
     unsafe {
-        addr_of_mut!((*dst).header).write(provider.header_key(alg, m.hp.as_ref())?);
-        match provider.aead_key(alg, m.key.as_ref()) {
-            Ok(key) => addr_of_mut!((*dst).packet.key).write(key),
-            Err(e) => {
-                core::ptr::drop_in_place(addr_of_mut!((*dst).header));
-                return Err(e);
-            }
+        // The provider builds each key where it stays (`write_*_key`): no by-value key or
+        // `Result` of one in this frame.
+        let header = &mut *addr_of_mut!((*dst).header).cast::<MaybeUninit<P::HeaderKey>>();
+        provider.write_header_key(alg, m.hp.as_ref(), header)?;
+        let key = &mut *addr_of_mut!((*dst).packet.key).cast::<MaybeUninit<P::AeadKey>>();
+        if let Err(e) = provider.write_aead_key(alg, m.key.as_ref(), key) {
+            core::ptr::drop_in_place(addr_of_mut!((*dst).header));
+            return Err(e);
         }
         addr_of_mut!((*dst).packet.iv).write(iv);
     }

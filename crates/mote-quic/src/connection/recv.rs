@@ -69,6 +69,21 @@ pub(super) fn bump(counter: &mut u64, n: u64) {
     *counter = counter.saturating_add(n);
 }
 
+/// RFC 9001 §5.8: whether a Retry's integrity tag over the pseudo-packet with our original
+/// DCID is valid. Out of line (issue 8): the scratch and the fixed AEAD key are on the stack
+/// only while the tag is checked, not under the Initial key derivation that follows.
+#[inline(never)]
+fn retry_verified<P: CryptoProvider>(
+    provider: &P,
+    version: Version,
+    original_dcid: &ConnectionId,
+    packet: &[u8],
+) -> bool {
+    // The packet is bounded above (token ≤ TOKEN_MAX), so the scratch fits the stack.
+    let mut scratch = [0u8; 1 + 20 + 7 + 2 * 20 + TOKEN_MAX + 16];
+    packet::verify_retry(provider, version, original_dcid, packet, &mut scratch).is_ok()
+}
+
 fn wire(e: WireError) -> ConnectionClose {
     ConnectionClose::transport(e.code(), e.frame_type())
 }
@@ -603,6 +618,7 @@ where
 
     /// RFC 9000 §8.1.3, §19.7: a client keeps the server's latest NEW_TOKEN token for its
     /// next connection.
+    #[inline(never)]
     fn on_new_token(&mut self, token: &[u8]) {
         // The Initial token, if any, is no longer needed once 1-RTT packets arrive.
         let Some(dst) = self.token.get_mut(..token.len()) else { return };
@@ -617,6 +633,7 @@ where
     /// Source Connection ID, derives new Initial keys from it, carries its token in every
     /// later Initial and sends again what its Initial (and 0-RTT) packets carried, without
     /// resetting packet numbers (RFC 9000 §17.2.5.3).
+    #[inline(never)]
     fn on_retry(
         &mut self,
         now: Instant,
@@ -642,17 +659,7 @@ where
             self.dropped();
             return;
         };
-        // RFC 9001 §5.8: the integrity tag over the pseudo-packet with our original DCID.
-        // The packet is bounded above (token ≤ TOKEN_MAX), so the scratch fits the stack.
-        let mut scratch = [0u8; 1 + 20 + 7 + 2 * 20 + TOKEN_MAX + 16];
-        let verified = packet::verify_retry(
-            &self.hs.provider,
-            version,
-            &c.original_dcid,
-            packet,
-            &mut scratch,
-        );
-        if verified.is_err() {
+        if !retry_verified(&self.hs.provider, version, &c.original_dcid, packet) {
             self.dropped();
             return;
         }
@@ -694,6 +701,7 @@ where
     /// ([`Connection::version_negotiation_choice`]): a new connection in that version is
     /// the application's (RFC 9368 §2.2 incompatible negotiation; it needs a new TLS
     /// session). Without one, the attempt fails.
+    #[inline(never)]
     fn on_version_negotiation(&mut self, vn: &VersionNegotiation<'_>) {
         let c = &self.hs.cids;
         if self.side() != Side::Client
@@ -863,6 +871,7 @@ where
 
     /// RFC 9000 §19.20, RFC 9001 §4.1.2: HANDSHAKE_DONE confirms the handshake on the
     /// client.
+    #[inline(never)]
     fn on_handshake_done(&mut self, now: Instant, ty: u64) -> Res {
         // RFC 9000 §19.20: "A server MUST treat receipt of a HANDSHAKE_DONE frame as a
         // connection error of type PROTOCOL_VIOLATION."
@@ -926,6 +935,7 @@ where
         }
     }
 
+    #[inline(never)]
     fn on_ack(&mut self, now: Instant, space: PnSpace, ack: &Ack<'_>) -> Res {
         // The peer's ack_delay_exponent; 3 (the default) until its parameters arrive.
         let exp = self
@@ -1032,6 +1042,7 @@ where
     }
 
     /// Acts on what the TLS session reported during `start` / `read_handshake`.
+    #[inline(never)]
     pub(super) fn on_handshake_progress(&mut self, now: Instant) -> Res {
         let sig = core::mem::take(&mut self.hs.signals);
         // RFC 9368 §2.3: the server switched to the compatible version: its Initial packets
@@ -1094,6 +1105,7 @@ where
     /// processed: every such packet is forgotten without a congestion reaction (they share
     /// the Application Data space with the 1-RTT packets to come) and its stream data and
     /// control frames are queued again for 1-RTT.
+    #[inline(never)]
     fn on_early_data_rejected(&mut self, now: Instant) {
         for p in self.recovery.application_packets().iter() {
             for slot in p.payload.control_slots() {
@@ -1111,6 +1123,7 @@ where
 
     /// RFC 9000 §7.4, §18.2: applies the peer's transport parameters (already validated by
     /// the TLS hook): flow-control limits and stream counts, max_ack_delay, idle timeout.
+    #[inline(never)]
     fn apply_peer_params(&mut self, tp: &TransportParameters) {
         self.streams.on_peer_params(tp);
         self.recovery.set_peer_max_ack_delay(Duration::from_millis(u64::from(tp.max_ack_delay)));
@@ -1136,6 +1149,7 @@ where
 
     /// A stream or flow-control frame. Returns false when its data was dropped (do not
     /// acknowledge the packet).
+    #[inline(never)]
     fn on_stream_frame(&mut self, frame: &Frame<'_>) -> Res<bool> {
         let limits = self.streams.limits();
         let before = [limits.remote_opened(StreamDir::Bidi), limits.remote_opened(StreamDir::Uni)];

@@ -286,9 +286,9 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         // SAFETY: the caller's contract; each field is written once, through its address.
         unsafe {
             core::ptr::addr_of_mut!((*dst).core).write(core);
-            core::ptr::addr_of_mut!((*dst).initial).write(SentPackets::new());
-            core::ptr::addr_of_mut!((*dst).handshake).write(SentPackets::new());
-            core::ptr::addr_of_mut!((*dst).data).write(SentPackets::new());
+            SentPackets::write_new(core::ptr::addr_of_mut!((*dst).initial));
+            SentPackets::write_new(core::ptr::addr_of_mut!((*dst).handshake));
+            SentPackets::write_new(core::ptr::addr_of_mut!((*dst).data));
         }
     }
 

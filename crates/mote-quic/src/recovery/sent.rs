@@ -191,6 +191,63 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     }
 }
 
+impl<T: Copy, const N: usize> SentPackets<T, N> {
+    /// Writes an empty space (as [`SentPackets::new`]) to `dst` field by field and slot by
+    /// slot: `new()` by value is a whole table on the stack before it is moved (issue 8: a
+    /// device's Application Data space is ~1 KB).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self`; what it held is not dropped.
+    /// On return it is initialized.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_new(dst: *mut Self) {
+        use core::ptr::addr_of_mut;
+        // SAFETY: the caller's contract; each field is written once, through its address,
+        // and each slot of the array once, through the array's address.
+        unsafe {
+            addr_of_mut!((*dst).head).write(0);
+            addr_of_mut!((*dst).span).write(0);
+            addr_of_mut!((*dst).live).write(0);
+            addr_of_mut!((*dst).next_pn).write(0);
+            addr_of_mut!((*dst).largest_acked).write(None);
+            addr_of_mut!((*dst).skipped).write([NO_PN; SKIPPED_MEMORY]);
+            addr_of_mut!((*dst).skipped_next).write(0);
+            addr_of_mut!((*dst).ack_eliciting_in_flight).write(0);
+            addr_of_mut!((*dst).bytes_in_flight).write(0);
+            addr_of_mut!((*dst).time_of_last_ack_eliciting).write(None);
+            addr_of_mut!((*dst).loss_time).write(None);
+            addr_of_mut!((*dst).ecn_ce).write(0);
+            addr_of_mut!((*dst)._payload).write(core::marker::PhantomData);
+            let slots = addr_of_mut!((*dst).slots).cast::<Option<Slot<T>>>();
+            for i in 0..N {
+                slots.add(i).write(None);
+            }
+        }
+    }
+
+    /// Names every field (an exhaustive pattern, never called): a new field fails to build
+    /// until [`SentPackets::write_new`] writes it.
+    #[allow(dead_code)]
+    fn all_fields(&self) {
+        let Self {
+            head: _,
+            span: _,
+            live: _,
+            next_pn: _,
+            largest_acked: _,
+            skipped: _,
+            skipped_next: _,
+            ack_eliciting_in_flight: _,
+            bytes_in_flight: _,
+            time_of_last_ack_eliciting: _,
+            loss_time: _,
+            ecn_ce: _,
+            _payload: _,
+            slots: _,
+        } = self;
+    }
+}
+
 impl<T: Copy, const N: usize> core::ops::Deref for SentPackets<T, N> {
     type Target = SentRecords<T>;
 
