@@ -55,11 +55,13 @@ pub const GOAL_BYTES: u64 = 45 * 1024;
 /// 127,696 B (budget 128 KiB); raised once, to 136,168 B + 3,192 B, when issue 5's
 /// transport work merged (connection-ID rotation, ECN validation, Retry and NEW_TOKEN
 /// handling, compatible version negotiation, key-update read-key retention, AEAD limits:
-/// +7.7 KB of QUIC, always built on the device then). Lowered to 123,192 B + 1,024 B by
-/// issue 8's QUIC cuts (client-only branches, device-droppable pacing/ECN/CID rotation,
-/// capacity-erased recovery records, one frame writer). Lower it as the image shrinks; never
-/// raise it to absorb growth without a reason in the commit.
-pub const BUDGET_BYTES: u64 = 123_192 + 1_024;
+/// +7.7 KB of QUIC, always built on the device then). Lowered to 113,876 B + 1,024 B by
+/// issue 8's cuts (QUIC: client-only branches, device-droppable pacing/ECN/CID rotation,
+/// capacity-erased recovery records, one frame writer, in-place construction; crypto:
+/// salty on Cortex-M4; TLS/HTTP/3: client auth and the server role behind features).
+/// Lower it as the image shrinks; never raise it to absorb growth without a reason in the
+/// commit.
+pub const BUDGET_BYTES: u64 = 113_876 + 1_024;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
