@@ -19,6 +19,13 @@ fn main() {
         // riscv-rt's link.x expects the memory map (with its REGION_ aliases) first.
         println!("cargo:rustc-link-arg-bins=-Tmemory.x");
     }
+    if arch == "arm" {
+        // cortex-m-rt's `device` feature includes `device.x` (weak aliases of the device's
+        // interrupt handlers). None is needed: `__INTERRUPTS` (board/mps2.rs) names
+        // `DefaultHandler` directly.
+        std::fs::write(out.join("device.x"), "/* mote-client: no device interrupt handlers */\n")
+            .expect("write device.x");
+    }
     if matches!(arch.as_str(), "arm" | "riscv32") {
         println!("cargo:rustc-link-arg-bins=--nmagic");
         println!("cargo:rustc-link-arg-bins=-Tlink.x");

@@ -48,6 +48,19 @@ const MAX_SLEEP_US: u64 = 10_000_000;
 const NVIC_ISER0: usize = 0xe000_e100;
 const NVIC_ICPR0: usize = 0xe000_e280;
 
+/// The device part of the vector table, sized for the AN386's 32 external interrupts (the
+/// generic table of cortex-m-rt without its `device` feature has 240 entries: 0.8 KB more
+/// flash). No handler runs (PRIMASK stays set; a pending interrupt only ends WFI), so every
+/// entry is cortex-m-rt's `DefaultHandler`.
+#[link_section = ".vector_table.interrupts"]
+#[no_mangle]
+static __INTERRUPTS: [unsafe extern "C" fn(); 32] = [DefaultHandler; 32];
+
+extern "C" {
+    /// cortex-m-rt's handler of unexpected interrupts.
+    fn DefaultHandler();
+}
+
 fn read(addr: usize) -> u32 {
     // SAFETY: `addr` is one of the device registers above, valid on this board.
     unsafe { read_volatile(addr as *const u32) }
