@@ -2,8 +2,9 @@
 //! a mote-quic server endpoint on a real UDP socket, authenticated by the raw public key the
 //! firmware pins (`firmware/client/keys/server-ed25519.pem`), issuing session tickets and
 //! accepting 0-RTT. It answers `GET /<n>` with `n` bytes (up to 1 MB) and `POST` with
-//! `200` once the whole body arrived (the body is counted and discarded); anything else
-//! gets `404`.
+//! `200` once the whole body arrived, if the body is the firmware's pattern (the repeating
+//! alphabet `a`..`z`, generated on the device), else `400` (the body is counted, checked
+//! and discarded); anything else gets `404`.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,8 +67,10 @@ struct Request {
     id: u64,
     /// Index of its line in the log.
     line: usize,
-    /// Body bytes received (a POST's body is counted and discarded).
+    /// Body bytes received (a POST's body is counted, checked and discarded).
     received: usize,
+    /// Whether every body byte so far is the firmware's POST pattern ([`post_pattern`]).
+    pattern_ok: bool,
     status: u16,
     body: usize,
     complete: bool,
@@ -239,6 +242,7 @@ pub fn serve(
                         id: st.id(),
                         line: requests.len() - 1,
                         received: 0,
+                        pattern_ok: true,
                         status,
                         body,
                         complete: false,
@@ -249,12 +253,17 @@ pub fn serve(
                 }
                 mote_h3::Event::Data(d) => {
                     if let Some(r) = reqs.iter_mut().find(|r| r.id == st.id()) {
+                        r.pattern_ok &=
+                            d.iter().enumerate().all(|(i, b)| *b == post_pattern(r.received + i));
                         r.received += d.len();
                     }
                 }
                 mote_h3::Event::Finished => {
                     if let Some(r) = reqs.iter_mut().find(|r| r.id == st.id()) {
                         r.complete = true;
+                        if r.status == 200 && !r.pattern_ok {
+                            r.status = 400;
+                        }
                         if let Some(line) = requests.get_mut(r.line) {
                             line.push_str(&format!(" body={} -> {}", r.received, r.status));
                         }
@@ -297,6 +306,11 @@ pub fn serve(
         }
     }
     Ok(log)
+}
+
+/// Byte `i` of the body the firmware POSTs (firmware/client/src/app.rs, `post_body`).
+fn post_pattern(i: usize) -> u8 {
+    b'a' + (i % 26) as u8
 }
 
 /// Binds the built-in server on an ephemeral localhost port.
