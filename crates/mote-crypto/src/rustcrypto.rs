@@ -273,23 +273,85 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
     if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) || small_order(key) || small_order(r) {
         return Err(Error::BadSignature);
     }
-    let key = salty_key(key)?;
-    salty_verify(&key, message, sig)
+    let a = salty_key(key)?;
+    salty_verify(&a, key, message, sig)
 }
 
 // Decoding A and checking the signature are separate frames (issue 8): inlined together,
 // the decompression's temporaries add to the verification's ~2 KB on the device's deepest
 // stack path (the TLS CertificateVerify).
+/// RFC 8032 §5.1.7 step 1: decodes A (salty checks that it is on the curve).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_key(key: &[u8; 32]) -> Result<salty::PublicKey, Error> {
-    salty::PublicKey::try_from(key).map_err(|_| Error::BadSignature)
+fn salty_key(key: &[u8; 32]) -> Result<salty::EdwardsPoint, Error> {
+    salty::CompressedY(*key).decompressed().map_err(|_| Error::BadSignature)
 }
 
+/// RFC 8032 §5.1.7 steps 2–3: k = SHA-512(R || A || M) mod L, and [S]B == R + [k]A checked
+/// as R == [S]B + [k](-A) by encoding. Written on salty's point and hash API rather than
+/// `PublicKey::verify`, whose reduction of k (salty's Montgomery scalar multiplication,
+/// 2 KB) nothing else on the device needs: [`reduce_mod_order`] does it in a few hundred
+/// bytes. S is below L (checked by the caller), so it is used as it is.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_verify(key: &salty::PublicKey, message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
-    key.verify(message, &salty::Signature::from(sig)).map_err(|_| Error::BadSignature)
+fn salty_verify(
+    a: &salty::EdwardsPoint,
+    key: &[u8; 32],
+    message: &[u8],
+    sig: &[u8; 64],
+) -> Result<(), Error> {
+    let (r, s) = sig.split_at(32);
+    let digest = salty::Sha512::new().updated(r).updated(key).updated(message).finalize();
+    let k = salty::Scalar(reduce_mod_order(&digest));
+    let s = salty::Scalar(s.try_into().map_err(|_| Error::BadSignature)?);
+    let sb = &s * &salty::EdwardsPoint::basepoint();
+    let minus_ka = &k * &-a;
+    if (&sb + &minus_ka).compressed().0 == *r {
+        Ok(())
+    } else {
+        Err(Error::BadSignature)
+    }
+}
+
+/// RFC 8032 §5.1.7 step 2 (and §5.1.6 step 5): a 64-byte digest as a little-endian integer,
+/// reduced mod L. Bit by bit from the top: r = 2r + bit, then r - L if r ≥ L (r < L < 2^253
+/// stays in eight words); branch-free. 512 steps of a few dozen instructions, small next to
+/// the two scalar multiplications of a verification.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+fn reduce_mod_order(wide: &[u8; 64]) -> [u8; 32] {
+    let mut l = [0u32; 8];
+    for (w, b) in l.iter_mut().zip(ED25519_ORDER.chunks_exact(4)) {
+        *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+    let mut r = [0u32; 8];
+    for byte in wide.iter().rev() {
+        for bit in (0..8).rev() {
+            let mut carry = u32::from((byte >> bit) & 1);
+            for w in r.iter_mut() {
+                let top = *w >> 31;
+                *w = (*w << 1) | carry;
+                carry = top;
+            }
+            // d = r - L; a final borrow means r < L, and r stays.
+            let mut d = [0u32; 8];
+            let mut borrow = false;
+            for ((d, r), l) in d.iter_mut().zip(&r).zip(&l) {
+                let (x, b1) = r.overflowing_sub(*l);
+                let (x, b2) = x.overflowing_sub(u32::from(borrow));
+                *d = x;
+                borrow = b1 | b2;
+            }
+            let keep = u32::from(borrow).wrapping_neg();
+            for (r, d) in r.iter_mut().zip(&d) {
+                *r = (*r & keep) | (*d & !keep);
+            }
+        }
+    }
+    let mut out = [0u8; 32];
+    for (o, w) in out.chunks_exact_mut(4).zip(&r) {
+        o.copy_from_slice(&w.to_le_bytes());
+    }
+    out
 }
 
 /// The group order L = 2^252 + 27742317777372353535851937790883648493 (RFC 8032 §5.1),
@@ -904,6 +966,53 @@ mod write_key_tests {
             assert!(RustCrypto.write_aead_key(alg, &key[1..], &mut bad).is_err());
             let mut bad_hp = MaybeUninit::uninit();
             assert!(RustCrypto.write_header_key(alg, &key[1..], &mut bad_hp).is_err());
+        }
+    }
+}
+
+#[cfg(all(test, feature = "ed25519", feature = "salty"))]
+mod salty_tests {
+    use super::{reduce_mod_order, ED25519_ORDER};
+
+    /// The device's reduction of a 64-byte digest mod L agrees with curve25519-dalek's
+    /// `from_bytes_mod_order_wide` on edge values (0, L, L - 1, 2L, 2^512 - 1, L at the top)
+    /// and on a spread of pseudo-random digests.
+    #[test]
+    fn reduce_mod_order_matches_dalek() {
+        let check = |c: [u8; 64]| {
+            let dalek = curve25519_dalek::Scalar::from_bytes_mod_order_wide(&c).to_bytes();
+            assert_eq!(reduce_mod_order(&c), dalek, "{c:02x?}");
+        };
+        check([0; 64]);
+        check([0xff; 64]);
+        let mut l = [0u8; 64];
+        l[..32].copy_from_slice(&ED25519_ORDER);
+        check(l);
+        let mut l_minus_1 = l;
+        l_minus_1[0] -= 1;
+        check(l_minus_1);
+        let mut two_l = [0u8; 64];
+        let mut carry = 0u16;
+        for (d, b) in two_l.iter_mut().zip(l) {
+            let v = u16::from(b) * 2 + carry;
+            *d = v as u8;
+            carry = v >> 8;
+        }
+        check(two_l);
+        let mut l_high = [0u8; 64];
+        l_high[32..].copy_from_slice(&ED25519_ORDER);
+        check(l_high);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200 {
+            let mut c = [0u8; 64];
+            for b in c.iter_mut() {
+                // xorshift64*
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                *b = (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8;
+            }
+            check(c);
         }
     }
 }
