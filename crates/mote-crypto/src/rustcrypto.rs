@@ -370,12 +370,14 @@ const FIELD_PRIME: [u8; 32] = [
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
 ];
 
-/// Every encoding of a point of order 1, 2, 4 or 8, compared without the sign bit: y = 0,
-/// 1, p - 1 and the two y of the order-8 points, plus the aliases y + p of 0 and 1 (the
-/// only ones below 2^255). Checked with exact point arithmetic when written.
+/// The canonical encodings of the points of order 1, 2, 4 or 8, compared without the sign
+/// bit: y = 0, 1, p - 1 and the two y of the order-8 points (checked with exact point
+/// arithmetic when written). Their non-canonical aliases y + p (of 0 and 1, the only ones
+/// below 2^255) need no entry: A is refused unless y < p, and R is compared by its encoding
+/// with the canonical encoding of [S]B - [k]A, which an alias never equals.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
-const SMALL_ORDER_Y: [[u8; 32]; 7] = {
-    let mut t = [[0u8; 32]; 7];
+const SMALL_ORDER_Y: [[u8; 32]; 5] = {
+    let mut t = [[0u8; 32]; 5];
     t[1][0] = 1;
     t[2] = [
         0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98,
@@ -387,12 +389,9 @@ const SMALL_ORDER_Y: [[u8; 32]; 7] = {
         0x0f, 0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac,
         0x03, 0x7a,
     ];
-    // p - 1, p, p + 1.
+    // p - 1.
     t[4] = FIELD_PRIME;
     t[4][0] = 0xec;
-    t[5] = FIELD_PRIME;
-    t[6] = FIELD_PRIME;
-    t[6][0] = 0xee;
     t
 };
 
@@ -973,7 +972,20 @@ mod write_key_tests {
 
 #[cfg(all(test, feature = "ed25519", feature = "salty"))]
 mod salty_tests {
-    use super::{reduce_mod_order, ED25519_ORDER};
+    use super::{reduce_mod_order, small_order, ED25519_ORDER, SMALL_ORDER_Y};
+
+    /// [`SMALL_ORDER_Y`] is exactly the eight torsion points' canonical encodings, sign bit
+    /// cleared: each of those is found, and each entry decodes to a point of small order.
+    #[test]
+    fn small_order_table_is_the_torsion_subgroup() {
+        for p in curve25519_dalek::constants::EIGHT_TORSION {
+            assert!(small_order(p.compress().as_bytes()), "{p:?}");
+        }
+        for y in SMALL_ORDER_Y {
+            let p = curve25519_dalek::edwards::CompressedEdwardsY(y).decompress();
+            assert!(p.is_some_and(|p| p.is_small_order()), "{y:02x?}");
+        }
+    }
 
     /// The device's reduction of a 64-byte digest mod L agrees with curve25519-dalek's
     /// `from_bytes_mod_order_wide` on edge values (0, L, L - 1, 2L, 2^512 - 1, L at the top)

@@ -1163,11 +1163,13 @@ mod rustcrypto_only {
                 assert_eq!(r, Err(Error::BadSignature), "{key:02x?}");
             }
         }
-        // A small-order R with a valid key is refused as well.
-        let mut sig = ED25519_TEST1_SIG;
-        sig[..32].copy_from_slice(&identity);
-        let r = RustCrypto.verify(SignatureScheme::Ed25519, &ED25519_TEST1_PUBLIC, b"", &sig);
-        assert_eq!(r, Err(Error::BadSignature));
+        // A small-order R with a valid key is refused as well, in every encoding.
+        for r in [identity, alias, signed] {
+            let mut sig = ED25519_TEST1_SIG;
+            sig[..32].copy_from_slice(&r);
+            let r = RustCrypto.verify(SignatureScheme::Ed25519, &ED25519_TEST1_PUBLIC, b"", &sig);
+            assert_eq!(r, Err(Error::BadSignature));
+        }
     }
 
     /// RustCrypto takes its ephemeral keys from the caller's RNG, so RFC 7748 §6.1 can be
