@@ -5,7 +5,8 @@
 //!   board: QEMU's MPS2 AN386 (Cortex-M4) and a RISC-V `virt`-style board (build check).
 //! - [`measure`]: stack painting and per-phase instruction and time counters.
 //! - `heap` (feature `x509` only): the counting allocator rustls-webpki needs.
-//! - `mem` (Cortex-M only): compact `memcpy`/`memmove`/`memset` replacing compiler_builtins'.
+//! - `mem` (Cortex-M only): compact `memcpy`/`memmove`/`memset`/`memcmp` replacing
+//!   compiler_builtins'.
 //! - [`app`]: the two transactions (HTTP/3 GET 5 KB + POST 1 KB; 1-RTT, then 0-RTT).
 #![cfg_attr(not(test), no_std)]
 
