@@ -398,33 +398,35 @@ fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
     sizes.put(tag::H3_BYTES, core::mem::size_of::<H3>() as u64);
     sizes.put(tag::BUFFER_BYTES, core::mem::size_of::<Buffers>() as u64);
     sizes.put(tag::INSN_INIT, boot_busy);
-    // The deepest point of any phase of either transaction, from the top of the stack.
-    let deepest = kept
-        .iter()
-        .flat_map(|k| k.deepest)
-        .filter(|d| *d != 0)
-        .min()
-        .unwrap_or(crate::measure::stack_top());
-    sizes.put(tag::STACK_PEAK, (crate::measure::stack_top() - deepest) as u64);
-    sizes.put(tag::STACK_SIZE, crate::measure::window() as u64);
-    // Below the event loop's frame, the larger of the two transactions.
-    let below = |k: &Kept, d: usize| if d == 0 { 0 } else { k.frame.saturating_sub(d) };
-    for (i, t) in [tag::STACK_INIT, tag::STACK_OPEN, tag::STACK_TRANSFER, tag::STACK_CLOSE]
-        .into_iter()
-        .enumerate()
-    {
-        let most = kept.iter().map(|k| below(k, k.deepest.get(i).copied().unwrap_or(0))).max();
-        sizes.put(t, most.unwrap_or(0) as u64);
-    }
-    sizes.put(tag::STACK_FRAME, (crate::measure::stack_top() - kept[0].frame) as u64);
+    // The deepest point of any phase of either transaction (from the top of the stack),
+    // and per phase (and event-loop step) the most stack below the event loop's frame, the
+    // larger of the two transactions. 0: not measured.
+    let top = crate::measure::stack_top();
+    let mut deepest = top;
+    let mut phases = [0usize; 4];
     #[cfg(feature = "stack-steps")]
-    for (i, t) in [tag::STEP_RECEIVE, tag::STEP_TRANSMIT, tag::STEP_H3, tag::STEP_TIMEOUT]
-        .into_iter()
-        .enumerate()
-    {
-        let most = kept.iter().map(|k| below(k, k.steps.get(i).copied().unwrap_or(0))).max();
-        sizes.put(t, most.unwrap_or(0) as u64);
+    let mut steps = [0usize; 4];
+    for k in kept {
+        for (most, d) in phases.iter_mut().zip(k.deepest) {
+            if d != 0 {
+                deepest = deepest.min(d);
+                *most = (*most).max(k.frame.saturating_sub(d));
+            }
+        }
+        #[cfg(feature = "stack-steps")]
+        for (most, d) in steps.iter_mut().zip(k.steps) {
+            if d != 0 {
+                *most = (*most).max(k.frame.saturating_sub(d));
+            }
+        }
     }
+    sizes.put(tag::STACK_PEAK, (top - deepest) as u64);
+    sizes.put(tag::STACK_SIZE, crate::measure::window() as u64);
+    // The tags of the phases (and of the steps) are consecutive.
+    put_each(&mut sizes, tag::STACK_INIT, &phases.map(|b| b as u64));
+    sizes.put(tag::STACK_FRAME, (top - kept[0].frame) as u64);
+    #[cfg(feature = "stack-steps")]
+    put_each(&mut sizes, tag::STEP_RECEIVE, &steps.map(|b| b as u64));
     send_frame(board, kind::REPORT, sizes.bytes());
 }
 
@@ -475,6 +477,13 @@ fn storage(store: Store<'_>) -> Storage<&'_ mut [u8], &'_ mut [u8], STREAMS> {
     }
 }
 
+/// Adds `values` under the consecutive tags from `first` on.
+fn put_each(r: &mut Report, first: u8, values: &[u64; 4]) {
+    for (i, v) in values.iter().enumerate() {
+        r.put(first + i as u8, *v);
+    }
+}
+
 /// Sends the report of transaction `which` (0: 1-RTT, 1: 0-RTT).
 #[inline(never)]
 fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
@@ -485,17 +494,9 @@ fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     r.put(tag::GET_STATUS, u64::from(o.get_status));
     r.put(tag::POST_STATUS, u64::from(o.post_status));
     r.put(tag::GET_BYTES, o.get_bytes as u64);
-    for (i, t) in [tag::INSN_INIT, tag::INSN_OPEN, tag::INSN_TRANSFER, tag::INSN_CLOSE]
-        .into_iter()
-        .enumerate()
-    {
-        r.put(t, o.phases.insn.get(i).copied().unwrap_or(0));
-    }
-    for (i, t) in
-        [tag::US_INIT, tag::US_OPEN, tag::US_TRANSFER, tag::US_CLOSE].into_iter().enumerate()
-    {
-        r.put(t, o.phases.us.get(i).copied().unwrap_or(0));
-    }
+    // The tags of the four phases are consecutive.
+    put_each(&mut r, tag::INSN_INIT, &o.phases.insn);
+    put_each(&mut r, tag::US_INIT, &o.phases.us);
     r.put(tag::DATAGRAMS_SENT, o.stats.datagrams_sent);
     r.put(tag::BYTES_SENT, o.stats.bytes_sent);
     r.put(tag::DATAGRAMS_RECEIVED, o.stats.datagrams_received);
