@@ -273,13 +273,14 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
     if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) || small_order(key) || small_order(r) {
         return Err(Error::BadSignature);
     }
+    let k = challenge(r, key, message);
     let a = salty_key(key)?;
-    salty_verify(&a, key, message, sig)
+    salty_verify(&a, &k, sig)
 }
 
-// Decoding A and checking the signature are separate frames (issue 8): inlined together,
-// the decompression's temporaries add to the verification's ~2 KB on the device's deepest
-// stack path (the TLS CertificateVerify).
+// Hashing, decoding A and checking the signature are separate frames (issue 8): inlined
+// together, the hash state and the decompression's temporaries add to the verification's
+// ~2 KB on the device's deepest stack path (the TLS CertificateVerify).
 /// RFC 8032 §5.1.7 step 1: decodes A (salty checks that it is on the curve).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
@@ -287,23 +288,16 @@ fn salty_key(key: &[u8; 32]) -> Result<salty::EdwardsPoint, Error> {
     salty::CompressedY(*key).decompressed().map_err(|_| Error::BadSignature)
 }
 
-/// RFC 8032 §5.1.7 steps 2–3: k = SHA-512(R || A || M) mod L, and [S]B == R + [k]A checked
-/// as R == [S]B + [k](-A) by encoding. Written on salty's point API rather than
-/// `PublicKey::verify`, whose reduction of k (salty's Montgomery scalar multiplication,
-/// 2 KB) nothing else on the device needs: [`reduce_mod_order`] does it in a few hundred
-/// bytes. SHA-512 is sha2's (compact rounds with feature `compact`: 0.4 KB less than
-/// salty's unrolled one). S is below L (checked by the caller), so it is used as it is.
+/// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B + [k](-A) by encoding.
+/// Written on salty's point API rather than `PublicKey::verify`, whose reduction of k
+/// (salty's Montgomery scalar multiplication, 2 KB) nothing else on the device needs:
+/// [`challenge`] computes k in a few hundred bytes. S is below L (checked by the caller), so
+/// it is used as it is.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_verify(
-    a: &salty::EdwardsPoint,
-    key: &[u8; 32],
-    message: &[u8],
-    sig: &[u8; 64],
-) -> Result<(), Error> {
+fn salty_verify(a: &salty::EdwardsPoint, k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
-    let digest = sha2::Sha512::new().chain_update(r).chain_update(key).chain_update(message);
-    let k = salty::Scalar(reduce_mod_order(&digest.finalize().into()));
+    let k = salty::Scalar(*k);
     let s = salty::Scalar(s.try_into().map_err(|_| Error::BadSignature)?);
     let sb = &s * &salty::EdwardsPoint::basepoint();
     let minus_ka = &k * &-a;
@@ -312,6 +306,15 @@ fn salty_verify(
     } else {
         Err(Error::BadSignature)
     }
+}
+
+/// RFC 8032 §5.1.7 step 2: k = SHA-512(R || A || M) mod L. SHA-512 is sha2's (compact
+/// rounds with feature `compact`: 0.4 KB less than salty's unrolled one).
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn challenge(r: &[u8], key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+    let digest = sha2::Sha512::new().chain_update(r).chain_update(key).chain_update(message);
+    reduce_mod_order(&digest.finalize().into())
 }
 
 /// RFC 8032 §5.1.7 step 2 (and §5.1.6 step 5): a 64-byte digest as a little-endian integer,
