@@ -26,3 +26,100 @@ pub trait Board {
     /// Ends the run (on QEMU: exits with `code`).
     fn exit(&mut self, code: u32) -> !;
 }
+
+/// Longest single sleep: the boards' 32-bit tick counters wrap after minutes (MPS2: 171 s
+/// at 25 MHz; RISC-V: 429 s at 10 MHz), so the clock must be read well within that.
+pub const MAX_SLEEP_US: u64 = 10_000_000;
+
+/// The time keeping both boards share: a 32-bit up-counting hardware tick counter at
+/// `TICKS_PER_US` MHz, extended to 64-bit microseconds since boot (32-bit division only: no
+/// 64-bit division on the device path), and the ticks spent asleep.
+pub struct Clock<const TICKS_PER_US: u32> {
+    /// The counter at the last reading.
+    last: u32,
+    /// Microseconds since boot, and the ticks not yet converted (always < `TICKS_PER_US`).
+    us: u64,
+    sub: u32,
+    /// Ticks since boot, and ticks spent asleep.
+    ticks: u64,
+    asleep_ticks: u64,
+}
+
+impl<const TICKS_PER_US: u32> Clock<TICKS_PER_US> {
+    /// Nanoseconds per tick (40 at 25 MHz, 100 at 10 MHz).
+    const NS_PER_TICK: u64 = 1000 / TICKS_PER_US as u64;
+
+    /// A clock starting at the counter value `count`.
+    pub const fn new(count: u32) -> Self {
+        Self { last: count, us: 0, sub: 0, ticks: 0, asleep_ticks: 0 }
+    }
+
+    /// Advances to the counter value `count` (read at least once per wrap of the counter);
+    /// returns microseconds since boot.
+    pub fn update(&mut self, count: u32) -> u64 {
+        let delta = count.wrapping_sub(self.last);
+        self.last = count;
+        self.ticks += u64::from(delta);
+        let total = self.sub + delta % TICKS_PER_US;
+        self.us += u64::from(delta / TICKS_PER_US + total / TICKS_PER_US);
+        self.sub = total % TICKS_PER_US;
+        self.us
+    }
+
+    /// Records `ticks` spent asleep.
+    pub fn slept(&mut self, ticks: u64) {
+        self.asleep_ticks += ticks;
+    }
+
+    /// Nanoseconds not spent asleep, up to the last [`Clock::update`].
+    pub fn busy_ns(&self) -> u64 {
+        (self.ticks - self.asleep_ticks) * Self::NS_PER_TICK
+    }
+}
+
+/// How long to sleep at `now_us` for `deadline_us` (none: until woken, at most
+/// [`MAX_SLEEP_US`]); `None` if the deadline has passed.
+pub fn sleep_span(now_us: u64, deadline_us: Option<u64>) -> Option<u64> {
+    match deadline_us {
+        Some(d) if d <= now_us => None,
+        Some(d) => Some((d - now_us).min(MAX_SLEEP_US)),
+        None => Some(MAX_SLEEP_US),
+    }
+}
+
+/// The device seed for the random generator: the seed provisioned in flash
+/// ([`crate::DEVICE_SEED`]) mixed with the timer's bytes (the boards have no TRNG; under
+/// QEMU the timer depends on the host's timing of the serial line). A real device reads its
+/// TRNG instead.
+pub fn seed_with_timer(timer: &[u8]) -> [u8; 32] {
+    let mut seed = *crate::DEVICE_SEED;
+    for (s, t) in seed.iter_mut().zip(timer.iter().cycle()) {
+        *s ^= *t;
+    }
+    seed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_carries_sub_microsecond_ticks_and_wraps() {
+        let mut c = Clock::<25>::new(u32::MAX - 60);
+        // 24 ticks: no whole µs yet; one more tick completes it.
+        assert_eq!(c.update(u32::MAX - 36), 0);
+        assert_eq!(c.update(u32::MAX - 35), 1);
+        // Across the counter's wrap: 50 more ticks = 2 µs.
+        assert_eq!(c.update(14), 3);
+        c.slept(25);
+        assert_eq!(c.busy_ns(), (75 - 25) * 40);
+    }
+
+    #[test]
+    fn sleep_span_is_bounded() {
+        assert_eq!(sleep_span(10, Some(10)), None);
+        assert_eq!(sleep_span(10, Some(15)), Some(5));
+        assert_eq!(sleep_span(0, Some(u64::MAX)), Some(MAX_SLEEP_US));
+        assert_eq!(sleep_span(0, None), Some(MAX_SLEEP_US));
+    }
+}

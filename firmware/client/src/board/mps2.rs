@@ -10,7 +10,7 @@
 
 use core::ptr::{read_volatile, write_volatile};
 
-use super::Board;
+use super::{sleep_span, Board, Clock};
 
 /// CMSDK APB UART0 (AN386 memory map).
 const UART0: usize = 0x4000_4000;
@@ -40,9 +40,6 @@ const TIMER_IRQ_EN: u32 = 1 << 3;
 const IRQ_TIMER1: u32 = 9;
 /// Timer ticks per microsecond (25 MHz).
 const TICKS_PER_US: u32 = 25;
-/// Longest single sleep: the 32-bit tick counter wraps after 171 s, so it must be read
-/// well within that.
-const MAX_SLEEP_US: u64 = 10_000_000;
 
 /// NVIC set-enable and clear-pending registers (ARMv7-M).
 const NVIC_ISER0: usize = 0xe000_e100;
@@ -71,16 +68,14 @@ fn write(addr: usize, v: u32) {
     unsafe { write_volatile(addr as *mut u32, v) }
 }
 
-/// The board's state: the 64-bit extension of the tick counter and the sleep account.
+/// Timer 0 as an up-counter (it counts down from `u32::MAX`).
+fn ticks() -> u32 {
+    !read(TIMER0 + TIMER_VALUE)
+}
+
+/// The board's state: the clock (timer 0) and its sleep account.
 pub struct Mps2 {
-    last: u32,
-    /// Microseconds since boot, and the ticks not yet converted (always < 25).
-    us: u64,
-    sub: u32,
-    /// Ticks spent asleep.
-    asleep_ticks: u64,
-    /// Ticks since boot.
-    ticks: u64,
+    clock: Clock<TICKS_PER_US>,
 }
 
 impl Mps2 {
@@ -93,32 +88,18 @@ impl Mps2 {
         write(TIMER0 + TIMER_VALUE, u32::MAX);
         write(TIMER0 + TIMER_CTRL, TIMER_EN);
         write(NVIC_ISER0, (1 << IRQ_UART0_RX) | (1 << IRQ_TIMER1));
-        Self { last: u32::MAX, us: 0, sub: 0, asleep_ticks: 0, ticks: 0 }
-    }
-
-    /// Advances the clock from the down-counting timer 0.
-    fn tick(&mut self) {
-        let v = read(TIMER0 + TIMER_VALUE);
-        let delta = self.last.wrapping_sub(v);
-        self.last = v;
-        self.ticks += u64::from(delta);
-        // 32-bit division only (no 64-bit division on the device path).
-        let total = self.sub + delta % TICKS_PER_US;
-        self.us += u64::from(delta / TICKS_PER_US + total / TICKS_PER_US);
-        self.sub = total % TICKS_PER_US;
+        Self { clock: Clock::new(0) }
     }
 }
 
 impl Board for Mps2 {
     fn now_us(&mut self) -> u64 {
-        self.tick();
-        self.us
+        self.clock.update(ticks())
     }
 
     fn busy_ns(&mut self) -> u64 {
-        self.tick();
-        // 40 ns per 25 MHz tick.
-        (self.ticks - self.asleep_ticks) * 40
+        self.clock.update(ticks());
+        self.clock.busy_ns()
     }
 
     fn write_byte(&mut self, b: u8) {
@@ -137,44 +118,30 @@ impl Board for Mps2 {
     }
 
     fn sleep_until(&mut self, deadline_us: Option<u64>) {
-        let now = self.now_us();
-        let wait = match deadline_us {
-            Some(d) if d <= now => return,
-            Some(d) => (d - now).min(MAX_SLEEP_US),
-            None => MAX_SLEEP_US,
-        };
+        let Some(wait) = sleep_span(self.now_us(), deadline_us) else { return };
         if read(UART0 + UART_STATE) & STATE_RX_FULL != 0 {
             return;
         }
         // Alarm in `wait` µs (≤ 10 s: 250 M ticks, fits in 32 bits).
-        let ticks = (wait as u32).saturating_mul(TICKS_PER_US).max(1);
+        let alarm = (wait as u32).saturating_mul(TICKS_PER_US).max(1);
         write(TIMER1 + TIMER_CTRL, 0);
         write(TIMER1 + TIMER_INTCLEAR, 1);
         write(NVIC_ICPR0, 1 << IRQ_TIMER1);
-        write(TIMER1 + TIMER_RELOAD, ticks);
-        write(TIMER1 + TIMER_VALUE, ticks);
+        write(TIMER1 + TIMER_RELOAD, alarm);
+        write(TIMER1 + TIMER_VALUE, alarm);
         write(TIMER1 + TIMER_CTRL, TIMER_EN | TIMER_IRQ_EN);
-        let before = read(TIMER0 + TIMER_VALUE);
+        let before = ticks();
         // A byte that arrived after the check above is pending in the NVIC: WFI returns.
         cortex_m::asm::wfi();
-        let after = read(TIMER0 + TIMER_VALUE);
-        self.asleep_ticks += u64::from(before.wrapping_sub(after));
+        self.clock.slept(u64::from(ticks().wrapping_sub(before)));
         write(TIMER1 + TIMER_CTRL, 0);
         write(TIMER1 + TIMER_INTCLEAR, 1);
         write(NVIC_ICPR0, 1 << IRQ_TIMER1);
-        self.tick();
+        self.clock.update(ticks());
     }
 
     fn entropy(&mut self) -> [u8; 32] {
-        // The MPS2 has no TRNG: a device-unique seed provisioned in flash, mixed with the
-        // timer (which under QEMU depends on the host's timing of the serial line). A real
-        // device reads its TRNG here.
-        let mut seed = *crate::DEVICE_SEED;
-        let t = read(TIMER0 + TIMER_VALUE).to_le_bytes();
-        for (s, t) in seed.iter_mut().zip(t.iter().cycle()) {
-            *s ^= *t;
-        }
-        seed
+        super::seed_with_timer(&read(TIMER0 + TIMER_VALUE).to_le_bytes())
     }
 
     fn exit(&mut self, code: u32) -> ! {

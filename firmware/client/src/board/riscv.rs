@@ -8,7 +8,7 @@
 
 use core::ptr::{read_volatile, write_volatile};
 
-use super::Board;
+use super::{sleep_span, Board, Clock};
 
 const UART: usize = 0x1000_0000;
 const RBR_THR: usize = 0;
@@ -20,8 +20,6 @@ const LSR_THR_EMPTY: u8 = 1 << 5;
 const MTIME: usize = 0x0200_bff8;
 const MTIMECMP: usize = 0x0200_4000;
 const TICKS_PER_US: u32 = 10;
-/// Longest single sleep.
-const MAX_SLEEP_US: u64 = 10_000_000;
 
 fn read8(addr: usize) -> u8 {
     // SAFETY: `addr` is a UART register of this board.
@@ -46,13 +44,9 @@ fn mtime() -> u64 {
     }
 }
 
-/// The board's state.
+/// The board's state: the clock (`mtime`, low word) and its sleep account.
 pub struct Virt {
-    last: u32,
-    us: u64,
-    sub: u32,
-    asleep_ticks: u64,
-    ticks: u64,
+    clock: Clock<TICKS_PER_US>,
 }
 
 impl Virt {
@@ -65,29 +59,18 @@ impl Virt {
             riscv::register::mie::set_mtimer();
             riscv::register::mie::set_mext();
         }
-        Self { last: mtime() as u32, us: 0, sub: 0, asleep_ticks: 0, ticks: 0 }
-    }
-
-    fn tick(&mut self) {
-        let v = mtime() as u32;
-        let delta = v.wrapping_sub(self.last);
-        self.last = v;
-        self.ticks += u64::from(delta);
-        let total = self.sub + delta % TICKS_PER_US;
-        self.us += u64::from(delta / TICKS_PER_US + total / TICKS_PER_US);
-        self.sub = total % TICKS_PER_US;
+        Self { clock: Clock::new(mtime() as u32) }
     }
 }
 
 impl Board for Virt {
     fn now_us(&mut self) -> u64 {
-        self.tick();
-        self.us
+        self.clock.update(mtime() as u32)
     }
 
     fn busy_ns(&mut self) -> u64 {
-        self.tick();
-        (self.ticks - self.asleep_ticks) * 100
+        self.clock.update(mtime() as u32);
+        self.clock.busy_ns()
     }
 
     fn write_byte(&mut self, b: u8) {
@@ -100,12 +83,7 @@ impl Board for Virt {
     }
 
     fn sleep_until(&mut self, deadline_us: Option<u64>) {
-        let now = self.now_us();
-        let wait = match deadline_us {
-            Some(d) if d <= now => return,
-            Some(d) => (d - now).min(MAX_SLEEP_US),
-            None => MAX_SLEEP_US,
-        };
+        let Some(wait) = sleep_span(self.now_us(), deadline_us) else { return };
         if read8(UART + LSR) & LSR_DATA_READY != 0 {
             return;
         }
@@ -119,16 +97,12 @@ impl Board for Virt {
             write_volatile((MTIMECMP + 4) as *mut u32, (at >> 32) as u32);
         }
         riscv::asm::wfi();
-        self.asleep_ticks += mtime() - before;
-        self.tick();
+        self.clock.slept(mtime() - before);
+        self.clock.update(mtime() as u32);
     }
 
     fn entropy(&mut self) -> [u8; 32] {
-        let mut seed = *crate::DEVICE_SEED;
-        for (s, t) in seed.iter_mut().zip(mtime().to_le_bytes().iter().cycle()) {
-            *s ^= *t;
-        }
-        seed
+        super::seed_with_timer(&mtime().to_le_bytes())
     }
 
     fn exit(&mut self, _code: u32) -> ! {
