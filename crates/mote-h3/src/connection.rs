@@ -54,12 +54,12 @@ use crate::frame::{
 #[cfg(feature = "server")]
 use crate::message::Response;
 use crate::message::{self, Request};
-use crate::qpack::instructions::{parse_decoder_instruction, parse_encoder_instruction};
+use crate::qpack::prefix::{decode_int, PrefixError};
 #[cfg(feature = "dynamic-table")]
 use crate::qpack::{instructions::write_decoder_instruction, DynamicTable};
-use crate::qpack::{
-    DecodeError, Decoded, DecoderInstruction, EncoderInstruction, FieldEncoder, FieldSection,
-};
+#[cfg(feature = "dynamic-table")]
+use crate::qpack::DecoderInstruction;
+use crate::qpack::{DecodeError, Decoded, FieldEncoder, FieldSection};
 
 /// What the session needs from the QUIC connection. Stream IDs are QUIC stream IDs.
 pub trait Transport {
@@ -783,32 +783,35 @@ impl<'t> Connection<'t> {
             let event = self.next_unblocked().map(Event::Unblocked);
             return Ok(Recv::new(pos + n, event));
         }
-        // No dynamic table: only Set Dynamic Table Capacity 0 is acceptable.
-        let mut used = 0;
-        loop {
-            let tail = rest.get(used..).unwrap_or(&[]);
-            match parse_encoder_instruction(tail, 0)
-                .map_err(|_| H3Error::QpackEncoderStreamError)?
-            {
-                None => return Ok(Recv::new(pos + used, None)),
-                Some((EncoderInstruction::SetCapacity(0), n)) => used += n,
-                Some(_) => return Err(H3Error::QpackEncoderStreamError),
-            }
+        // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is acceptable,
+        // and its one encoding is the byte 0x20 (RFC 9204 §4.3.1: `001` Capacity(5+), a
+        // 5-bit prefix below 31 takes no continuation byte). Every other instruction is an
+        // error whatever follows its first byte: a capacity above 0 exceeds our maximum
+        // (§4.3.1), an insertion does not fit a table of capacity 0 (§3.2.2), a
+        // duplicate references an entry that does not exist (§4.3.4).
+        if rest.iter().all(|&b| b == 0x20) {
+            Ok(Recv::new(input.len(), None))
+        } else {
+            Err(H3Error::QpackEncoderStreamError)
         }
     }
 
-    fn recv_decoder<'a>(&mut self, input: &'a [u8], pos: usize) -> Result<Recv<'a>, H3Error> {
-        let rest = input.get(pos..).unwrap_or(&[]);
-        let mut used = 0;
+    fn recv_decoder<'a>(&mut self, input: &'a [u8], mut pos: usize) -> Result<Recv<'a>, H3Error> {
+        // Our encoder never references or inserts into the dynamic table, so there is no
+        // section to acknowledge and no insertion to count: a Section Acknowledgment
+        // (`1` StreamID(7+), RFC 9204 §4.4.1) or an Insert Count Increment (`00`
+        // Increment(6+), §4.4.3) is an error as soon as its first byte arrives. A Stream
+        // Cancellation (`01` StreamID(6+), §4.4.2) is harmless once complete.
         loop {
-            let tail = rest.get(used..).unwrap_or(&[]);
-            match parse_decoder_instruction(tail).map_err(|_| H3Error::QpackDecoderStreamError)? {
-                None => return Ok(Recv::new(pos + used, None)),
-                // Our encoder never references or inserts into the dynamic table, so there
-                // is no section to acknowledge and no insertion to count (RFC 9204 §4.4.1,
-                // §4.4.3). A cancellation is harmless.
-                Some((DecoderInstruction::StreamCancel(_), n)) => used += n,
-                Some(_) => return Err(H3Error::QpackDecoderStreamError),
+            let rest = input.get(pos..).unwrap_or(&[]);
+            let Some(&b) = rest.first() else { return Ok(Recv::new(pos, None)) };
+            if b & 0xc0 != 0x40 {
+                return Err(H3Error::QpackDecoderStreamError);
+            }
+            match decode_int(rest, 6) {
+                Ok((_, n)) => pos += n,
+                Err(PrefixError::Incomplete) => return Ok(Recv::new(pos, None)),
+                Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
             }
         }
     }

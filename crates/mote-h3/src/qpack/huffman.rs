@@ -2,10 +2,11 @@
 //! literals (RFC 9204 §4.1.2).
 //!
 //! The code is canonical: codes of one length are consecutive and ordered by symbol, and
-//! each length starts where the previous one ended, shifted left. So only the 257 code
-//! lengths are stored; first codes, per-symbol ranks and the symbol order are computed at
-//! compile time. Decoding walks the canonical code one bit at a time (as zlib's `puff`
-//! does) with no decode table, which keeps flash small; strings here are short.
+//! each length starts where the previous one ended, shifted left. So the image carries only
+//! the number of codes of each length and the symbols in canonical order (287 bytes, built
+//! from the 257 code lengths at compile time). Decoding walks the code one bit at a time
+//! (as zlib's `puff` does) and encoding looks a byte's position up in that order; strings
+//! here are short, and flash is what a device lacks.
 
 use crate::coding::Out;
 use crate::error::BufferTooSmall;
@@ -35,58 +36,72 @@ const LENGTHS: [u8; 257] = [
 /// The longest code (EOS and three control bytes).
 const MAX_LEN: usize = 30;
 
-struct Tables {
-    /// Number of codes of each length.
-    count: [u16; MAX_LEN + 1],
-    /// The first (numerically smallest) code of each length.
-    first: [u32; MAX_LEN + 1],
-    /// Index in `sorted` of the first symbol of each length.
-    offset: [u16; MAX_LEN + 1],
-    /// Each symbol's position among the symbols of its length.
-    rank: [u8; 257],
-    /// Symbols 0..=255 in canonical order; position 256 would be EOS.
+/// The code in the form the image carries: how many codes each length has, and the symbols
+/// in canonical order (by length, then by value). The order and the counts are all a
+/// canonical code needs (RFC 7541 Appendix B is one): each length's first code follows the
+/// previous length's last, shifted left. 287 bytes instead of a code per symbol plus a
+/// decoding table.
+struct Canonical {
+    /// Number of codes of each length (index 0 unused).
+    count: [u8; MAX_LEN + 1],
+    /// Symbols 0..=255 in canonical order; position 256 would be EOS (the last code).
     sorted: [u8; 256],
 }
 
-// Only evaluated at compile time (`static TABLES = build()`): an out-of-range index here
+// Only evaluated at compile time (`static CANONICAL = build()`): an out-of-range index here
 // is a build error, never a run-time panic.
 #[allow(clippy::indexing_slicing)]
-const fn build() -> Tables {
-    let mut count = [0u16; MAX_LEN + 1];
+const fn build() -> Canonical {
+    let mut count = [0u8; MAX_LEN + 1];
     let mut i = 0;
     while i < 257 {
         count[LENGTHS[i] as usize] += 1;
         i += 1;
     }
-    let mut first = [0u32; MAX_LEN + 1];
-    let mut offset = [0u16; MAX_LEN + 1];
-    let mut code = 0u32;
-    let mut acc = 0u16;
+    let mut sorted = [0u8; 256];
+    let mut at = 0;
     let mut len = 1;
     while len <= MAX_LEN {
-        code = (code + count[len - 1] as u32) << 1;
-        first[len] = code;
-        acc += count[len - 1];
-        offset[len] = acc;
+        let mut sym = 0;
+        while sym < 256 {
+            if LENGTHS[sym] as usize == len {
+                sorted[at] = sym as u8;
+                at += 1;
+            }
+            sym += 1;
+        }
         len += 1;
     }
-    let mut seen = [0u8; MAX_LEN + 1];
-    let mut rank = [0u8; 257];
-    let mut sorted = [0u8; 256];
-    let mut sym = 0;
-    while sym < 257 {
-        let l = LENGTHS[sym] as usize;
-        rank[sym] = seen[l];
-        if sym < 256 {
-            sorted[offset[l] as usize + seen[l] as usize] = sym as u8;
-        }
-        seen[l] += 1;
-        sym += 1;
-    }
-    Tables { count, first, offset, rank, sorted }
+    // EOS is the one code of length 30 not among the bytes, and the last in order.
+    assert!(at == 256 && LENGTHS[256] as usize == MAX_LEN);
+    Canonical { count, sorted }
 }
 
-static TABLES: Tables = build();
+static CANONICAL: Canonical = build();
+
+/// Walks the canonical code length by length: for each length, its first code and the
+/// position of its first symbol in canonical order (as zlib's `puff` does).
+struct Walk {
+    len: usize,
+    first: u32,
+    index: usize,
+    count: u32,
+}
+
+impl Walk {
+    const fn new() -> Self {
+        Self { len: 0, first: 0, index: 0, count: 0 }
+    }
+
+    /// Moves to the next length; false past the longest.
+    fn next_len(&mut self) -> bool {
+        self.index += self.count as usize;
+        self.first = (self.first + self.count) << 1;
+        self.len += 1;
+        self.count = u32::from(CANONICAL.count.get(self.len).copied().unwrap_or(0));
+        self.len <= MAX_LEN
+    }
+}
 
 /// Why Huffman-coded bytes could not be decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,18 +114,22 @@ pub enum HuffmanError {
     OutputFull,
 }
 
-/// The code and its length in bits for `sym` (0..=256).
+/// The code and its length in bits for `sym` (0..=256): its position in canonical order,
+/// then the length whose codes cover that position.
 fn code_of(sym: usize) -> (u32, u32) {
-    let len = LENGTHS.get(sym).copied().unwrap_or(0);
-    let first = TABLES.first.get(usize::from(len)).copied().unwrap_or(0);
-    let rank = TABLES.rank.get(sym).copied().unwrap_or(0);
-    (first + u32::from(rank), u32::from(len))
+    let pos = CANONICAL.sorted.iter().position(|&s| usize::from(s) == sym).unwrap_or(256);
+    let mut w = Walk::new();
+    while w.next_len() {
+        if pos < w.index + w.count as usize {
+            return (w.first + (pos - w.index) as u32, w.len as u32);
+        }
+    }
+    (0, 0)
 }
 
 /// Bytes the Huffman coding of `s` takes.
 pub fn encoded_len(s: &[u8]) -> usize {
-    let bits: usize =
-        s.iter().map(|&b| usize::from(LENGTHS.get(usize::from(b)).copied().unwrap_or(0))).sum();
+    let bits: usize = s.iter().map(|&b| code_of(usize::from(b)).1 as usize).sum();
     (bits + 7) >> 3
 }
 
@@ -144,36 +163,35 @@ pub fn decode_with(
     mut emit: impl FnMut(u8) -> Result<(), HuffmanError>,
 ) -> Result<(), HuffmanError> {
     let mut code: u32 = 0;
-    let mut len: usize = 0;
+    let mut w = Walk::new();
     let mut ones = true;
     for &byte in input {
         let mut bit = 8;
         while bit > 0 {
             bit -= 1;
             let b = u32::from((byte >> bit) & 1);
-            code = (code << 1) | b;
-            len += 1;
+            code |= b;
             ones &= b == 1;
-            if len > MAX_LEN {
+            if !w.next_len() {
                 return Err(HuffmanError::Invalid);
             }
-            let count = u32::from(TABLES.count.get(len).copied().unwrap_or(0));
-            let first = TABLES.first.get(len).copied().unwrap_or(0);
-            if let Some(delta) = code.checked_sub(first) {
-                if delta < count {
-                    let idx =
-                        usize::from(TABLES.offset.get(len).copied().unwrap_or(0)) + delta as usize;
-                    // Position 256 is EOS, which must never appear in the data.
-                    let sym = *TABLES.sorted.get(idx).ok_or(HuffmanError::Invalid)?;
-                    emit(sym)?;
-                    code = 0;
-                    len = 0;
-                    ones = true;
-                }
+            // Codes of this length are first..first + count.
+            if let Some(delta) = code.checked_sub(w.first).filter(|&d| d < w.count) {
+                // Position 256 is EOS, which must never appear in the data.
+                let sym = *CANONICAL
+                    .sorted
+                    .get(w.index + delta as usize)
+                    .ok_or(HuffmanError::Invalid)?;
+                emit(sym)?;
+                code = 0;
+                w = Walk::new();
+                ones = true;
+            } else {
+                code <<= 1;
             }
         }
     }
-    if len > 7 || !ones {
+    if w.len > 7 || !ones {
         return Err(HuffmanError::Invalid);
     }
     Ok(())
