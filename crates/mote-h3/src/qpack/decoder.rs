@@ -125,8 +125,8 @@ pub(crate) fn decode_with<'o, T: TableView>(
             let (i, n) = decode_int(rest, 6).map_err(incomplete)?;
             rest = rest.get(n..).ok_or(DecodeError::Failed)?;
             if b & 0x40 != 0 {
-                let (name, value) = static_table::get(i).ok_or(DecodeError::Failed)?;
-                pushed(w.push(Src::one(name), Src::one(value), false))?;
+                let (name, value) = static_table::get_coded(i).ok_or(DecodeError::Failed)?;
+                pushed(w.push(Src::Huffman(name), Src::Huffman(value), false))?;
             } else {
                 let (name, value) = dynamic(relative(i))?;
                 pushed(w.push(name, value, false))?;
@@ -138,7 +138,7 @@ pub(crate) fn decode_with<'o, T: TableView>(
             let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
             rest = rest.get(n..).ok_or(DecodeError::Failed)?;
             let name = if b & 0x10 != 0 {
-                Src::one(static_table::get(i).ok_or(DecodeError::Failed)?.0)
+                Src::Huffman(static_table::get_coded(i).ok_or(DecodeError::Failed)?.0)
             } else {
                 dynamic(relative(i))?.0
             };

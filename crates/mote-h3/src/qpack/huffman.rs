@@ -77,7 +77,86 @@ const fn build() -> Canonical {
     Canonical { count, sorted }
 }
 
-static CANONICAL: Canonical = build();
+const BUILT: Canonical = build();
+static CANONICAL: Canonical = BUILT;
+
+/// The code and its length in bits for byte `sym`, at compile time (tables coded in the
+/// image, such as the QPACK static table). The first code of a length is the previous
+/// length's first code plus its count, shifted left; a code adds the symbol's rank among
+/// the symbols of its length.
+#[allow(clippy::indexing_slicing)]
+pub(crate) const fn const_code(sym: u8) -> (u32, u32) {
+    let len = LENGTHS[sym as usize] as usize;
+    let mut first = 0u32;
+    let mut l = 1;
+    while l < len {
+        first = (first + BUILT.count[l] as u32) << 1;
+        l += 1;
+    }
+    let mut rank = 0u32;
+    let mut s = 0;
+    while s < sym as usize {
+        if LENGTHS[s] as usize == len {
+            rank += 1;
+        }
+        s += 1;
+    }
+    (first + rank, len as u32)
+}
+
+/// The Huffman-coded length of `s`, at compile time.
+#[allow(clippy::indexing_slicing)]
+pub(crate) const fn const_encoded_len(s: &[u8]) -> usize {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < s.len() {
+        bits += LENGTHS[s[i] as usize] as usize;
+        i += 1;
+    }
+    (bits + 7) >> 3
+}
+
+/// Writes the Huffman coding of `s` (padded with ones) into `out` from `at`, at compile
+/// time; returns the position after it.
+#[allow(clippy::indexing_slicing)]
+pub(crate) const fn const_encode<const N: usize>(s: &[u8], out: &mut [u8; N], at: usize) -> usize {
+    let mut acc: u64 = 0;
+    let mut nbits: u32 = 0;
+    let mut at = at;
+    let mut i = 0;
+    while i < s.len() {
+        let (code, len) = const_code(s[i]);
+        acc = (acc << len) | code as u64;
+        nbits += len;
+        while nbits >= 8 {
+            nbits -= 8;
+            out[at] = (acc >> nbits) as u8;
+            at += 1;
+        }
+        acc &= (1u64 << nbits) - 1;
+        i += 1;
+    }
+    if nbits > 0 {
+        out[at] = ((acc << (8 - nbits)) as u8) | (0xffu8 >> nbits);
+        at += 1;
+    }
+    at
+}
+
+/// Whether Huffman-coded `coded` decodes to exactly `plain` (decoding stops at the first
+/// byte that differs).
+pub(crate) fn decodes_to(coded: &[u8], plain: &[u8]) -> bool {
+    let mut at = 0;
+    let same = decode_with(coded, |b| {
+        if plain.get(at) == Some(&b) {
+            at += 1;
+            Ok(())
+        } else {
+            Err(HuffmanError::Invalid)
+        }
+    });
+    same.is_ok() && at == plain.len()
+}
 
 /// Walks the canonical code length by length: for each length, its first code and the
 /// position of its first symbol in canonical order (as zlib's `puff` does).
@@ -161,6 +240,14 @@ pub fn encode(s: &[u8], out: &mut Out<'_>) -> Result<(), BufferTooSmall> {
 pub fn decode_with(
     input: &[u8],
     mut emit: impl FnMut(u8) -> Result<(), HuffmanError>,
+) -> Result<(), HuffmanError> {
+    walk(input, &mut emit)
+}
+
+/// [`decode_with`]'s one copy: every caller shares it through a `dyn` callback.
+fn walk(
+    input: &[u8],
+    emit: &mut dyn FnMut(u8) -> Result<(), HuffmanError>,
 ) -> Result<(), HuffmanError> {
     let mut code: u32 = 0;
     let mut w = Walk::new();
@@ -248,6 +335,22 @@ mod tests {
     fn lengths_form_a_complete_prefix_code() {
         let sum: u64 = LENGTHS.iter().map(|&l| 1u64 << (30 - l)).sum();
         assert_eq!(sum, 1 << 30);
+    }
+
+    #[test]
+    fn compile_time_coding_agrees() {
+        for b in 0..=255u8 {
+            assert_eq!(const_code(b), code_of(usize::from(b)), "byte {b}");
+        }
+        let s = b"content-security-policy";
+        let mut out = [0u8; 32];
+        let n = const_encode(s, &mut out, 1);
+        assert_eq!(&out[1..n], &enc(s)[..]);
+        assert_eq!(const_encoded_len(s), n - 1);
+        assert!(decodes_to(&out[1..n], s));
+        assert!(!decodes_to(&out[1..n], b"content-security-polic"));
+        assert!(!decodes_to(&out[1..n], b"content-security-policyx"));
+        assert!(!decodes_to(&out[1..n], b"content-security-polich"));
     }
 
     /// Spot checks against RFC 7541 Appendix B.
