@@ -133,12 +133,13 @@ pub struct RequestHead<'a> {
 
 /// RFC 9110 §5.6.2 `tchar` without upper case (RFC 9114 §4.2), one bit per byte value
 /// below 128 (built at compile time).
-const NAME_BYTES: u128 = {
+#[allow(clippy::indexing_slicing)]
+const NAME_BYTES: [u8; 16] = {
     let allowed = b"abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~";
-    let mut bits = 0u128;
+    let mut bits = [0u8; 16];
     let mut i = 0;
     while i < allowed.len() {
-        bits |= 1 << allowed[i];
+        bits[(allowed[i] >> 3) as usize] |= 1 << (allowed[i] & 7);
         i += 1;
     }
     bits
@@ -146,7 +147,10 @@ const NAME_BYTES: u128 = {
 
 /// Field name rules (RFC 9114 §4.2, RFC 9110 §5.1): non-empty tokens in lower case.
 fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty() && name.iter().all(|&c| c < 128 && (NAME_BYTES >> c) & 1 != 0)
+    !name.is_empty()
+        && name.iter().all(|&c| {
+            NAME_BYTES.get(usize::from(c >> 3)).is_some_and(|bits| (bits >> (c & 7)) & 1 != 0)
+        })
 }
 
 /// Field value rules (RFC 9114 §4.2, RFC 9110 §5.5): no NUL, CR or LF, no leading or
