@@ -154,35 +154,26 @@ impl Settings {
         grease: Option<u32>,
         out: &mut Out<'_>,
     ) -> Result<(), BufferTooSmall> {
-        let mut pairs: [(u64, u64); 4] = [(0, 0); 4];
-        let mut n = 0;
-        let mut push = |id: u64, v: u64| {
-            if let Some(p) = pairs.get_mut(n) {
-                *p = (id, v);
-                n += 1;
-            }
-        };
+        // At most four pairs of two varints: the payload is written first, then framed.
+        let mut payload = [0u8; 4 * 16];
+        let mut p = Out::new(&mut payload);
         if self.qpack_max_table_capacity != 0 {
-            push(setting_id::QPACK_MAX_TABLE_CAPACITY, self.qpack_max_table_capacity);
+            p.put_varint(setting_id::QPACK_MAX_TABLE_CAPACITY)?;
+            p.put_varint(self.qpack_max_table_capacity)?;
         }
         if let Some(v) = self.max_field_section_size {
-            push(setting_id::MAX_FIELD_SECTION_SIZE, v);
+            p.put_varint(setting_id::MAX_FIELD_SECTION_SIZE)?;
+            p.put_varint(v)?;
         }
         if self.qpack_blocked_streams != 0 {
-            push(setting_id::QPACK_BLOCKED_STREAMS, self.qpack_blocked_streams);
+            p.put_varint(setting_id::QPACK_BLOCKED_STREAMS)?;
+            p.put_varint(self.qpack_blocked_streams)?;
         }
         if let Some(g) = grease {
-            push(grease_id(g), u64::from(g));
+            p.put_varint(grease_id(g))?;
+            p.put_varint(u64::from(g))?;
         }
-        let pairs = pairs.get(..n).unwrap_or(&[]);
-        let len: usize = pairs.iter().map(|(id, v)| varint_size(*id) + varint_size(*v)).sum();
-        out.put_varint(frame_type::SETTINGS)?;
-        out.put_varint(len as u64)?;
-        for (id, v) in pairs {
-            out.put_varint(*id)?;
-            out.put_varint(*v)?;
-        }
-        Ok(())
+        write_frame(frame_type::SETTINGS, p.written(), out)
     }
 }
 
