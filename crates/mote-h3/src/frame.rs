@@ -207,6 +207,52 @@ pub enum StreamKind {
     Push,
 }
 
+impl StreamKind {
+    const fn rule_bit(self) -> u8 {
+        match self {
+            StreamKind::Control => rule::CONTROL,
+            StreamKind::Request => rule::REQUEST,
+            StreamKind::Push => rule::PUSH,
+        }
+    }
+}
+
+/// Bits of [`FRAME_RULES`].
+mod rule {
+    /// Allowed on a control stream.
+    pub(super) const CONTROL: u8 = 1;
+    /// Allowed on a request stream.
+    pub(super) const REQUEST: u8 = 2;
+    /// Allowed on a push stream.
+    pub(super) const PUSH: u8 = 4;
+    /// A defined type (HTTP/2-only types have only this bit: allowed nowhere).
+    pub(super) const DEFINED: u8 = 8;
+    /// Carries an encoded field section (bounded by the caller's limit).
+    pub(super) const FIELD_SECTION: u8 = 16;
+}
+
+/// RFC 9114 §7.2 Table 1 and §7.2.8, by frame type 0x00..=0x0d: where each may appear; 0
+/// for the types with no meaning (reserved or unknown, skipped).
+const FRAME_RULES: [u8; 14] = {
+    use rule::{CONTROL, DEFINED, FIELD_SECTION, PUSH, REQUEST};
+    [
+        REQUEST | PUSH | DEFINED,                 // 0x00 DATA
+        REQUEST | PUSH | DEFINED | FIELD_SECTION, // 0x01 HEADERS
+        DEFINED,                                  // 0x02 PRIORITY (HTTP/2)
+        CONTROL | DEFINED,                        // 0x03 CANCEL_PUSH
+        CONTROL | DEFINED,                        // 0x04 SETTINGS
+        REQUEST | DEFINED | FIELD_SECTION,        // 0x05 PUSH_PROMISE
+        DEFINED,                                  // 0x06 PING (HTTP/2)
+        CONTROL | DEFINED,                        // 0x07 GOAWAY
+        DEFINED,                                  // 0x08 WINDOW_UPDATE (HTTP/2)
+        DEFINED,                                  // 0x09 CONTINUATION (HTTP/2)
+        0,
+        0,
+        0,
+        CONTROL | DEFINED, // 0x0d MAX_PUSH_ID
+    ]
+};
+
 /// A complete non-DATA frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -310,22 +356,19 @@ impl FrameReader {
                 let Some((h, hlen)) = FrameHeader::parse(input) else {
                     return Ok((0, FrameEvent::NeedMore));
                 };
-                let allowed = match h.ty {
-                    frame_type::DATA | frame_type::HEADERS => kind != StreamKind::Control,
-                    frame_type::PUSH_PROMISE => kind == StreamKind::Request,
-                    frame_type::SETTINGS
-                    | frame_type::GOAWAY
-                    | frame_type::MAX_PUSH_ID
-                    | frame_type::CANCEL_PUSH => kind == StreamKind::Control,
-                    t if frame_type::is_http2_only(t) => false,
-                    _ => {
-                        // Reserved or unknown: skip it without looking at the payload.
-                        self.state =
-                            if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
-                        return Ok((hlen, FrameEvent::Skipped));
-                    }
-                };
-                if !allowed {
+                // RFC 9114 §7.2, Table 1: where each defined frame type may appear.
+                let rule = usize::try_from(h.ty)
+                    .ok()
+                    .and_then(|t| FRAME_RULES.get(t))
+                    .copied()
+                    .unwrap_or(0);
+                if rule == 0 {
+                    // Reserved or unknown: skip it without looking at the payload.
+                    self.state = if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
+                    return Ok((hlen, FrameEvent::Skipped));
+                }
+                // HTTP/2-only types (§7.2.8) are allowed nowhere.
+                if rule & kind.rule_bit() == 0 {
                     return Err(H3Error::FrameUnexpected);
                 }
                 if h.ty == frame_type::DATA {
@@ -335,18 +378,15 @@ impl FrameReader {
                     return Ok((hlen, FrameEvent::DataHeader(h.len)));
                 }
                 // Check the declared length before waiting for the payload.
-                let cap = match h.ty {
-                    frame_type::HEADERS | frame_type::PUSH_PROMISE => max_field_section,
-                    frame_type::SETTINGS => MAX_SETTINGS_LEN,
-                    _ => MAX_VARINT_FRAME_LEN,
+                let (cap, too_long) = if rule & rule::FIELD_SECTION != 0 {
+                    (max_field_section, H3Error::ExcessiveLoad)
+                } else if h.ty == frame_type::SETTINGS {
+                    (MAX_SETTINGS_LEN, H3Error::ExcessiveLoad)
+                } else {
+                    (MAX_VARINT_FRAME_LEN, H3Error::FrameError)
                 };
                 if h.len > cap {
-                    return Err(match h.ty {
-                        frame_type::HEADERS | frame_type::PUSH_PROMISE | frame_type::SETTINGS => {
-                            H3Error::ExcessiveLoad
-                        }
-                        _ => H3Error::FrameError,
-                    });
+                    return Err(too_long);
                 }
                 let avail = input.len() - hlen;
                 if h.len > avail as u64 {
@@ -377,6 +417,28 @@ impl FrameReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule table says what RFC 9114 §7.2 Table 1 and §7.2.8 say, type by type.
+    #[test]
+    fn frame_rules_match_table_1() {
+        use frame_type::*;
+        for ty in 0..64u64 {
+            for kind in [StreamKind::Control, StreamKind::Request, StreamKind::Push] {
+                let expected = match ty {
+                    DATA | HEADERS => Some(kind != StreamKind::Control),
+                    PUSH_PROMISE => Some(kind == StreamKind::Request),
+                    SETTINGS | GOAWAY | MAX_PUSH_ID | CANCEL_PUSH => {
+                        Some(kind == StreamKind::Control)
+                    }
+                    t if is_http2_only(t) => Some(false),
+                    _ => None,
+                };
+                let rule = FRAME_RULES.get(ty as usize).copied().unwrap_or(0);
+                let got = (rule != 0).then_some(rule & kind.rule_bit() != 0);
+                assert_eq!(got, expected, "type {ty:#x} on {kind:?}");
+            }
+        }
+    }
     use hex_literal::hex;
     use proptest::prelude::*;
 
