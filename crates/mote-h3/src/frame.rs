@@ -123,19 +123,14 @@ impl Settings {
             if setting_id::is_http2_only(id) {
                 return Err(H3Error::SettingsError);
             }
-            // Duplicate check against the pairs before this one. The payload is at most
-            // MAX_SETTINGS_LEN bytes, so this stays small.
-            let before = payload.len() - rest.len();
-            let mut earlier = payload.get(..before).unwrap_or(&[]);
-            let mut seen = 0usize;
-            while let (Some(eid), Some(_)) = (take_varint(&mut earlier), take_varint(&mut earlier))
-            {
-                if eid == id {
-                    seen += 1;
+            // Duplicate check against the pairs after this one (a truncated last pair is
+            // found when its turn comes). The payload is at most MAX_SETTINGS_LEN bytes, so
+            // this stays small.
+            let mut later = rest;
+            while let (Some(lid), Some(_)) = (take_varint(&mut later), take_varint(&mut later)) {
+                if lid == id {
+                    return Err(H3Error::SettingsError);
                 }
-            }
-            if seen > 1 {
-                return Err(H3Error::SettingsError);
             }
             match id {
                 setting_id::QPACK_MAX_TABLE_CAPACITY => s.qpack_max_table_capacity = value,
