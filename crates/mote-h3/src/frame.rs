@@ -485,8 +485,11 @@ mod tests {
         for id in 2u8..=5 {
             assert_eq!(Settings::parse(&[id, 0]), Err(H3Error::SettingsError));
         }
-        // Truncated pair.
+        // Truncated pair, also after a pair with the same identifier.
         assert_eq!(Settings::parse(&hex!("06")), Err(H3Error::FrameError));
+        assert_eq!(Settings::parse(&hex!("06 01 06")), Err(H3Error::FrameError));
+        // A duplicate further on, past another pair.
+        assert_eq!(Settings::parse(&hex!("06 01 01 00 06 01")), Err(H3Error::SettingsError));
         // Unknown identifiers are ignored.
         assert_eq!(Settings::parse(&hex!("21 05 08 01")), Ok(Settings::default()));
     }
