@@ -56,9 +56,9 @@ use crate::message::Response;
 use crate::message::{self, Request};
 use crate::qpack::prefix::{decode_int, PrefixError};
 #[cfg(feature = "dynamic-table")]
-use crate::qpack::{instructions::write_decoder_instruction, DynamicTable};
-#[cfg(feature = "dynamic-table")]
 use crate::qpack::DecoderInstruction;
+#[cfg(feature = "dynamic-table")]
+use crate::qpack::{instructions::write_decoder_instruction, DynamicTable};
 use crate::qpack::{DecodeError, Decoded, FieldEncoder, FieldSection};
 
 /// What the session needs from the QUIC connection. Stream IDs are QUIC stream IDs.

@@ -359,7 +359,8 @@ impl FrameReader {
                     .unwrap_or(0);
                 if rule == 0 {
                     // Reserved or unknown: skip it without looking at the payload.
-                    self.state = if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
+                    self.state =
+                        if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
                     return Ok((hlen, FrameEvent::Skipped));
                 }
                 // HTTP/2-only types (§7.2.8) are allowed nowhere.

@@ -316,9 +316,13 @@ mod tests {
     /// every token byte in lower case are not.
     #[test]
     fn field_name_rules() {
-        for name in
-            [&b"connection"[..], b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"]
-        {
+        for name in [
+            &b"connection"[..],
+            b"keep-alive",
+            b"proxy-connection",
+            b"transfer-encoding",
+            b"upgrade",
+        ] {
             assert!(!regular_field_ok(name, b"x"), "{name:?}");
             assert!(regular_field_ok(&[name, b"s"].concat(), b"x"), "{name:?}");
         }

@@ -265,10 +265,8 @@ fn walk(
             // Codes of this length are first..first + count.
             if let Some(delta) = code.checked_sub(w.first).filter(|&d| d < w.count) {
                 // Position 256 is EOS, which must never appear in the data.
-                let sym = *CANONICAL
-                    .sorted
-                    .get(w.index + delta as usize)
-                    .ok_or(HuffmanError::Invalid)?;
+                let sym =
+                    *CANONICAL.sorted.get(w.index + delta as usize).ok_or(HuffmanError::Invalid)?;
                 emit(sym)?;
                 code = 0;
                 w = Walk::new();
