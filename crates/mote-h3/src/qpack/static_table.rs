@@ -223,9 +223,7 @@ pub enum Match {
 /// same name. The coding is one-to-one, so an entry whose coded length differs cannot match
 /// and is passed over without decoding.
 pub fn find(name: &[u8], value: &[u8]) -> Match {
-    let name_len = huffman::encoded_len(name);
-    // Coded only once a name matches (most fields' names match nothing).
-    let mut value_len = None;
+    let (name_len, value_len) = (huffman::encoded_len(name), huffman::encoded_len(value));
     let mut by_name = None;
     let mut prev: &[u8] = &[];
     let mut prev_matched = false;
@@ -238,7 +236,6 @@ pub fn find(name: &[u8], value: &[u8]) -> Match {
         };
         (prev, prev_matched) = (n, matched);
         if matched {
-            let value_len = *value_len.get_or_insert_with(|| huffman::encoded_len(value));
             if v.len() == value_len && huffman::decodes_to(v, value) {
                 return Match::Full(i as u8);
             }
