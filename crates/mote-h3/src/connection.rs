@@ -615,24 +615,13 @@ impl<'t> Connection<'t> {
                 },
                 Kind::Discard => return Ok(Recv::new(input.len(), None)),
                 Kind::Request => return self.recv_request(t, s, input, pos, fin, fields),
-                Kind::Control => {
-                    if fin {
-                        return Err(H3Error::ClosedCriticalStream);
-                    }
-                    return self.recv_control(s, input, pos);
+                // Critical streams may not end (§6.2.1, RFC 9204 §4.2).
+                Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
+                    return Err(H3Error::ClosedCriticalStream)
                 }
-                Kind::Encoder => {
-                    if fin {
-                        return Err(H3Error::ClosedCriticalStream);
-                    }
-                    return self.recv_encoder(input, pos);
-                }
-                Kind::Decoder => {
-                    if fin {
-                        return Err(H3Error::ClosedCriticalStream);
-                    }
-                    return self.recv_decoder(input, pos);
-                }
+                Kind::Control => return self.recv_control(s, input, pos),
+                Kind::Encoder => return self.recv_encoder(input, pos),
+                Kind::Decoder => return self.recv_decoder(input, pos),
             }
         }
     }
@@ -679,10 +668,10 @@ impl<'t> Connection<'t> {
         s: &mut StreamState,
         ty: u64,
     ) -> Result<(), H3Error> {
-        let slot = match ty {
-            stream_type::CONTROL => &mut self.peer_control,
-            stream_type::QPACK_ENCODER => &mut self.peer_encoder,
-            stream_type::QPACK_DECODER => &mut self.peer_decoder,
+        let (slot, kind) = match ty {
+            stream_type::CONTROL => (&mut self.peer_control, Kind::Control),
+            stream_type::QPACK_ENCODER => (&mut self.peer_encoder, Kind::Encoder),
+            stream_type::QPACK_DECODER => (&mut self.peer_decoder, Kind::Decoder),
             stream_type::PUSH => {
                 // A client that never sent MAX_PUSH_ID has no push ID a push stream could
                 // carry (§4.6: H3_ID_ERROR); only servers push (§6.2.2).
@@ -704,11 +693,7 @@ impl<'t> Connection<'t> {
             return Err(H3Error::StreamCreationError);
         }
         *slot = Some(s.id);
-        s.kind = match ty {
-            stream_type::CONTROL => Kind::Control,
-            stream_type::QPACK_ENCODER => Kind::Encoder,
-            _ => Kind::Decoder,
-        };
+        s.kind = kind;
         Ok(())
     }
 

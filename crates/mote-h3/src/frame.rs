@@ -400,9 +400,15 @@ impl FrameReader {
                         }
                     }
                     frame_type::SETTINGS => Frame::Settings(Settings::parse(payload)?),
-                    frame_type::GOAWAY => Frame::GoAway(single_varint(payload)?),
-                    frame_type::MAX_PUSH_ID => Frame::MaxPushId(single_varint(payload)?),
-                    _ => Frame::CancelPush(single_varint(payload)?),
+                    // GOAWAY, MAX_PUSH_ID, CANCEL_PUSH: one varint.
+                    ty => {
+                        let v = single_varint(payload)?;
+                        match ty {
+                            frame_type::GOAWAY => Frame::GoAway(v),
+                            frame_type::MAX_PUSH_ID => Frame::MaxPushId(v),
+                            _ => Frame::CancelPush(v),
+                        }
+                    }
                 };
                 Ok((end, FrameEvent::Frame(frame)))
             }
