@@ -497,17 +497,18 @@ impl<'t> Connection<'t> {
         self.check_open()?;
         if self.control.is_none() {
             let id = t.open_uni().ok_or(SendError::StreamLimit)?;
-            let mut buf = [0u8; CONTROL_QUEUE];
-            let mut out = Out::new(&mut buf);
+            // Written straight into the control stream's queue (empty until the stream
+            // exists); a part that does not fit fails the call and is not queued.
+            let settings = self.local_settings();
+            let queue = &mut self.control_queue;
+            let mut out = Out::new(queue.buf.get_mut(queue.len..).unwrap_or(&mut []));
             out.put_varint(stream_type::CONTROL)?;
-            self.local_settings().write_frame(self.config.grease, &mut out)?;
+            settings.write_frame(self.config.grease, &mut out)?;
             if let Some(g) = self.config.grease {
                 // A reserved frame type with an empty payload (§7.2.8).
                 write_frame(grease_id(g.wrapping_add(1)), &[], &mut out)?;
             }
-            if !self.control_queue.push(out.written()) {
-                return Err(SendError::BufferTooSmall);
-            }
+            queue.len += out.position();
             self.control = Some(id);
         }
         #[cfg(feature = "dynamic-table")]
