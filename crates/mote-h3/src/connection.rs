@@ -297,6 +297,7 @@ impl<const N: usize> Pending<N> {
         N - self.len
     }
 
+    #[cfg(feature = "dynamic-table")]
     fn push(&mut self, data: &[u8]) -> bool {
         let end = self.len + data.len();
         match self.buf.get_mut(self.len..end) {
@@ -532,11 +533,11 @@ impl<'t> Connection<'t> {
         if let Some(id) = self.control {
             if self.goaway_unsent {
                 if let Some(g) = self.goaway_sent {
-                    let mut buf = [0u8; 10];
-                    let mut out = Out::new(&mut buf);
-                    if write_varint_frame(frame_type::GOAWAY, g, &mut out).is_ok()
-                        && self.control_queue.push(out.written())
-                    {
+                    // Straight into the queue; queued only if it fits whole.
+                    let queue = &mut self.control_queue;
+                    let mut out = Out::new(queue.buf.get_mut(queue.len..).unwrap_or(&mut []));
+                    if write_varint_frame(frame_type::GOAWAY, g, &mut out).is_ok() {
+                        queue.len += out.position();
                         self.goaway_unsent = false;
                     }
                 }
