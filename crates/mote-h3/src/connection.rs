@@ -1342,15 +1342,11 @@ impl<'t> Connection<'t> {
         if self.peer_settings.and_then(|p| p.max_field_section_size).is_some_and(|max| size > max) {
             return Err(SendError::FieldSectionTooLarge);
         }
-        let mut hdr = [0u8; HEADERS_FRAME_HEADER];
-        let mut out = Out::new(&mut hdr);
+        // The frame header (type 0x01, one byte, then the length) goes right in front of
+        // the section.
+        let start = HEADERS_FRAME_HEADER - 1 - crate::coding::varint_size(len as u64);
+        let mut out = Out::new(scratch.get_mut(start..HEADERS_FRAME_HEADER).unwrap_or(&mut []));
         write_frame_header(frame_type::HEADERS, len as u64, &mut out)?;
-        let hl = out.position();
-        let start = HEADERS_FRAME_HEADER - hl;
-        scratch
-            .get_mut(start..HEADERS_FRAME_HEADER)
-            .ok_or(SendError::BufferTooSmall)?
-            .copy_from_slice(out.written());
         let frame =
             scratch.get(start..HEADERS_FRAME_HEADER + len).ok_or(SendError::BufferTooSmall)?;
         if t.capacity(id) < frame.len() {
