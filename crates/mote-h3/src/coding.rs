@@ -93,12 +93,8 @@ impl<'a> Out<'a> {
             return Err(BufferTooSmall);
         }
         let size = varint_size(v);
-        let tag: u8 = match size {
-            1 => 0x00,
-            2 => 0x40,
-            4 => 0x80,
-            _ => 0xc0,
-        };
+        // The two-bit length prefix: log2 of the size (1, 2, 4, 8 → 0..=3).
+        let tag = (size.trailing_zeros() as u8) << 6;
         let be = v.to_be_bytes();
         let bytes = be.get(8 - size..).ok_or(BufferTooSmall)?;
         let end = self.pos.checked_add(size).ok_or(BufferTooSmall)?;

@@ -54,12 +54,12 @@ use crate::frame::{
 #[cfg(feature = "server")]
 use crate::message::Response;
 use crate::message::{self, Request};
-use crate::qpack::instructions::{parse_decoder_instruction, parse_encoder_instruction};
+use crate::qpack::prefix::{decode_int, PrefixError};
+#[cfg(feature = "dynamic-table")]
+use crate::qpack::DecoderInstruction;
 #[cfg(feature = "dynamic-table")]
 use crate::qpack::{instructions::write_decoder_instruction, DynamicTable};
-use crate::qpack::{
-    DecodeError, Decoded, DecoderInstruction, EncoderInstruction, FieldEncoder, FieldSection,
-};
+use crate::qpack::{DecodeError, Decoded, FieldEncoder, FieldSection};
 
 /// What the session needs from the QUIC connection. Stream IDs are QUIC stream IDs.
 pub trait Transport {
@@ -297,6 +297,7 @@ impl<const N: usize> Pending<N> {
         N - self.len
     }
 
+    #[cfg(feature = "dynamic-table")]
     fn push(&mut self, data: &[u8]) -> bool {
         let end = self.len + data.len();
         match self.buf.get_mut(self.len..end) {
@@ -497,17 +498,18 @@ impl<'t> Connection<'t> {
         self.check_open()?;
         if self.control.is_none() {
             let id = t.open_uni().ok_or(SendError::StreamLimit)?;
-            let mut buf = [0u8; CONTROL_QUEUE];
-            let mut out = Out::new(&mut buf);
+            // Written straight into the control stream's queue (empty until the stream
+            // exists); a part that does not fit fails the call and is not queued.
+            let settings = self.local_settings();
+            let queue = &mut self.control_queue;
+            let mut out = Out::new(queue.buf.get_mut(queue.len..).unwrap_or(&mut []));
             out.put_varint(stream_type::CONTROL)?;
-            self.local_settings().write_frame(self.config.grease, &mut out)?;
+            settings.write_frame(self.config.grease, &mut out)?;
             if let Some(g) = self.config.grease {
                 // A reserved frame type with an empty payload (§7.2.8).
                 write_frame(grease_id(g.wrapping_add(1)), &[], &mut out)?;
             }
-            if !self.control_queue.push(out.written()) {
-                return Err(SendError::BufferTooSmall);
-            }
+            queue.len += out.position();
             self.control = Some(id);
         }
         #[cfg(feature = "dynamic-table")]
@@ -531,11 +533,11 @@ impl<'t> Connection<'t> {
         if let Some(id) = self.control {
             if self.goaway_unsent {
                 if let Some(g) = self.goaway_sent {
-                    let mut buf = [0u8; 10];
-                    let mut out = Out::new(&mut buf);
-                    if write_varint_frame(frame_type::GOAWAY, g, &mut out).is_ok()
-                        && self.control_queue.push(out.written())
-                    {
+                    // Straight into the queue; queued only if it fits whole.
+                    let queue = &mut self.control_queue;
+                    let mut out = Out::new(queue.buf.get_mut(queue.len..).unwrap_or(&mut []));
+                    if write_varint_frame(frame_type::GOAWAY, g, &mut out).is_ok() {
+                        queue.len += out.position();
                         self.goaway_unsent = false;
                     }
                 }
@@ -615,24 +617,13 @@ impl<'t> Connection<'t> {
                 },
                 Kind::Discard => return Ok(Recv::new(input.len(), None)),
                 Kind::Request => return self.recv_request(t, s, input, pos, fin, fields),
-                Kind::Control => {
-                    if fin {
-                        return Err(H3Error::ClosedCriticalStream);
-                    }
-                    return self.recv_control(s, input, pos);
+                // Critical streams may not end (§6.2.1, RFC 9204 §4.2).
+                Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
+                    return Err(H3Error::ClosedCriticalStream)
                 }
-                Kind::Encoder => {
-                    if fin {
-                        return Err(H3Error::ClosedCriticalStream);
-                    }
-                    return self.recv_encoder(input, pos);
-                }
-                Kind::Decoder => {
-                    if fin {
-                        return Err(H3Error::ClosedCriticalStream);
-                    }
-                    return self.recv_decoder(input, pos);
-                }
+                Kind::Control => return self.recv_control(s, input, pos),
+                Kind::Encoder => return self.recv_encoder(input, pos),
+                Kind::Decoder => return self.recv_decoder(input, pos),
             }
         }
     }
@@ -679,10 +670,10 @@ impl<'t> Connection<'t> {
         s: &mut StreamState,
         ty: u64,
     ) -> Result<(), H3Error> {
-        let slot = match ty {
-            stream_type::CONTROL => &mut self.peer_control,
-            stream_type::QPACK_ENCODER => &mut self.peer_encoder,
-            stream_type::QPACK_DECODER => &mut self.peer_decoder,
+        let (slot, kind) = match ty {
+            stream_type::CONTROL => (&mut self.peer_control, Kind::Control),
+            stream_type::QPACK_ENCODER => (&mut self.peer_encoder, Kind::Encoder),
+            stream_type::QPACK_DECODER => (&mut self.peer_decoder, Kind::Decoder),
             stream_type::PUSH => {
                 // A client that never sent MAX_PUSH_ID has no push ID a push stream could
                 // carry (§4.6: H3_ID_ERROR); only servers push (§6.2.2).
@@ -704,11 +695,7 @@ impl<'t> Connection<'t> {
             return Err(H3Error::StreamCreationError);
         }
         *slot = Some(s.id);
-        s.kind = match ty {
-            stream_type::CONTROL => Kind::Control,
-            stream_type::QPACK_ENCODER => Kind::Encoder,
-            _ => Kind::Decoder,
-        };
+        s.kind = kind;
         Ok(())
     }
 
@@ -783,32 +770,35 @@ impl<'t> Connection<'t> {
             let event = self.next_unblocked().map(Event::Unblocked);
             return Ok(Recv::new(pos + n, event));
         }
-        // No dynamic table: only Set Dynamic Table Capacity 0 is acceptable.
-        let mut used = 0;
-        loop {
-            let tail = rest.get(used..).unwrap_or(&[]);
-            match parse_encoder_instruction(tail, 0)
-                .map_err(|_| H3Error::QpackEncoderStreamError)?
-            {
-                None => return Ok(Recv::new(pos + used, None)),
-                Some((EncoderInstruction::SetCapacity(0), n)) => used += n,
-                Some(_) => return Err(H3Error::QpackEncoderStreamError),
-            }
+        // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is acceptable,
+        // and its one encoding is the byte 0x20 (RFC 9204 §4.3.1: `001` Capacity(5+), a
+        // 5-bit prefix below 31 takes no continuation byte). Every other instruction is an
+        // error whatever follows its first byte: a capacity above 0 exceeds our maximum
+        // (§4.3.1), an insertion does not fit a table of capacity 0 (§3.2.2), a
+        // duplicate references an entry that does not exist (§4.3.4).
+        if rest.iter().all(|&b| b == 0x20) {
+            Ok(Recv::new(input.len(), None))
+        } else {
+            Err(H3Error::QpackEncoderStreamError)
         }
     }
 
-    fn recv_decoder<'a>(&mut self, input: &'a [u8], pos: usize) -> Result<Recv<'a>, H3Error> {
-        let rest = input.get(pos..).unwrap_or(&[]);
-        let mut used = 0;
+    fn recv_decoder<'a>(&mut self, input: &'a [u8], mut pos: usize) -> Result<Recv<'a>, H3Error> {
+        // Our encoder never references or inserts into the dynamic table, so there is no
+        // section to acknowledge and no insertion to count: a Section Acknowledgment
+        // (`1` StreamID(7+), RFC 9204 §4.4.1) or an Insert Count Increment (`00`
+        // Increment(6+), §4.4.3) is an error as soon as its first byte arrives. A Stream
+        // Cancellation (`01` StreamID(6+), §4.4.2) is harmless once complete.
         loop {
-            let tail = rest.get(used..).unwrap_or(&[]);
-            match parse_decoder_instruction(tail).map_err(|_| H3Error::QpackDecoderStreamError)? {
-                None => return Ok(Recv::new(pos + used, None)),
-                // Our encoder never references or inserts into the dynamic table, so there
-                // is no section to acknowledge and no insertion to count (RFC 9204 §4.4.1,
-                // §4.4.3). A cancellation is harmless.
-                Some((DecoderInstruction::StreamCancel(_), n)) => used += n,
-                Some(_) => return Err(H3Error::QpackDecoderStreamError),
+            let rest = input.get(pos..).unwrap_or(&[]);
+            let Some(&b) = rest.first() else { return Ok(Recv::new(pos, None)) };
+            if b & 0xc0 != 0x40 {
+                return Err(H3Error::QpackDecoderStreamError);
+            }
+            match decode_int(rest, 6) {
+                Ok((_, n)) => pos += n,
+                Err(PrefixError::Incomplete) => return Ok(Recv::new(pos, None)),
+                Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
             }
         }
     }
@@ -1352,15 +1342,11 @@ impl<'t> Connection<'t> {
         if self.peer_settings.and_then(|p| p.max_field_section_size).is_some_and(|max| size > max) {
             return Err(SendError::FieldSectionTooLarge);
         }
-        let mut hdr = [0u8; HEADERS_FRAME_HEADER];
-        let mut out = Out::new(&mut hdr);
+        // The frame header (type 0x01, one byte, then the length) goes right in front of
+        // the section.
+        let start = HEADERS_FRAME_HEADER - 1 - crate::coding::varint_size(len as u64);
+        let mut out = Out::new(scratch.get_mut(start..HEADERS_FRAME_HEADER).unwrap_or(&mut []));
         write_frame_header(frame_type::HEADERS, len as u64, &mut out)?;
-        let hl = out.position();
-        let start = HEADERS_FRAME_HEADER - hl;
-        scratch
-            .get_mut(start..HEADERS_FRAME_HEADER)
-            .ok_or(SendError::BufferTooSmall)?
-            .copy_from_slice(out.written());
         let frame =
             scratch.get(start..HEADERS_FRAME_HEADER + len).ok_or(SendError::BufferTooSmall)?;
         if t.capacity(id) < frame.len() {

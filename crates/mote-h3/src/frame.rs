@@ -123,19 +123,14 @@ impl Settings {
             if setting_id::is_http2_only(id) {
                 return Err(H3Error::SettingsError);
             }
-            // Duplicate check against the pairs before this one. The payload is at most
-            // MAX_SETTINGS_LEN bytes, so this stays small.
-            let before = payload.len() - rest.len();
-            let mut earlier = payload.get(..before).unwrap_or(&[]);
-            let mut seen = 0usize;
-            while let (Some(eid), Some(_)) = (take_varint(&mut earlier), take_varint(&mut earlier))
-            {
-                if eid == id {
-                    seen += 1;
+            // Duplicate check against the pairs after this one (a truncated last pair is
+            // found when its turn comes). The payload is at most MAX_SETTINGS_LEN bytes, so
+            // this stays small.
+            let mut later = rest;
+            while let (Some(lid), Some(_)) = (take_varint(&mut later), take_varint(&mut later)) {
+                if lid == id {
+                    return Err(H3Error::SettingsError);
                 }
-            }
-            if seen > 1 {
-                return Err(H3Error::SettingsError);
             }
             match id {
                 setting_id::QPACK_MAX_TABLE_CAPACITY => s.qpack_max_table_capacity = value,
@@ -154,35 +149,26 @@ impl Settings {
         grease: Option<u32>,
         out: &mut Out<'_>,
     ) -> Result<(), BufferTooSmall> {
-        let mut pairs: [(u64, u64); 4] = [(0, 0); 4];
-        let mut n = 0;
-        let mut push = |id: u64, v: u64| {
-            if let Some(p) = pairs.get_mut(n) {
-                *p = (id, v);
-                n += 1;
-            }
-        };
+        // At most four pairs of two varints: the payload is written first, then framed.
+        let mut payload = [0u8; 4 * 16];
+        let mut p = Out::new(&mut payload);
         if self.qpack_max_table_capacity != 0 {
-            push(setting_id::QPACK_MAX_TABLE_CAPACITY, self.qpack_max_table_capacity);
+            p.put_varint(setting_id::QPACK_MAX_TABLE_CAPACITY)?;
+            p.put_varint(self.qpack_max_table_capacity)?;
         }
         if let Some(v) = self.max_field_section_size {
-            push(setting_id::MAX_FIELD_SECTION_SIZE, v);
+            p.put_varint(setting_id::MAX_FIELD_SECTION_SIZE)?;
+            p.put_varint(v)?;
         }
         if self.qpack_blocked_streams != 0 {
-            push(setting_id::QPACK_BLOCKED_STREAMS, self.qpack_blocked_streams);
+            p.put_varint(setting_id::QPACK_BLOCKED_STREAMS)?;
+            p.put_varint(self.qpack_blocked_streams)?;
         }
         if let Some(g) = grease {
-            push(grease_id(g), u64::from(g));
+            p.put_varint(grease_id(g))?;
+            p.put_varint(u64::from(g))?;
         }
-        let pairs = pairs.get(..n).unwrap_or(&[]);
-        let len: usize = pairs.iter().map(|(id, v)| varint_size(*id) + varint_size(*v)).sum();
-        out.put_varint(frame_type::SETTINGS)?;
-        out.put_varint(len as u64)?;
-        for (id, v) in pairs {
-            out.put_varint(*id)?;
-            out.put_varint(*v)?;
-        }
-        Ok(())
+        write_frame(frame_type::SETTINGS, p.written(), out)
     }
 }
 
@@ -215,6 +201,52 @@ pub enum StreamKind {
     /// A push stream: DATA, HEADERS.
     Push,
 }
+
+impl StreamKind {
+    const fn rule_bit(self) -> u8 {
+        match self {
+            StreamKind::Control => rule::CONTROL,
+            StreamKind::Request => rule::REQUEST,
+            StreamKind::Push => rule::PUSH,
+        }
+    }
+}
+
+/// Bits of [`FRAME_RULES`].
+mod rule {
+    /// Allowed on a control stream.
+    pub(super) const CONTROL: u8 = 1;
+    /// Allowed on a request stream.
+    pub(super) const REQUEST: u8 = 2;
+    /// Allowed on a push stream.
+    pub(super) const PUSH: u8 = 4;
+    /// A defined type (HTTP/2-only types have only this bit: allowed nowhere).
+    pub(super) const DEFINED: u8 = 8;
+    /// Carries an encoded field section (bounded by the caller's limit).
+    pub(super) const FIELD_SECTION: u8 = 16;
+}
+
+/// RFC 9114 §7.2 Table 1 and §7.2.8, by frame type 0x00..=0x0d: where each may appear; 0
+/// for the types with no meaning (reserved or unknown, skipped).
+const FRAME_RULES: [u8; 14] = {
+    use rule::{CONTROL, DEFINED, FIELD_SECTION, PUSH, REQUEST};
+    [
+        REQUEST | PUSH | DEFINED,                 // 0x00 DATA
+        REQUEST | PUSH | DEFINED | FIELD_SECTION, // 0x01 HEADERS
+        DEFINED,                                  // 0x02 PRIORITY (HTTP/2)
+        CONTROL | DEFINED,                        // 0x03 CANCEL_PUSH
+        CONTROL | DEFINED,                        // 0x04 SETTINGS
+        REQUEST | DEFINED | FIELD_SECTION,        // 0x05 PUSH_PROMISE
+        DEFINED,                                  // 0x06 PING (HTTP/2)
+        CONTROL | DEFINED,                        // 0x07 GOAWAY
+        DEFINED,                                  // 0x08 WINDOW_UPDATE (HTTP/2)
+        DEFINED,                                  // 0x09 CONTINUATION (HTTP/2)
+        0,
+        0,
+        0,
+        CONTROL | DEFINED, // 0x0d MAX_PUSH_ID
+    ]
+};
 
 /// A complete non-DATA frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,22 +351,20 @@ impl FrameReader {
                 let Some((h, hlen)) = FrameHeader::parse(input) else {
                     return Ok((0, FrameEvent::NeedMore));
                 };
-                let allowed = match h.ty {
-                    frame_type::DATA | frame_type::HEADERS => kind != StreamKind::Control,
-                    frame_type::PUSH_PROMISE => kind == StreamKind::Request,
-                    frame_type::SETTINGS
-                    | frame_type::GOAWAY
-                    | frame_type::MAX_PUSH_ID
-                    | frame_type::CANCEL_PUSH => kind == StreamKind::Control,
-                    t if frame_type::is_http2_only(t) => false,
-                    _ => {
-                        // Reserved or unknown: skip it without looking at the payload.
-                        self.state =
-                            if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
-                        return Ok((hlen, FrameEvent::Skipped));
-                    }
-                };
-                if !allowed {
+                // RFC 9114 §7.2, Table 1: where each defined frame type may appear.
+                let rule = usize::try_from(h.ty)
+                    .ok()
+                    .and_then(|t| FRAME_RULES.get(t))
+                    .copied()
+                    .unwrap_or(0);
+                if rule == 0 {
+                    // Reserved or unknown: skip it without looking at the payload.
+                    self.state =
+                        if h.len == 0 { ReadState::Header } else { ReadState::Skip(h.len) };
+                    return Ok((hlen, FrameEvent::Skipped));
+                }
+                // HTTP/2-only types (§7.2.8) are allowed nowhere.
+                if rule & kind.rule_bit() == 0 {
                     return Err(H3Error::FrameUnexpected);
                 }
                 if h.ty == frame_type::DATA {
@@ -344,18 +374,15 @@ impl FrameReader {
                     return Ok((hlen, FrameEvent::DataHeader(h.len)));
                 }
                 // Check the declared length before waiting for the payload.
-                let cap = match h.ty {
-                    frame_type::HEADERS | frame_type::PUSH_PROMISE => max_field_section,
-                    frame_type::SETTINGS => MAX_SETTINGS_LEN,
-                    _ => MAX_VARINT_FRAME_LEN,
+                let (cap, too_long) = if rule & rule::FIELD_SECTION != 0 {
+                    (max_field_section, H3Error::ExcessiveLoad)
+                } else if h.ty == frame_type::SETTINGS {
+                    (MAX_SETTINGS_LEN, H3Error::ExcessiveLoad)
+                } else {
+                    (MAX_VARINT_FRAME_LEN, H3Error::FrameError)
                 };
                 if h.len > cap {
-                    return Err(match h.ty {
-                        frame_type::HEADERS | frame_type::PUSH_PROMISE | frame_type::SETTINGS => {
-                            H3Error::ExcessiveLoad
-                        }
-                        _ => H3Error::FrameError,
-                    });
+                    return Err(too_long);
                 }
                 let avail = input.len() - hlen;
                 if h.len > avail as u64 {
@@ -373,9 +400,15 @@ impl FrameReader {
                         }
                     }
                     frame_type::SETTINGS => Frame::Settings(Settings::parse(payload)?),
-                    frame_type::GOAWAY => Frame::GoAway(single_varint(payload)?),
-                    frame_type::MAX_PUSH_ID => Frame::MaxPushId(single_varint(payload)?),
-                    _ => Frame::CancelPush(single_varint(payload)?),
+                    // GOAWAY, MAX_PUSH_ID, CANCEL_PUSH: one varint.
+                    ty => {
+                        let v = single_varint(payload)?;
+                        match ty {
+                            frame_type::GOAWAY => Frame::GoAway(v),
+                            frame_type::MAX_PUSH_ID => Frame::MaxPushId(v),
+                            _ => Frame::CancelPush(v),
+                        }
+                    }
                 };
                 Ok((end, FrameEvent::Frame(frame)))
             }
@@ -386,6 +419,28 @@ impl FrameReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule table says what RFC 9114 §7.2 Table 1 and §7.2.8 say, type by type.
+    #[test]
+    fn frame_rules_match_table_1() {
+        use frame_type::*;
+        for ty in 0..64u64 {
+            for kind in [StreamKind::Control, StreamKind::Request, StreamKind::Push] {
+                let expected = match ty {
+                    DATA | HEADERS => Some(kind != StreamKind::Control),
+                    PUSH_PROMISE => Some(kind == StreamKind::Request),
+                    SETTINGS | GOAWAY | MAX_PUSH_ID | CANCEL_PUSH => {
+                        Some(kind == StreamKind::Control)
+                    }
+                    t if is_http2_only(t) => Some(false),
+                    _ => None,
+                };
+                let rule = FRAME_RULES.get(ty as usize).copied().unwrap_or(0);
+                let got = (rule != 0).then_some(rule & kind.rule_bit() != 0);
+                assert_eq!(got, expected, "type {ty:#x} on {kind:?}");
+            }
+        }
+    }
     use hex_literal::hex;
     use proptest::prelude::*;
 
@@ -437,8 +492,11 @@ mod tests {
         for id in 2u8..=5 {
             assert_eq!(Settings::parse(&[id, 0]), Err(H3Error::SettingsError));
         }
-        // Truncated pair.
+        // Truncated pair, also after a pair with the same identifier.
         assert_eq!(Settings::parse(&hex!("06")), Err(H3Error::FrameError));
+        assert_eq!(Settings::parse(&hex!("06 01 06")), Err(H3Error::FrameError));
+        // A duplicate further on, past another pair.
+        assert_eq!(Settings::parse(&hex!("06 01 01 00 06 01")), Err(H3Error::SettingsError));
         // Unknown identifiers are ignored.
         assert_eq!(Settings::parse(&hex!("21 05 08 01")), Ok(Settings::default()));
     }

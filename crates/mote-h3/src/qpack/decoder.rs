@@ -79,6 +79,17 @@ fn pushed(r: Result<(), PushError>) -> Result<(), DecodeError> {
     })
 }
 
+/// What a field line's index refers to, or a literal name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refers {
+    Static,
+    /// Dynamic, relative to the Base.
+    Relative,
+    /// Dynamic, at or after the Base.
+    PostBase,
+    Literal,
+}
+
 /// Decodes the encoded field section `block` (a whole HEADERS payload) into `out`.
 pub(crate) fn decode_with<'o, T: TableView>(
     table: &T,
@@ -120,51 +131,51 @@ pub(crate) fn decode_with<'o, T: TableView>(
 
     let mut w = SectionWriter::new(out, limit);
     while let Some(&b) = rest.first() {
-        if b & 0x80 != 0 {
+        // The representation (§4.5.2–§4.5.6) from its first bits: the prefix of its index,
+        // what the index refers to, whether a literal value follows, the N bit.
+        let (prefix, refers, literal_value, never) = if b & 0x80 != 0 {
             // Indexed Field Line (§4.5.2): 1 T Index(6+).
-            let (i, n) = decode_int(rest, 6).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            if b & 0x40 != 0 {
-                let (name, value) = static_table::get(i).ok_or(DecodeError::Failed)?;
-                pushed(w.push(Src::one(name), Src::one(value), false))?;
-            } else {
-                let (name, value) = dynamic(relative(i))?;
-                pushed(w.push(name, value, false))?;
-            }
+            (6, if b & 0x40 != 0 { Refers::Static } else { Refers::Relative }, false, false)
         } else if b & 0x40 != 0 {
             // Literal Field Line with Name Reference (§4.5.4): 0 1 N T Index(4+).
-            let (i, n) = decode_int(rest, 4).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            let name = if b & 0x10 != 0 {
-                Src::one(static_table::get(i).ok_or(DecodeError::Failed)?.0)
-            } else {
-                dynamic(relative(i))?.0
-            };
-            pushed(w.push(name, src(value), b & 0x20 != 0))?;
+            let refers = if b & 0x10 != 0 { Refers::Static } else { Refers::Relative };
+            (4, refers, true, b & 0x20 != 0)
         } else if b & 0x20 != 0 {
             // Literal Field Line with Literal Name (§4.5.6): 0 0 1 N H NameLen(3+).
-            let (name, n) = decode_string(rest, 3).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            pushed(w.push(src(name), src(value), b & 0x10 != 0))?;
+            (3, Refers::Literal, true, b & 0x10 != 0)
         } else if b & 0x10 != 0 {
             // Indexed Field Line with Post-Base Index (§4.5.3): 0 0 0 1 Index(4+).
-            let (i, n) = decode_int(rest, 4).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            let (name, value) = dynamic(post_base(i))?;
-            pushed(w.push(name, value, false))?;
+            (4, Refers::PostBase, false, false)
         } else {
             // Literal Field Line with Post-Base Name Reference (§4.5.5): 0 0 0 0 N Index(3+).
-            let (i, n) = decode_int(rest, 3).map_err(incomplete)?;
+            (3, Refers::PostBase, true, b & 0x08 != 0)
+        };
+        let (name, entry_value) = if refers == Refers::Literal {
+            let (name, n) = decode_string(rest, prefix).map_err(incomplete)?;
             rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
+            (src(name), None)
+        } else {
+            let (i, n) = decode_int(rest, prefix).map_err(incomplete)?;
             rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            let name = dynamic(post_base(i))?.0;
-            pushed(w.push(name, src(value), b & 0x08 != 0))?;
-        }
+            let (name, value) = match refers {
+                Refers::Static => {
+                    let (name, value) = static_table::get_coded(i).ok_or(DecodeError::Failed)?;
+                    (Src::Huffman(name), Src::Huffman(value))
+                }
+                Refers::Relative => dynamic(relative(i))?,
+                _ => dynamic(post_base(i))?,
+            };
+            (name, Some(value))
+        };
+        let value = match entry_value {
+            Some(value) if !literal_value => value,
+            _ => {
+                let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
+                rest = rest.get(n..).ok_or(DecodeError::Failed)?;
+                src(value)
+            }
+        };
+        pushed(w.push(name, value, never))?;
     }
     Ok(Decoded { fields: w.finish(), required_insert_count })
 }

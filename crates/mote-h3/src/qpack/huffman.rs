@@ -2,10 +2,11 @@
 //! literals (RFC 9204 §4.1.2).
 //!
 //! The code is canonical: codes of one length are consecutive and ordered by symbol, and
-//! each length starts where the previous one ended, shifted left. So only the 257 code
-//! lengths are stored; first codes, per-symbol ranks and the symbol order are computed at
-//! compile time. Decoding walks the canonical code one bit at a time (as zlib's `puff`
-//! does) with no decode table, which keeps flash small; strings here are short.
+//! each length starts where the previous one ended, shifted left. So the image carries only
+//! the number of codes of each length and the symbols in canonical order (287 bytes, built
+//! from the 257 code lengths at compile time). Decoding walks the code one bit at a time
+//! (as zlib's `puff` does) and encoding looks a byte's position up in that order; strings
+//! here are short, and flash is what a device lacks.
 
 use crate::coding::Out;
 use crate::error::BufferTooSmall;
@@ -35,58 +36,151 @@ const LENGTHS: [u8; 257] = [
 /// The longest code (EOS and three control bytes).
 const MAX_LEN: usize = 30;
 
-struct Tables {
-    /// Number of codes of each length.
-    count: [u16; MAX_LEN + 1],
-    /// The first (numerically smallest) code of each length.
-    first: [u32; MAX_LEN + 1],
-    /// Index in `sorted` of the first symbol of each length.
-    offset: [u16; MAX_LEN + 1],
-    /// Each symbol's position among the symbols of its length.
-    rank: [u8; 257],
-    /// Symbols 0..=255 in canonical order; position 256 would be EOS.
+/// The code in the form the image carries: how many codes each length has, and the symbols
+/// in canonical order (by length, then by value). The order and the counts are all a
+/// canonical code needs (RFC 7541 Appendix B is one): each length's first code follows the
+/// previous length's last, shifted left. 287 bytes instead of a code per symbol plus a
+/// decoding table.
+struct Canonical {
+    /// Number of codes of each length (index 0 unused).
+    count: [u8; MAX_LEN + 1],
+    /// Symbols 0..=255 in canonical order; position 256 would be EOS (the last code).
     sorted: [u8; 256],
 }
 
-// Only evaluated at compile time (`static TABLES = build()`): an out-of-range index here
+// Only evaluated at compile time (`static CANONICAL = build()`): an out-of-range index here
 // is a build error, never a run-time panic.
 #[allow(clippy::indexing_slicing)]
-const fn build() -> Tables {
-    let mut count = [0u16; MAX_LEN + 1];
+const fn build() -> Canonical {
+    let mut count = [0u8; MAX_LEN + 1];
     let mut i = 0;
     while i < 257 {
         count[LENGTHS[i] as usize] += 1;
         i += 1;
     }
-    let mut first = [0u32; MAX_LEN + 1];
-    let mut offset = [0u16; MAX_LEN + 1];
-    let mut code = 0u32;
-    let mut acc = 0u16;
+    let mut sorted = [0u8; 256];
+    let mut at = 0;
     let mut len = 1;
     while len <= MAX_LEN {
-        code = (code + count[len - 1] as u32) << 1;
-        first[len] = code;
-        acc += count[len - 1];
-        offset[len] = acc;
+        let mut sym = 0;
+        while sym < 256 {
+            if LENGTHS[sym] as usize == len {
+                sorted[at] = sym as u8;
+                at += 1;
+            }
+            sym += 1;
+        }
         len += 1;
     }
-    let mut seen = [0u8; MAX_LEN + 1];
-    let mut rank = [0u8; 257];
-    let mut sorted = [0u8; 256];
-    let mut sym = 0;
-    while sym < 257 {
-        let l = LENGTHS[sym] as usize;
-        rank[sym] = seen[l];
-        if sym < 256 {
-            sorted[offset[l] as usize + seen[l] as usize] = sym as u8;
-        }
-        seen[l] += 1;
-        sym += 1;
-    }
-    Tables { count, first, offset, rank, sorted }
+    // EOS is the one code of length 30 not among the bytes, and the last in order.
+    assert!(at == 256 && LENGTHS[256] as usize == MAX_LEN);
+    Canonical { count, sorted }
 }
 
-static TABLES: Tables = build();
+const BUILT: Canonical = build();
+static CANONICAL: Canonical = BUILT;
+
+/// The code and its length in bits for byte `sym`, at compile time (tables coded in the
+/// image, such as the QPACK static table). The first code of a length is the previous
+/// length's first code plus its count, shifted left; a code adds the symbol's rank among
+/// the symbols of its length.
+#[allow(clippy::indexing_slicing)]
+pub(crate) const fn const_code(sym: u8) -> (u32, u32) {
+    let len = LENGTHS[sym as usize] as usize;
+    let mut first = 0u32;
+    let mut l = 1;
+    while l < len {
+        first = (first + BUILT.count[l] as u32) << 1;
+        l += 1;
+    }
+    let mut rank = 0u32;
+    let mut s = 0;
+    while s < sym as usize {
+        if LENGTHS[s] as usize == len {
+            rank += 1;
+        }
+        s += 1;
+    }
+    (first + rank, len as u32)
+}
+
+/// The Huffman-coded length of `s`, at compile time.
+#[allow(clippy::indexing_slicing)]
+pub(crate) const fn const_encoded_len(s: &[u8]) -> usize {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < s.len() {
+        bits += LENGTHS[s[i] as usize] as usize;
+        i += 1;
+    }
+    (bits + 7) >> 3
+}
+
+/// Writes the Huffman coding of `s` (padded with ones) into `out` from `at`, at compile
+/// time; returns the position after it.
+#[allow(clippy::indexing_slicing)]
+pub(crate) const fn const_encode<const N: usize>(s: &[u8], out: &mut [u8; N], at: usize) -> usize {
+    let mut acc: u64 = 0;
+    let mut nbits: u32 = 0;
+    let mut at = at;
+    let mut i = 0;
+    while i < s.len() {
+        let (code, len) = const_code(s[i]);
+        acc = (acc << len) | code as u64;
+        nbits += len;
+        while nbits >= 8 {
+            nbits -= 8;
+            out[at] = (acc >> nbits) as u8;
+            at += 1;
+        }
+        acc &= (1u64 << nbits) - 1;
+        i += 1;
+    }
+    if nbits > 0 {
+        out[at] = ((acc << (8 - nbits)) as u8) | (0xffu8 >> nbits);
+        at += 1;
+    }
+    at
+}
+
+/// Whether Huffman-coded `coded` decodes to exactly `plain` (decoding stops at the first
+/// byte that differs).
+pub(crate) fn decodes_to(coded: &[u8], plain: &[u8]) -> bool {
+    let mut at = 0;
+    let same = decode_with(coded, |b| {
+        if plain.get(at) == Some(&b) {
+            at += 1;
+            Ok(())
+        } else {
+            Err(HuffmanError::Invalid)
+        }
+    });
+    same.is_ok() && at == plain.len()
+}
+
+/// Walks the canonical code length by length: for each length, its first code and the
+/// position of its first symbol in canonical order (as zlib's `puff` does).
+struct Walk {
+    len: usize,
+    first: u32,
+    index: usize,
+    count: u32,
+}
+
+impl Walk {
+    const fn new() -> Self {
+        Self { len: 0, first: 0, index: 0, count: 0 }
+    }
+
+    /// Moves to the next length; false past the longest.
+    fn next_len(&mut self) -> bool {
+        self.index += self.count as usize;
+        self.first = (self.first + self.count) << 1;
+        self.len += 1;
+        self.count = u32::from(CANONICAL.count.get(self.len).copied().unwrap_or(0));
+        self.len <= MAX_LEN
+    }
+}
 
 /// Why Huffman-coded bytes could not be decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,18 +193,22 @@ pub enum HuffmanError {
     OutputFull,
 }
 
-/// The code and its length in bits for `sym` (0..=256).
+/// The code and its length in bits for `sym` (0..=256): its position in canonical order,
+/// then the length whose codes cover that position.
 fn code_of(sym: usize) -> (u32, u32) {
-    let len = LENGTHS.get(sym).copied().unwrap_or(0);
-    let first = TABLES.first.get(usize::from(len)).copied().unwrap_or(0);
-    let rank = TABLES.rank.get(sym).copied().unwrap_or(0);
-    (first + u32::from(rank), u32::from(len))
+    let pos = CANONICAL.sorted.iter().position(|&s| usize::from(s) == sym).unwrap_or(256);
+    let mut w = Walk::new();
+    while w.next_len() {
+        if pos < w.index + w.count as usize {
+            return (w.first + (pos - w.index) as u32, w.len as u32);
+        }
+    }
+    (0, 0)
 }
 
 /// Bytes the Huffman coding of `s` takes.
 pub fn encoded_len(s: &[u8]) -> usize {
-    let bits: usize =
-        s.iter().map(|&b| usize::from(LENGTHS.get(usize::from(b)).copied().unwrap_or(0))).sum();
+    let bits: usize = s.iter().map(|&b| code_of(usize::from(b)).1 as usize).sum();
     (bits + 7) >> 3
 }
 
@@ -143,37 +241,42 @@ pub fn decode_with(
     input: &[u8],
     mut emit: impl FnMut(u8) -> Result<(), HuffmanError>,
 ) -> Result<(), HuffmanError> {
+    walk(input, &mut emit)
+}
+
+/// [`decode_with`]'s one copy: every caller shares it through a `dyn` callback.
+fn walk(
+    input: &[u8],
+    emit: &mut dyn FnMut(u8) -> Result<(), HuffmanError>,
+) -> Result<(), HuffmanError> {
     let mut code: u32 = 0;
-    let mut len: usize = 0;
+    let mut w = Walk::new();
     let mut ones = true;
     for &byte in input {
         let mut bit = 8;
         while bit > 0 {
             bit -= 1;
             let b = u32::from((byte >> bit) & 1);
-            code = (code << 1) | b;
-            len += 1;
+            code |= b;
             ones &= b == 1;
-            if len > MAX_LEN {
+            if !w.next_len() {
                 return Err(HuffmanError::Invalid);
             }
-            let count = u32::from(TABLES.count.get(len).copied().unwrap_or(0));
-            let first = TABLES.first.get(len).copied().unwrap_or(0);
-            if let Some(delta) = code.checked_sub(first) {
-                if delta < count {
-                    let idx =
-                        usize::from(TABLES.offset.get(len).copied().unwrap_or(0)) + delta as usize;
-                    // Position 256 is EOS, which must never appear in the data.
-                    let sym = *TABLES.sorted.get(idx).ok_or(HuffmanError::Invalid)?;
-                    emit(sym)?;
-                    code = 0;
-                    len = 0;
-                    ones = true;
-                }
+            // Codes of this length are first..first + count.
+            if let Some(delta) = code.checked_sub(w.first).filter(|&d| d < w.count) {
+                // Position 256 is EOS, which must never appear in the data.
+                let sym =
+                    *CANONICAL.sorted.get(w.index + delta as usize).ok_or(HuffmanError::Invalid)?;
+                emit(sym)?;
+                code = 0;
+                w = Walk::new();
+                ones = true;
+            } else {
+                code <<= 1;
             }
         }
     }
-    if len > 7 || !ones {
+    if w.len > 7 || !ones {
         return Err(HuffmanError::Invalid);
     }
     Ok(())
@@ -230,6 +333,22 @@ mod tests {
     fn lengths_form_a_complete_prefix_code() {
         let sum: u64 = LENGTHS.iter().map(|&l| 1u64 << (30 - l)).sum();
         assert_eq!(sum, 1 << 30);
+    }
+
+    #[test]
+    fn compile_time_coding_agrees() {
+        for b in 0..=255u8 {
+            assert_eq!(const_code(b), code_of(usize::from(b)), "byte {b}");
+        }
+        let s = b"content-security-policy";
+        let mut out = [0u8; 32];
+        let n = const_encode(s, &mut out, 1);
+        assert_eq!(&out[1..n], &enc(s)[..]);
+        assert_eq!(const_encoded_len(s), n - 1);
+        assert!(decodes_to(&out[1..n], s));
+        assert!(!decodes_to(&out[1..n], b"content-security-polic"));
+        assert!(!decodes_to(&out[1..n], b"content-security-policyx"));
+        assert!(!decodes_to(&out[1..n], b"content-security-polich"));
     }
 
     /// Spot checks against RFC 7541 Appendix B.

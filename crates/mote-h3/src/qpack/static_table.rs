@@ -1,5 +1,7 @@
 //! The QPACK static table (RFC 9204 Appendix A): 99 entries, indexed from 0.
 
+use super::huffman;
+
 /// RFC 9204 Appendix A, in index order. A `const`: the image carries [`PACKED`] instead
 /// (99 slice pairs are 1.6 KB of pointers and lengths on a 32-bit device).
 #[rustfmt::skip]
@@ -126,15 +128,16 @@ const fn repeats_name(i: usize) -> bool {
     true
 }
 
-/// Size of [`PACKED`]: every entry's value and new name plus a length byte for each.
+/// Size of [`PACKED`]: every entry's value and new name, Huffman-coded, plus a length byte
+/// for each.
 #[allow(clippy::indexing_slicing)]
 const PACKED_LEN: usize = {
     let mut n = 0;
     let mut i = 0;
     while i < STATIC_TABLE.len() {
-        n += 2 + STATIC_TABLE[i].1.len();
+        n += 2 + huffman::const_encoded_len(STATIC_TABLE[i].1);
         if !repeats_name(i) {
-            n += STATIC_TABLE[i].0.len();
+            n += huffman::const_encoded_len(STATIC_TABLE[i].0);
         }
         i += 1;
     }
@@ -142,9 +145,10 @@ const PACKED_LEN: usize = {
 };
 
 /// [`STATIC_TABLE`] packed at compile time as `name_len name value_len value` per entry, in
-/// index order; `name_len` 0 (no name is empty) means the previous entry's name, as for
-/// the runs of `:method`, `:status` or `content-type`. Every name and value is shorter
-/// than 256 bytes (checked at compile time).
+/// index order, names and values Huffman-coded (RFC 7541 Appendix B: the table is mostly
+/// lower-case text, a quarter smaller coded); `name_len` 0 (no name is empty) means the
+/// previous entry's name, as for the runs of `:method`, `:status` or `content-type`. Every
+/// coded name and value is shorter than 256 bytes (checked at compile time).
 #[allow(clippy::indexing_slicing)]
 static PACKED: [u8; PACKED_LEN] = {
     let mut out = [0u8; PACKED_LEN];
@@ -153,34 +157,23 @@ static PACKED: [u8; PACKED_LEN] = {
     while i < STATIC_TABLE.len() {
         let (name, value) = STATIC_TABLE[i];
         assert!(!name.is_empty() && name.len() < 256 && value.len() < 256);
-        let mut j = 0;
         if repeats_name(i) {
             out[at] = 0;
             at += 1;
         } else {
-            out[at] = name.len() as u8;
-            at += 1;
-            while j < name.len() {
-                out[at] = name[j];
-                at += 1;
-                j += 1;
-            }
+            out[at] = huffman::const_encoded_len(name) as u8;
+            at = huffman::const_encode(name, &mut out, at + 1);
         }
-        out[at] = value.len() as u8;
-        at += 1;
-        j = 0;
-        while j < value.len() {
-            out[at] = value[j];
-            at += 1;
-            j += 1;
-        }
+        out[at] = huffman::const_encoded_len(value) as u8;
+        at = huffman::const_encode(value, &mut out, at + 1);
         i += 1;
     }
+    assert!(at == PACKED_LEN);
     out
 };
 
-/// The entries of [`PACKED`] in index order.
-fn entries() -> impl Iterator<Item = (&'static [u8], &'static [u8])> {
+/// The entries of [`PACKED`] in index order, Huffman-coded.
+fn coded_entries() -> impl Iterator<Item = (&'static [u8], &'static [u8])> {
     let mut rest: &'static [u8] = &PACKED;
     let mut prev: &'static [u8] = &[];
     core::iter::from_fn(move || {
@@ -200,11 +193,19 @@ fn take(rest: &mut &'static [u8]) -> Option<&'static [u8]> {
     Some(s)
 }
 
-/// The entry at `index`, or `None` past the end (QPACK_DECOMPRESSION_FAILED for a field
-/// line, QPACK_ENCODER_STREAM_ERROR for an encoder instruction).
+/// The entry at `index`, Huffman-coded (name, value), or `None` past the end
+/// (QPACK_DECOMPRESSION_FAILED for a field line). What the decoder copies out of.
+pub fn get_coded(index: u64) -> Option<(&'static [u8], &'static [u8])> {
+    let i = usize::try_from(index).ok()?;
+    coded_entries().nth(i)
+}
+
+/// The entry at `index` as plain bytes, or `None` past the end (QPACK_ENCODER_STREAM_ERROR
+/// for an encoder instruction). For the dynamic table, which copies names; the device
+/// decoder uses [`get_coded`] (this one brings [`STATIC_TABLE`] into the image).
 pub fn get(index: u64) -> Option<(&'static [u8], &'static [u8])> {
     let i = usize::try_from(index).ok()?;
-    entries().nth(i)
+    STATIC_TABLE.get(i).copied()
 }
 
 /// What the static table offers for a field.
@@ -219,12 +220,23 @@ pub enum Match {
 }
 
 /// Looks `name`/`value` up: an exact entry if there is one, else the first entry with the
-/// same name.
+/// same name. The coding is one-to-one, so an entry whose coded length differs cannot match
+/// and is passed over without decoding.
 pub fn find(name: &[u8], value: &[u8]) -> Match {
+    let (name_len, value_len) = (huffman::encoded_len(name), huffman::encoded_len(value));
     let mut by_name = None;
-    for (i, (n, v)) in entries().enumerate() {
-        if n == name {
-            if v == value {
+    let mut prev: &[u8] = &[];
+    let mut prev_matched = false;
+    for (i, (n, v)) in coded_entries().enumerate() {
+        // Runs of one name (`:status`, ...) are compared once.
+        let matched = if core::ptr::eq(n, prev) {
+            prev_matched
+        } else {
+            n.len() == name_len && huffman::decodes_to(n, name)
+        };
+        (prev, prev_matched) = (n, matched);
+        if matched {
+            if v.len() == value_len && huffman::decodes_to(v, value) {
                 return Match::Full(i as u8);
             }
             if by_name.is_none() {
@@ -260,11 +272,24 @@ mod tests {
         let bytes: usize = STATIC_TABLE.iter().map(|(n, v)| n.len() + v.len()).sum();
         assert_eq!(bytes, 2_026);
         // The packed form holds exactly the table.
-        assert!(entries().eq(STATIC_TABLE.iter().copied()));
-        let repeated: usize = (1..99)
-            .filter(|&i| STATIC_TABLE[i].0 == STATIC_TABLE[i - 1].0)
-            .map(|i| STATIC_TABLE[i].0.len())
-            .sum();
-        assert_eq!(PACKED.len(), 2_026 + 2 * 99 - repeated);
+        let plain = |s: &[u8]| {
+            let mut out = vec![0u8; 256];
+            let n = huffman::decode(s, &mut out).unwrap();
+            out.truncate(n);
+            out
+        };
+        assert!(coded_entries()
+            .map(|(n, v)| (plain(n), plain(v)))
+            .eq(STATIC_TABLE.iter().map(|(n, v)| (n.to_vec(), v.to_vec()))));
+        assert_eq!(coded_entries().count(), 99);
+        assert_eq!(get_coded(99), None);
+        // Every entry is found by its name and value (duplicated names find their first).
+        for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
+            assert_eq!(find(n, v), Match::Full(i as u8));
+            let first = STATIC_TABLE.iter().position(|(m, _)| m == n).unwrap();
+            assert_eq!(find(n, b"\x01no such value"), Match::Name(first as u8));
+        }
+        assert_eq!(find(b"", b""), Match::None);
+        assert_eq!(find(b":pat", b"/"), Match::None);
     }
 }
