@@ -677,23 +677,21 @@ fn check_cid(
 // transport parameter. A client MUST treat a violation of these requirements as a
 // connection error of type TRANSPORT_PARAMETER_ERROR."
 fn decode_preferred_address(value: &[u8]) -> Option<PreferredAddress> {
-    let mut r = Reader::new(value);
-    let ipv4 = r.array().ok()?;
-    let ipv4_port = r.u16().ok()?;
-    let ipv6 = r.array().ok()?;
-    let ipv6_port = r.u16().ok()?;
-    let cid_len = usize::from(r.u8().ok()?);
-    if cid_len == 0 || cid_len > MAX_CID_LEN {
+    // The value's length is fixed by its CID Length byte (offset 24): checked once, then
+    // the fields are read at their offsets (issue 8: no reader state per field).
+    let cid_len = usize::from(*value.get(24)?);
+    if cid_len == 0 || cid_len > MAX_CID_LEN || value.len() != 41 + cid_len {
         return None;
     }
-    let connection_id = ConnectionId::new(r.bytes(cid_len).ok()?)?;
-    let stateless_reset_token = r.array().ok()?;
-    r.is_empty().then_some(PreferredAddress {
-        ipv4,
-        ipv4_port,
-        ipv6,
-        ipv6_port,
-        connection_id,
-        stateless_reset_token,
+    let (addrs, rest) = value.split_at(25);
+    let (cid, token) = rest.split_at(cid_len);
+    let port = |i: usize| Some(u16::from_be_bytes(addrs.get(i..i + 2)?.try_into().ok()?));
+    Some(PreferredAddress {
+        ipv4: addrs.get(..4)?.try_into().ok()?,
+        ipv4_port: port(4)?,
+        ipv6: addrs.get(6..22)?.try_into().ok()?,
+        ipv6_port: port(22)?,
+        connection_id: ConnectionId::new(cid)?,
+        stateless_reset_token: token.try_into().ok()?,
     })
 }
