@@ -395,20 +395,19 @@ where
         let pkt = buf.get_mut(..len)?;
         let space = PnSpace::of(hdr.ptype);
         let largest = self.rx_largest(space);
-        let unprotected = match hdr.ptype {
-            PacketType::Initial => match self.hs.keys.initial.as_ref() {
-                Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
-                None => Err(WireError::DecryptFailed),
-            },
-            PacketType::Handshake => match self.hs.keys.handshake.as_ref() {
-                Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
-                None => Err(WireError::DecryptFailed),
-            },
-            PacketType::ZeroRtt => match self.hs.keys.zero_rtt() {
-                Some(k) if self.side() == Side::Server => k.unprotect(pkt, hdr.pn_offset, largest),
-                _ => Err(WireError::DecryptFailed),
-            },
-            PacketType::OneRtt => self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest),
+        // The long-header packet types pick their receive key, then share one call.
+        let keys = match hdr.ptype {
+            PacketType::Initial => self.hs.keys.initial.as_ref().map(|k| &k.rx),
+            PacketType::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.rx),
+            PacketType::ZeroRtt => self.hs.keys.zero_rtt().filter(|_| self.side() == Side::Server),
+            PacketType::OneRtt => None,
+        };
+        let unprotected = match keys {
+            Some(k) => k.unprotect(pkt, hdr.pn_offset, largest),
+            None if hdr.ptype == PacketType::OneRtt => {
+                self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest)
+            }
+            None => Err(WireError::DecryptFailed),
         };
         let u = match unprotected {
             Ok(u) => u,
@@ -683,15 +682,7 @@ where
         self.recovery.discard_space(PnSpace::Initial, now);
         self.hs.crypto_send[0].requeue_unacked();
         if self.hs.keys.zero_rtt().is_some() {
-            for p in self.recovery.application_packets().iter() {
-                for slot in p.payload.control_slots() {
-                    if let Some(c) = self.controls.take(slot) {
-                        self.streams.on_control_lost(c);
-                    }
-                }
-            }
-            self.streams.requeue_all();
-            self.recovery.discard_space(PnSpace::ApplicationData, now);
+            self.requeue_zero_rtt(now);
         }
     }
 
@@ -1107,6 +1098,17 @@ where
     /// control frames are queued again for 1-RTT.
     #[inline(never)]
     fn on_early_data_rejected(&mut self, now: Instant) {
+        self.requeue_zero_rtt(now);
+        self.hs.keys.discard_zero_rtt();
+        self.early_rejected = true;
+        self.events.push(Event::EarlyDataRejected);
+    }
+
+    /// The 0-RTT packets were not processed (a Retry, RFC 9000 §17.2.5.3, or rejected early
+    /// data, RFC 9001 §4.6.2): their records are forgotten without a congestion reaction and
+    /// their stream data and control frames queued again. Shared by both (issue 8).
+    #[inline(never)]
+    fn requeue_zero_rtt(&mut self, now: Instant) {
         for p in self.recovery.application_packets().iter() {
             for slot in p.payload.control_slots() {
                 if let Some(c) = self.controls.take(slot) {
@@ -1116,9 +1118,6 @@ where
         }
         self.streams.requeue_all();
         self.recovery.discard_space(PnSpace::ApplicationData, now);
-        self.hs.keys.discard_zero_rtt();
-        self.early_rejected = true;
-        self.events.push(Event::EarlyDataRejected);
     }
 
     /// RFC 9000 §7.4, §18.2: applies the peer's transport parameters (already validated by
