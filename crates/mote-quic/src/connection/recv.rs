@@ -144,17 +144,18 @@ where
 
     /// RFC 9000 §13.3: what an acknowledged or lost packet means for the frames it carried.
     pub(super) fn on_event(&mut self, ev: PacketEvent<SentFrames>) {
-        let (space, packet, acked, ev_kind) = match ev {
-            PacketEvent::Acked { space, packet } => (space, packet, true, EvKind::Acked),
+        // Borrowed, not moved out of the event: the record is not copied again (issue 8).
+        let (space, packet, acked, ev_kind) = match &ev {
+            PacketEvent::Acked { space, packet } => (*space, packet, true, EvKind::Acked),
             PacketEvent::Lost { space, packet } => {
                 if packet.ack_eliciting {
                     bump(&mut self.stats.packets_lost, 1);
                 }
-                (space, packet, false, EvKind::Lost)
+                (*space, packet, false, EvKind::Lost)
             }
-            PacketEvent::Evicted { space, packet } => (space, packet, false, EvKind::Evicted),
+            PacketEvent::Evicted { space, packet } => (*space, packet, false, EvKind::Evicted),
         };
-        let f = packet.payload;
+        let f = &packet.payload;
         if space == PnSpace::ApplicationData && !matches!(ev_kind, EvKind::Evicted) {
             if f.has(flag::CIDS) {
                 if acked {
