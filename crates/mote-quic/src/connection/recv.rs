@@ -764,16 +764,17 @@ where
         let mut out = FramesOutcome { ackable: true, ..FramesOutcome::default() };
         for item in Frames::new(payload, ptype) {
             let frame = item.map_err(wire)?;
-            if frame.is_ack_eliciting() {
+            let ty = frame.frame_type();
+            if frame::is_ack_eliciting(ty) {
                 out.ack_eliciting = true;
             }
-            let ty = frame.frame_type();
             if !frame::is_probing(ty) {
                 out.non_probing = true;
             }
-            match frame {
+            // Borrowed: an ACK (the largest variant) is not copied out of the frame.
+            match &frame {
                 Frame::Padding { .. } | Frame::Ping => {}
-                Frame::Ack(ack) => self.on_ack(now, space, &ack)?,
+                Frame::Ack(ack) => self.on_ack(now, space, ack)?,
                 Frame::Crypto { offset, data } => {
                     if self.on_crypto(now, space, offset.into_inner(), data)? == Insert::Dropped {
                         out.ackable = false;
@@ -806,8 +807,8 @@ where
                     .on_new_connection_id(
                         sequence.into_inner(),
                         retire_prior_to.into_inner(),
-                        cid,
-                        reset_token,
+                        *cid,
+                        *reset_token,
                     )?,
                 // RFC 9000 §19.16: the peer retires one of ours.
                 Frame::RetireConnectionId { sequence } => {
@@ -817,10 +818,10 @@ where
                 // arrived on. Without `migration` only the newest is kept.
                 Frame::PathChallenge { data } => {
                     #[cfg(feature = "migration")]
-                    self.migration.on_challenge(info.remote, info.local, data);
+                    self.migration.on_challenge(info.remote, info.local, *data);
                     #[cfg(not(feature = "migration"))]
                     {
-                        self.path_response = Some(data);
+                        self.path_response = Some(*data);
                         bump(&mut self.stats.path_challenges_received, 1);
                     }
                 }
@@ -828,7 +829,7 @@ where
                 // unsolicited one is ignored (PROTOCOL_VIOLATION is allowed, not required).
                 Frame::PathResponse { data } => {
                     #[cfg(feature = "migration")]
-                    self.on_path_response(now, data);
+                    self.on_path_response(now, *data);
                     #[cfg(not(feature = "migration"))]
                     let _ = data;
                 }
