@@ -145,12 +145,14 @@ impl LocalCids {
         }
     }
 
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(crate) fn on_ack(&mut self, pn: u64) {
         for i in self.slots.iter_mut().flatten() {
             i.frame.on_ack(pn);
         }
     }
 
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(crate) fn on_lost(&mut self, pn: u64) {
         for i in self.slots.iter_mut().flatten() {
             i.frame.on_lost(pn);

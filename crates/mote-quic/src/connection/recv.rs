@@ -116,6 +116,7 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) handshake_done_pending: &'a mut bool,
     pub(super) stats: &'a mut ConnectionStats,
     pub(super) events: &'a mut Events,
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(super) local_cids: &'a mut LocalCids,
     pub(super) remote_cids: &'a mut RemoteCids,
     pub(super) ecn: &'a mut path::Ecn,
@@ -158,11 +159,17 @@ where
         let f = &packet.payload;
         if space == PnSpace::ApplicationData && !matches!(ev_kind, EvKind::Evicted) {
             if f.has(flag::CIDS) {
+                // Without `cid-rotation` no NEW_CONNECTION_ID of ours is ever sent
+                // (`write_cid_frames`), so only the RETIRE_CONNECTION_IDs have a delivery.
+                #[cfg(feature = "cid-rotation")]
                 if acked {
                     self.local_cids.on_ack(packet.pn);
-                    self.remote_cids.on_ack(packet.pn);
                 } else {
                     self.local_cids.on_lost(packet.pn);
+                }
+                if acked {
+                    self.remote_cids.on_ack(packet.pn);
+                } else {
                     self.remote_cids.on_lost(packet.pn);
                 }
             }
