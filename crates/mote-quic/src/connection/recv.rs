@@ -841,19 +841,21 @@ where
                     let _ = data;
                 }
                 // RFC 9000 §10.2.2: the peer closed; enter the draining state.
-                Frame::ConnectionClose { error_code, frame_type, reason } => {
-                    let c = ConnectionClose::new(
-                        error_code.into_inner(),
-                        Some(frame_type.into_inner()),
-                        false,
-                        reason,
-                    );
-                    self.enter_draining(now, c);
-                    out.closed = true;
-                    return Ok(out);
-                }
-                Frame::ApplicationClose { error_code, reason } => {
-                    let c = ConnectionClose::new(error_code.into_inner(), None, true, reason);
+                // One path for both close types (the application's has no frame type).
+                Frame::ConnectionClose { .. } | Frame::ApplicationClose { .. } => {
+                    let (code, frame_type, reason) = match frame {
+                        Frame::ConnectionClose { error_code, frame_type, reason } => {
+                            (error_code, Some(frame_type.into_inner()), reason)
+                        }
+                        Frame::ApplicationClose { error_code, reason } => {
+                            (error_code, None, reason)
+                        }
+                        // Not reached: the outer arm matched one of the two.
+                        _ => continue,
+                    };
+                    let application = frame_type.is_none();
+                    let c =
+                        ConnectionClose::new(code.into_inner(), frame_type, application, reason);
                     self.enter_draining(now, c);
                     out.closed = true;
                     return Ok(out);
