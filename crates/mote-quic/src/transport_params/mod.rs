@@ -434,7 +434,58 @@ impl TransportParameters {
         {
             return None;
         }
-        // RFC 9000 §18.2: the value of each parameter and its allowed range.
+        // RFC 9000 §18.2: the integer parameters are one varint filling the value, within
+        // the parameter's range (issue 8: one read and range check for all of them).
+        // "Values below 1200 are invalid" (max_udp_payload_size); max_streams above 2^60:
+        // "the connection MUST be closed immediately with a connection error of type
+        // TRANSPORT_PARAMETER_ERROR"; ack_delay_exponent: "Values above 20 are invalid";
+        // max_ack_delay: "Values of 2^14 or greater are invalid"; active_connection_id_limit
+        // "MUST be at least 2". RFC 9221 §3: max_datagram_frame_size is any varint.
+        let range = match id {
+            id::MAX_UDP_PAYLOAD_SIZE => Some((1200, u64::MAX)),
+            id::INITIAL_MAX_STREAMS_BIDI | id::INITIAL_MAX_STREAMS_UNI => Some((0, 1 << 60)),
+            id::ACK_DELAY_EXPONENT => Some((0, 20)),
+            id::MAX_ACK_DELAY => Some((0, (1 << 14) - 1)),
+            id::ACTIVE_CONNECTION_ID_LIMIT => Some((2, u64::MAX)),
+            id::MAX_IDLE_TIMEOUT
+            | id::INITIAL_MAX_DATA
+            | id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL
+            | id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE
+            | id::INITIAL_MAX_STREAM_DATA_UNI => Some((0, u64::MAX)),
+            #[cfg(feature = "datagram")]
+            id::MAX_DATAGRAM_FRAME_SIZE => Some((0, u64::MAX)),
+            _ => None,
+        };
+        if let Some((lo, hi)) = range {
+            let v = varint_value(value)?;
+            let n = v.into_inner();
+            if n < lo || n > hi {
+                return None;
+            }
+            match id {
+                id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = v,
+                id::MAX_UDP_PAYLOAD_SIZE => self.max_udp_payload_size = v,
+                id::INITIAL_MAX_DATA => self.initial_max_data = v,
+                id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
+                    self.initial_max_stream_data_bidi_local = v
+                }
+                id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
+                    self.initial_max_stream_data_bidi_remote = v
+                }
+                id::INITIAL_MAX_STREAM_DATA_UNI => self.initial_max_stream_data_uni = v,
+                id::INITIAL_MAX_STREAMS_BIDI => self.initial_max_streams_bidi = v,
+                id::INITIAL_MAX_STREAMS_UNI => self.initial_max_streams_uni = v,
+                // Both fit: checked against 20 and 2^14 above.
+                id::ACK_DELAY_EXPONENT => self.ack_delay_exponent = n as u8,
+                id::MAX_ACK_DELAY => self.max_ack_delay = n as u16,
+                id::ACTIVE_CONNECTION_ID_LIMIT => self.active_connection_id_limit = v,
+                #[cfg(feature = "datagram")]
+                id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = v,
+                _ => {}
+            }
+            return Some(());
+        }
+        // RFC 9000 §18.2: the value of each other parameter.
         match id {
             // Connection IDs are at most 20 bytes (RFC 9000 §17.2).
             id::ORIGINAL_DESTINATION_CONNECTION_ID => {
@@ -446,45 +497,8 @@ impl TransportParameters {
             id::RETRY_SOURCE_CONNECTION_ID => {
                 self.retry_source_connection_id = Some(ConnectionId::new(value)?);
             }
-            id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = varint_value(value)?,
             // "This parameter is a sequence of 16 bytes."
             id::STATELESS_RESET_TOKEN => self.stateless_reset_token = Some(value.try_into().ok()?),
-            // "Values below 1200 are invalid."
-            id::MAX_UDP_PAYLOAD_SIZE => {
-                self.max_udp_payload_size =
-                    varint_value(value).filter(|v| v.into_inner() >= 1200)?;
-            }
-            id::INITIAL_MAX_DATA => self.initial_max_data = varint_value(value)?,
-            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
-                self.initial_max_stream_data_bidi_local = varint_value(value)?;
-            }
-            id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
-                self.initial_max_stream_data_bidi_remote = varint_value(value)?;
-            }
-            id::INITIAL_MAX_STREAM_DATA_UNI => {
-                self.initial_max_stream_data_uni = varint_value(value)?
-            }
-            // "If a max_streams transport parameter ... is received with a value greater than
-            // 2^60 ... the connection MUST be closed immediately with a connection error of
-            // type TRANSPORT_PARAMETER_ERROR."
-            id::INITIAL_MAX_STREAMS_BIDI => {
-                self.initial_max_streams_bidi =
-                    varint_value(value).filter(|v| v.into_inner() <= 1 << 60)?;
-            }
-            id::INITIAL_MAX_STREAMS_UNI => {
-                self.initial_max_streams_uni =
-                    varint_value(value).filter(|v| v.into_inner() <= 1 << 60)?;
-            }
-            // "Values above 20 are invalid."
-            id::ACK_DELAY_EXPONENT => {
-                let v = varint_value(value)?.into_inner();
-                self.ack_delay_exponent = if v <= 20 { v as u8 } else { return None };
-            }
-            // "Values of 2^14 or greater are invalid."
-            id::MAX_ACK_DELAY => {
-                let v = varint_value(value)?.into_inner();
-                self.max_ack_delay = if v < 1 << 14 { v as u16 } else { return None };
-            }
             // "This parameter is a zero-length value."
             id::DISABLE_ACTIVE_MIGRATION => {
                 self.disable_active_migration = value.is_empty().then_some(true)?;
@@ -492,17 +506,9 @@ impl TransportParameters {
             id::PREFERRED_ADDRESS => {
                 self.preferred_address = Some(decode_preferred_address(value)?)
             }
-            // "The value of the active_connection_id_limit parameter MUST be at least 2."
-            id::ACTIVE_CONNECTION_ID_LIMIT => {
-                self.active_connection_id_limit =
-                    varint_value(value).filter(|v| v.into_inner() >= 2)?;
-            }
             id::VERSION_INFORMATION => {
                 self.version_information = Some(VersionInformation::decode(value, sender)?);
             }
-            // RFC 9221 §3: any varint; 0 means DATAGRAM frames are not supported.
-            #[cfg(feature = "datagram")]
-            id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = varint_value(value)?,
             // RFC 9287 §3: "an endpoint that understands this transport parameter MUST treat
             // receipt of a non-empty value of the transport parameter as a connection error
             // of type TRANSPORT_PARAMETER_ERROR."
