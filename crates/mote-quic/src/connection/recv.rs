@@ -167,11 +167,7 @@ where
                 } else {
                     self.local_cids.on_lost(packet.pn);
                 }
-                if acked {
-                    self.remote_cids.on_ack(packet.pn);
-                } else {
-                    self.remote_cids.on_lost(packet.pn);
-                }
+                self.remote_cids.on_delivery(packet.pn, acked);
             }
             if self.ecn.was_marked(packet.pn) {
                 self.ecn.on_marked_packet(acked);
