@@ -145,12 +145,14 @@ impl LocalCids {
         }
     }
 
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(crate) fn on_ack(&mut self, pn: u64) {
         for i in self.slots.iter_mut().flatten() {
             i.frame.on_ack(pn);
         }
     }
 
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(crate) fn on_lost(&mut self, pn: u64) {
         for i in self.slots.iter_mut().flatten() {
             i.frame.on_lost(pn);
@@ -411,17 +413,16 @@ impl RemoteCids {
         }
     }
 
-    pub(crate) fn on_ack(&mut self, pn: u64) {
+    /// Packet `pn` was acknowledged (`acked`) or lost: an acknowledged RETIRE_CONNECTION_ID
+    /// is done, a lost one pending again. One loop for both (issue 8).
+    pub(crate) fn on_delivery(&mut self, pn: u64, acked: bool) {
         for slot in self.retire.iter_mut() {
-            if slot.as_mut().is_some_and(|r| r.frame.on_ack(pn)) {
+            let Some(r) = slot.as_mut() else { continue };
+            if !acked {
+                r.frame.on_lost(pn);
+            } else if r.frame.on_ack(pn) {
                 *slot = None;
             }
-        }
-    }
-
-    pub(crate) fn on_lost(&mut self, pn: u64) {
-        for r in self.retire.iter_mut().flatten() {
-            r.frame.on_lost(pn);
         }
     }
 
@@ -519,7 +520,7 @@ mod tests {
         // Old sequence numbers arriving late are retired without being stored.
         r.on_new_cid(1, 0, cid(1), [1; 16]).unwrap();
         assert_eq!(r.retiring(), 2);
-        r.on_ack(5);
+        r.on_delivery(5, true);
         assert_eq!(r.retiring(), 0);
         // switch() moves to a spare and retires the old one.
         #[cfg(feature = "migration")]

@@ -116,6 +116,7 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) handshake_done_pending: &'a mut bool,
     pub(super) stats: &'a mut ConnectionStats,
     pub(super) events: &'a mut Events,
+    #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(super) local_cids: &'a mut LocalCids,
     pub(super) remote_cids: &'a mut RemoteCids,
     pub(super) ecn: &'a mut path::Ecn,
@@ -144,26 +145,29 @@ where
 
     /// RFC 9000 §13.3: what an acknowledged or lost packet means for the frames it carried.
     pub(super) fn on_event(&mut self, ev: PacketEvent<SentFrames>) {
-        let (space, packet, acked, ev_kind) = match ev {
-            PacketEvent::Acked { space, packet } => (space, packet, true, EvKind::Acked),
+        // Borrowed, not moved out of the event: the record is not copied again (issue 8).
+        let (space, packet, acked, ev_kind) = match &ev {
+            PacketEvent::Acked { space, packet } => (*space, packet, true, EvKind::Acked),
             PacketEvent::Lost { space, packet } => {
                 if packet.ack_eliciting {
                     bump(&mut self.stats.packets_lost, 1);
                 }
-                (space, packet, false, EvKind::Lost)
+                (*space, packet, false, EvKind::Lost)
             }
-            PacketEvent::Evicted { space, packet } => (space, packet, false, EvKind::Evicted),
+            PacketEvent::Evicted { space, packet } => (*space, packet, false, EvKind::Evicted),
         };
-        let f = packet.payload;
+        let f = &packet.payload;
         if space == PnSpace::ApplicationData && !matches!(ev_kind, EvKind::Evicted) {
             if f.has(flag::CIDS) {
+                // Without `cid-rotation` no NEW_CONNECTION_ID of ours is ever sent
+                // (`write_cid_frames`), so only the RETIRE_CONNECTION_IDs have a delivery.
+                #[cfg(feature = "cid-rotation")]
                 if acked {
                     self.local_cids.on_ack(packet.pn);
-                    self.remote_cids.on_ack(packet.pn);
                 } else {
                     self.local_cids.on_lost(packet.pn);
-                    self.remote_cids.on_lost(packet.pn);
                 }
+                self.remote_cids.on_delivery(packet.pn, acked);
             }
             if self.ecn.was_marked(packet.pn) {
                 self.ecn.on_marked_packet(acked);
@@ -395,20 +399,19 @@ where
         let pkt = buf.get_mut(..len)?;
         let space = PnSpace::of(hdr.ptype);
         let largest = self.rx_largest(space);
-        let unprotected = match hdr.ptype {
-            PacketType::Initial => match self.hs.keys.initial.as_ref() {
-                Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
-                None => Err(WireError::DecryptFailed),
-            },
-            PacketType::Handshake => match self.hs.keys.handshake.as_ref() {
-                Some(k) => k.rx.unprotect(pkt, hdr.pn_offset, largest),
-                None => Err(WireError::DecryptFailed),
-            },
-            PacketType::ZeroRtt => match self.hs.keys.zero_rtt() {
-                Some(k) if self.side() == Side::Server => k.unprotect(pkt, hdr.pn_offset, largest),
-                _ => Err(WireError::DecryptFailed),
-            },
-            PacketType::OneRtt => self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest),
+        // The long-header packet types pick their receive key, then share one call.
+        let keys = match hdr.ptype {
+            PacketType::Initial => self.hs.keys.initial.as_ref().map(|k| &k.rx),
+            PacketType::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.rx),
+            PacketType::ZeroRtt => self.hs.keys.zero_rtt().filter(|_| self.side() == Side::Server),
+            PacketType::OneRtt => None,
+        };
+        let unprotected = match keys {
+            Some(k) => k.unprotect(pkt, hdr.pn_offset, largest),
+            None if hdr.ptype == PacketType::OneRtt => {
+                self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest)
+            }
+            None => Err(WireError::DecryptFailed),
         };
         let u = match unprotected {
             Ok(u) => u,
@@ -683,15 +686,7 @@ where
         self.recovery.discard_space(PnSpace::Initial, now);
         self.hs.crypto_send[0].requeue_unacked();
         if self.hs.keys.zero_rtt().is_some() {
-            for p in self.recovery.application_packets().iter() {
-                for slot in p.payload.control_slots() {
-                    if let Some(c) = self.controls.take(slot) {
-                        self.streams.on_control_lost(c);
-                    }
-                }
-            }
-            self.streams.requeue_all();
-            self.recovery.discard_space(PnSpace::ApplicationData, now);
+            self.requeue_zero_rtt(now);
         }
     }
 
@@ -772,16 +767,17 @@ where
         let mut out = FramesOutcome { ackable: true, ..FramesOutcome::default() };
         for item in Frames::new(payload, ptype) {
             let frame = item.map_err(wire)?;
-            if frame.is_ack_eliciting() {
+            let ty = frame.frame_type();
+            if frame::is_ack_eliciting(ty) {
                 out.ack_eliciting = true;
             }
-            let ty = frame.frame_type();
             if !frame::is_probing(ty) {
                 out.non_probing = true;
             }
-            match frame {
+            // Borrowed: an ACK (the largest variant) is not copied out of the frame.
+            match &frame {
                 Frame::Padding { .. } | Frame::Ping => {}
-                Frame::Ack(ack) => self.on_ack(now, space, &ack)?,
+                Frame::Ack(ack) => self.on_ack(now, space, ack)?,
                 Frame::Crypto { offset, data } => {
                     if self.on_crypto(now, space, offset.into_inner(), data)? == Insert::Dropped {
                         out.ackable = false;
@@ -814,8 +810,8 @@ where
                     .on_new_connection_id(
                         sequence.into_inner(),
                         retire_prior_to.into_inner(),
-                        cid,
-                        reset_token,
+                        *cid,
+                        *reset_token,
                     )?,
                 // RFC 9000 §19.16: the peer retires one of ours.
                 Frame::RetireConnectionId { sequence } => {
@@ -825,10 +821,10 @@ where
                 // arrived on. Without `migration` only the newest is kept.
                 Frame::PathChallenge { data } => {
                     #[cfg(feature = "migration")]
-                    self.migration.on_challenge(info.remote, info.local, data);
+                    self.migration.on_challenge(info.remote, info.local, *data);
                     #[cfg(not(feature = "migration"))]
                     {
-                        self.path_response = Some(data);
+                        self.path_response = Some(*data);
                         bump(&mut self.stats.path_challenges_received, 1);
                     }
                 }
@@ -836,24 +832,26 @@ where
                 // unsolicited one is ignored (PROTOCOL_VIOLATION is allowed, not required).
                 Frame::PathResponse { data } => {
                     #[cfg(feature = "migration")]
-                    self.on_path_response(now, data);
+                    self.on_path_response(now, *data);
                     #[cfg(not(feature = "migration"))]
                     let _ = data;
                 }
                 // RFC 9000 §10.2.2: the peer closed; enter the draining state.
-                Frame::ConnectionClose { error_code, frame_type, reason } => {
-                    let c = ConnectionClose::new(
-                        error_code.into_inner(),
-                        Some(frame_type.into_inner()),
-                        false,
-                        reason,
-                    );
-                    self.enter_draining(now, c);
-                    out.closed = true;
-                    return Ok(out);
-                }
-                Frame::ApplicationClose { error_code, reason } => {
-                    let c = ConnectionClose::new(error_code.into_inner(), None, true, reason);
+                // One path for both close types (the application's has no frame type).
+                Frame::ConnectionClose { .. } | Frame::ApplicationClose { .. } => {
+                    let (code, frame_type, reason) = match frame {
+                        Frame::ConnectionClose { error_code, frame_type, reason } => {
+                            (error_code, Some(frame_type.into_inner()), reason)
+                        }
+                        Frame::ApplicationClose { error_code, reason } => {
+                            (error_code, None, reason)
+                        }
+                        // Not reached: the outer arm matched one of the two.
+                        _ => continue,
+                    };
+                    let application = frame_type.is_none();
+                    let c =
+                        ConnectionClose::new(code.into_inner(), frame_type, application, reason);
                     self.enter_draining(now, c);
                     out.closed = true;
                     return Ok(out);
@@ -1107,6 +1105,17 @@ where
     /// control frames are queued again for 1-RTT.
     #[inline(never)]
     fn on_early_data_rejected(&mut self, now: Instant) {
+        self.requeue_zero_rtt(now);
+        self.hs.keys.discard_zero_rtt();
+        self.early_rejected = true;
+        self.events.push(Event::EarlyDataRejected);
+    }
+
+    /// The 0-RTT packets were not processed (a Retry, RFC 9000 §17.2.5.3, or rejected early
+    /// data, RFC 9001 §4.6.2): their records are forgotten without a congestion reaction and
+    /// their stream data and control frames queued again. Shared by both (issue 8).
+    #[inline(never)]
+    fn requeue_zero_rtt(&mut self, now: Instant) {
         for p in self.recovery.application_packets().iter() {
             for slot in p.payload.control_slots() {
                 if let Some(c) = self.controls.take(slot) {
@@ -1116,9 +1125,6 @@ where
         }
         self.streams.requeue_all();
         self.recovery.discard_space(PnSpace::ApplicationData, now);
-        self.hs.keys.discard_zero_rtt();
-        self.early_rejected = true;
-        self.events.push(Event::EarlyDataRejected);
     }
 
     /// RFC 9000 §7.4, §18.2: applies the peer's transport parameters (already validated by

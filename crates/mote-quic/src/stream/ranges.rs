@@ -133,32 +133,20 @@ impl<const N: usize> RangeSet<N> {
         let keep_left = first_s < start;
         let keep_right = last_e > end;
         let needed = usize::from(keep_left) + usize::from(keep_right);
-        let removed = j - i;
-        if self.len - removed + needed > N {
+        if self.len - (j - i) + needed > N {
             return Err(Full);
         }
-        let mut keep = [(0u64, 0u64); 2];
-        let mut n = 0;
+        // Drop the overlapped ranges, then put back the parts outside [start, end): each
+        // is disjoint from and not adjacent to every other range (the set's invariant), the
+        // capacity was checked above, so the inserts cannot fail (issue 8: the slot shifting
+        // is `insert`'s, not a second copy here).
+        self.remove_slots(i, j);
         if keep_left {
-            keep[n] = (first_s, start);
-            n += 1;
+            let _ = self.insert(first_s, start);
         }
         if keep_right {
-            keep[n] = (end, last_e);
-            n += 1;
+            let _ = self.insert(end, last_e);
         }
-        if n > removed {
-            // n == 2, removed == 1: shift right by one to make room.
-            let mut k = self.len;
-            while k > j {
-                self.r[k] = self.r[k - 1];
-                k -= 1;
-            }
-            self.len += 1;
-        } else if n < removed {
-            self.remove_slots(i + n, j);
-        }
-        self.r[i..i + n].copy_from_slice(&keep[..n]);
         Ok(())
     }
 

@@ -414,7 +414,10 @@ impl TransportParameters {
         Ok(params)
     }
 
-    // Stores one known parameter; `None` if it is invalid.
+    // Stores one known parameter; `None` if it is invalid. Out of line (issue 8): the
+    // parameters stay one value in memory, so `decode` returns them with one copy instead
+    // of storing every field of a scalarised struct (~250 B of Thumb code).
+    #[inline(never)]
     fn set(&mut self, id: u64, value: &[u8], sender: Side) -> Option<()> {
         // RFC 9000 §18.2: "A client MUST NOT include any server-only transport parameter:
         // original_destination_connection_id, preferred_address, retry_source_connection_id,
@@ -431,7 +434,58 @@ impl TransportParameters {
         {
             return None;
         }
-        // RFC 9000 §18.2: the value of each parameter and its allowed range.
+        // RFC 9000 §18.2: the integer parameters are one varint filling the value, within
+        // the parameter's range (issue 8: one read and range check for all of them).
+        // "Values below 1200 are invalid" (max_udp_payload_size); max_streams above 2^60:
+        // "the connection MUST be closed immediately with a connection error of type
+        // TRANSPORT_PARAMETER_ERROR"; ack_delay_exponent: "Values above 20 are invalid";
+        // max_ack_delay: "Values of 2^14 or greater are invalid"; active_connection_id_limit
+        // "MUST be at least 2". RFC 9221 §3: max_datagram_frame_size is any varint.
+        let range = match id {
+            id::MAX_UDP_PAYLOAD_SIZE => Some((1200, u64::MAX)),
+            id::INITIAL_MAX_STREAMS_BIDI | id::INITIAL_MAX_STREAMS_UNI => Some((0, 1 << 60)),
+            id::ACK_DELAY_EXPONENT => Some((0, 20)),
+            id::MAX_ACK_DELAY => Some((0, (1 << 14) - 1)),
+            id::ACTIVE_CONNECTION_ID_LIMIT => Some((2, u64::MAX)),
+            id::MAX_IDLE_TIMEOUT
+            | id::INITIAL_MAX_DATA
+            | id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL
+            | id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE
+            | id::INITIAL_MAX_STREAM_DATA_UNI => Some((0, u64::MAX)),
+            #[cfg(feature = "datagram")]
+            id::MAX_DATAGRAM_FRAME_SIZE => Some((0, u64::MAX)),
+            _ => None,
+        };
+        if let Some((lo, hi)) = range {
+            let v = varint_value(value)?;
+            let n = v.into_inner();
+            if n < lo || n > hi {
+                return None;
+            }
+            match id {
+                id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = v,
+                id::MAX_UDP_PAYLOAD_SIZE => self.max_udp_payload_size = v,
+                id::INITIAL_MAX_DATA => self.initial_max_data = v,
+                id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
+                    self.initial_max_stream_data_bidi_local = v
+                }
+                id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
+                    self.initial_max_stream_data_bidi_remote = v
+                }
+                id::INITIAL_MAX_STREAM_DATA_UNI => self.initial_max_stream_data_uni = v,
+                id::INITIAL_MAX_STREAMS_BIDI => self.initial_max_streams_bidi = v,
+                id::INITIAL_MAX_STREAMS_UNI => self.initial_max_streams_uni = v,
+                // Both fit: checked against 20 and 2^14 above.
+                id::ACK_DELAY_EXPONENT => self.ack_delay_exponent = n as u8,
+                id::MAX_ACK_DELAY => self.max_ack_delay = n as u16,
+                id::ACTIVE_CONNECTION_ID_LIMIT => self.active_connection_id_limit = v,
+                #[cfg(feature = "datagram")]
+                id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = v,
+                _ => {}
+            }
+            return Some(());
+        }
+        // RFC 9000 §18.2: the value of each other parameter.
         match id {
             // Connection IDs are at most 20 bytes (RFC 9000 §17.2).
             id::ORIGINAL_DESTINATION_CONNECTION_ID => {
@@ -443,45 +497,8 @@ impl TransportParameters {
             id::RETRY_SOURCE_CONNECTION_ID => {
                 self.retry_source_connection_id = Some(ConnectionId::new(value)?);
             }
-            id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = varint_value(value)?,
             // "This parameter is a sequence of 16 bytes."
             id::STATELESS_RESET_TOKEN => self.stateless_reset_token = Some(value.try_into().ok()?),
-            // "Values below 1200 are invalid."
-            id::MAX_UDP_PAYLOAD_SIZE => {
-                self.max_udp_payload_size =
-                    varint_value(value).filter(|v| v.into_inner() >= 1200)?;
-            }
-            id::INITIAL_MAX_DATA => self.initial_max_data = varint_value(value)?,
-            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
-                self.initial_max_stream_data_bidi_local = varint_value(value)?;
-            }
-            id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
-                self.initial_max_stream_data_bidi_remote = varint_value(value)?;
-            }
-            id::INITIAL_MAX_STREAM_DATA_UNI => {
-                self.initial_max_stream_data_uni = varint_value(value)?
-            }
-            // "If a max_streams transport parameter ... is received with a value greater than
-            // 2^60 ... the connection MUST be closed immediately with a connection error of
-            // type TRANSPORT_PARAMETER_ERROR."
-            id::INITIAL_MAX_STREAMS_BIDI => {
-                self.initial_max_streams_bidi =
-                    varint_value(value).filter(|v| v.into_inner() <= 1 << 60)?;
-            }
-            id::INITIAL_MAX_STREAMS_UNI => {
-                self.initial_max_streams_uni =
-                    varint_value(value).filter(|v| v.into_inner() <= 1 << 60)?;
-            }
-            // "Values above 20 are invalid."
-            id::ACK_DELAY_EXPONENT => {
-                let v = varint_value(value)?.into_inner();
-                self.ack_delay_exponent = if v <= 20 { v as u8 } else { return None };
-            }
-            // "Values of 2^14 or greater are invalid."
-            id::MAX_ACK_DELAY => {
-                let v = varint_value(value)?.into_inner();
-                self.max_ack_delay = if v < 1 << 14 { v as u16 } else { return None };
-            }
             // "This parameter is a zero-length value."
             id::DISABLE_ACTIVE_MIGRATION => {
                 self.disable_active_migration = value.is_empty().then_some(true)?;
@@ -489,17 +506,9 @@ impl TransportParameters {
             id::PREFERRED_ADDRESS => {
                 self.preferred_address = Some(decode_preferred_address(value)?)
             }
-            // "The value of the active_connection_id_limit parameter MUST be at least 2."
-            id::ACTIVE_CONNECTION_ID_LIMIT => {
-                self.active_connection_id_limit =
-                    varint_value(value).filter(|v| v.into_inner() >= 2)?;
-            }
             id::VERSION_INFORMATION => {
                 self.version_information = Some(VersionInformation::decode(value, sender)?);
             }
-            // RFC 9221 §3: any varint; 0 means DATAGRAM frames are not supported.
-            #[cfg(feature = "datagram")]
-            id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = varint_value(value)?,
             // RFC 9287 §3: "an endpoint that understands this transport parameter MUST treat
             // receipt of a non-empty value of the transport parameter as a connection error
             // of type TRANSPORT_PARAMETER_ERROR."
@@ -677,23 +686,21 @@ fn check_cid(
 // transport parameter. A client MUST treat a violation of these requirements as a
 // connection error of type TRANSPORT_PARAMETER_ERROR."
 fn decode_preferred_address(value: &[u8]) -> Option<PreferredAddress> {
-    let mut r = Reader::new(value);
-    let ipv4 = r.array().ok()?;
-    let ipv4_port = r.u16().ok()?;
-    let ipv6 = r.array().ok()?;
-    let ipv6_port = r.u16().ok()?;
-    let cid_len = usize::from(r.u8().ok()?);
-    if cid_len == 0 || cid_len > MAX_CID_LEN {
+    // The value's length is fixed by its CID Length byte (offset 24): checked once, then
+    // the fields are read at their offsets (issue 8: no reader state per field).
+    let cid_len = usize::from(*value.get(24)?);
+    if cid_len == 0 || cid_len > MAX_CID_LEN || value.len() != 41 + cid_len {
         return None;
     }
-    let connection_id = ConnectionId::new(r.bytes(cid_len).ok()?)?;
-    let stateless_reset_token = r.array().ok()?;
-    r.is_empty().then_some(PreferredAddress {
-        ipv4,
-        ipv4_port,
-        ipv6,
-        ipv6_port,
-        connection_id,
-        stateless_reset_token,
+    let (addrs, rest) = value.split_at(25);
+    let (cid, token) = rest.split_at(cid_len);
+    let port = |i: usize| Some(u16::from_be_bytes(addrs.get(i..i + 2)?.try_into().ok()?));
+    Some(PreferredAddress {
+        ipv4: addrs.get(..4)?.try_into().ok()?,
+        ipv4_port: port(4)?,
+        ipv6: addrs.get(6..22)?.try_into().ok()?,
+        ipv6_port: port(22)?,
+        connection_id: ConnectionId::new(cid)?,
+        stateless_reset_token: token.try_into().ok()?,
     })
 }
