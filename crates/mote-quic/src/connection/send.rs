@@ -836,8 +836,7 @@ where
             // slot until acknowledged or lost.
             while self.controls.has_free() && f.control_room() && w.remaining() >= 32 {
                 let Some(c) = self.streams.poll_control() else { break };
-                let fr = c.frame();
-                if !fr.emit_whole(w) {
+                if !c.emit_whole(w) {
                     self.streams.on_control_lost(c);
                     break;
                 }
