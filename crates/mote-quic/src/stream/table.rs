@@ -645,6 +645,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// The next control frame to send, if any: resets and STOP_SENDING first, then credit
     /// updates, then blocked signals. Each call marks the returned frame sent.
+    // Out of line: inlined into the packet builder it is larger (issue 8, measured).
+    #[inline(never)]
     pub fn poll_control(&mut self) -> Option<Control> {
         for slot in self.slots.iter_mut() {
             let Some(id) = slot.id else { continue };
