@@ -359,6 +359,7 @@ where
 
     /// Skips the next Application Data packet number and draws the next gap
     /// (`SKIP_PN_GAP_MIN` plus a random byte).
+    #[inline(never)]
     fn skip_packet_number(&mut self) {
         use mote_crypto::CryptoRng as _;
         let Ok(pn) = self.recovery.skip_pn(PnSpace::ApplicationData) else { return };
@@ -573,6 +574,7 @@ where
     }
 
     /// Whether `space` has ack-eliciting frames waiting.
+    #[inline(never)]
     fn has_eliciting(&self, space: PnSpace) -> bool {
         match space {
             PnSpace::Initial => self.hs.crypto_send[0].wants_to_send(),
@@ -921,6 +923,7 @@ where
     /// CONNECTION_CLOSE for `space` (RFC 9000 §10.2.3): an application close is 0x1d in
     /// 1-RTT packets and becomes 0x1c with APPLICATION_ERROR and no reason in Initial and
     /// Handshake packets.
+    #[inline(never)]
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
         let Some(lc) = self.local_close else { return };
         let c = lc.close;
