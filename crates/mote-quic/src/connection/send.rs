@@ -470,7 +470,7 @@ where
         }
         bump(&mut self.stats.datagrams_sent, 1);
         bump(&mut self.stats.bytes_sent, pos as u64);
-        if !self.address_validated {
+        if !self.address_is_validated() {
             self.amp_sent = self.amp_sent.saturating_add(pos as u64);
             let blocked = self.amplification_blocked();
             self.recovery.set_amplification_limited(blocked, now);
