@@ -66,6 +66,14 @@ fn vi(v: u64) -> VarInt {
     VarInt::new(v).unwrap_or(VarInt::MAX)
 }
 
+/// Counts the bytes of the chunk `[offset, end)` that were sent before (below
+/// `sent_before`) as retransmitted. Out of line: the 64-bit arithmetic is shared by the
+/// CRYPTO and STREAM writers.
+#[inline(never)]
+fn count_resent(stats: &mut super::ConnectionStats, sent_before: u64, offset: u64, end: u64) {
+    bump(&mut stats.bytes_retransmitted, sent_before.min(end).saturating_sub(offset));
+}
+
 /// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
 /// Largest Acknowledged. Out of line: inlined into the packet builder it is larger.
 #[inline(never)]
@@ -538,7 +546,7 @@ where
             return false;
         }
         if let Some(n) = self.stats.packets_sent.get_mut(si(b.space)) {
-            *n = n.saturating_add(1);
+            bump(n, 1);
         }
         // RFC 9000 §10.1: sending the first ack-eliciting packet since the last receipt
         // restarts the idle timer.
@@ -874,8 +882,7 @@ where
                         f.flags |= flag::CRYPTO;
                         f.crypto_offset = chunk.offset;
                         f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
-                        let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
-                        bump(&mut self.stats.bytes_retransmitted, re);
+                        count_resent(&mut self.stats, sent_before, chunk.offset, chunk.end());
                         any = true;
                     }
                 }
@@ -910,8 +917,7 @@ where
             self.streams.on_chunk_sent(id, &chunk);
             // Room was checked and the chunk is below MAX_STREAM_CHUNK: always recorded.
             let _ = f.add_stream(id.raw(), chunk.offset, chunk.len, chunk.fin);
-            let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
-            bump(&mut self.stats.bytes_retransmitted, re);
+            count_resent(&mut self.stats, sent_before, chunk.offset, chunk.end());
             any = true;
             if resend {
                 break;
