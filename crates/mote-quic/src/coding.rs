@@ -73,6 +73,9 @@ impl From<VarInt> for u64 {
 
 /// RFC 9000 §16, Table 4: bytes needed for the shortest encoding of `v` (which must be
 /// below 2^62; larger values report 8 and fail to encode).
+// Out of line: the 64-bit comparisons are ~37 bytes of Thumb at each of the varint writers
+// and frame-room computations (issue 8).
+#[inline(never)]
 pub const fn encoded_size(v: u64) -> usize {
     if v < (1 << 6) {
         1

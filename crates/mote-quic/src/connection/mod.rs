@@ -1236,6 +1236,13 @@ where
     }
 
     /// Whether the server may not send anything until more bytes arrive (RFC 9000 §8.1).
+    /// Whether the peer's address is validated (RFC 9000 §8.1). A client's always is (it
+    /// chose the server's address): constant in a client-only build, so the
+    /// anti-amplification accounting folds away there.
+    fn address_is_validated(&self) -> bool {
+        self.side() == Side::Client || self.address_validated
+    }
+
     fn amplification_blocked(&self) -> bool {
         self.amplification_room() < 64
     }
@@ -1247,7 +1254,7 @@ where
         let path = self.migration.amp_room();
         #[cfg(not(feature = "migration"))]
         let path = u64::MAX;
-        if self.address_validated {
+        if self.address_is_validated() {
             return path;
         }
         self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent).min(path)

@@ -66,6 +66,14 @@ fn vi(v: u64) -> VarInt {
     VarInt::new(v).unwrap_or(VarInt::MAX)
 }
 
+/// Counts the bytes of the chunk `[offset, end)` that were sent before (below
+/// `sent_before`) as retransmitted. Out of line: the 64-bit arithmetic is shared by the
+/// CRYPTO and STREAM writers.
+#[inline(never)]
+fn count_resent(stats: &mut super::ConnectionStats, sent_before: u64, offset: u64, end: u64) {
+    bump(&mut stats.bytes_retransmitted, sent_before.min(end).saturating_sub(offset));
+}
+
 /// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
 /// Largest Acknowledged. Out of line: inlined into the packet builder it is larger.
 #[inline(never)]
@@ -359,6 +367,7 @@ where
 
     /// Skips the next Application Data packet number and draws the next gap
     /// (`SKIP_PN_GAP_MIN` plus a random byte).
+    #[inline(never)]
     fn skip_packet_number(&mut self) {
         use mote_crypto::CryptoRng as _;
         let Ok(pn) = self.recovery.skip_pn(PnSpace::ApplicationData) else { return };
@@ -469,7 +478,7 @@ where
         }
         bump(&mut self.stats.datagrams_sent, 1);
         bump(&mut self.stats.bytes_sent, pos as u64);
-        if !self.address_validated {
+        if !self.address_is_validated() {
             self.amp_sent = self.amp_sent.saturating_add(pos as u64);
             let blocked = self.amplification_blocked();
             self.recovery.set_amplification_limited(blocked, now);
@@ -537,7 +546,7 @@ where
             return false;
         }
         if let Some(n) = self.stats.packets_sent.get_mut(si(b.space)) {
-            *n = n.saturating_add(1);
+            bump(n, 1);
         }
         // RFC 9000 §10.1: sending the first ack-eliciting packet since the last receipt
         // restarts the idle timer.
@@ -573,6 +582,7 @@ where
     }
 
     /// Whether `space` has ack-eliciting frames waiting.
+    #[inline(never)]
     fn has_eliciting(&self, space: PnSpace) -> bool {
         match space {
             PnSpace::Initial => self.hs.crypto_send[0].wants_to_send(),
@@ -836,8 +846,7 @@ where
             // slot until acknowledged or lost.
             while self.controls.has_free() && f.control_room() && w.remaining() >= 32 {
                 let Some(c) = self.streams.poll_control() else { break };
-                let fr = c.frame();
-                if !fr.emit_whole(w) {
+                if !c.emit_whole(w) {
                     self.streams.on_control_lost(c);
                     break;
                 }
@@ -873,8 +882,7 @@ where
                         f.flags |= flag::CRYPTO;
                         f.crypto_offset = chunk.offset;
                         f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
-                        let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
-                        bump(&mut self.stats.bytes_retransmitted, re);
+                        count_resent(&mut self.stats, sent_before, chunk.offset, chunk.end());
                         any = true;
                     }
                 }
@@ -909,8 +917,7 @@ where
             self.streams.on_chunk_sent(id, &chunk);
             // Room was checked and the chunk is below MAX_STREAM_CHUNK: always recorded.
             let _ = f.add_stream(id.raw(), chunk.offset, chunk.len, chunk.fin);
-            let re = sent_before.min(chunk.end()).saturating_sub(chunk.offset);
-            bump(&mut self.stats.bytes_retransmitted, re);
+            count_resent(&mut self.stats, sent_before, chunk.offset, chunk.end());
             any = true;
             if resend {
                 break;
@@ -922,6 +929,7 @@ where
     /// CONNECTION_CLOSE for `space` (RFC 9000 §10.2.3): an application close is 0x1d in
     /// 1-RTT packets and becomes 0x1c with APPLICATION_ERROR and no reason in Initial and
     /// Handshake packets.
+    #[inline(never)]
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
         let Some(lc) = self.local_close else { return };
         let c = lc.close;

@@ -173,21 +173,6 @@ impl<C: CongestionController> Core<C> {
     }
 }
 
-#[derive(Clone, Copy)]
-struct SpaceInfo {
-    ack_eliciting_in_flight: usize,
-    time_of_last_ack_eliciting: Option<Instant>,
-    loss_time: Option<Instant>,
-}
-
-fn info<T: Copy>(s: &SentRecords<T>) -> SpaceInfo {
-    SpaceInfo {
-        ack_eliciting_in_flight: s.ack_eliciting_in_flight(),
-        time_of_last_ack_eliciting: s.time_of_last_ack_eliciting(),
-        loss_time: s.loss_time(),
-    }
-}
-
 /// Runs `$body` with `$s` bound to the records of `$space`.
 // The space's records with their capacity erased, so `$body` is compiled once for all
 // three spaces (their capacities differ on a device).
@@ -580,7 +565,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             Some(t) if now >= t => {}
             _ => return TimeoutAction::None,
         }
-        if let Some((_, space)) = self.loss_time_and_space() {
+        let timers = self.timers(now);
+        if let Some((_, space)) = timers.loss {
             let core = &mut self.core;
             let loss =
                 with_space!(self, space, |s| detect_lost(s, core, space, now, &mut on_event));
@@ -589,23 +575,18 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             self.set_loss_detection_timer(now);
             return TimeoutAction::PacketsLost { space, count: loss.count };
         }
-        let (space, count, anti_deadlock) = if self.ack_eliciting_in_flight() == 0 {
-            if self.core.peer_completed_address_validation() {
-                self.set_loss_detection_timer(now);
-                return TimeoutAction::None;
-            }
-            let space =
-                if self.core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
-            (space, 1, true)
-        } else {
-            match self.pto_time_and_space(now) {
-                Some((_, space)) => (space, self.core.config.probe_packets.clamp(1, 2), false),
-                None => {
-                    self.set_loss_detection_timer(now);
-                    return TimeoutAction::None;
-                }
-            }
+        // Nothing ack-eliciting in flight: the anti-deadlock probe (the scan's PTO space is
+        // then Handshake with Handshake keys, else Initial), unless it is not needed.
+        let anti_deadlock = !timers.ack_eliciting;
+        if anti_deadlock && self.core.peer_completed_address_validation() {
+            self.set_loss_detection_timer(now);
+            return TimeoutAction::None;
+        }
+        let Some((_, space)) = timers.pto else {
+            self.set_loss_detection_timer(now);
+            return TimeoutAction::None;
         };
+        let count = if anti_deadlock { 1 } else { self.core.config.probe_packets.clamp(1, 2) };
         with_space!(self, space, |s| s.evict_for(usize::from(count), |packet| {
             on_event(PacketEvent::Evicted { space, packet })
         }));
@@ -617,78 +598,71 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
 
     // --- timer (RFC 9002 App. A.8) ---
 
-    fn infos(&self) -> [(PnSpace, SpaceInfo); 3] {
-        [
-            (PnSpace::Initial, info(&self.initial)),
-            (PnSpace::Handshake, info(&self.handshake)),
-            (PnSpace::ApplicationData, info(&self.data)),
-        ]
-    }
-
-    fn ack_eliciting_in_flight(&self) -> usize {
-        self.infos().iter().map(|(_, i)| i.ack_eliciting_in_flight).sum()
-    }
-
-    /// `GetLossTimeAndSpace`: the earliest time-threshold loss timer.
-    fn loss_time_and_space(&self) -> Option<(Instant, PnSpace)> {
-        let mut best: Option<(Instant, PnSpace)> = None;
-        for (space, i) in self.infos() {
-            if let Some(t) = i.loss_time {
-                if best.is_none_or(|(b, _)| t < b) {
-                    best = Some((t, space));
-                }
-            }
-        }
-        best
-    }
-
-    /// `GetPtoTimeAndSpace`.
-    fn pto_time_and_space(&self, now: Instant) -> Option<(Instant, PnSpace)> {
+    /// One pass over the three spaces for everything the timer needs: `GetLossTimeAndSpace`,
+    /// `GetPtoTimeAndSpace` and whether anything ack-eliciting is in flight (one scan, not
+    /// one per question: the device runs it after every send and ACK).
+    #[inline(never)]
+    fn timers(&self, now: Instant) -> Timers {
         let core = &self.core;
         let duration = backoff(core.rtt.pto_base(), core.pto_count);
-        if self.ack_eliciting_in_flight() == 0 {
-            // Anti-deadlock PTO (only armed while the peer may not have validated us).
-            let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
-            return Some((now + duration, space));
-        }
-        let mut best: Option<(Instant, PnSpace)> = None;
-        for (space, i) in self.infos() {
-            if i.ack_eliciting_in_flight == 0 {
+        let mut t = Timers { loss: None, pto: None, ack_eliciting: false };
+        for space in PnSpace::ALL {
+            let s = with_space_ref!(self, space, |s| s);
+            if let Some(l) = s.loss_time() {
+                if t.loss.is_none_or(|(b, _)| l < b) {
+                    t.loss = Some((l, space));
+                }
+            }
+            if s.ack_eliciting_in_flight() == 0 {
                 continue;
             }
+            t.ack_eliciting = true;
             let mut d = duration;
             if space == PnSpace::ApplicationData {
+                // RFC 9002 §6.2.1: no Application Data PTO before confirmation.
                 if !core.handshake_confirmed {
-                    // RFC 9002 §6.2.1: no Application Data PTO before confirmation.
-                    return best;
+                    continue;
                 }
                 d = d.saturating_add(backoff(core.peer_max_ack_delay, core.pto_count));
             }
-            let Some(last) = i.time_of_last_ack_eliciting else { continue };
-            let t = last + d;
-            if best.is_none_or(|(b, _)| t < b) {
-                best = Some((t, space));
+            let Some(last) = s.time_of_last_ack_eliciting() else { continue };
+            let at = last + d;
+            if t.pto.is_none_or(|(b, _)| at < b) {
+                t.pto = Some((at, space));
             }
         }
-        best
+        if !t.ack_eliciting {
+            // Anti-deadlock PTO (only armed while the peer may not have validated us).
+            let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
+            t.pto = Some((now + duration, space));
+        }
+        t
     }
 
     /// `SetLossDetectionTimer`.
     fn set_loss_detection_timer(&mut self, now: Instant) {
-        if let Some((t, _)) = self.loss_time_and_space() {
-            self.core.timer = Some(t);
-            return;
-        }
-        if self.core.config.is_server && self.core.amplification_limited {
-            self.core.timer = None;
-            return;
-        }
-        if self.ack_eliciting_in_flight() == 0 && self.core.peer_completed_address_validation() {
-            self.core.timer = None;
-            return;
-        }
-        self.core.timer = self.pto_time_and_space(now).map(|(t, _)| t);
+        let t = self.timers(now);
+        self.core.timer = if let Some((at, _)) = t.loss {
+            Some(at)
+        } else if (self.core.config.is_server && self.core.amplification_limited)
+            || (!t.ack_eliciting && self.core.peer_completed_address_validation())
+        {
+            None
+        } else {
+            t.pto.map(|(at, _)| at)
+        };
     }
+}
+
+/// What [`Recovery::timers`] found.
+#[derive(Clone, Copy)]
+struct Timers {
+    /// The earliest time-threshold loss timer and its space.
+    loss: Option<(Instant, PnSpace)>,
+    /// The PTO and its space (the anti-deadlock PTO when nothing ack-eliciting is in flight).
+    pto: Option<(Instant, PnSpace)>,
+    /// Whether any space has ack-eliciting packets in flight.
+    ack_eliciting: bool,
 }
 
 // Called from ACK processing and from the loss timer with different callbacks: a trait

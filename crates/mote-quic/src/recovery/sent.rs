@@ -201,32 +201,16 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     /// On return it is initialized.
     #[allow(unsafe_code)]
     pub(crate) unsafe fn write_new(dst: *mut Self) {
-        use core::ptr::addr_of_mut;
-        // SAFETY: the caller's contract; each field is written once, through its address,
-        // and each slot of the array once, through the array's address.
-        unsafe {
-            addr_of_mut!((*dst).head).write(0);
-            addr_of_mut!((*dst).span).write(0);
-            addr_of_mut!((*dst).live).write(0);
-            addr_of_mut!((*dst).next_pn).write(0);
-            addr_of_mut!((*dst).largest_acked).write(None);
-            addr_of_mut!((*dst).skipped).write([NO_PN; SKIPPED_MEMORY]);
-            addr_of_mut!((*dst).skipped_next).write(0);
-            addr_of_mut!((*dst).ack_eliciting_in_flight).write(0);
-            addr_of_mut!((*dst).bytes_in_flight).write(0);
-            addr_of_mut!((*dst).time_of_last_ack_eliciting).write(None);
-            addr_of_mut!((*dst).loss_time).write(None);
-            addr_of_mut!((*dst).ecn_ce).write(0);
-            addr_of_mut!((*dst)._payload).write(core::marker::PhantomData);
-            let slots = addr_of_mut!((*dst).slots).cast::<Option<Slot<T>>>();
-            for i in 0..N {
-                slots.add(i).write(None);
-            }
-        }
+        // The same struct over a slice of the `N` slots: a pointer with the slice length as
+        // its metadata, so the writing is compiled once for every capacity.
+        let erased = core::ptr::slice_from_raw_parts_mut(dst.cast::<Option<Slot<T>>>(), N)
+            as *mut SentRecords<T>;
+        // SAFETY: the caller's contract; `erased` addresses the same memory as `dst` (an
+        // unsizing cast keeps the layout), with the slot count as its length.
+        unsafe { SentRecords::write_empty(erased) }
     }
-
     /// Names every field (an exhaustive pattern, never called): a new field fails to build
-    /// until [`SentPackets::write_new`] writes it.
+    /// until `SentRecords::write_empty` writes it.
     #[allow(dead_code)]
     fn all_fields(&self) {
         let Self {
@@ -263,6 +247,41 @@ impl<T: Copy, const N: usize> core::ops::DerefMut for SentPackets<T, N> {
 }
 
 impl<T: Copy> SentRecords<T> {
+    /// Writes an empty space (as [`SentPackets::new`]) to `dst` field by field and slot by
+    /// slot: `new()` by value is a whole table on the stack before it is moved (issue 8: a
+    /// device's Application Data space is ~1 KB). Capacity-erased: one copy in the image.
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of the struct with as many slots as its
+    /// metadata says; what it held is not dropped. On return it is initialized.
+    #[allow(unsafe_code)]
+    #[inline(never)]
+    unsafe fn write_empty(dst: *mut Self) {
+        use core::ptr::addr_of_mut;
+        // SAFETY: the caller's contract; each field is written once, through its address,
+        // and each slot of the slice once, through the slice's address.
+        unsafe {
+            addr_of_mut!((*dst).head).write(0);
+            addr_of_mut!((*dst).span).write(0);
+            addr_of_mut!((*dst).live).write(0);
+            addr_of_mut!((*dst).next_pn).write(0);
+            addr_of_mut!((*dst).largest_acked).write(None);
+            addr_of_mut!((*dst).skipped).write([NO_PN; SKIPPED_MEMORY]);
+            addr_of_mut!((*dst).skipped_next).write(0);
+            addr_of_mut!((*dst).ack_eliciting_in_flight).write(0);
+            addr_of_mut!((*dst).bytes_in_flight).write(0);
+            addr_of_mut!((*dst).time_of_last_ack_eliciting).write(None);
+            addr_of_mut!((*dst).loss_time).write(None);
+            addr_of_mut!((*dst).ecn_ce).write(0);
+            addr_of_mut!((*dst)._payload).write(core::marker::PhantomData);
+            let slots = addr_of_mut!((*dst).slots);
+            let first = slots.cast::<Option<Slot<T>>>();
+            for i in 0..slots.len() {
+                first.add(i).write(None);
+            }
+        }
+    }
+
     /// The record capacity.
     pub const fn capacity(&self) -> usize {
         self.slots.len()

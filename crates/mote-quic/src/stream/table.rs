@@ -6,7 +6,7 @@ use super::reassembly::Insert;
 use super::recv::{Read, RecvStream};
 use super::send::{Chunk, SendStream, WriteError};
 use super::{StreamError, StreamId};
-use crate::coding::VarInt;
+use crate::coding::{VarInt, Writer};
 use crate::frame::{Frame, StreamDir};
 use crate::transport_params::{Side, TransportParameters};
 
@@ -193,6 +193,42 @@ impl Control {
                 Frame::StreamsBlocked { dir, limit: vi(limit) }
             }
         }
+    }
+
+    /// Writes the frame (RFC 9000 §19.4–§19.14) or, if it does not fit, nothing; returns
+    /// whether it was written. The same bytes as `self.frame().emit_whole(w)`, but every
+    /// control frame is a type and one to three varints, so one loop writes them all
+    /// (smaller on a device than building a [`Frame`] and matching it again).
+    pub fn emit_whole(&self, w: &mut Writer<'_>) -> bool {
+        use crate::frame::types as ty;
+        let bidi = |dir: StreamDir, b: u64, u: u64| if dir == StreamDir::Bidi { b } else { u };
+        let (t, fields, n) = match *self {
+            Control::ResetStream { id, code, final_size } => {
+                (ty::RESET_STREAM, [id.raw(), code, final_size], 3)
+            }
+            Control::StopSending { id, code } => (ty::STOP_SENDING, [id.raw(), code, 0], 2),
+            Control::MaxData(max) => (ty::MAX_DATA, [max, 0, 0], 1),
+            Control::MaxStreamData { id, max } => (ty::MAX_STREAM_DATA, [id.raw(), max, 0], 2),
+            Control::MaxStreams { dir, max } => {
+                (bidi(dir, ty::MAX_STREAMS_BIDI, ty::MAX_STREAMS_UNI), [max, 0, 0], 1)
+            }
+            Control::DataBlocked(limit) => (ty::DATA_BLOCKED, [limit, 0, 0], 1),
+            Control::StreamDataBlocked { id, limit } => {
+                (ty::STREAM_DATA_BLOCKED, [id.raw(), limit, 0], 2)
+            }
+            Control::StreamsBlocked { dir, limit } => {
+                (bidi(dir, ty::STREAMS_BLOCKED_BIDI, ty::STREAMS_BLOCKED_UNI), [limit, 0, 0], 1)
+            }
+        };
+        let start = w.position();
+        let mut ok = w.put_varint_u64(t).is_ok();
+        for &v in fields.iter().take(n) {
+            ok = ok && w.put_varint(vi(v)).is_ok();
+        }
+        if !ok {
+            w.rewind(start);
+        }
+        ok
     }
 }
 
@@ -609,6 +645,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// The next control frame to send, if any: resets and STOP_SENDING first, then credit
     /// updates, then blocked signals. Each call marks the returned frame sent.
+    // Out of line: inlined into the packet builder it is larger (issue 8, measured).
+    #[inline(never)]
     pub fn poll_control(&mut self) -> Option<Control> {
         for slot in self.slots.iter_mut() {
             let Some(id) = slot.id else { continue };

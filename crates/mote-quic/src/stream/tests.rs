@@ -1309,3 +1309,41 @@ proptest! {
         }
     }
 }
+
+/// `Control::emit_whole` writes exactly what the equivalent `Frame` writes (RFC 9000
+/// §19.4–§19.14), for every control frame, with values in every varint length, and writes
+/// nothing into a buffer one byte too small.
+#[test]
+fn control_emit_matches_frame_emit() {
+    let id = StreamId::new(0x3fff_1234).unwrap();
+    let mut cases = Vec::new();
+    for v in [0u64, 63, 64, 16_383, 16_384, (1 << 30) - 1, 1 << 30, (1 << 62) - 1, u64::MAX] {
+        cases.extend([
+            Control::ResetStream { id, code: v, final_size: v / 3 },
+            Control::StopSending { id, code: v },
+            Control::MaxData(v),
+            Control::MaxStreamData { id, max: v },
+            Control::MaxStreams { dir: StreamDir::Bidi, max: v },
+            Control::MaxStreams { dir: StreamDir::Uni, max: v },
+            Control::DataBlocked(v),
+            Control::StreamDataBlocked { id, limit: v },
+            Control::StreamsBlocked { dir: StreamDir::Bidi, limit: v },
+            Control::StreamsBlocked { dir: StreamDir::Uni, limit: v },
+        ]);
+    }
+    for c in cases {
+        let mut want = [0u8; 64];
+        let mut w = Writer::new(&mut want);
+        assert!(c.frame().emit_whole(&mut w));
+        let n = w.position();
+        let mut got = [0u8; 64];
+        let mut w = Writer::new(&mut got);
+        assert!(c.emit_whole(&mut w), "{c:?}");
+        assert_eq!(w.position(), n, "{c:?}");
+        assert_eq!(got[..n], want[..n], "{c:?}");
+        let mut short = [0xaau8; 64];
+        let mut w = Writer::new(&mut short[..n - 1]);
+        assert!(!c.emit_whole(&mut w), "{c:?}");
+        assert_eq!(w.position(), 0, "{c:?}");
+    }
+}
