@@ -159,6 +159,90 @@ impl<'a> Writer<'a> {
     }
 }
 
+/// A writer that keeps going after an error and reports the first one at the end
+/// ([`Out::finish`]): an emitter built on it is straight-line code with no branch per field,
+/// which is what keeps the client's ClientHello small on a device. Past the end of the
+/// buffer nothing is written, so the buffer is never overrun.
+#[derive(Debug)]
+pub(crate) struct Out<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+    error: Option<Error>,
+}
+
+impl<'a> Out<'a> {
+    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+        Self { buf, pos: 0, error: None }
+    }
+
+    /// Bytes written so far (or that would have been, past the end of the buffer).
+    pub(crate) const fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    pub(crate) fn put(&mut self, data: &[u8]) {
+        let end = self.pos.saturating_add(data.len());
+        match self.buf.get_mut(self.pos..end) {
+            Some(dst) => dst.copy_from_slice(data),
+            None => self.fail(Error::BufferTooSmall),
+        }
+        self.pos = end;
+    }
+
+    pub(crate) fn u8(&mut self, v: u8) {
+        self.put(&[v]);
+    }
+
+    pub(crate) fn u16(&mut self, v: u16) {
+        self.put(&v.to_be_bytes());
+    }
+
+    /// Reserves a `width`-byte (0 to 3) length prefix, filled by [`Out::end`].
+    pub(crate) fn start(&mut self, width: usize) -> Mark {
+        let at = self.pos;
+        match [0u8; 3].get(..width) {
+            Some(zeros) => self.put(zeros),
+            None => self.fail(Error::BadLength),
+        }
+        Mark { at, width }
+    }
+
+    /// Fills in the length prefix reserved by `mark` with the bytes written since.
+    pub(crate) fn end(&mut self, mark: Mark) {
+        let body_start = mark.at.saturating_add(mark.width);
+        let len = self.pos.saturating_sub(body_start);
+        if mark.width != 0 && (len as u64) >> (8 * mark.width) != 0 {
+            self.fail(Error::BadLength);
+        }
+        let be = (len as u32).to_be_bytes();
+        let src = be.get(4usize.saturating_sub(mark.width)..).unwrap_or(&[]);
+        if let Some(dst) = self.buf.get_mut(mark.at..body_start) {
+            dst.copy_from_slice(src);
+        }
+    }
+
+    /// Writes `data` behind a `width`-byte length prefix (none for 0).
+    pub(crate) fn vec(&mut self, width: usize, data: &[u8]) {
+        let m = self.start(width);
+        self.put(data);
+        self.end(m);
+    }
+
+    /// The bytes written, or the first error.
+    pub(crate) fn finish(self) -> Result<usize, Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.pos),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,9 @@
 //! iterating it afterwards cannot fail. The list views ([`U16List`], [`ProtocolNames`],
 //! [`KeyShares`], [`OfferedPsks`]) are likewise validated when the message is parsed.
 
-use crate::codec::{Reader, Writer};
+use crate::codec::Reader;
+#[cfg(feature = "server")]
+use crate::codec::Writer;
 use crate::Error;
 
 /// Extension type codepoints mote understands (RFC 8446 §4.2, RFC 7301, RFC 7250,
@@ -285,6 +287,7 @@ impl<'a> KeyShareEntry<'a> {
         Ok(Self { group: r.u16()?, key_exchange: r.vec(2, 1)? })
     }
 
+    #[cfg(feature = "server")]
     pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), Error> {
         w.u16(self.group)?;
         w.vec(2, self.key_exchange)
@@ -392,12 +395,14 @@ pub(crate) fn read_server_name<'a>(r: &mut Reader<'a>) -> Result<Option<&'a [u8]
 }
 
 /// Writes one extension: its type and u16-length-prefixed data.
+#[cfg(feature = "server")]
 pub(crate) fn write_extension(w: &mut Writer<'_>, typ: u16, data: &[u8]) -> Result<(), Error> {
     w.u16(typ)?;
     w.vec(2, data)
 }
 
 /// Writes an extension whose data is a single u16-prefixed list of u16 codepoints.
+#[cfg(feature = "server")]
 pub(crate) fn write_u16_list_extension(
     w: &mut Writer<'_>,
     typ: u16,
