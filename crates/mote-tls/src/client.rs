@@ -322,9 +322,15 @@ fn internal() -> Error {
 /// is deliberately not a full address parser, which would cost flash on a device.
 pub(crate) fn sni_host_name(name: &[u8]) -> Option<&[u8]> {
     let host = name.strip_suffix(b".").unwrap_or(name);
-    let ipv6 = host.contains(&b':');
-    let ipv4 = host.iter().all(|b| b.is_ascii_digit() || *b == b'.');
-    (!host.is_empty() && !ipv6 && !ipv4).then_some(host)
+    // One pass (smaller on a device than a search and a predicate walk).
+    let mut ipv4 = true;
+    for &b in host {
+        if b == b':' {
+            return None; // IPv6
+        }
+        ipv4 &= b.is_ascii_digit() || b == b'.';
+    }
+    (!ipv4).then_some(host)
 }
 
 impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
