@@ -279,4 +279,34 @@ mod tests {
         let mut w = Writer::new(&mut buf);
         assert_eq!(w.vec(1, &[0u8; 256]), Err(Error::BadLength));
     }
+
+    #[test]
+    fn out_reports_the_first_error_and_never_overruns() {
+        let mut buf = [0u8; 6];
+        let mut w = Out::new(&mut buf);
+        let m = w.start(3);
+        w.u16(0xbeef);
+        w.end(m);
+        w.vec(0, &[1]);
+        assert_eq!(w.finish(), Ok(6));
+        assert_eq!(buf, [0, 0, 2, 0xbe, 0xef, 1]);
+
+        // Past the end: nothing written beyond the buffer, BufferTooSmall at the end even
+        // though later fields fit nowhere either.
+        let mut small = [0xaau8; 3];
+        let mut w = Out::new(&mut small);
+        w.u16(1);
+        w.u16(2);
+        w.u8(3);
+        assert_eq!(w.position(), 5);
+        assert_eq!(w.finish(), Err(Error::BufferTooSmall));
+        assert_eq!(small, [0, 1, 0xaa]);
+
+        // A vector too long for its prefix is BadLength; the first error wins.
+        let mut buf = [0u8; 300];
+        let mut w = Out::new(&mut buf);
+        w.vec(1, &[0u8; 256]);
+        w.put(&[0u8; 100]);
+        assert_eq!(w.finish(), Err(Error::BadLength));
+    }
 }
