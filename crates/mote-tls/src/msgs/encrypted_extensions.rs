@@ -27,6 +27,9 @@ pub struct EncryptedExtensions<'a> {
     pub early_data: bool,
     /// quic_transport_parameters, undecoded.
     pub quic_transport_parameters: Option<&'a [u8]>,
+    /// Whether a type mote does not understand is present (a client never offered it:
+    /// unsupported_extension, RFC 8446 §4.2).
+    pub unknown_extension: bool,
 }
 
 impl<'a> EncryptedExtensions<'a> {
@@ -45,6 +48,7 @@ impl<'a> EncryptedExtensions<'a> {
             server_certificate_type: None,
             early_data: false,
             quic_transport_parameters: None,
+            unknown_extension: false,
         };
         for (typ, data) in extensions.iter() {
             let mut d = Reader::new(data);
@@ -63,11 +67,14 @@ impl<'a> EncryptedExtensions<'a> {
                 et::CLIENT_CERTIFICATE_TYPE => ee.client_certificate_type = Some(d.u8()?),
                 et::SERVER_CERTIFICATE_TYPE => ee.server_certificate_type = Some(d.u8()?),
                 et::EARLY_DATA => ee.early_data = true,
+                // Opaque here, decoded by QUIC; unknown types are not decoded at all.
                 et::QUIC_TRANSPORT_PARAMETERS => {
-                    ee.quic_transport_parameters = Some(d.bytes(data.len())?)
+                    ee.quic_transport_parameters = Some(data);
+                    continue;
                 }
                 _ => {
-                    d.bytes(data.len())?;
+                    ee.unknown_extension = true;
+                    continue;
                 }
             }
             d.finish()?;
