@@ -24,6 +24,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The unread bytes, without consuming them.
+    #[cfg(feature = "server")]
     pub(crate) const fn rest(&self) -> &'a [u8] {
         self.buf
     }

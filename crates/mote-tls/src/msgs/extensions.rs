@@ -119,13 +119,10 @@ impl<'a> Extensions<'a> {
     /// no known type outside `allowed`.
     pub(crate) fn read(r: &mut Reader<'a>, allowed: u16) -> Result<Self, Error> {
         let raw = r.vec(2, 0)?;
-        let mut it = Reader::new(raw);
+        let mut rest = raw;
         let mut count = 0;
-        while !it.is_empty() {
-            let seen =
-                raw.get(..raw.len().saturating_sub(it.rest().len())).ok_or(Error::Truncated)?;
-            let typ = it.u16()?;
-            it.vec(2, 0)?;
+        while !rest.is_empty() {
+            let (typ, _, next) = split_extension(rest).ok_or(Error::Truncated)?;
             count += 1;
             if count > MAX_EXTENSIONS {
                 return Err(Error::BadLength);
@@ -134,9 +131,11 @@ impl<'a> Extensions<'a> {
             if bit != 0 && allowed & bit == 0 {
                 return Err(Error::IllegalParameter);
             }
+            let seen = raw.get(..raw.len() - rest.len()).unwrap_or(&[]);
             if (Extensions { raw: seen }).get(typ).is_some() {
                 return Err(Error::DuplicateExtension);
             }
+            rest = next;
         }
         Ok(Self { raw })
     }
@@ -148,7 +147,7 @@ impl<'a> Extensions<'a> {
 
     /// The extensions in order, as `(type, extension_data)`.
     pub fn iter(&self) -> ExtensionIter<'a> {
-        ExtensionIter { r: Reader::new(self.raw) }
+        ExtensionIter { rest: self.raw }
     }
 
     /// The data of the extension of type `typ`, if present.
@@ -165,18 +164,23 @@ impl<'a> Extensions<'a> {
 /// Iterator over an [`Extensions`] block.
 #[derive(Clone, Debug)]
 pub struct ExtensionIter<'a> {
-    r: Reader<'a>,
+    rest: &'a [u8],
+}
+
+/// Cuts the first extension off `block`: `(type, extension_data, the bytes after it)`, or
+/// `None` if its header or data is incomplete. The one place extension headers are read.
+fn split_extension(block: &[u8]) -> Option<(u16, &[u8], &[u8])> {
+    let [t0, t1, l0, l1, tail @ ..] = block else { return None };
+    let (data, next) = tail.split_at_checked(usize::from(u16::from_be_bytes([*l0, *l1])))?;
+    Some((u16::from_be_bytes([*t0, *t1]), data, next))
 }
 
 impl<'a> Iterator for ExtensionIter<'a> {
     type Item = (u16, &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.r.is_empty() {
-            return None;
-        }
-        let typ = self.r.u16().ok()?;
-        let data = self.r.vec(2, 0).ok()?;
+        let (typ, data, next) = split_extension(self.rest)?;
+        self.rest = next;
         Some((typ, data))
     }
 }
