@@ -1,8 +1,6 @@
 //! EncryptedExtensions (RFC 8446 §4.3.1).
 
-use super::extensions::{
-    extension_type as et, Extensions, ProtocolNames, U16List, ALLOW_ENCRYPTED_EXTENSIONS,
-};
+use super::extensions::{extension_type as et, Extensions, U16List, ALLOW_ENCRYPTED_EXTENSIONS};
 use crate::codec::Reader;
 use crate::Error;
 
@@ -56,12 +54,13 @@ impl<'a> EncryptedExtensions<'a> {
                 et::SERVER_NAME => ee.server_name_acknowledged = true,
                 et::SUPPORTED_GROUPS => ee.supported_groups = Some(U16List(d.vec_u16(2, 2)?)),
                 et::ALPN => {
-                    let names = ProtocolNames::read(&mut d)?;
-                    let mut it = names.iter();
-                    // RFC 7301 §3.1: the server's list "MUST contain exactly one".
-                    match (it.next(), it.next()) {
-                        (Some(name), None) => ee.alpn = Some(name),
-                        _ => return Err(Error::BadLength),
+                    // RFC 7301 §3.1: `ProtocolName protocol_name_list<2..2^16-1>`, and the
+                    // server's list "MUST contain exactly one" name (anything after the
+                    // first, well formed or not, is a decode_error).
+                    let mut names = Reader::new(d.vec(2, 2)?);
+                    ee.alpn = Some(names.vec(1, 1)?);
+                    if !names.is_empty() {
+                        return Err(Error::BadLength);
                     }
                 }
                 et::CLIENT_CERTIFICATE_TYPE => ee.client_certificate_type = Some(d.u8()?),

@@ -189,6 +189,7 @@ impl<'a> Iterator for ExtensionIter<'a> {
 pub(crate) type ItemFn<'a, T> = fn(&mut Reader<'a>) -> Result<T, Error>;
 
 /// Checks that `raw` is a whole number of well-formed items.
+#[cfg(feature = "server")]
 fn validate<'a, T>(raw: &'a [u8], item: ItemFn<'a, T>) -> Result<usize, Error> {
     let mut r = Reader::new(raw);
     let mut n = 0;
@@ -260,6 +261,7 @@ fn protocol_name<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Error> {
 pub struct ProtocolNames<'a>(&'a [u8]);
 
 impl<'a> ProtocolNames<'a> {
+    #[cfg(feature = "server")]
     pub(crate) fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
         let raw = r.vec(2, 2)?;
         validate(raw, protocol_name)?;
