@@ -2,8 +2,10 @@
 //! with 1-, 2- or 3-byte length prefixes.
 //!
 //! [`Reader`] only ever re-slices its input with checked splits, so no input can make it read
-//! out of bounds or panic. [`Writer`] writes into a caller buffer and reports
-//! [`Error::BufferTooSmall`] instead of overflowing.
+//! out of bounds or panic. The writers write into a caller buffer and report
+//! [`Error::BufferTooSmall`] instead of overflowing: `Out` (every emitter a client uses)
+//! records the first error and reports it at the end, so its emitters are straight-line
+//! code; the server's `Writer` returns at the first error.
 
 use crate::Error;
 
@@ -95,13 +97,16 @@ pub(crate) struct Mark {
     width: usize,
 }
 
-/// A forward-only cursor writing into a caller-owned buffer.
+/// A forward-only cursor writing into a caller-owned buffer, stopping at the first error
+/// (the server's emitters; a client writes with [`Out`]).
+#[cfg(feature = "server")]
 #[derive(Debug)]
 pub(crate) struct Writer<'a> {
     buf: &'a mut [u8],
     pos: usize,
 }
 
+#[cfg(feature = "server")]
 impl<'a> Writer<'a> {
     pub(crate) fn new(buf: &'a mut [u8]) -> Self {
         Self { buf, pos: 0 }
@@ -204,6 +209,16 @@ impl<'a> Out<'a> {
         self.put(&v.to_be_bytes());
     }
 
+    pub(crate) fn u32(&mut self, v: u32) {
+        self.put(&v.to_be_bytes());
+    }
+
+    /// Starts a handshake message (RFC 8446 §4): its type and a reserved u24 length.
+    pub(crate) fn start_message(&mut self, typ: u8) -> Mark {
+        self.u8(typ);
+        self.start(3)
+    }
+
     /// Reserves a `width`-byte (0 to 3) length prefix, filled by [`Out::end`].
     pub(crate) fn start(&mut self, width: usize) -> Mark {
         let at = self.pos;
@@ -261,6 +276,7 @@ mod tests {
         assert_eq!(r.finish(), Err(Error::TrailingBytes));
     }
 
+    #[cfg(feature = "server")]
     #[test]
     fn writer_lengths_and_overflow() {
         let mut buf = [0u8; 8];
