@@ -94,12 +94,12 @@ pub fn certificate_verify_content(
         Side::Server => b"TLS 1.3, server CertificateVerify",
         Side::Client => b"TLS 1.3, client CertificateVerify",
     };
-    let mut w = crate::codec::Writer::new(out);
-    w.put(&[0x20; 64])?;
-    w.put(context)?;
-    w.u8(0)?;
-    w.put(transcript_hash)?;
-    Ok(w.position())
+    let mut w = crate::codec::Out::new(out);
+    w.put(&[0x20; 64]);
+    w.put(context);
+    w.u8(0);
+    w.put(transcript_hash);
+    w.finish()
 }
 
 /// Verifies a CertificateVerify signature by `side`'s raw public key (RFC 8446 §4.4.3);

@@ -24,10 +24,9 @@ use mote_crypto::{
 use crate::config::{ClientConfig, ServerAuth};
 use crate::key_schedule::{self, resumption_psk, EarlySecret, HandshakeSecret, PskKind};
 use crate::msgs::{
-    self, certificate_type, check_quic_message_type, handshake_type as ht, is_known_extension,
-    Certificate, CertificateRequest, CertificateVerify, ClientHelloParams, EncryptedExtensions,
-    Finished, HandshakeMessage, KeyShareEntry, NewSessionTicket, PskOffer, ServerHello, PSK_DHE_KE,
-    TLS13,
+    self, certificate_type, check_quic_message_type, handshake_type as ht, Certificate,
+    CertificateRequest, CertificateVerify, ClientHelloParams, EncryptedExtensions, Finished,
+    HandshakeMessage, KeyShareEntry, NewSessionTicket, PskOffer, ServerHello, PSK_DHE_KE, TLS13,
 };
 use crate::session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 use crate::small::Small;
@@ -322,9 +321,15 @@ fn internal() -> Error {
 /// is deliberately not a full address parser, which would cost flash on a device.
 pub(crate) fn sni_host_name(name: &[u8]) -> Option<&[u8]> {
     let host = name.strip_suffix(b".").unwrap_or(name);
-    let ipv6 = host.contains(&b':');
-    let ipv4 = host.iter().all(|b| b.is_ascii_digit() || *b == b'.');
-    (!host.is_empty() && !ipv6 && !ipv4).then_some(host)
+    // One pass (smaller on a device than a search and a predicate walk).
+    let mut ipv4 = true;
+    for &b in host {
+        if b == b':' {
+            return None; // IPv6
+        }
+        ipv4 &= b.is_ascii_digit() || b == b'.';
+    }
+    (!ipv4).then_some(host)
 }
 
 impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
@@ -763,7 +768,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // handshake with an "unsupported_extension" alert." An extension mote does not know
         // was certainly not requested.
         let unsupported = Error::Alert(Alert::UnsupportedExtension);
-        if ee.extensions.iter().any(|(typ, _)| !is_known_extension(typ)) {
+        if ee.unknown_extension {
             return Err(unsupported);
         }
         let rpk_mode = matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_));

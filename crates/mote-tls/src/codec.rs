@@ -2,8 +2,10 @@
 //! with 1-, 2- or 3-byte length prefixes.
 //!
 //! [`Reader`] only ever re-slices its input with checked splits, so no input can make it read
-//! out of bounds or panic. [`Writer`] writes into a caller buffer and reports
-//! [`Error::BufferTooSmall`] instead of overflowing.
+//! out of bounds or panic. The writers write into a caller buffer and report
+//! [`Error::BufferTooSmall`] instead of overflowing: `Out` (every emitter a client uses)
+//! records the first error and reports it at the end, so its emitters are straight-line
+//! code; the server's `Writer` returns at the first error.
 
 use crate::Error;
 
@@ -24,6 +26,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The unread bytes, without consuming them.
+    #[cfg(feature = "server")]
     pub(crate) const fn rest(&self) -> &'a [u8] {
         self.buf
     }
@@ -94,13 +97,16 @@ pub(crate) struct Mark {
     width: usize,
 }
 
-/// A forward-only cursor writing into a caller-owned buffer.
+/// A forward-only cursor writing into a caller-owned buffer, stopping at the first error
+/// (the server's emitters; a client writes with [`Out`]).
+#[cfg(feature = "server")]
 #[derive(Debug)]
 pub(crate) struct Writer<'a> {
     buf: &'a mut [u8],
     pos: usize,
 }
 
+#[cfg(feature = "server")]
 impl<'a> Writer<'a> {
     pub(crate) fn new(buf: &'a mut [u8]) -> Self {
         Self { buf, pos: 0 }
@@ -159,6 +165,100 @@ impl<'a> Writer<'a> {
     }
 }
 
+/// A writer that keeps going after an error and reports the first one at the end
+/// ([`Out::finish`]): an emitter built on it is straight-line code with no branch per field,
+/// which is what keeps the client's ClientHello small on a device. Past the end of the
+/// buffer nothing is written, so the buffer is never overrun.
+#[derive(Debug)]
+pub(crate) struct Out<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+    error: Option<Error>,
+}
+
+impl<'a> Out<'a> {
+    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+        Self { buf, pos: 0, error: None }
+    }
+
+    /// Bytes written so far (or that would have been, past the end of the buffer).
+    pub(crate) const fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    pub(crate) fn put(&mut self, data: &[u8]) {
+        let end = self.pos.saturating_add(data.len());
+        match self.buf.get_mut(self.pos..end) {
+            Some(dst) => dst.copy_from_slice(data),
+            None => self.fail(Error::BufferTooSmall),
+        }
+        self.pos = end;
+    }
+
+    pub(crate) fn u8(&mut self, v: u8) {
+        self.put(&[v]);
+    }
+
+    pub(crate) fn u16(&mut self, v: u16) {
+        self.put(&v.to_be_bytes());
+    }
+
+    pub(crate) fn u32(&mut self, v: u32) {
+        self.put(&v.to_be_bytes());
+    }
+
+    /// Starts a handshake message (RFC 8446 §4): its type and a reserved u24 length.
+    pub(crate) fn start_message(&mut self, typ: u8) -> Mark {
+        self.u8(typ);
+        self.start(3)
+    }
+
+    /// Reserves a `width`-byte (0 to 3) length prefix, filled by [`Out::end`].
+    pub(crate) fn start(&mut self, width: usize) -> Mark {
+        let at = self.pos;
+        match [0u8; 3].get(..width) {
+            Some(zeros) => self.put(zeros),
+            None => self.fail(Error::BadLength),
+        }
+        Mark { at, width }
+    }
+
+    /// Fills in the length prefix reserved by `mark` with the bytes written since.
+    pub(crate) fn end(&mut self, mark: Mark) {
+        let body_start = mark.at.saturating_add(mark.width);
+        let len = self.pos.saturating_sub(body_start);
+        if mark.width != 0 && (len as u64) >> (8 * mark.width) != 0 {
+            self.fail(Error::BadLength);
+        }
+        let be = (len as u32).to_be_bytes();
+        let src = be.get(4usize.saturating_sub(mark.width)..).unwrap_or(&[]);
+        if let Some(dst) = self.buf.get_mut(mark.at..body_start) {
+            dst.copy_from_slice(src);
+        }
+    }
+
+    /// Writes `data` behind a `width`-byte length prefix (none for 0).
+    pub(crate) fn vec(&mut self, width: usize, data: &[u8]) {
+        let m = self.start(width);
+        self.put(data);
+        self.end(m);
+    }
+
+    /// The bytes written, or the first error.
+    pub(crate) fn finish(self) -> Result<usize, Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.pos),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +276,7 @@ mod tests {
         assert_eq!(r.finish(), Err(Error::TrailingBytes));
     }
 
+    #[cfg(feature = "server")]
     #[test]
     fn writer_lengths_and_overflow() {
         let mut buf = [0u8; 8];
@@ -194,5 +295,35 @@ mod tests {
         let mut buf = [0u8; 300];
         let mut w = Writer::new(&mut buf);
         assert_eq!(w.vec(1, &[0u8; 256]), Err(Error::BadLength));
+    }
+
+    #[test]
+    fn out_reports_the_first_error_and_never_overruns() {
+        let mut buf = [0u8; 6];
+        let mut w = Out::new(&mut buf);
+        let m = w.start(3);
+        w.u16(0xbeef);
+        w.end(m);
+        w.vec(0, &[1]);
+        assert_eq!(w.finish(), Ok(6));
+        assert_eq!(buf, [0, 0, 2, 0xbe, 0xef, 1]);
+
+        // Past the end: nothing written beyond the buffer, BufferTooSmall at the end even
+        // though later fields fit nowhere either.
+        let mut small = [0xaau8; 3];
+        let mut w = Out::new(&mut small);
+        w.u16(1);
+        w.u16(2);
+        w.u8(3);
+        assert_eq!(w.position(), 5);
+        assert_eq!(w.finish(), Err(Error::BufferTooSmall));
+        assert_eq!(small, [0, 1, 0xaa]);
+
+        // A vector too long for its prefix is BadLength; the first error wins.
+        let mut buf = [0u8; 300];
+        let mut w = Out::new(&mut buf);
+        w.vec(1, &[0u8; 256]);
+        w.put(&[0u8; 100]);
+        assert_eq!(w.finish(), Err(Error::BadLength));
     }
 }

@@ -66,10 +66,10 @@ pub fn encode_spki(
     if public_key.len() != key_len {
         return Err(Error::Crypto(mote_crypto::Error::BadLength));
     }
-    let mut w = crate::codec::Writer::new(out);
-    w.put(prefix)?;
-    w.put(public_key)?;
-    Ok(w.position())
+    let mut w = crate::codec::Out::new(out);
+    w.put(prefix);
+    w.put(public_key);
+    w.finish()
 }
 
 #[cfg(test)]

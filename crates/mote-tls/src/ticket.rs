@@ -55,17 +55,17 @@ impl<'a> Ticket<'a> {
     /// ALPN, identity and remembered transport parameters with length prefixes) into `out`;
     /// returns the length.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, Error> {
-        let mut w = crate::codec::Writer::new(out);
-        w.u8(TICKET_FORMAT)?;
-        w.u16(self.suite.cipher_suite())?;
-        w.u32(self.age_add)?;
-        w.u32(self.lifetime_s)?;
-        w.u8(u8::from(self.early_data))?;
-        w.vec(1, self.psk)?;
-        w.vec(1, self.alpn)?;
-        w.vec(2, self.identity)?;
-        w.vec(2, self.server_transport_parameters)?;
-        Ok(w.position())
+        let mut w = crate::codec::Out::new(out);
+        w.u8(TICKET_FORMAT);
+        w.u16(self.suite.cipher_suite());
+        w.u32(self.age_add);
+        w.u32(self.lifetime_s);
+        w.u8(u8::from(self.early_data));
+        w.vec(1, self.psk);
+        w.vec(1, self.alpn);
+        w.vec(2, self.identity);
+        w.vec(2, self.server_transport_parameters);
+        w.finish()
     }
 
     /// Reads a ticket written by [`Ticket::encode`].

@@ -4,8 +4,12 @@ use super::extensions::{
     extension_type as et, Extensions, ListIter, U16List, ALLOW_CERTIFICATE,
     ALLOW_CERTIFICATE_REQUEST,
 };
-use super::{handshake_type, start_message};
-use crate::codec::{Reader, Writer};
+use super::handshake_type;
+#[cfg(feature = "server")]
+use super::start_message;
+#[cfg(feature = "server")]
+use crate::codec::Writer;
+use crate::codec::{Out, Reader};
 use crate::{Alert, Error};
 
 /// RFC 8446 §4.4.2 / RFC 7250 §3: one CertificateEntry.
@@ -77,17 +81,17 @@ impl<'a> Certificate<'a> {
 /// (each a DER certificate or SubjectPublicKeyInfo, without entry extensions); returns its
 /// length.
 pub fn emit_certificate(context: &[u8], entries: &[&[u8]], out: &mut [u8]) -> Result<usize, Error> {
-    let mut w = Writer::new(out);
-    let msg = start_message(&mut w, handshake_type::CERTIFICATE)?;
-    w.vec(1, context)?;
-    let list = w.start(3)?;
+    let mut w = Out::new(out);
+    let msg = w.start_message(handshake_type::CERTIFICATE);
+    w.vec(1, context);
+    let list = w.start(3);
     for data in entries {
-        w.vec(3, data)?;
-        w.u16(0)?; // no extensions
+        w.vec(3, data);
+        w.u16(0); // no extensions
     }
-    w.end(list)?;
-    w.end(msg)?;
-    Ok(w.position())
+    w.end(list);
+    w.end(msg);
+    w.finish()
 }
 
 /// RFC 8446 §4.4.3: `struct { SignatureScheme algorithm; opaque signature<0..2^16-1>; }
@@ -116,12 +120,12 @@ pub fn emit_certificate_verify(
     signature: &[u8],
     out: &mut [u8],
 ) -> Result<usize, Error> {
-    let mut w = Writer::new(out);
-    let msg = start_message(&mut w, handshake_type::CERTIFICATE_VERIFY)?;
-    w.u16(scheme)?;
-    w.vec(2, signature)?;
-    w.end(msg)?;
-    Ok(w.position())
+    let mut w = Out::new(out);
+    let msg = w.start_message(handshake_type::CERTIFICATE_VERIFY);
+    w.u16(scheme);
+    w.vec(2, signature);
+    w.end(msg);
+    w.finish()
 }
 
 /// RFC 8446 §4.3.2: `struct { opaque certificate_request_context<0..2^8-1>; Extension

@@ -2,11 +2,9 @@
 
 use mote_crypto::{AeadAlgorithm, NamedGroup, SignatureScheme};
 
-use super::extensions::{
-    extension_type as et, write_extension, write_u16_list_extension, KeyShareEntry,
-};
-use super::{handshake_type, start_message, LEGACY_VERSION, TLS13};
-use crate::codec::Writer;
+use super::extensions::{extension_type as et, KeyShareEntry};
+use super::{handshake_type, LEGACY_VERSION};
+use crate::codec::Out;
 use crate::Error;
 
 /// A PSK the client offers in pre_shared_key (one identity: a ticket or an external PSK).
@@ -68,60 +66,91 @@ pub struct EmittedClientHello {
     pub binders_offset: Option<usize>,
 }
 
+/// RFC 8446 §4.2.1: supported_versions offering TLS 1.3 only — the same bytes in every
+/// ClientHello mote sends, so written as one block.
+const SUPPORTED_VERSIONS_TLS13: [u8; 7] = [0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04];
+
+/// Writes one extension: its type, then `data` behind a `width`-byte length prefix (none
+/// for 0), all behind the extension's u16 length.
+fn extension(w: &mut Out<'_>, typ: u16, width: usize, data: &[u8]) {
+    w.u16(typ);
+    let ext = w.start(2);
+    w.vec(width, data);
+    w.end(ext);
+}
+
 impl ClientHelloParams<'_> {
     /// Writes the ClientHello message (header included) into `out`.
+    ///
+    /// Straight-line code over [`Out`], which reports the first error (a buffer too small,
+    /// a field too long for its length prefix) at the end: this is the device client's
+    /// largest emitter, and a branch per field doubled its size.
     pub fn emit(&self, out: &mut [u8]) -> Result<EmittedClientHello, Error> {
-        let mut w = Writer::new(out);
-        let msg = start_message(&mut w, handshake_type::CLIENT_HELLO)?;
-        w.u16(LEGACY_VERSION)?;
-        w.put(self.random)?;
-        w.u8(0)?; // empty legacy_session_id
-        let suites = w.start(2)?;
+        let mut w = Out::new(out);
+        w.u8(handshake_type::CLIENT_HELLO);
+        let msg = w.start(3);
+        w.u16(LEGACY_VERSION);
+        w.put(self.random);
+        w.u8(0); // empty legacy_session_id
+        let suites = w.start(2);
         for s in self.cipher_suites {
-            w.u16(s.cipher_suite())?;
+            w.u16(s.cipher_suite());
         }
-        w.end(suites)?;
-        w.put(&[1, 0])?; // legacy_compression_methods = [null]
+        w.end(suites);
+        w.put(&[1, 0]); // legacy_compression_methods = [null]
 
-        let exts = w.start(2)?;
-        write_u16_list_extension(&mut w, et::SUPPORTED_VERSIONS, 1, [TLS13].into_iter())?;
+        let exts = w.start(2);
+        w.put(&SUPPORTED_VERSIONS_TLS13);
         if let Some(host) = self.server_name {
             // RFC 6066 §3: ServerNameList with one host_name(0) entry.
-            w.u16(et::SERVER_NAME)?;
-            let ext = w.start(2)?;
-            let list = w.start(2)?;
-            w.u8(0)?;
-            w.vec(2, host)?;
-            w.end(list)?;
-            w.end(ext)?;
+            w.u16(et::SERVER_NAME);
+            let ext = w.start(2);
+            let list = w.start(2);
+            w.u8(0);
+            w.vec(2, host);
+            w.end(list);
+            w.end(ext);
         }
         if !self.supported_groups.is_empty() {
-            let groups = self.supported_groups.iter().map(|g| g.codepoint());
-            write_u16_list_extension(&mut w, et::SUPPORTED_GROUPS, 2, groups)?;
+            w.u16(et::SUPPORTED_GROUPS);
+            let ext = w.start(2);
+            let list = w.start(2);
+            for g in self.supported_groups {
+                w.u16(g.codepoint());
+            }
+            w.end(list);
+            w.end(ext);
         }
         if !self.signature_algorithms.is_empty() {
-            let schemes = self.signature_algorithms.iter().map(|s| s.codepoint());
-            write_u16_list_extension(&mut w, et::SIGNATURE_ALGORITHMS, 2, schemes)?;
+            w.u16(et::SIGNATURE_ALGORITHMS);
+            let ext = w.start(2);
+            let list = w.start(2);
+            for s in self.signature_algorithms {
+                w.u16(s.codepoint());
+            }
+            w.end(list);
+            w.end(ext);
         }
         if !self.key_shares.is_empty() {
-            w.u16(et::KEY_SHARE)?;
-            let ext = w.start(2)?;
-            let list = w.start(2)?;
+            w.u16(et::KEY_SHARE);
+            let ext = w.start(2);
+            let list = w.start(2);
             for share in self.key_shares {
-                share.write(&mut w)?;
+                w.u16(share.group);
+                w.vec(2, share.key_exchange);
             }
-            w.end(list)?;
-            w.end(ext)?;
+            w.end(list);
+            w.end(ext);
         }
         if !self.alpn.is_empty() {
-            w.u16(et::ALPN)?;
-            let ext = w.start(2)?;
-            let list = w.start(2)?;
+            w.u16(et::ALPN);
+            let ext = w.start(2);
+            let list = w.start(2);
             for name in self.alpn {
-                w.vec(1, name)?;
+                w.vec(1, name);
             }
-            w.end(list)?;
-            w.end(ext)?;
+            w.end(list);
+            w.end(ext);
         }
         for (typ, types) in [
             (et::SERVER_CERTIFICATE_TYPE, self.server_certificate_types),
@@ -129,44 +158,38 @@ impl ClientHelloParams<'_> {
             (et::PSK_KEY_EXCHANGE_MODES, self.psk_key_exchange_modes),
         ] {
             if !types.is_empty() {
-                w.u16(typ)?;
-                let ext = w.start(2)?;
-                w.vec(1, types)?;
-                w.end(ext)?;
+                extension(&mut w, typ, 1, types);
             }
         }
         if let Some(cookie) = self.cookie {
-            w.u16(et::COOKIE)?;
-            let ext = w.start(2)?;
-            w.vec(2, cookie)?;
-            w.end(ext)?;
+            extension(&mut w, et::COOKIE, 2, cookie);
         }
         if self.early_data {
-            write_extension(&mut w, et::EARLY_DATA, &[])?;
+            extension(&mut w, et::EARLY_DATA, 0, &[]);
         }
-        write_extension(&mut w, et::QUIC_TRANSPORT_PARAMETERS, self.quic_transport_parameters)?;
+        extension(&mut w, et::QUIC_TRANSPORT_PARAMETERS, 0, self.quic_transport_parameters);
         // RFC 8446 §4.2.11: pre_shared_key MUST be the last extension.
         let mut binders_offset = None;
         if let Some(psk) = self.psk {
-            w.u16(et::PRE_SHARED_KEY)?;
-            let ext = w.start(2)?;
-            let identities = w.start(2)?;
-            w.vec(2, psk.identity)?;
-            w.u32(psk.obfuscated_ticket_age)?;
-            w.end(identities)?;
+            w.u16(et::PRE_SHARED_KEY);
+            let ext = w.start(2);
+            let identities = w.start(2);
+            w.vec(2, psk.identity);
+            w.put(&psk.obfuscated_ticket_age.to_be_bytes());
+            w.end(identities);
             binders_offset = Some(w.position());
-            let binders = w.start(2)?;
-            let binder = w.start(1)?;
+            // binders: one binder of binder_len zero bytes, filled in by write_binder.
+            w.u16(u16::from(psk.binder_len) + 1);
+            w.u8(psk.binder_len);
             for _ in 0..psk.binder_len {
-                w.u8(0)?;
+                w.u8(0);
             }
-            w.end(binder)?;
-            w.end(binders)?;
-            w.end(ext)?;
+            w.end(ext);
         }
-        w.end(exts)?;
-        w.end(msg)?;
-        Ok(EmittedClientHello { len: w.position(), binders_offset })
+        w.end(exts);
+        w.end(msg);
+        let len = w.finish()?;
+        Ok(EmittedClientHello { len, binders_offset })
     }
 }
 

@@ -1,8 +1,6 @@
 //! EncryptedExtensions (RFC 8446 §4.3.1).
 
-use super::extensions::{
-    extension_type as et, Extensions, ProtocolNames, U16List, ALLOW_ENCRYPTED_EXTENSIONS,
-};
+use super::extensions::{extension_type as et, Extensions, U16List, ALLOW_ENCRYPTED_EXTENSIONS};
 use crate::codec::Reader;
 use crate::Error;
 
@@ -27,6 +25,9 @@ pub struct EncryptedExtensions<'a> {
     pub early_data: bool,
     /// quic_transport_parameters, undecoded.
     pub quic_transport_parameters: Option<&'a [u8]>,
+    /// Whether a type mote does not understand is present (a client never offered it:
+    /// unsupported_extension, RFC 8446 §4.2).
+    pub unknown_extension: bool,
 }
 
 impl<'a> EncryptedExtensions<'a> {
@@ -45,6 +46,7 @@ impl<'a> EncryptedExtensions<'a> {
             server_certificate_type: None,
             early_data: false,
             quic_transport_parameters: None,
+            unknown_extension: false,
         };
         for (typ, data) in extensions.iter() {
             let mut d = Reader::new(data);
@@ -52,22 +54,26 @@ impl<'a> EncryptedExtensions<'a> {
                 et::SERVER_NAME => ee.server_name_acknowledged = true,
                 et::SUPPORTED_GROUPS => ee.supported_groups = Some(U16List(d.vec_u16(2, 2)?)),
                 et::ALPN => {
-                    let names = ProtocolNames::read(&mut d)?;
-                    let mut it = names.iter();
-                    // RFC 7301 §3.1: the server's list "MUST contain exactly one".
-                    match (it.next(), it.next()) {
-                        (Some(name), None) => ee.alpn = Some(name),
-                        _ => return Err(Error::BadLength),
+                    // RFC 7301 §3.1: `ProtocolName protocol_name_list<2..2^16-1>`, and the
+                    // server's list "MUST contain exactly one" name (anything after the
+                    // first, well formed or not, is a decode_error).
+                    let mut names = Reader::new(d.vec(2, 2)?);
+                    ee.alpn = Some(names.vec(1, 1)?);
+                    if !names.is_empty() {
+                        return Err(Error::BadLength);
                     }
                 }
                 et::CLIENT_CERTIFICATE_TYPE => ee.client_certificate_type = Some(d.u8()?),
                 et::SERVER_CERTIFICATE_TYPE => ee.server_certificate_type = Some(d.u8()?),
                 et::EARLY_DATA => ee.early_data = true,
+                // Opaque here, decoded by QUIC; unknown types are not decoded at all.
                 et::QUIC_TRANSPORT_PARAMETERS => {
-                    ee.quic_transport_parameters = Some(d.bytes(data.len())?)
+                    ee.quic_transport_parameters = Some(data);
+                    continue;
                 }
                 _ => {
-                    d.bytes(data.len())?;
+                    ee.unknown_extension = true;
+                    continue;
                 }
             }
             d.finish()?;

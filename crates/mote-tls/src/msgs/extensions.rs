@@ -5,7 +5,9 @@
 //! iterating it afterwards cannot fail. The list views ([`U16List`], [`ProtocolNames`],
 //! [`KeyShares`], [`OfferedPsks`]) are likewise validated when the message is parsed.
 
-use crate::codec::{Reader, Writer};
+use crate::codec::Reader;
+#[cfg(feature = "server")]
+use crate::codec::Writer;
 use crate::Error;
 
 /// Extension type codepoints mote understands (RFC 8446 §4.2, RFC 7301, RFC 7250,
@@ -58,24 +60,35 @@ pub mod certificate_type {
 /// duplicate check, which is quadratic in the count.
 pub const MAX_EXTENSIONS: usize = 64;
 
-/// One bit per extension type mote understands, for the per-message permission masks.
+/// The extension types mote understands, in the order of their bits in the per-message
+/// permission masks ([`known_bit`]).
+const KNOWN_TYPES: [u16; 13] = [
+    et::SERVER_NAME,
+    et::SUPPORTED_GROUPS,
+    et::SIGNATURE_ALGORITHMS,
+    et::ALPN,
+    et::CLIENT_CERTIFICATE_TYPE,
+    et::SERVER_CERTIFICATE_TYPE,
+    et::PRE_SHARED_KEY,
+    et::EARLY_DATA,
+    et::SUPPORTED_VERSIONS,
+    et::COOKIE,
+    et::PSK_KEY_EXCHANGE_MODES,
+    et::KEY_SHARE,
+    et::QUIC_TRANSPORT_PARAMETERS,
+];
+
+/// One bit per extension type mote understands, for the per-message permission masks; 0
+/// for any other type. A table walk: smaller on a device than a `match`.
 pub(crate) const fn known_bit(typ: u16) -> u16 {
-    match typ {
-        et::SERVER_NAME => 1 << 0,
-        et::SUPPORTED_GROUPS => 1 << 1,
-        et::SIGNATURE_ALGORITHMS => 1 << 2,
-        et::ALPN => 1 << 3,
-        et::CLIENT_CERTIFICATE_TYPE => 1 << 4,
-        et::SERVER_CERTIFICATE_TYPE => 1 << 5,
-        et::PRE_SHARED_KEY => 1 << 6,
-        et::EARLY_DATA => 1 << 7,
-        et::SUPPORTED_VERSIONS => 1 << 8,
-        et::COOKIE => 1 << 9,
-        et::PSK_KEY_EXCHANGE_MODES => 1 << 10,
-        et::KEY_SHARE => 1 << 11,
-        et::QUIC_TRANSPORT_PARAMETERS => 1 << 12,
-        _ => 0,
+    let mut i = 0;
+    while i < KNOWN_TYPES.len() {
+        if KNOWN_TYPES[i] == typ {
+            return 1 << i;
+        }
+        i += 1;
     }
+    0
 }
 
 /// Whether mote understands extension type `typ`. A client sends only these, so any other
@@ -117,13 +130,10 @@ impl<'a> Extensions<'a> {
     /// no known type outside `allowed`.
     pub(crate) fn read(r: &mut Reader<'a>, allowed: u16) -> Result<Self, Error> {
         let raw = r.vec(2, 0)?;
-        let mut it = Reader::new(raw);
+        let mut rest = raw;
         let mut count = 0;
-        while !it.is_empty() {
-            let seen =
-                raw.get(..raw.len().saturating_sub(it.rest().len())).ok_or(Error::Truncated)?;
-            let typ = it.u16()?;
-            it.vec(2, 0)?;
+        while !rest.is_empty() {
+            let (typ, _, next) = split_extension(rest).ok_or(Error::Truncated)?;
             count += 1;
             if count > MAX_EXTENSIONS {
                 return Err(Error::BadLength);
@@ -132,9 +142,11 @@ impl<'a> Extensions<'a> {
             if bit != 0 && allowed & bit == 0 {
                 return Err(Error::IllegalParameter);
             }
+            let seen = raw.get(..raw.len() - rest.len()).unwrap_or(&[]);
             if (Extensions { raw: seen }).get(typ).is_some() {
                 return Err(Error::DuplicateExtension);
             }
+            rest = next;
         }
         Ok(Self { raw })
     }
@@ -146,7 +158,7 @@ impl<'a> Extensions<'a> {
 
     /// The extensions in order, as `(type, extension_data)`.
     pub fn iter(&self) -> ExtensionIter<'a> {
-        ExtensionIter { r: Reader::new(self.raw) }
+        ExtensionIter { rest: self.raw }
     }
 
     /// The data of the extension of type `typ`, if present.
@@ -163,18 +175,23 @@ impl<'a> Extensions<'a> {
 /// Iterator over an [`Extensions`] block.
 #[derive(Clone, Debug)]
 pub struct ExtensionIter<'a> {
-    r: Reader<'a>,
+    rest: &'a [u8],
+}
+
+/// Cuts the first extension off `block`: `(type, extension_data, the bytes after it)`, or
+/// `None` if its header or data is incomplete. The one place extension headers are read.
+fn split_extension(block: &[u8]) -> Option<(u16, &[u8], &[u8])> {
+    let [t0, t1, l0, l1, tail @ ..] = block else { return None };
+    let (data, next) = tail.split_at_checked(usize::from(u16::from_be_bytes([*l0, *l1])))?;
+    Some((u16::from_be_bytes([*t0, *t1]), data, next))
 }
 
 impl<'a> Iterator for ExtensionIter<'a> {
     type Item = (u16, &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.r.is_empty() {
-            return None;
-        }
-        let typ = self.r.u16().ok()?;
-        let data = self.r.vec(2, 0).ok()?;
+        let (typ, data, next) = split_extension(self.rest)?;
+        self.rest = next;
         Some((typ, data))
     }
 }
@@ -183,6 +200,7 @@ impl<'a> Iterator for ExtensionIter<'a> {
 pub(crate) type ItemFn<'a, T> = fn(&mut Reader<'a>) -> Result<T, Error>;
 
 /// Checks that `raw` is a whole number of well-formed items.
+#[cfg(feature = "server")]
 fn validate<'a, T>(raw: &'a [u8], item: ItemFn<'a, T>) -> Result<usize, Error> {
     let mut r = Reader::new(raw);
     let mut n = 0;
@@ -254,6 +272,7 @@ fn protocol_name<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Error> {
 pub struct ProtocolNames<'a>(&'a [u8]);
 
 impl<'a> ProtocolNames<'a> {
+    #[cfg(feature = "server")]
     pub(crate) fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
         let raw = r.vec(2, 2)?;
         validate(raw, protocol_name)?;
@@ -285,6 +304,7 @@ impl<'a> KeyShareEntry<'a> {
         Ok(Self { group: r.u16()?, key_exchange: r.vec(2, 1)? })
     }
 
+    #[cfg(feature = "server")]
     pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), Error> {
         w.u16(self.group)?;
         w.vec(2, self.key_exchange)
@@ -392,12 +412,14 @@ pub(crate) fn read_server_name<'a>(r: &mut Reader<'a>) -> Result<Option<&'a [u8]
 }
 
 /// Writes one extension: its type and u16-length-prefixed data.
+#[cfg(feature = "server")]
 pub(crate) fn write_extension(w: &mut Writer<'_>, typ: u16, data: &[u8]) -> Result<(), Error> {
     w.u16(typ)?;
     w.vec(2, data)
 }
 
 /// Writes an extension whose data is a single u16-prefixed list of u16 codepoints.
+#[cfg(feature = "server")]
 pub(crate) fn write_u16_list_extension(
     w: &mut Writer<'_>,
     typ: u16,

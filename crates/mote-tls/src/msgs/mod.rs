@@ -43,7 +43,9 @@ pub use new_session_ticket::NewSessionTicketParams;
 pub use server_hello::{HelloRetryRequestParams, ServerHelloParams};
 pub use server_hello::{ServerHello, HELLO_RETRY_REQUEST_RANDOM};
 
-use crate::codec::{Mark, Reader, Writer};
+#[cfg(feature = "server")]
+use crate::codec::{Mark, Writer};
+use crate::codec::{Out, Reader};
 use crate::Error;
 
 /// HandshakeType codepoints (RFC 8446 §4).
@@ -132,6 +134,7 @@ pub fn check_quic_message_type(typ: u8) -> Result<(), Error> {
 }
 
 /// Starts a handshake message of type `typ`: writes the type and reserves the u24 length.
+#[cfg(feature = "server")]
 pub(crate) fn start_message(w: &mut Writer<'_>, typ: u8) -> Result<Mark, Error> {
     w.u8(typ)?;
     w.start(3)
@@ -165,11 +168,11 @@ impl<'a> Finished<'a> {
 
     /// Writes a Finished message carrying `verify_data`; returns its length.
     pub fn emit(verify_data: &[u8], out: &mut [u8]) -> Result<usize, Error> {
-        let mut w = Writer::new(out);
-        let m = start_message(&mut w, handshake_type::FINISHED)?;
-        w.put(verify_data)?;
-        w.end(m)?;
-        Ok(w.position())
+        let mut w = Out::new(out);
+        let m = w.start_message(handshake_type::FINISHED);
+        w.put(verify_data);
+        w.end(m);
+        w.finish()
     }
 }
 

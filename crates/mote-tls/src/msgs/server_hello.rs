@@ -89,9 +89,8 @@ impl<'a> ServerHello<'a> {
                 et::KEY_SHARE => sh.key_share = Some(KeyShareEntry::read(&mut d)?),
                 et::PRE_SHARED_KEY => sh.selected_psk = Some(d.u16()?),
                 et::COOKIE => sh.cookie = Some(d.vec(2, 1)?),
-                _ => {
-                    d.bytes(data.len())?;
-                }
+                // Unknown types: nothing to decode (allowed here; the client decides).
+                _ => continue,
             }
             d.finish()?;
         }

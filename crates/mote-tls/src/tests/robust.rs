@@ -658,3 +658,19 @@ fn certificate_request_round_trip() {
     assert_eq!(cr.signature_algorithms.iter().collect::<Vec<_>>(), [0x0807, 0x0403]);
     short_buffers_fail(n, |b| msgs::emit_certificate_request(b"c", &schemes, b));
 }
+
+/// The emitter's bytes for every extension it writes, pinned (from the emitter before it
+/// was rewritten over `Out`, issue 8): the rewrite must not change a byte.
+#[test]
+fn client_hello_emit_bytes_unchanged() {
+    let expected = hex!(
+        "010000f9030307070707070707070707070707070707070707070707070707070707070707070000"
+        "0413011303010000cc002b000302030400000010000e00000b6578616d706c652e636f6d000a0006"
+        "0004001d0017000d0006000408070403003300260024001d00200909090909090909090909090909"
+        "0909090909090909090909090909090909090010000a0008026833046d717474001400020102002d"
+        "00020101002c00090007636f6f6b696521002a0000003900060104800075300029003a0015000f74"
+        "69636b65742d6964656e746974790102030400212000000000000000000000000000000000000000"
+        "00000000000000000000000000"
+    );
+    assert_eq!(emitted_client_hello(), expected);
+}
