@@ -1166,10 +1166,7 @@ where
         }
         let (provider, version) = (&self.hs.provider, self.hs.version);
         let largest_acked = self.recovery.largest_acked(PnSpace::ApplicationData);
-        match self.hs.keys.one_rtt.as_mut() {
-            Some(k) => k.initiate(provider, version, largest_acked),
-            None => false,
-        }
+        self.hs.keys.one_rtt.initiate(provider, version, largest_acked)
     }
 
     /// RFC 9001 §6.6: the integrity limit of the negotiated suite (or the configured one).

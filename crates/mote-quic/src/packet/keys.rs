@@ -51,6 +51,22 @@ impl KeyMaterial {
     }
 }
 
+/// RFC 9001 §5.1, §6.1: the AEAD key ("quic key") and IV ("quic iv") of a traffic secret,
+/// with the version's labels: what a key update re-derives (not the header-protection key).
+pub(crate) fn key_and_iv<P: CryptoProvider>(
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    secret: &[u8],
+) -> Result<(Secret, [u8; NONCE_LEN]), Error> {
+    let params = version.params().ok_or(Error::Unsupported)?;
+    let hash = alg.hash();
+    let key = expand(provider, hash, secret, params.key_label, alg.key_len())?;
+    let iv = expand(provider, hash, secret, params.iv_label, NONCE_LEN)?;
+    let iv: [u8; NONCE_LEN] = iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
+    Ok((key, iv))
+}
+
 /// RFC 9001 §6.1: the secret of the next key phase,
 /// `secret_<n+1> = HKDF-Expand-Label(secret_<n>, "quic ku", "", Hash.length)` ("quicv2 ku"
 /// for v2, RFC 9369 §3.3.2). Only the AEAD key and IV are re-derived from it
