@@ -318,7 +318,8 @@ pub struct ConnectionStats {
     pub ptos: u64,
     /// STREAM and CRYPTO bytes sent again after a loss or a PTO.
     pub bytes_retransmitted: u64,
-    /// Key updates the peer initiated (RFC 9001 §6).
+    /// Key updates completed (RFC 9001 §6): the receive key moved to a new phase, whichever
+    /// side initiated the update.
     pub key_updates: u32,
     /// Connection IDs issued after the handshake one (NEW_CONNECTION_ID).
     pub cids_issued: u64,
