@@ -319,7 +319,9 @@ pub fn run(args: &QemuArgs) -> Result<()> {
     ensure_qemu()?;
     let elf = build_firmware(args.auth, args.stack_steps)?;
     let mut failed = false;
-    let mut over = Vec::new();
+    // The paths the run does not take (or only in their cheap case), bounded statically
+    // with the same budget: a key update's worst case, a HelloRetryRequest.
+    let mut over = crate::stack::check_defaults(&elf, Some(STACK_BUDGET.max(STACK_GOAL)))?;
     let mut gaps = Vec::new();
     for profile in profiles {
         let run = run_once(&elf, profile, args)?;
@@ -431,7 +433,7 @@ fn ensure_qemu() -> Result<()> {
 }
 
 /// Builds the client firmware (RPK Ed25519 or PSK) with semihosting for exit.
-fn build_firmware(auth: Auth, stack_steps: bool) -> Result<std::path::PathBuf> {
+pub(crate) fn build_firmware(auth: Auth, stack_steps: bool) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
     let mut features = match auth {
