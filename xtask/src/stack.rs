@@ -39,6 +39,10 @@ pub const DEFAULT_ROOTS: &[&str] = &[
     "OneRttKeys<P>>>::initiate",
     // RFC 8446 §4.1.4: a HelloRetryRequest and the second ClientHello.
     "::hello_retry_request",
+    // The ClientHello: the first (connection constructor) and, after a HelloRetryRequest,
+    // the second (from the handshake's receive path, once the HelloRetryRequest's handlers
+    // returned).
+    "Client<P>::emit_client_hello",
 ];
 
 /// The entry point of the firmware image (cortex-m-rt's `Reset`, which llvm-objdump labels

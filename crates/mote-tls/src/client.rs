@@ -295,6 +295,12 @@ impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P
 
 /// Writes one handshake message at `level` into QUIC's send buffer with `write`, adds it to
 /// `transcript`, and commits it.
+/// RFC 8446 §4.1.4: a HelloRetryRequest accepted; the second ClientHello (with the same
+/// random, the new key share and the HelloRetryRequest's `cookie`) is still to be written.
+struct Retry<'m> {
+    cookie: Option<&'m [u8]>,
+}
+
 pub(crate) fn send_message<H: QuicHooks, X: mote_crypto::Hash>(
     hooks: &mut H,
     level: Level,
@@ -602,7 +608,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(Error::UnexpectedMessage);
         }
         match (self.state, msg.typ) {
-            (State::WaitServerHello, ht::SERVER_HELLO) => self.server_hello(msg, hooks),
+            // A HelloRetryRequest's second ClientHello is written here, once the ServerHello
+            // handlers' frames are gone (issue 8: not under them on a device's stack).
+            (State::WaitServerHello, ht::SERVER_HELLO) => match self.server_hello(msg, hooks)? {
+                Some(Retry { cookie }) => self.emit_client_hello(hooks, cookie, false),
+                None => Ok(()),
+            },
             (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS) => {
                 self.encrypted_extensions(msg, hooks)
             }
@@ -622,12 +633,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // Each message handler out of line (issue 8): inlined into `handle`, their locals
     // (ServerHello parse, key schedule, certificate and signature) would all add up in
     // one frame under the deepest of them on a device.
+    /// Returns the [`Retry`] to answer if the message was a HelloRetryRequest.
     #[inline(never)]
-    fn server_hello<H: QuicHooks>(
+    fn server_hello<'m, H: QuicHooks>(
         &mut self,
-        msg: HandshakeMessage<'_>,
+        msg: HandshakeMessage<'m>,
         hooks: &mut H,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Retry<'m>>, Error> {
         let sh = ServerHello::parse(msg.body)?;
         // RFC 8446 §4.2.1: a ServerHello without supported_versions negotiates TLS 1.2 or
         // earlier, which this client does not speak (protocol_version); one naming another
@@ -649,7 +661,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .filter(|s| self.offered_suites().contains(s))
             .ok_or(Error::IllegalParameter)?;
         if sh.is_hello_retry_request() {
-            return self.hello_retry_request(&sh, msg.bytes, suite, hooks);
+            self.hello_retry_request(&sh, msg.bytes, suite, hooks)?;
+            return Ok(Some(Retry { cookie: sh.cookie }));
         }
         // RFC 8446 §4.1.4: the ServerHello after a HelloRetryRequest must keep its suite.
         if self.suite.is_some_and(|s| s != suite) {
@@ -698,9 +711,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         })?;
         self.secrets = Stage::Handshake { client, server };
         self.state = State::WaitEncryptedExtensions;
-        Ok(())
+        Ok(None)
     }
 
+    /// RFC 8446 §4.1.4: checks a HelloRetryRequest and prepares the second ClientHello (the
+    /// transcript's `message_hash`, a key share of the group asked for), which the caller
+    /// writes ([`Retry`]).
     #[inline(never)]
     fn hello_retry_request<H: QuicHooks>(
         &mut self,
@@ -748,7 +764,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             self.early_data = EarlyData::Rejected;
             hooks.early_data(false);
         }
-        self.emit_client_hello(hooks, hrr.cookie, false)
+        Ok(())
     }
 
     #[inline(never)]
