@@ -295,6 +295,14 @@ impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P
 
 /// Writes one handshake message at `level` into QUIC's send buffer with `write`, adds it to
 /// `transcript`, and commits it.
+/// RFC 8446 §7.1: the client and server application traffic secrets of a completed
+/// handshake (erased on drop), until the 1-RTT keys are installed from them.
+struct ApplicationSecrets {
+    suite: AeadAlgorithm,
+    client: Secret,
+    server: Secret,
+}
+
 /// RFC 8446 §4.1.4: a HelloRetryRequest accepted; the second ClientHello (with the same
 /// random, the new key share and the HelloRetryRequest's `cookie`) is still to be written.
 struct Retry<'m> {
@@ -624,7 +632,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 self.certificate(msg)
             }
             (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY) => self.certificate_verify(msg),
-            (State::WaitFinished, ht::FINISHED) => self.finished(msg, hooks),
+            // The 1-RTT keys are installed here, once `finished`'s frame (the key schedule's
+            // secrets and hashes) is gone (issue 8: not under it on a device's stack).
+            (State::WaitFinished, ht::FINISHED) => {
+                let app = self.finished(msg, hooks)?;
+                self.install_application_secrets(&app, hooks)
+            }
             (State::Connected, ht::NEW_SESSION_TICKET) => self.new_session_ticket(msg, hooks),
             _ => Err(Error::UnexpectedMessage),
         }
@@ -932,12 +945,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
+    /// Returns the application traffic secrets, for [`Self::install_application_secrets`].
     #[inline(never)]
     fn finished<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
-    ) -> Result<(), Error> {
+    ) -> Result<ApplicationSecrets, Error> {
         let suite = self.suite.ok_or_else(internal)?;
         let alg = suite.hash();
         let fin = Finished::parse(msg.body, alg.output_len())?;
@@ -980,11 +994,21 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let resumption_master =
             master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
         self.secrets = Stage::Connected { exporter, resumption_master };
+        Ok(ApplicationSecrets { suite, client: client_ap, server: server_ap })
+    }
+
+    /// RFC 8446 §7.1, RFC 9001 §4.1.4: after the client Finished, the 1-RTT keys from the
+    /// application traffic secrets; the handshake is complete.
+    fn install_application_secrets<H: QuicHooks>(
+        &mut self,
+        app: &ApplicationSecrets,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
         hooks.install_secrets(Secrets {
             level: KeyLevel::OneRtt,
-            suite,
-            client: &client_ap,
-            server: Some(&server_ap),
+            suite: app.suite,
+            client: &app.client,
+            server: Some(&app.server),
         })?;
         self.state = State::Connected;
         hooks.handshake_complete();
