@@ -99,8 +99,9 @@ impl HmacSha256 {
         compress(state, buf);
     }
 
-    /// RFC 2104 §2: H(K XOR opad, H(K XOR ipad, text)).
-    pub fn finish(mut self) -> Digest {
+    /// RFC 2104 §2: H(K XOR opad, H(K XOR ipad, text)). Finishes where the state is (no
+    /// copy of it moved into this frame); the state is spent: drop it.
+    pub fn finish(&mut self) -> Digest {
         let total = self.absorbed.wrapping_add(self.buf_len as u64);
         Self::pad_and_compress(&mut self.inner, &mut self.buf, self.buf_len, total);
         // The outer hash: the inner digest after the `opad` block (64 + 32 bytes in all).

@@ -225,11 +225,12 @@ impl crate::Hmac for Hmac {
         }
     }
 
-    fn finish(self) -> Digest {
-        match self {
+    fn finish(mut self) -> Digest {
+        // Finished in place (borrowed, not moved out of the enum).
+        match &mut self {
             Self::Sha256(m) => m.finish(),
             #[cfg(feature = "aes256")]
-            Self::Sha384(m) => Digest::new(&m.finalize().into_bytes()),
+            Self::Sha384(m) => Digest::new(&m.clone().finalize().into_bytes()),
         }
     }
 }

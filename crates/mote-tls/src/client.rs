@@ -632,12 +632,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 self.certificate(msg)
             }
             (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY) => self.certificate_verify(msg),
-            // The 1-RTT keys are installed here, once `finished`'s frame (the key schedule's
-            // secrets and hashes) is gone (issue 8: not under it on a device's stack).
-            (State::WaitFinished, ht::FINISHED) => {
-                let app = self.finished(msg, hooks)?;
-                self.install_application_secrets(&app, hooks)
-            }
+            (State::WaitFinished, ht::FINISHED) => self.finished_then_keys(msg, hooks),
             (State::Connected, ht::NEW_SESSION_TICKET) => self.new_session_ticket(msg, hooks),
             _ => Err(Error::UnexpectedMessage),
         }
@@ -995,6 +990,19 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
         self.secrets = Stage::Connected { exporter, resumption_master };
         Ok(ApplicationSecrets { suite, client: client_ap, server: server_ap })
+    }
+
+    /// The server Finished, then the 1-RTT keys: installed once `finished`'s frame (the key
+    /// schedule's secrets and hashes) is gone (issue 8: not under it on a device's stack).
+    /// Out of line: the application secrets are not in the frame of every message handler.
+    #[inline(never)]
+    fn finished_then_keys<H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let app = self.finished(msg, hooks)?;
+        self.install_application_secrets(&app, hooks)
     }
 
     /// RFC 8446 §7.1, RFC 9001 §4.1.4: after the client Finished, the 1-RTT keys from the
