@@ -616,12 +616,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(Error::UnexpectedMessage);
         }
         match (self.state, msg.typ) {
-            // A HelloRetryRequest's second ClientHello is written here, once the ServerHello
-            // handlers' frames are gone (issue 8: not under them on a device's stack).
-            (State::WaitServerHello, ht::SERVER_HELLO) => match self.server_hello(msg, hooks)? {
-                Some(Retry { cookie }) => self.emit_client_hello(hooks, cookie, false),
-                None => Ok(()),
-            },
+            (State::WaitServerHello, ht::SERVER_HELLO) => self.server_hello_or_retry(msg, hooks),
             (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS) => {
                 self.encrypted_extensions(msg, hooks)
             }
@@ -641,6 +636,21 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // Each message handler out of line (issue 8): inlined into `handle`, their locals
     // (ServerHello parse, key schedule, certificate and signature) would all add up in
     // one frame under the deepest of them on a device.
+    /// A ServerHello, or a HelloRetryRequest and the second ClientHello: written once the
+    /// ServerHello handlers' frames are gone (issue 8: not under them on a device's stack).
+    /// Out of line: the retry is not in the frame of every message handler.
+    #[inline(never)]
+    fn server_hello_or_retry<H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        match self.server_hello(msg, hooks)? {
+            Some(Retry { cookie }) => self.emit_client_hello(hooks, cookie, false),
+            None => Ok(()),
+        }
+    }
+
     /// Returns the [`Retry`] to answer if the message was a HelloRetryRequest.
     #[inline(never)]
     fn server_hello<'m, H: QuicHooks>(
