@@ -182,7 +182,8 @@ impl Graph {
                     f.frame += register_bytes(ops);
                 }
                 "str" | "str.w" | "vstr" if ops.ends_with("]!") && ops.contains("[sp, #-") => {
-                    let n = ops.split("#-").nth(1).and_then(|s| immediate(s.trim_end_matches("]!")));
+                    let n =
+                        ops.split("#-").nth(1).and_then(|s| immediate(s.trim_end_matches("]!")));
                     f.frame += n.unwrap_or(0);
                 }
                 "sub" | "sub.w" | "subw" if ops.starts_with("sp,") => {
@@ -191,11 +192,9 @@ impl Graph {
                         _ => f.dynamic = true,
                     }
                 }
-                "blx" | "bx" if !ops.contains('<') => {
-                    if ops != "lr" {
-                        f.indirect = true;
-                    }
-                }
+                // `bx lr` returns; any other register branch is a call through a pointer.
+                "blx" | "bx" if !ops.contains('<') && ops != "lr" => f.indirect = true,
+                "bx" if ops == "lr" => {}
                 "bl" | "blx" => {
                     if let (Some(t), Some(a)) = (branch_target(ops), current) {
                         branches.push((a, t, true));
@@ -222,15 +221,25 @@ impl Graph {
 
     /// The functions whose name contains `pattern`.
     fn find(&self, pattern: &str) -> Vec<u64> {
-        let mut found: Vec<u64> =
-            self.functions.iter().filter(|(_, f)| f.name.contains(pattern)).map(|(a, _)| *a).collect();
+        let mut found: Vec<u64> = self
+            .functions
+            .iter()
+            .filter(|(_, f)| f.name.contains(pattern))
+            .map(|(a, _)| *a)
+            .collect();
         found.sort_unstable();
         found
     }
 
     /// The deepest chain below `addr` (its frame included), memoized; recursion is cut
     /// (and flagged) where a function calls one already on the chain.
-    fn below(&self, addr: u64, memo: &mut HashMap<u64, (u64, Option<u64>)>, on: &mut Vec<u64>, cut: &mut BTreeSet<u64>) -> u64 {
+    fn below(
+        &self,
+        addr: u64,
+        memo: &mut HashMap<u64, (u64, Option<u64>)>,
+        on: &mut Vec<u64>,
+        cut: &mut BTreeSet<u64>,
+    ) -> u64 {
         if let Some((d, _)) = memo.get(&addr) {
             return *d;
         }
@@ -255,7 +264,13 @@ impl Graph {
 
     /// The deepest chain from `from` down to `to`, excluding `to`'s own frame; `None` if
     /// `to` is not reachable.
-    fn above(&self, from: u64, to: u64, memo: &mut HashMap<u64, Option<u64>>, on: &mut Vec<u64>) -> Option<u64> {
+    fn above(
+        &self,
+        from: u64,
+        to: u64,
+        memo: &mut HashMap<u64, Option<u64>>,
+        on: &mut Vec<u64>,
+    ) -> Option<u64> {
         if from == to {
             return Some(0);
         }
@@ -351,7 +366,10 @@ pub fn print(bounds: &[Bound], limit: Option<u64>) -> Vec<String> {
         println!("    chain: {}", chain.join(" -> "));
         if !b.lower_bound_because.is_empty() {
             let names: Vec<String> = b.lower_bound_because.iter().map(|n| short(n)).collect();
-            println!("    a lower bound: indirect calls, recursion or dynamic frames in {}", names.join(", "));
+            println!(
+                "    a lower bound: indirect calls, recursion or dynamic frames in {}",
+                names.join(", ")
+            );
         }
         if let Some(l) = limit.filter(|l| b.total() > *l) {
             over.push(format!("{}: static stack bound {} B > {l} B", short(&b.root), b.total()));

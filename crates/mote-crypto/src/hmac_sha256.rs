@@ -138,11 +138,14 @@ mod tests {
     /// block, a message longer than one).
     #[test]
     fn rfc4231_vectors() {
-        let t1 = hex_literal::hex!("b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+        let t1 =
+            hex_literal::hex!("b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
         assert_eq!(mac(&[0x0b; 20], &[b"Hi There"]).as_ref(), t1);
-        let t2 = hex_literal::hex!("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        let t2 =
+            hex_literal::hex!("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
         assert_eq!(mac(b"Jefe", &[b"what do ya want ", b"for nothing?"]).as_ref(), t2);
-        let t7 = hex_literal::hex!("9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+        let t7 =
+            hex_literal::hex!("9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
         let text: &[u8] = b"This is a test using a larger than block-size key and a larger than \
             block-size data. The key needs to be hashed before being used by the HMAC algorithm.";
         assert_eq!(mac(&[0xaa; 131], &[text]).as_ref(), t7);
@@ -164,7 +167,11 @@ mod tests {
                 let mut r = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(key).unwrap();
                 r.update(&data[..len]);
                 let expected = r.finalize().into_bytes();
-                assert_eq!(mac(key, &[&data[..len]]).as_ref(), expected.as_slice(), "{key_len} {len}");
+                assert_eq!(
+                    mac(key, &[&data[..len]]).as_ref(),
+                    expected.as_slice(),
+                    "{key_len} {len}"
+                );
             }
         }
     }
