@@ -86,7 +86,7 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
     secret: &[u8],
 ) -> Result<(), Error> {
     let m = KeyMaterial::derive(provider, version, alg, secret)?;
-    let iv: [u8; NONCE_LEN] = m.iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
+    let iv = m.iv;
     // Each part is written as soon as it is built, so only one is on the stack at a time.
     // SAFETY: the caller's contract; field addresses only, no references to the
     // uninitialized value.
