@@ -9,6 +9,8 @@
 //!   cargo-fuzz target (installing cargo-fuzz and a nightly toolchain if needed).
 //! * `cargo xtask qemu [--profile wlan|nbiot] [--json]` — the client firmware on QEMU's
 //!   Cortex-M4 against an HTTP/3 server through a serial-to-UDP bridge with a link model.
+//! * `cargo xtask stack [--elf E] [--root NAME].. [--limit B]` — static stack bounds of the
+//!   client firmware below given functions (frames and calls from `llvm-objdump -d`).
 //! * `cargo xtask interop-tls [--case S] [--repeat N]` — mote-tls against aioquic's TLS
 //!   engine in both roles (a Python venv with pinned aioquic under `target/`); prints a
 //!   pass/fail table. Not part of `cargo xtask test`.
@@ -23,6 +25,7 @@ mod fuzz;
 mod interop;
 mod interop_tls;
 mod qemu;
+mod stack;
 mod test;
 mod util;
 
@@ -93,6 +96,11 @@ enum Command {
     /// stack and memory over the serial line; this prints them with the transaction
     /// durations, bytes on the wire and an energy model (every constant with its source).
     Qemu(qemu::QemuArgs),
+    /// A static bound of the client firmware's stack on the paths the QEMU run does not
+    /// take (key updates, HelloRetryRequest): each function's frame and direct calls from
+    /// `llvm-objdump -d`, the deepest chain below each root plus the entry's deepest chain
+    /// down to it. Indirect calls and recursion make a bound a lower bound (named).
+    Stack(stack::StackArgs),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +112,7 @@ fn main() -> ExitCode {
         Command::InteropTls(args) => interop_tls::run(&args),
         Command::Interop(args) => interop::run(&args),
         Command::Qemu(args) => qemu::run(&args),
+        Command::Stack(args) => stack::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

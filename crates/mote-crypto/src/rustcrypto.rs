@@ -6,6 +6,7 @@
 
 use aes::cipher::{BlockEncrypt, KeyInit};
 use aes_gcm::aead::AeadInPlace;
+#[cfg(feature = "aes256")]
 use hmac::Mac;
 use sha2::Digest as _;
 
@@ -207,9 +208,12 @@ impl crate::Hash for Hash {
 }
 
 /// A running HMAC over one of the enabled hashes.
+// HMAC-SHA-384 (hosts, `aes256`) is larger than mote's compact HMAC-SHA-256; no_std has no
+// box, and device builds have the SHA-256 variant only.
+#[allow(clippy::large_enum_variant)]
 pub enum Hmac {
-    /// HMAC-SHA-256.
-    Sha256(hmac::Hmac<sha2::Sha256>),
+    /// HMAC-SHA-256 (mote's, on sha2's block function: a smaller state and stack).
+    Sha256(crate::hmac_sha256::HmacSha256),
     /// HMAC-SHA-384.
     #[cfg(feature = "aes256")]
     Sha384(hmac::Hmac<sha2::Sha384>),
@@ -220,15 +224,16 @@ impl crate::Hmac for Hmac {
         match self {
             Self::Sha256(m) => m.update(data),
             #[cfg(feature = "aes256")]
-            Self::Sha384(m) => m.update(data),
+            Self::Sha384(m) => Mac::update(m, data),
         }
     }
 
-    fn finish(self) -> Digest {
-        match self {
-            Self::Sha256(m) => Digest::new(&m.finalize().into_bytes()),
+    fn finish(mut self) -> Digest {
+        // Finished in place (borrowed, not moved out of the enum).
+        match &mut self {
+            Self::Sha256(m) => m.finish(),
             #[cfg(feature = "aes256")]
-            Self::Sha384(m) => Digest::new(&m.finalize().into_bytes()),
+            Self::Sha384(m) => Digest::new(&m.clone().finalize().into_bytes()),
         }
     }
 }
@@ -694,10 +699,7 @@ impl CryptoProvider for RustCrypto {
     fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Hmac, Error> {
         // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
         match alg {
-            HashAlgorithm::Sha256 => Ok(Hmac::Sha256(
-                <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
-                    .map_err(|_| Error::BadLength)?,
-            )),
+            HashAlgorithm::Sha256 => Ok(Hmac::Sha256(crate::hmac_sha256::HmacSha256::new(key))),
             #[cfg(feature = "aes256")]
             HashAlgorithm::Sha384 => Ok(Hmac::Sha384(
                 <hmac::Hmac<sha2::Sha384> as Mac>::new_from_slice(key)

@@ -21,9 +21,10 @@ pub fn finished_verify_data<P: CryptoProvider + ?Sized>(
 ) -> Result<Digest, Error> {
     let mut finished_key = mote_crypto::Secret::zeroed(alg.output_len());
     hkdf::expand_label(provider, alg, base_key, b"finished", b"", finished_key.as_mut())?;
-    let mut mac = provider.hmac(alg, finished_key.as_ref())?;
-    mac.update(transcript_hash);
-    Ok(mac.finish())
+    // The HMAC is used inside its `Result` (no second copy in this frame, as in HKDF).
+    let mut keyed = provider.hmac(alg, finished_key.as_ref());
+    keyed.as_mut().map_err(|e| *e)?.update(transcript_hash);
+    Ok(keyed?.finish())
 }
 
 /// Checks a received Finished `verify_data` in constant time; a mismatch (or a wrong length)

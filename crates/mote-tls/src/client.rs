@@ -294,6 +294,20 @@ impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P
 
 /// Writes one handshake message at `level` into QUIC's send buffer with `write`, adds it to
 /// `transcript`, and commits it.
+/// RFC 8446 §7.1: the client and server application traffic secrets of a completed
+/// handshake (erased on drop), until the 1-RTT keys are installed from them.
+struct ApplicationSecrets {
+    suite: AeadAlgorithm,
+    client: Secret,
+    server: Secret,
+}
+
+/// RFC 8446 §4.1.4: a HelloRetryRequest accepted; the second ClientHello (with the same
+/// random, the new key share and the HelloRetryRequest's `cookie`) is still to be written.
+struct Retry<'m> {
+    cookie: Option<&'m [u8]>,
+}
+
 pub(crate) fn send_message<H: QuicHooks, X: mote_crypto::Hash>(
     hooks: &mut H,
     level: Level,
@@ -607,7 +621,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(Error::UnexpectedMessage);
         }
         match (self.state, msg.typ) {
-            (State::WaitServerHello, ht::SERVER_HELLO) => self.server_hello(msg, hooks),
+            (State::WaitServerHello, ht::SERVER_HELLO) => self.server_hello_or_retry(msg, hooks),
             (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS) => {
                 self.encrypted_extensions(msg, hooks)
             }
@@ -618,7 +632,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 self.certificate(msg)
             }
             (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY) => self.certificate_verify(msg),
-            (State::WaitFinished, ht::FINISHED) => self.finished(msg, hooks),
+            (State::WaitFinished, ht::FINISHED) => self.finished_then_keys(msg, hooks),
             (State::Connected, ht::NEW_SESSION_TICKET) => self.new_session_ticket(msg, hooks),
             _ => Err(Error::UnexpectedMessage),
         }
@@ -627,12 +641,28 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // Each message handler out of line (issue 8): inlined into `handle`, their locals
     // (ServerHello parse, key schedule, certificate and signature) would all add up in
     // one frame under the deepest of them on a device.
+    /// A ServerHello, or a HelloRetryRequest and the second ClientHello: written once the
+    /// ServerHello handlers' frames are gone (issue 8: not under them on a device's stack).
+    /// Out of line: the retry is not in the frame of every message handler.
     #[inline(never)]
-    fn server_hello<H: QuicHooks>(
+    fn server_hello_or_retry<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
     ) -> Result<(), Error> {
+        match self.server_hello(msg, hooks)? {
+            Some(Retry { cookie }) => self.emit_client_hello(hooks, cookie, false),
+            None => Ok(()),
+        }
+    }
+
+    /// Returns the [`Retry`] to answer if the message was a HelloRetryRequest.
+    #[inline(never)]
+    fn server_hello<'m, H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'m>,
+        hooks: &mut H,
+    ) -> Result<Option<Retry<'m>>, Error> {
         let sh = ServerHello::parse(msg.body)?;
         // RFC 8446 §4.2.1: a ServerHello without supported_versions negotiates TLS 1.2 or
         // earlier, which this client does not speak (protocol_version); one naming another
@@ -654,7 +684,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .filter(|s| self.offered_suites().contains(s))
             .ok_or(Error::IllegalParameter)?;
         if sh.is_hello_retry_request() {
-            return self.hello_retry_request(&sh, msg.bytes, suite, hooks);
+            self.hello_retry_request(&sh, msg.bytes, suite, hooks)?;
+            return Ok(Some(Retry { cookie: sh.cookie }));
         }
         // RFC 8446 §4.1.4: the ServerHello after a HelloRetryRequest must keep its suite.
         if self.suite.is_some_and(|s| s != suite) {
@@ -703,9 +734,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         })?;
         self.secrets = Stage::Handshake { client, server };
         self.state = State::WaitEncryptedExtensions;
-        Ok(())
+        Ok(None)
     }
 
+    /// RFC 8446 §4.1.4: checks a HelloRetryRequest and prepares the second ClientHello (the
+    /// transcript's `message_hash`, a key share of the group asked for), which the caller
+    /// writes ([`Retry`]).
     #[inline(never)]
     fn hello_retry_request<H: QuicHooks>(
         &mut self,
@@ -753,7 +787,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             self.early_data = EarlyData::Rejected;
             hooks.early_data(false);
         }
-        self.emit_client_hello(hooks, hrr.cookie, false)
+        Ok(())
     }
 
     #[inline(never)]
@@ -921,12 +955,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
+    /// Returns the application traffic secrets, for [`Self::install_application_secrets`].
     #[inline(never)]
     fn finished<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
-    ) -> Result<(), Error> {
+    ) -> Result<ApplicationSecrets, Error> {
         let suite = self.suite.ok_or_else(internal)?;
         let alg = suite.hash();
         let fin = Finished::parse(msg.body, alg.output_len())?;
@@ -969,11 +1004,34 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let resumption_master =
             master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
         self.secrets = Stage::Connected { exporter, resumption_master };
+        Ok(ApplicationSecrets { suite, client: client_ap, server: server_ap })
+    }
+
+    /// The server Finished, then the 1-RTT keys: installed once `finished`'s frame (the key
+    /// schedule's secrets and hashes) is gone (issue 8: not under it on a device's stack).
+    /// Out of line: the application secrets are not in the frame of every message handler.
+    #[inline(never)]
+    fn finished_then_keys<H: QuicHooks>(
+        &mut self,
+        msg: HandshakeMessage<'_>,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let app = self.finished(msg, hooks)?;
+        self.install_application_secrets(&app, hooks)
+    }
+
+    /// RFC 8446 §7.1, RFC 9001 §4.1.4: after the client Finished, the 1-RTT keys from the
+    /// application traffic secrets; the handshake is complete.
+    fn install_application_secrets<H: QuicHooks>(
+        &mut self,
+        app: &ApplicationSecrets,
+        hooks: &mut H,
+    ) -> Result<(), Error> {
         hooks.install_secrets(Secrets {
             level: KeyLevel::OneRtt,
-            suite,
-            client: &client_ap,
-            server: Some(&server_ap),
+            suite: app.suite,
+            client: &app.client,
+            server: Some(&app.server),
         })?;
         self.state = State::Connected;
         hooks.handshake_complete();

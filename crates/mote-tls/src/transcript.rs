@@ -50,7 +50,10 @@ impl<H: Hash> Transcript<H> {
         provider: &P,
     ) -> Result<(), Error> {
         let ch1 = self.current_hash();
-        *self = Self::from_message_hash(provider, self.algorithm(), ch1.as_ref())?;
+        // Restarted in place (no second transcript built and moved over this one).
+        self.hash = provider.hash(self.algorithm())?;
+        self.update(&[handshake_type::MESSAGE_HASH, 0, 0, ch1.as_ref().len() as u8]);
+        self.update(ch1.as_ref());
         Ok(())
     }
 

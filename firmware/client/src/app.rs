@@ -494,6 +494,7 @@ fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     r.put(tag::GET_STATUS, u64::from(o.get_status));
     r.put(tag::POST_STATUS, u64::from(o.post_status));
     r.put(tag::GET_BYTES, o.get_bytes as u64);
+    r.put(tag::KEY_UPDATES, u64::from(o.stats.key_updates));
     // The tags of the four phases are consecutive.
     put_each(&mut r, tag::INSN_INIT, &o.phases.insn);
     put_each(&mut r, tag::US_INIT, &o.phases.us);
@@ -628,6 +629,7 @@ fn event_loop<B: Board>(
     let mut ticket: Option<(usize, u64)> = None;
     let mut responses_at: Option<u64> = None;
     let mut closing = false;
+    let mut updated = false;
     let start = board.now_us();
     out.frame = crate::measure::frame_marker();
     out.phases.enter(board, Some(Phase::Open));
@@ -661,6 +663,13 @@ fn event_loop<B: Board>(
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
             drive_requests(conn, h3, &mut req, tx, scratch);
+            // RFC 9001 §6.1, §6.6: the device's own key update (as when half its AEAD
+            // confidentiality limit is used), once per transaction after the GET: the
+            // connection starts it once the handshake is confirmed and a packet of the
+            // current phase acknowledged, so it is tried until it starts.
+            if req.get_done && !updated {
+                updated = conn.initiate_key_update();
+            }
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }

@@ -22,6 +22,8 @@ pub mod tag {
     pub const POST_STATUS: u8 = 5;
     /// Body bytes received for the GET.
     pub const GET_BYTES: u8 = 6;
+    /// Key updates completed (RFC 9001 §6, either side's).
+    pub const KEY_UPDATES: u8 = 7;
     /// Phase instructions (busy ns under icount shift=0): init, open, transfer, close.
     pub const INSN_INIT: u8 = 10;
     /// See [`INSN_INIT`].

@@ -90,6 +90,12 @@ pub struct ServerLog {
     pub early_data_accepted: usize,
     /// Why each connection closed.
     pub closes: Vec<String>,
+    /// Key updates the server initiated (RFC 9001 §6: one per connection, once the
+    /// handshake is confirmed and a packet of the first phase acknowledged), so that the
+    /// device's key-update path runs (and is painted) in every transaction.
+    pub key_updates_initiated: usize,
+    /// Key updates completed per closed connection (either side's), as the server counted.
+    pub key_updates: Vec<u32>,
 }
 
 /// Runs the server on `socket` until `stop` is set; returns what it saw.
@@ -163,7 +169,8 @@ pub fn serve(
     .map_err(|e| anyhow!("server endpoint: {e:?}"))?;
     socket.set_read_timeout(Some(StdDuration::from_millis(5))).context("socket timeout")?;
     let mut log = ServerLog::default();
-    let mut sessions: Vec<(ConnectionHandle, H3Session, Vec<Request>)> = Vec::new();
+    // Per connection: its HTTP/3 session, requests, and whether it initiated its key update.
+    let mut sessions: Vec<(ConnectionHandle, H3Session, Vec<Request>, bool)> = Vec::new();
     let mut buf = vec![0u8; 65536];
     let mut out = vec![0u8; 1500];
     let now = || Instant(epoch.elapsed().as_micros() as u64);
@@ -184,11 +191,12 @@ pub fn serve(
         }
         let mut stopped = Vec::new();
         while let Some((h, e)) = ep.poll_event() {
-            if !sessions.iter().any(|(sh, _, _)| *sh == h) {
+            if !sessions.iter().any(|(sh, _, _, _)| *sh == h) {
                 sessions.push((
                     h,
                     H3Session::new(mote_h3::Role::Server, mote_h3::Config::SERVER),
                     Vec::new(),
+                    false,
                 ));
             }
             match e {
@@ -202,17 +210,26 @@ pub fn serve(
                 }
                 Event::StreamStopped { .. } => stopped.push((h, e)),
                 Event::Closed => {
-                    if let Some(r) = ep.connection_ref(h).and_then(|c| c.close_reason()) {
-                        log.closes.push(format!("{r:?}"));
+                    if let Some(c) = ep.connection_ref(h) {
+                        if let Some(r) = c.close_reason() {
+                            log.closes.push(format!("{r:?}"));
+                        }
+                        log.key_updates.push(c.stats().key_updates);
                     }
                 }
                 _ => {}
             }
         }
-        for (h, session, reqs) in sessions.iter_mut() {
+        for (h, session, reqs, updated) in sessions.iter_mut() {
             let Some(conn) = ep.connection(*h) else { continue };
             if conn.is_closed() {
                 continue;
+            }
+            // RFC 9001 §6.1: allowed once the handshake is confirmed and a packet of the
+            // current phase acknowledged; tried until it starts.
+            if !*updated && conn.initiate_key_update() {
+                *updated = true;
+                log.key_updates_initiated += 1;
             }
             for (_, e) in stopped.iter().filter(|(sh, _)| sh == h) {
                 let _ = session.on_quic_event(conn, *e);

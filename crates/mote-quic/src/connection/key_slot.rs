@@ -14,7 +14,8 @@ use core::ptr::addr_of_mut;
 use mote_crypto::{AeadAlgorithm, CryptoProvider, Error, Secret, NONCE_LEN};
 
 use super::tls::{DirKeys, OneRttKeys};
-use crate::packet::{KeyMaterial, PacketKeys};
+use crate::packet::{key_and_iv, KeyMaterial, PacketKey, PacketKeys};
+use crate::time::Instant;
 use crate::version::Version;
 
 /// Keys of one level (or one direction), or none. Dropping the slot drops the keys.
@@ -85,7 +86,7 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
     secret: &[u8],
 ) -> Result<(), Error> {
     let m = KeyMaterial::derive(provider, version, alg, secret)?;
-    let iv: [u8; NONCE_LEN] = m.iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
+    let iv = m.iv;
     // Each part is written as soon as it is built, so only one is on the stack at a time.
     // SAFETY: the caller's contract; field addresses only, no references to the
     // uninitialized value.
@@ -100,6 +101,27 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
             return Err(e);
         }
         addr_of_mut!((*dst).packet.iv).write(iv);
+    }
+    Ok(())
+}
+
+/// Writes the AEAD key `key` (built by the provider where it stays) and `iv` to `dst`. On
+/// an error nothing is left written.
+///
+/// # Safety
+/// As [`write_packet_keys`], for `PacketKey<P>`.
+unsafe fn write_packet_key<P: CryptoProvider>(
+    dst: *mut PacketKey<P>,
+    provider: &P,
+    alg: AeadAlgorithm,
+    key: &[u8],
+    iv: [u8; NONCE_LEN],
+) -> Result<(), Error> {
+    // SAFETY: the caller's contract; field addresses only.
+    unsafe {
+        let k = &mut *addr_of_mut!((*dst).key).cast::<MaybeUninit<P::AeadKey>>();
+        provider.write_aead_key(alg, key, k)?;
+        addr_of_mut!((*dst).iv).write(iv);
     }
     Ok(())
 }
@@ -144,6 +166,26 @@ impl<P: CryptoProvider> KeySlot<PacketKeys<P>> {
         // SAFETY: the slot is empty and `as_mut_ptr` is valid for the write; `live` is set
         // only after it succeeded.
         unsafe { write_packet_keys(self.keys.as_mut_ptr(), provider, version, alg, secret)? };
+        self.live = true;
+        Ok(())
+    }
+}
+
+impl<P: CryptoProvider> KeySlot<PacketKey<P>> {
+    /// Replaces the key with the AEAD key and IV derived from `secret` (RFC 9001 §5.1, §6:
+    /// a key phase's receive key), in place. On an error the slot is left empty.
+    pub(crate) fn derive(
+        &mut self,
+        provider: &P,
+        version: Version,
+        alg: AeadAlgorithm,
+        secret: &[u8],
+    ) -> Result<(), Error> {
+        self.clear();
+        let (key, iv) = key_and_iv(provider, version, alg, secret)?;
+        // SAFETY: the slot is empty and `as_mut_ptr` is valid for the write; `live` is set
+        // only after it succeeded.
+        unsafe { write_packet_key(self.keys.as_mut_ptr(), provider, alg, key.as_ref(), iv)? };
         self.live = true;
         Ok(())
     }
@@ -195,7 +237,9 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
             addr_of_mut!((*p).tx_secret).write(tx.clone());
             addr_of_mut!((*p).rx_secret).write(rx.clone());
             addr_of_mut!((*p).updates).write(0);
-            addr_of_mut!((*p).prev_rx).write(None);
+            addr_of_mut!((*p).prev_rx).write(KeySlot::empty());
+            addr_of_mut!((*p).prev_rx_until).write(Instant::ZERO);
+            addr_of_mut!((*p).prev_rx_secret).write(Secret::zeroed(0));
             addr_of_mut!((*p).rx_phase_start_pn).write(0);
             addr_of_mut!((*p).tx_phase_start_pn).write(None);
             addr_of_mut!((*p).tx_packets).write(0);
@@ -205,8 +249,47 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
     }
 }
 
+impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
+    /// RFC 9001 §6.1: replaces the send key's AEAD key and IV with those of `secret`, over
+    /// the old ones (the header-protection key stays). Everything fallible is derived before
+    /// the old key goes; should the provider still fail to build the key, every 1-RTT key is
+    /// erased and the slot left empty (no packet is protected with a missing key).
+    pub(crate) fn replace_tx_key(
+        &mut self,
+        provider: &P,
+        version: Version,
+        alg: AeadAlgorithm,
+        secret: &[u8],
+    ) -> Result<(), Error> {
+        if !self.live {
+            return Err(Error::Unsupported);
+        }
+        let (key, iv) = key_and_iv(provider, version, alg, secret)?;
+        let p = self.keys.as_mut_ptr();
+        // SAFETY: the slot is live, so every field is initialized; the old key is dropped
+        // once and then either rewritten, or the slot is marked empty and every other field
+        // dropped (never the missing key).
+        unsafe {
+            let tx = addr_of_mut!((*p).keys.tx.packet);
+            core::ptr::drop_in_place(addr_of_mut!((*tx).key));
+            if let Err(e) = write_packet_key(tx, provider, alg, key.as_ref(), iv) {
+                self.live = false;
+                core::ptr::drop_in_place(addr_of_mut!((*p).keys.tx.header));
+                core::ptr::drop_in_place(addr_of_mut!((*p).keys.rx));
+                core::ptr::drop_in_place(addr_of_mut!((*p).prev_rx));
+                core::ptr::drop_in_place(addr_of_mut!((*p).tx_secret));
+                core::ptr::drop_in_place(addr_of_mut!((*p).rx_secret));
+                core::ptr::drop_in_place(addr_of_mut!((*p).prev_rx_secret));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Names every field of [`OneRttKeys`] (an exhaustive pattern, never called): a new field
-/// fails to build until `KeySlot<OneRttKeys>::derive` writes it.
+/// fails to build until `KeySlot<OneRttKeys>::derive` writes it (and
+/// `KeySlot<OneRttKeys>::replace_tx_key` erases it on a provider fault).
 #[allow(dead_code)]
 fn one_rtt_fields<P: CryptoProvider>(k: &OneRttKeys<P>) {
     let OneRttKeys {
@@ -219,6 +302,8 @@ fn one_rtt_fields<P: CryptoProvider>(k: &OneRttKeys<P>) {
         rx_secret: _,
         updates: _,
         prev_rx: _,
+        prev_rx_until: _,
+        prev_rx_secret: _,
         rx_phase_start_pn: _,
         tx_phase_start_pn: _,
         tx_packets: _,
@@ -231,6 +316,7 @@ mod tests {
     use mote_crypto::HeaderProtectionKey as _;
 
     use super::*;
+    use crate::error::WireError;
 
     /// RFC 9001 §A.1: the client's Initial secret for DCID 0x8394c8f03e515708.
     const CLIENT_IN: [u8; 32] =
@@ -285,5 +371,56 @@ mod tests {
             fingerprint(&k.keys.rx),
             fingerprint(&PacketKeys::from_secret(&p, v, alg, &SERVER_IN).unwrap())
         );
+    }
+
+    /// Seals `payload` as a packet `pn` with `key` (an 8-byte header), for `open_next_phase`.
+    fn sealed(key: &PacketKey<RustCrypto>, pn: u64, payload: &[u8]) -> std::vec::Vec<u8> {
+        let mut pkt = std::vec![0u8; 8 + payload.len() + mote_crypto::TAG_LEN];
+        pkt[..8].copy_from_slice(b"header!!");
+        pkt[8..8 + payload.len()].copy_from_slice(payload);
+        key.seal_in_place(pn, &mut pkt, 8).unwrap();
+        pkt
+    }
+
+    #[test]
+    fn key_update_built_in_place_keeps_previous_key_on_forgery() {
+        let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
+        let (tx, rx) = (Secret::new(&CLIENT_IN), Secret::new(&SERVER_IN));
+        let mut slot = KeySlot::<OneRttKeys<RustCrypto>>::empty();
+        slot.derive(&p, v, alg, &tx, &rx).unwrap();
+        let (now, until) = (Instant(1_000), Instant(2_000));
+        let next_secret = |s: &[u8]| crate::packet::next_secret(&p, v, alg.hash(), s).unwrap();
+        let rx1 = next_secret(&SERVER_IN);
+        let rx0_key = PacketKey::from_secret(&p, v, alg, &SERVER_IN).unwrap();
+        let rx1_key = PacketKey::from_secret(&p, v, alg, rx1.as_ref()).unwrap();
+        // RFC 9001 §6.3: a packet with the next generation's key is opened, and followed.
+        let mut pkt = sealed(&rx1_key, 10, b"next phase");
+        assert_eq!(slot.open_next_phase(&p, v, 10, &mut pkt, 8, now, until), Ok(10));
+        assert_eq!(&pkt[8..18], b"next phase");
+        let k = slot.as_ref().unwrap();
+        assert!(k.rx_phase && k.tx_phase && k.updates == 1 && k.rx_phase_start_pn == 10);
+        assert_eq!(k.rx_secret.as_ref(), rx1.as_ref());
+        // RFC 9001 §6.2: the send key followed (in place), the header key stayed.
+        let tx1_key = PacketKey::from_secret(&p, v, alg, next_secret(&CLIENT_IN).as_ref());
+        let mut a = sealed(&k.keys.tx.packet, 3, b"x");
+        assert!(tx1_key.unwrap().open_in_place(3, &mut a, 8).is_ok());
+        let mut b = sealed(&rx1_key, 11, b"current");
+        assert!(k.keys.rx.packet.open_in_place(11, &mut b, 8).is_ok());
+        // RFC 9001 §6.5: the previous key is kept, and survives a packet of the other
+        // phase that does not open (forged, or of a generation that does not exist).
+        let mut forged = sealed(&rx0_key, 12, b"forged");
+        let r = slot.open_next_phase(&p, v, 12, &mut forged, 8, now, until);
+        assert_eq!(r, Err(WireError::DecryptFailed));
+        let k = slot.as_ref().unwrap();
+        assert_eq!((k.updates, k.rx_phase_start_pn), (1, 10));
+        let mut late = sealed(&rx0_key, 9, b"late");
+        assert!(k.prev_rx(now).unwrap().open_in_place(9, &mut late, 8).is_ok());
+        assert!(k.prev_rx(until).is_none(), "gone after the deadline");
+        let mut c = sealed(&rx1_key, 13, b"current");
+        assert!(k.keys.rx.packet.open_in_place(13, &mut c, 8).is_ok());
+        // After the deadline a forgery leaves no previous key behind.
+        let mut forged = sealed(&rx0_key, 14, b"forged");
+        assert!(slot.open_next_phase(&p, v, 14, &mut forged, 8, until, until).is_err());
+        assert!(slot.as_ref().unwrap().prev_rx.is_none());
     }
 }

@@ -318,7 +318,8 @@ pub struct ConnectionStats {
     pub ptos: u64,
     /// STREAM and CRYPTO bytes sent again after a loss or a PTO.
     pub bytes_retransmitted: u64,
-    /// Key updates the peer initiated (RFC 9001 §6).
+    /// Key updates completed (RFC 9001 §6): the receive key moved to a new phase, whichever
+    /// side initiated the update.
     pub key_updates: u32,
     /// Connection IDs issued after the handshake one (NEW_CONNECTION_ID).
     pub cids_issued: u64,
@@ -1166,10 +1167,7 @@ where
         }
         let (provider, version) = (&self.hs.provider, self.hs.version);
         let largest_acked = self.recovery.largest_acked(PnSpace::ApplicationData);
-        match self.hs.keys.one_rtt.as_mut() {
-            Some(k) => k.initiate(provider, version, largest_acked),
-            None => false,
-        }
+        self.hs.keys.one_rtt.initiate(provider, version, largest_acked)
     }
 
     /// RFC 9001 §6.6: the integrity limit of the negotiated suite (or the configured one).

@@ -569,7 +569,8 @@ where
         } else {
             // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
             // generation's key; if it opens, the peer updated keys and we follow (§6.2).
-            k.open_next_phase(provider, version, pn, pkt, header_len, keep_until)?
+            let slot = &mut self.hs.keys.one_rtt;
+            slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)?
         };
         check_reserved_bits(t.first_byte)?;
         Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })

@@ -165,9 +165,14 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
     pub(crate) rx_secret: Secret,
     /// Key updates completed (for statistics).
     pub(crate) updates: u32,
-    /// RFC 9001 §6.5: the receive key of the previous phase, kept until the deadline
-    /// (three PTOs after the update) to open packets reordered across the update.
-    pub(crate) prev_rx: Option<(PacketKey<P>, Instant)>,
+    /// RFC 9001 §6.5: the receive key of the previous phase, kept until `prev_rx_until`
+    /// (three PTOs after the update) to open packets reordered across the update. During a
+    /// key update the slot first holds the candidate next key (RFC 9001 §6.3), built there.
+    pub(crate) prev_rx: KeySlot<PacketKey<P>>,
+    pub(crate) prev_rx_until: Instant,
+    /// The secret of the previous receive key: a packet that fails to open with the next
+    /// key must not cost the kept previous key, which is re-derived from it.
+    pub(crate) prev_rx_secret: Secret,
     /// The smallest packet number opened with the current receive key: a packet of the
     /// other Key Phase below it belongs to the previous phase, above it to the next.
     pub(crate) rx_phase_start_pn: u64,
@@ -178,54 +183,9 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
 }
 
 impl<P: CryptoProvider> OneRttKeys<P> {
-    /// RFC 9001 §6.3: the receive key of the next key phase, derived on demand when a packet
-    /// with the other Key Phase arrives. Returns the key and its secret.
-    pub(crate) fn next_rx(
-        &self,
-        provider: &P,
-        version: Version,
-    ) -> Result<(PacketKey<P>, Secret), mote_crypto::Error> {
-        let secret = next_secret(provider, version, self.suite.hash(), self.rx_secret.as_ref())?;
-        let key = PacketKey::from_secret(provider, version, self.suite, secret.as_ref())?;
-        Ok((key, secret))
-    }
-
-    /// RFC 9001 §6.3, §6.2: opens a packet of the other Key Phase with the next
-    /// generation's receive key and, if it opens, follows the peer's key update. Returns
-    /// the plaintext length. Out of line: the next key and its secret are on the stack only
-    /// during a key update, not in every receive.
-    #[inline(never)]
-    pub(crate) fn open_next_phase(
-        &mut self,
-        provider: &P,
-        version: Version,
-        pn: u64,
-        pkt: &mut [u8],
-        header_len: usize,
-        keep_until: Instant,
-    ) -> Result<usize, WireError> {
-        let (next, secret) =
-            self.next_rx(provider, version).map_err(|_| WireError::DecryptFailed)?;
-        let n = next.open_in_place(pn, pkt, header_len)?;
-        self.on_peer_phase(provider, version, next, secret, pn, keep_until)
-            .map_err(|_| WireError::DecryptFailed)?;
-        Ok(n)
-    }
-
-    fn advance_tx(&mut self, provider: &P, version: Version) -> Result<(), mote_crypto::Error> {
-        let tx_secret = next_secret(provider, version, self.suite.hash(), self.tx_secret.as_ref())?;
-        self.keys.tx.packet =
-            PacketKey::from_secret(provider, version, self.suite, tx_secret.as_ref())?;
-        self.tx_secret = tx_secret;
-        self.tx_phase = !self.tx_phase;
-        self.tx_phase_start_pn = None;
-        self.tx_packets = 0;
-        Ok(())
-    }
-
     /// The previous phase's receive key, if it is still kept at `now`.
     pub(crate) fn prev_rx(&self, now: Instant) -> Option<&PacketKey<P>> {
-        self.prev_rx.as_ref().filter(|(_, until)| now < *until).map(|(k, _)| k)
+        self.prev_rx.as_ref().filter(|_| now < self.prev_rx_until)
     }
 
     /// A packet `pn` was protected with the current send key.
@@ -235,31 +195,87 @@ impl<P: CryptoProvider> OneRttKeys<P> {
         }
         self.tx_packets = self.tx_packets.saturating_add(1);
     }
+}
 
-    /// RFC 9001 §6.2, §6.3: a packet of the next phase opened with `rx`: switch the receive
-    /// key, and the send key too unless we initiated this update. The header-protection keys
-    /// stay (RFC 9001 §6.1).
+// RFC 9001 §6: key updates. Every key of the next generation is built where it stays (a
+// device has no stack for a by-value key: an AES key schedule and GHASH key, ~0.4 KB, and
+// each `Result` or move of one); the receive key's candidate in the previous key's slot,
+// the send key over the old one.
+impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
+    /// RFC 9001 §6.3, §6.2: opens a packet of the other Key Phase (numbered at or above the
+    /// current phase's first) with the next generation's receive key and, if it opens,
+    /// follows the peer's key update. Returns the plaintext length. A packet that does not
+    /// open changes nothing: a previous key still kept is derived again. Out of line: the
+    /// next secret is on the stack only during a key update, not in every receive.
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_peer_phase(
+    pub(crate) fn open_next_phase(
         &mut self,
         provider: &P,
         version: Version,
-        rx: PacketKey<P>,
-        rx_secret: Secret,
         pn: u64,
+        pkt: &mut [u8],
+        header_len: usize,
+        now: Instant,
         keep_until: Instant,
-    ) -> Result<(), mote_crypto::Error> {
-        if self.tx_ahead {
-            self.tx_ahead = false;
-        } else {
-            self.advance_tx(provider, version)?;
+    ) -> Result<usize, WireError> {
+        let k = self.as_mut().ok_or(WireError::DecryptFailed)?;
+        let hash = k.suite.hash();
+        let secret = next_secret(provider, version, hash, k.rx_secret.as_ref())
+            .map_err(|_| WireError::DecryptFailed)?;
+        let keep_prev = k.prev_rx(now).is_some();
+        // The candidate is built in the previous key's slot.
+        let opened = match k.prev_rx.derive(provider, version, k.suite, secret.as_ref()) {
+            Ok(()) => match k.prev_rx.as_ref() {
+                Some(next) => next.open_in_place(pn, pkt, header_len),
+                None => Err(WireError::DecryptFailed),
+            },
+            Err(_) => Err(WireError::DecryptFailed),
+        };
+        let n = match opened {
+            Ok(n) => n,
+            Err(e) => {
+                if keep_prev {
+                    // The same derivation as before: it fails only on a provider fault,
+                    // which leaves the slot empty (late packets are dropped).
+                    let _ = k.prev_rx.derive(provider, version, k.suite, k.prev_rx_secret.as_ref());
+                } else {
+                    k.prev_rx.clear();
+                }
+                return Err(e);
+            }
+        };
+        // RFC 9001 §6.2, §6.5: the next key becomes the current one and the current one
+        // the previous, kept until `keep_until` (swapped where they are, in small chunks).
+        // The header-protection keys stay (RFC 9001 §6.1).
+        if let Some(next) = k.prev_rx.as_mut() {
+            core::mem::swap(next, &mut k.keys.rx.packet);
         }
-        let prev = core::mem::replace(&mut self.keys.rx.packet, rx);
-        self.prev_rx = Some((prev, keep_until));
-        self.rx_phase_start_pn = pn;
-        self.rx_secret = rx_secret;
-        self.rx_phase = !self.rx_phase;
-        self.updates = self.updates.saturating_add(1);
+        k.prev_rx_until = keep_until;
+        k.prev_rx_secret = core::mem::replace(&mut k.rx_secret, secret);
+        k.rx_phase_start_pn = pn;
+        k.rx_phase = !k.rx_phase;
+        k.updates = k.updates.saturating_add(1);
+        // RFC 9001 §6.2: an update we did not initiate is answered with one of the send key.
+        if core::mem::take(&mut k.tx_ahead) {
+            return Ok(n);
+        }
+        self.advance_tx(provider, version).map_err(|_| WireError::DecryptFailed)?;
+        Ok(n)
+    }
+
+    /// RFC 9001 §6.1: the send key moves to the next generation, in place, and the Key
+    /// Phase bit we send flips.
+    fn advance_tx(&mut self, provider: &P, version: Version) -> Result<(), mote_crypto::Error> {
+        let k = self.as_ref().ok_or(mote_crypto::Error::Unsupported)?;
+        let (suite, hash) = (k.suite, k.suite.hash());
+        let secret = next_secret(provider, version, hash, k.tx_secret.as_ref())?;
+        self.replace_tx_key(provider, version, suite, secret.as_ref())?;
+        let k = self.as_mut().ok_or(mote_crypto::Error::Unsupported)?;
+        k.tx_secret = secret;
+        k.tx_phase = !k.tx_phase;
+        k.tx_phase_start_pn = None;
+        k.tx_packets = 0;
         Ok(())
     }
 
@@ -269,21 +285,28 @@ impl<P: CryptoProvider> OneRttKeys<P> {
     /// key update unless it has received an acknowledgment for a packet that was sent
     /// protected with keys from the current key phase") until `largest_acked` covers a
     /// packet of the current phase.
+    #[inline(never)]
     pub(crate) fn initiate(
         &mut self,
         provider: &P,
         version: Version,
         largest_acked: Option<u64>,
     ) -> bool {
-        let acked_in_phase = match (self.tx_phase_start_pn, largest_acked) {
+        let Some(k) = self.as_ref() else { return false };
+        let acked_in_phase = match (k.tx_phase_start_pn, largest_acked) {
             (Some(first), Some(largest)) => largest >= first,
             _ => false,
         };
-        if self.tx_ahead || !acked_in_phase || self.advance_tx(provider, version).is_err() {
+        if k.tx_ahead || !acked_in_phase || self.advance_tx(provider, version).is_err() {
             return false;
         }
-        self.tx_ahead = true;
-        true
+        match self.as_mut() {
+            Some(k) => {
+                k.tx_ahead = true;
+                true
+            }
+            None => false,
+        }
     }
 }
 

@@ -21,11 +21,11 @@ fn expand<P: CryptoProvider>(
     Ok(out)
 }
 
-/// The raw key, IV and header-protection key derived from a traffic secret. Erased on drop
-/// (each part is a [`Secret`]).
+/// The raw key, IV and header-protection key derived from a traffic secret. The keys are
+/// erased on drop (each a [`Secret`]).
 pub(crate) struct KeyMaterial {
     pub(crate) key: Secret,
-    pub(crate) iv: Secret,
+    pub(crate) iv: [u8; NONCE_LEN],
     pub(crate) hp: Secret,
 }
 
@@ -42,13 +42,26 @@ impl KeyMaterial {
         secret: &[u8],
     ) -> Result<Self, Error> {
         let params = version.params().ok_or(Error::Unsupported)?;
-        let hash = alg.hash();
-        Ok(Self {
-            key: expand(provider, hash, secret, params.key_label, alg.key_len())?,
-            iv: expand(provider, hash, secret, params.iv_label, NONCE_LEN)?,
-            hp: expand(provider, hash, secret, params.hp_label, alg.key_len())?,
-        })
+        let (key, iv) = key_and_iv(provider, version, alg, secret)?;
+        let hp = expand(provider, alg.hash(), secret, params.hp_label, alg.key_len())?;
+        Ok(Self { key, iv, hp })
     }
+}
+
+/// RFC 9001 §5.1, §6.1: the AEAD key ("quic key") and IV ("quic iv") of a traffic secret,
+/// with the version's labels: what a key update re-derives (not the header-protection key).
+pub(crate) fn key_and_iv<P: CryptoProvider>(
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    secret: &[u8],
+) -> Result<(Secret, [u8; NONCE_LEN]), Error> {
+    let params = version.params().ok_or(Error::Unsupported)?;
+    let hash = alg.hash();
+    let key = expand(provider, hash, secret, params.key_label, alg.key_len())?;
+    let iv = expand(provider, hash, secret, params.iv_label, NONCE_LEN)?;
+    let iv: [u8; NONCE_LEN] = iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
+    Ok((key, iv))
 }
 
 /// RFC 9001 §6.1: the secret of the next key phase,
@@ -219,7 +232,7 @@ impl<P: CryptoProvider> PacketKeys<P> {
         let m = KeyMaterial::derive(provider, version, alg, secret)?;
         // Each part is built straight into the result (no by-value `PacketKey` wrapped in a
         // `Result` and copied: each copy of a key schedule is ~400 bytes of a device's stack).
-        let iv: [u8; NONCE_LEN] = m.iv.as_ref().try_into().map_err(|_| Error::BadLength)?;
+        let iv = m.iv;
         Ok(Self {
             packet: PacketKey { key: provider.aead_key(alg, m.key.as_ref())?, iv },
             header: provider.header_key(alg, m.hp.as_ref())?,
