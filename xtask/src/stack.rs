@@ -133,9 +133,10 @@ fn branch_target(ops: &str) -> Option<u64> {
 impl Graph {
     /// Disassembles `elf` with llvm-objdump.
     pub fn of_elf(elf: &Path) -> Result<Self> {
-        let objdump =
-            objdump().ok_or_else(|| anyhow!("llvm-objdump not found (Debian package llvm)"))?;
-        let out = Command::new(objdump)
+        let objdump = objdump().ok_or_else(|| {
+            anyhow!("llvm-objdump not found (rustup component llvm-tools, or Debian package llvm)")
+        })?;
+        let out = Command::new(&objdump)
             .args(["-d", "--no-show-raw-insn"])
             .arg(elf)
             .output()
@@ -376,20 +377,29 @@ pub fn print(bounds: &[Bound], limit: Option<u64>) -> Vec<String> {
     over
 }
 
-/// `llvm-objdump`, if installed.
-fn objdump() -> Option<&'static str> {
-    ["/usr/bin/llvm-objdump", "llvm-objdump"]
+/// `llvm-objdump`: the pinned toolchain's (`llvm-tools` in rust-toolchain.toml, so every
+/// machine that builds the firmware has it), else one on the `PATH` (Debian package llvm).
+fn objdump() -> Option<String> {
+    let sysroot = Command::new("rustc").args(["--print", "sysroot"]).output().ok()?;
+    let host = Command::new("rustc").arg("-vV").output().ok()?;
+    let host = String::from_utf8_lossy(&host.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned));
+    let bundled = host.map(|h| {
+        format!(
+            "{}/lib/rustlib/{h}/bin/llvm-objdump",
+            String::from_utf8_lossy(&sysroot.stdout).trim()
+        )
+    });
+    bundled
         .into_iter()
+        .chain(["llvm-objdump".to_owned()])
         .find(|p| crate::util::probe(Command::new(p).arg("--version")))
 }
 
-/// The default roots' bounds in `elf`, printed; returns the lines over `limit`. Without
-/// llvm-objdump it says so and checks nothing (`cargo xtask stack` itself fails then).
+/// The default roots' bounds in `elf`, printed; returns the lines over `limit`. Fails without
+/// llvm-objdump (the toolchain's `llvm-tools` component provides it).
 pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
-    if objdump().is_none() {
-        eprintln!("llvm-objdump not found (Debian package llvm): static stack bounds skipped");
-        return Ok(Vec::new());
-    }
     let graph = Graph::of_elf(elf)?;
     println!();
     println!(
