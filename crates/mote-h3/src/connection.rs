@@ -153,6 +153,9 @@ pub enum Event<'a> {
         fields: FieldSection<'a>,
         /// Head, interim response or trailers.
         kind: HeadersKind,
+        /// Client: the response's status code (§4.3.2, already checked); 0 for a request
+        /// head or trailers.
+        status: u16,
     },
     /// A piece of the message body (a slice of the caller's input).
     Data(&'a [u8]),
@@ -908,14 +911,16 @@ impl<'t> Connection<'t> {
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
         // (RFC 9110 §6.4.1, §8.6).
         let mut bodyless = false;
+        let mut status = 0;
         let checked = if trailers {
             message::check_trailers(&fields).map(|()| HeadersKind::Trailers)
         } else if self.is_server() {
             message::parse_request(&fields).map(|_| HeadersKind::Message)
         } else {
-            message::parse_response(&fields).map(|status| {
-                bodyless = s.head || status == 204 || status == 304;
-                if status < 200 {
+            message::parse_response(&fields).map(|code| {
+                status = code;
+                bodyless = s.head || code == 204 || code == 304;
+                if code < 200 {
                     HeadersKind::Interim
                 } else {
                     HeadersKind::Message
@@ -945,7 +950,7 @@ impl<'t> Connection<'t> {
             HeadersKind::Message => RecvPhase::Body,
             HeadersKind::Trailers => RecvPhase::Trailers,
         };
-        Ok(Recv::new(pos + frame_len, Some(Event::Headers { fields, kind })))
+        Ok(Recv::new(pos + frame_len, Some(Event::Headers { fields, kind, status })))
     }
 
     fn decode<'o>(&self, block: &[u8], fields: &'o mut [u8]) -> Result<Decoded<'o>, DecodeError> {
