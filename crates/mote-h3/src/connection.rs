@@ -725,7 +725,8 @@ impl<'t> Connection<'t> {
             match ev {
                 FrameEvent::NeedMore => return Ok(Recv::new(pos, None)),
                 FrameEvent::Skipped => {}
-                FrameEvent::Frame(Frame::Settings(settings)) => {
+                FrameEvent::Frame(Frame::Settings(payload)) => {
+                    let settings = Settings::parse(payload)?;
                     if self.peer_settings.is_some() {
                         return Err(H3Error::FrameUnexpected);
                     }

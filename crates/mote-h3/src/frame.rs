@@ -260,8 +260,9 @@ pub enum Frame<'a> {
         /// The encoded field section of the promised request.
         field_section: &'a [u8],
     },
-    /// SETTINGS.
-    Settings(Settings),
+    /// SETTINGS: the raw payload (at most `MAX_SETTINGS_LEN` bytes), checked and read by
+    /// [`Settings::parse`] where it is used.
+    Settings(&'a [u8]),
     /// GOAWAY with a stream ID (from a server) or push ID (from a client).
     GoAway(u64),
     /// MAX_PUSH_ID.
@@ -399,7 +400,7 @@ impl FrameReader {
                             field_section: payload.get(n..).unwrap_or(&[]),
                         }
                     }
-                    frame_type::SETTINGS => Frame::Settings(Settings::parse(payload)?),
+                    frame_type::SETTINGS => Frame::Settings(payload),
                     // GOAWAY, MAX_PUSH_ID, CANCEL_PUSH: one varint.
                     ty => {
                         let v = single_varint(payload)?;
