@@ -2,7 +2,9 @@
 //! lengths, stream types and setting identifiers, and a bounded output cursor.
 //!
 //! This crate keeps its own 60 lines of varint code instead of depending on `mote-quic`,
-//! so that it builds and tests without the QUIC crate's crypto dependencies.
+//! so that it builds and tests without the QUIC crate's crypto dependencies. When the
+//! QUIC adapter is built (`device` or `quic`), decoding and sizing go through
+//! `mote_quic::coding` instead, so a device image holds one copy of that code.
 
 use crate::error::BufferTooSmall;
 
@@ -12,6 +14,20 @@ pub const VARINT_MAX: u64 = (1 << 62) - 1;
 /// Decodes the varint at the start of `buf`: its value and encoded length, or `None` if
 /// `buf` ends before the varint does. Never reads past `buf`.
 pub fn decode_varint(buf: &[u8]) -> Option<(u64, usize)> {
+    #[cfg(any(feature = "device", feature = "quic"))]
+    {
+        let mut r = mote_quic::coding::Reader::new(buf);
+        let v = r.varint_u64().ok()?;
+        Some((v, r.position()))
+    }
+    #[cfg(not(any(feature = "device", feature = "quic")))]
+    {
+        decode_varint_own(buf)
+    }
+}
+
+#[cfg(not(any(feature = "device", feature = "quic")))]
+fn decode_varint_own(buf: &[u8]) -> Option<(u64, usize)> {
     let first = *buf.first()?;
     let len = 1usize << (first >> 6);
     let bytes = buf.get(..len)?;
@@ -24,6 +40,11 @@ pub fn decode_varint(buf: &[u8]) -> Option<(u64, usize)> {
 
 /// Bytes the shortest encoding of `v` takes (1, 2, 4 or 8).
 pub const fn varint_size(v: u64) -> usize {
+    #[cfg(any(feature = "device", feature = "quic"))]
+    {
+        mote_quic::coding::encoded_size(v)
+    }
+    #[cfg(not(any(feature = "device", feature = "quic")))]
     if v < (1 << 6) {
         1
     } else if v < (1 << 14) {
