@@ -110,6 +110,21 @@ impl<'a> Out<'a> {
 
     /// Appends `v` in its shortest varint encoding; values of 2^62 or more are refused.
     pub fn put_varint(&mut self, v: u64) -> Result<(), BufferTooSmall> {
+        #[cfg(any(feature = "device", feature = "quic"))]
+        {
+            let v = mote_quic::coding::VarInt::new(v).ok_or(BufferTooSmall)?;
+            let rest = self.buf.get_mut(self.pos..).ok_or(BufferTooSmall)?;
+            let n = mote_quic::coding::encode_varint_sized(v, v.size(), rest)
+                .ok_or(BufferTooSmall)?;
+            self.pos += n;
+            Ok(())
+        }
+        #[cfg(not(any(feature = "device", feature = "quic")))]
+        self.put_varint_own(v)
+    }
+
+    #[cfg(not(any(feature = "device", feature = "quic")))]
+    fn put_varint_own(&mut self, v: u64) -> Result<(), BufferTooSmall> {
         if v > VARINT_MAX {
             return Err(BufferTooSmall);
         }
