@@ -114,6 +114,8 @@ impl Settings {
     /// Parses a SETTINGS payload. A duplicate identifier or an HTTP/2-only identifier is
     /// H3_SETTINGS_ERROR; a truncated pair is H3_FRAME_ERROR. Unknown and reserved
     /// identifiers are ignored (RFC 9114 §7.2.4, §9).
+    // Out of line: received once per connection, kept out of the device's receive loop.
+    #[inline(never)]
     pub fn parse(payload: &[u8]) -> Result<Self, H3Error> {
         let mut s = Settings::default();
         let mut rest = payload;
