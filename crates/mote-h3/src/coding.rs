@@ -114,8 +114,8 @@ impl<'a> Out<'a> {
         {
             let v = mote_quic::coding::VarInt::new(v).ok_or(BufferTooSmall)?;
             let rest = self.buf.get_mut(self.pos..).ok_or(BufferTooSmall)?;
-            let n = mote_quic::coding::encode_varint_sized(v, v.size(), rest)
-                .ok_or(BufferTooSmall)?;
+            let n =
+                mote_quic::coding::encode_varint_sized(v, v.size(), rest).ok_or(BufferTooSmall)?;
             self.pos += n;
             Ok(())
         }

@@ -228,10 +228,20 @@ enum SendPhase {
     Done,
 }
 
+/// A stream ID as [`StreamState`] stores it. A device-only build (neither `server` nor
+/// `quic`) keeps 32 bits: every compare and copy of a `u64` is two words on Thumb, and a
+/// device's stream IDs stay far below 2^32 (its QUIC stream limits; 2^30 requests on one
+/// connection). IDs that do not fit are refused where streams enter the session (see
+/// [`StreamState::id_fits`]).
+#[cfg(any(feature = "server", feature = "quic"))]
+type StoredId = u64;
+#[cfg(not(any(feature = "server", feature = "quic")))]
+type StoredId = u32;
+
 /// Per-stream state, kept by the caller (one per QUIC stream the session sees).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamState {
-    id: u64,
+    id: StoredId,
     kind: Kind,
     reader: FrameReader,
     recv: RecvPhase,
@@ -245,10 +255,26 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    /// State for stream `id` before anything was received or sent on it.
+    /// Whether this build's [`StreamState`] can hold stream `id` (always, unless built
+    /// without `server` and `quic`: then below 2^32).
+    #[cfg(any(feature = "server", feature = "quic"))]
+    pub const fn id_fits(_id: u64) -> bool {
+        true
+    }
+
+    /// Whether this build's [`StreamState`] can hold stream `id` (always, unless built
+    /// without `server` and `quic`: then below 2^32).
+    #[cfg(not(any(feature = "server", feature = "quic")))]
+    pub const fn id_fits(id: u64) -> bool {
+        id <= u32::MAX as u64
+    }
+
+    /// State for stream `id` before anything was received or sent on it. `id` must satisfy
+    /// [`StreamState::id_fits`] (otherwise only its low 32 bits are kept).
     pub const fn new(id: u64) -> Self {
         Self {
-            id,
+            #[allow(clippy::cast_possible_truncation)]
+            id: id as StoredId,
             kind: Kind::New,
             reader: FrameReader::new(),
             recv: RecvPhase::Headers,
@@ -259,8 +285,9 @@ impl StreamState {
     }
 
     /// The QUIC stream ID.
+    #[allow(clippy::unnecessary_cast)]
     pub const fn id(&self) -> u64 {
-        self.id
+        self.id as u64
     }
 
     /// True once nothing more will be delivered from this stream (FIN processed, or the
@@ -634,7 +661,7 @@ impl<'t> Connection<'t> {
     /// Decides what a stream seen for the first time is.
     #[cfg_attr(not(feature = "server"), allow(unused_variables))]
     fn classify<T: Transport>(&mut self, t: &mut T, s: &mut StreamState) -> Result<(), H3Error> {
-        let id = s.id;
+        let id = s.id();
         let ours = is_client_initiated(id) == (self.role == Role::Client);
         s.kind = match (is_bidi(id), ours, self.role) {
             // Our own request stream (client).
@@ -688,7 +715,7 @@ impl<'t> Connection<'t> {
             }
             _ => {
                 // Unknown and reserved types: abort reading (§6.2, §9).
-                t.stop_sending(s.id, H3Error::StreamCreationError.code());
+                t.stop_sending(s.id(), H3Error::StreamCreationError.code());
                 s.kind = Kind::Discard;
                 return Ok(());
             }
@@ -697,7 +724,7 @@ impl<'t> Connection<'t> {
         if slot.is_some() {
             return Err(H3Error::StreamCreationError);
         }
-        *slot = Some(s.id);
+        *slot = Some(s.id());
         s.kind = kind;
         Ok(())
     }
@@ -899,7 +926,7 @@ impl<'t> Connection<'t> {
         let decoded = match self.decode(block, fields) {
             Ok(d) => d,
             Err(DecodeError::Blocked { required_insert_count }) => {
-                self.block(s.id, required_insert_count)?;
+                self.block(s.id(), required_insert_count)?;
                 return Ok(Recv::new(pos, Some(Event::Blocked)));
             }
             Err(DecodeError::TooLarge) => {
@@ -907,7 +934,7 @@ impl<'t> Connection<'t> {
             }
             Err(DecodeError::Failed) => return Err(H3Error::QpackDecompressionFailed),
         };
-        self.decoded(s.id, &decoded)?;
+        self.decoded(s.id(), &decoded)?;
         let fields = decoded.fields;
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
         // (RFC 9110 §6.4.1, §8.6).
@@ -1054,14 +1081,14 @@ impl<'t> Connection<'t> {
         total: usize,
         code: H3Error,
     ) -> Recv<'a> {
-        t.stop_sending(s.id, code.code());
+        t.stop_sending(s.id(), code.code());
         if s.send != SendPhase::Done {
-            t.reset_stream(s.id, code.code());
+            t.reset_stream(s.id(), code.code());
         }
         s.kind = Kind::Discard;
         s.send = SendPhase::Done;
         // Only fails if our decoder stream queue is full; the stream is gone either way.
-        if let Err(e) = self.abandon(s.id) {
+        if let Err(e) = self.abandon(s.id()) {
             self.close(t, e);
         }
         Recv::new(total, Some(Event::StreamError(code)))
@@ -1109,7 +1136,7 @@ impl<'t> Connection<'t> {
             Kind::Request => {
                 s.recv = RecvPhase::Done;
                 s.kind = Kind::Discard;
-                self.abandon(s.id).map_err(|e| self.fail(t, e))
+                self.abandon(s.id()).map_err(|e| self.fail(t, e))
             }
             _ => {
                 s.kind = Kind::Discard;
@@ -1131,14 +1158,14 @@ impl<'t> Connection<'t> {
         if let Some(e) = self.closed {
             return Err(e);
         }
-        let critical = self.control == Some(s.id);
+        let critical = self.control == Some(s.id());
         #[cfg(feature = "dynamic-table")]
-        let critical = critical || self.decoder_stream == Some(s.id);
+        let critical = critical || self.decoder_stream == Some(s.id());
         if critical {
             return Err(self.fail(t, H3Error::ClosedCriticalStream));
         }
         if s.send != SendPhase::Done {
-            t.reset_stream(s.id, code);
+            t.reset_stream(s.id(), code);
             s.send = SendPhase::Done;
         }
         Ok(())
@@ -1154,6 +1181,12 @@ impl<'t> Connection<'t> {
             return Err(SendError::GoingAway);
         }
         let id = t.open_bidi().ok_or(SendError::StreamLimit)?;
+        if !StreamState::id_fits(id) {
+            // A device-only build after 2^30 requests on one connection: give the stream
+            // back and let the caller open a new connection.
+            t.reset_stream(id, H3Error::RequestCancelled.code());
+            return Err(SendError::StreamLimit);
+        }
         let mut s = StreamState::new(id);
         s.kind = Kind::Request;
         Ok(s)
@@ -1173,15 +1206,15 @@ impl<'t> Connection<'t> {
         self.check_open()?;
         if self.role != Role::Client
             || s.send != SendPhase::Idle
-            || !is_bidi(s.id)
-            || !is_client_initiated(s.id)
+            || !is_bidi(s.id())
+            || !is_client_initiated(s.id())
         {
             return Err(SendError::InvalidState);
         }
-        if self.goaway_received.is_some_and(|g| s.id >= g) {
+        if self.goaway_received.is_some_and(|g| s.id() >= g) {
             return Err(SendError::GoingAway);
         }
-        self.send_field_section(t, s.id, scratch, end_stream, |e| request.encode(e))?;
+        self.send_field_section(t, s.id(), scratch, end_stream, |e| request.encode(e))?;
         if s.kind == Kind::New {
             s.kind = Kind::Request;
         }
@@ -1211,7 +1244,7 @@ impl<'t> Connection<'t> {
         {
             return Err(SendError::InvalidState);
         }
-        self.send_field_section(t, s.id, scratch, end_stream, |e| response.encode(e))?;
+        self.send_field_section(t, s.id(), scratch, end_stream, |e| response.encode(e))?;
         if !response.is_interim() {
             s.send = if end_stream { SendPhase::Done } else { SendPhase::Body };
         }
@@ -1230,7 +1263,7 @@ impl<'t> Connection<'t> {
         if s.send != SendPhase::Body {
             return Err(SendError::InvalidState);
         }
-        self.send_field_section(t, s.id, scratch, true, |e| {
+        self.send_field_section(t, s.id(), scratch, true, |e| {
             trailers.iter().try_for_each(|(n, v)| e.field(n, v))
         })?;
         s.send = SendPhase::Done;
@@ -1254,12 +1287,12 @@ impl<'t> Connection<'t> {
         }
         if data.is_empty() {
             if end_stream {
-                t.write(s.id, &[], true);
+                t.write(s.id(), &[], true);
                 s.send = SendPhase::Done;
             }
             return Ok(0);
         }
-        let cap = t.capacity(s.id);
+        let cap = t.capacity(s.id());
         let n = data.len().min(cap.saturating_sub(1 + crate::coding::varint_size(cap as u64)));
         if n == 0 {
             return Err(SendError::Blocked);
@@ -1270,7 +1303,7 @@ impl<'t> Connection<'t> {
         let chunk = data.get(..n).unwrap_or(&[]);
         let fin = end_stream && n == data.len();
         let hl = out.position();
-        if t.write(s.id, out.written(), false) != hl || t.write(s.id, chunk, fin) != n {
+        if t.write(s.id(), out.written(), false) != hl || t.write(s.id(), chunk, fin) != n {
             // The transport took less than its capacity promised: framing is lost.
             return Err(SendError::Closed(self.fail(t, H3Error::InternalError)));
         }
@@ -1303,15 +1336,15 @@ impl<'t> Connection<'t> {
             return Err(SendError::InvalidState);
         }
         if !s.recv_finished() {
-            t.stop_sending(s.id, code.code());
+            t.stop_sending(s.id(), code.code());
         }
         if s.send != SendPhase::Done {
-            t.reset_stream(s.id, code.code());
+            t.reset_stream(s.id(), code.code());
         }
         s.kind = Kind::Discard;
         s.send = SendPhase::Done;
         s.recv = RecvPhase::Done;
-        self.abandon(s.id).map_err(|e| SendError::Closed(self.fail(t, e)))
+        self.abandon(s.id()).map_err(|e| SendError::Closed(self.fail(t, e)))
     }
 
     /// Starts a graceful shutdown (RFC 9114 §5.2) by sending GOAWAY. Server: the ID is the
@@ -1362,5 +1395,25 @@ impl<'t> Connection<'t> {
             return Err(SendError::Closed(self.fail(t, H3Error::InternalError)));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod stored_id_tests {
+    use super::StreamState;
+
+    #[test]
+    fn stored_stream_ids() {
+        for id in [0u64, 3, 4 * 1000 + 2, u64::from(u32::MAX)] {
+            assert!(StreamState::id_fits(id));
+            assert_eq!(StreamState::new(id).id(), id);
+        }
+        // A device-only build keeps 32 bits; the others the whole ID.
+        let big = 1u64 << 32;
+        let wide = cfg!(any(feature = "server", feature = "quic"));
+        assert_eq!(StreamState::id_fits(big), wide);
+        if wide {
+            assert_eq!(StreamState::new(big).id(), big);
+        }
     }
 }
