@@ -376,9 +376,11 @@ pub struct Connection<'t> {
     goaway_sent: Option<u64>,
     goaway_received: Option<u64>,
     peer_settings: Option<Settings>,
-    peer_control: Option<u64>,
-    peer_encoder: Option<u64>,
-    peer_decoder: Option<u64>,
+    /// Whether the peer opened its control, QPACK encoder and decoder streams (only one of
+    /// each is allowed; nothing else about them is needed once their state has the kind).
+    peer_control: bool,
+    peer_encoder: bool,
+    peer_decoder: bool,
     max_push_id_received: Option<u64>,
     /// Server: the lowest client-initiated bidirectional stream ID not seen yet.
     #[cfg(feature = "server")]
@@ -407,9 +409,9 @@ impl<'t> Connection<'t> {
             goaway_sent: None,
             goaway_received: None,
             peer_settings: None,
-            peer_control: None,
-            peer_encoder: None,
-            peer_decoder: None,
+            peer_control: false,
+            peer_encoder: false,
+            peer_decoder: false,
             max_push_id_received: None,
             #[cfg(feature = "server")]
             next_request_id: 0,
@@ -721,10 +723,10 @@ impl<'t> Connection<'t> {
             }
         };
         // Only one stream of each critical type (§6.2.1, RFC 9204 §4.2).
-        if slot.is_some() {
+        if *slot {
             return Err(H3Error::StreamCreationError);
         }
-        *slot = Some(s.id());
+        *slot = true;
         s.kind = kind;
         Ok(())
     }
