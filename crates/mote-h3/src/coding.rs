@@ -2,7 +2,9 @@
 //! lengths, stream types and setting identifiers, and a bounded output cursor.
 //!
 //! This crate keeps its own 60 lines of varint code instead of depending on `mote-quic`,
-//! so that it builds and tests without the QUIC crate's crypto dependencies.
+//! so that it builds and tests without the QUIC crate's crypto dependencies. When the
+//! QUIC adapter is built (`device` or `quic`), decoding and sizing go through
+//! `mote_quic::coding` instead, so a device image holds one copy of that code.
 
 use crate::error::BufferTooSmall;
 
@@ -12,6 +14,20 @@ pub const VARINT_MAX: u64 = (1 << 62) - 1;
 /// Decodes the varint at the start of `buf`: its value and encoded length, or `None` if
 /// `buf` ends before the varint does. Never reads past `buf`.
 pub fn decode_varint(buf: &[u8]) -> Option<(u64, usize)> {
+    #[cfg(any(feature = "device", feature = "quic"))]
+    {
+        let mut r = mote_quic::coding::Reader::new(buf);
+        let v = r.varint_u64().ok()?;
+        Some((v, r.position()))
+    }
+    #[cfg(not(any(feature = "device", feature = "quic")))]
+    {
+        decode_varint_own(buf)
+    }
+}
+
+#[cfg(not(any(feature = "device", feature = "quic")))]
+fn decode_varint_own(buf: &[u8]) -> Option<(u64, usize)> {
     let first = *buf.first()?;
     let len = 1usize << (first >> 6);
     let bytes = buf.get(..len)?;
@@ -24,6 +40,11 @@ pub fn decode_varint(buf: &[u8]) -> Option<(u64, usize)> {
 
 /// Bytes the shortest encoding of `v` takes (1, 2, 4 or 8).
 pub const fn varint_size(v: u64) -> usize {
+    #[cfg(any(feature = "device", feature = "quic"))]
+    {
+        mote_quic::coding::encoded_size(v)
+    }
+    #[cfg(not(any(feature = "device", feature = "quic")))]
     if v < (1 << 6) {
         1
     } else if v < (1 << 14) {
@@ -89,6 +110,21 @@ impl<'a> Out<'a> {
 
     /// Appends `v` in its shortest varint encoding; values of 2^62 or more are refused.
     pub fn put_varint(&mut self, v: u64) -> Result<(), BufferTooSmall> {
+        #[cfg(any(feature = "device", feature = "quic"))]
+        {
+            let v = mote_quic::coding::VarInt::new(v).ok_or(BufferTooSmall)?;
+            let rest = self.buf.get_mut(self.pos..).ok_or(BufferTooSmall)?;
+            let n =
+                mote_quic::coding::encode_varint_sized(v, v.size(), rest).ok_or(BufferTooSmall)?;
+            self.pos += n;
+            Ok(())
+        }
+        #[cfg(not(any(feature = "device", feature = "quic")))]
+        self.put_varint_own(v)
+    }
+
+    #[cfg(not(any(feature = "device", feature = "quic")))]
+    fn put_varint_own(&mut self, v: u64) -> Result<(), BufferTooSmall> {
         if v > VARINT_MAX {
             return Err(BufferTooSmall);
         }

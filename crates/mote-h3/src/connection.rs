@@ -153,6 +153,9 @@ pub enum Event<'a> {
         fields: FieldSection<'a>,
         /// Head, interim response or trailers.
         kind: HeadersKind,
+        /// Client: the response's status code (§4.3.2, already checked); 0 for a request
+        /// head or trailers.
+        status: u16,
     },
     /// A piece of the message body (a slice of the caller's input).
     Data(&'a [u8]),
@@ -225,10 +228,20 @@ enum SendPhase {
     Done,
 }
 
+/// A stream ID as [`StreamState`] stores it. A device-only build (neither `server` nor
+/// `quic`) keeps 32 bits: every compare and copy of a `u64` is two words on Thumb, and a
+/// device's stream IDs stay far below 2^32 (its QUIC stream limits; 2^30 requests on one
+/// connection). IDs that do not fit are refused where streams enter the session (see
+/// [`StreamState::id_fits`]).
+#[cfg(any(feature = "server", feature = "quic"))]
+type StoredId = u64;
+#[cfg(not(any(feature = "server", feature = "quic")))]
+type StoredId = u32;
+
 /// Per-stream state, kept by the caller (one per QUIC stream the session sees).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamState {
-    id: u64,
+    id: StoredId,
     kind: Kind,
     reader: FrameReader,
     recv: RecvPhase,
@@ -242,10 +255,26 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    /// State for stream `id` before anything was received or sent on it.
+    /// Whether this build's [`StreamState`] can hold stream `id` (always, unless built
+    /// without `server` and `quic`: then below 2^32).
+    #[cfg(any(feature = "server", feature = "quic"))]
+    pub const fn id_fits(_id: u64) -> bool {
+        true
+    }
+
+    /// Whether this build's [`StreamState`] can hold stream `id` (always, unless built
+    /// without `server` and `quic`: then below 2^32).
+    #[cfg(not(any(feature = "server", feature = "quic")))]
+    pub const fn id_fits(id: u64) -> bool {
+        id <= u32::MAX as u64
+    }
+
+    /// State for stream `id` before anything was received or sent on it. `id` must satisfy
+    /// [`StreamState::id_fits`] (otherwise only its low 32 bits are kept).
     pub const fn new(id: u64) -> Self {
         Self {
-            id,
+            #[allow(clippy::cast_possible_truncation)]
+            id: id as StoredId,
             kind: Kind::New,
             reader: FrameReader::new(),
             recv: RecvPhase::Headers,
@@ -256,8 +285,9 @@ impl StreamState {
     }
 
     /// The QUIC stream ID.
+    #[allow(clippy::unnecessary_cast)]
     pub const fn id(&self) -> u64 {
-        self.id
+        self.id as u64
     }
 
     /// True once nothing more will be delivered from this stream (FIN processed, or the
@@ -346,9 +376,11 @@ pub struct Connection<'t> {
     goaway_sent: Option<u64>,
     goaway_received: Option<u64>,
     peer_settings: Option<Settings>,
-    peer_control: Option<u64>,
-    peer_encoder: Option<u64>,
-    peer_decoder: Option<u64>,
+    /// Whether the peer opened its control, QPACK encoder and decoder streams (only one of
+    /// each is allowed; nothing else about them is needed once their state has the kind).
+    peer_control: bool,
+    peer_encoder: bool,
+    peer_decoder: bool,
     max_push_id_received: Option<u64>,
     /// Server: the lowest client-initiated bidirectional stream ID not seen yet.
     #[cfg(feature = "server")]
@@ -377,9 +409,9 @@ impl<'t> Connection<'t> {
             goaway_sent: None,
             goaway_received: None,
             peer_settings: None,
-            peer_control: None,
-            peer_encoder: None,
-            peer_decoder: None,
+            peer_control: false,
+            peer_encoder: false,
+            peer_decoder: false,
             max_push_id_received: None,
             #[cfg(feature = "server")]
             next_request_id: 0,
@@ -631,7 +663,7 @@ impl<'t> Connection<'t> {
     /// Decides what a stream seen for the first time is.
     #[cfg_attr(not(feature = "server"), allow(unused_variables))]
     fn classify<T: Transport>(&mut self, t: &mut T, s: &mut StreamState) -> Result<(), H3Error> {
-        let id = s.id;
+        let id = s.id();
         let ours = is_client_initiated(id) == (self.role == Role::Client);
         s.kind = match (is_bidi(id), ours, self.role) {
             // Our own request stream (client).
@@ -685,16 +717,16 @@ impl<'t> Connection<'t> {
             }
             _ => {
                 // Unknown and reserved types: abort reading (§6.2, §9).
-                t.stop_sending(s.id, H3Error::StreamCreationError.code());
+                t.stop_sending(s.id(), H3Error::StreamCreationError.code());
                 s.kind = Kind::Discard;
                 return Ok(());
             }
         };
         // Only one stream of each critical type (§6.2.1, RFC 9204 §4.2).
-        if slot.is_some() {
+        if *slot {
             return Err(H3Error::StreamCreationError);
         }
-        *slot = Some(s.id);
+        *slot = true;
         s.kind = kind;
         Ok(())
     }
@@ -722,7 +754,8 @@ impl<'t> Connection<'t> {
             match ev {
                 FrameEvent::NeedMore => return Ok(Recv::new(pos, None)),
                 FrameEvent::Skipped => {}
-                FrameEvent::Frame(Frame::Settings(settings)) => {
+                FrameEvent::Frame(Frame::Settings(payload)) => {
+                    let settings = Settings::parse(payload)?;
                     if self.peer_settings.is_some() {
                         return Err(H3Error::FrameUnexpected);
                     }
@@ -895,7 +928,7 @@ impl<'t> Connection<'t> {
         let decoded = match self.decode(block, fields) {
             Ok(d) => d,
             Err(DecodeError::Blocked { required_insert_count }) => {
-                self.block(s.id, required_insert_count)?;
+                self.block(s.id(), required_insert_count)?;
                 return Ok(Recv::new(pos, Some(Event::Blocked)));
             }
             Err(DecodeError::TooLarge) => {
@@ -903,19 +936,21 @@ impl<'t> Connection<'t> {
             }
             Err(DecodeError::Failed) => return Err(H3Error::QpackDecompressionFailed),
         };
-        self.decoded(s.id, &decoded)?;
+        self.decoded(s.id(), &decoded)?;
         let fields = decoded.fields;
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
         // (RFC 9110 §6.4.1, §8.6).
         let mut bodyless = false;
+        let mut status = 0;
         let checked = if trailers {
             message::check_trailers(&fields).map(|()| HeadersKind::Trailers)
         } else if self.is_server() {
             message::parse_request(&fields).map(|_| HeadersKind::Message)
         } else {
-            message::parse_response(&fields).map(|status| {
-                bodyless = s.head || status == 204 || status == 304;
-                if status < 200 {
+            message::parse_response(&fields).map(|code| {
+                status = code;
+                bodyless = s.head || code == 204 || code == 304;
+                if code < 200 {
                     HeadersKind::Interim
                 } else {
                     HeadersKind::Message
@@ -945,7 +980,7 @@ impl<'t> Connection<'t> {
             HeadersKind::Message => RecvPhase::Body,
             HeadersKind::Trailers => RecvPhase::Trailers,
         };
-        Ok(Recv::new(pos + frame_len, Some(Event::Headers { fields, kind })))
+        Ok(Recv::new(pos + frame_len, Some(Event::Headers { fields, kind, status })))
     }
 
     fn decode<'o>(&self, block: &[u8], fields: &'o mut [u8]) -> Result<Decoded<'o>, DecodeError> {
@@ -1048,14 +1083,14 @@ impl<'t> Connection<'t> {
         total: usize,
         code: H3Error,
     ) -> Recv<'a> {
-        t.stop_sending(s.id, code.code());
+        t.stop_sending(s.id(), code.code());
         if s.send != SendPhase::Done {
-            t.reset_stream(s.id, code.code());
+            t.reset_stream(s.id(), code.code());
         }
         s.kind = Kind::Discard;
         s.send = SendPhase::Done;
         // Only fails if our decoder stream queue is full; the stream is gone either way.
-        if let Err(e) = self.abandon(s.id) {
+        if let Err(e) = self.abandon(s.id()) {
             self.close(t, e);
         }
         Recv::new(total, Some(Event::StreamError(code)))
@@ -1103,7 +1138,7 @@ impl<'t> Connection<'t> {
             Kind::Request => {
                 s.recv = RecvPhase::Done;
                 s.kind = Kind::Discard;
-                self.abandon(s.id).map_err(|e| self.fail(t, e))
+                self.abandon(s.id()).map_err(|e| self.fail(t, e))
             }
             _ => {
                 s.kind = Kind::Discard;
@@ -1125,14 +1160,14 @@ impl<'t> Connection<'t> {
         if let Some(e) = self.closed {
             return Err(e);
         }
-        let critical = self.control == Some(s.id);
+        let critical = self.control == Some(s.id());
         #[cfg(feature = "dynamic-table")]
-        let critical = critical || self.decoder_stream == Some(s.id);
+        let critical = critical || self.decoder_stream == Some(s.id());
         if critical {
             return Err(self.fail(t, H3Error::ClosedCriticalStream));
         }
         if s.send != SendPhase::Done {
-            t.reset_stream(s.id, code);
+            t.reset_stream(s.id(), code);
             s.send = SendPhase::Done;
         }
         Ok(())
@@ -1148,6 +1183,12 @@ impl<'t> Connection<'t> {
             return Err(SendError::GoingAway);
         }
         let id = t.open_bidi().ok_or(SendError::StreamLimit)?;
+        if !StreamState::id_fits(id) {
+            // A device-only build after 2^30 requests on one connection: give the stream
+            // back and let the caller open a new connection.
+            t.reset_stream(id, H3Error::RequestCancelled.code());
+            return Err(SendError::StreamLimit);
+        }
         let mut s = StreamState::new(id);
         s.kind = Kind::Request;
         Ok(s)
@@ -1167,15 +1208,15 @@ impl<'t> Connection<'t> {
         self.check_open()?;
         if self.role != Role::Client
             || s.send != SendPhase::Idle
-            || !is_bidi(s.id)
-            || !is_client_initiated(s.id)
+            || !is_bidi(s.id())
+            || !is_client_initiated(s.id())
         {
             return Err(SendError::InvalidState);
         }
-        if self.goaway_received.is_some_and(|g| s.id >= g) {
+        if self.goaway_received.is_some_and(|g| s.id() >= g) {
             return Err(SendError::GoingAway);
         }
-        self.send_field_section(t, s.id, scratch, end_stream, |e| request.encode(e))?;
+        self.send_field_section(t, s.id(), scratch, end_stream, |e| request.encode(e))?;
         if s.kind == Kind::New {
             s.kind = Kind::Request;
         }
@@ -1205,7 +1246,7 @@ impl<'t> Connection<'t> {
         {
             return Err(SendError::InvalidState);
         }
-        self.send_field_section(t, s.id, scratch, end_stream, |e| response.encode(e))?;
+        self.send_field_section(t, s.id(), scratch, end_stream, |e| response.encode(e))?;
         if !response.is_interim() {
             s.send = if end_stream { SendPhase::Done } else { SendPhase::Body };
         }
@@ -1224,7 +1265,7 @@ impl<'t> Connection<'t> {
         if s.send != SendPhase::Body {
             return Err(SendError::InvalidState);
         }
-        self.send_field_section(t, s.id, scratch, true, |e| {
+        self.send_field_section(t, s.id(), scratch, true, |e| {
             trailers.iter().try_for_each(|(n, v)| e.field(n, v))
         })?;
         s.send = SendPhase::Done;
@@ -1248,12 +1289,12 @@ impl<'t> Connection<'t> {
         }
         if data.is_empty() {
             if end_stream {
-                t.write(s.id, &[], true);
+                t.write(s.id(), &[], true);
                 s.send = SendPhase::Done;
             }
             return Ok(0);
         }
-        let cap = t.capacity(s.id);
+        let cap = t.capacity(s.id());
         let n = data.len().min(cap.saturating_sub(1 + crate::coding::varint_size(cap as u64)));
         if n == 0 {
             return Err(SendError::Blocked);
@@ -1264,7 +1305,7 @@ impl<'t> Connection<'t> {
         let chunk = data.get(..n).unwrap_or(&[]);
         let fin = end_stream && n == data.len();
         let hl = out.position();
-        if t.write(s.id, out.written(), false) != hl || t.write(s.id, chunk, fin) != n {
+        if t.write(s.id(), out.written(), false) != hl || t.write(s.id(), chunk, fin) != n {
             // The transport took less than its capacity promised: framing is lost.
             return Err(SendError::Closed(self.fail(t, H3Error::InternalError)));
         }
@@ -1297,15 +1338,15 @@ impl<'t> Connection<'t> {
             return Err(SendError::InvalidState);
         }
         if !s.recv_finished() {
-            t.stop_sending(s.id, code.code());
+            t.stop_sending(s.id(), code.code());
         }
         if s.send != SendPhase::Done {
-            t.reset_stream(s.id, code.code());
+            t.reset_stream(s.id(), code.code());
         }
         s.kind = Kind::Discard;
         s.send = SendPhase::Done;
         s.recv = RecvPhase::Done;
-        self.abandon(s.id).map_err(|e| SendError::Closed(self.fail(t, e)))
+        self.abandon(s.id()).map_err(|e| SendError::Closed(self.fail(t, e)))
     }
 
     /// Starts a graceful shutdown (RFC 9114 §5.2) by sending GOAWAY. Server: the ID is the
@@ -1356,5 +1397,25 @@ impl<'t> Connection<'t> {
             return Err(SendError::Closed(self.fail(t, H3Error::InternalError)));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod stored_id_tests {
+    use super::StreamState;
+
+    #[test]
+    fn stored_stream_ids() {
+        for id in [0u64, 3, 4 * 1000 + 2, u64::from(u32::MAX)] {
+            assert!(StreamState::id_fits(id));
+            assert_eq!(StreamState::new(id).id(), id);
+        }
+        // A device-only build keeps 32 bits; the others the whole ID.
+        let big = 1u64 << 32;
+        let wide = cfg!(any(feature = "server", feature = "quic"));
+        assert_eq!(StreamState::id_fits(big), wide);
+        if wide {
+            assert_eq!(StreamState::new(big).id(), big);
+        }
     }
 }

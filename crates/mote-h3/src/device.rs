@@ -158,7 +158,12 @@ impl<const STREAMS: usize, const CAP: usize, const FIELDS: usize> Session<STREAM
             let mut t = QuicTransport { conn };
             match self.streams.iter_mut().find(|s| s.used && s.state.id() == id) {
                 Some(s) => self.h3.on_stop_sending(&mut t, &mut s.state, code)?,
-                None => self.h3.on_stop_sending(&mut t, &mut StreamState::new(id), code)?,
+                None if StreamState::id_fits(id) => {
+                    self.h3.on_stop_sending(&mut t, &mut StreamState::new(id), code)?
+                }
+                // Every stream this session opens has an ID that fits (`open_request`), so
+                // a larger one is none of ours.
+                None => {}
             }
         }
         Ok(())
@@ -224,6 +229,10 @@ impl<const STREAMS: usize, const CAP: usize, const FIELDS: usize> Session<STREAM
         for id in conn.live_streams() {
             let raw = id.raw();
             if self.is_local(raw) || self.streams.iter().any(|s| s.used && s.state.id() == raw) {
+                continue;
+            }
+            if !StreamState::id_fits(raw) {
+                refused = Some(id);
                 continue;
             }
             match self.streams.iter_mut().find(|s| !s.used) {

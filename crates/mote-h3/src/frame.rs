@@ -114,6 +114,8 @@ impl Settings {
     /// Parses a SETTINGS payload. A duplicate identifier or an HTTP/2-only identifier is
     /// H3_SETTINGS_ERROR; a truncated pair is H3_FRAME_ERROR. Unknown and reserved
     /// identifiers are ignored (RFC 9114 §7.2.4, §9).
+    // Out of line: received once per connection, kept out of the device's receive loop.
+    #[inline(never)]
     pub fn parse(payload: &[u8]) -> Result<Self, H3Error> {
         let mut s = Settings::default();
         let mut rest = payload;
@@ -260,8 +262,9 @@ pub enum Frame<'a> {
         /// The encoded field section of the promised request.
         field_section: &'a [u8],
     },
-    /// SETTINGS.
-    Settings(Settings),
+    /// SETTINGS: the raw payload (at most `MAX_SETTINGS_LEN` bytes), checked and read by
+    /// [`Settings::parse`] where it is used.
+    Settings(&'a [u8]),
     /// GOAWAY with a stream ID (from a server) or push ID (from a client).
     GoAway(u64),
     /// MAX_PUSH_ID.
@@ -399,7 +402,7 @@ impl FrameReader {
                             field_section: payload.get(n..).unwrap_or(&[]),
                         }
                     }
-                    frame_type::SETTINGS => Frame::Settings(Settings::parse(payload)?),
+                    frame_type::SETTINGS => Frame::Settings(payload),
                     // GOAWAY, MAX_PUSH_ID, CANCEL_PUSH: one varint.
                     ty => {
                         let v = single_varint(payload)?;

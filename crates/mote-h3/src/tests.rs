@@ -85,19 +85,23 @@ enum Ev {
 
 fn own(id: u64, e: Event<'_>) -> Ev {
     match e {
-        Event::Headers { fields, kind } => Ev::Headers(
-            id,
-            kind,
-            fields
-                .iter()
-                .map(|f| {
-                    (
-                        String::from_utf8_lossy(f.name).into_owned(),
-                        String::from_utf8_lossy(f.value).into_owned(),
-                    )
-                })
-                .collect(),
-        ),
+        Event::Headers { fields, kind, status } => {
+            // The carried status is the checked response head's (0 for requests, trailers).
+            assert_eq!(status, crate::message::parse_response(&fields).unwrap_or(0));
+            Ev::Headers(
+                id,
+                kind,
+                fields
+                    .iter()
+                    .map(|f| {
+                        (
+                            String::from_utf8_lossy(f.name).into_owned(),
+                            String::from_utf8_lossy(f.value).into_owned(),
+                        )
+                    })
+                    .collect(),
+            )
+        }
         Event::Data(d) => Ev::Data(id, d.to_vec()),
         Event::Finished => Ev::Finished(id),
         Event::Settings => Ev::Settings,

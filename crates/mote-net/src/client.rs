@@ -373,8 +373,8 @@ impl Fetcher {
         let r = session.poll(conn, |_, _, st, e| {
             let Some(&i) = by_stream.get(&st.id()) else { return };
             match e {
-                mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message } => {
-                    let status = mote_h3::message::parse_response(&fields).ok();
+                mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message, status } => {
+                    let status = Some(status);
                     let len = mote_h3::message::content_length(&fields).ok().flatten();
                     events.push((i, H3Out::Head(status, len)));
                 }

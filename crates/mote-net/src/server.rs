@@ -546,7 +546,7 @@ impl FileServer {
         // Requests arriving in 0-RTT are read before the control stream can open (0.5-RTT).
         let _ = session.open(conn);
         let _ = session.poll(conn, |_, _, st, e| match e {
-            mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message } => {
+            mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message, .. } => {
                 let path = mote_h3::message::parse_request(&fields)
                     .ok()
                     .filter(|h| h.method == b"GET")

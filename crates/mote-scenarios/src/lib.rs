@@ -553,13 +553,9 @@ impl DeviceApp {
         let mut finished = Vec::new();
         let _ = session.poll(conn, |_, _, st, e| match e {
             mote_h3::Event::Settings => *saw_settings = true,
-            mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message } => {
-                if let (Some(k), Ok(status)) =
-                    (slot(st.id()), mote_h3::message::parse_response(&fields))
-                {
-                    if let Some(s) = statuses.get_mut(k) {
-                        *s = Some(status);
-                    }
+            mote_h3::Event::Headers { kind: mote_h3::HeadersKind::Message, status, .. } => {
+                if let Some(s) = slot(st.id()).and_then(|k| statuses.get_mut(k)) {
+                    *s = Some(status);
                 }
             }
             mote_h3::Event::Data(d) => {
@@ -741,7 +737,7 @@ impl<SP: CryptoProvider> ServerApp<SP> {
             let requests = &mut self.requests;
             let _ = session.poll(conn, |_, _, st, e| match e {
                 mote_h3::Event::Settings => *saw_settings = true,
-                mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message } => {
+                mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message, .. } => {
                     if let Ok(head) = mote_h3::message::parse_request(&fields) {
                         let mut line = head.method.to_vec();
                         line.push(b' ');

@@ -852,8 +852,7 @@ fn drive_requests(
 fn on_h3_event(req: &mut Requests, id: u64, e: H3Event<'_>) {
     let get = req.get == Some(id);
     match e {
-        H3Event::Headers { fields, kind: HeadersKind::Message } => {
-            let status = mote_h3::message::parse_response(&fields).unwrap_or(0);
+        H3Event::Headers { kind: HeadersKind::Message, status, .. } => {
             if get {
                 req.get_status = status;
             } else {

@@ -237,7 +237,7 @@ pub fn serve(
             let _ = session.open(conn);
             let requests = &mut log.requests;
             let _ = session.poll(conn, |_, _, st, e| match e {
-                mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message } => {
+                mote_h3::Event::Headers { fields, kind: mote_h3::HeadersKind::Message, .. } => {
                     let Ok(head) = mote_h3::message::parse_request(&fields) else { return };
                     let path = head.path.unwrap_or(b"");
                     let (status, body) = match head.method {
