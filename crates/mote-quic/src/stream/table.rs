@@ -542,9 +542,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
             Frame::ResetStream { stream_id, .. } => (stream_id, FrameKind::ResetStream),
             Frame::StopSending { stream_id, .. } => (stream_id, FrameKind::StopSending),
             Frame::MaxStreamData { stream_id, .. } => (stream_id, FrameKind::MaxStreamData),
-            Frame::StreamDataBlocked { stream_id, .. } => {
-                (stream_id, FrameKind::StreamDataBlocked)
-            }
+            Frame::StreamDataBlocked { stream_id, .. } => (stream_id, FrameKind::StreamDataBlocked),
             Frame::MaxData { max } => {
                 self.conn_send.on_max(max.into_inner());
                 return Ok(Handled::Processed);
