@@ -62,13 +62,15 @@ impl<const N: usize> RangeSet<N> {
         self.iter().any(|(s, e)| s <= offset && offset < e)
     }
 
-    /// Where `[start, end)` would go: `i` is the first range that ends at or after `start`
-    /// (touching counts), `j` the first range that starts after `end`. Ranges `i..j` overlap
-    /// or touch the new one.
-    fn span(&self, start: u64, end: u64) -> (usize, usize) {
-        let i = self.iter().position(|(_, e)| e >= start).unwrap_or(self.len);
-        let j = self.iter().position(|(s, _)| s > end).unwrap_or(self.len);
-        (i, j.max(i))
+    /// Where `[start, end)` would go: ranges `i..j` overlap it and, with `touch`, also those
+    /// that only touch it. `i` is the first range that ends after `start` (at `start` too
+    /// with `touch`), `j` the first that starts after `end` (at `end` too without `touch`).
+    /// One function for `insert` (touching) and `remove` (overlapping only): issue 8.
+    fn span(&self, start: u64, end: u64, touch: bool) -> (usize, usize) {
+        let i = self.iter().position(|(_, e)| e > start || (touch && e == start));
+        let j = self.iter().position(|(s, _)| s > end || (!touch && s == end));
+        let i = i.unwrap_or(self.len);
+        (i, j.unwrap_or(self.len).max(i))
     }
 
     /// Adds `[start, end)`, merging it with every range it overlaps or touches. Fails when
@@ -77,7 +79,7 @@ impl<const N: usize> RangeSet<N> {
         if start >= end {
             return Ok(());
         }
-        let (i, j) = self.span(start, end);
+        let (i, j) = self.span(start, end, true);
         if i == j {
             if self.len >= N {
                 return Err(Full);
@@ -108,7 +110,7 @@ impl<const N: usize> RangeSet<N> {
             return;
         }
         // Full and disjoint from every range: merge with the closer neighbour.
-        let (i, _) = self.span(start, end);
+        let (i, _) = self.span(start, end, true);
         let left_gap = if i > 0 { start.saturating_sub(self.r[i - 1].1) } else { u64::MAX };
         let right_gap = if i < self.len { self.r[i].0.saturating_sub(end) } else { u64::MAX };
         let k = if left_gap <= right_gap { i - 1 } else { i };
@@ -123,8 +125,7 @@ impl<const N: usize> RangeSet<N> {
             return Ok(());
         }
         // Ranges strictly overlapping [start, end).
-        let i = self.iter().position(|(_, e)| e > start).unwrap_or(self.len);
-        let j = self.iter().position(|(s, _)| s >= end).unwrap_or(self.len).max(i);
+        let (i, j) = self.span(start, end, false);
         if i == j {
             return Ok(());
         }
