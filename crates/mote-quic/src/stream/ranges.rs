@@ -219,6 +219,27 @@ mod tests {
         assert!(s.is_empty());
     }
 
+    /// `remove` shares `span` with `insert` but only counts overlapping ranges: a hole that
+    /// only touches ranges changes nothing (and cannot fail on a full set), while `insert`
+    /// merges the same touching ranges.
+    #[test]
+    fn remove_ignores_touching_ranges_insert_merges_them() {
+        let mut s = RangeSet::<2>::new();
+        s.insert(10, 20).unwrap();
+        s.insert(30, 40).unwrap();
+        s.remove(20, 30).unwrap();
+        assert_eq!(v(&s), [(10, 20), (30, 40)]);
+        s.remove(0, 10).unwrap();
+        s.remove(40, 50).unwrap();
+        assert_eq!(v(&s), [(10, 20), (30, 40)]);
+        // Full: splitting fails, trimming at either edge does not.
+        assert_eq!(s.remove(12, 14), Err(Full));
+        s.remove(19, 31).unwrap();
+        assert_eq!(v(&s), [(10, 19), (31, 40)]);
+        s.insert(19, 31).unwrap();
+        assert_eq!(v(&s), [(10, 40)]);
+    }
+
     #[test]
     fn coalescing_never_fails() {
         let mut s = RangeSet::<2>::new();
