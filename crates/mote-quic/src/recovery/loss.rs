@@ -302,6 +302,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     }
 
     /// Bytes in flight across all spaces.
+    // Out of line: the send window, sending and ACK processing each inlined a copy (issue 8).
+    #[inline(never)]
     pub fn bytes_in_flight(&self) -> u64 {
         self.initial
             .bytes_in_flight()

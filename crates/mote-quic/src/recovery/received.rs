@@ -91,10 +91,17 @@ impl ReceivedRangeList {
         self.as_slice().last().map(|r| r.1)
     }
 
+    /// The index of the first range starting above `pn` (a binary search).
+    // Out of line: the duplicate check and `insert` each inlined a copy (issue 8).
+    #[inline(never)]
+    fn index_after(&self, pn: u64) -> usize {
+        self.as_slice().partition_point(|r| r.0 <= pn)
+    }
+
     /// The range holding `pn`.
     pub fn range_containing(&self, pn: u64) -> Option<(u64, u64)> {
         let s = self.as_slice();
-        let idx = s.partition_point(|r| r.0 <= pn);
+        let idx = self.index_after(pn);
         let r = *s.get(idx.checked_sub(1)?)?;
         (pn <= r.1).then_some(r)
     }
@@ -116,7 +123,7 @@ impl ReceivedRangeList {
             return false;
         }
         let len = self.len;
-        let idx = self.as_slice().partition_point(|r| r.0 <= pn);
+        let idx = self.index_after(pn);
         let prev = idx.checked_sub(1).and_then(|i| self.ranges.get(i).copied());
         let next = if idx < len { self.ranges.get(idx).copied() } else { None };
         let merge_prev = prev.is_some_and(|r| r.1 + 1 == pn);

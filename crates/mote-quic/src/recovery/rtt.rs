@@ -116,6 +116,9 @@ impl RttEstimator {
 
     /// RFC 9002 §6.2.1: `smoothed_rtt + max(4 × rttvar, kGranularity)`, the PTO period
     /// without max_ack_delay and backoff.
+    // Out of line: the PTO period, the timer scan and persistent congestion each inlined a
+    // copy of the 64-bit arithmetic (issue 8).
+    #[inline(never)]
     pub const fn pto_base(&self) -> Duration {
         let var4 = self.var.saturating_mul(4);
         let v = if var4.0 > GRANULARITY.0 { var4 } else { GRANULARITY };

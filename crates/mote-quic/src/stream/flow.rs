@@ -34,6 +34,8 @@ impl SendCredit {
     }
 
     /// Bytes that may still be charged.
+    // Out of line: four inlined copies of the 64-bit subtraction were larger (issue 8).
+    #[inline(never)]
     pub const fn available(&self) -> u64 {
         self.max.saturating_sub(self.used)
     }
@@ -45,6 +47,8 @@ impl SendCredit {
 
     /// A MAX_DATA / MAX_STREAM_DATA frame arrived. RFC 9000 §4.1: a frame that does not
     /// increase the limit is ignored. Returns true if the limit grew.
+    // Out of line: MAX_DATA, MAX_STREAM_DATA and the peer's transport parameters (issue 8).
+    #[inline(never)]
     pub fn on_max(&mut self, max: u64) -> bool {
         if max > self.max {
             self.max = max;

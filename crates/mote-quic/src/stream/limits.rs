@@ -203,6 +203,8 @@ impl StreamLimits {
     }
 
     /// A MAX_STREAMS frame arrived (§19.11); lower values are ignored.
+    // Out of line: the frame and the peer's transport parameters (issue 8).
+    #[inline(never)]
     pub fn on_max_streams(&mut self, dir: StreamDir, max: u64) {
         let l = &mut self.local[di(dir)];
         let max = max.min(MAX_STREAM_COUNT);

@@ -62,13 +62,15 @@ impl<const N: usize> RangeSet<N> {
         self.iter().any(|(s, e)| s <= offset && offset < e)
     }
 
-    /// Where `[start, end)` would go: `i` is the first range that ends at or after `start`
-    /// (touching counts), `j` the first range that starts after `end`. Ranges `i..j` overlap
-    /// or touch the new one.
-    fn span(&self, start: u64, end: u64) -> (usize, usize) {
-        let i = self.iter().position(|(_, e)| e >= start).unwrap_or(self.len);
-        let j = self.iter().position(|(s, _)| s > end).unwrap_or(self.len);
-        (i, j.max(i))
+    /// Where `[start, end)` would go: ranges `i..j` overlap it and, with `touch`, also those
+    /// that only touch it. `i` is the first range that ends after `start` (at `start` too
+    /// with `touch`), `j` the first that starts after `end` (at `end` too without `touch`).
+    /// One function for `insert` (touching) and `remove` (overlapping only): issue 8.
+    fn span(&self, start: u64, end: u64, touch: bool) -> (usize, usize) {
+        let i = self.iter().position(|(_, e)| e > start || (touch && e == start));
+        let j = self.iter().position(|(s, _)| s > end || (!touch && s == end));
+        let i = i.unwrap_or(self.len);
+        (i, j.unwrap_or(self.len).max(i))
     }
 
     /// Adds `[start, end)`, merging it with every range it overlaps or touches. Fails when
@@ -77,7 +79,7 @@ impl<const N: usize> RangeSet<N> {
         if start >= end {
             return Ok(());
         }
-        let (i, j) = self.span(start, end);
+        let (i, j) = self.span(start, end, true);
         if i == j {
             if self.len >= N {
                 return Err(Full);
@@ -108,7 +110,7 @@ impl<const N: usize> RangeSet<N> {
             return;
         }
         // Full and disjoint from every range: merge with the closer neighbour.
-        let (i, _) = self.span(start, end);
+        let (i, _) = self.span(start, end, true);
         let left_gap = if i > 0 { start.saturating_sub(self.r[i - 1].1) } else { u64::MAX };
         let right_gap = if i < self.len { self.r[i].0.saturating_sub(end) } else { u64::MAX };
         let k = if left_gap <= right_gap { i - 1 } else { i };
@@ -123,8 +125,7 @@ impl<const N: usize> RangeSet<N> {
             return Ok(());
         }
         // Ranges strictly overlapping [start, end).
-        let i = self.iter().position(|(_, e)| e > start).unwrap_or(self.len);
-        let j = self.iter().position(|(s, _)| s >= end).unwrap_or(self.len).max(i);
+        let (i, j) = self.span(start, end, false);
         if i == j {
             return Ok(());
         }
@@ -216,6 +217,27 @@ mod tests {
         assert_eq!(v(&s), [(30, 100)]);
         s.remove(0, 1000).unwrap();
         assert!(s.is_empty());
+    }
+
+    /// `remove` shares `span` with `insert` but only counts overlapping ranges: a hole that
+    /// only touches ranges changes nothing (and cannot fail on a full set), while `insert`
+    /// merges the same touching ranges.
+    #[test]
+    fn remove_ignores_touching_ranges_insert_merges_them() {
+        let mut s = RangeSet::<2>::new();
+        s.insert(10, 20).unwrap();
+        s.insert(30, 40).unwrap();
+        s.remove(20, 30).unwrap();
+        assert_eq!(v(&s), [(10, 20), (30, 40)]);
+        s.remove(0, 10).unwrap();
+        s.remove(40, 50).unwrap();
+        assert_eq!(v(&s), [(10, 20), (30, 40)]);
+        // Full: splitting fails, trimming at either edge does not.
+        assert_eq!(s.remove(12, 14), Err(Full));
+        s.remove(19, 31).unwrap();
+        assert_eq!(v(&s), [(10, 19), (31, 40)]);
+        s.insert(19, 31).unwrap();
+        assert_eq!(v(&s), [(10, 40)]);
     }
 
     #[test]

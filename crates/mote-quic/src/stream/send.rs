@@ -262,24 +262,21 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Ready | SendState::Send | SendState::DataSent) {
             return None;
         }
-        let max = max_len as u64;
-        if let Some((s, e)) = self.lost.first() {
-            let len = (e - s).min(max).min(self.wrap_room(s));
-            if len > 0 {
-                let fin = self.fin_needed() && s + len == self.written;
-                return Some(Chunk { offset: s, len: len as usize, fin });
+        // Retransmissions first, else new data (one chunk computation for both: issue 8).
+        let (s, e) = match self.lost.first() {
+            Some(range) => range,
+            None if self.sent < self.written => (self.sent, self.written),
+            None if self.fin_needed() => {
+                return Some(Chunk { offset: self.written, len: 0, fin: true });
             }
-        } else if self.sent < self.written {
-            let s = self.sent;
-            let len = (self.written - s).min(max).min(self.wrap_room(s));
-            if len > 0 {
-                let fin = self.fin_needed() && s + len == self.written;
-                return Some(Chunk { offset: s, len: len as usize, fin });
-            }
-        } else if self.fin_needed() {
-            return Some(Chunk { offset: self.written, len: 0, fin: true });
+            None => return None,
+        };
+        let len = (e - s).min(max_len as u64).min(self.wrap_room(s));
+        if len == 0 {
+            return None;
         }
-        None
+        let fin = self.fin_needed() && s + len == self.written;
+        Some(Chunk { offset: s, len: len as usize, fin })
     }
 
     /// True if [`SendStream::next_chunk`] has something (given room).

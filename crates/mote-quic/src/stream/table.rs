@@ -536,65 +536,55 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
     /// STOP_SENDING, MAX_DATA, MAX_STREAM_DATA, MAX_STREAMS, DATA_BLOCKED,
     /// STREAM_DATA_BLOCKED, STREAMS_BLOCKED. Other frames report [`Handled::NotMine`].
     pub fn on_frame(&mut self, frame: &Frame<'_>) -> Result<Handled, StreamError> {
-        match *frame {
-            Frame::Stream { stream_id, offset, data, fin, .. } => {
-                let id = StreamId::from(stream_id);
-                let Some(i) = self.stream_for(id, FrameKind::Stream)? else {
-                    return Ok(Handled::Processed);
-                };
-                let Some(slot) = self.slots.get_mut(i) else { return Ok(Handled::Processed) };
-                let r = slot.recv.on_stream(&mut self.conn_recv, offset.into_inner(), data, fin)?;
-                self.maybe_free(i);
-                Ok(if r == Insert::Dropped { Handled::Dropped } else { Handled::Processed })
-            }
-            Frame::ResetStream { stream_id, error_code, final_size } => {
-                let id = StreamId::from(stream_id);
-                if let Some(i) = self.stream_for(id, FrameKind::ResetStream)? {
-                    if let Some(slot) = self.slots.get_mut(i) {
-                        slot.recv.on_reset(
-                            &mut self.conn_recv,
-                            error_code.into_inner(),
-                            final_size.into_inner(),
-                        )?;
-                    }
-                    self.maybe_free(i);
-                }
-                Ok(Handled::Processed)
-            }
-            Frame::StopSending { stream_id, error_code } => {
-                let id = StreamId::from(stream_id);
-                if let Some(i) = self.stream_for(id, FrameKind::StopSending)? {
-                    if let Some(slot) = self.slots.get_mut(i) {
-                        slot.send.on_stop_sending(error_code.into_inner());
-                    }
-                }
-                Ok(Handled::Processed)
-            }
-            Frame::MaxStreamData { stream_id, max } => {
-                let id = StreamId::from(stream_id);
-                if let Some(i) = self.stream_for(id, FrameKind::MaxStreamData)? {
-                    if let Some(slot) = self.slots.get_mut(i) {
-                        slot.send.on_max_stream_data(max.into_inner());
-                    }
-                }
-                Ok(Handled::Processed)
-            }
-            Frame::StreamDataBlocked { stream_id, .. } => {
-                let id = StreamId::from(stream_id);
-                self.stream_for(id, FrameKind::StreamDataBlocked)?;
-                Ok(Handled::Processed)
-            }
+        // The frames naming a stream check its ID (opening peer streams) through one call.
+        let (stream_id, kind) = match *frame {
+            Frame::Stream { stream_id, .. } => (stream_id, FrameKind::Stream),
+            Frame::ResetStream { stream_id, .. } => (stream_id, FrameKind::ResetStream),
+            Frame::StopSending { stream_id, .. } => (stream_id, FrameKind::StopSending),
+            Frame::MaxStreamData { stream_id, .. } => (stream_id, FrameKind::MaxStreamData),
+            Frame::StreamDataBlocked { stream_id, .. } => (stream_id, FrameKind::StreamDataBlocked),
             Frame::MaxData { max } => {
                 self.conn_send.on_max(max.into_inner());
-                Ok(Handled::Processed)
+                return Ok(Handled::Processed);
             }
             Frame::MaxStreams { dir, max } => {
                 self.limits.on_max_streams(dir, max.into_inner());
-                Ok(Handled::Processed)
+                return Ok(Handled::Processed);
             }
-            Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => Ok(Handled::Processed),
-            _ => Ok(Handled::NotMine),
+            Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {
+                return Ok(Handled::Processed)
+            }
+            _ => return Ok(Handled::NotMine),
+        };
+        // `None`: a stream that has closed; its frames are ignored.
+        let Some(i) = self.stream_for(StreamId::from(stream_id), kind)? else {
+            return Ok(Handled::Processed);
+        };
+        let Some(slot) = self.slots.get_mut(i) else { return Ok(Handled::Processed) };
+        match *frame {
+            Frame::Stream { offset, data, fin, .. } => {
+                let r = slot.recv.on_stream(&mut self.conn_recv, offset.into_inner(), data, fin)?;
+                self.maybe_free(i);
+                if r == Insert::Dropped {
+                    return Ok(Handled::Dropped);
+                }
+            }
+            Frame::ResetStream { error_code, final_size, .. } => {
+                slot.recv.on_reset(
+                    &mut self.conn_recv,
+                    error_code.into_inner(),
+                    final_size.into_inner(),
+                )?;
+                self.maybe_free(i);
+            }
+            Frame::StopSending { error_code, .. } => {
+                slot.send.on_stop_sending(error_code.into_inner());
+            }
+            Frame::MaxStreamData { max, .. } => slot.send.on_max_stream_data(max.into_inner()),
+            // STREAM_DATA_BLOCKED: only the stream ID check above.
+            _ => {}
         }
+        Ok(Handled::Processed)
     }
 
     /// True if [`Streams::poll_control`] has a frame to give. Changes nothing.
