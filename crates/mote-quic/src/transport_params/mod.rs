@@ -522,13 +522,22 @@ impl TransportParameters {
     /// Appends the parameters, in ID order, as the body of the `quic_transport_parameters`
     /// TLS extension. Parameters equal to their default (and `None` ones) are left out.
     /// On [`BufferTooSmall`] the writer holds a partial encoding.
+    ///
+    /// Without the `server` feature the server-only parameters (original_destination_
+    /// connection_id, stateless_reset_token, preferred_address, retry_source_connection_id)
+    /// are never written: such a build only ever encodes a client's parameters (its own, and
+    /// the server's remembered ones, from which [`Self::remembered_for_0rtt`] removed them),
+    /// and RFC 9000 §18.2 says "A client MUST NOT include any server-only transport
+    /// parameter".
     pub fn encode(&self, w: &mut Writer) -> Result<(), BufferTooSmall> {
+        #[cfg(feature = "server")]
         put_cid_param(
             w,
             id::ORIGINAL_DESTINATION_CONNECTION_ID,
             &self.original_destination_connection_id,
         )?;
         put_varint_param(w, id::MAX_IDLE_TIMEOUT, self.max_idle_timeout, 0)?;
+        #[cfg(feature = "server")]
         if let Some(token) = &self.stateless_reset_token {
             put_bytes_param(w, id::STATELESS_RESET_TOKEN, token)?;
         }
@@ -567,6 +576,7 @@ impl TransportParameters {
             Self::DEFAULT_MAX_ACK_DELAY.into(),
         )?;
         put_flag_param(w, id::DISABLE_ACTIVE_MIGRATION, self.disable_active_migration)?;
+        #[cfg(feature = "server")]
         if let Some(pa) = &self.preferred_address {
             // RFC 9000 §18.2, Figure 22: IPv4 (32), port (16), IPv6 (128), port (16),
             // CID length (8), CID (..), Stateless Reset Token (128).
@@ -586,6 +596,7 @@ impl TransportParameters {
             Self::DEFAULT_ACTIVE_CONNECTION_ID_LIMIT,
         )?;
         put_cid_param(w, id::INITIAL_SOURCE_CONNECTION_ID, &self.initial_source_connection_id)?;
+        #[cfg(feature = "server")]
         put_cid_param(w, id::RETRY_SOURCE_CONNECTION_ID, &self.retry_source_connection_id)?;
         if let Some(vi) = &self.version_information {
             // RFC 9368 §3, Figure 1.
