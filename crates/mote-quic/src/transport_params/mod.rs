@@ -485,18 +485,22 @@ impl TransportParameters {
             }
             return Some(());
         }
+        // RFC 9000 §18.2: the connection-ID parameters, at most 20 bytes (RFC 9000 §17.2);
+        // one check and copy for the three (issue 8).
+        let cid = match id {
+            id::ORIGINAL_DESTINATION_CONNECTION_ID => {
+                Some(&mut self.original_destination_connection_id)
+            }
+            id::INITIAL_SOURCE_CONNECTION_ID => Some(&mut self.initial_source_connection_id),
+            id::RETRY_SOURCE_CONNECTION_ID => Some(&mut self.retry_source_connection_id),
+            _ => None,
+        };
+        if let Some(slot) = cid {
+            *slot = Some(ConnectionId::new(value)?);
+            return Some(());
+        }
         // RFC 9000 §18.2: the value of each other parameter.
         match id {
-            // Connection IDs are at most 20 bytes (RFC 9000 §17.2).
-            id::ORIGINAL_DESTINATION_CONNECTION_ID => {
-                self.original_destination_connection_id = Some(ConnectionId::new(value)?);
-            }
-            id::INITIAL_SOURCE_CONNECTION_ID => {
-                self.initial_source_connection_id = Some(ConnectionId::new(value)?);
-            }
-            id::RETRY_SOURCE_CONNECTION_ID => {
-                self.retry_source_connection_id = Some(ConnectionId::new(value)?);
-            }
             // "This parameter is a sequence of 16 bytes."
             id::STATELESS_RESET_TOKEN => self.stateless_reset_token = Some(value.try_into().ok()?),
             // "This parameter is a zero-length value."
