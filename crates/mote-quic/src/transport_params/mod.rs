@@ -441,46 +441,48 @@ impl TransportParameters {
         // TRANSPORT_PARAMETER_ERROR"; ack_delay_exponent: "Values above 20 are invalid";
         // max_ack_delay: "Values of 2^14 or greater are invalid"; active_connection_id_limit
         // "MUST be at least 2". RFC 9221 §3: max_datagram_frame_size is any varint.
-        let range = match id {
-            id::MAX_UDP_PAYLOAD_SIZE => Some((1200, u64::MAX)),
-            id::INITIAL_MAX_STREAMS_BIDI | id::INITIAL_MAX_STREAMS_UNI => Some((0, 1 << 60)),
-            id::ACK_DELAY_EXPONENT => Some((0, 20)),
-            id::MAX_ACK_DELAY => Some((0, (1 << 14) - 1)),
-            id::ACTIVE_CONNECTION_ID_LIMIT => Some((2, u64::MAX)),
-            id::MAX_IDLE_TIMEOUT
-            | id::INITIAL_MAX_DATA
-            | id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL
-            | id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE
-            | id::INITIAL_MAX_STREAM_DATA_UNI => Some((0, u64::MAX)),
+        // The two small integers are stored through a `VarInt` scratch slot: both fit their
+        // types once checked against 20 and 2^14 (issue 8: one match picks the range and the
+        // field, no second dispatch on the ID).
+        let mut small = VarInt::ZERO;
+        let int = match id {
+            id::MAX_IDLE_TIMEOUT => Some((0, u64::MAX, &mut self.max_idle_timeout)),
+            id::MAX_UDP_PAYLOAD_SIZE => Some((1200, u64::MAX, &mut self.max_udp_payload_size)),
+            id::INITIAL_MAX_DATA => Some((0, u64::MAX, &mut self.initial_max_data)),
+            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
+                Some((0, u64::MAX, &mut self.initial_max_stream_data_bidi_local))
+            }
+            id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
+                Some((0, u64::MAX, &mut self.initial_max_stream_data_bidi_remote))
+            }
+            id::INITIAL_MAX_STREAM_DATA_UNI => {
+                Some((0, u64::MAX, &mut self.initial_max_stream_data_uni))
+            }
+            id::INITIAL_MAX_STREAMS_BIDI => Some((0, 1 << 60, &mut self.initial_max_streams_bidi)),
+            id::INITIAL_MAX_STREAMS_UNI => Some((0, 1 << 60, &mut self.initial_max_streams_uni)),
+            id::ACK_DELAY_EXPONENT | id::MAX_ACK_DELAY => {
+                let hi = if id == id::ACK_DELAY_EXPONENT { 20 } else { (1 << 14) - 1 };
+                Some((0, hi, &mut small))
+            }
+            id::ACTIVE_CONNECTION_ID_LIMIT => {
+                Some((2, u64::MAX, &mut self.active_connection_id_limit))
+            }
             #[cfg(feature = "datagram")]
-            id::MAX_DATAGRAM_FRAME_SIZE => Some((0, u64::MAX)),
+            id::MAX_DATAGRAM_FRAME_SIZE => Some((0, u64::MAX, &mut self.max_datagram_frame_size)),
             _ => None,
         };
-        if let Some((lo, hi)) = range {
+        if let Some((lo, hi, slot)) = int {
             let v = varint_value(value)?;
             let n = v.into_inner();
             if n < lo || n > hi {
                 return None;
             }
+            *slot = v;
+            // Checked against 20 and 2^14 above: both fit.
+            let n = small.into_inner();
             match id {
-                id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = v,
-                id::MAX_UDP_PAYLOAD_SIZE => self.max_udp_payload_size = v,
-                id::INITIAL_MAX_DATA => self.initial_max_data = v,
-                id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
-                    self.initial_max_stream_data_bidi_local = v
-                }
-                id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
-                    self.initial_max_stream_data_bidi_remote = v
-                }
-                id::INITIAL_MAX_STREAM_DATA_UNI => self.initial_max_stream_data_uni = v,
-                id::INITIAL_MAX_STREAMS_BIDI => self.initial_max_streams_bidi = v,
-                id::INITIAL_MAX_STREAMS_UNI => self.initial_max_streams_uni = v,
-                // Both fit: checked against 20 and 2^14 above.
                 id::ACK_DELAY_EXPONENT => self.ack_delay_exponent = n as u8,
                 id::MAX_ACK_DELAY => self.max_ack_delay = n as u16,
-                id::ACTIVE_CONNECTION_ID_LIMIT => self.active_connection_id_limit = v,
-                #[cfg(feature = "datagram")]
-                id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = v,
                 _ => {}
             }
             return Some(());
