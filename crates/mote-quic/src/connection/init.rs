@@ -177,7 +177,7 @@ where
         let recv_buf = streams.iter().map(|(_, r)| r.as_ref().len()).min().unwrap_or(0);
 
         // Our transport parameters (RFC 9000 §7.4, §18.2).
-        let mut tp = TransportParameters::DEFAULT;
+        let mut tp = TransportParameters::default();
         tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
         tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
         // Advertise the stream counts the table will accept (capped to the N slots).

@@ -106,6 +106,11 @@ fn encode_exact_bytes() {
 }
 
 #[test]
+fn default_is_the_default_constant() {
+    assert_eq!(TransportParameters::default(), TransportParameters::DEFAULT);
+}
+
+#[test]
 fn empty_is_all_defaults() {
     for side in BOTH {
         assert_eq!(TransportParameters::decode(&[], side), Ok(TransportParameters::DEFAULT));
