@@ -145,7 +145,7 @@ where
 
     /// Writes every field of a new connection into `slot` (no keys yet); returns it
     /// initialized. On failure nothing is left in `slot`.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::field_reassign_with_default)]
     #[inline(never)]
     fn write_fields<'s>(
         slot: &'s mut MaybeUninit<Self>,
@@ -177,7 +177,9 @@ where
         let recv_buf = streams.iter().map(|(_, r)| r.as_ref().len()).min().unwrap_or(0);
 
         // Our transport parameters (RFC 9000 §7.4, §18.2).
-        let mut tp = TransportParameters::DEFAULT;
+        // Assigned field by field after `default()` (issue 8): the struct-update form
+        // measured 84 B larger on the device (hence the clippy allowance above).
+        let mut tp = TransportParameters::default();
         tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
         tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
         // Advertise the stream counts the table will accept (capped to the N slots).

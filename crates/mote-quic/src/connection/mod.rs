@@ -1020,11 +1020,12 @@ where
             State::Closing { deadline } | State::Draining { deadline } => return Some(deadline),
             _ => {}
         }
-        let mut t: Option<Instant> = None;
+        // The earliest deadline as microseconds, `u64::MAX` for none (issue 8: one compare
+        // per candidate instead of `Option` tag checks). A deadline saturated at `u64::MAX`
+        // (half a million years) is never reached, so it reads as none.
+        let mut t = u64::MAX;
         let mut consider = |x: Option<Instant>| {
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |t| t.min(x)));
-            }
+            t = t.min(x.map_or(u64::MAX, Instant::as_micros));
         };
         consider(self.idle_deadline());
         consider(self.recovery.loss_detection_timer());
@@ -1046,7 +1047,7 @@ where
             }
             consider(self.pacing_wakeup);
         }
-        t
+        (t != u64::MAX).then_some(Instant(t))
     }
 
     fn idle_deadline(&self) -> Option<Instant> {

@@ -662,14 +662,13 @@ fn put_prefixed(w: &mut Writer<'_>, data: &[u8]) -> Result<(), BufferTooSmall> {
 pub struct Frames<'a> {
     r: Reader<'a>,
     packet: PacketType,
-    started: bool,
     done: bool,
 }
 
 impl<'a> Frames<'a> {
     /// Iterates over `payload`, the plaintext of a packet of type `packet`.
     pub const fn new(payload: &'a [u8], packet: PacketType) -> Self {
-        Self { r: Reader::new(payload), packet, started: false, done: false }
+        Self { r: Reader::new(payload), packet, done: false }
     }
 
     /// The packet type whose permission table applies.
@@ -700,8 +699,8 @@ impl<'a> Iterator for Frames<'a> {
         if self.done {
             return None;
         }
-        let first = !self.started;
-        self.started = true;
+        // Every frame consumes at least one byte: nothing read yet means the first call.
+        let first = self.r.position() == 0;
         if self.r.is_empty() {
             self.done = true;
             // RFC 9000 §12.4: a packet containing no frames is a PROTOCOL_VIOLATION.

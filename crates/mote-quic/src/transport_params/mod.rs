@@ -279,8 +279,37 @@ pub struct TransportParameters {
 }
 
 impl Default for TransportParameters {
+    /// [`TransportParameters::DEFAULT`], built field by field. Out of line (issue 8): a copy
+    /// of the constant is a `memcpy` of 264 bytes of flash; the few non-zero fields are
+    /// smaller as code.
+    #[inline(never)]
     fn default() -> Self {
-        Self::DEFAULT
+        let zero = VarInt::ZERO;
+        Self {
+            original_destination_connection_id: None,
+            max_idle_timeout: zero,
+            stateless_reset_token: None,
+            max_udp_payload_size: VarInt::from_u32(Self::DEFAULT_MAX_UDP_PAYLOAD_SIZE as u32),
+            initial_max_data: zero,
+            initial_max_stream_data_bidi_local: zero,
+            initial_max_stream_data_bidi_remote: zero,
+            initial_max_stream_data_uni: zero,
+            initial_max_streams_bidi: zero,
+            initial_max_streams_uni: zero,
+            ack_delay_exponent: Self::DEFAULT_ACK_DELAY_EXPONENT,
+            max_ack_delay: Self::DEFAULT_MAX_ACK_DELAY,
+            disable_active_migration: false,
+            preferred_address: None,
+            active_connection_id_limit: VarInt::from_u32(
+                Self::DEFAULT_ACTIVE_CONNECTION_ID_LIMIT as u32,
+            ),
+            initial_source_connection_id: None,
+            retry_source_connection_id: None,
+            version_information: None,
+            #[cfg(feature = "datagram")]
+            max_datagram_frame_size: zero,
+            grease_quic_bit: false,
+        }
     }
 }
 
@@ -388,7 +417,7 @@ impl TransportParameters {
     /// TRANSPORT_PARAMETER_ERROR. Connection-ID authentication (RFC 9000 §7.3) is left to
     /// [`Self::validate_client_cids`] / [`Self::validate_server_cids`].
     pub fn decode(bytes: &[u8], sender: Side) -> Result<Self, WireError> {
-        let mut params = Self::DEFAULT;
+        let mut params = Self::default();
         let mut seen: u32 = 0;
         let mut r = Reader::new(bytes);
         // RFC 9000 §18: Transport Parameter { ID (i), Length (i), Value (..) } ...
@@ -441,62 +470,68 @@ impl TransportParameters {
         // TRANSPORT_PARAMETER_ERROR"; ack_delay_exponent: "Values above 20 are invalid";
         // max_ack_delay: "Values of 2^14 or greater are invalid"; active_connection_id_limit
         // "MUST be at least 2". RFC 9221 §3: max_datagram_frame_size is any varint.
-        let range = match id {
-            id::MAX_UDP_PAYLOAD_SIZE => Some((1200, u64::MAX)),
-            id::INITIAL_MAX_STREAMS_BIDI | id::INITIAL_MAX_STREAMS_UNI => Some((0, 1 << 60)),
-            id::ACK_DELAY_EXPONENT => Some((0, 20)),
-            id::MAX_ACK_DELAY => Some((0, (1 << 14) - 1)),
-            id::ACTIVE_CONNECTION_ID_LIMIT => Some((2, u64::MAX)),
-            id::MAX_IDLE_TIMEOUT
-            | id::INITIAL_MAX_DATA
-            | id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL
-            | id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE
-            | id::INITIAL_MAX_STREAM_DATA_UNI => Some((0, u64::MAX)),
+        // The two small integers are stored through a `VarInt` scratch slot: both fit their
+        // types once checked against 20 and 2^14 (issue 8: one match picks the range and the
+        // field, no second dispatch on the ID).
+        let mut small = VarInt::ZERO;
+        let int = match id {
+            id::MAX_IDLE_TIMEOUT => Some((0, u64::MAX, &mut self.max_idle_timeout)),
+            id::MAX_UDP_PAYLOAD_SIZE => Some((1200, u64::MAX, &mut self.max_udp_payload_size)),
+            id::INITIAL_MAX_DATA => Some((0, u64::MAX, &mut self.initial_max_data)),
+            id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
+                Some((0, u64::MAX, &mut self.initial_max_stream_data_bidi_local))
+            }
+            id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
+                Some((0, u64::MAX, &mut self.initial_max_stream_data_bidi_remote))
+            }
+            id::INITIAL_MAX_STREAM_DATA_UNI => {
+                Some((0, u64::MAX, &mut self.initial_max_stream_data_uni))
+            }
+            id::INITIAL_MAX_STREAMS_BIDI => Some((0, 1 << 60, &mut self.initial_max_streams_bidi)),
+            id::INITIAL_MAX_STREAMS_UNI => Some((0, 1 << 60, &mut self.initial_max_streams_uni)),
+            id::ACK_DELAY_EXPONENT | id::MAX_ACK_DELAY => {
+                let hi = if id == id::ACK_DELAY_EXPONENT { 20 } else { (1 << 14) - 1 };
+                Some((0, hi, &mut small))
+            }
+            id::ACTIVE_CONNECTION_ID_LIMIT => {
+                Some((2, u64::MAX, &mut self.active_connection_id_limit))
+            }
             #[cfg(feature = "datagram")]
-            id::MAX_DATAGRAM_FRAME_SIZE => Some((0, u64::MAX)),
+            id::MAX_DATAGRAM_FRAME_SIZE => Some((0, u64::MAX, &mut self.max_datagram_frame_size)),
             _ => None,
         };
-        if let Some((lo, hi)) = range {
+        if let Some((lo, hi, slot)) = int {
             let v = varint_value(value)?;
             let n = v.into_inner();
             if n < lo || n > hi {
                 return None;
             }
+            *slot = v;
+            // Checked against 20 and 2^14 above: both fit.
+            let n = small.into_inner();
             match id {
-                id::MAX_IDLE_TIMEOUT => self.max_idle_timeout = v,
-                id::MAX_UDP_PAYLOAD_SIZE => self.max_udp_payload_size = v,
-                id::INITIAL_MAX_DATA => self.initial_max_data = v,
-                id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => {
-                    self.initial_max_stream_data_bidi_local = v
-                }
-                id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => {
-                    self.initial_max_stream_data_bidi_remote = v
-                }
-                id::INITIAL_MAX_STREAM_DATA_UNI => self.initial_max_stream_data_uni = v,
-                id::INITIAL_MAX_STREAMS_BIDI => self.initial_max_streams_bidi = v,
-                id::INITIAL_MAX_STREAMS_UNI => self.initial_max_streams_uni = v,
-                // Both fit: checked against 20 and 2^14 above.
                 id::ACK_DELAY_EXPONENT => self.ack_delay_exponent = n as u8,
                 id::MAX_ACK_DELAY => self.max_ack_delay = n as u16,
-                id::ACTIVE_CONNECTION_ID_LIMIT => self.active_connection_id_limit = v,
-                #[cfg(feature = "datagram")]
-                id::MAX_DATAGRAM_FRAME_SIZE => self.max_datagram_frame_size = v,
                 _ => {}
             }
             return Some(());
         }
+        // RFC 9000 §18.2: the connection-ID parameters, at most 20 bytes (RFC 9000 §17.2);
+        // one check and copy for the three (issue 8).
+        let cid = match id {
+            id::ORIGINAL_DESTINATION_CONNECTION_ID => {
+                Some(&mut self.original_destination_connection_id)
+            }
+            id::INITIAL_SOURCE_CONNECTION_ID => Some(&mut self.initial_source_connection_id),
+            id::RETRY_SOURCE_CONNECTION_ID => Some(&mut self.retry_source_connection_id),
+            _ => None,
+        };
+        if let Some(slot) = cid {
+            *slot = Some(ConnectionId::new(value)?);
+            return Some(());
+        }
         // RFC 9000 §18.2: the value of each other parameter.
         match id {
-            // Connection IDs are at most 20 bytes (RFC 9000 §17.2).
-            id::ORIGINAL_DESTINATION_CONNECTION_ID => {
-                self.original_destination_connection_id = Some(ConnectionId::new(value)?);
-            }
-            id::INITIAL_SOURCE_CONNECTION_ID => {
-                self.initial_source_connection_id = Some(ConnectionId::new(value)?);
-            }
-            id::RETRY_SOURCE_CONNECTION_ID => {
-                self.retry_source_connection_id = Some(ConnectionId::new(value)?);
-            }
             // "This parameter is a sequence of 16 bytes."
             id::STATELESS_RESET_TOKEN => self.stateless_reset_token = Some(value.try_into().ok()?),
             // "This parameter is a zero-length value."
@@ -522,13 +557,22 @@ impl TransportParameters {
     /// Appends the parameters, in ID order, as the body of the `quic_transport_parameters`
     /// TLS extension. Parameters equal to their default (and `None` ones) are left out.
     /// On [`BufferTooSmall`] the writer holds a partial encoding.
+    ///
+    /// Without the `server` feature the server-only parameters (original_destination_
+    /// connection_id, stateless_reset_token, preferred_address, retry_source_connection_id)
+    /// are never written: such a build only ever encodes a client's parameters (its own, and
+    /// the server's remembered ones, from which [`Self::remembered_for_0rtt`] removed them),
+    /// and RFC 9000 §18.2 says "A client MUST NOT include any server-only transport
+    /// parameter".
     pub fn encode(&self, w: &mut Writer) -> Result<(), BufferTooSmall> {
+        #[cfg(feature = "server")]
         put_cid_param(
             w,
             id::ORIGINAL_DESTINATION_CONNECTION_ID,
             &self.original_destination_connection_id,
         )?;
         put_varint_param(w, id::MAX_IDLE_TIMEOUT, self.max_idle_timeout, 0)?;
+        #[cfg(feature = "server")]
         if let Some(token) = &self.stateless_reset_token {
             put_bytes_param(w, id::STATELESS_RESET_TOKEN, token)?;
         }
@@ -567,6 +611,7 @@ impl TransportParameters {
             Self::DEFAULT_MAX_ACK_DELAY.into(),
         )?;
         put_flag_param(w, id::DISABLE_ACTIVE_MIGRATION, self.disable_active_migration)?;
+        #[cfg(feature = "server")]
         if let Some(pa) = &self.preferred_address {
             // RFC 9000 §18.2, Figure 22: IPv4 (32), port (16), IPv6 (128), port (16),
             // CID length (8), CID (..), Stateless Reset Token (128).
@@ -586,6 +631,7 @@ impl TransportParameters {
             Self::DEFAULT_ACTIVE_CONNECTION_ID_LIMIT,
         )?;
         put_cid_param(w, id::INITIAL_SOURCE_CONNECTION_ID, &self.initial_source_connection_id)?;
+        #[cfg(feature = "server")]
         put_cid_param(w, id::RETRY_SOURCE_CONNECTION_ID, &self.retry_source_connection_id)?;
         if let Some(vi) = &self.version_information {
             // RFC 9368 §3, Figure 1.

@@ -12,6 +12,21 @@ fn encode(p: &TransportParameters) -> Vec<u8> {
     w.written().to_vec()
 }
 
+/// What [`encode`] keeps of `p`: everything, or without `server` everything but the
+/// server-only parameters (a client build never sends them, RFC 9000 §18.2).
+fn sendable(p: TransportParameters) -> TransportParameters {
+    #[cfg(feature = "server")]
+    return p;
+    #[cfg(not(feature = "server"))]
+    TransportParameters {
+        original_destination_connection_id: None,
+        stateless_reset_token: None,
+        preferred_address: None,
+        retry_source_connection_id: None,
+        ..p
+    }
+}
+
 fn err(id: u64) -> Result<TransportParameters, WireError> {
     Err(WireError::InvalidTransportParameter(id))
 }
@@ -88,6 +103,11 @@ fn encode_exact_bytes() {
     assert_eq!(encode(&TransportParameters::DEFAULT), hex!(""));
     let mut buf = [0u8; 8];
     assert_eq!(p.encode(&mut Writer::new(&mut buf)), Err(BufferTooSmall));
+}
+
+#[test]
+fn default_is_the_default_constant() {
+    assert_eq!(TransportParameters::default(), TransportParameters::DEFAULT);
 }
 
 #[test]
@@ -206,6 +226,30 @@ fn server_only_parameters_from_client() {
 }
 
 #[test]
+fn server_only_parameters_are_encoded_only_by_server_builds() {
+    let p = TransportParameters {
+        original_destination_connection_id: Some(cid(&[7; 8])),
+        stateless_reset_token: Some([0xaa; 16]),
+        retry_source_connection_id: Some(cid(&[5])),
+        initial_max_data: VarInt::from_u32(100),
+        ..Default::default()
+    };
+    let bytes = encode(&p);
+    let expected = [
+        #[cfg(feature = "server")]
+        param(0x00, &[7; 8]),
+        #[cfg(feature = "server")]
+        param(0x02, &[0xaa; 16]),
+        param(0x04, &hex!("4064")),
+        #[cfg(feature = "server")]
+        param(0x10, &[5]),
+    ]
+    .concat();
+    assert_eq!(bytes, expected);
+    assert_eq!(TransportParameters::decode(&bytes, Side::Server), Ok(sendable(p)));
+}
+
+#[test]
 fn cve_2026_31812_truncated_varint_transport_parameter() {
     let cases: &[(u64, &[u8])] = &[
         // A 4-byte varint in a 2-byte parameter.
@@ -274,7 +318,7 @@ fn preferred_address_fields() {
     assert_eq!(pa.ipv6_port, 0x4321);
     assert_eq!(&*pa.connection_id, &[0xcd; 4]);
     assert_eq!(pa.stateless_reset_token, [0xee; 16]);
-    assert_eq!(TransportParameters::decode(&encode(&p), Side::Server).unwrap(), p);
+    assert_eq!(TransportParameters::decode(&encode(&p), Side::Server).unwrap(), sendable(p));
 
     // Zero-length and over-long CIDs, trailing bytes.
     for value in [preferred_address_value(0), preferred_address_value(21)] {
@@ -561,6 +605,7 @@ fn param_soup() -> impl Strategy<Value = Vec<u8>> {
 proptest! {
     #[test]
     fn round_trip((sender, p) in sides().prop_flat_map(|s| (Just(s), params(s))), n in any::<u32>()) {
+        let p = sendable(p);
         let bytes = encode(&p);
         prop_assert_eq!(TransportParameters::decode(&bytes, sender), Ok(p.clone()));
         // With a grease parameter on either side.
@@ -589,7 +634,10 @@ proptest! {
                     // Whatever decodes re-encodes to something that decodes the same (unless
                     // Available Versions were dropped, which re-encoding cannot restore).
                     Ok(p) if p.version_information.is_some_and(|v| v.truncated()) => {}
-                    Ok(p) => prop_assert_eq!(TransportParameters::decode(&encode(&p), side), Ok(p)),
+                    Ok(p) => prop_assert_eq!(
+                        TransportParameters::decode(&encode(&p), side),
+                        Ok(sendable(p))
+                    ),
                     Err(e) => prop_assert!(matches!(e, WireError::InvalidTransportParameter(_))),
                 }
             }
