@@ -1043,10 +1043,43 @@ fn run_ops<C: CongestionController>(cc: C, is_server: bool, ops: Vec<Op>) {
             assert_eq!(p.payload as u64, p.pn);
             assert!(reported[space as usize].insert(p.pn), "pn {} reported twice", p.pn);
         }
-        // The window grows by at most the bytes newly acknowledged.
-        assert!(r.congestion_window() <= before.0 + acked_bytes, "cwnd grew beyond acked bytes");
+        // The window grows only on newly acknowledged bytes: in slow start by at most those
+        // bytes, in congestion avoidance by one datagram once a window's worth has been
+        // acknowledged (RFC 9002 §7.3.3), which may come due on an ACK of fewer bytes.
+        let growth_limit = if acked_bytes == 0 { 0 } else { acked_bytes.max(u64::from(MDS)) };
+        assert!(r.congestion_window() <= before.0 + growth_limit, "cwnd grew beyond acked bytes");
         check_invariants(&r);
     }
+}
+
+/// A case proptest found: after two ECN-CE reductions the window is in congestion avoidance,
+/// and the ACK that completes a window's worth of acknowledged bytes (2,101 + 899 = 3,000 B)
+/// adds one whole datagram (1,200 B) although it acknowledges only 899 B.
+#[test]
+fn congestion_avoidance_adds_a_datagram_per_window_acknowledged() {
+    let send =
+        |space, size, ack_eliciting, padding| Op::Send { space, size, ack_eliciting, padding };
+    let ack = |space, top, pairs: Vec<(u64, u64)>, ce| Op::Ack { space, top, pairs, delay: 0, ce };
+    run_ops(
+        NewReno::new(MDS),
+        false,
+        vec![
+            send(1, 0, false, true),
+            send(1, 0, false, false),
+            send(1, 0, false, false),
+            ack(1, 0, vec![(0, 2)], 1),
+            Op::Advance { ms: 1 },
+            send(2, 0, false, true),
+            ack(2, 0, vec![], 1),
+            Op::Advance { ms: 1 },
+            send(2, 956, false, true),
+            send(2, 1145, false, true),
+            send(2, 899, false, true),
+            ack(2, 1, vec![(0, 1)], 0),
+            send(2, 601, true, false),
+            ack(2, 1, vec![], 0),
+        ],
+    );
 }
 
 proptest! {
