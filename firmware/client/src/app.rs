@@ -760,7 +760,7 @@ fn connect<'a, 's>(
         SERVER,
         rng,
     )
-        .ok()?;
+    .ok()?;
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);
