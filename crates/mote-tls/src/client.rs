@@ -155,6 +155,38 @@ pub(crate) fn suite_built(suite: AeadAlgorithm) -> bool {
     cfg!(feature = "aes256") || suite.hash() == HashAlgorithm::Sha256
 }
 
+impl<'c, P: CryptoProvider> Client<'c, P> {
+    /// The state before the ClientHello.
+    fn new(provider: P, config: &'c ClientConfig<'c>, resumption: Option<Resumption<'c>>) -> Self {
+        Self {
+            provider,
+            config,
+            resumption,
+            state: State::Start,
+            error: None,
+            random: [0; 32],
+            kx: None,
+            transcripts: core::array::from_fn(|_| None),
+            suite: None,
+            group: None,
+            retried: false,
+            psk_offered: false,
+            psk_accepted: false,
+            early_data: EarlyData::NotOffered,
+            client_cert_rpk: false,
+            cert_request: None,
+            server_key: None,
+            alpn: None,
+            #[cfg(feature = "x509")]
+            unix_time_s: None,
+            #[cfg(feature = "x509")]
+            x509_spki: ([0; crate::P256_SPKI_LEN], 0),
+            handshake_secret: None,
+            secrets: Stage::Start,
+        }
+    }
+}
+
 impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P, RX> {
     /// A client for `config`, resuming with `resumption` if given (ignored with an external
     /// PSK). Nothing is sent until [`ClientSession::start`].
@@ -163,34 +195,27 @@ impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P
         config: &'c ClientConfig<'c>,
         resumption: Option<Resumption<'c>>,
     ) -> Self {
-        Self {
-            rx: RxBuffer::new(),
-            core: Client {
-                provider,
-                config,
-                resumption,
-                state: State::Start,
-                error: None,
-                random: [0; 32],
-                kx: None,
-                transcripts: core::array::from_fn(|_| None),
-                suite: None,
-                group: None,
-                retried: false,
-                psk_offered: false,
-                psk_accepted: false,
-                early_data: EarlyData::NotOffered,
-                client_cert_rpk: false,
-                cert_request: None,
-                server_key: None,
-                alpn: None,
-                #[cfg(feature = "x509")]
-                unix_time_s: None,
-                #[cfg(feature = "x509")]
-                x509_spki: ([0; crate::P256_SPKI_LEN], 0),
-                handshake_secret: None,
-                secrets: Stage::Start,
-            },
+        Self { rx: RxBuffer::new(), core: Client::new(provider, config, resumption) }
+    }
+
+    /// [`ClientSession::new`] written into `slot` (its place in a connection) and returned:
+    /// the `RX`-byte receive buffer is zeroed in place, so the session is never built on the
+    /// stack and moved (issue 8).
+    #[allow(unsafe_code)]
+    pub fn write_new<'s>(
+        slot: &'s mut core::mem::MaybeUninit<Self>,
+        provider: P,
+        config: &'c ClientConfig<'c>,
+        resumption: Option<Resumption<'c>>,
+    ) -> &'s mut Self {
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` comes from a `&mut MaybeUninit<Self>`, so it is valid and aligned for
+        // writes of each field (`addr_of_mut!` makes no reference to uninitialized memory);
+        // both fields are written, so the slot is initialized when it is read.
+        unsafe {
+            RxBuffer::write_new(core::ptr::addr_of_mut!((*p).rx));
+            core::ptr::addr_of_mut!((*p).core).write(Client::new(provider, config, resumption));
+            slot.assume_init_mut()
         }
     }
 

@@ -164,6 +164,24 @@ impl<const N: usize> RxBuffer<N> {
         Self { buf: [0; N], len: 0, level: Level::Initial }
     }
 
+    /// [`RxBuffer::new`] written to `dst` in place: the `N`-byte buffer is zeroed where it
+    /// lives, never built on the stack and copied (issue 8: a device has ~3 KB of stack).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self`; what it held is not dropped.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_new(dst: *mut Self) {
+        // SAFETY: `dst` is valid and aligned for `Self` (the caller's contract), so are its
+        // fields' addresses (`addr_of_mut!` makes no reference to uninitialized memory);
+        // `[u8; N]` is valid all-zero and `write_bytes` of one array zeroes all `N` bytes;
+        // nothing is dropped.
+        unsafe {
+            core::ptr::addr_of_mut!((*dst).buf).write_bytes(0, 1);
+            core::ptr::addr_of_mut!((*dst).len).write(0);
+            core::ptr::addr_of_mut!((*dst).level).write(Level::Initial);
+        }
+    }
+
     /// Splits `data` (received at `level`) into complete messages, calling `process` on each
     /// in order, and keeps a trailing partial message. A message may start in the buffer and
     /// end in `data`.

@@ -741,18 +741,26 @@ fn connect<'a, 's>(
         Profile::Wlan => &WLAN_CONFIG,
         Profile::NbIot => &NB_IOT_CONFIG,
     };
-    // The TLS session is built in its place in the connection.
-    let session = || {
-        #[allow(unused_mut)]
-        let mut session = ClientSession::new(RustCrypto, t.config, t.resumption);
-        // X.509 validity needs the time; a device gets it from its network (NB-IoT NITZ,
-        // SNTP).
-        #[cfg(feature = "x509")]
-        session.set_unix_time(_unix_time);
-        session
-    };
-    let conn = Conn::init_client(slot, qcfg, RustCrypto, session, storage(store), now, SERVER, rng)
-        .ok()?;
+    // The TLS session is written in its place in the connection (its receive buffer zeroed
+    // there), never built on the stack and moved.
+    let conn = Conn::init_client(
+        slot,
+        qcfg,
+        RustCrypto,
+        |session| {
+            let session = ClientSession::write_new(session, RustCrypto, t.config, t.resumption);
+            // X.509 validity needs the time; a device gets it from its network (NB-IoT
+            // NITZ, SNTP).
+            #[cfg(feature = "x509")]
+            session.set_unix_time(_unix_time);
+            session
+        },
+        storage(store),
+        now,
+        SERVER,
+        rng,
+    )
+    .ok()?;
     if let Some(tp) = remembered {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
         conn.apply_remembered_params(tp);

@@ -40,6 +40,22 @@ unsafe fn put<T>(dst: *mut T, make: impl FnOnce() -> T) {
     unsafe { dst.write(make()) }
 }
 
+/// Has `make` write a value into `dst` in place (the TLS session, whose receive buffer is
+/// ~1 KB on a device: built by value it would sit in this frame, issue 8), out of line.
+/// Returns whether `dst` was written: `make` returned the slot it was given. If not,
+/// whatever `make` wrote there is leaked, never dropped.
+///
+/// # Safety
+/// `dst` must be valid and aligned for a write of `T`; what it held is not dropped.
+#[inline(never)]
+unsafe fn put_in_place<T>(dst: *mut T, make: impl FnOnce(&mut MaybeUninit<T>) -> &mut T) -> bool {
+    // SAFETY: the caller's contract; `MaybeUninit<T>` has `T`'s layout and no validity
+    // requirement, so a reference to it may point to uninitialized memory.
+    let slot = unsafe { &mut *dst.cast::<MaybeUninit<T>>() };
+    let made: *const T = make(slot);
+    core::ptr::eq(made, dst)
+}
+
 impl<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize>
     Connection<P, T, C, S, N, SENT, RANGES>
 where
@@ -50,7 +66,9 @@ where
 {
     /// [`Connection::client`] written into `slot` (a `static` on a device) instead of
     /// returned: the connection is built in place, never on the stack, and so is the TLS
-    /// session, which `tls` builds (called once). On success `slot` holds the connection
+    /// session, which `tls` writes into the slot it is given (called once; e.g.
+    /// `ClientSession::write_new`) and returns; a `tls` that returns another session is
+    /// [`ConnectError::Config`]. On success `slot` holds the connection
     /// and the returned reference points to it; the caller drops it
     /// (`MaybeUninit::assume_init_drop`) or initializes the slot again for the next
     /// connection. On failure `slot` holds nothing.
@@ -59,7 +77,7 @@ where
         slot: &'s mut MaybeUninit<Self>,
         config: &ConnectionConfig,
         provider: P,
-        tls: impl FnOnce() -> T,
+        tls: impl FnOnce(&mut MaybeUninit<T>) -> &mut T,
         storage: Storage<C, S, N>,
         now: Instant,
         remote: SocketAddr,
@@ -114,7 +132,7 @@ where
         config: &ConnectionConfig,
         side: Side,
         provider: P,
-        tls: impl FnOnce() -> T,
+        tls: impl FnOnce(&mut MaybeUninit<T>) -> &mut T,
         storage: Storage<C, S, N>,
         now: Instant,
         remote: SocketAddr,
@@ -152,7 +170,7 @@ where
         config: &ConnectionConfig,
         side: Side,
         provider: P,
-        tls: impl FnOnce() -> T,
+        tls: impl FnOnce(&mut MaybeUninit<T>) -> &mut T,
         storage: Storage<C, S, N>,
         now: Instant,
         remote: SocketAddr,
@@ -246,6 +264,10 @@ where
         // references to uninitialized memory, and `write` drops nothing. `all_fields` keeps
         // this list complete.
         unsafe {
+            // First, so that nothing is written yet if `tls` did not write its slot.
+            if !put_in_place(addr_of_mut!((*p).tls), tls) {
+                return Err(ConnectError::Config);
+            }
             let hs = addr_of_mut!((*p).hs);
             addr_of_mut!((*hs).provider).write(provider);
             addr_of_mut!((*hs).rng).write(drbg);
@@ -280,7 +302,6 @@ where
 
             addr_of_mut!((*p).side).write(side);
             addr_of_mut!((*p).config).write(config);
-            put(addr_of_mut!((*p).tls), tls);
             addr_of_mut!((*p).state).write(State::Handshake);
             addr_of_mut!((*p).remote).write(remote);
             put(addr_of_mut!((*p).crypto_recv), || {

@@ -624,7 +624,7 @@ where
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
         Self::by_value(|slot| {
-            Self::init_client(slot, config, provider, || tls, storage, now, remote, rng)
+            Self::init_client(slot, config, provider, |s| s.write(tls), storage, now, remote, rng)
         })
     }
 
@@ -699,7 +699,7 @@ where
                 &config,
                 Side::Server,
                 provider,
-                || tls,
+                |s| s.write(tls),
                 storage,
                 now,
                 remote,

@@ -1024,7 +1024,8 @@ fn peer_close_reason_and_transport_error_codes() {
 /// host numbers include every algorithm the tests enable; ARCHITECTURE.md has the
 /// `Connection::init_client` builds in caller memory the same connection `client` returns:
 /// with the same random input the first datagram (ClientHello) is byte for byte the same.
-/// A bad configuration is an error and leaves the slot reusable.
+/// A bad configuration, or a `tls` that does not write its slot, is an error and leaves the
+/// slot reusable.
 #[test]
 fn init_client_in_place_matches_by_value() {
     let configs = configs();
@@ -1047,18 +1048,30 @@ fn init_client_in_place_matches_by_value() {
         &mut slot,
         &bad,
         P,
-        || ClientSession::new(P, configs.client, None),
+        |s| ClientSession::write_new(s, P, configs.client, None),
         storage(64, 64),
         Instant::ZERO,
         remote,
         &mut TestRng(5),
     );
     assert_eq!(refused.err(), Some(ConnectError::Config));
+    // A `tls` that returns a session other than the slot it was given is refused.
+    let elsewhere = Client::init_client(
+        &mut slot,
+        &cfg,
+        P,
+        |_| Box::leak(Box::new(ClientSession::new(P, configs.client, None))),
+        storage(64, 64),
+        Instant::ZERO,
+        remote,
+        &mut TestRng(5),
+    );
+    assert_eq!(elsewhere.err(), Some(ConnectError::Config));
     let in_place = Client::init_client(
         &mut slot,
         &cfg,
         P,
-        || ClientSession::new(P, configs.client, None),
+        |s| ClientSession::write_new(s, P, configs.client, None),
         storage(4096, 4096),
         Instant::ZERO,
         remote,

@@ -661,7 +661,7 @@ fn handshake_with_client_params(encode: impl Fn(&[u8]) -> Vec<u8>) -> Option<u64
             &config,
             Side::Client,
             P,
-            || tls,
+            |s| s.write(tls),
             storage(4096, 16384),
             Instant::ZERO,
             addr(SERVER_ADDR),

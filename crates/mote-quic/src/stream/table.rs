@@ -318,10 +318,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
             let limits = StreamLimits::new(side, cfg.max_streams_bidi, cfg.max_streams_uni);
             addr_of_mut!((*dst).limits).write(limits);
             let slots = addr_of_mut!((*dst).slots).cast::<Slot<S, R>>();
+            // Field by field, each part written to its place: no whole `Slot` (both
+            // streams' range sets) on the stack (issue 8).
             for (i, (s, r)) in storage.into_iter().enumerate() {
-                let send = SendStream::new(s, 0);
-                let recv = RecvStream::new(r, 0);
-                slots.add(i).write(Slot { id: None, usage: StreamUse::Both, send, recv });
+                let slot = slots.add(i);
+                addr_of_mut!((*slot).id).write(None);
+                addr_of_mut!((*slot).usage).write(StreamUse::Both);
+                addr_of_mut!((*slot).send).write(SendStream::new(s, 0));
+                addr_of_mut!((*slot).recv).write(RecvStream::new(r, 0));
             }
             addr_of_mut!((*dst).conn_send).write(SendCredit::new(0));
             addr_of_mut!((*dst).conn_recv).write(RecvCredit::new(cfg.max_data));

@@ -349,6 +349,45 @@ fn hello_retry_request_with_external_psk() {
     assert!(r.client.hello_retry_request() && r.client.psk_accepted());
 }
 
+/// `ClientSession::write_new` over a slot full of garbage is the session `new` returns:
+/// the same ClientHello from the same randomness, and the handshake completes with the
+/// server's flight delivered a byte at a time (through the in-place receive buffer).
+#[test]
+fn client_written_in_place_matches_new() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    let mut by_value = Client::new(RustCrypto, &ccfg, None);
+    let mut by_value_ep = Endpoint::new(NOW ^ 1, CLIENT_TP);
+    by_value.start(&mut by_value_ep).unwrap();
+
+    let mut slot = std::boxed::Box::new(core::mem::MaybeUninit::<Client<'_>>::uninit());
+    // Garbage where the session goes: `write_new` must write every byte it reads.
+    // SAFETY: the slot owns `size_of::<Client>()` bytes; any bytes are a `MaybeUninit`.
+    #[allow(unsafe_code)]
+    unsafe {
+        slot.as_mut_ptr().cast::<u8>().write_bytes(0xa5, core::mem::size_of::<Client<'_>>())
+    };
+    let client = Client::write_new(&mut slot, RustCrypto, &ccfg, None);
+    #[cfg(feature = "x509")]
+    client.set_unix_time(X509_NOW);
+    let mut cep = Endpoint::new(NOW ^ 1, CLIENT_TP);
+    client.start(&mut cep).unwrap();
+    assert_eq!(cep.out, by_value_ep.out, "ClientHello differs");
+
+    let mut server = Server::new(RustCrypto, &scfg, NOW);
+    let mut sep = Endpoint::new(NOW ^ 2, SERVER_TP);
+    pump(&mut *client, &mut cep, &mut server, &mut sep, 1, &mut |_, _, _| {}).unwrap();
+    assert!(client.is_handshake_complete() && server.is_handshake_complete());
+    assert_eq!(cep.secret(KeyLevel::OneRtt), sep.secret(KeyLevel::OneRtt));
+    // SAFETY: `write_new` initialized the slot; it is not used after this.
+    #[allow(unsafe_code)]
+    unsafe {
+        slot.assume_init_drop()
+    };
+}
+
 /// A first handshake with tickets; returns the client's tickets (encoded).
 fn first_handshake(ccfg: &ClientConfig<'_>, scfg: &ServerConfig<'_>) -> Vec<Vec<u8>> {
     let r = run(ccfg, scfg);
