@@ -199,6 +199,12 @@ pub struct Slots {
     h3: MaybeUninit<H3>,
     /// The running transaction's record (phases, statistics): ~0.3 KB kept off the stack.
     outcome: MaybeUninit<Outcome>,
+    /// What `run` keeps of each transaction for the final report, the TLS configuration
+    /// and the random generator: `run`'s state across both transactions, kept out of its
+    /// frame (which sits under every handshake step).
+    kept: [Kept; 2],
+    config: MaybeUninit<ClientConfig<'static>>,
+    rng: SeedRng,
 }
 
 impl Slots {
@@ -208,6 +214,9 @@ impl Slots {
             conn: MaybeUninit::uninit(),
             h3: MaybeUninit::uninit(),
             outcome: MaybeUninit::uninit(),
+            kept: [Kept::NONE; 2],
+            config: MaybeUninit::uninit(),
+            rng: SeedRng { seed: [0; 32], counter: 0 },
         }
     }
 
@@ -334,36 +343,28 @@ struct Kept {
     steps: [usize; 4],
 }
 
+impl Kept {
+    /// Not run yet (for a `static`).
+    const NONE: Self = Self { ok: false, deepest: [0; 4], frame: 0, steps: [0; 4] };
+}
+
 /// Runs both transactions and reports; returns the exit status (0: both succeeded).
 pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
     let boot_busy = board.busy_ns();
-    // The host announces the link profile and a nonce first (CONFIG frame).
-    let (profile, nonce) = wait_config(board, &mut bufs.link);
-    let mut seed = board.entropy();
-    for (s, n) in seed.iter_mut().zip(nonce.iter()) {
-        *s ^= n;
-    }
-    let mut rng = SeedRng { seed, counter: 0 };
-    let config = ClientConfig {
-        server_name: Some(AUTHORITY),
-        alpn: &[b"h3"],
-        server_auth: server_auth(),
-        client_key: None,
-        cipher_suites: &[],
-        groups: &[],
-        early_data: true,
-    };
-    let mut status = 0;
+    let Slots { conn, h3, outcome, kept, config, rng } = slots;
+    let profile = seed_rng(board, &mut bufs.link, rng);
+    let config = init_config(config);
     let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
+    let [first, second] = kept;
     // 1: full handshake; keeps the session ticket.
-    let (first, ticket_len) = {
+    let ticket_len = {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
         let store =
             Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
-        let t = Transaction { config: &config, resumption: None, profile, which: 0 };
-        transaction(board, slots, io, store, t, &mut rng, Some(&mut *ticket))
+        let t = Transaction { config, resumption: None, profile, which: 0 };
+        let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
+        transaction(board, slots, io, store, t, rng, Some(&mut *ticket))
     };
-    status |= u32::from(!first.ok);
     // 2: resumed with the ticket, GET in 0-RTT.
     let resumption = ticket_len.and_then(|(len, at)| {
         let age_us = board.now_us().saturating_sub(at).min(u64::from(u32::MAX));
@@ -371,19 +372,47 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         let ticket = Ticket::decode(ticket.get(..len)?).ok()?;
         Some(Resumption { ticket, age_ms })
     });
-    let second = {
-        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto, streams, stream_send };
-        let t = Transaction { config: &config, resumption, profile, which: 1 };
-        transaction(board, slots, io, store, t, &mut rng, None).0
-    };
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
     let resumed = resumption.is_some() || cfg!(feature = "psk");
-    status |= u32::from(!second.ok || !resumed) << 1;
-    report_memory(board, boot_busy, &[first, second]);
+    {
+        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+        let store = Store { crypto, streams, stream_send };
+        let t = Transaction { config, resumption, profile, which: 1 };
+        transaction(board, (conn, h3, outcome, &mut *second), io, store, t, rng, None);
+    }
+    let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
+    report_memory(board, boot_busy, kept);
     send_frame(board, kind::DONE, &[status as u8]);
     status
+}
+
+/// Waits for the host's CONFIG frame and seeds `rng` from the board's entropy and the
+/// host's nonce; returns the link profile.
+#[inline(never)]
+fn seed_rng<B: Board>(board: &mut B, link: &mut Decoder<FRAME>, rng: &mut SeedRng) -> Profile {
+    // The host announces the link profile and a nonce first (CONFIG frame).
+    let (profile, nonce) = wait_config(board, link);
+    rng.seed = board.entropy();
+    for (s, n) in rng.seed.iter_mut().zip(nonce.iter()) {
+        *s ^= n;
+    }
+    rng.counter = 0;
+    profile
+}
+
+/// The TLS client configuration, written in `slot`.
+#[inline(never)]
+fn init_config<'s>(slot: &'s mut MaybeUninit<ClientConfig<'static>>) -> &'s ClientConfig<'static> {
+    slot.write(ClientConfig {
+        server_name: Some(AUTHORITY),
+        alpn: &[b"h3"],
+        server_auth: server_auth(),
+        client_key: None,
+        cipher_suites: &[],
+        groups: &[],
+        early_data: true,
+    })
 }
 
 /// Sends the memory report: heap, object sizes, and the stack depths of both transactions.
@@ -542,14 +571,13 @@ struct Transaction<'a> {
 #[inline(never)]
 fn transaction<'a, B: Board>(
     board: &mut B,
-    slots: &'a mut Slots,
+    (conn, h3, outcome, kept): TransactionSlots<'a, '_>,
     io: Io<'_>,
     store: Store<'a>,
     t: Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
-) -> (Kept, Option<(usize, u64)>) {
-    let Slots { conn, h3, outcome } = slots;
+) -> Option<(usize, u64)> {
     let out = fresh_outcome(outcome);
     let Io { link, tx, scratch } = io;
     let ticket = connected(
@@ -563,9 +591,18 @@ fn transaction<'a, B: Board>(
         out,
     );
     report(board, t.which, out, link.dropped);
-    let kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
-    (kept, ticket)
+    *kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
+    ticket
 }
+
+/// A transaction's static slots: the connection, the HTTP/3 session, its record, and what
+/// `run` keeps of it.
+type TransactionSlots<'a, 'o> = (
+    &'a mut MaybeUninit<Conn<'static>>,
+    &'a mut MaybeUninit<H3>,
+    &'o mut MaybeUninit<Outcome>,
+    &'o mut Kept,
+);
 
 /// A new transaction record in `slot` (built out of line: no copy of it in the caller's
 /// frame).
