@@ -366,12 +366,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         transaction(board, slots, io, store, t, rng, Some(&mut *ticket))
     };
     // 2: resumed with the ticket, GET in 0-RTT.
-    let resumption = ticket_len.and_then(|(len, at)| {
-        let age_us = board.now_us().saturating_sub(at).min(u64::from(u32::MAX));
-        let age_ms = age_us as u32 / 1000;
-        let ticket = Ticket::decode(ticket.get(..len)?).ok()?;
-        Some(Resumption { ticket, age_ms })
-    });
+    let resumption = ticket_len.and_then(|(len, at)| resumption(ticket, len, board.now_us().saturating_sub(at)));
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
     let resumed = resumption.is_some() || cfg!(feature = "psk");
@@ -385,6 +380,15 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     report_memory(board, boot_busy, kept);
     send_frame(board, kind::DONE, &[status as u8]);
     status
+}
+
+/// The resumption from the first `len` bytes of `ticket`, received `age_us` ago (decoded
+/// out of line: the ticket parser's locals are not in `run`'s frame).
+#[inline(never)]
+fn resumption(ticket: &[u8; TICKET], len: usize, age_us: u64) -> Option<Resumption<'_>> {
+    let age_ms = age_us.min(u64::from(u32::MAX)) as u32 / 1000;
+    let ticket = Ticket::decode(ticket.get(..len)?).ok()?;
+    Some(Resumption { ticket, age_ms })
 }
 
 /// Waits for the host's CONFIG frame and seeds `rng` from the board's entropy and the
