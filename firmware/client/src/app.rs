@@ -356,25 +356,27 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let config = init_config(config);
     let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
     let [first, second] = kept;
+    // One `Transaction` for both (one slot in this frame).
+    let mut t = Transaction { config, resumption: None, profile, which: 0 };
     // 1: full handshake; keeps the session ticket.
     let ticket_len = {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
         let store =
             Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
-        let t = Transaction { config, resumption: None, profile, which: 0 };
         let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
-        transaction(board, slots, io, store, t, rng, Some(&mut *ticket))
+        transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
     };
     // 2: resumed with the ticket, GET in 0-RTT.
-    let resumption = ticket_len.and_then(|(len, at)| resumption(ticket, len, board.now_us().saturating_sub(at)));
+    t.resumption =
+        ticket_len.and_then(|(len, at)| resumption(ticket, len, board.now_us().saturating_sub(at)));
+    t.which = 1;
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
-    let resumed = resumption.is_some() || cfg!(feature = "psk");
+    let resumed = t.resumption.is_some() || cfg!(feature = "psk");
     {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
         let store = Store { crypto, streams, stream_send };
-        let t = Transaction { config, resumption, profile, which: 1 };
-        transaction(board, (conn, h3, outcome, &mut *second), io, store, t, rng, None);
+        transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
     }
     let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
     report_memory(board, boot_busy, kept);
@@ -578,7 +580,7 @@ fn transaction<'a, B: Board>(
     (conn, h3, outcome, kept): TransactionSlots<'a, '_>,
     io: Io<'_>,
     store: Store<'a>,
-    t: Transaction<'a>,
+    t: &Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
 ) -> Option<(usize, u64)> {
@@ -589,7 +591,7 @@ fn transaction<'a, B: Board>(
         (conn, h3),
         Io { link: &mut *link, tx, scratch },
         store,
-        &t,
+        t,
         rng,
         ticket_out,
         out,
