@@ -294,6 +294,8 @@ struct Outcome {
     /// Feature `stack-steps`: deepest stack address of each event-loop step (receive,
     /// transmit, HTTP/3, timeout).
     steps: [usize; 4],
+    /// The event loop's request state (here, not in the event loop's frame).
+    req: Requests,
 }
 
 /// Runs one event-loop step; with feature `stack-steps`, paints the stack before it and
@@ -668,7 +670,7 @@ fn event_loop<B: Board>(
     mut ticket_out: Option<&mut [u8; TICKET]>,
     out: &mut Outcome,
 ) -> Option<(usize, u64)> {
-    let mut req = Requests::default();
+    let req = &mut out.req;
     let mut ticket: Option<(usize, u64)> = None;
     let mut responses_at: Option<u64> = None;
     let mut closing = false;
@@ -705,7 +707,7 @@ fn event_loop<B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
-            drive_requests(conn, h3, &mut req, tx, scratch);
+            drive_requests(conn, h3, req, tx, scratch);
             // RFC 9001 §6.1, §6.6: the device's own key update (as when half its AEAD
             // confidentiality limit is used), once per transaction after the GET: the
             // connection starts it once the handshake is confirmed and a packet of the
@@ -716,7 +718,7 @@ fn event_loop<B: Board>(
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
-            step(&mut out.steps, 2, || poll_h3(conn, h3, &mut req));
+            step(&mut out.steps, 2, || poll_h3(conn, h3, req));
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
