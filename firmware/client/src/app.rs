@@ -369,8 +369,9 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
     };
     // 2: resumed with the ticket, GET in 0-RTT.
-    t.resumption =
-        ticket_len.and_then(|(len, at)| resumption(ticket, len, board.now_us().saturating_sub(at)));
+    if let Some((len, at)) = ticket_len {
+        resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
+    }
     t.which = 1;
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
@@ -386,13 +387,20 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     status
 }
 
-/// The resumption from the first `len` bytes of `ticket`, received `age_us` ago (decoded
-/// out of line: the ticket parser's locals are not in `run`'s frame).
+/// Sets `slot` to the resumption from the first `len` bytes of `ticket`, received `age_us`
+/// ago; leaves it `None` if the ticket does not decode. Out of line and written in place:
+/// neither the ticket parser's locals nor a copy of the result are in `run`'s frame.
 #[inline(never)]
-fn resumption(ticket: &[u8; TICKET], len: usize, age_us: u64) -> Option<Resumption<'_>> {
+fn resume<'t>(
+    slot: &mut Option<Resumption<'t>>,
+    ticket: &'t [u8; TICKET],
+    len: usize,
+    age_us: u64,
+) {
     let age_ms = age_us.min(u64::from(u32::MAX)) as u32 / 1000;
-    let ticket = Ticket::decode(ticket.get(..len)?).ok()?;
-    Some(Resumption { ticket, age_ms })
+    if let Some(Ok(ticket)) = ticket.get(..len).map(Ticket::decode) {
+        *slot = Some(Resumption { ticket, age_ms });
+    }
 }
 
 /// Waits for the host's CONFIG frame and seeds `rng` from the board's entropy and the
