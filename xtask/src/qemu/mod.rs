@@ -817,8 +817,8 @@ fn print_run(run: &Run) {
     if let Some(f) = final_report(run) {
         println!(
             "  device stack: peak {} B from the top (goal {STACK_GOAL} B; window {} B), of which \
-             main, the transaction and its event loop (request state; the connection and HTTP/3 \
-             session are static) {} B;",
+             main, the transaction and its event loop (the connection, HTTP/3 session, \
+             request state and records are static) {} B;",
             get(f, "stack_peak"),
             get(f, "stack_window"),
             get(f, "stack_frame"),
