@@ -199,6 +199,12 @@ pub struct Slots {
     h3: MaybeUninit<H3>,
     /// The running transaction's record (phases, statistics): ~0.3 KB kept off the stack.
     outcome: MaybeUninit<Outcome>,
+    /// What `run` keeps of each transaction for the final report, the TLS configuration
+    /// and the random generator: `run`'s state across both transactions, kept out of its
+    /// frame (which sits under every handshake step).
+    kept: [Kept; 2],
+    config: MaybeUninit<ClientConfig<'static>>,
+    rng: SeedRng,
 }
 
 impl Slots {
@@ -208,6 +214,9 @@ impl Slots {
             conn: MaybeUninit::uninit(),
             h3: MaybeUninit::uninit(),
             outcome: MaybeUninit::uninit(),
+            kept: [Kept::NONE; 2],
+            config: MaybeUninit::uninit(),
+            rng: SeedRng { seed: [0; 32], counter: 0 },
         }
     }
 
@@ -285,6 +294,8 @@ struct Outcome {
     /// Feature `stack-steps`: deepest stack address of each event-loop step (receive,
     /// transmit, HTTP/3, timeout).
     steps: [usize; 4],
+    /// The event loop's request state (here, not in the event loop's frame).
+    req: Requests,
 }
 
 /// Runs one event-loop step; with feature `stack-steps`, paints the stack before it and
@@ -334,17 +345,82 @@ struct Kept {
     steps: [usize; 4],
 }
 
+impl Kept {
+    /// Not run yet (for a `static`).
+    const NONE: Self = Self { ok: false, deepest: [0; 4], frame: 0, steps: [0; 4] };
+}
+
 /// Runs both transactions and reports; returns the exit status (0: both succeeded).
 pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
     let boot_busy = board.busy_ns();
+    let Slots { conn, h3, outcome, kept, config, rng } = slots;
+    let profile = seed_rng(board, &mut bufs.link, rng);
+    let config = init_config(config);
+    let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
+    let [first, second] = kept;
+    // One `Transaction` for both (one slot in this frame).
+    let mut t = Transaction { config, resumption: None, profile, which: 0 };
+    // 1: full handshake; keeps the session ticket.
+    let ticket_len = {
+        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+        let store =
+            Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
+        let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
+        transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
+    };
+    // 2: resumed with the ticket, GET in 0-RTT.
+    if let Some((len, at)) = ticket_len {
+        resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
+    }
+    t.which = 1;
+    // With an external PSK the session resumes nothing (tickets are not used in that mode):
+    // the second transaction is another PSK handshake.
+    let resumed = t.resumption.is_some() || cfg!(feature = "psk");
+    {
+        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+        let store = Store { crypto, streams, stream_send };
+        transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
+    }
+    let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
+    report_memory(board, boot_busy, kept);
+    send_frame(board, kind::DONE, &[status as u8]);
+    status
+}
+
+/// Sets `slot` to the resumption from the first `len` bytes of `ticket`, received `age_us`
+/// ago; leaves it `None` if the ticket does not decode. Out of line and written in place:
+/// neither the ticket parser's locals nor a copy of the result are in `run`'s frame.
+#[inline(never)]
+fn resume<'t>(
+    slot: &mut Option<Resumption<'t>>,
+    ticket: &'t [u8; TICKET],
+    len: usize,
+    age_us: u64,
+) {
+    let age_ms = age_us.min(u64::from(u32::MAX)) as u32 / 1000;
+    if let Some(Ok(ticket)) = ticket.get(..len).map(Ticket::decode) {
+        *slot = Some(Resumption { ticket, age_ms });
+    }
+}
+
+/// Waits for the host's CONFIG frame and seeds `rng` from the board's entropy and the
+/// host's nonce; returns the link profile.
+#[inline(never)]
+fn seed_rng<B: Board>(board: &mut B, link: &mut Decoder<FRAME>, rng: &mut SeedRng) -> Profile {
     // The host announces the link profile and a nonce first (CONFIG frame).
-    let (profile, nonce) = wait_config(board, &mut bufs.link);
-    let mut seed = board.entropy();
-    for (s, n) in seed.iter_mut().zip(nonce.iter()) {
+    let (profile, nonce) = wait_config(board, link);
+    rng.seed = board.entropy();
+    for (s, n) in rng.seed.iter_mut().zip(nonce.iter()) {
         *s ^= n;
     }
-    let mut rng = SeedRng { seed, counter: 0 };
-    let config = ClientConfig {
+    rng.counter = 0;
+    profile
+}
+
+/// The TLS client configuration, written in `slot`.
+#[inline(never)]
+fn init_config<'s>(slot: &'s mut MaybeUninit<ClientConfig<'static>>) -> &'s ClientConfig<'static> {
+    slot.write(ClientConfig {
         server_name: Some(AUTHORITY),
         alpn: &[b"h3"],
         server_auth: server_auth(),
@@ -352,38 +428,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         cipher_suites: &[],
         groups: &[],
         early_data: true,
-    };
-    let mut status = 0;
-    let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
-    // 1: full handshake; keeps the session ticket.
-    let (first, ticket_len) = {
-        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store =
-            Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
-        let t = Transaction { config: &config, resumption: None, profile, which: 0 };
-        transaction(board, slots, io, store, t, &mut rng, Some(&mut *ticket))
-    };
-    status |= u32::from(!first.ok);
-    // 2: resumed with the ticket, GET in 0-RTT.
-    let resumption = ticket_len.and_then(|(len, at)| {
-        let age_us = board.now_us().saturating_sub(at).min(u64::from(u32::MAX));
-        let age_ms = age_us as u32 / 1000;
-        let ticket = Ticket::decode(ticket.get(..len)?).ok()?;
-        Some(Resumption { ticket, age_ms })
-    });
-    let second = {
-        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto, streams, stream_send };
-        let t = Transaction { config: &config, resumption, profile, which: 1 };
-        transaction(board, slots, io, store, t, &mut rng, None).0
-    };
-    // With an external PSK the session resumes nothing (tickets are not used in that mode):
-    // the second transaction is another PSK handshake.
-    let resumed = resumption.is_some() || cfg!(feature = "psk");
-    status |= u32::from(!second.ok || !resumed) << 1;
-    report_memory(board, boot_busy, &[first, second]);
-    send_frame(board, kind::DONE, &[status as u8]);
-    status
+    })
 }
 
 /// Sends the memory report: heap, object sizes, and the stack depths of both transactions.
@@ -542,14 +587,13 @@ struct Transaction<'a> {
 #[inline(never)]
 fn transaction<'a, B: Board>(
     board: &mut B,
-    slots: &'a mut Slots,
+    (conn, h3, outcome, kept): TransactionSlots<'a, '_>,
     io: Io<'_>,
     store: Store<'a>,
-    t: Transaction<'a>,
+    t: &Transaction<'a>,
     rng: &mut SeedRng,
     ticket_out: Option<&mut [u8; TICKET]>,
-) -> (Kept, Option<(usize, u64)>) {
-    let Slots { conn, h3, outcome } = slots;
+) -> Option<(usize, u64)> {
     let out = fresh_outcome(outcome);
     let Io { link, tx, scratch } = io;
     let ticket = connected(
@@ -557,15 +601,24 @@ fn transaction<'a, B: Board>(
         (conn, h3),
         Io { link: &mut *link, tx, scratch },
         store,
-        &t,
+        t,
         rng,
         ticket_out,
         out,
     );
     report(board, t.which, out, link.dropped);
-    let kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
-    (kept, ticket)
+    *kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
+    ticket
 }
+
+/// A transaction's static slots: the connection, the HTTP/3 session, its record, and what
+/// `run` keeps of it.
+type TransactionSlots<'a, 'o> = (
+    &'a mut MaybeUninit<Conn<'static>>,
+    &'a mut MaybeUninit<H3>,
+    &'o mut MaybeUninit<Outcome>,
+    &'o mut Kept,
+);
 
 /// A new transaction record in `slot` (built out of line: no copy of it in the caller's
 /// frame).
@@ -625,7 +678,7 @@ fn event_loop<B: Board>(
     mut ticket_out: Option<&mut [u8; TICKET]>,
     out: &mut Outcome,
 ) -> Option<(usize, u64)> {
-    let mut req = Requests::default();
+    let req = &mut out.req;
     let mut ticket: Option<(usize, u64)> = None;
     let mut responses_at: Option<u64> = None;
     let mut closing = false;
@@ -662,7 +715,7 @@ fn event_loop<B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
-            drive_requests(conn, h3, &mut req, tx, scratch);
+            drive_requests(conn, h3, req, tx, scratch);
             // RFC 9001 §6.1, §6.6: the device's own key update (as when half its AEAD
             // confidentiality limit is used), once per transaction after the GET: the
             // connection starts it once the handshake is confirmed and a packet of the
@@ -673,7 +726,7 @@ fn event_loop<B: Board>(
             if req.get_sent && out.phases.current() == Some(Phase::Open) {
                 out.phases.enter(board, Some(Phase::Transfer));
             }
-            step(&mut out.steps, 2, || poll_h3(conn, h3, &mut req));
+            step(&mut out.steps, 2, || poll_h3(conn, h3, req));
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
