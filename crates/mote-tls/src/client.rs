@@ -1017,9 +1017,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
     /// decrypt_error) and adds it to the transcript; returns the client handshake traffic
-    /// secret, for the client's Finished. Out of line, as [`Self::send_client_finished`]: the
-    /// transcript hash and the server's secret are not in `finished`'s frame while the key
-    /// schedule runs (issue 8: a device's stack).
+    /// secret, for the client's Finished. Out of line: the transcript hash and the server's
+    /// secret are not in `finished`'s frame while the key schedule runs (issue 8: a device's
+    /// stack).
     #[inline(never)]
     fn verify_server_finished(
         &mut self,
@@ -1048,8 +1048,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     }
 
     /// RFC 8446 §4.4.4: the client's Finished, at the Handshake level; returns the transcript
-    /// hash through it (for the resumption master secret).
-    #[inline(never)]
+    /// hash through it (for the resumption master secret). Inlined: out of line it saves
+    /// another 96 B of `finished`'s frame for 140 B of flash (issue 8).
     fn send_client_finished<H: QuicHooks>(
         &mut self,
         alg: HashAlgorithm,
