@@ -1,7 +1,7 @@
 //! HKDF (RFC 5869) and TLS 1.3's HKDF-Expand-Label (RFC 8446 §7.1), written once over a
 //! provider's HMAC so every provider derives byte-identical keys.
 
-use crate::{CryptoProvider, Error, HashAlgorithm, Hmac, Secret, MAX_HASH_LEN};
+use crate::{CryptoProvider, Error, HashAlgorithm, Hmac, Secret};
 
 /// RFC 5869 §2.2: HKDF-Extract(salt, IKM) = HMAC-Hash(salt, IKM). An empty salt means a
 /// string of `HashLen` zeros (which HMAC's zero padding already gives).
@@ -14,7 +14,7 @@ pub fn extract<P: CryptoProvider + ?Sized>(
     let mut mac = provider.hmac(alg, salt)?;
     mac.update(ikm);
     // The PRK is the next key-schedule secret: keep it only in the `Secret`.
-    let mut prk = mac.finish();
+    let mut prk = mac.finish_in_place();
     let secret = Secret::new(prk.as_ref());
     prk.wipe();
     Ok(secret)
@@ -33,41 +33,42 @@ pub fn expand<P: CryptoProvider + ?Sized>(
     if out.len() > 255 * hash_len {
         return Err(Error::BadLength);
     }
-    // T(0) = empty; T(i) = HMAC(PRK, T(i-1) | info | i)
-    let mut previous = [0u8; MAX_HASH_LEN];
-    let mut previous_len = 0;
-    for (i, chunk) in out.chunks_mut(hash_len).enumerate() {
-        // The HMAC is used where the provider returned it, inside its `Result`: moving it
-        // out first would put a second copy in this frame (issue 8: a device's stack).
+    // T(0) = empty; T(i) = HMAC(PRK, T(i-1) | info | i). Every block but the last is whole,
+    // so T(i-1) is read back from `out` (no copy of it in this frame: issue 8).
+    let mut start = 0;
+    let mut counter = 0u8;
+    while start < out.len() {
+        // At most 255 blocks (checked above).
+        counter = counter.wrapping_add(1);
+        let (done, rest) = out.split_at_mut(start);
+        let chunk_len = rest.len().min(hash_len);
+        // The HMAC is used and finished where the provider returned it, inside its
+        // `Result`: moving it out would put a second copy in this frame (issue 8).
         let mut keyed = provider.hmac(alg, prk);
         let mac = keyed.as_mut().map_err(|e| *e)?;
-        mac.update(&previous[..previous_len]);
+        mac.update(done.get(start.saturating_sub(hash_len)..).unwrap_or_default());
         for part in info {
             mac.update(part);
         }
-        mac.update(&[(i + 1) as u8]);
-        // T(i) is output key material (for a traffic secret, all of it): erase this copy
-        // as well as `previous`, on the error path too.
-        let mut t = keyed?.finish();
-        let block = t.as_ref();
+        mac.update(&[counter]);
+        // T(i) is output key material (for a traffic secret, all of it): erase this copy,
+        // on the error path too.
+        let mut t = mac.finish_in_place();
         // A provider whose HMAC output is shorter than the hash length is broken; report it
         // rather than panic.
-        let copied = match block.get(..chunk.len()) {
-            Some(b) => {
-                chunk.copy_from_slice(b);
-                previous[..block.len()].copy_from_slice(block);
-                previous_len = block.len();
+        let copied = match (t.as_ref().get(..chunk_len), rest.get_mut(..chunk_len)) {
+            (Some(block), Some(chunk)) => {
+                chunk.copy_from_slice(block);
                 true
             }
-            None => false,
+            _ => false,
         };
         t.wipe();
         if !copied {
-            zeroize::Zeroize::zeroize(&mut previous);
             return Err(Error::BadLength);
         }
+        start += chunk_len;
     }
-    zeroize::Zeroize::zeroize(&mut previous);
     Ok(())
 }
 

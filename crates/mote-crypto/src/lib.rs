@@ -136,8 +136,17 @@ pub trait Hash: Clone {
 pub trait Hmac {
     /// Absorbs `data`.
     fn update(&mut self, data: &[u8]);
+    /// Finishes where the state is and returns the tag (as long as the hash output). The
+    /// state is spent: drop it (a device's key derivations finish the HMAC inside the
+    /// `Result` the provider returned, with no by-value copy of it: issue 8).
+    fn finish_in_place(&mut self) -> Digest;
     /// Finishes and returns the tag (as long as the hash output).
-    fn finish(self) -> Digest;
+    fn finish(mut self) -> Digest
+    where
+        Self: Sized,
+    {
+        self.finish_in_place()
+    }
 }
 
 /// One side of an ephemeral (EC)DHE key exchange (RFC 8446 §4.2.8).

@@ -228,9 +228,9 @@ impl crate::Hmac for Hmac {
         }
     }
 
-    fn finish(mut self) -> Digest {
+    fn finish_in_place(&mut self) -> Digest {
         // Finished in place (borrowed, not moved out of the enum).
-        match &mut self {
+        match self {
             Self::Sha256(m) => m.finish(),
             #[cfg(feature = "aes256")]
             Self::Sha384(m) => Digest::new(&m.clone().finalize().into_bytes()),

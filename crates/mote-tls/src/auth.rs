@@ -23,8 +23,9 @@ pub fn finished_verify_data<P: CryptoProvider + ?Sized>(
     hkdf::expand_label(provider, alg, base_key, b"finished", b"", finished_key.as_mut())?;
     // The HMAC is used inside its `Result` (no second copy in this frame, as in HKDF).
     let mut keyed = provider.hmac(alg, finished_key.as_ref());
-    keyed.as_mut().map_err(|e| *e)?.update(transcript_hash);
-    Ok(keyed?.finish())
+    let mac = keyed.as_mut().map_err(|e| *e)?;
+    mac.update(transcript_hash);
+    Ok(mac.finish_in_place())
 }
 
 /// Checks a received Finished `verify_data` in constant time; a mismatch (or a wrong length)

@@ -11,10 +11,10 @@
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 
-use mote_crypto::{AeadAlgorithm, CryptoProvider, Error, Secret, NONCE_LEN};
+use mote_crypto::{hkdf, AeadAlgorithm, CryptoProvider, Error, Secret, NONCE_LEN};
 
 use super::tls::{DirKeys, OneRttKeys};
-use crate::packet::{key_and_iv, KeyMaterial, PacketKey, PacketKeys};
+use crate::packet::{expand_key, key_and_iv, PacketKey, PacketKeys};
 use crate::time::Instant;
 use crate::version::Version;
 
@@ -85,18 +85,30 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
     alg: AeadAlgorithm,
     secret: &[u8],
 ) -> Result<(), Error> {
-    let m = KeyMaterial::derive(provider, version, alg, secret)?;
-    let iv = m.iv;
-    // Each part is written as soon as it is built, so only one is on the stack at a time.
+    // RFC 9001 §5.1 (as `KeyMaterial::derive`): the header-protection key ("quic hp"), the
+    // AEAD key ("quic key") and IV ("quic iv"), each derived just before it is written, so
+    // only one raw key is in this frame at a time (issue 8: a device's stack).
+    let params = version.params().ok_or(Error::Unsupported)?;
+    let hash = alg.hash();
     // SAFETY: the caller's contract; field addresses only, no references to the
     // uninitialized value.
     unsafe {
         // The provider builds each key where it stays (`write_*_key`): no by-value key or
         // `Result` of one in this frame.
         let header = &mut *addr_of_mut!((*dst).header).cast::<MaybeUninit<P::HeaderKey>>();
-        provider.write_header_key(alg, m.hp.as_ref(), header)?;
+        let hp = expand_key(provider, hash, secret, params.hp_label, alg.key_len())?;
+        provider.write_header_key(alg, hp.as_ref(), header)?;
+        drop(hp);
         let key = &mut *addr_of_mut!((*dst).packet.key).cast::<MaybeUninit<P::AeadKey>>();
-        if let Err(e) = provider.write_aead_key(alg, m.key.as_ref(), key) {
+        let aead = expand_key(provider, hash, secret, params.key_label, alg.key_len())
+            .and_then(|k| provider.write_aead_key(alg, k.as_ref(), key));
+        if let Err(e) = aead {
+            core::ptr::drop_in_place(addr_of_mut!((*dst).header));
+            return Err(e);
+        }
+        let mut iv = [0u8; NONCE_LEN];
+        if let Err(e) = hkdf::expand_label(provider, hash, secret, params.iv_label, &[], &mut iv) {
+            core::ptr::drop_in_place(addr_of_mut!((*dst).packet.key));
             core::ptr::drop_in_place(addr_of_mut!((*dst).header));
             return Err(e);
         }

@@ -9,7 +9,7 @@ use crate::error::WireError;
 use crate::version::Version;
 
 /// RFC 8446 §7.1 as used by RFC 9001 §5.1: HKDF-Expand-Label(secret, label, "", len).
-fn expand<P: CryptoProvider>(
+pub(crate) fn expand<P: CryptoProvider>(
     provider: &P,
     hash: HashAlgorithm,
     secret: &[u8],

@@ -146,8 +146,9 @@ impl mote_crypto::Hmac for Hmac {
         self.0.update(data);
     }
 
-    fn finish(self) -> Digest {
-        Digest::new(self.0.sign().as_ref())
+    fn finish_in_place(&mut self) -> Digest {
+        // `sign` consumes the context: sign a copy (hosts only; the state is spent anyway).
+        Digest::new(self.0.clone().sign().as_ref())
     }
 }
 
