@@ -288,8 +288,9 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
 /// RFC 8032 §5.1.7 step 1: decodes A (salty checks that it is on the curve).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_key(key: &[u8; 32]) -> Result<salty::EdwardsPoint, Error> {
-    salty::CompressedY(*key).decompressed().map_err(|_| Error::BadSignature)
+fn salty_key(key: &[u8; 32], a: &mut salty::EdwardsPoint) -> Result<(), Error> {
+    *a = salty::CompressedY(*key).decompressed().map_err(|_| Error::BadSignature)?;
+    Ok(())
 }
 
 /// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B - [k]A by encoding.
@@ -304,7 +305,8 @@ fn salty_key(key: &[u8; 32]) -> Result<salty::EdwardsPoint, Error> {
 fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
     let s: &[u8; 32] = s.try_into().map_err(|_| Error::BadSignature)?;
-    let ka = salty_times_key(key, k)?;
+    let mut ka = salty::EdwardsPoint::default();
+    salty_times_key(key, k, &mut ka)?;
     let sb = salty_times_base(s);
     if salty_difference(&sb, &ka) == *r {
         Ok(())
@@ -313,12 +315,19 @@ fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Erro
     }
 }
 
-/// [k]A, with A decoded from its encoding.
+/// [k]A, with A decoded from its encoding. Written to `ka` (not returned in a `Result`,
+/// which the caller would copy out of twice).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_times_key(key: &[u8; 32], k: &[u8; 32]) -> Result<salty::EdwardsPoint, Error> {
-    let a = salty_key(key)?;
-    Ok(&salty::Scalar(*k) * &a)
+fn salty_times_key(
+    key: &[u8; 32],
+    k: &[u8; 32],
+    ka: &mut salty::EdwardsPoint,
+) -> Result<(), Error> {
+    let mut a = salty::EdwardsPoint::default();
+    salty_key(key, &mut a)?;
+    *ka = &salty::Scalar(*k) * &a;
+    Ok(())
 }
 
 /// [S]B, B the base point.
@@ -340,7 +349,11 @@ fn salty_difference(sb: &salty::EdwardsPoint, ka: &salty::EdwardsPoint) -> [u8; 
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
 fn challenge(r: &[u8], key: &[u8; 32], message: &[u8]) -> [u8; 32] {
-    let digest = sha2::Sha512::new().chain_update(r).chain_update(key).chain_update(message);
+    // Updated in place: `chain_update` moves the 200-byte state through the frame (issue 8).
+    let mut digest = sha2::Sha512::new();
+    digest.update(r);
+    digest.update(key);
+    digest.update(message);
     reduce_mod_order(&digest.finalize().into())
 }
 
