@@ -279,8 +279,7 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
         return Err(Error::BadSignature);
     }
     let k = challenge(r, key, message);
-    let a = salty_key(key)?;
-    salty_verify(&a, &k, sig)
+    salty_verify(key, &k, sig)
 }
 
 // Hashing, decoding A and checking the signature are separate frames (issue 8): inlined
@@ -289,28 +288,60 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
 /// RFC 8032 §5.1.7 step 1: decodes A (salty checks that it is on the curve).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_key(key: &[u8; 32]) -> Result<salty::EdwardsPoint, Error> {
-    salty::CompressedY(*key).decompressed().map_err(|_| Error::BadSignature)
+fn salty_key(key: &[u8; 32], a: &mut salty::EdwardsPoint) -> Result<(), Error> {
+    *a = salty::CompressedY(*key).decompressed().map_err(|_| Error::BadSignature)?;
+    Ok(())
 }
 
-/// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B + [k](-A) by encoding.
+/// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B - [k]A by encoding.
 /// Written on salty's point API rather than `PublicKey::verify`, whose reduction of k
 /// (salty's Montgomery scalar multiplication, 2 KB) nothing else on the device needs:
 /// [`challenge`] computes k in a few hundred bytes. S is below L (checked by the caller), so
 /// it is used as it is.
+// Each product is computed in its own frame (issue 8): only [k]A (128 B) is held here
+// while the ladder of [S]B runs, not A, -A, B and the sum as well.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_verify(a: &salty::EdwardsPoint, k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
+fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
-    let k = salty::Scalar(*k);
-    let s = salty::Scalar(s.try_into().map_err(|_| Error::BadSignature)?);
-    let sb = &s * &salty::EdwardsPoint::basepoint();
-    let minus_ka = &k * &-a;
-    if (&sb + &minus_ka).compressed().0 == *r {
+    let s: &[u8; 32] = s.try_into().map_err(|_| Error::BadSignature)?;
+    let mut ka = salty::EdwardsPoint::default();
+    salty_times_key(key, k, &mut ka)?;
+    let sb = salty_times_base(s);
+    if salty_difference(&sb, &ka) == *r {
         Ok(())
     } else {
         Err(Error::BadSignature)
     }
+}
+
+/// [k]A, with A decoded from its encoding. Written to `ka` (not returned in a `Result`,
+/// which the caller would copy out of twice).
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn salty_times_key(
+    key: &[u8; 32],
+    k: &[u8; 32],
+    ka: &mut salty::EdwardsPoint,
+) -> Result<(), Error> {
+    let mut a = salty::EdwardsPoint::default();
+    salty_key(key, &mut a)?;
+    *ka = &salty::Scalar(*k) * &a;
+    Ok(())
+}
+
+/// [S]B, B the base point.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn salty_times_base(s: &[u8; 32]) -> salty::EdwardsPoint {
+    &salty::Scalar(*s) * &salty::EdwardsPoint::basepoint()
+}
+
+/// The encoding of [S]B - [k]A, compared with R by the caller.
+#[cfg(all(feature = "ed25519", feature = "salty"))]
+#[inline(never)]
+fn salty_difference(sb: &salty::EdwardsPoint, ka: &salty::EdwardsPoint) -> [u8; 32] {
+    (sb + &-ka).compressed().0
 }
 
 /// RFC 8032 §5.1.7 step 2: k = SHA-512(R || A || M) mod L. SHA-512 is sha2's (compact
@@ -318,7 +349,11 @@ fn salty_verify(a: &salty::EdwardsPoint, k: &[u8; 32], sig: &[u8; 64]) -> Result
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
 fn challenge(r: &[u8], key: &[u8; 32], message: &[u8]) -> [u8; 32] {
-    let digest = sha2::Sha512::new().chain_update(r).chain_update(key).chain_update(message);
+    // Updated in place: `chain_update` moves the 200-byte state through the frame (issue 8).
+    let mut digest = sha2::Sha512::new();
+    digest.update(r);
+    digest.update(key);
+    digest.update(message);
     reduce_mod_order(&digest.finalize().into())
 }
 
