@@ -105,19 +105,20 @@ fn random<const N: usize>(rng: &mut SystemRng) -> Result<[u8; N]> {
 
 /// The device's transport parameters: small windows for a few KB of RAM.
 fn device_transport_parameters(version: Version, scid: &[u8]) -> Result<TransportParameters> {
-    let mut tp = TransportParameters::DEFAULT;
-    tp.initial_source_connection_id = mote_quic::ConnectionId::new(scid);
-    tp.max_idle_timeout = VarInt::from_u32(30_000);
-    tp.max_udp_payload_size = VarInt::from_u32(1200);
-    tp.initial_max_data = VarInt::from_u32(8192);
-    tp.initial_max_stream_data_bidi_local = VarInt::from_u32(4096);
-    tp.initial_max_stream_data_bidi_remote = VarInt::from_u32(4096);
-    tp.initial_max_stream_data_uni = VarInt::from_u32(1024);
-    tp.initial_max_streams_bidi = VarInt::from_u32(4);
-    tp.initial_max_streams_uni = VarInt::from_u32(3);
-    // RFC 9368 §3: compatible version negotiation information.
-    tp.version_information = Some(VersionInformation::new(version, Version::SUPPORTED));
-    Ok(tp)
+    Ok(TransportParameters {
+        initial_source_connection_id: mote_quic::ConnectionId::new(scid),
+        max_idle_timeout: VarInt::from_u32(30_000),
+        max_udp_payload_size: VarInt::from_u32(1200),
+        initial_max_data: VarInt::from_u32(8192),
+        initial_max_stream_data_bidi_local: VarInt::from_u32(4096),
+        initial_max_stream_data_bidi_remote: VarInt::from_u32(4096),
+        initial_max_stream_data_uni: VarInt::from_u32(1024),
+        initial_max_streams_bidi: VarInt::from_u32(4),
+        initial_max_streams_uni: VarInt::from_u32(3),
+        // RFC 9368 §3: compatible version negotiation information.
+        version_information: Some(VersionInformation::new(version, Version::SUPPORTED)),
+        ..TransportParameters::default()
+    })
 }
 
 /// Builds a padded, protected client Initial carrying `crypto` at offset 0.

@@ -1,6 +1,9 @@
 //! In-memory connection pairs (quinn-style): a client and a server joined by two queues of
 //! datagrams, driven in virtual time, with hooks to drop, reorder or rewrite datagrams.
 
+// Tests start from the defaults and set the one or two parameters under test.
+#![allow(clippy::field_reassign_with_default)]
+
 use std::boxed::Box;
 use std::collections::VecDeque;
 use std::vec;
@@ -1636,20 +1639,20 @@ mod versions {
         let mut p = Pair::new(offering_v2(cfg()), offering_v2(server_cfg()));
         // The client is in v1; a server claiming to have chosen v2 (or any other version)
         // is a downgrade or a tampered negotiation: VERSION_NEGOTIATION_ERROR.
-        let mut tp = TransportParameters::DEFAULT;
+        let mut tp = TransportParameters::default();
         tp.version_information = Some(VersionInformation::new(Version::V2, &[Version::V2]));
         let e = p.client.hs.negotiate_version(&tp).unwrap_err();
         assert_eq!(e.quic_error_code(), 0x11);
         // A client in v1 whose parameters claim another first version.
         p.handshake();
         let s = p.server();
-        let mut tp = TransportParameters::DEFAULT;
+        let mut tp = TransportParameters::default();
         tp.version_information = Some(VersionInformation::new(Version::V2, &[Version::V2]));
         s.hs.original_version = Version::V1;
         let e = s.hs.negotiate_version(&tp).unwrap_err();
         assert_eq!(e.quic_error_code(), 0x11);
         // And a client whose version changed without the server saying so.
-        let mut tp = TransportParameters::DEFAULT;
+        let mut tp = TransportParameters::default();
         tp.version_information = None;
         p.client.hs.version = Version::V2;
         assert!(p.client.hs.negotiate_version(&tp).is_err());
@@ -1697,7 +1700,7 @@ fn accepted_0rtt_must_not_reduce_remembered_limits() {
     let remembered = TransportParameters {
         initial_max_data: VarInt::from_u32(100_000),
         initial_max_streams_bidi: VarInt::from_u32(10),
-        ..TransportParameters::DEFAULT
+        ..TransportParameters::default()
     };
     let old = ZeroRttLimits::of(&remembered);
     // Equal or larger: fine.

@@ -1,6 +1,9 @@
 //! Stream-layer tests: RFC 9000 §3 state machines, flow control, final size, limits,
 //! reassembly under reordering and attack, CRYPTO bounds.
 
+// Tests start from the defaults and set the one or two parameters under test.
+#![allow(clippy::field_reassign_with_default)]
+
 extern crate std;
 
 use std::vec;
@@ -761,7 +764,7 @@ fn wrong_direction_and_unopened_streams() {
 
     // Through the table with real frames.
     let mut t = table::<4>(Side::Client, 1, 1);
-    let mut tp = TransportParameters::DEFAULT;
+    let mut tp = TransportParameters::default();
     tp.initial_max_streams_uni = VarInt::from_u32(1);
     t.on_peer_params(&tp);
     let uni = t.open(StreamDir::Uni).unwrap();
@@ -831,7 +834,7 @@ fn table<const N: usize>(side: Side, bidi: u64, uni: u64) -> Table<N> {
 }
 
 fn params<const N: usize>(t: &Table<N>) -> TransportParameters {
-    let mut tp = TransportParameters::DEFAULT;
+    let mut tp = TransportParameters::default();
     t.config().apply_to(&mut tp, 64);
     tp
 }
@@ -1038,7 +1041,7 @@ fn table_reset_stop_sending_and_frame_routing() {
 fn table_reserves_slots_for_peer_streams() {
     // 4 slots, 2 reserved for the peer's bidi streams: we may hold only 2 of our own.
     let mut t = table::<4>(Side::Client, 2, 0);
-    let mut tp = TransportParameters::DEFAULT;
+    let mut tp = TransportParameters::default();
     tp.initial_max_streams_bidi = VarInt::from_u32(100);
     tp.initial_max_streams_uni = VarInt::from_u32(100);
     t.on_peer_params(&tp);
@@ -1069,7 +1072,7 @@ fn advertised_stream_counts_are_what_the_table_accepts() {
         max_streams_bidi: 100,
         max_streams_uni: 100,
     };
-    let mut tp = TransportParameters::DEFAULT;
+    let mut tp = TransportParameters::default();
     cfg.for_slots(8).apply_to(&mut tp, 64);
     assert_eq!(tp.initial_max_streams_bidi.into_inner(), t.config().max_streams_bidi);
     assert_eq!(tp.initial_max_streams_uni.into_inner(), t.config().max_streams_uni);
@@ -1233,7 +1236,7 @@ proptest! {
     ) {
         let side = if side_server { Side::Server } else { Side::Client };
         let mut t = table::<4>(side, 2, 1);
-        let mut tp = TransportParameters::DEFAULT;
+        let mut tp = TransportParameters::default();
         tp.initial_max_streams_bidi = VarInt::from_u32(2);
         tp.initial_max_streams_uni = VarInt::from_u32(2);
         tp.initial_max_data = VarInt::from_u32(500);

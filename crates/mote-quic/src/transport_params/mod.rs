@@ -26,7 +26,7 @@
 //! peer's parameters.
 //!
 //! Parameters that are absent take their RFC default: those defaults are the initial values
-//! of [`TransportParameters::DEFAULT`], and [`TransportParameters::encode`] leaves out any
+//! of [`TransportParameters::default`], and [`TransportParameters::encode`] leaves out any
 //! parameter equal to its default (so decode ∘ encode is the identity).
 
 use crate::cid::{ConnectionId, MAX_CID_LEN};
@@ -279,9 +279,9 @@ pub struct TransportParameters {
 }
 
 impl Default for TransportParameters {
-    /// [`TransportParameters::DEFAULT`], built field by field. Out of line (issue 8): a copy
-    /// of the constant is a `memcpy` of 264 bytes of flash; the few non-zero fields are
-    /// smaller as code.
+    /// Every parameter absent: the RFC 9000 §18.2 defaults, and `None` where there is no
+    /// default. Built field by field and out of line (issue 8): a constant would be copied
+    /// with a `memcpy` of 264 bytes of flash; the few non-zero fields are smaller as code.
     #[inline(never)]
     fn default() -> Self {
         let zero = VarInt::ZERO;
@@ -382,33 +382,6 @@ impl TransportParameters {
     pub const DEFAULT_MAX_ACK_DELAY: u16 = 25;
     /// RFC 9000 §18.2 default for `active_connection_id_limit`.
     pub const DEFAULT_ACTIVE_CONNECTION_ID_LIMIT: u64 = 2;
-
-    /// Every parameter absent: the RFC defaults, and `None` where there is no default.
-    pub const DEFAULT: Self = Self {
-        original_destination_connection_id: None,
-        max_idle_timeout: VarInt::ZERO,
-        stateless_reset_token: None,
-        max_udp_payload_size: VarInt::from_u32(Self::DEFAULT_MAX_UDP_PAYLOAD_SIZE as u32),
-        initial_max_data: VarInt::ZERO,
-        initial_max_stream_data_bidi_local: VarInt::ZERO,
-        initial_max_stream_data_bidi_remote: VarInt::ZERO,
-        initial_max_stream_data_uni: VarInt::ZERO,
-        initial_max_streams_bidi: VarInt::ZERO,
-        initial_max_streams_uni: VarInt::ZERO,
-        ack_delay_exponent: Self::DEFAULT_ACK_DELAY_EXPONENT,
-        max_ack_delay: Self::DEFAULT_MAX_ACK_DELAY,
-        disable_active_migration: false,
-        preferred_address: None,
-        active_connection_id_limit: VarInt::from_u32(
-            Self::DEFAULT_ACTIVE_CONNECTION_ID_LIMIT as u32,
-        ),
-        initial_source_connection_id: None,
-        retry_source_connection_id: None,
-        version_information: None,
-        #[cfg(feature = "datagram")]
-        max_datagram_frame_size: VarInt::ZERO,
-        grease_quic_bit: false,
-    };
 
     /// Parses the body of the `quic_transport_parameters` TLS extension sent by `sender`.
     ///

@@ -72,7 +72,7 @@ fn rfc9001_a2_client_hello() {
         initial_max_streams_uni: VarInt::from_u32(16),
         max_idle_timeout: VarInt::from_u32(30000),
         initial_source_connection_id: Some(cid(&hex!("8394c8f03e515708"))),
-        ..TransportParameters::DEFAULT
+        ..TransportParameters::default()
     };
     assert_eq!(p, expected);
     // Absent parameters take their RFC 9000 §18.2 defaults.
@@ -97,23 +97,34 @@ fn encode_exact_bytes() {
         disable_active_migration: true,
         initial_source_connection_id: Some(ConnectionId::EMPTY),
         grease_quic_bit: true,
-        ..TransportParameters::DEFAULT
+        ..TransportParameters::default()
     };
     assert_eq!(encode(&p), hex!("0104 80007530  0302 45c0  0c00  0f00  6ab200"));
-    assert_eq!(encode(&TransportParameters::DEFAULT), hex!(""));
+    assert_eq!(encode(&TransportParameters::default()), hex!(""));
     let mut buf = [0u8; 8];
     assert_eq!(p.encode(&mut Writer::new(&mut buf)), Err(BufferTooSmall));
 }
 
 #[test]
-fn default_is_the_default_constant() {
-    assert_eq!(TransportParameters::default(), TransportParameters::DEFAULT);
+fn default_holds_the_rfc_defaults() {
+    // RFC 9000 §18.2: the values an absent parameter takes.
+    let d = TransportParameters::default();
+    assert_eq!(d.max_udp_payload_size, VarInt::from_u32(65527));
+    assert_eq!(d.ack_delay_exponent, 3);
+    assert_eq!(d.max_ack_delay, 25);
+    assert_eq!(d.active_connection_id_limit, VarInt::from_u32(2));
+    assert_eq!(d.max_idle_timeout, VarInt::ZERO);
+    assert_eq!(d.initial_max_data, VarInt::ZERO);
+    assert_eq!(d.initial_max_streams_bidi, VarInt::ZERO);
+    assert!(!d.disable_active_migration && !d.grease_quic_bit);
+    assert!(d.original_destination_connection_id.is_none() && d.preferred_address.is_none());
+    assert!(d.initial_source_connection_id.is_none() && d.version_information.is_none());
 }
 
 #[test]
 fn empty_is_all_defaults() {
     for side in BOTH {
-        assert_eq!(TransportParameters::decode(&[], side), Ok(TransportParameters::DEFAULT));
+        assert_eq!(TransportParameters::decode(&[], side), Ok(TransportParameters::default()));
     }
 }
 
@@ -409,7 +420,7 @@ fn max_datagram_frame_size() {
 fn max_datagram_frame_size_is_unknown_without_feature() {
     // Malformed and duplicated: skipped all the same.
     let p = TransportParameters::decode(&hex!("20 01 ff 20 00"), Side::Client).unwrap();
-    assert_eq!(p, TransportParameters::DEFAULT);
+    assert_eq!(p, TransportParameters::default());
 }
 
 #[test]
@@ -420,7 +431,7 @@ fn connection_id_authentication() {
     };
     assert_eq!(client.validate_client_cids(&[1, 2, 3]), Ok(()));
     assert_eq!(client.validate_client_cids(&[1, 2]), err(0x0f).map(|_| ()));
-    assert_eq!(TransportParameters::DEFAULT.validate_client_cids(&[]), err(0x0f).map(|_| ()));
+    assert_eq!(TransportParameters::default().validate_client_cids(&[]), err(0x0f).map(|_| ()));
 
     let server = TransportParameters {
         initial_source_connection_id: Some(cid(&[9])),
@@ -657,7 +668,7 @@ fn truncated_version_information_keeps_chosen_version() {
     assert!(vi.truncated());
     assert!(vi.available().contains(&chosen));
     let params =
-        TransportParameters { version_information: Some(vi), ..TransportParameters::DEFAULT };
+        TransportParameters { version_information: Some(vi), ..TransportParameters::default() };
     let mut buf = [0u8; 256];
     let mut w = Writer::new(&mut buf);
     params.encode(&mut w).unwrap();
