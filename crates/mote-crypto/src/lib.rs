@@ -30,6 +30,8 @@ pub mod hkdf;
 mod secret;
 
 #[cfg(feature = "rustcrypto")]
+mod gcm;
+#[cfg(feature = "rustcrypto")]
 mod hmac_sha256;
 #[cfg(feature = "rustcrypto")]
 pub mod rustcrypto;

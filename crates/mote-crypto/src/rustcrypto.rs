@@ -5,11 +5,13 @@
 //! else (see the crate docs on linker-friendly dispatch).
 
 use aes::cipher::{BlockEncrypt, KeyInit};
-use aes_gcm::aead::AeadInPlace;
+#[cfg(feature = "chacha20")]
+use chacha20poly1305::aead::AeadInPlace;
 #[cfg(feature = "aes256")]
 use hmac::Mac;
 use sha2::Digest as _;
 
+use crate::gcm::Gcm;
 use crate::{
     AeadAlgorithm, CryptoProvider, CryptoRng, Digest, Error, HashAlgorithm, NamedGroup,
     SharedSecret, SignatureScheme, NONCE_LEN, SAMPLE_LEN, TAG_LEN,
@@ -46,10 +48,10 @@ static VERIFY_SCHEMES: &[SignatureScheme] = &[
 #[allow(clippy::large_enum_variant)]
 pub enum AeadKey {
     /// AES-128-GCM.
-    Aes128Gcm(aes_gcm::Aes128Gcm),
+    Aes128Gcm(Gcm<aes::Aes128>),
     /// AES-256-GCM.
     #[cfg(feature = "aes256")]
-    Aes256Gcm(aes_gcm::Aes256Gcm),
+    Aes256Gcm(Gcm<aes::Aes256>),
     /// ChaCha20-Poly1305.
     #[cfg(feature = "chacha20")]
     ChaCha20Poly1305(chacha20poly1305::ChaCha20Poly1305),
@@ -72,17 +74,17 @@ impl crate::AeadKey for AeadKey {
         aad: &[u8],
         in_out: &mut [u8],
     ) -> Result<[u8; TAG_LEN], Error> {
-        let nonce = nonce.into();
-        let tag = match self {
-            Self::Aes128Gcm(k) => k.encrypt_in_place_detached(nonce, aad, in_out),
+        match self {
+            Self::Aes128Gcm(k) => k.seal(nonce, aad, in_out),
             #[cfg(feature = "aes256")]
-            Self::Aes256Gcm(k) => k.encrypt_in_place_detached(nonce, aad, in_out),
+            Self::Aes256Gcm(k) => k.seal(nonce, aad, in_out),
             #[cfg(feature = "chacha20")]
-            Self::ChaCha20Poly1305(k) => k.encrypt_in_place_detached(nonce, aad, in_out),
+            Self::ChaCha20Poly1305(k) => k
+                .encrypt_in_place_detached(nonce.into(), aad, in_out)
+                .map(Into::into)
+                // Only fails for inputs longer than the AEAD's maximum.
+                .map_err(|_| Error::BadLength),
         }
-        // Only fails for inputs longer than the AEAD's maximum (2^36 bytes for GCM).
-        .map_err(|_| Error::BadLength)?;
-        Ok(tag.into())
     }
 
     fn open_in_place(
@@ -92,16 +94,15 @@ impl crate::AeadKey for AeadKey {
         in_out: &mut [u8],
         tag: &[u8; TAG_LEN],
     ) -> Result<(), Error> {
-        let nonce = nonce.into();
-        let tag = tag.into();
         match self {
-            Self::Aes128Gcm(k) => k.decrypt_in_place_detached(nonce, aad, in_out, tag),
+            Self::Aes128Gcm(k) => k.open(nonce, aad, in_out, tag),
             #[cfg(feature = "aes256")]
-            Self::Aes256Gcm(k) => k.decrypt_in_place_detached(nonce, aad, in_out, tag),
+            Self::Aes256Gcm(k) => k.open(nonce, aad, in_out, tag),
             #[cfg(feature = "chacha20")]
-            Self::ChaCha20Poly1305(k) => k.decrypt_in_place_detached(nonce, aad, in_out, tag),
+            Self::ChaCha20Poly1305(k) => k
+                .decrypt_in_place_detached(nonce.into(), aad, in_out, tag.into())
+                .map_err(|_| Error::DecryptFailed),
         }
-        .map_err(|_| Error::DecryptFailed)
     }
 }
 
@@ -616,13 +617,9 @@ impl CryptoProvider for RustCrypto {
             return Err(Error::BadLength);
         }
         Ok(match alg {
-            AeadAlgorithm::Aes128Gcm => AeadKey::Aes128Gcm(
-                aes_gcm::Aes128Gcm::new_from_slice(key).map_err(|_| Error::BadLength)?,
-            ),
+            AeadAlgorithm::Aes128Gcm => AeadKey::Aes128Gcm(Gcm::new(key)),
             #[cfg(feature = "aes256")]
-            AeadAlgorithm::Aes256Gcm => AeadKey::Aes256Gcm(
-                aes_gcm::Aes256Gcm::new_from_slice(key).map_err(|_| Error::BadLength)?,
-            ),
+            AeadAlgorithm::Aes256Gcm => AeadKey::Aes256Gcm(Gcm::new(key)),
             #[cfg(feature = "chacha20")]
             AeadAlgorithm::ChaCha20Poly1305 => AeadKey::ChaCha20Poly1305(
                 chacha20poly1305::ChaCha20Poly1305::new_from_slice(key)
@@ -645,23 +642,28 @@ impl CryptoProvider for RustCrypto {
         if key.len() != alg.key_len() {
             return Err(Error::BadLength);
         }
-        // The length is checked above, so `from_slice` cannot fail.
-        Ok(match alg {
-            AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(aes_gcm::Aes128Gcm::new(
-                aes_gcm::aead::generic_array::GenericArray::from_slice(key),
-            ))),
+        // The length is checked above. The key schedule is written into `dst` and `H` is
+        // derived there (a GCM key is never moved once built).
+        let written = match alg {
+            AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(Gcm::key_schedule_only(key))),
             #[cfg(feature = "aes256")]
-            AeadAlgorithm::Aes256Gcm => dst.write(AeadKey::Aes256Gcm(aes_gcm::Aes256Gcm::new(
-                aes_gcm::aead::generic_array::GenericArray::from_slice(key),
-            ))),
+            AeadAlgorithm::Aes256Gcm => dst.write(AeadKey::Aes256Gcm(Gcm::key_schedule_only(key))),
             #[cfg(feature = "chacha20")]
             AeadAlgorithm::ChaCha20Poly1305 => {
                 dst.write(AeadKey::ChaCha20Poly1305(chacha20poly1305::ChaCha20Poly1305::new(
-                    aes_gcm::aead::generic_array::GenericArray::from_slice(key),
+                    chacha20poly1305::aead::generic_array::GenericArray::from_slice(key),
                 )))
             }
             _ => return Err(Error::Unsupported),
-        })
+        };
+        match written {
+            AeadKey::Aes128Gcm(k) => k.derive_h(),
+            #[cfg(feature = "aes256")]
+            AeadKey::Aes256Gcm(k) => k.derive_h(),
+            #[cfg(feature = "chacha20")]
+            AeadKey::ChaCha20Poly1305(_) => {}
+        }
+        Ok(written)
     }
 
     // As `write_aead_key`: the AES key schedule built where it stays.

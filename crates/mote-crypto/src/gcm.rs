@@ -1,0 +1,256 @@
+//! GCM (NIST SP 800-38D) over RustCrypto's AES block cipher and GHASH.
+//!
+//! Only the mode is written here; the primitives are the `aes` and `ghash` crates. The
+//! `aes-gcm` crate builds the same thing, but its key constructor returns the ~400 B
+//! cipher state by value through two frames (its own and the caller's), and that key
+//! setup sat at the bottom of every deep chain of a device's stack (installing packet
+//! keys, checking a Retry). Here the key schedule is written where the key lives
+//! (`write_aead_key`) and GHASH's key is stored as the 16-byte `H`, the hash state being
+//! set up per message (a few instructions). Checked against `aes-gcm` below.
+
+use aes::cipher::{BlockEncrypt, BlockSizeUser, KeyInit};
+use aes::Block;
+use ghash::universal_hash::UniversalHash;
+use ghash::GHash;
+use subtle::ConstantTimeEq;
+
+use crate::{Error, NONCE_LEN, TAG_LEN};
+
+/// SP 800-38D §5.2.1.1: plaintexts are at most 2^39 − 256 bits, 2^36 − 32 bytes.
+const MAX_TEXT: u64 = (1 << 36) - 32;
+
+/// An AES-GCM key: the block cipher's key schedule and GHASH's key `H = E_K(0^128)`.
+pub struct Gcm<C> {
+    cipher: C,
+    h: [u8; 16],
+}
+
+impl<C> Gcm<C>
+where
+    C: BlockEncrypt + BlockSizeUser<BlockSize = aes::cipher::consts::U16> + KeyInit,
+{
+    /// The key for `key` (its length already checked against `C`).
+    pub fn new(key: &[u8]) -> Self {
+        let mut gcm = Self::key_schedule_only(key);
+        gcm.derive_h();
+        gcm
+    }
+
+    /// The key schedule, with `H` not derived yet: a key written into its final place
+    /// (`write_aead_key`) derives `H` there, so the ~400 B value is built once and not
+    /// moved through further frames.
+    #[inline(always)]
+    pub(crate) fn key_schedule_only(key: &[u8]) -> Self {
+        Gcm { cipher: C::new(aes::cipher::Key::<C>::from_slice(key)), h: [0; 16] }
+    }
+
+    /// SP 800-38D §6.4: GHASH's key `H` is the block cipher applied to the zero block.
+    pub(crate) fn derive_h(&mut self) {
+        let mut h = Block::default();
+        self.cipher.encrypt_block(&mut h);
+        self.h = h.into();
+    }
+
+    /// SP 800-38D §7.1 (authenticated encryption): encrypts `in_out` in place and returns the
+    /// tag over `aad` and the ciphertext.
+    pub fn seal(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+    ) -> Result<[u8; TAG_LEN], Error> {
+        check_lengths(aad, in_out)?;
+        self.apply_keystream(nonce, in_out);
+        Ok(self.tag(nonce, aad, in_out))
+    }
+
+    /// SP 800-38D §7.2 (authenticated decryption): checks `tag` over `aad` and the ciphertext
+    /// `in_out` in constant time, then decrypts in place. On a wrong tag `in_out` is left as
+    /// it was.
+    pub fn open(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        in_out: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), Error> {
+        check_lengths(aad, in_out)?;
+        let expected = self.tag(nonce, aad, in_out);
+        if !bool::from(expected.ct_eq(tag)) {
+            return Err(Error::DecryptFailed);
+        }
+        self.apply_keystream(nonce, in_out);
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn cipher(&self) -> &C {
+        &self.cipher
+    }
+
+    /// SP 800-38D §7.1 steps 2-3: the counter blocks start at inc32(J0), J0 = nonce ‖ 0^31 ‖ 1
+    /// for a 96-bit nonce. Two blocks per call: the bitsliced AES encrypts two at once.
+    fn apply_keystream(&self, nonce: &[u8; NONCE_LEN], data: &mut [u8]) {
+        let mut counter: u32 = 2;
+        for chunk in data.chunks_mut(32) {
+            let mut blocks =
+                [counter_block(nonce, counter), counter_block(nonce, counter.wrapping_add(1))];
+            self.cipher.encrypt_blocks(&mut blocks);
+            let stream = blocks.iter().flat_map(|b| b.iter());
+            for (d, k) in chunk.iter_mut().zip(stream) {
+                *d ^= k;
+            }
+            counter = counter.wrapping_add(2);
+        }
+    }
+
+    /// SP 800-38D §7.1 steps 4-6: GHASH over the padded AAD, the padded ciphertext and their
+    /// bit lengths, masked with E_K(J0).
+    fn tag(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ciphertext: &[u8]) -> [u8; TAG_LEN] {
+        let mut ghash = GHash::new(&self.h.into());
+        ghash.update_padded(aad);
+        ghash.update_padded(ciphertext);
+        let mut lengths = Block::default();
+        lengths[..8].copy_from_slice(&bit_length(aad).to_be_bytes());
+        lengths[8..].copy_from_slice(&bit_length(ciphertext).to_be_bytes());
+        ghash.update(&[lengths]);
+        let mut mask = counter_block(nonce, 1);
+        self.cipher.encrypt_block(&mut mask);
+        let mut tag: [u8; TAG_LEN] = ghash.finalize().into();
+        for (t, m) in tag.iter_mut().zip(mask.iter()) {
+            *t ^= m;
+        }
+        tag
+    }
+}
+
+/// The counter block `nonce ‖ counter` (big-endian 32-bit counter).
+fn counter_block(nonce: &[u8; NONCE_LEN], counter: u32) -> Block {
+    let mut block = Block::default();
+    block[..NONCE_LEN].copy_from_slice(nonce);
+    block[NONCE_LEN..].copy_from_slice(&counter.to_be_bytes());
+    block
+}
+
+fn bit_length(data: &[u8]) -> u64 {
+    (data.len() as u64) << 3
+}
+
+/// SP 800-38D §5.2.1.1: the text's limit (the AAD's, 2^61 − 1 bytes, no slice reaches).
+fn check_lengths(_aad: &[u8], text: &[u8]) -> Result<(), Error> {
+    if text.len() as u64 > MAX_TEXT {
+        return Err(Error::BadLength);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aes_gcm::aead::AeadInPlace;
+    use hex_literal::hex;
+
+    /// Bytes that vary with position and a seed, for the comparison with `aes-gcm`.
+    fn pattern(len: usize, seed: u8) -> [u8; 96] {
+        let mut out = [0u8; 96];
+        for (i, b) in out.iter_mut().enumerate().take(len) {
+            *b = (i as u8).wrapping_mul(31).wrapping_add(seed) ^ 0x5a;
+        }
+        out
+    }
+
+    // The GCM specification's test case 4 (McGrew and Viega; NIST's gcmEncryptExtIV128
+    // format): AES-128, a 96-bit IV, 20 bytes of AAD, 60 bytes of plaintext.
+    #[test]
+    fn gcm_spec_test_case_4() {
+        let key = hex!("feffe9928665731c6d6a8f9467308308");
+        let nonce = hex!("cafebabefacedbaddecaf888");
+        let aad = hex!("feedfacedeadbeeffeedfacedeadbeefabaddad2");
+        let plain = hex!(
+            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
+            "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39"
+        );
+        let cipher = hex!(
+            "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e"
+            "21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091"
+        );
+        let gcm = Gcm::<aes::Aes128>::new(&key);
+        let mut buf = plain;
+        let tag = gcm.seal(&nonce, &aad, &mut buf).unwrap();
+        assert_eq!(buf, cipher);
+        assert_eq!(tag, hex!("5bc94fbc3221a5db94fae95ae7121a47"));
+        gcm.open(&nonce, &aad, &mut buf, &tag).unwrap();
+        assert_eq!(buf, plain);
+    }
+
+    #[test]
+    fn seals_and_opens_as_aes_gcm_at_every_length() {
+        let key = hex!("000102030405060708090a0b0c0d0e0f");
+        let nonce = hex!("f0e1d2c3b4a5968778695a4b");
+        let ours = Gcm::<aes::Aes128>::new(&key);
+        let theirs = <aes_gcm::Aes128Gcm as aes_gcm::KeyInit>::new(&key.into());
+        for text_len in 0..=96 {
+            for aad_len in [0, 1, 15, 16, 17, 33, 45] {
+                let aad = pattern(aad_len, 7);
+                let aad = &aad[..aad_len];
+                let plain = pattern(text_len, text_len as u8);
+                let mut a = plain;
+                let mut b = plain;
+                let tag = ours.seal(&nonce, aad, &mut a[..text_len]).unwrap();
+                let want = theirs
+                    .encrypt_in_place_detached(&nonce.into(), aad, &mut b[..text_len])
+                    .unwrap();
+                assert_eq!(a, b, "ciphertext, {text_len} bytes, {aad_len} of AAD");
+                assert_eq!(&tag[..], &want[..], "tag, {text_len} bytes, {aad_len} of AAD");
+                ours.open(&nonce, aad, &mut a[..text_len], &tag).unwrap();
+                assert_eq!(a, plain);
+            }
+        }
+    }
+
+    #[test]
+    fn aes256_seals_as_aes_gcm() {
+        let key = [0x42u8; 32];
+        let nonce = [9u8; NONCE_LEN];
+        let ours = Gcm::<aes::Aes256>::new(&key);
+        let theirs = <aes_gcm::Aes256Gcm as aes_gcm::KeyInit>::new(&key.into());
+        let mut a = pattern(77, 3);
+        let mut b = a;
+        let tag = ours.seal(&nonce, b"aad", &mut a[..77]).unwrap();
+        let want = theirs.encrypt_in_place_detached(&nonce.into(), b"aad", &mut b[..77]).unwrap();
+        assert_eq!((a, &tag[..]), (b, &want[..]));
+    }
+
+    #[test]
+    fn wrong_tag_aad_or_text_is_refused_and_leaves_the_text() {
+        let gcm = Gcm::<aes::Aes128>::new(&[1; 16]);
+        let nonce = [2; NONCE_LEN];
+        let mut buf = pattern(40, 1);
+        let tag = gcm.seal(&nonce, b"header", &mut buf[..40]).unwrap();
+        let sealed = buf;
+        let mut bad_tag = tag;
+        bad_tag[15] ^= 1;
+        assert_eq!(
+            gcm.open(&nonce, b"header", &mut buf[..40], &bad_tag),
+            Err(Error::DecryptFailed)
+        );
+        assert_eq!(gcm.open(&nonce, b"headex", &mut buf[..40], &tag), Err(Error::DecryptFailed));
+        buf[39] ^= 0x80;
+        assert_eq!(gcm.open(&nonce, b"header", &mut buf[..40], &tag), Err(Error::DecryptFailed));
+        buf[39] ^= 0x80;
+        assert_eq!(buf, sealed);
+        let mut other = [3u8; NONCE_LEN];
+        other[0] = 0;
+        assert_eq!(gcm.open(&other, b"header", &mut buf[..40], &tag), Err(Error::DecryptFailed));
+    }
+
+    #[test]
+    fn h_is_the_cipher_of_the_zero_block() {
+        let gcm = Gcm::<aes::Aes128>::new(&[0; 16]);
+        // FIPS 197 / SP 800-38D test case 1: AES-128 of zero under the zero key.
+        assert_eq!(gcm.h, hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
+        let mut block = Block::default();
+        gcm.cipher().encrypt_block(&mut block);
+        assert_eq!(block[..], gcm.h[..]);
+    }
+}
