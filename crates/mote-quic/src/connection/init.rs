@@ -185,53 +185,65 @@ where
         {
             return Err(ConnectError::Config);
         }
-        let mut config = *config;
-        config.recovery.is_server = side == Side::Server;
-        config.recovery.max_datagram_size = config.max_datagram_size;
         let version = config.version;
-
         let Storage { crypto, streams } = storage;
         let [(cs0, cr0), (cs1, cr1), (cs2, cr2)] = crypto;
         let recv_buf = streams.iter().map(|(_, r)| r.as_ref().len()).min().unwrap_or(0);
-
         let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
-        // Used again only for a server's preferred address (`migration`).
-        #[allow(unused_mut)]
-        let mut drbg = drbg;
-        let mut local_cids = cids::LocalCids::new(cids.local, token0);
-        let mut local_tp = [0u8; LOCAL_TP_MAX];
-        let local_tp_len = Self::encode_local_tp(
-            &config,
-            side,
-            compatible,
-            recv_buf,
-            &cids,
-            token0,
-            &provider,
-            &mut drbg,
-            &mut local_cids,
-            &mut local_tp,
-        )?;
-
         let max_ack_delay = config.max_ack_delay();
         let threshold = config.ack_eliciting_threshold;
-        let remote_cids = cids::RemoteCids::new(cids.remote);
+        let local = cids.local;
+        let remote_cid = cids.remote;
 
-        // Nothing below fails until the Initial keys: every field is written, then the
-        // keys are derived into their place.
         let p = slot.as_mut_ptr();
         // SAFETY: `p` comes from a `&mut MaybeUninit<Self>`, so it is valid and aligned for
         // writes of every field; `addr_of_mut!` takes field addresses without creating
-        // references to uninitialized memory, and `write` drops nothing. `all_fields` keeps
-        // this list complete.
+        // references to uninitialized memory, and `write` drops nothing. References are
+        // made only to fields already written. `all_fields` keeps this list complete.
         unsafe {
-            // First, so that nothing is written yet if `tls` did not write its slot.
+            let hs = addr_of_mut!((*p).hs);
+            // The configuration copy, the DRBG, the connection IDs and our transport
+            // parameters go to their places first and are used there: none of them is held
+            // in this frame, which sits under the stream table's construction (issue 8).
+            let cfg = addr_of_mut!((*p).config);
+            cfg.write(*config);
+            (*cfg).recovery.is_server = side == Side::Server;
+            (*cfg).recovery.max_datagram_size = (*cfg).max_datagram_size;
+            let rng = addr_of_mut!((*hs).rng);
+            rng.write(drbg);
+            addr_of_mut!((*hs).cids).write(cids);
+            put(addr_of_mut!((*p).local_cids), || cids::LocalCids::new(local, token0));
+            let local_tp = addr_of_mut!((*hs).local_tp);
+            local_tp.write([0; LOCAL_TP_MAX]);
+            let encoded = Self::encode_local_tp(
+                &*cfg,
+                side,
+                compatible,
+                recv_buf,
+                &*addr_of_mut!((*hs).cids),
+                token0,
+                &provider,
+                &mut *rng,
+                &mut *addr_of_mut!((*p).local_cids),
+                &mut *local_tp,
+            );
+            let local_tp_len = match encoded {
+                Ok(len) => len,
+                Err(e) => {
+                    // Nothing else written holds anything to release but the DRBG's
+                    // state, which is wiped on drop.
+                    core::ptr::drop_in_place(rng);
+                    return Err(e);
+                }
+            };
+            // Nothing below fails until the Initial keys: every field is written, then the
+            // keys are derived into their place. The TLS session first, so that nothing
+            // else is live yet if `tls` did not write its slot.
             if !put_in_place(addr_of_mut!((*p).tls), tls) {
+                core::ptr::drop_in_place(rng);
                 return Err(ConnectError::Config);
             }
-            let hs = addr_of_mut!((*p).hs);
             addr_of_mut!((*hs).provider).write(provider);
-            addr_of_mut!((*hs).rng).write(drbg);
             addr_of_mut!((*hs).side).write(side);
             addr_of_mut!((*hs).version).write(version);
             addr_of_mut!((*hs).original_version).write(version);
@@ -239,7 +251,6 @@ where
             put(addr_of_mut!((*hs).crypto_send), || {
                 [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)]
             });
-            addr_of_mut!((*hs).local_tp).write(local_tp);
             addr_of_mut!((*hs).local_tp_len).write(local_tp_len);
             // No keys yet; the Initial keys are derived in place below.
             let keys = addr_of_mut!((*hs).keys);
@@ -248,7 +259,6 @@ where
             addr_of_mut!((*keys).one_rtt).write(KeySlot::empty());
             #[cfg(feature = "resumption")]
             addr_of_mut!((*keys).zero_rtt).write(KeySlot::empty());
-            addr_of_mut!((*hs).cids).write(cids);
             addr_of_mut!((*hs).peer_tp).write(None);
             addr_of_mut!((*hs).signals).write(HsSignals::default());
             #[cfg(feature = "resumption")]
@@ -262,20 +272,22 @@ where
             addr_of_mut!((*hs).keylog).write(super::keylog::KeyLog::new());
 
             addr_of_mut!((*p).side).write(side);
-            addr_of_mut!((*p).config).write(config);
             addr_of_mut!((*p).state).write(State::Handshake);
             addr_of_mut!((*p).remote).write(remote);
             put(addr_of_mut!((*p).crypto_recv), || {
                 [CryptoRecv::new(cr0), CryptoRecv::new(cr1), CryptoRecv::new(cr2)]
             });
-            addr_of_mut!((*p).rx_initial)
-                .write(ReceivedPackets::new(PnSpace::Initial, max_ack_delay));
-            addr_of_mut!((*p).rx_handshake)
-                .write(ReceivedPackets::new(PnSpace::Handshake, max_ack_delay));
-            addr_of_mut!((*p).rx_data).write(
+            put(addr_of_mut!((*p).rx_initial), || {
+                ReceivedPackets::new(PnSpace::Initial, max_ack_delay)
+            });
+            put(addr_of_mut!((*p).rx_handshake), || {
+                ReceivedPackets::new(PnSpace::Handshake, max_ack_delay)
+            });
+            put(addr_of_mut!((*p).rx_data), || {
                 ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
-                    .with_ack_eliciting_threshold(threshold),
-            );
+                    .with_ack_eliciting_threshold(threshold)
+            });
+            let config = &*cfg;
             let cc = NewReno::new(config.max_datagram_size);
             Recovery::write_new(addr_of_mut!((*p).recovery), config.recovery, cc);
             Streams::write_new(addr_of_mut!((*p).streams), side, config.streams, streams);
@@ -291,8 +303,7 @@ where
             addr_of_mut!((*p).probes).write([0; 3]);
             #[cfg(not(feature = "migration"))]
             addr_of_mut!((*p).path_response).write(None);
-            addr_of_mut!((*p).local_cids).write(local_cids);
-            addr_of_mut!((*p).remote_cids).write(remote_cids);
+            put(addr_of_mut!((*p).remote_cids), || cids::RemoteCids::new(remote_cid));
             addr_of_mut!((*p).ecn).write(path::Ecn::new(config.ecn));
             addr_of_mut!((*p).local).write(None);
             #[cfg(feature = "pmtud")]
