@@ -35,6 +35,8 @@ mod gcm;
 mod hmac_sha256;
 #[cfg(feature = "rustcrypto")]
 pub mod rustcrypto;
+#[cfg(feature = "rustcrypto")]
+mod sha256;
 
 #[cfg(feature = "std")]
 pub mod fast;

@@ -176,7 +176,7 @@ impl crate::HeaderProtectionKey for HeaderKey {
 #[derive(Clone)]
 pub enum Hash {
     /// SHA-256.
-    Sha256(sha2::Sha256),
+    Sha256(crate::sha256::Sha256),
     /// SHA-384.
     #[cfg(feature = "aes256")]
     Sha384(sha2::Sha384),
@@ -201,7 +201,7 @@ impl crate::Hash for Hash {
 
     fn finish(self) -> Digest {
         match self {
-            Self::Sha256(h) => Digest::new(&h.finalize()),
+            Self::Sha256(mut h) => h.finish(),
             #[cfg(feature = "aes256")]
             Self::Sha384(h) => Digest::new(&h.finalize()),
         }
@@ -725,7 +725,7 @@ impl CryptoProvider for RustCrypto {
     #[allow(unreachable_patterns)]
     fn hash(&self, alg: HashAlgorithm) -> Result<Hash, Error> {
         match alg {
-            HashAlgorithm::Sha256 => Ok(Hash::Sha256(sha2::Sha256::new())),
+            HashAlgorithm::Sha256 => Ok(Hash::Sha256(crate::sha256::Sha256::new())),
             #[cfg(feature = "aes256")]
             HashAlgorithm::Sha384 => Ok(Hash::Sha384(sha2::Sha384::new())),
             _ => Err(Error::Unsupported),
