@@ -4,9 +4,11 @@
 //! `aes-gcm` crate builds the same thing, but its key constructor returns the ~400 B
 //! cipher state by value through two frames (its own and the caller's), and that key
 //! setup sat at the bottom of every deep chain of a device's stack (installing packet
-//! keys, checking a Retry). Here the key schedule is written where the key lives
-//! (`write_aead_key`) and GHASH's key is stored as the 16-byte `H`, the hash state being
-//! set up per message (a few instructions). Checked against `aes-gcm` below.
+//! keys, checking a Retry). Here the key is the key schedule alone, written where the key
+//! lives (`write_aead_key`: the value the block cipher's constructor returns is the whole
+//! key, so LLVM builds it in place), and GHASH's key `H` is derived per message: one more
+//! block encryption per packet for no copy of the key and 16 B less of it. Checked against
+//! `aes-gcm` below.
 
 use aes::cipher::{BlockEncrypt, BlockSizeUser, KeyInit};
 use aes::Block;
@@ -19,10 +21,10 @@ use crate::{Error, NONCE_LEN, TAG_LEN};
 /// SP 800-38D §5.2.1.1: plaintexts are at most 2^39 − 256 bits, 2^36 − 32 bytes.
 const MAX_TEXT: u64 = (1 << 36) - 32;
 
-/// An AES-GCM key: the block cipher's key schedule and GHASH's key `H = E_K(0^128)`.
+/// An AES-GCM key: the block cipher's key schedule (GHASH's key is derived from it per
+/// message).
 pub struct Gcm<C> {
     cipher: C,
-    h: [u8; 16],
 }
 
 impl<C> Gcm<C>
@@ -30,25 +32,16 @@ where
     C: BlockEncrypt + BlockSizeUser<BlockSize = aes::cipher::consts::U16> + KeyInit,
 {
     /// The key for `key` (its length already checked against `C`).
-    pub fn new(key: &[u8]) -> Self {
-        let mut gcm = Self::key_schedule_only(key);
-        gcm.derive_h();
-        gcm
-    }
-
-    /// The key schedule, with `H` not derived yet: a key written into its final place
-    /// (`write_aead_key`) derives `H` there, so the ~400 B value is built once and not
-    /// moved through further frames.
     #[inline(always)]
-    pub(crate) fn key_schedule_only(key: &[u8]) -> Self {
-        Gcm { cipher: C::new(aes::cipher::Key::<C>::from_slice(key)), h: [0; 16] }
+    pub fn new(key: &[u8]) -> Self {
+        Gcm { cipher: C::new(aes::cipher::Key::<C>::from_slice(key)) }
     }
 
     /// SP 800-38D §6.4: GHASH's key `H` is the block cipher applied to the zero block.
-    pub(crate) fn derive_h(&mut self) {
+    fn h(&self) -> Block {
         let mut h = Block::default();
         self.cipher.encrypt_block(&mut h);
-        self.h = h.into();
+        h
     }
 
     /// SP 800-38D §7.1 (authenticated encryption): encrypts `in_out` in place and returns the
@@ -83,11 +76,6 @@ where
         Ok(())
     }
 
-    #[cfg(test)]
-    fn cipher(&self) -> &C {
-        &self.cipher
-    }
-
     /// SP 800-38D §7.1 steps 2-3: the counter blocks start at inc32(J0), J0 = nonce ‖ 0^31 ‖ 1
     /// for a 96-bit nonce. Two blocks per call: the bitsliced AES encrypts two at once.
     fn apply_keystream(&self, nonce: &[u8; NONCE_LEN], data: &mut [u8]) {
@@ -107,7 +95,7 @@ where
     /// SP 800-38D §7.1 steps 4-6: GHASH over the padded AAD, the padded ciphertext and their
     /// bit lengths, masked with E_K(J0).
     fn tag(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ciphertext: &[u8]) -> [u8; TAG_LEN] {
-        let mut ghash = GHash::new(&self.h.into());
+        let mut ghash = GHash::new(&self.h());
         ghash.update_padded(aad);
         ghash.update_padded(ciphertext);
         let mut lengths = Block::default();
@@ -248,9 +236,6 @@ mod tests {
     fn h_is_the_cipher_of_the_zero_block() {
         let gcm = Gcm::<aes::Aes128>::new(&[0; 16]);
         // FIPS 197 / SP 800-38D test case 1: AES-128 of zero under the zero key.
-        assert_eq!(gcm.h, hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
-        let mut block = Block::default();
-        gcm.cipher().encrypt_block(&mut block);
-        assert_eq!(block[..], gcm.h[..]);
+        assert_eq!(gcm.h()[..], hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
     }
 }

@@ -55,9 +55,7 @@ impl HmacSha256 {
         // block (64 + 32 bytes in all).
         self.inner.finish_into_buf();
         Sha256::pad_and_compress(&mut self.outer, &mut self.inner.buf, OUT, (BLOCK + OUT) as u64);
-        for (chunk, word) in self.inner.buf[..OUT].chunks_exact_mut(4).zip(self.outer) {
-            chunk.copy_from_slice(&word.to_be_bytes());
-        }
+        crate::sha256::write_words(&mut self.inner.buf, &self.outer);
         Digest::new(&self.inner.buf[..OUT])
     }
 }

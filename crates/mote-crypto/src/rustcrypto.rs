@@ -642,12 +642,12 @@ impl CryptoProvider for RustCrypto {
         if key.len() != alg.key_len() {
             return Err(Error::BadLength);
         }
-        // The length is checked above. The key schedule is written into `dst` and `H` is
-        // derived there (a GCM key is never moved once built).
-        let written = match alg {
-            AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(Gcm::key_schedule_only(key))),
+        // The length is checked above. The key is the key schedule alone, so the cipher's
+        // constructor writes it into `dst` (no copy in this frame).
+        Ok(match alg {
+            AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(Gcm::new(key))),
             #[cfg(feature = "aes256")]
-            AeadAlgorithm::Aes256Gcm => dst.write(AeadKey::Aes256Gcm(Gcm::key_schedule_only(key))),
+            AeadAlgorithm::Aes256Gcm => dst.write(AeadKey::Aes256Gcm(Gcm::new(key))),
             #[cfg(feature = "chacha20")]
             AeadAlgorithm::ChaCha20Poly1305 => {
                 dst.write(AeadKey::ChaCha20Poly1305(chacha20poly1305::ChaCha20Poly1305::new(
@@ -655,15 +655,7 @@ impl CryptoProvider for RustCrypto {
                 )))
             }
             _ => return Err(Error::Unsupported),
-        };
-        match written {
-            AeadKey::Aes128Gcm(k) => k.derive_h(),
-            #[cfg(feature = "aes256")]
-            AeadKey::Aes256Gcm(k) => k.derive_h(),
-            #[cfg(feature = "chacha20")]
-            AeadKey::ChaCha20Poly1305(_) => {}
-        }
-        Ok(written)
+        })
     }
 
     // As `write_aead_key`: the AES key schedule built where it stays.

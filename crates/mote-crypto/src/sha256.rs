@@ -71,8 +71,17 @@ pub(crate) fn compress(state: &mut [u32; 8], block: &[u8; BLOCK]) {
         a = t1.wrapping_add(t2);
     }
     // Step 4.
-    for (s, v) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-        *s = s.wrapping_add(v);
+    let words = [a, b, c, d, e, f, g, h];
+    for i in 0..8 {
+        state[i] = state[i].wrapping_add(words[i]);
+    }
+}
+
+/// Writes the eight words of `state` big-endian into `out[..OUT]` (FIPS 180-4 §6.2.2: the
+/// digest), in place.
+pub(crate) fn write_words(out: &mut [u8; BLOCK], state: &[u32; 8]) {
+    for i in 0..8 {
+        out[4 * i..4 * i + 4].copy_from_slice(&state[i].to_be_bytes());
     }
 }
 
@@ -139,9 +148,7 @@ impl Sha256 {
     pub(crate) fn finish_into_buf(&mut self) {
         let total = self.absorbed.wrapping_add(self.buf_len as u64);
         Self::pad_and_compress(&mut self.state, &mut self.buf, self.buf_len, total);
-        for (chunk, word) in self.buf[..OUT].chunks_exact_mut(4).zip(self.state) {
-            chunk.copy_from_slice(&word.to_be_bytes());
-        }
+        write_words(&mut self.buf, &self.state);
         self.buf_len = OUT;
     }
 

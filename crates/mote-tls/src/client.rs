@@ -533,6 +533,31 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if suites.first().is_none() {
             return Err(Error::Alert(Alert::HandshakeFailure));
         }
+        self.start_transcripts()?;
+        let early = self.can_offer_early_data();
+        if early {
+            self.early_data = EarlyData::Offered;
+        }
+        let early_secret = self.emit_client_hello(hooks, None, early)?;
+        self.state = State::WaitServerHello;
+        // Installed once the ClientHello's frame is gone (issue 8: the packet key setup is
+        // not under it on a device's stack).
+        if let (Some(secret), Some(r)) = (early_secret, self.resumption) {
+            hooks.install_secrets(Secrets {
+                level: KeyLevel::ZeroRtt,
+                suite: r.ticket.suite,
+                client: &secret,
+                server: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// One transcript per hash of the offered suites (RFC 8446 §4.4.1). Out of line: the
+    /// hash states are built here, not in `start`'s frame under the ClientHello (issue 8).
+    #[inline(never)]
+    fn start_transcripts(&mut self) -> Result<(), Error> {
+        let suites = self.offered_suites();
         let mut slot = 0;
         for s in suites.as_slice() {
             let alg = s.hash();
@@ -544,24 +569,19 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 slot += 1;
             }
         }
-        let early = self.can_offer_early_data();
-        if early {
-            self.early_data = EarlyData::Offered;
-        }
-        self.emit_client_hello(hooks, None, early)?;
-        self.state = State::WaitServerHello;
         Ok(())
     }
 
     /// RFC 8446 §4.1.2: writes a ClientHello (the second one after a HelloRetryRequest,
     /// with the same random and `cookie`), fills in the PSK binder (§4.2.11.2), adds it to
-    /// the transcript(s), and with 0-RTT installs client_early_traffic_secret.
+    /// the transcript(s), and with 0-RTT returns client_early_traffic_secret for the caller
+    /// to install.
     fn emit_client_hello<H: QuicHooks>(
         &mut self,
         hooks: &mut H,
         cookie: Option<&[u8]>,
         early_data: bool,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Secret>, Error> {
         let suites = self.offered_suites();
         let groups = self.offered_groups();
         let schemes = self.offered_schemes();
@@ -623,15 +643,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 return Err(internal());
             };
             let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
-            let secret = es.client_early_traffic_secret(&self.provider, hash.as_ref())?;
-            hooks.install_secrets(Secrets {
-                level: KeyLevel::ZeroRtt,
-                suite: r.ticket.suite,
-                client: &secret,
-                server: None,
-            })?;
+            return Ok(Some(es.client_early_traffic_secret(&self.provider, hash.as_ref())?));
         }
-        Ok(())
+        Ok(None)
     }
 
     fn handle<H: QuicHooks>(
@@ -676,7 +690,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         hooks: &mut H,
     ) -> Result<(), Error> {
         match self.server_hello(msg, hooks)? {
-            Some(Retry { cookie }) => self.emit_client_hello(hooks, cookie, false),
+            // RFC 8446 §4.2.10: no early data after a HelloRetryRequest, so no secret.
+            Some(Retry { cookie }) => self.emit_client_hello(hooks, cookie, false).map(drop),
             None => Ok(()),
         }
     }
