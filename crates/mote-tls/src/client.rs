@@ -333,6 +333,14 @@ struct Retry<'m> {
     cookie: Option<&'m [u8]>,
 }
 
+/// What follows a checked ServerHello ([`Client::server_hello`]).
+enum ServerHelloNext<'m> {
+    /// A HelloRetryRequest: the second ClientHello.
+    Retry(Retry<'m>),
+    /// A ServerHello: the handshake keys, from the server's key share.
+    HandshakeKeys { server_share: &'m [u8] },
+}
+
 pub(crate) fn send_message<H: QuicHooks, X: mote_crypto::Hash>(
     hooks: &mut H,
     level: Level,
@@ -691,18 +699,25 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<(), Error> {
         match self.server_hello(msg, hooks)? {
             // RFC 8446 §4.2.10: no early data after a HelloRetryRequest, so no secret.
-            Some(Retry { cookie }) => self.emit_client_hello(hooks, cookie, false).map(drop),
-            None => Ok(()),
+            ServerHelloNext::Retry(Retry { cookie }) => {
+                self.emit_client_hello(hooks, cookie, false).map(drop)
+            }
+            ServerHelloNext::HandshakeKeys { server_share } => {
+                self.handshake_keys(server_share, hooks)
+            }
         }
     }
 
-    /// Returns the [`Retry`] to answer if the message was a HelloRetryRequest.
+    /// Checks a ServerHello (or a HelloRetryRequest) and adds it to the transcript; returns
+    /// what comes next: the [`Retry`] to answer, or the server's key share for
+    /// [`Self::handshake_keys`], which runs once this frame is gone (issue 8: the X25519
+    /// ladder is not under the ServerHello's parse on a device's stack).
     #[inline(never)]
     fn server_hello<'m, H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'m>,
         hooks: &mut H,
-    ) -> Result<Option<Retry<'m>>, Error> {
+    ) -> Result<ServerHelloNext<'m>, Error> {
         let sh = ServerHello::parse(msg.body)?;
         // RFC 8446 §4.2.1: a ServerHello without supported_versions negotiates TLS 1.2 or
         // earlier, which this client does not speak (protocol_version); one naming another
@@ -725,7 +740,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .ok_or(Error::IllegalParameter)?;
         if sh.is_hello_retry_request() {
             self.hello_retry_request(&sh, msg.bytes, suite, hooks)?;
-            return Ok(Some(Retry { cookie: sh.cookie }));
+            return Ok(ServerHelloNext::Retry(Retry { cookie: sh.cookie }));
         }
         // RFC 8446 §4.1.4: the ServerHello after a HelloRetryRequest must keep its suite.
         if self.suite.is_some_and(|s| s != suite) {
@@ -733,13 +748,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         }
         // mote always uses (EC)DHE (psk_dhe_ke): the server must send a share.
         let share = sh.key_share.ok_or(Error::Alert(Alert::MissingExtension))?;
-        let kx = self.kx.take().ok_or_else(internal)?;
+        let group = self.kx.as_ref().ok_or_else(internal)?.group();
         // RFC 8446 §4.2.8: "the selected group MUST be the same as the one in the
         // corresponding KeyShareEntry" the client sent.
-        if share.group != kx.group().codepoint() {
+        if share.group != group.codepoint() {
             return Err(Error::IllegalParameter);
         }
-        self.group = Some(kx.group());
+        self.group = Some(group);
         // RFC 8446 §4.2.11: the selected identity must be one offered, and the suite's hash
         // must be the PSK's ("Clients MUST verify that the server's selected_identity is
         // within the range supplied by the client, that the server selected a cipher suite
@@ -755,12 +770,25 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(Error::Alert(Alert::HandshakeFailure));
         }
         self.psk_accepted = psk.is_some();
+        self.select_transcript(suite.hash())?;
+        self.transcript()?.update(msg.bytes);
+        Ok(ServerHelloNext::HandshakeKeys { server_share: share.key_exchange })
+    }
+
+    /// RFC 8446 §7.1 after a ServerHello: the (EC)DHE shared secret with the server's share,
+    /// the handshake secret and the handshake traffic secrets, installed.
+    #[inline(never)]
+    fn handshake_keys<H: QuicHooks>(
+        &mut self,
+        server_share: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), Error> {
+        let suite = self.suite.ok_or_else(internal)?;
         let alg = suite.hash();
-        self.select_transcript(alg)?;
-        let t = self.transcript()?;
-        t.update(msg.bytes);
-        let hello_hash = t.current_hash();
-        let shared = kx.complete(share.key_exchange)?;
+        let psk = if self.psk_accepted { self.psk_source() } else { None };
+        let kx = self.kx.take().ok_or_else(internal)?;
+        let shared = kx.complete(server_share)?;
+        let hello_hash = self.transcript()?.current_hash();
         let es = EarlySecret::new(&self.provider, alg, psk.map(|p| p.key))?;
         let hs = es.into_handshake_secret(&self.provider, shared.as_ref())?;
         let client = hs.client_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
@@ -774,7 +802,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         })?;
         self.secrets = Stage::Handshake { client, server };
         self.state = State::WaitEncryptedExtensions;
-        Ok(None)
+        Ok(())
     }
 
     /// RFC 8446 §4.1.4: checks a HelloRetryRequest and prepares the second ClientHello (the
@@ -995,16 +1023,17 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
-    /// Returns the application traffic secrets, for [`Self::install_application_secrets`].
+    /// After the server Finished verified: the application traffic secrets (returned, for
+    /// [`Self::install_application_secrets`]) and the client's Finished under
+    /// `client_hs`, its handshake traffic secret.
     #[inline(never)]
     fn finished<H: QuicHooks>(
         &mut self,
-        msg: HandshakeMessage<'_>,
+        suite: AeadAlgorithm,
+        client_hs: Secret,
         hooks: &mut H,
     ) -> Result<ApplicationSecrets, Error> {
-        let suite = self.suite.ok_or_else(internal)?;
         let alg = suite.hash();
-        let client_hs = self.verify_server_finished(msg, alg)?;
         let server_finished_hash = self.transcript()?.current_hash();
         let master = self
             .handshake_secret
@@ -1090,7 +1119,11 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let app = self.finished(msg, hooks)?;
+        let suite = self.suite.ok_or_else(internal)?;
+        // Checked before `finished`'s frame exists: the check's key derivation is not under
+        // it on a device's stack (issue 8).
+        let client_hs = self.verify_server_finished(msg, suite.hash())?;
+        let app = self.finished(suite, client_hs, hooks)?;
         self.install_application_secrets(&app, hooks)
     }
 
