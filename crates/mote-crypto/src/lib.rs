@@ -37,6 +37,8 @@ mod hmac_sha256;
 pub mod rustcrypto;
 #[cfg(feature = "rustcrypto")]
 mod sha256;
+#[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
+mod sha512;
 
 #[cfg(feature = "std")]
 pub mod fast;

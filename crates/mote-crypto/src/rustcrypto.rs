@@ -345,17 +345,18 @@ fn salty_difference(sb: &salty::EdwardsPoint, ka: &salty::EdwardsPoint) -> [u8; 
     (sb + &-ka).compressed().0
 }
 
-/// RFC 8032 §5.1.7 step 2: k = SHA-512(R || A || M) mod L. SHA-512 is sha2's (compact
-/// rounds with feature `compact`: 0.4 KB less than salty's unrolled one).
+/// RFC 8032 §5.1.7 step 2: k = SHA-512(R || A || M) mod L. SHA-512 is mote's
+/// (`sha512.rs`: a 16-word message schedule for the device's stack).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
 fn challenge(r: &[u8], key: &[u8; 32], message: &[u8]) -> [u8; 32] {
-    // Updated in place: `chain_update` moves the 200-byte state through the frame (issue 8).
-    let mut digest = sha2::Sha512::new();
+    let mut digest = crate::sha512::Sha512::new();
     digest.update(r);
     digest.update(key);
     digest.update(message);
-    reduce_mod_order(&digest.finalize().into())
+    let mut wide = [0u8; 64];
+    digest.finish(&mut wide);
+    reduce_mod_order(&wide)
 }
 
 /// RFC 8032 §5.1.7 step 2 (and §5.1.6 step 5): a 64-byte digest as a little-endian integer,
