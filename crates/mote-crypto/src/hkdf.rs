@@ -11,7 +11,8 @@ pub fn extract<P: CryptoProvider + ?Sized>(
     salt: &[u8],
     ikm: &[u8],
 ) -> Result<Secret, Error> {
-    let mut mac = provider.hmac(alg, salt)?;
+    let mut slot = None;
+    let mac = provider.hmac_into(alg, salt, &mut slot)?;
     mac.update(ikm);
     // The PRK is the next key-schedule secret: keep it only in the `Secret`.
     let mut prk = mac.finish_in_place();
@@ -42,10 +43,10 @@ pub fn expand<P: CryptoProvider + ?Sized>(
         counter = counter.wrapping_add(1);
         let (done, rest) = out.split_at_mut(start);
         let chunk_len = rest.len().min(hash_len);
-        // The HMAC is used and finished where the provider returned it, inside its
-        // `Result`: moving it out would put a second copy in this frame (issue 8).
-        let mut keyed = provider.hmac(alg, prk);
-        let mac = keyed.as_mut().map_err(|e| *e)?;
+        // The HMAC is keyed, used and finished in its slot: no copy of it in this frame
+        // (issue 8).
+        let mut slot = None;
+        let mac = provider.hmac_into(alg, prk, &mut slot)?;
         mac.update(done.get(start.saturating_sub(hash_len)..).unwrap_or_default());
         for part in info {
             mac.update(part);

@@ -20,27 +20,34 @@ pub struct HmacSha256 {
 impl HmacSha256 {
     /// RFC 2104 §2: keys `K` (any length; one longer than a block is hashed first).
     pub fn new(key: &[u8]) -> Self {
-        let mut mac = Self { inner: Sha256::new(), outer: crate::sha256::IV };
+        let mut mac = Self::unkeyed();
+        mac.set_key(key);
+        mac
+    }
+
+    /// An HMAC without its key yet: [`Self::set_key`] keys it where it lies (the provider
+    /// returns it inside a `Result` and keys it there, no copy, issue 8).
+    pub(crate) const fn unkeyed() -> Self {
+        Self { inner: Sha256::new(), outer: crate::sha256::IV }
+    }
+
+    /// Keys an [`Self::unkeyed`] HMAC in place.
+    pub(crate) fn set_key(&mut self, key: &[u8]) {
         // The key, zero-padded to a block, is built in the inner hash's buffer (erased
         // below).
-        let buf = &mut mac.inner.buf;
+        let buf = &mut self.inner.buf;
         if key.len() > BLOCK {
-            let mut hashed = Sha256::new();
-            hashed.update(key);
-            hashed.finish_into_buf();
-            buf[..OUT].copy_from_slice(&hashed.buf[..OUT]);
-            zeroize::Zeroize::zeroize(&mut hashed.buf);
+            hash_long_key(key, buf);
         } else {
             buf[..key.len()].copy_from_slice(key);
         }
         // K XOR ipad (0x36) starts the inner hash, K XOR opad (0x5c) the outer one.
         buf.iter_mut().for_each(|b| *b ^= 0x36);
-        crate::sha256::compress(&mut mac.inner.state, buf);
+        crate::sha256::compress(&mut self.inner.state, buf);
         buf.iter_mut().for_each(|b| *b ^= 0x36 ^ 0x5c);
-        crate::sha256::compress(&mut mac.outer, buf);
+        crate::sha256::compress(&mut self.outer, buf);
         *buf = [0; BLOCK];
-        mac.inner.absorbed = BLOCK as u64;
-        mac
+        self.inner.absorbed = BLOCK as u64;
     }
 
     /// Absorbs `data` into the inner hash.
@@ -58,6 +65,20 @@ impl HmacSha256 {
         crate::sha256::write_words(&mut self.inner.buf, &self.outer);
         Digest::new(&self.inner.buf[..OUT])
     }
+}
+
+/// RFC 2104 §2: a key longer than a block is replaced by its hash, written into `out`.
+/// Out of line (TLS and QUIC keys are never that long): its hash state is not in the frame
+/// of every HMAC (issue 8).
+#[cold]
+#[inline(never)]
+fn hash_long_key(key: &[u8], out: &mut [u8; BLOCK]) {
+    let mut hashed = Sha256::new();
+    hashed.update(key);
+    hashed.finish_into_buf();
+    out[..OUT].copy_from_slice(&hashed.buf[..OUT]);
+    zeroize::Zeroize::zeroize(&mut hashed.buf);
+    zeroize::Zeroize::zeroize(&mut hashed.state);
 }
 
 impl Drop for HmacSha256 {

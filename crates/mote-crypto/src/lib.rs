@@ -46,6 +46,29 @@ pub mod fast;
 pub use algorithm::{AeadAlgorithm, HashAlgorithm, NamedGroup, SignatureScheme};
 pub use secret::{Digest, Secret, SharedSecret, MAX_HASH_LEN};
 
+/// The longest message [`CryptoProvider::verify_parts`] concatenates by default (a TLS 1.3
+/// CertificateVerify's content is at most 64 + 33 + 1 + 48 = 146 bytes).
+pub const VERIFY_PARTS_MAX: usize = 256;
+
+/// [`CryptoProvider::verify_parts`]' default: the parts copied into one buffer, then
+/// [`CryptoProvider::verify`].
+pub fn verify_concatenated<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    scheme: SignatureScheme,
+    public_key: &[u8],
+    message: &[&[u8]],
+    signature: &[u8],
+) -> Result<(), Error> {
+    let mut buf = [0u8; VERIFY_PARTS_MAX];
+    let mut len = 0;
+    for part in message {
+        let end = len + part.len();
+        buf.get_mut(len..end).ok_or(Error::BadLength)?.copy_from_slice(part);
+        len = end;
+    }
+    provider.verify(scheme, public_key, &buf[..len], signature)
+}
+
 /// Length of every AEAD nonce used by TLS 1.3 and QUIC (RFC 8446 §5.3).
 pub const NONCE_LEN: usize = 12;
 /// Length of every AEAD tag used by TLS 1.3 and QUIC.
@@ -253,6 +276,18 @@ pub trait CryptoProvider {
     fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, Error>;
     /// Starts an HMAC keyed with `key`.
     fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, Error>;
+    /// Starts an HMAC as [`hmac`](Self::hmac) does, in `slot` (which drops it): the state is
+    /// keyed where it stays, not returned through the provider's frame and a `Result`
+    /// (every key derivation of a device's handshake runs an HMAC at the bottom of its
+    /// stack, issue 8). Providers override it to build in place.
+    fn hmac_into<'s>(
+        &self,
+        alg: HashAlgorithm,
+        key: &[u8],
+        slot: &'s mut Option<Self::Hmac>,
+    ) -> Result<&'s mut Self::Hmac, Error> {
+        Ok(slot.insert(self.hmac(alg, key)?))
+    }
     /// Generates an ephemeral key pair for `group` from `rng`.
     fn start_key_exchange(
         &self,
@@ -268,6 +303,21 @@ pub trait CryptoProvider {
         message: &[u8],
         signature: &[u8],
     ) -> Result<(), Error>;
+    /// [`verify`](Self::verify) of the concatenation of `message`'s parts (a TLS
+    /// CertificateVerify's content is padding, a context string and the transcript hash):
+    /// a provider that can hash the parts as they are (Ed25519 on the device) needs no
+    /// buffer for the whole (issue 8: it sat under the signature check on the device's
+    /// deepest stack path). By default the parts are copied into a buffer of
+    /// [`VERIFY_PARTS_MAX`] bytes; a longer message is [`Error::BadLength`].
+    fn verify_parts(
+        &self,
+        scheme: SignatureScheme,
+        public_key: &[u8],
+        message: &[&[u8]],
+        signature: &[u8],
+    ) -> Result<(), Error> {
+        verify_concatenated(self, scheme, public_key, message, signature)
+    }
     /// Loads a signing key from PKCS#8 DER (the contents of a `BEGIN PRIVATE KEY` PEM).
     fn signing_key(
         &self,

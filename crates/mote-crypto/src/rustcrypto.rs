@@ -9,6 +9,7 @@ use aes::cipher::{BlockEncrypt, KeyInit};
 use chacha20poly1305::aead::AeadInPlace;
 #[cfg(feature = "aes256")]
 use hmac::Mac;
+#[cfg(feature = "aes256")]
 use sha2::Digest as _;
 
 use crate::gcm::Gcm;
@@ -239,6 +240,14 @@ impl crate::Hmac for Hmac {
     }
 }
 
+/// Puts an unkeyed HMAC-SHA-256 in `slot`. Out of line: rustc builds the value in
+/// temporaries before it lands in the slot, and they are not in the frame under which the
+/// key's blocks are compressed (issue 8).
+#[inline(never)]
+fn insert_unkeyed_hmac_sha256(slot: &mut Option<Hmac>) -> &mut Hmac {
+    slot.insert(Hmac::Sha256(crate::hmac_sha256::HmacSha256::unkeyed()))
+}
+
 /// RFC 7748 §4.1: the u-coordinate of the Curve25519 base point, 9.
 const X25519_BASE_POINT: [u8; 32] = {
     let mut u = [0u8; 32];
@@ -270,7 +279,7 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
 /// R must not be of small order either, and [S]B = R + [k]A is checked with R compared by
 /// its encoding, so a non-canonical R never matches.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
-fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
+fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
     let mut y = *key;
     if let Some(top) = y.last_mut() {
@@ -349,11 +358,13 @@ fn salty_difference(sb: &salty::EdwardsPoint, ka: &salty::EdwardsPoint) -> [u8; 
 /// (`sha512.rs`: a 16-word message schedule for the device's stack).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn challenge(r: &[u8], key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+fn challenge(r: &[u8], key: &[u8; 32], message: &[&[u8]]) -> [u8; 32] {
     let mut digest = crate::sha512::Sha512::new();
     digest.update(r);
     digest.update(key);
-    digest.update(message);
+    for part in message {
+        digest.update(part);
+    }
     let mut wide = [0u8; 64];
     digest.finish(&mut wide);
     reduce_mod_order(&wide)
@@ -740,6 +751,27 @@ impl CryptoProvider for RustCrypto {
     }
 
     #[allow(unreachable_patterns)]
+    fn hmac_into<'s>(
+        &self,
+        alg: HashAlgorithm,
+        key: &[u8],
+        slot: &'s mut Option<Hmac>,
+    ) -> Result<&'s mut Hmac, Error> {
+        match alg {
+            HashAlgorithm::Sha256 => {
+                // The unkeyed state is written into the slot, then keyed there.
+                let mac = insert_unkeyed_hmac_sha256(slot);
+                #[allow(irrefutable_let_patterns)] // one variant without `aes256`
+                if let Hmac::Sha256(m) = mac {
+                    m.set_key(key);
+                }
+                Ok(mac)
+            }
+            _ => Ok(slot.insert(self.hmac(alg, key)?)),
+        }
+    }
+
+    #[allow(unreachable_patterns)]
     fn start_key_exchange(
         &self,
         group: NamedGroup,
@@ -791,7 +823,10 @@ impl CryptoProvider for RustCrypto {
             SignatureScheme::Ed25519 => {
                 let key: &[u8; 32] = public_key.try_into().map_err(|_| Error::BadSignature)?;
                 let sig: &[u8; 64] = signature.try_into().map_err(|_| Error::BadSignature)?;
-                ed25519_verify(key, message, sig)
+                #[cfg(feature = "salty")]
+                return ed25519_verify(key, &[message], sig);
+                #[cfg(not(feature = "salty"))]
+                return ed25519_verify(key, message, sig);
             }
             #[cfg(feature = "ecdsa-p256")]
             SignatureScheme::EcdsaSecp256r1Sha256 => {
@@ -804,6 +839,24 @@ impl CryptoProvider for RustCrypto {
             }
             _ => Err(Error::Unsupported),
         }
+    }
+
+    // The device's Ed25519 hashes the parts as they are (RFC 8032 §5.1.7: M enters only
+    // SHA-512(R || A || M)); everything else concatenates them.
+    fn verify_parts(
+        &self,
+        scheme: SignatureScheme,
+        public_key: &[u8],
+        message: &[&[u8]],
+        signature: &[u8],
+    ) -> Result<(), Error> {
+        #[cfg(all(feature = "ed25519", feature = "salty"))]
+        if scheme == SignatureScheme::Ed25519 {
+            let key: &[u8; 32] = public_key.try_into().map_err(|_| Error::BadSignature)?;
+            let sig: &[u8; 64] = signature.try_into().map_err(|_| Error::BadSignature)?;
+            return ed25519_verify(key, message, sig);
+        }
+        crate::verify_concatenated(self, scheme, public_key, message, signature)
     }
 
     #[cfg(all(feature = "sign", any(feature = "ed25519", feature = "ecdsa-p256")))]
@@ -921,7 +974,14 @@ mod ed25519 {
 mod ed25519_tests {
     use ed25519_dalek::{Signer as _, SigningKey};
 
-    use super::ed25519_verify as verify_strict;
+    use crate::{CryptoProvider as _, SignatureScheme};
+
+    fn verify_strict(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), crate::Error> {
+        #[cfg(feature = "salty")]
+        return super::ed25519_verify(key, &[message], sig);
+        #[cfg(not(feature = "salty"))]
+        return super::ed25519_verify(key, message, sig);
+    }
 
     fn dalek(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> bool {
         ed25519_dalek::VerifyingKey::from_bytes(key)
@@ -965,6 +1025,45 @@ mod ed25519_tests {
         let key = SigningKey::from_bytes(&[9; 32]).verifying_key().to_bytes();
         assert!(verify_strict(&key, b"any", &sig).is_err());
         assert!(!dalek(&key, b"any", &sig));
+    }
+
+    /// `verify_parts` decides on the concatenation of the parts, however it is split (the
+    /// device's Ed25519 hashes them as they are; other paths concatenate).
+    #[test]
+    fn verify_parts_is_verify_of_the_concatenation() {
+        let key = SigningKey::from_bytes(&[5; 32]);
+        let public = key.verifying_key().to_bytes();
+        let message = *b"64 spaces, a context string, a zero byte and a transcript hash";
+        let sig = key.sign(&message).to_bytes();
+        let p = super::RustCrypto;
+        for at in [0, 1, 20, message.len()] {
+            let (a, b) = message.split_at(at);
+            assert!(p.verify_parts(SignatureScheme::Ed25519, &public, &[a, b], &sig).is_ok());
+            assert!(p.verify_parts(SignatureScheme::Ed25519, &public, &[a, &[], b], &sig).is_ok());
+            // One part's byte changed, or a part dropped: refused.
+            let mut other = [0u8; 64];
+            let other = &mut other[..b.len()];
+            other.copy_from_slice(b);
+            if let Some(x) = other.first_mut() {
+                *x ^= 1;
+                assert!(p
+                    .verify_parts(SignatureScheme::Ed25519, &public, &[a, other], &sig)
+                    .is_err());
+            }
+            if at > 0 {
+                assert!(p.verify_parts(SignatureScheme::Ed25519, &public, &[b], &sig).is_err());
+            }
+        }
+        // Beyond the default buffer, concatenating providers refuse; the device's Ed25519
+        // hashes any length.
+        let long = [7u8; crate::VERIFY_PARTS_MAX + 1];
+        let sig_long = key.sign(&long).to_bytes();
+        let streamed = p.verify_parts(SignatureScheme::Ed25519, &public, &[&long], &sig_long);
+        if cfg!(feature = "salty") {
+            assert!(streamed.is_ok());
+        } else {
+            assert_eq!(streamed, Err(crate::Error::BadLength));
+        }
     }
 }
 

@@ -21,9 +21,9 @@ pub fn finished_verify_data<P: CryptoProvider + ?Sized>(
 ) -> Result<Digest, Error> {
     let mut finished_key = mote_crypto::Secret::zeroed(alg.output_len());
     hkdf::expand_label(provider, alg, base_key, b"finished", b"", finished_key.as_mut())?;
-    // The HMAC is used inside its `Result` (no second copy in this frame, as in HKDF).
-    let mut keyed = provider.hmac(alg, finished_key.as_ref());
-    let mac = keyed.as_mut().map_err(|e| *e)?;
+    // The HMAC is keyed and used in its slot (no copy in this frame, as in HKDF).
+    let mut slot = None;
+    let mac = provider.hmac_into(alg, finished_key.as_ref(), &mut slot)?;
     mac.update(transcript_hash);
     Ok(mac.finish_in_place())
 }
@@ -92,16 +92,20 @@ pub fn certificate_verify_content(
     transcript_hash: &[u8],
     out: &mut [u8],
 ) -> Result<usize, Error> {
-    let context: &[u8] = match side {
-        Side::Server => b"TLS 1.3, server CertificateVerify",
-        Side::Client => b"TLS 1.3, client CertificateVerify",
-    };
     let mut w = crate::codec::Out::new(out);
     w.put(&[0x20; 64]);
-    w.put(context);
+    w.put(context_string(side));
     w.u8(0);
     w.put(transcript_hash);
     w.finish()
+}
+
+/// RFC 8446 §4.4.3: the context string of `side`'s CertificateVerify.
+fn context_string(side: Side) -> &'static [u8] {
+    match side {
+        Side::Server => b"TLS 1.3, server CertificateVerify",
+        Side::Client => b"TLS 1.3, client CertificateVerify",
+    }
 }
 
 /// Verifies a CertificateVerify signature by `side`'s raw public key (RFC 8446 §4.4.3);
@@ -114,10 +118,9 @@ pub fn verify_certificate_verify<P: CryptoProvider + ?Sized>(
     transcript_hash: &[u8],
     signature: &[u8],
 ) -> Result<(), Error> {
-    let mut content = [0u8; MAX_CERTIFICATE_VERIFY_CONTENT_LEN];
-    let len = certificate_verify_content(side, transcript_hash, &mut content)?;
-    let content = content.get(..len).ok_or(Error::BufferTooSmall)?;
-    Ok(provider.verify(scheme, public_key, content, signature)?)
+    // The content in parts (no buffer for it under the signature check, issue 8).
+    let content: [&[u8]; 4] = [&[0x20; 64], context_string(side), &[0], transcript_hash];
+    Ok(provider.verify_parts(scheme, public_key, &content, signature)?)
 }
 
 /// Signs a CertificateVerify as `side` (RFC 8446 §4.4.3), writing the signature to `out` and
