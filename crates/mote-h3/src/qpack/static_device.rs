@@ -46,28 +46,29 @@ const fn kind_of(name: &[u8]) -> u16 {
     0
 }
 
-/// Per entry, in index order: name length (bits 0-5), value length (bits 6-11) and the
-/// kind of its name (bits 12-15).
+/// Per entry, in index order, 16 bits: the kind of its name (bits 12-15) and, for an
+/// opaque entry, its name length (bits 0-5) and value length (bits 6-11); for a known
+/// entry, where its value starts in [`KNOWN_VALUES`] (bits 0-6) and its length (bits 7-11).
 #[allow(clippy::indexing_slicing)]
 static ENTRIES: [u16; 99] = {
     let mut out = [0u16; 99];
+    let mut at = 0;
     let mut i = 0;
     while i < 99 {
         let (name, value) = STATIC_TABLE[i];
-        assert!(name.len() < 64 && value.len() < 64);
-        out[i] = name.len() as u16 | (value.len() as u16) << 6 | kind_of(name) << 12;
+        let kind = kind_of(name);
+        out[i] = if kind == 0 {
+            assert!(name.len() < 64 && value.len() < 64);
+            name.len() as u16 | (value.len() as u16) << 6
+        } else {
+            assert!(at < 128 && value.len() < 32);
+            at as u16 | (value.len() as u16) << 7 | kind << 12
+        };
+        at += if kind == 0 { 0 } else { value.len() };
         i += 1;
     }
     out
 };
-
-const fn value_len(e: u16) -> usize {
-    ((e >> 6) & 0x3f) as usize
-}
-
-const fn name_len(e: u16) -> usize {
-    (e & 0x3f) as usize
-}
 
 /// Size of [`KNOWN_VALUES`].
 #[allow(clippy::indexing_slicing)]
@@ -113,38 +114,34 @@ pub(crate) enum Entry {
     Opaque(usize, usize),
 }
 
-/// The known entries: index, name and value.
-fn known() -> impl Iterator<Item = (usize, &'static [u8], &'static [u8])> {
-    let mut at = 0;
-    ENTRIES.iter().enumerate().filter_map(move |(i, &e)| {
-        let kind = usize::from(e >> 12);
-        let name = KNOWN_NAMES.get(kind.checked_sub(1)?)?;
-        let value = KNOWN_VALUES.get(at..at + value_len(e))?;
-        at += value_len(e);
-        Some((i, *name, value))
-    })
+/// Entry `e` of [`ENTRIES`] unpacked.
+fn entry(e: u16) -> Option<Entry> {
+    let Some(kind) = usize::from(e >> 12).checked_sub(1) else {
+        return Some(Entry::Opaque(usize::from(e & 0x3f), usize::from((e >> 6) & 0x3f)));
+    };
+    let at = usize::from(e & 0x7f);
+    let value = KNOWN_VALUES.get(at..at + usize::from((e >> 7) & 0x1f))?;
+    Some(Entry::Known(KNOWN_NAMES.get(kind)?, value))
 }
 
 /// The entry at `index`, or `None` past the end (QPACK_DECOMPRESSION_FAILED).
 pub(crate) fn get(index: u64) -> Option<Entry> {
-    let e = *ENTRIES.get(usize::try_from(index).ok()?)?;
-    if e >> 12 == 0 {
-        return Some(Entry::Opaque(name_len(e), value_len(e)));
-    }
-    known().find(|(i, _, _)| *i as u64 == index).map(|(_, n, v)| Entry::Known(n, v))
+    entry(*ENTRIES.get(usize::try_from(index).ok()?)?)
 }
 
 /// Looks `name`/`value` up among the known entries: an exact entry if there is one, else
 /// the first known entry with the same name.
 pub fn find(name: &[u8], value: &[u8]) -> Match {
     let mut by_name = Match::None;
-    for (i, n, v) in known() {
-        if n == name {
-            if v == value {
-                return Match::Full(i as u8);
-            }
-            if by_name == Match::None {
-                by_name = Match::Name(i as u8);
+    for (i, &e) in ENTRIES.iter().enumerate() {
+        if let Some(Entry::Known(n, v)) = entry(e) {
+            if n == name {
+                if v == value {
+                    return Match::Full(i as u8);
+                }
+                if by_name == Match::None {
+                    by_name = Match::Name(i as u8);
+                }
             }
         }
     }
@@ -166,7 +163,7 @@ mod tests {
         }
         assert_eq!(get(99), None);
         assert_eq!(get(u64::MAX), None);
-        assert_eq!(known().count(), 26);
+        assert_eq!(ENTRIES.iter().filter(|&&e| e >> 12 != 0).count(), 26);
         assert_eq!(KNOWN_VALUES_LEN, 87);
     }
 
