@@ -424,6 +424,40 @@ mod tests {
         assert!(!Response::new(200).is_interim());
     }
 
+    /// A typical server response (RFC 9204 §4.5: indexed and name-referenced static
+    /// entries, literal values) decodes and checks alike in every build; a device-only build
+    /// shows the application the pseudo-header and content-length and counts the rest.
+    #[test]
+    fn typical_response_in_every_build() {
+        let block = [
+            &hex_literal::hex!("0000 d9 ee")[..], // :status 200, content-type: application/json
+            &hex_literal::hex!("56 1d"),          // date (static 6), literal value
+            b"Sun, 22 Nov 2026 19:00:00 GMT",
+            &hex_literal::hex!("54 01 35"), // content-length (static 4): 5
+            &hex_literal::hex!("5f4d 06"),  // server (static 92)
+            b"aioqic",
+        ]
+        .concat();
+        let mut out = [0u8; 256];
+        let d = decode_field_section(&block, 1000, &mut out).unwrap();
+        assert_eq!(parse_response(&d.fields), Ok(200));
+        assert_eq!(content_length(&d.fields), Ok(Some(5)));
+        assert_eq!(check_trailers(&d.fields), Err(H3Error::MessageError));
+        let size = (7 + 3) + (12 + 16) + (4 + 29) + (14 + 1) + (6 + 6) + 5 * 32;
+        assert_eq!(d.fields.size(), size);
+        let names: Vec<&[u8]> = d.fields.iter().map(|f| f.name).collect();
+        if cfg!(any(feature = "server", feature = "quic")) {
+            let all: [&[u8]; 5] =
+                [b":status", b"content-type", b"date", b"content-length", b"server"];
+            assert_eq!(names, all);
+            assert_eq!(d.fields.get(b"server"), Some(&b"aioqic"[..]));
+        } else {
+            assert_eq!(names, [&b":status"[..], b"content-length"]);
+            assert_eq!(d.fields.get(b"server"), None);
+        }
+        assert_eq!(d.fields.get(b"content-length"), Some(&b"5"[..]));
+    }
+
     /// Static references to regular fields are checked alike in every build, whether the
     /// build keeps their text or (a device build) only their lengths: order after
     /// pseudo-headers, literal values, the decoded size (RFC 9114 §4.2.2, §4.3.2).
