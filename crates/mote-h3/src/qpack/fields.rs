@@ -135,7 +135,10 @@ impl<'a> Iterator for Fields<'a> {
 /// Where a name or value comes from while decoding.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Src<'s> {
-    /// Plain bytes in up to two parts (a dynamic table entry can wrap around its ring).
+    /// Plain bytes.
+    One(&'s [u8]),
+    /// Plain bytes in two parts (a dynamic table entry can wrap around its ring).
+    #[cfg(feature = "dynamic-table")]
     Plain(&'s [u8], &'s [u8]),
     /// Huffman-coded bytes.
     Huffman(&'s [u8]),
@@ -146,7 +149,7 @@ pub(crate) enum Src<'s> {
 
 impl<'s> Src<'s> {
     pub(crate) fn one(b: &'s [u8]) -> Self {
-        Src::Plain(b, &[])
+        Src::One(b)
     }
 }
 
@@ -184,6 +187,16 @@ impl<'o> SectionWriter<'o> {
         let end = at.saturating_add(budget).min(self.out.len());
         let room = end.saturating_sub(at);
         match src {
+            Src::One(a) => {
+                // Checked before copying anything: an oversized literal aborts at once.
+                if a.len() > room {
+                    return Err(PushError::TooLarge);
+                }
+                let dst = self.out.get_mut(at..at + a.len()).ok_or(PushError::TooLarge)?;
+                dst.copy_from_slice(a);
+                Ok((a.len(), true))
+            }
+            #[cfg(feature = "dynamic-table")]
             Src::Plain(a, b) => {
                 let len = a.len().checked_add(b.len()).ok_or(PushError::TooLarge)?;
                 // Checked before copying anything: an oversized literal aborts at once.
@@ -265,7 +278,10 @@ mod tests {
     fn writer_enforces_limit_and_round_trips() {
         let mut buf = [0u8; 128];
         let mut w = SectionWriter::new(&mut buf, 32 + 5 + 32 + 3);
+        #[cfg(feature = "dynamic-table")]
         w.push(Src::one(b"a"), Src::Plain(b"bc", b"de"), false).unwrap();
+        #[cfg(not(feature = "dynamic-table"))]
+        w.push(Src::one(b"a"), Src::one(b"bcde"), false).unwrap();
         w.push(Src::one(b"xy"), Src::one(b"z"), true).unwrap();
         assert_eq!(w.push(Src::one(b""), Src::one(b""), false), Err(PushError::TooLarge));
         let s = w.finish();
