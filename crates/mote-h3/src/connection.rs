@@ -783,7 +783,10 @@ impl<'t> Connection<'t> {
                 FrameEvent::NeedMore => return Ok(Recv::new(pos, None)),
                 FrameEvent::Skipped => {}
                 FrameEvent::Frame(Frame::Settings(payload)) => {
+                    #[cfg(any(feature = "server", feature = "quic"))]
                     let settings = Settings::parse(payload)?;
+                    #[cfg(not(any(feature = "server", feature = "quic")))]
+                    let settings = Settings::parse_max_field_section_size(payload)?;
                     if self.peer_settings_received() {
                         return Err(H3Error::FrameUnexpected);
                     }
@@ -793,7 +796,7 @@ impl<'t> Connection<'t> {
                     }
                     #[cfg(not(any(feature = "server", feature = "quic")))]
                     {
-                        self.peer_max_field_section_size = Some(settings.max_field_section_size);
+                        self.peer_max_field_section_size = Some(settings);
                     }
                     return Ok(Recv::new(pos, Some(Event::Settings)));
                 }
