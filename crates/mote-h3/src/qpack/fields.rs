@@ -5,6 +5,11 @@
 //! 8 bytes of header is less than the 32 bytes RFC 9114 §4.2.2 charges per field, so an
 //! output buffer of SETTINGS_MAX_FIELD_SECTION_SIZE bytes holds any section within that
 //! limit.
+//!
+//! A device-only build (neither `server` nor `quic`) stores an opaque static table entry
+//! (`static_device`) without its name bytes (bit 30 of the name length) and, for an
+//! indexed one, without its value bytes (top bit of the value length): the lengths still
+//! count in the size, the message checks see the line, [`FieldSection::iter`] skips it.
 
 use super::huffman::{self, HuffmanError};
 
