@@ -161,7 +161,7 @@ pub enum Event<'a> {
     Data(&'a [u8]),
     /// The peer ended the stream after a complete message.
     Finished,
-    /// The peer's SETTINGS arrived (see [`Connection::peer_settings`]).
+    /// The peer's SETTINGS arrived (see [`Connection::peer_max_field_section_size`]).
     Settings,
     /// The peer sent GOAWAY with this ID. Client: requests on streams with this ID or above
     /// were not processed and may be retried elsewhere; no new request may start here.
@@ -375,7 +375,14 @@ pub struct Connection<'t> {
     goaway_unsent: bool,
     goaway_sent: Option<u64>,
     goaway_received: Option<u64>,
+    /// The peer's SETTINGS, once received.
+    #[cfg(any(feature = "server", feature = "quic"))]
     peer_settings: Option<Settings>,
+    /// A device-only build keeps of the peer's SETTINGS only what it acts on: its
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE (§4.2.2). Its encoder never uses the dynamic table,
+    /// so the peer's QPACK settings do not matter to it. Outer `None`: not received yet.
+    #[cfg(not(any(feature = "server", feature = "quic")))]
+    peer_max_field_section_size: Option<Option<u64>>,
     /// Whether the peer opened its control, QPACK encoder and decoder streams (only one of
     /// each is allowed; nothing else about them is needed once their state has the kind).
     peer_control: bool,
@@ -408,7 +415,10 @@ impl<'t> Connection<'t> {
             goaway_unsent: false,
             goaway_sent: None,
             goaway_received: None,
+            #[cfg(any(feature = "server", feature = "quic"))]
             peer_settings: None,
+            #[cfg(not(any(feature = "server", feature = "quic")))]
+            peer_max_field_section_size: None,
             peer_control: false,
             peer_encoder: false,
             peer_decoder: false,
@@ -460,9 +470,27 @@ impl<'t> Connection<'t> {
         }
     }
 
-    /// The peer's SETTINGS, once received.
+    /// The peer's SETTINGS, once received (a device-only build keeps only
+    /// [`Connection::peer_max_field_section_size`]).
+    #[cfg(any(feature = "server", feature = "quic"))]
     pub const fn peer_settings(&self) -> Option<&Settings> {
         self.peer_settings.as_ref()
+    }
+
+    /// Whether the peer's SETTINGS arrived.
+    pub const fn peer_settings_received(&self) -> bool {
+        #[cfg(any(feature = "server", feature = "quic"))]
+        return self.peer_settings.is_some();
+        #[cfg(not(any(feature = "server", feature = "quic")))]
+        return self.peer_max_field_section_size.is_some();
+    }
+
+    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if it sent one (RFC 9114 §4.2.2).
+    pub fn peer_max_field_section_size(&self) -> Option<u64> {
+        #[cfg(any(feature = "server", feature = "quic"))]
+        return self.peer_settings.and_then(|p| p.max_field_section_size);
+        #[cfg(not(any(feature = "server", feature = "quic")))]
+        return self.peer_max_field_section_size.flatten();
     }
 
     /// The ID in the last GOAWAY received.
@@ -739,7 +767,7 @@ impl<'t> Connection<'t> {
     ) -> Result<Recv<'a>, H3Error> {
         loop {
             let rest = input.get(pos..).unwrap_or(&[]);
-            if self.peer_settings.is_none() && s.reader.is_idle() {
+            if !self.peer_settings_received() && s.reader.is_idle() {
                 // §6.2.1: the first frame must be SETTINGS, whatever else it is.
                 match crate::frame::FrameHeader::parse(rest) {
                     None => return Ok(Recv::new(pos, None)),
@@ -755,11 +783,21 @@ impl<'t> Connection<'t> {
                 FrameEvent::NeedMore => return Ok(Recv::new(pos, None)),
                 FrameEvent::Skipped => {}
                 FrameEvent::Frame(Frame::Settings(payload)) => {
+                    #[cfg(any(feature = "server", feature = "quic"))]
                     let settings = Settings::parse(payload)?;
-                    if self.peer_settings.is_some() {
+                    #[cfg(not(any(feature = "server", feature = "quic")))]
+                    let settings = Settings::parse_max_field_section_size(payload)?;
+                    if self.peer_settings_received() {
                         return Err(H3Error::FrameUnexpected);
                     }
-                    self.peer_settings = Some(settings);
+                    #[cfg(any(feature = "server", feature = "quic"))]
+                    {
+                        self.peer_settings = Some(settings);
+                    }
+                    #[cfg(not(any(feature = "server", feature = "quic")))]
+                    {
+                        self.peer_max_field_section_size = Some(settings);
+                    }
                     return Ok(Recv::new(pos, Some(Event::Settings)));
                 }
                 FrameEvent::Frame(Frame::GoAway(id)) => {
@@ -1380,7 +1418,7 @@ impl<'t> Connection<'t> {
         let size = enc.size();
         let len = enc.finish();
         // §4.2.2: respect the peer's limit.
-        if self.peer_settings.and_then(|p| p.max_field_section_size).is_some_and(|max| size > max) {
+        if self.peer_max_field_section_size().is_some_and(|max| size > max) {
             return Err(SendError::FieldSectionTooLarge);
         }
         // The frame header (type 0x01, one byte, then the length) goes right in front of

@@ -118,6 +118,30 @@ impl Settings {
     #[inline(never)]
     pub fn parse(payload: &[u8]) -> Result<Self, H3Error> {
         let mut s = Settings::default();
+        Self::each(payload, |id, value| match id {
+            setting_id::QPACK_MAX_TABLE_CAPACITY => s.qpack_max_table_capacity = value,
+            setting_id::MAX_FIELD_SECTION_SIZE => s.max_field_section_size = Some(value),
+            setting_id::QPACK_BLOCKED_STREAMS => s.qpack_blocked_streams = value,
+            _ => {}
+        })?;
+        Ok(s)
+    }
+
+    /// Checks a SETTINGS payload as [`Settings::parse`] does and returns only its
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE (what a device-only build keeps).
+    #[inline(never)]
+    pub fn parse_max_field_section_size(payload: &[u8]) -> Result<Option<u64>, H3Error> {
+        let mut max = None;
+        Self::each(payload, |id, value| {
+            if id == setting_id::MAX_FIELD_SECTION_SIZE {
+                max = Some(value);
+            }
+        })?;
+        Ok(max)
+    }
+
+    /// Checks a SETTINGS payload (see [`Settings::parse`]) and hands each pair to `f`.
+    fn each(payload: &[u8], mut f: impl FnMut(u64, u64)) -> Result<(), H3Error> {
         let mut rest = payload;
         while !rest.is_empty() {
             let id = take_varint(&mut rest).ok_or(H3Error::FrameError)?;
@@ -134,14 +158,9 @@ impl Settings {
                     return Err(H3Error::SettingsError);
                 }
             }
-            match id {
-                setting_id::QPACK_MAX_TABLE_CAPACITY => s.qpack_max_table_capacity = value,
-                setting_id::MAX_FIELD_SECTION_SIZE => s.max_field_section_size = Some(value),
-                setting_id::QPACK_BLOCKED_STREAMS => s.qpack_blocked_streams = value,
-                _ => {}
-            }
+            f(id, value);
         }
-        Ok(s)
+        Ok(())
     }
 
     /// Appends a SETTINGS frame: the non-default settings, then the reserved setting
@@ -502,6 +521,15 @@ mod tests {
         assert_eq!(Settings::parse(&hex!("06 01 01 00 06 01")), Err(H3Error::SettingsError));
         // Unknown identifiers are ignored.
         assert_eq!(Settings::parse(&hex!("21 05 08 01")), Ok(Settings::default()));
+        // The device's parse gives the same errors and the field section limit.
+        for p in [&hex!("06 01 06 02")[..], &hex!("06"), &hex!("02 00"), &hex!("21 05 08 01")] {
+            let full = Settings::parse(p).map(|s| s.max_field_section_size);
+            assert_eq!(Settings::parse_max_field_section_size(p), full, "{p:02x?}");
+        }
+        assert_eq!(
+            Settings::parse_max_field_section_size(&hex!("01 00 06 4400 07 10")),
+            Ok(Some(1024))
+        );
     }
 
     #[test]
@@ -609,7 +637,11 @@ mod tests {
                     break;
                 }
             }
-            let _ = Settings::parse(&b);
+            // The device's parse agrees with the full one, errors included.
+            prop_assert_eq!(
+                Settings::parse_max_field_section_size(&b),
+                Settings::parse(&b).map(|s| s.max_field_section_size)
+            );
         }
     }
 }

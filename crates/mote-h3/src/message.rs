@@ -5,6 +5,7 @@
 //! session answers it with a stream error of type H3_MESSAGE_ERROR.
 
 use crate::error::{BufferTooSmall, H3Error};
+use crate::qpack::fields::Line;
 use crate::qpack::{FieldEncoder, FieldSection};
 
 /// The fields of a request to send (RFC 9114 §4.3.1). Pseudo-header fields are written
@@ -168,7 +169,7 @@ const CONNECTION_SPECIFIC: &[u8] =
 
 /// Connection-specific fields are malformed in HTTP/3 (§4.2); `te` may only say
 /// "trailers".
-fn regular_field_ok(name: &[u8], value: &[u8]) -> bool {
+pub(crate) fn regular_field_ok(name: &[u8], value: &[u8]) -> bool {
     let mut rest = CONNECTION_SPECIFIC;
     while let Some((&len, tail)) = rest.split_first() {
         let Some((banned, tail)) = tail.split_at_checked(usize::from(len)) else { break };
@@ -181,6 +182,18 @@ fn regular_field_ok(name: &[u8], value: &[u8]) -> bool {
         return value == b"trailers";
     }
     valid_name(name) && valid_value(value)
+}
+
+/// A regular field line (no pseudo-header: `regular_field_ok` refuses a `:`). A device
+/// build's opaque static entry (`qpack::static_device`) has a valid name that is neither
+/// connection-specific nor `te`, so only its value, if literal, is left to check.
+fn regular_line_ok(line: &Line<'_>) -> bool {
+    let f = line.field;
+    if line.absent != 0 {
+        valid_value(f.value)
+    } else {
+        regular_field_ok(f.name, f.value)
+    }
 }
 
 /// Checks a received request head (§4.3.1) and returns its pseudo-header fields.
@@ -229,15 +242,17 @@ pub fn parse_request<'a>(fields: &FieldSection<'a>) -> Result<RequestHead<'a>, H
 pub fn parse_response(fields: &FieldSection<'_>) -> Result<u16, H3Error> {
     let mut status = None;
     let mut regular = false;
-    for f in fields.iter() {
-        if f.name.first() == Some(&b':') {
+    let mut lines = fields.iter();
+    while let Some(line) = lines.next_line() {
+        let f = line.field;
+        if line.absent == 0 && f.name.first() == Some(&b':') {
             if regular || f.name != b":status" || status.is_some() {
                 return Err(H3Error::MessageError);
             }
             status = Some(parse_status(f.value).ok_or(H3Error::MessageError)?);
         } else {
             regular = true;
-            if !regular_field_ok(f.name, f.value) {
+            if !regular_line_ok(&line) {
                 return Err(H3Error::MessageError);
             }
         }
@@ -276,8 +291,9 @@ pub fn content_length(fields: &FieldSection<'_>) -> Result<Option<u64>, H3Error>
 
 /// Checks a received trailer section: no pseudo-header fields (§4.3).
 pub fn check_trailers(fields: &FieldSection<'_>) -> Result<(), H3Error> {
-    for f in fields.iter() {
-        if f.name.first() == Some(&b':') || !regular_field_ok(f.name, f.value) {
+    let mut lines = fields.iter();
+    while let Some(line) = lines.next_line() {
+        if !regular_line_ok(&line) {
             return Err(H3Error::MessageError);
         }
     }
@@ -406,5 +422,76 @@ mod tests {
         assert_eq!(status_digits(1000), None);
         assert!(Response::new(103).is_interim());
         assert!(!Response::new(200).is_interim());
+    }
+
+    /// A typical server response (RFC 9204 §4.5: indexed and name-referenced static
+    /// entries, literal values) decodes and checks alike in every build; a device-only build
+    /// shows the application the pseudo-header and content-length and counts the rest.
+    #[test]
+    fn typical_response_in_every_build() {
+        let block = [
+            &hex_literal::hex!("0000 d9 ee")[..], // :status 200, content-type: application/json
+            &hex_literal::hex!("56 1d"),          // date (static 6), literal value
+            b"Sun, 22 Nov 2026 19:00:00 GMT",
+            &hex_literal::hex!("54 01 35"), // content-length (static 4): 5
+            &hex_literal::hex!("5f4d 06"),  // server (static 92)
+            b"aioqic",
+        ]
+        .concat();
+        let mut out = [0u8; 256];
+        let d = decode_field_section(&block, 1000, &mut out).unwrap();
+        assert_eq!(parse_response(&d.fields), Ok(200));
+        assert_eq!(content_length(&d.fields), Ok(Some(5)));
+        assert_eq!(check_trailers(&d.fields), Err(H3Error::MessageError));
+        let size = (7 + 3) + (12 + 16) + (4 + 29) + (14 + 1) + (6 + 6) + 5 * 32;
+        assert_eq!(d.fields.size(), size);
+        let names: Vec<&[u8]> = d.fields.iter().map(|f| f.name).collect();
+        if cfg!(any(feature = "server", feature = "quic")) {
+            let all: [&[u8]; 5] =
+                [b":status", b"content-type", b"date", b"content-length", b"server"];
+            assert_eq!(names, all);
+            assert_eq!(d.fields.get(b"server"), Some(&b"aioqic"[..]));
+        } else {
+            assert_eq!(names, [&b":status"[..], b"content-length"]);
+            assert_eq!(d.fields.get(b"server"), None);
+        }
+        assert_eq!(d.fields.get(b"content-length"), Some(&b"5"[..]));
+    }
+
+    /// Static references to regular fields are checked alike in every build, whether the
+    /// build keeps their text or (a device build) only their lengths: order after
+    /// pseudo-headers, literal values, the decoded size (RFC 9114 §4.2.2, §4.3.2).
+    #[test]
+    fn static_regular_fields_checked_in_every_build() {
+        use crate::qpack::DecodeError;
+        let decode = |block: &[u8], limit: u64, out: &mut [u8]| {
+            decode_field_section(block, limit, out).map(|d| d.fields.size())
+        };
+        // `:status: 200` (static 25), `accept-encoding: gzip, deflate, br` (static 31).
+        let ok = hex_literal::hex!("0000 d9 df");
+        let size = (7 + 3 + 32) + (15 + 17 + 32);
+        let mut out = [0u8; 128];
+        assert_eq!(decode(&ok, size, &mut out), Ok(size));
+        let d = decode_field_section(&ok, size, &mut out).unwrap();
+        assert_eq!(parse_response(&d.fields), Ok(200));
+        assert_eq!(check_trailers(&d.fields), Err(H3Error::MessageError));
+        // One byte less is over the limit, counted through the opaque entry too.
+        assert_eq!(decode(&ok, size - 1, &mut out), Err(DecodeError::TooLarge));
+        // A regular field before the pseudo-header.
+        let d = decode_field_section(&hex_literal::hex!("0000 df d9"), 1000, &mut out).unwrap();
+        assert_eq!(parse_response(&d.fields), Err(H3Error::MessageError));
+        // `content-type` (static 53) with a literal value: a valid one is accepted, one
+        // with a line feed is malformed, in a head and in trailers.
+        for (value, good) in [(&b"a b"[..], true), (b"a\nb", false), (b" ab", false)] {
+            let mut block = hex_literal::hex!("0000 d9 5f26").to_vec();
+            block.push(value.len() as u8);
+            block.extend_from_slice(value);
+            let d = decode_field_section(&block, 1000, &mut out).unwrap();
+            assert_eq!(parse_response(&d.fields).is_ok(), good, "{value:?}");
+            // The same line alone, as a trailer section.
+            let trailer = [&[0, 0][..], &block[3..]].concat();
+            let d = decode_field_section(&trailer, 1000, &mut out).unwrap();
+            assert_eq!(check_trailers(&d.fields).is_ok(), good, "{value:?}");
+        }
     }
 }

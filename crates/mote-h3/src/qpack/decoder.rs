@@ -3,6 +3,9 @@
 
 use super::fields::{FieldSection, PushError, SectionWriter, Src};
 use super::prefix::{decode_int, decode_string, PrefixError, RawString};
+#[cfg(not(any(feature = "server", feature = "quic")))]
+use super::static_device::{self, Entry};
+#[cfg(any(feature = "server", feature = "quic"))]
 use super::static_table;
 
 /// Why a field section could not be decoded.
@@ -76,6 +79,23 @@ fn pushed(r: Result<(), PushError>) -> Result<(), DecodeError> {
     r.map_err(|e| match e {
         PushError::TooLarge => DecodeError::TooLarge,
         PushError::Invalid => DecodeError::Failed,
+    })
+}
+
+/// Static table entry `i` as name and value sources.
+#[cfg(any(feature = "server", feature = "quic"))]
+fn static_entry(i: u64) -> Result<(Src<'static>, Src<'static>), DecodeError> {
+    let (name, value) = static_table::get_coded(i).ok_or(DecodeError::Failed)?;
+    Ok((Src::Huffman(name), Src::Huffman(value)))
+}
+
+/// Static table entry `i` as name and value sources: a device build keeps the text of the
+/// entries its checks read only; the others are counted, not stored (`static_device`).
+#[cfg(not(any(feature = "server", feature = "quic")))]
+fn static_entry(i: u64) -> Result<(Src<'static>, Src<'static>), DecodeError> {
+    Ok(match static_device::get(i).ok_or(DecodeError::Failed)? {
+        Entry::Known(name, value) => (Src::one(name), Src::one(value)),
+        Entry::Opaque(name, value) => (Src::Absent(name), Src::Absent(value)),
     })
 }
 
@@ -158,10 +178,7 @@ pub(crate) fn decode_with<'o, T: TableView>(
             let (i, n) = decode_int(rest, prefix).map_err(incomplete)?;
             rest = rest.get(n..).ok_or(DecodeError::Failed)?;
             let (name, value) = match refers {
-                Refers::Static => {
-                    let (name, value) = static_table::get_coded(i).ok_or(DecodeError::Failed)?;
-                    (Src::Huffman(name), Src::Huffman(value))
-                }
+                Refers::Static => static_entry(i)?,
                 Refers::Relative => dynamic(relative(i))?,
                 _ => dynamic(post_base(i))?,
             };

@@ -16,6 +16,8 @@ pub mod fields;
 pub mod huffman;
 pub mod instructions;
 pub mod prefix;
+#[cfg(not(any(feature = "server", feature = "quic")))]
+mod static_device;
 pub mod static_table;
 #[cfg(feature = "dynamic-table")]
 pub mod table;

@@ -113,8 +113,14 @@ pub fn declared_string_len(buf: &[u8], n: u8) -> Result<(bool, u64), PrefixError
 }
 
 /// Writes `s` as a string literal with an `n`-bit length prefix, the H bit at bit `n` and
-/// `flags` above it; Huffman-coded when that is strictly shorter.
+/// `flags` above it; Huffman-coded when that is strictly shorter (never in a device-only build).
 pub fn encode_string(s: &[u8], n: u8, flags: u8, out: &mut Out<'_>) -> Result<(), BufferTooSmall> {
+    // RFC 7541 §5.2: Huffman coding is the encoder's choice (H bit). A device-only build
+    // (neither `server` nor `quic`) sends its few short request strings as they are and
+    // keeps only the decoder of the code.
+    #[cfg(not(any(feature = "server", feature = "quic")))]
+    let hlen = usize::MAX;
+    #[cfg(any(feature = "server", feature = "quic"))]
     let hlen = huffman::encoded_len(s);
     if hlen < s.len() {
         encode_int(hlen as u64, n, flags | (1u8 << n), out)?;
