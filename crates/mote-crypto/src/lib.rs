@@ -41,6 +41,8 @@ pub mod rustcrypto;
 mod sha256;
 #[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
 mod sha512;
+#[cfg(all(feature = "rustcrypto", feature = "salty"))]
+mod x25519;
 
 #[cfg(feature = "std")]
 pub mod fast;

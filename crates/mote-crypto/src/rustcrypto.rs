@@ -255,12 +255,12 @@ const X25519_BASE_POINT: [u8; 32] = {
     u
 };
 
-/// RFC 7748 §5: X25519(k, u) (the scalar is clamped inside). With feature `salty`, salty's
-/// (Cortex-M4 assembly field arithmetic, about 2 KB; see ARCHITECTURE.md), else
-/// x25519-dalek's.
+/// RFC 7748 §5: X25519(k, u) (the scalar is clamped inside). With feature `salty`, mote's
+/// ladder on salty's Cortex-M4 assembly field arithmetic (`x25519.rs`; see ARCHITECTURE.md),
+/// else x25519-dalek's.
 fn x25519(k: [u8; 32], u: [u8; 32]) -> [u8; 32] {
     #[cfg(feature = "salty")]
-    return salty::agreement::x25519(k, u);
+    return crate::x25519::x25519(k, u);
     #[cfg(not(feature = "salty"))]
     return x25519_dalek::x25519(k, u);
 }
