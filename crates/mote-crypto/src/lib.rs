@@ -29,6 +29,8 @@ mod algorithm;
 pub mod hkdf;
 mod secret;
 
+#[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
+mod edwards;
 #[cfg(feature = "rustcrypto")]
 mod gcm;
 #[cfg(feature = "rustcrypto")]
@@ -39,6 +41,8 @@ pub mod rustcrypto;
 mod sha256;
 #[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
 mod sha512;
+#[cfg(all(feature = "rustcrypto", feature = "salty"))]
+mod x25519;
 
 #[cfg(feature = "std")]
 pub mod fast;

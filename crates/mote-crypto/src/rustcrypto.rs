@@ -255,12 +255,12 @@ const X25519_BASE_POINT: [u8; 32] = {
     u
 };
 
-/// RFC 7748 §5: X25519(k, u) (the scalar is clamped inside). With feature `salty`, salty's
-/// (Cortex-M4 assembly field arithmetic, about 2 KB; see ARCHITECTURE.md), else
-/// x25519-dalek's.
+/// RFC 7748 §5: X25519(k, u) (the scalar is clamped inside). With feature `salty`, mote's
+/// ladder on salty's Cortex-M4 assembly field arithmetic (`x25519.rs`; see ARCHITECTURE.md),
+/// else x25519-dalek's.
 fn x25519(k: [u8; 32], u: [u8; 32]) -> [u8; 32] {
     #[cfg(feature = "salty")]
-    return salty::agreement::x25519(k, u);
+    return crate::x25519::x25519(k, u);
     #[cfg(not(feature = "salty"))]
     return x25519_dalek::x25519(k, u);
 }
@@ -292,66 +292,48 @@ fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(
     salty_verify(key, &k, sig)
 }
 
-// Hashing, decoding A and checking the signature are separate frames (issue 8): inlined
-// together, the hash state and the decompression's temporaries add to the verification's
-// ~2 KB on the device's deepest stack path (the TLS CertificateVerify).
-/// RFC 8032 §5.1.7 step 1: decodes A (salty checks that it is on the curve).
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-#[inline(never)]
-fn salty_key(key: &[u8; 32], a: &mut salty::EdwardsPoint) -> Result<(), Error> {
-    *a = salty::CompressedY(*key).decompressed().map_err(|_| Error::BadSignature)?;
-    Ok(())
-}
-
-/// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B - [k]A by encoding.
-/// Written on salty's point API rather than `PublicKey::verify`, whose reduction of k
-/// (salty's Montgomery scalar multiplication, 2 KB) nothing else on the device needs:
-/// [`challenge`] computes k in a few hundred bytes. S is below L (checked by the caller), so
-/// it is used as it is.
-// Each product is computed in its own frame (issue 8): only [k]A (128 B) is held here
-// while the ladder of [S]B runs, not A, -A, B and the sum as well.
+/// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B + [k](-A) by encoding
+/// (`edwards.rs`: salty's field arithmetic, mote's point operations). S is below L (checked
+/// by the caller), so it is used as it is; k is reduced by [`challenge`].
+// The two products are separate frames (issue 8): only the accumulator is held here.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
 fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
     let s: &[u8; 32] = s.try_into().map_err(|_| Error::BadSignature)?;
-    let mut ka = salty::EdwardsPoint::default();
-    salty_times_key(key, k, &mut ka)?;
-    let sb = salty_times_base(s);
-    if salty_difference(&sb, &ka) == *r {
+    let mut check = crate::edwards::Point::IDENTITY;
+    add_key_multiple(&mut check, key, k)?;
+    add_base_multiple(&mut check, s);
+    if check.encode() == *r {
         Ok(())
     } else {
         Err(Error::BadSignature)
     }
 }
 
-/// [k]A, with A decoded from its encoding. Written to `ka` (not returned in a `Result`,
-/// which the caller would copy out of twice).
+/// `acc` += [k](-A), with A decoded from its encoding (RFC 8032 §5.1.7 step 1: a key not on
+/// the curve is refused).
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_times_key(
+fn add_key_multiple(
+    acc: &mut crate::edwards::Point,
     key: &[u8; 32],
     k: &[u8; 32],
-    ka: &mut salty::EdwardsPoint,
 ) -> Result<(), Error> {
-    let mut a = salty::EdwardsPoint::default();
-    salty_key(key, &mut a)?;
-    *ka = &salty::Scalar(*k) * &a;
+    let mut minus_a = crate::edwards::Point::IDENTITY;
+    if !crate::edwards::Point::decode(key, &mut minus_a) {
+        return Err(Error::BadSignature);
+    }
+    minus_a.negate();
+    crate::edwards::Point::add_multiple(acc, k, &minus_a);
     Ok(())
 }
 
-/// [S]B, B the base point.
+/// `acc` += [S]B, B the base point.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
-fn salty_times_base(s: &[u8; 32]) -> salty::EdwardsPoint {
-    &salty::Scalar(*s) * &salty::EdwardsPoint::basepoint()
-}
-
-/// The encoding of [S]B - [k]A, compared with R by the caller.
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-#[inline(never)]
-fn salty_difference(sb: &salty::EdwardsPoint, ka: &salty::EdwardsPoint) -> [u8; 32] {
-    (sb + &-ka).compressed().0
+fn add_base_multiple(acc: &mut crate::edwards::Point, s: &[u8; 32]) {
+    crate::edwards::Point::add_multiple(acc, s, &crate::edwards::Point::base());
 }
 
 /// RFC 8032 §5.1.7 step 2: k = SHA-512(R || A || M) mod L. SHA-512 is mote's

@@ -461,12 +461,61 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
 }
 
 impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
+    /// RFC 9000 §7.3, §7.4, §18: decodes the peer's transport parameters into
+    /// `self.peer_tp` (where they are kept), checks its connection IDs and version
+    /// information, and (client, `resumption`) encodes what a ticket remembers.
+    fn check_peer_transport_parameters(&mut self, params: &[u8]) -> Result<(), TlsError> {
+        let sender = match self.side {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        };
+        let tp = self.peer_tp.insert(TransportParameters::default());
+        tp.decode_into(params, sender).map_err(|_| tp_error())?;
+        let c = &self.cids;
+        match self.side {
+            // RFC 9000 §7.3: the server's initial_source_connection_id must be the Source
+            // Connection ID of its Initial (our DCID now), original_destination_connection_id
+            // the DCID of our first Initial, and retry_source_connection_id present exactly
+            // when we acted on a Retry, equal to its Source Connection ID.
+            Side::Client => tp.validate_server_cids(
+                &c.remote,
+                &c.original_dcid,
+                c.retry_scid.as_ref().map(|r| &r[..]),
+            ),
+            // RFC 9000 §7.3: the client's initial_source_connection_id must be the Source
+            // Connection ID of its Initial.
+            Side::Server => tp.validate_client_cids(&c.remote),
+        }
+        .map_err(|_| tp_error())?;
+        // RFC 9000 §7.4.1: a client remembers the server's parameters with its tickets
+        // (minus those that must not be reused) for 0-RTT.
+        #[cfg(feature = "resumption")]
+        if self.side == Side::Client {
+            let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
+            self.remembered_tp_len = match tp.encode_remembered_for_0rtt(&mut w) {
+                Ok(()) => w.position(),
+                Err(_) => 0,
+            };
+        }
+        let vi = tp.version_information;
+        self.negotiate_version_information(vi.as_ref())
+    }
+
     /// RFC 9368 §4, §2.3: checks the peer's version_information against the versions in
     /// use (downgrade protection) and, on a server, switches to the compatible version when
     /// the client offers it. Failures are VERSION_NEGOTIATION_ERROR.
+    #[cfg(test)]
     pub(crate) fn negotiate_version(&mut self, tp: &TransportParameters) -> Result<(), TlsError> {
+        self.negotiate_version_information(tp.version_information.as_ref())
+    }
+
+    /// [`Self::negotiate_version`] with the peer's version_information alone.
+    fn negotiate_version_information(
+        &mut self,
+        peer: Option<&crate::transport_params::VersionInformation>,
+    ) -> Result<(), TlsError> {
         let error = TlsError::Transport(transport_error::VERSION_NEGOTIATION_ERROR);
-        match (self.side, &tp.version_information) {
+        match (self.side, peer) {
             // RFC 9368 §4: "the server MUST validate that the client's Chosen Version
             // matches the version in use" — the version of the client's first flight.
             (Side::Server, Some(vi)) => {
@@ -574,41 +623,15 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
 
     // RFC 9000 §7.3, §7.4, §18: decode, range-check and authenticate the peer's
     // connection IDs; any failure is TRANSPORT_PARAMETER_ERROR.
+    // Out of line, and the parameters decoded where they are kept (issue 8): not a few
+    // hundred bytes of them, and copies, under the TLS message handler's frame.
+    #[inline(never)]
     fn peer_transport_parameters(&mut self, params: &[u8]) -> Result<(), TlsError> {
-        let sender = match self.side {
-            Side::Client => Side::Server,
-            Side::Server => Side::Client,
-        };
-        let tp = TransportParameters::decode(params, sender).map_err(|_| tp_error())?;
-        let c = &self.cids;
-        match self.side {
-            // RFC 9000 §7.3: the server's initial_source_connection_id must be the Source
-            // Connection ID of its Initial (our DCID now), original_destination_connection_id
-            // the DCID of our first Initial, and retry_source_connection_id present exactly
-            // when we acted on a Retry, equal to its Source Connection ID.
-            Side::Client => tp.validate_server_cids(
-                &c.remote,
-                &c.original_dcid,
-                c.retry_scid.as_ref().map(|r| &r[..]),
-            ),
-            // RFC 9000 §7.3: the client's initial_source_connection_id must be the Source
-            // Connection ID of its Initial.
-            Side::Server => tp.validate_client_cids(&c.remote),
+        let checked = self.check_peer_transport_parameters(params);
+        if checked.is_err() {
+            self.peer_tp = None;
         }
-        .map_err(|_| tp_error())?;
-        self.negotiate_version(&tp)?;
-        // RFC 9000 §7.4.1: a client remembers the server's parameters with its tickets
-        // (minus those that must not be reused) for 0-RTT.
-        #[cfg(feature = "resumption")]
-        if self.side == Side::Client {
-            let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
-            self.remembered_tp_len = match tp.remembered_for_0rtt().encode(&mut w) {
-                Ok(()) => w.position(),
-                Err(_) => 0,
-            };
-        }
-        self.peer_tp = Some(tp);
-        Ok(())
+        checked
     }
 
     fn early_data(&mut self, accepted: bool) {

@@ -391,6 +391,15 @@ impl TransportParameters {
     /// [`Self::validate_client_cids`] / [`Self::validate_server_cids`].
     pub fn decode(bytes: &[u8], sender: Side) -> Result<Self, WireError> {
         let mut params = Self::default();
+        params.decode_into(bytes, sender)?;
+        Ok(params)
+    }
+
+    /// [`Self::decode`] into `self`, which holds the defaults (`default()`): a device decodes
+    /// the peer's parameters where it keeps them, not into a few hundred bytes of stack
+    /// (issue 8). On an error `self` holds a partial decoding.
+    pub fn decode_into(&mut self, bytes: &[u8], sender: Side) -> Result<(), WireError> {
+        let params = self;
         let mut seen: u32 = 0;
         let mut r = Reader::new(bytes);
         // RFC 9000 §18: Transport Parameter { ID (i), Length (i), Value (..) } ...
@@ -413,7 +422,7 @@ impl TransportParameters {
             seen |= bit;
             params.set(id, value, sender).ok_or(bad)?;
         }
-        Ok(params)
+        Ok(())
     }
 
     // Stores one known parameter; `None` if it is invalid. Out of line (issue 8): the
@@ -538,15 +547,30 @@ impl TransportParameters {
     /// and RFC 9000 §18.2 says "A client MUST NOT include any server-only transport
     /// parameter".
     pub fn encode(&self, w: &mut Writer) -> Result<(), BufferTooSmall> {
+        self.encode_parameters(w, false)
+    }
+
+    /// Encodes [`Self::remembered_for_0rtt`] of these parameters, without building that copy
+    /// (a device encodes the server's parameters with its ticket this way, issue 8).
+    pub fn encode_remembered_for_0rtt(&self, w: &mut Writer) -> Result<(), BufferTooSmall> {
+        self.encode_parameters(w, true)
+    }
+
+    /// [`Self::encode`], or with `remembered` the parameters RFC 9000 §7.4.1 lets a client
+    /// remember left out (as if at their defaults).
+    fn encode_parameters(&self, w: &mut Writer, remembered: bool) -> Result<(), BufferTooSmall> {
+        // RFC 9000 §7.4.1: not remembered (the server-only ones are checked by `server` builds
+        // only; the others never reach a remembered encoding in client builds either).
+        let forget = |p: &Option<ConnectionId>| if remembered { None } else { *p };
         #[cfg(feature = "server")]
         put_cid_param(
             w,
             id::ORIGINAL_DESTINATION_CONNECTION_ID,
-            &self.original_destination_connection_id,
+            &forget(&self.original_destination_connection_id),
         )?;
         put_varint_param(w, id::MAX_IDLE_TIMEOUT, self.max_idle_timeout, 0)?;
         #[cfg(feature = "server")]
-        if let Some(token) = &self.stateless_reset_token {
+        if let (Some(token), false) = (&self.stateless_reset_token, remembered) {
             put_bytes_param(w, id::STATELESS_RESET_TOKEN, token)?;
         }
         put_varint_param(
@@ -571,21 +595,23 @@ impl TransportParameters {
         put_varint_param(w, id::INITIAL_MAX_STREAM_DATA_UNI, self.initial_max_stream_data_uni, 0)?;
         put_varint_param(w, id::INITIAL_MAX_STREAMS_BIDI, self.initial_max_streams_bidi, 0)?;
         put_varint_param(w, id::INITIAL_MAX_STREAMS_UNI, self.initial_max_streams_uni, 0)?;
-        put_varint_param(
-            w,
-            id::ACK_DELAY_EXPONENT,
-            VarInt::from(self.ack_delay_exponent),
-            Self::DEFAULT_ACK_DELAY_EXPONENT.into(),
-        )?;
-        put_varint_param(
-            w,
-            id::MAX_ACK_DELAY,
-            VarInt::from(self.max_ack_delay),
-            Self::DEFAULT_MAX_ACK_DELAY.into(),
-        )?;
+        if !remembered {
+            put_varint_param(
+                w,
+                id::ACK_DELAY_EXPONENT,
+                VarInt::from(self.ack_delay_exponent),
+                Self::DEFAULT_ACK_DELAY_EXPONENT.into(),
+            )?;
+            put_varint_param(
+                w,
+                id::MAX_ACK_DELAY,
+                VarInt::from(self.max_ack_delay),
+                Self::DEFAULT_MAX_ACK_DELAY.into(),
+            )?;
+        }
         put_flag_param(w, id::DISABLE_ACTIVE_MIGRATION, self.disable_active_migration)?;
         #[cfg(feature = "server")]
-        if let Some(pa) = &self.preferred_address {
+        if let (Some(pa), false) = (&self.preferred_address, remembered) {
             // RFC 9000 §18.2, Figure 22: IPv4 (32), port (16), IPv6 (128), port (16),
             // CID length (8), CID (..), Stateless Reset Token (128).
             put_param(w, id::PREFERRED_ADDRESS, 41 + pa.connection_id.len())?;
@@ -603,9 +629,17 @@ impl TransportParameters {
             self.active_connection_id_limit,
             Self::DEFAULT_ACTIVE_CONNECTION_ID_LIMIT,
         )?;
-        put_cid_param(w, id::INITIAL_SOURCE_CONNECTION_ID, &self.initial_source_connection_id)?;
+        put_cid_param(
+            w,
+            id::INITIAL_SOURCE_CONNECTION_ID,
+            &forget(&self.initial_source_connection_id),
+        )?;
         #[cfg(feature = "server")]
-        put_cid_param(w, id::RETRY_SOURCE_CONNECTION_ID, &self.retry_source_connection_id)?;
+        put_cid_param(
+            w,
+            id::RETRY_SOURCE_CONNECTION_ID,
+            &forget(&self.retry_source_connection_id),
+        )?;
         if let Some(vi) = &self.version_information {
             // RFC 9368 §3, Figure 1.
             let available = vi.available();

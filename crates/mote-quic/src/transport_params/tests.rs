@@ -489,6 +489,25 @@ fn remembered_for_0rtt_drops_excluded_parameters() {
             ..p
         }
     );
+    // The remembered encoding, written without that copy, is the copy's encoding.
+    let (mut a, mut b) = ([0u8; 256], [0u8; 256]);
+    let mut wa = Writer::new(&mut a);
+    let mut wb = Writer::new(&mut b);
+    p.encode_remembered_for_0rtt(&mut wa).unwrap();
+    r.encode(&mut wb).unwrap();
+    let (la, lb) = (wa.position(), wb.position());
+    assert_eq!(a[..la], b[..lb]);
+    let mut full = [0u8; 256];
+    let mut wf = Writer::new(&mut full);
+    p.encode(&mut wf).unwrap();
+    assert!(wf.position() > la, "the remembered encoding leaves parameters out");
+}
+
+#[test]
+fn decode_into_matches_decode() {
+    let mut into = TransportParameters::default();
+    into.decode_into(&RFC9001_A2, Side::Server).unwrap();
+    assert_eq!(into, TransportParameters::decode(&RFC9001_A2, Side::Server).unwrap());
 }
 
 // ---- property tests ----
