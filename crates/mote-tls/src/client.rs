@@ -394,18 +394,27 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// to the external PSK's hash in PSK mode.
     fn offered_suites(&self) -> Small<AeadAlgorithm, 3> {
         let supported = self.provider.aead_algorithms();
+        let psk_ok = |s: AeadAlgorithm| match self.config.server_auth {
+            ServerAuth::ExternalPsk(psk) => s.hash() == psk.hash,
+            _ => true,
+        };
+        let mut out = Small::new(AeadAlgorithm::Aes128Gcm);
+        // A provider with one suite (a device's: its list is a constant, so this folds):
+        // that suite or none, whatever the configured order; the walk below is not built.
+        if let [only] = supported {
+            let c = self.config.cipher_suites;
+            if (c.is_empty() || c.contains(only)) && psk_ok(*only) && suite_built(*only) {
+                out.push_unique(*only);
+            }
+            return out;
+        }
         let wanted = if self.config.cipher_suites.is_empty() {
             supported
         } else {
             self.config.cipher_suites
         };
-        let mut out = Small::new(AeadAlgorithm::Aes128Gcm);
         for s in wanted {
-            let psk_ok = match self.config.server_auth {
-                ServerAuth::ExternalPsk(psk) => s.hash() == psk.hash,
-                _ => true,
-            };
-            if supported.contains(s) && psk_ok && suite_built(*s) {
+            if supported.contains(s) && psk_ok(*s) && suite_built(*s) {
                 out.push_unique(*s);
             }
         }
@@ -414,8 +423,16 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     fn offered_groups(&self) -> Small<NamedGroup, 2> {
         let supported = self.provider.groups();
-        let wanted = if self.config.groups.is_empty() { supported } else { self.config.groups };
         let mut out = Small::new(NamedGroup::X25519);
+        // A provider with one group: that group or none (as for the suites).
+        if let [only] = supported {
+            let c = self.config.groups;
+            if c.is_empty() || c.contains(only) {
+                out.push_unique(*only);
+            }
+            return out;
+        }
+        let wanted = if self.config.groups.is_empty() { supported } else { self.config.groups };
         for g in wanted {
             if supported.contains(g) {
                 out.push_unique(*g);
