@@ -445,6 +445,22 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// X.509: every scheme it can verify).
     fn offered_schemes(&self) -> Small<SignatureScheme, 2> {
         let mut out = Small::new(SignatureScheme::Ed25519);
+        // A provider that verifies one scheme: that scheme, if X.509 or a pinned key uses
+        // it (as for the suites: the same list, without the walk).
+        if let [only] = self.provider.verify_schemes() {
+            let offered = match self.config.server_auth {
+                #[cfg(feature = "x509")]
+                ServerAuth::X509(_) => true,
+                ServerAuth::RawPublicKeys(keys) => {
+                    keys.iter().any(|k| parse_spki(k).is_ok_and(|(s, _)| s == *only))
+                }
+                _ => false,
+            };
+            if offered {
+                out.push_unique(*only);
+            }
+            return out;
+        }
         #[cfg(feature = "x509")]
         if let ServerAuth::X509(_) = self.config.server_auth {
             for s in self.provider.verify_schemes() {
@@ -514,6 +530,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     /// Keeps only the transcript for `alg` (in slot 0).
     fn select_transcript(&mut self, alg: HashAlgorithm) -> Result<(), Error> {
+        // One slot (builds without `aes256`): it holds the transcript for `alg` or none.
+        if let (1, Some(slot)) = (HASH_SLOTS, self.transcripts.first_mut()) {
+            if slot.as_ref().is_some_and(|t| t.algorithm() == alg) {
+                return Ok(());
+            }
+            *slot = None;
+            return Err(internal());
+        }
         let mut chosen = None;
         for slot in self.transcripts.iter_mut() {
             if let Some(t) = slot.take() {
