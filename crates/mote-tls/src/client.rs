@@ -789,16 +789,23 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let shared = kx.complete(share.key_exchange)?;
         let es = EarlySecret::new(&self.provider, alg, psk.map(|p| p.key))?;
         let hs = es.into_handshake_secret(&self.provider, shared.as_ref())?;
-        let client = hs.client_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
-        let server = hs.server_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
+        // RFC 8446 §7.1: client_/server_handshake_traffic_secret = Derive-Secret(Handshake
+        // Secret, "c hs traffic" / "s hs traffic", ClientHello...ServerHello), written where
+        // the session keeps them (issue 8: no secret moved through a `Result`).
+        self.secrets = Stage::Handshake { client: Secret::zeroed(0), server: Secret::zeroed(0) };
+        let Stage::Handshake { client, server } = &mut self.secrets else {
+            return Err(internal());
+        };
+        let p = &self.provider;
+        hs.derive_into(p, b"c hs traffic", hello_hash.as_ref(), client)?;
+        hs.derive_into(p, b"s hs traffic", hello_hash.as_ref(), server)?;
         self.handshake_secret = Some(hs);
         hooks.install_secrets(Secrets {
             level: KeyLevel::Handshake,
             suite,
-            client: &client,
-            server: Some(&server),
+            client,
+            server: Some(server),
         })?;
-        self.secrets = Stage::Handshake { client, server };
         self.state = State::WaitEncryptedExtensions;
         Ok(None)
     }
@@ -1021,13 +1028,15 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
-    /// Returns the application traffic secrets, for [`Self::install_application_secrets`].
+    /// Writes the application traffic secrets into `app`, for
+    /// [`Self::install_application_secrets`].
     #[inline(never)]
     fn finished<H: QuicHooks>(
         &mut self,
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
-    ) -> Result<ApplicationSecrets, Error> {
+        app: &mut ApplicationSecrets,
+    ) -> Result<(), Error> {
         let suite = self.suite.ok_or_else(internal)?;
         let alg = suite.hash();
         let client_hs = self.verify_server_finished(msg, alg)?;
@@ -1038,10 +1047,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .ok_or_else(internal)?
             .into_master_secret(&self.provider)?;
         let p = &self.provider;
-        let client_ap =
-            master.client_application_traffic_secret(p, server_finished_hash.as_ref())?;
-        let server_ap =
-            master.server_application_traffic_secret(p, server_finished_hash.as_ref())?;
+        // RFC 8446 §7.1: client_/server_application_traffic_secret_0 = Derive-Secret(Master
+        // Secret, "c ap traffic" / "s ap traffic", ClientHello...server Finished), written
+        // into the caller's `app` (issue 8: no secret moved through a `Result`).
+        app.suite = suite;
+        master.derive_into(p, b"c ap traffic", server_finished_hash.as_ref(), &mut app.client)?;
+        master.derive_into(p, b"s ap traffic", server_finished_hash.as_ref(), &mut app.server)?;
         let exporter = master.exporter_master_secret(p, server_finished_hash.as_ref())?;
 
         // The client's second flight, at the Handshake level.
@@ -1053,7 +1064,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let resumption_master =
             master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
         self.secrets = Stage::Connected { exporter, resumption_master };
-        Ok(ApplicationSecrets { suite, client: client_ap, server: server_ap })
+        Ok(())
     }
 
     /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
@@ -1116,7 +1127,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let app = self.finished(msg, hooks)?;
+        let mut app = ApplicationSecrets {
+            suite: AeadAlgorithm::Aes128Gcm,
+            client: Secret::zeroed(0),
+            server: Secret::zeroed(0),
+        };
+        self.finished(msg, hooks, &mut app)?;
         self.install_application_secrets(&app, hooks)
     }
 

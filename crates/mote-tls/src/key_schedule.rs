@@ -46,6 +46,20 @@ pub fn derive_secret<P: CryptoProvider + ?Sized>(
     Ok(hkdf::expand_label_secret(provider, alg, secret, label, transcript_hash)?)
 }
 
+/// [`derive_secret`] written into `out` (the secret's place in a session): no `Secret` moved
+/// through a `Result` on a device (issue 8). `out` is replaced (the old value erased) first.
+pub(crate) fn derive_secret_into<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    secret: &[u8],
+    label: &[u8],
+    transcript_hash: &[u8],
+    out: &mut Secret,
+) -> Result<(), Error> {
+    *out = Secret::zeroed(alg.output_len());
+    Ok(hkdf::expand_label(provider, alg, secret, label, transcript_hash, out.as_mut())?)
+}
+
 /// Transcript-Hash("") — the context of the "derived" and binder-key derivations.
 pub fn empty_hash<P: CryptoProvider + ?Sized>(
     provider: &P,
@@ -175,6 +189,18 @@ impl HandshakeSecret {
         self.alg
     }
 
+    /// Derive-Secret(Handshake Secret, `label`, Messages) into `out` (see
+    /// [`derive_secret_into`]); the labels are those of the two methods below.
+    pub(crate) fn derive_into<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        label: &[u8],
+        transcript_hash: &[u8],
+        out: &mut Secret,
+    ) -> Result<(), Error> {
+        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
+    }
+
     /// RFC 8446 §7.1: client_handshake_traffic_secret =
     /// Derive-Secret(Handshake Secret, "c hs traffic", ClientHello...ServerHello).
     pub fn client_handshake_traffic_secret<P: CryptoProvider + ?Sized>(
@@ -224,6 +250,18 @@ impl MasterSecret {
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg
+    }
+
+    /// Derive-Secret(Master Secret, `label`, Messages) into `out` (see
+    /// [`derive_secret_into`]); the labels are those of the methods below.
+    pub(crate) fn derive_into<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        label: &[u8],
+        transcript_hash: &[u8],
+        out: &mut Secret,
+    ) -> Result<(), Error> {
+        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
     }
 
     /// RFC 8446 §7.1: client_application_traffic_secret_0 =
