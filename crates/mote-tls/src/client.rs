@@ -1039,7 +1039,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<(), Error> {
         let suite = self.suite.ok_or_else(internal)?;
         let alg = suite.hash();
-        let client_hs = self.verify_server_finished(msg, alg)?;
+        self.verify_server_finished(msg, alg)?;
         let server_finished_hash = self.transcript()?.current_hash();
         let master = self
             .handshake_secret
@@ -1059,8 +1059,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if let Some(scheme) = self.cert_request {
             self.send_client_certificate(scheme, hooks)?;
         }
-        let client_finished_hash = self.send_client_finished(alg, &client_hs, hooks)?;
-        drop(client_hs);
+        let client_finished_hash = self.send_client_finished(alg, hooks)?;
         let resumption_master =
             master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
         self.secrets = Stage::Connected { exporter, resumption_master };
@@ -1068,8 +1067,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     }
 
     /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
-    /// decrypt_error) and adds it to the transcript; returns the client handshake traffic
-    /// secret, for the client's Finished. Out of line: the transcript hash and the server's
+    /// decrypt_error) and adds it to the transcript; the client handshake traffic secret
+    /// stays in the session for the client's Finished. Out of line: the transcript hash and the server's
     /// secret are not in `finished`'s frame while the key schedule runs (issue 8: a device's
     /// stack).
     #[inline(never)]
@@ -1077,26 +1076,23 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         &mut self,
         msg: HandshakeMessage<'_>,
         alg: HashAlgorithm,
-    ) -> Result<Secret, Error> {
+    ) -> Result<(), Error> {
         let fin = Finished::parse(msg.body, alg.output_len())?;
         let hash = self.transcript()?.current_hash();
-        // The secrets are read where they are (no copy of the stage in this frame), then
-        // erased (`Start`), whether the Finished verifies or not.
-        let Stage::Handshake { client: client_hs, server: server_hs } = &self.secrets else {
+        // The secrets are read where they are (no copy of the stage in this frame); both are
+        // erased (`Start`) if the Finished does not verify, else the client's is used for
+        // its Finished and both are replaced by the `Connected` stage.
+        let Stage::Handshake { server: server_hs, .. } = &self.secrets else {
             return Err(internal());
         };
-        let verified = verify_finished(
-            &self.provider,
-            alg,
-            server_hs.as_ref(),
-            hash.as_ref(),
-            fin.verify_data,
-        );
-        let client_hs = Secret::new(client_hs.as_ref());
-        self.secrets = Stage::Start;
-        verified?;
+        if let Err(e) =
+            verify_finished(&self.provider, alg, server_hs.as_ref(), hash.as_ref(), fin.verify_data)
+        {
+            self.secrets = Stage::Start;
+            return Err(e);
+        }
         self.transcript()?.update(msg.bytes);
-        Ok(client_hs)
+        Ok(())
     }
 
     /// RFC 8446 §4.4.4: the client's Finished, at the Handshake level; returns the transcript
@@ -1105,10 +1101,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     fn send_client_finished<H: QuicHooks>(
         &mut self,
         alg: HashAlgorithm,
-        client_hs: &Secret,
         hooks: &mut H,
     ) -> Result<Digest, Error> {
         let hash = self.transcript()?.current_hash();
+        let Stage::Handshake { client: client_hs, .. } = &self.secrets else {
+            return Err(internal());
+        };
         let verify_data =
             finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
         let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
