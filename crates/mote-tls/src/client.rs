@@ -22,7 +22,7 @@ use mote_crypto::{
 };
 
 use crate::config::{ClientConfig, ServerAuth};
-use crate::key_schedule::{self, resumption_psk, EarlySecret, HandshakeSecret, PskKind};
+use crate::key_schedule::{self, derive_secret_into, EarlySecret, HandshakeSecret, PskKind};
 use crate::msgs::{
     self, certificate_type, check_quic_message_type, handshake_type as ht, Certificate,
     CertificateRequest, CertificateVerify, ClientHelloParams, EncryptedExtensions, Finished,
@@ -664,7 +664,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 return Err(internal());
             };
             let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
-            let secret = es.client_early_traffic_secret(&self.provider, hash.as_ref())?;
+            let mut secret = Secret::zeroed(0);
+            es.derive_into(&self.provider, b"c e traffic", hash.as_ref(), &mut secret)?;
             hooks.install_secrets(Secrets {
                 level: KeyLevel::ZeroRtt,
                 suite: r.ticket.suite,
@@ -1206,8 +1207,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let Stage::Connected { resumption_master, .. } = &self.secrets else {
             return Err(internal());
         };
-        let psk =
-            resumption_psk(&self.provider, suite.hash(), resumption_master.as_ref(), nst.nonce)?;
+        // RFC 8446 §4.6.1: the ticket's PSK (`resumption_psk`), derived in this frame.
+        let mut psk = Secret::zeroed(0);
+        let (p, rms) = (&self.provider, resumption_master.as_ref());
+        derive_secret_into(p, suite.hash(), rms, b"resumption", nst.nonce, &mut psk)?;
         let alpn = self.config.alpn.get(self.alpn.ok_or_else(internal)?).copied().unwrap_or(&[]);
         hooks.new_ticket(&Ticket {
             identity: nst.ticket,

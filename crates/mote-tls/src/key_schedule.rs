@@ -83,7 +83,8 @@ fn next_stage<P: CryptoProvider + ?Sized>(
     ikm: &[u8],
 ) -> Result<Secret, Error> {
     let empty = empty_hash(provider, alg)?;
-    let salt = derive_secret(provider, alg, secret.as_ref(), b"derived", empty.as_ref())?;
+    let mut salt = Secret::zeroed(0);
+    derive_secret_into(provider, alg, secret.as_ref(), b"derived", empty.as_ref(), &mut salt)?;
     Ok(hkdf::extract(provider, alg, salt.as_ref(), ikm)?)
 }
 
@@ -118,6 +119,18 @@ impl EarlySecret {
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg
+    }
+
+    /// Derive-Secret(Early Secret, `label`, Messages) into `out` (see
+    /// [`derive_secret_into`]); the labels are those of the methods below.
+    pub(crate) fn derive_into<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        label: &[u8],
+        transcript_hash: &[u8],
+        out: &mut Secret,
+    ) -> Result<(), Error> {
+        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
     }
 
     /// RFC 8446 §7.1: binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
