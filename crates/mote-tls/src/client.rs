@@ -1042,11 +1042,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let alg = suite.hash();
         self.verify_server_finished(msg, alg)?;
         let server_finished_hash = self.transcript()?.current_hash();
-        let master = self
-            .handshake_secret
-            .take()
-            .ok_or_else(internal)?
-            .into_master_secret(&self.provider)?;
+        let master =
+            HandshakeSecret::take_into_master_secret(&mut self.handshake_secret, &self.provider)?;
         let p = &self.provider;
         // RFC 8446 §7.1: client_/server_application_traffic_secret_0 = Derive-Secret(Master
         // Secret, "c ap traffic" / "s ap traffic", ClientHello...server Finished), written

@@ -246,6 +246,22 @@ impl HandshakeSecret {
         })
     }
 
+    /// [`HandshakeSecret::into_master_secret`] from a session's slot, which is erased
+    /// (`None`) whether the derivation succeeds or not: the Handshake Secret is not moved
+    /// out of the slot first (issue 8).
+    pub(crate) fn take_into_master_secret<P: CryptoProvider + ?Sized>(
+        slot: &mut Option<Self>,
+        provider: &P,
+    ) -> Result<MasterSecret, Error> {
+        let master = match slot {
+            Some(hs) => next_stage(provider, hs.alg, &hs.secret, zeros(hs.alg))
+                .map(|secret| MasterSecret { alg: hs.alg, secret }),
+            None => Err(Error::Alert(crate::Alert::InternalError)),
+        };
+        *slot = None;
+        master
+    }
+
     #[cfg(test)]
     pub(crate) fn secret(&self) -> &[u8] {
         self.secret.as_ref()
