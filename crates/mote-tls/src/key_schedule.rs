@@ -43,7 +43,9 @@ pub fn derive_secret<P: CryptoProvider + ?Sized>(
     label: &[u8],
     transcript_hash: &[u8],
 ) -> Result<Secret, Error> {
-    Ok(hkdf::expand_label_secret(provider, alg, secret, label, transcript_hash)?)
+    let mut out = Secret::zeroed(0);
+    derive_secret_into(provider, alg, secret, label, transcript_hash, &mut out)?;
+    Ok(out)
 }
 
 /// [`derive_secret`] written into `out` (the secret's place in a session): no `Secret` moved
