@@ -1161,18 +1161,24 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             (Some(_), Some(key)) => Some(key),
             _ => None,
         };
-        let mut spki = [0u8; crate::P256_SPKI_LEN];
-        let spki_len = match key {
-            Some(k) => crate::encode_spki(k.scheme(), k.public_key(), &mut spki)?,
-            None => 0,
-        };
-        let spki = spki.get(..spki_len).ok_or_else(internal)?;
         let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
+        let Some(key) = key else {
+            // No key to present: the empty Certificate, always the same bytes (a device
+            // without `client-auth` builds only this).
+            return send_message(hooks, Level::Handshake, t, |out, _| {
+                let len = msgs::EMPTY_CERTIFICATE.len();
+                out.get_mut(..len)
+                    .ok_or(Error::BufferTooSmall)?
+                    .copy_from_slice(&msgs::EMPTY_CERTIFICATE);
+                Ok(len)
+            });
+        };
+        let mut spki = [0u8; crate::P256_SPKI_LEN];
+        let spki_len = crate::encode_spki(key.scheme(), key.public_key(), &mut spki)?;
+        let spki = spki.get(..spki_len).ok_or_else(internal)?;
         send_message(hooks, Level::Handshake, t, |out, _| {
-            let entries: &[&[u8]] = if spki.is_empty() { &[] } else { &[spki] };
-            msgs::emit_certificate(&[], entries, out)
+            msgs::emit_certificate(&[], &[spki], out)
         })?;
-        let Some(key) = key else { return Ok(()) };
         let hash = t.current_hash();
         let mut sig = [0u8; MAX_SIGNATURE_LEN];
         let sig_len =
