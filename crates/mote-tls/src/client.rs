@@ -1051,15 +1051,20 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         app.suite = suite;
         master.derive_into(p, b"c ap traffic", server_finished_hash.as_ref(), &mut app.client)?;
         master.derive_into(p, b"s ap traffic", server_finished_hash.as_ref(), &mut app.server)?;
-        let exporter = master.exporter_master_secret(p, server_finished_hash.as_ref())?;
+        // RFC 8446 §7.1: exporter_master_secret ("exp master", same transcript) and, after
+        // the client Finished, resumption_master_secret ("res master"), derived into locals
+        // (not returned through a `Result`) and kept once both are whole.
+        let mut exporter = Secret::zeroed(0);
+        master.derive_into(p, b"exp master", server_finished_hash.as_ref(), &mut exporter)?;
 
         // The client's second flight, at the Handshake level.
         if let Some(scheme) = self.cert_request {
             self.send_client_certificate(scheme, hooks)?;
         }
         let client_finished_hash = self.send_client_finished(alg, hooks)?;
-        let resumption_master =
-            master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
+        let mut resumption_master = Secret::zeroed(0);
+        let hash = client_finished_hash.as_ref();
+        master.derive_into(&self.provider, b"res master", hash, &mut resumption_master)?;
         self.secrets = Stage::Connected { exporter, resumption_master };
         Ok(())
     }
