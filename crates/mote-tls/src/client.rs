@@ -642,7 +642,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
             let es = EarlySecret::new(&self.provider, p.hash, Some(p.key))?;
-            let binder_key = es.binder_key(&self.provider, p.kind)?;
+            // binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
+            let mut binder_key = Secret::zeroed(0);
+            let empty = key_schedule::empty_hash(&self.provider, p.hash)?;
+            es.derive_into(&self.provider, p.kind.binder_label(), empty.as_ref(), &mut binder_key)?;
             let partial = space.get(..offset).ok_or(Error::BufferTooSmall)?;
             let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
             let binder =

@@ -99,6 +99,16 @@ pub enum PskKind {
     Resumption,
 }
 
+impl PskKind {
+    /// RFC 8446 §7.1: the label of this kind's binder_key.
+    pub(crate) const fn binder_label(self) -> &'static [u8] {
+        match self {
+            PskKind::External => b"ext binder",
+            PskKind::Resumption => b"res binder",
+        }
+    }
+}
+
 /// The Early Secret stage: HKDF-Extract(0, PSK), or HKDF-Extract(0, 0) without a PSK.
 #[derive(Debug)]
 pub struct EarlySecret {
@@ -142,12 +152,8 @@ impl EarlySecret {
         provider: &P,
         kind: PskKind,
     ) -> Result<Secret, Error> {
-        let label: &[u8] = match kind {
-            PskKind::External => b"ext binder",
-            PskKind::Resumption => b"res binder",
-        };
         let empty = empty_hash(provider, self.alg)?;
-        derive_secret(provider, self.alg, self.secret.as_ref(), label, empty.as_ref())
+        derive_secret(provider, self.alg, self.secret.as_ref(), kind.binder_label(), empty.as_ref())
     }
 
     /// RFC 8446 §7.1: client_early_traffic_secret =
