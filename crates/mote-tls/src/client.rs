@@ -792,7 +792,11 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let hello_hash = t.current_hash();
         let shared = kx.complete(share.key_exchange)?;
         let es = EarlySecret::new(&self.provider, alg, psk.map(|p| p.key))?;
-        let hs = es.into_handshake_secret(&self.provider, shared.as_ref())?;
+        let hs = es.into_handshake_secret_slot(
+            &self.provider,
+            shared.as_ref(),
+            &mut self.handshake_secret,
+        )?;
         // RFC 8446 §7.1: client_/server_handshake_traffic_secret = Derive-Secret(Handshake
         // Secret, "c hs traffic" / "s hs traffic", ClientHello...ServerHello), written where
         // the session keeps them (issue 8: no secret moved through a `Result`).
@@ -803,7 +807,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let p = &self.provider;
         hs.derive_into(p, b"c hs traffic", hello_hash.as_ref(), client)?;
         hs.derive_into(p, b"s hs traffic", hello_hash.as_ref(), server)?;
-        self.handshake_secret = Some(hs);
         hooks.install_secrets(Secrets {
             level: KeyLevel::Handshake,
             suite,

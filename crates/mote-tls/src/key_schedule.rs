@@ -191,6 +191,25 @@ impl EarlySecret {
         })
     }
 
+    /// [`EarlySecret::into_handshake_secret`] written into a session's slot (the Handshake
+    /// Secret is not returned through a `Result` and moved: issue 8). On an error the slot
+    /// is left empty.
+    pub(crate) fn into_handshake_secret_slot<'s, P: CryptoProvider + ?Sized>(
+        self,
+        provider: &P,
+        shared_secret: &[u8],
+        slot: &'s mut Option<HandshakeSecret>,
+    ) -> Result<&'s HandshakeSecret, Error> {
+        let secret = match next_stage(provider, self.alg, &self.secret, shared_secret) {
+            Ok(secret) => secret,
+            Err(e) => {
+                *slot = None;
+                return Err(e);
+            }
+        };
+        Ok(slot.insert(HandshakeSecret { alg: self.alg, secret }))
+    }
+
     #[cfg(test)]
     pub(crate) fn secret(&self) -> &[u8] {
         self.secret.as_ref()
