@@ -642,15 +642,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
             let es = EarlySecret::new(&self.provider, p.hash, Some(p.key))?;
-            // binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
-            let mut binder_key = Secret::zeroed(0);
-            let empty = key_schedule::empty_hash(&self.provider, p.hash)?;
-            es.derive_into(&self.provider, p.kind.binder_label(), empty.as_ref(), &mut binder_key)?;
-            let partial = space.get(..offset).ok_or(Error::BufferTooSmall)?;
-            let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
-            let binder =
-                psk_binder(&self.provider, p.hash, binder_key.as_ref(), partial_hash.as_ref())?;
-            msgs::write_binder(space, offset, binder.as_ref())?;
+            self.write_psk_binder(&p, &es, space, offset)?;
             early_secret = Some(es);
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
@@ -677,6 +669,28 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             })?;
         }
         Ok(())
+    }
+
+    /// RFC 8446 §4.2.11.2: writes the binder of PSK `p` (early secret `es`) into the
+    /// ClientHello `message` at `offset`. Out of line: its key and hashes are not in
+    /// `emit_client_hello`'s frame while the 0-RTT keys are installed (issue 8: stack).
+    #[inline(never)]
+    fn write_psk_binder(
+        &self,
+        p: &PskSource<'c>,
+        es: &EarlySecret,
+        message: &mut [u8],
+        offset: usize,
+    ) -> Result<(), Error> {
+        // binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
+        let mut binder_key = Secret::zeroed(0);
+        let empty = key_schedule::empty_hash(&self.provider, p.hash)?;
+        es.derive_into(&self.provider, p.kind.binder_label(), empty.as_ref(), &mut binder_key)?;
+        let partial = message.get(..offset).ok_or(Error::BufferTooSmall)?;
+        let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
+        let binder =
+            psk_binder(&self.provider, p.hash, binder_key.as_ref(), partial_hash.as_ref())?;
+        msgs::write_binder(message, offset, binder.as_ref())
     }
 
     fn handle<H: QuicHooks>(
