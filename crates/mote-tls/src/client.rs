@@ -22,7 +22,7 @@ use mote_crypto::{
 };
 
 use crate::config::{ClientConfig, ServerAuth};
-use crate::key_schedule::{self, resumption_psk, EarlySecret, HandshakeSecret, PskKind};
+use crate::key_schedule::{self, derive_secret_into, EarlySecret, HandshakeSecret, PskKind};
 use crate::msgs::{
     self, certificate_type, check_quic_message_type, handshake_type as ht, Certificate,
     CertificateRequest, CertificateVerify, ClientHelloParams, EncryptedExtensions, Finished,
@@ -402,18 +402,27 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// to the external PSK's hash in PSK mode.
     fn offered_suites(&self) -> Small<AeadAlgorithm, 3> {
         let supported = self.provider.aead_algorithms();
+        let psk_ok = |s: AeadAlgorithm| match self.config.server_auth {
+            ServerAuth::ExternalPsk(psk) => s.hash() == psk.hash,
+            _ => true,
+        };
+        let mut out = Small::new(AeadAlgorithm::Aes128Gcm);
+        // A provider with one suite (a device's: its list is a constant, so this folds):
+        // that suite or none, whatever the configured order; the walk below is not built.
+        if let [only] = supported {
+            let c = self.config.cipher_suites;
+            if (c.is_empty() || c.contains(only)) && psk_ok(*only) && suite_built(*only) {
+                out.push_unique(*only);
+            }
+            return out;
+        }
         let wanted = if self.config.cipher_suites.is_empty() {
             supported
         } else {
             self.config.cipher_suites
         };
-        let mut out = Small::new(AeadAlgorithm::Aes128Gcm);
         for s in wanted {
-            let psk_ok = match self.config.server_auth {
-                ServerAuth::ExternalPsk(psk) => s.hash() == psk.hash,
-                _ => true,
-            };
-            if supported.contains(s) && psk_ok && suite_built(*s) {
+            if supported.contains(s) && psk_ok(*s) && suite_built(*s) {
                 out.push_unique(*s);
             }
         }
@@ -422,8 +431,16 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     fn offered_groups(&self) -> Small<NamedGroup, 2> {
         let supported = self.provider.groups();
-        let wanted = if self.config.groups.is_empty() { supported } else { self.config.groups };
         let mut out = Small::new(NamedGroup::X25519);
+        // A provider with one group: that group or none (as for the suites).
+        if let [only] = supported {
+            let c = self.config.groups;
+            if c.is_empty() || c.contains(only) {
+                out.push_unique(*only);
+            }
+            return out;
+        }
+        let wanted = if self.config.groups.is_empty() { supported } else { self.config.groups };
         for g in wanted {
             if supported.contains(g) {
                 out.push_unique(*g);
@@ -436,6 +453,22 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// X.509: every scheme it can verify).
     fn offered_schemes(&self) -> Small<SignatureScheme, 2> {
         let mut out = Small::new(SignatureScheme::Ed25519);
+        // A provider that verifies one scheme: that scheme, if X.509 or a pinned key uses
+        // it (as for the suites: the same list, without the walk).
+        if let [only] = self.provider.verify_schemes() {
+            let offered = match self.config.server_auth {
+                #[cfg(feature = "x509")]
+                ServerAuth::X509(_) => true,
+                ServerAuth::RawPublicKeys(keys) => {
+                    keys.iter().any(|k| parse_spki(k).is_ok_and(|(s, _)| s == *only))
+                }
+                _ => false,
+            };
+            if offered {
+                out.push_unique(*only);
+            }
+            return out;
+        }
         #[cfg(feature = "x509")]
         if let ServerAuth::X509(_) = self.config.server_auth {
             for s in self.provider.verify_schemes() {
@@ -505,6 +538,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     /// Keeps only the transcript for `alg` (in slot 0).
     fn select_transcript(&mut self, alg: HashAlgorithm) -> Result<(), Error> {
+        // One slot (builds without `aes256`): it holds the transcript for `alg` or none.
+        if let (1, Some(slot)) = (HASH_SLOTS, self.transcripts.first_mut()) {
+            if slot.as_ref().is_some_and(|t| t.algorithm() == alg) {
+                return Ok(());
+            }
+            *slot = None;
+            return Err(internal());
+        }
         let mut chosen = None;
         for slot in self.transcripts.iter_mut() {
             if let Some(t) = slot.take() {
@@ -629,12 +670,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
             let es = EarlySecret::new(&self.provider, p.hash, Some(p.key))?;
-            let binder_key = es.binder_key(&self.provider, p.kind)?;
-            let partial = space.get(..offset).ok_or(Error::BufferTooSmall)?;
-            let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
-            let binder =
-                psk_binder(&self.provider, p.hash, binder_key.as_ref(), partial_hash.as_ref())?;
-            msgs::write_binder(space, offset, binder.as_ref())?;
+            self.write_psk_binder(&p, &es, space, offset)?;
             early_secret = Some(es);
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
@@ -651,9 +687,33 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 return Err(internal());
             };
             let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
-            return Ok(Some(es.client_early_traffic_secret(&self.provider, hash.as_ref())?));
+            let mut secret = Secret::zeroed(0);
+            es.derive_into(&self.provider, b"c e traffic", hash.as_ref(), &mut secret)?;
+            return Ok(Some(secret));
         }
         Ok(None)
+    }
+
+    /// RFC 8446 §4.2.11.2: writes the binder of PSK `p` (early secret `es`) into the
+    /// ClientHello `message` at `offset`. Out of line: its key and hashes are not in
+    /// `emit_client_hello`'s frame while the 0-RTT keys are installed (issue 8: stack).
+    #[inline(never)]
+    fn write_psk_binder(
+        &self,
+        p: &PskSource<'c>,
+        es: &EarlySecret,
+        message: &mut [u8],
+        offset: usize,
+    ) -> Result<(), Error> {
+        // binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
+        let mut binder_key = Secret::zeroed(0);
+        let empty = key_schedule::empty_hash(&self.provider, p.hash)?;
+        es.derive_into(&self.provider, p.kind.binder_label(), empty.as_ref(), &mut binder_key)?;
+        let partial = message.get(..offset).ok_or(Error::BufferTooSmall)?;
+        let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
+        let binder =
+            psk_binder(&self.provider, p.hash, binder_key.as_ref(), partial_hash.as_ref())?;
+        msgs::write_binder(message, offset, binder.as_ref())
     }
 
     fn handle<H: QuicHooks>(
@@ -790,17 +850,27 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let shared = kx.complete(server_share)?;
         let hello_hash = self.transcript()?.current_hash();
         let es = EarlySecret::new(&self.provider, alg, psk.map(|p| p.key))?;
-        let hs = es.into_handshake_secret(&self.provider, shared.as_ref())?;
-        let client = hs.client_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
-        let server = hs.server_handshake_traffic_secret(&self.provider, hello_hash.as_ref())?;
-        self.handshake_secret = Some(hs);
+        let hs = es.into_handshake_secret_slot(
+            &self.provider,
+            shared.as_ref(),
+            &mut self.handshake_secret,
+        )?;
+        // RFC 8446 §7.1: client_/server_handshake_traffic_secret = Derive-Secret(Handshake
+        // Secret, "c hs traffic" / "s hs traffic", ClientHello...ServerHello), written where
+        // the session keeps them (issue 8: no secret moved through a `Result`).
+        self.secrets = Stage::Handshake { client: Secret::zeroed(0), server: Secret::zeroed(0) };
+        let Stage::Handshake { client, server } = &mut self.secrets else {
+            return Err(internal());
+        };
+        let p = &self.provider;
+        hs.derive_into(p, b"c hs traffic", hello_hash.as_ref(), client)?;
+        hs.derive_into(p, b"s hs traffic", hello_hash.as_ref(), server)?;
         hooks.install_secrets(Secrets {
             level: KeyLevel::Handshake,
             suite,
-            client: &client,
-            server: Some(&server),
+            client,
+            server: Some(server),
         })?;
-        self.secrets = Stage::Handshake { client, server };
         self.state = State::WaitEncryptedExtensions;
         Ok(())
     }
@@ -1023,45 +1093,47 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
-    /// After the server Finished verified: the application traffic secrets (returned, for
-    /// [`Self::install_application_secrets`]) and the client's Finished under
-    /// `client_hs`, its handshake traffic secret.
+    /// After the server Finished verified: writes the application traffic secrets into
+    /// `app`, for [`Self::install_application_secrets`], and sends the client's Finished.
     #[inline(never)]
     fn finished<H: QuicHooks>(
         &mut self,
         suite: AeadAlgorithm,
-        client_hs: Secret,
         hooks: &mut H,
-    ) -> Result<ApplicationSecrets, Error> {
+        app: &mut ApplicationSecrets,
+    ) -> Result<(), Error> {
         let alg = suite.hash();
         let server_finished_hash = self.transcript()?.current_hash();
-        let master = self
-            .handshake_secret
-            .take()
-            .ok_or_else(internal)?
-            .into_master_secret(&self.provider)?;
+        let master =
+            HandshakeSecret::take_into_master_secret(&mut self.handshake_secret, &self.provider)?;
         let p = &self.provider;
-        let client_ap =
-            master.client_application_traffic_secret(p, server_finished_hash.as_ref())?;
-        let server_ap =
-            master.server_application_traffic_secret(p, server_finished_hash.as_ref())?;
-        let exporter = master.exporter_master_secret(p, server_finished_hash.as_ref())?;
+        // RFC 8446 §7.1: client_/server_application_traffic_secret_0 = Derive-Secret(Master
+        // Secret, "c ap traffic" / "s ap traffic", ClientHello...server Finished), written
+        // into the caller's `app` (issue 8: no secret moved through a `Result`).
+        app.suite = suite;
+        master.derive_into(p, b"c ap traffic", server_finished_hash.as_ref(), &mut app.client)?;
+        master.derive_into(p, b"s ap traffic", server_finished_hash.as_ref(), &mut app.server)?;
+        // RFC 8446 §7.1: exporter_master_secret ("exp master", same transcript) and, after
+        // the client Finished, resumption_master_secret ("res master"), derived into locals
+        // (not returned through a `Result`) and kept once both are whole.
+        let mut exporter = Secret::zeroed(0);
+        master.derive_into(p, b"exp master", server_finished_hash.as_ref(), &mut exporter)?;
 
         // The client's second flight, at the Handshake level.
         if let Some(scheme) = self.cert_request {
             self.send_client_certificate(scheme, hooks)?;
         }
-        let client_finished_hash = self.send_client_finished(alg, &client_hs, hooks)?;
-        drop(client_hs);
-        let resumption_master =
-            master.resumption_master_secret(&self.provider, client_finished_hash.as_ref())?;
+        let client_finished_hash = self.send_client_finished(alg, hooks)?;
+        let mut resumption_master = Secret::zeroed(0);
+        let hash = client_finished_hash.as_ref();
+        master.derive_into(&self.provider, b"res master", hash, &mut resumption_master)?;
         self.secrets = Stage::Connected { exporter, resumption_master };
-        Ok(ApplicationSecrets { suite, client: client_ap, server: server_ap })
+        Ok(())
     }
 
     /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
-    /// decrypt_error) and adds it to the transcript; returns the client handshake traffic
-    /// secret, for the client's Finished. Out of line: the transcript hash and the server's
+    /// decrypt_error) and adds it to the transcript; the client handshake traffic secret
+    /// stays in the session for the client's Finished. Out of line: the transcript hash and the server's
     /// secret are not in `finished`'s frame while the key schedule runs (issue 8: a device's
     /// stack).
     #[inline(never)]
@@ -1069,26 +1141,23 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         &mut self,
         msg: HandshakeMessage<'_>,
         alg: HashAlgorithm,
-    ) -> Result<Secret, Error> {
+    ) -> Result<(), Error> {
         let fin = Finished::parse(msg.body, alg.output_len())?;
         let hash = self.transcript()?.current_hash();
-        // The secrets are read where they are (no copy of the stage in this frame), then
-        // erased (`Start`), whether the Finished verifies or not.
-        let Stage::Handshake { client: client_hs, server: server_hs } = &self.secrets else {
+        // The secrets are read where they are (no copy of the stage in this frame); both are
+        // erased (`Start`) if the Finished does not verify, else the client's is used for
+        // its Finished and both are replaced by the `Connected` stage.
+        let Stage::Handshake { server: server_hs, .. } = &self.secrets else {
             return Err(internal());
         };
-        let verified = verify_finished(
-            &self.provider,
-            alg,
-            server_hs.as_ref(),
-            hash.as_ref(),
-            fin.verify_data,
-        );
-        let client_hs = Secret::new(client_hs.as_ref());
-        self.secrets = Stage::Start;
-        verified?;
+        if let Err(e) =
+            verify_finished(&self.provider, alg, server_hs.as_ref(), hash.as_ref(), fin.verify_data)
+        {
+            self.secrets = Stage::Start;
+            return Err(e);
+        }
         self.transcript()?.update(msg.bytes);
-        Ok(client_hs)
+        Ok(())
     }
 
     /// RFC 8446 §4.4.4: the client's Finished, at the Handshake level; returns the transcript
@@ -1097,10 +1166,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     fn send_client_finished<H: QuicHooks>(
         &mut self,
         alg: HashAlgorithm,
-        client_hs: &Secret,
         hooks: &mut H,
     ) -> Result<Digest, Error> {
         let hash = self.transcript()?.current_hash();
+        let Stage::Handshake { client: client_hs, .. } = &self.secrets else {
+            return Err(internal());
+        };
         let verify_data =
             finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
         let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
@@ -1122,8 +1193,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let suite = self.suite.ok_or_else(internal)?;
         // Checked before `finished`'s frame exists: the check's key derivation is not under
         // it on a device's stack (issue 8).
-        let client_hs = self.verify_server_finished(msg, suite.hash())?;
-        let app = self.finished(suite, client_hs, hooks)?;
+        self.verify_server_finished(msg, suite.hash())?;
+        let mut app = ApplicationSecrets {
+            suite: AeadAlgorithm::Aes128Gcm,
+            client: Secret::zeroed(0),
+            server: Secret::zeroed(0),
+        };
+        self.finished(suite, hooks, &mut app)?;
         self.install_application_secrets(&app, hooks)
     }
 
@@ -1156,18 +1232,24 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             (Some(_), Some(key)) => Some(key),
             _ => None,
         };
-        let mut spki = [0u8; crate::P256_SPKI_LEN];
-        let spki_len = match key {
-            Some(k) => crate::encode_spki(k.scheme(), k.public_key(), &mut spki)?,
-            None => 0,
-        };
-        let spki = spki.get(..spki_len).ok_or_else(internal)?;
         let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
+        let Some(key) = key else {
+            // No key to present: the empty Certificate, always the same bytes (a device
+            // without `client-auth` builds only this).
+            return send_message(hooks, Level::Handshake, t, |out, _| {
+                let len = msgs::EMPTY_CERTIFICATE.len();
+                out.get_mut(..len)
+                    .ok_or(Error::BufferTooSmall)?
+                    .copy_from_slice(&msgs::EMPTY_CERTIFICATE);
+                Ok(len)
+            });
+        };
+        let mut spki = [0u8; crate::P256_SPKI_LEN];
+        let spki_len = crate::encode_spki(key.scheme(), key.public_key(), &mut spki)?;
+        let spki = spki.get(..spki_len).ok_or_else(internal)?;
         send_message(hooks, Level::Handshake, t, |out, _| {
-            let entries: &[&[u8]] = if spki.is_empty() { &[] } else { &[spki] };
-            msgs::emit_certificate(&[], entries, out)
+            msgs::emit_certificate(&[], &[spki], out)
         })?;
-        let Some(key) = key else { return Ok(()) };
         let hash = t.current_hash();
         let mut sig = [0u8; MAX_SIGNATURE_LEN];
         let sig_len =
@@ -1199,8 +1281,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let Stage::Connected { resumption_master, .. } = &self.secrets else {
             return Err(internal());
         };
-        let psk =
-            resumption_psk(&self.provider, suite.hash(), resumption_master.as_ref(), nst.nonce)?;
+        // RFC 8446 §4.6.1: the ticket's PSK (`resumption_psk`), derived in this frame.
+        let mut psk = Secret::zeroed(0);
+        let (p, rms) = (&self.provider, resumption_master.as_ref());
+        derive_secret_into(p, suite.hash(), rms, b"resumption", nst.nonce, &mut psk)?;
         let alpn = self.config.alpn.get(self.alpn.ok_or_else(internal)?).copied().unwrap_or(&[]);
         hooks.new_ticket(&Ticket {
             identity: nst.ticket,

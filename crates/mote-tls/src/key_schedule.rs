@@ -43,7 +43,23 @@ pub fn derive_secret<P: CryptoProvider + ?Sized>(
     label: &[u8],
     transcript_hash: &[u8],
 ) -> Result<Secret, Error> {
-    Ok(hkdf::expand_label_secret(provider, alg, secret, label, transcript_hash)?)
+    let mut out = Secret::zeroed(0);
+    derive_secret_into(provider, alg, secret, label, transcript_hash, &mut out)?;
+    Ok(out)
+}
+
+/// [`derive_secret`] written into `out` (the secret's place in a session): no `Secret` moved
+/// through a `Result` on a device (issue 8). `out` is replaced (the old value erased) first.
+pub(crate) fn derive_secret_into<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    secret: &[u8],
+    label: &[u8],
+    transcript_hash: &[u8],
+    out: &mut Secret,
+) -> Result<(), Error> {
+    *out = Secret::zeroed(alg.output_len());
+    Ok(hkdf::expand_label(provider, alg, secret, label, transcript_hash, out.as_mut())?)
 }
 
 /// Transcript-Hash("") — the context of the "derived" and binder-key derivations.
@@ -69,7 +85,8 @@ fn next_stage<P: CryptoProvider + ?Sized>(
     ikm: &[u8],
 ) -> Result<Secret, Error> {
     let empty = empty_hash(provider, alg)?;
-    let salt = derive_secret(provider, alg, secret.as_ref(), b"derived", empty.as_ref())?;
+    let mut salt = Secret::zeroed(0);
+    derive_secret_into(provider, alg, secret.as_ref(), b"derived", empty.as_ref(), &mut salt)?;
     Ok(hkdf::extract(provider, alg, salt.as_ref(), ikm)?)
 }
 
@@ -80,6 +97,16 @@ pub enum PskKind {
     External,
     /// A resumption PSK from a NewSessionTicket: "res binder".
     Resumption,
+}
+
+impl PskKind {
+    /// RFC 8446 §7.1: the label of this kind's binder_key.
+    pub(crate) const fn binder_label(self) -> &'static [u8] {
+        match self {
+            PskKind::External => b"ext binder",
+            PskKind::Resumption => b"res binder",
+        }
+    }
 }
 
 /// The Early Secret stage: HKDF-Extract(0, PSK), or HKDF-Extract(0, 0) without a PSK.
@@ -106,6 +133,18 @@ impl EarlySecret {
         self.alg
     }
 
+    /// Derive-Secret(Early Secret, `label`, Messages) into `out` (see
+    /// [`derive_secret_into`]); the labels are those of the methods below.
+    pub(crate) fn derive_into<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        label: &[u8],
+        transcript_hash: &[u8],
+        out: &mut Secret,
+    ) -> Result<(), Error> {
+        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
+    }
+
     /// RFC 8446 §7.1: binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
     /// The PSK binder is a Finished computed with this key (see [`crate::psk_binder`]).
     pub fn binder_key<P: CryptoProvider + ?Sized>(
@@ -113,12 +152,8 @@ impl EarlySecret {
         provider: &P,
         kind: PskKind,
     ) -> Result<Secret, Error> {
-        let label: &[u8] = match kind {
-            PskKind::External => b"ext binder",
-            PskKind::Resumption => b"res binder",
-        };
         let empty = empty_hash(provider, self.alg)?;
-        derive_secret(provider, self.alg, self.secret.as_ref(), label, empty.as_ref())
+        derive_secret(provider, self.alg, self.secret.as_ref(), kind.binder_label(), empty.as_ref())
     }
 
     /// RFC 8446 §7.1: client_early_traffic_secret =
@@ -156,6 +191,25 @@ impl EarlySecret {
         })
     }
 
+    /// [`EarlySecret::into_handshake_secret`] written into a session's slot (the Handshake
+    /// Secret is not returned through a `Result` and moved: issue 8). On an error the slot
+    /// is left empty.
+    pub(crate) fn into_handshake_secret_slot<'s, P: CryptoProvider + ?Sized>(
+        self,
+        provider: &P,
+        shared_secret: &[u8],
+        slot: &'s mut Option<HandshakeSecret>,
+    ) -> Result<&'s HandshakeSecret, Error> {
+        let secret = match next_stage(provider, self.alg, &self.secret, shared_secret) {
+            Ok(secret) => secret,
+            Err(e) => {
+                *slot = None;
+                return Err(e);
+            }
+        };
+        Ok(slot.insert(HandshakeSecret { alg: self.alg, secret }))
+    }
+
     #[cfg(test)]
     pub(crate) fn secret(&self) -> &[u8] {
         self.secret.as_ref()
@@ -173,6 +227,18 @@ impl HandshakeSecret {
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg
+    }
+
+    /// Derive-Secret(Handshake Secret, `label`, Messages) into `out` (see
+    /// [`derive_secret_into`]); the labels are those of the two methods below.
+    pub(crate) fn derive_into<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        label: &[u8],
+        transcript_hash: &[u8],
+        out: &mut Secret,
+    ) -> Result<(), Error> {
+        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
     }
 
     /// RFC 8446 §7.1: client_handshake_traffic_secret =
@@ -207,6 +273,22 @@ impl HandshakeSecret {
         })
     }
 
+    /// [`HandshakeSecret::into_master_secret`] from a session's slot, which is erased
+    /// (`None`) whether the derivation succeeds or not: the Handshake Secret is not moved
+    /// out of the slot first (issue 8).
+    pub(crate) fn take_into_master_secret<P: CryptoProvider + ?Sized>(
+        slot: &mut Option<Self>,
+        provider: &P,
+    ) -> Result<MasterSecret, Error> {
+        let master = match slot {
+            Some(hs) => next_stage(provider, hs.alg, &hs.secret, zeros(hs.alg))
+                .map(|secret| MasterSecret { alg: hs.alg, secret }),
+            None => Err(Error::Alert(crate::Alert::InternalError)),
+        };
+        *slot = None;
+        master
+    }
+
     #[cfg(test)]
     pub(crate) fn secret(&self) -> &[u8] {
         self.secret.as_ref()
@@ -224,6 +306,18 @@ impl MasterSecret {
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg
+    }
+
+    /// Derive-Secret(Master Secret, `label`, Messages) into `out` (see
+    /// [`derive_secret_into`]); the labels are those of the methods below.
+    pub(crate) fn derive_into<P: CryptoProvider + ?Sized>(
+        &self,
+        provider: &P,
+        label: &[u8],
+        transcript_hash: &[u8],
+        out: &mut Secret,
+    ) -> Result<(), Error> {
+        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
     }
 
     /// RFC 8446 §7.1: client_application_traffic_secret_0 =

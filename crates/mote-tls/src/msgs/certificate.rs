@@ -77,6 +77,11 @@ impl<'a> Certificate<'a> {
     }
 }
 
+/// RFC 8446 §4.4.2: the empty client Certificate (no certificate_request_context, no
+/// entries), header included — what [`emit_certificate`] writes for `(&[], &[])`, as one
+/// constant for a client with no key to present.
+pub const EMPTY_CERTIFICATE: [u8; 8] = [handshake_type::CERTIFICATE, 0, 0, 4, 0, 0, 0, 0];
+
 /// Writes a Certificate message with `context` and one entry per element of `entries`
 /// (each a DER certificate or SubjectPublicKeyInfo, without entry extensions); returns its
 /// length.

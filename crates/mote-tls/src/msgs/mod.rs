@@ -24,7 +24,7 @@ mod server_hello;
 pub use certificate::emit_certificate_request;
 pub use certificate::{
     emit_certificate, emit_certificate_verify, Certificate, CertificateEntry, CertificateRequest,
-    CertificateVerify,
+    CertificateVerify, EMPTY_CERTIFICATE,
 };
 #[cfg(feature = "server")]
 pub use client_hello::ClientHello;

@@ -5,6 +5,8 @@
 mod handshake;
 #[cfg(feature = "server")]
 mod harness;
+#[cfg(feature = "server")]
+mod one_of_each;
 mod rfc8448;
 mod rfc8448_vectors;
 mod robust;

@@ -674,3 +674,16 @@ fn client_hello_emit_bytes_unchanged() {
     );
     assert_eq!(emitted_client_hello(), expected);
 }
+
+/// The empty client Certificate a client without a key sends as one constant is what the
+/// emitter writes for no context and no entries, and parses back as an empty list.
+#[test]
+fn empty_certificate_constant_matches_the_emitter() {
+    let mut out = [0u8; 16];
+    let n = crate::msgs::emit_certificate(&[], &[], &mut out).unwrap();
+    assert_eq!(out[..n], crate::msgs::EMPTY_CERTIFICATE);
+    let (typ, body) = (out[0], &out[4..n]);
+    assert_eq!(typ, crate::msgs::handshake_type::CERTIFICATE);
+    let cert = crate::msgs::Certificate::parse(body).unwrap();
+    assert!(cert.context.is_empty() && cert.end_entity().is_none());
+}

@@ -1,0 +1,173 @@
+//! A provider with one suite, one group and one verification scheme (a device's): the
+//! client's one-entry paths for its offers (issue 8) must send the ClientHello the general
+//! walk sends for the same choice, refuse what that one entry cannot serve, and complete a
+//! handshake.
+
+use std::vec::Vec;
+
+use mote_crypto::rustcrypto::RustCrypto;
+use mote_crypto::{
+    AeadAlgorithm, CryptoProvider, CryptoRng, Error as CryptoError, HashAlgorithm, NamedGroup,
+    SignatureScheme,
+};
+
+use super::harness::*;
+use crate::session::Level;
+use crate::{Alert, ClientConfig, ClientSession, Error, ServerAuth, ServerConfig};
+use crate::{ServerIdentity, ServerSession};
+
+/// RustCrypto with one entry in each list it offers.
+struct OneOfEach;
+
+impl CryptoProvider for OneOfEach {
+    type AeadKey = <RustCrypto as CryptoProvider>::AeadKey;
+    type HeaderKey = <RustCrypto as CryptoProvider>::HeaderKey;
+    type Hash = <RustCrypto as CryptoProvider>::Hash;
+    type Hmac = <RustCrypto as CryptoProvider>::Hmac;
+    type KeyExchange = <RustCrypto as CryptoProvider>::KeyExchange;
+    type SigningKey = <RustCrypto as CryptoProvider>::SigningKey;
+
+    fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
+        &[AeadAlgorithm::Aes128Gcm]
+    }
+    fn groups(&self) -> &'static [NamedGroup] {
+        &[NamedGroup::X25519]
+    }
+    fn verify_schemes(&self) -> &'static [SignatureScheme] {
+        &[SignatureScheme::Ed25519]
+    }
+    fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::AeadKey, CryptoError> {
+        RustCrypto.aead_key(alg, key)
+    }
+    fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::HeaderKey, CryptoError> {
+        RustCrypto.header_key(alg, key)
+    }
+    fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, CryptoError> {
+        RustCrypto.hash(alg)
+    }
+    fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, CryptoError> {
+        RustCrypto.hmac(alg, key)
+    }
+    fn start_key_exchange(
+        &self,
+        group: NamedGroup,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<Self::KeyExchange, CryptoError> {
+        RustCrypto.start_key_exchange(group, rng)
+    }
+    fn verify(
+        &self,
+        scheme: SignatureScheme,
+        public_key: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), CryptoError> {
+        RustCrypto.verify(scheme, public_key, message, signature)
+    }
+    fn signing_key(
+        &self,
+        scheme: SignatureScheme,
+        pkcs8_der: &[u8],
+    ) -> Result<Self::SigningKey, CryptoError> {
+        RustCrypto.signing_key(scheme, pkcs8_der)
+    }
+}
+
+const TP: &[u8] = b"\x0f\x08client-tp";
+
+fn config<'a>(pinned: &'a [&'a [u8]]) -> ClientConfig<'a> {
+    ClientConfig {
+        server_name: Some(b"mote.example"),
+        alpn: &[b"h3"],
+        server_auth: ServerAuth::RawPublicKeys(pinned),
+        client_key: None,
+        cipher_suites: &[],
+        groups: &[],
+        early_data: false,
+    }
+}
+
+/// The ClientHello `provider` starts with for `cfg` (same RNG seed each time), or the error.
+fn client_hello<P: CryptoProvider + crate::ProviderBound>(
+    provider: P,
+    cfg: &ClientConfig<'_>,
+) -> Result<Vec<u8>, Error> {
+    let mut client = ClientSession::<P>::new(provider, cfg, None);
+    let mut ep = Endpoint::new(7, TP);
+    client.start(&mut ep)?;
+    Ok(ep.take(Level::Initial))
+}
+
+#[test]
+fn one_entry_offers_equal_the_general_walk() {
+    let ed = spki_of(&key(SignatureScheme::Ed25519, 1));
+    let p256 = spki_of(&key(SignatureScheme::EcdsaSecp256r1Sha256, 0));
+    let pinned_ed = [ed.as_slice()];
+    // The general walk, told to offer exactly what the one-entry provider has.
+    let mut general = config(&pinned_ed);
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    let expected = client_hello(RustCrypto, &general).unwrap();
+    // Default lists, and configured lists that name other entries too, in another order.
+    let mut listed = config(&pinned_ed);
+    listed.cipher_suites = &[AeadAlgorithm::ChaCha20Poly1305, AeadAlgorithm::Aes128Gcm];
+    listed.groups = &[NamedGroup::Secp256r1, NamedGroup::X25519];
+    let pinned_both = [p256.as_slice(), ed.as_slice()];
+    for cfg in [config(&pinned_ed), listed, config(&pinned_both)] {
+        assert_eq!(client_hello(OneOfEach, &cfg).unwrap(), expected);
+    }
+}
+
+#[test]
+fn one_entry_refuses_what_it_cannot_offer() {
+    let ed = spki_of(&key(SignatureScheme::Ed25519, 1));
+    let p256 = spki_of(&key(SignatureScheme::EcdsaSecp256r1Sha256, 0));
+    let pinned_ed = [ed.as_slice()];
+    // No suite in common: handshake_failure before anything is sent, as for the walk.
+    let mut cfg = config(&pinned_ed);
+    cfg.cipher_suites = &[AeadAlgorithm::Aes256Gcm];
+    assert_eq!(client_hello(OneOfEach, &cfg), Err(Error::Alert(Alert::HandshakeFailure)));
+    // No group in common: internal_error (no key share to send).
+    let mut cfg = config(&pinned_ed);
+    cfg.groups = &[NamedGroup::Secp256r1];
+    assert_eq!(client_hello(OneOfEach, &cfg), Err(Error::Alert(Alert::InternalError)));
+    assert_eq!(client_hello(RustCrypto, &cfg).map(|_| ()), Ok(()));
+    // Only a P-256 key pinned: no signature_algorithms to offer (extension 13 absent), as
+    // the walk does for a provider that cannot verify the pinned key's scheme.
+    let pinned_p256 = [p256.as_slice()];
+    let ch = client_hello(OneOfEach, &config(&pinned_p256)).unwrap();
+    let with_ed = client_hello(OneOfEach, &config(&pinned_ed)).unwrap();
+    let sig_algs_ext = [0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, 0x08, 0x07];
+    assert!(with_ed.windows(8).any(|w| w == sig_algs_ext));
+    assert!(!ch.windows(4).any(|w| w == [0x00, 0x0d, 0x00, 0x04]));
+    assert_eq!(ch.len() + sig_algs_ext.len(), with_ed.len());
+}
+
+#[test]
+fn one_entry_client_completes_a_handshake() {
+    let server_key = key(SignatureScheme::Ed25519, 1);
+    let spki = spki_of(&server_key);
+    let pinned = [spki.as_slice()];
+    let ccfg = config(&pinned);
+    let scfg = ServerConfig {
+        cipher_suites: &[],
+        groups: &[],
+        alpn: &[b"h3"],
+        identity: Some(ServerIdentity { key: &server_key, x509_chain: &[] }),
+        external_psks: &[],
+        client_auth: None,
+        tickets: None,
+        early_data: None,
+        defer_signatures: false,
+    };
+    let mut client = ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, None);
+    let mut server = ServerSession::<RustCrypto>::new(RustCrypto, &scfg, 1_700_000_000_000);
+    let mut cep = Endpoint::new(1, TP);
+    let mut sep = Endpoint::new(2, b"\x0f\x08server-tp");
+    client.start(&mut cep).unwrap();
+    pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {}).unwrap();
+    assert!(client.is_handshake_complete() && server.is_handshake_complete());
+    assert_eq!(client.suite(), Some(AeadAlgorithm::Aes128Gcm));
+    assert_eq!(client.group(), Some(NamedGroup::X25519));
+    assert_eq!(client.server_key_index(), Some(0));
+}
