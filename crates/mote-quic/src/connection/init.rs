@@ -83,24 +83,8 @@ where
         remote: SocketAddr,
         rng: &mut dyn CryptoRng,
     ) -> Result<&'s mut Self, ConnectError> {
-        let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
-        // RFC 9000 §7.2: the client's first Destination Connection ID is unpredictable and
-        // at least 8 bytes long.
-        let original_dcid = random_cid(&mut drbg, 8)?;
-        let local = random_cid(&mut drbg, config.local_cid_len)?;
-        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
-        let conn = Self::init(
-            slot,
-            config,
-            Side::Client,
-            provider,
-            tls,
-            storage,
-            now,
-            remote,
-            drbg,
-            cids,
-        )?;
+        let conn =
+            Self::init_client_fields(slot, config, provider, tls, storage, now, remote, rng)?;
         // RFC 9000 §18.2: a client never sends stateless_reset_token; its handshake
         // connection ID has no token the server could use.
         match conn.tls.start(&mut conn.hs) {
@@ -112,6 +96,30 @@ where
                 Err(ConnectError::Tls(e))
             }
         }
+    }
+
+    /// [`Self::init_client`] up to the TLS start: the DRBG, the connection IDs and every
+    /// field. Out of line (issue 8): their temporaries are gone before the ClientHello is
+    /// written, whose chain is the deepest of a device's connection setup.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn init_client_fields<'s>(
+        slot: &'s mut MaybeUninit<Self>,
+        config: &ConnectionConfig,
+        provider: P,
+        tls: impl FnOnce(&mut MaybeUninit<T>) -> &mut T,
+        storage: Storage<C, S, N>,
+        now: Instant,
+        remote: SocketAddr,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<&'s mut Self, ConnectError> {
+        let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
+        // RFC 9000 §7.2: the client's first Destination Connection ID is unpredictable and
+        // at least 8 bytes long.
+        let original_dcid = random_cid(&mut drbg, 8)?;
+        let local = random_cid(&mut drbg, config.local_cid_len)?;
+        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
+        Self::init(slot, config, Side::Client, provider, tls, storage, now, remote, drbg, cids)
     }
 
     /// Runs an `init_*` function on a local slot and returns the connection by value.
