@@ -28,14 +28,23 @@ impl HmacSha256 {
     /// An HMAC without its key yet: [`Self::set_key`] keys it where it lies (the provider
     /// returns it inside a `Result` and keys it there, no copy, issue 8).
     pub(crate) const fn unkeyed() -> Self {
-        Self { inner: Sha256::new(), outer: crate::sha256::IV }
+        // All zeros (written into a slot as a memset, no constant copied through the
+        // frame): `set_key` sets every field.
+        Self {
+            inner: Sha256 { state: [0; 8], buf: [0; BLOCK], buf_len: 0, absorbed: 0 },
+            outer: [0; 8],
+        }
     }
 
     /// Keys an [`Self::unkeyed`] HMAC in place.
     pub(crate) fn set_key(&mut self, key: &[u8]) {
+        self.inner.state = crate::sha256::IV;
+        self.outer = crate::sha256::IV;
+        self.inner.buf_len = 0;
         // The key, zero-padded to a block, is built in the inner hash's buffer (erased
         // below).
         let buf = &mut self.inner.buf;
+        *buf = [0; BLOCK];
         if key.len() > BLOCK {
             hash_long_key(key, buf);
         } else {
