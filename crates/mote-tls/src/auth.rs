@@ -21,10 +21,22 @@ pub fn finished_verify_data<P: CryptoProvider + ?Sized>(
 ) -> Result<Digest, Error> {
     let mut finished_key = mote_crypto::Secret::zeroed(alg.output_len());
     hkdf::expand_label(provider, alg, base_key, b"finished", b"", finished_key.as_mut())?;
+    hmac(provider, alg, finished_key.as_ref(), transcript_hash)
+}
+
+/// HMAC(`key`, `data`). Out of line (issue 8): the HMAC state is not in
+/// [`finished_verify_data`]'s frame while the finished key is derived.
+#[inline(never)]
+fn hmac<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    key: &[u8],
+    data: &[u8],
+) -> Result<Digest, Error> {
     // The HMAC is keyed and used in its slot (no copy in this frame, as in HKDF).
     let mut slot = None;
-    let mac = provider.hmac_into(alg, finished_key.as_ref(), &mut slot)?;
-    mac.update(transcript_hash);
+    let mac = provider.hmac_into(alg, key, &mut slot)?;
+    mac.update(data);
     Ok(mac.finish_in_place())
 }
 
