@@ -543,12 +543,16 @@ fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
     // The tags of the four phases are consecutive.
     put_each(&mut r, tag::INSN_INIT, &o.phases.insn);
     put_each(&mut r, tag::US_INIT, &o.phases.us);
-    r.put(tag::DATAGRAMS_SENT, o.stats.datagrams_sent);
-    r.put(tag::BYTES_SENT, o.stats.bytes_sent);
-    r.put(tag::DATAGRAMS_RECEIVED, o.stats.datagrams_received);
-    r.put(tag::BYTES_RECEIVED, o.stats.bytes_received);
-    r.put(tag::PTOS, o.stats.ptos);
-    r.put(tag::PACKETS_LOST, o.stats.packets_lost);
+    // The traffic counters exist only with `stats` (the bridge counts the wire itself).
+    #[cfg(feature = "stats")]
+    {
+        r.put(tag::DATAGRAMS_SENT, o.stats.datagrams_sent);
+        r.put(tag::BYTES_SENT, o.stats.bytes_sent);
+        r.put(tag::DATAGRAMS_RECEIVED, o.stats.datagrams_received);
+        r.put(tag::BYTES_RECEIVED, o.stats.bytes_received);
+        r.put(tag::PTOS, o.stats.ptos);
+        r.put(tag::PACKETS_LOST, o.stats.packets_lost);
+    }
     r.put(tag::FRAMES_DROPPED, u64::from(dropped));
     r.put(tag::CLOSE_KIND, o.close_kind);
     r.put(tag::CLOSE_CODE, o.close_code);

@@ -5,12 +5,13 @@ use core::net::SocketAddr;
 use mote_crypto::CryptoProvider;
 
 use super::cids::{LocalCids, RemoteCids};
+use super::counters::{bump, Counters};
 use super::path;
 use super::sent::{flag, ControlTable, SentFrames};
 use super::tls::{TlsSession, CRYPTO_RANGES};
 use super::{
-    si, CloseReason, Connection, ConnectionClose, ConnectionStats, Event, Events, PeerParams,
-    RecvInfo, Res, State, TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
+    si, CloseReason, Connection, ConnectionClose, Event, Events, PeerParams, RecvInfo, Res, State,
+    TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
 };
 use crate::cid::ConnectionId;
 use crate::error::{TransportErrorCode, WireError};
@@ -62,13 +63,6 @@ const fn level_of(space: PnSpace) -> Level {
     }
 }
 
-/// Adds `n` to a statistics counter. Out of line: a 64-bit saturating add is a dozen bytes
-/// of Thumb code at each of the counters' call sites, a call is a few.
-#[inline(never)]
-pub(super) fn bump(counter: &mut u64, n: u64) {
-    *counter = counter.saturating_add(n);
-}
-
 /// RFC 9001 §5.8: whether a Retry's integrity tag over the pseudo-packet with our original
 /// DCID is valid. Out of line (issue 8): the scratch and the fixed AEAD key are on the stack
 /// only while the tag is checked, not under the Initial key derivation that follows.
@@ -114,7 +108,7 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) rx_handshake: &'a mut ReceivedPackets<HANDSHAKE_RANGES>,
     pub(super) rx_data: &'a mut ReceivedPackets<R>,
     pub(super) handshake_done_pending: &'a mut bool,
-    pub(super) stats: &'a mut ConnectionStats,
+    pub(super) stats: &'a mut Counters,
     pub(super) events: &'a mut Events,
     #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(super) local_cids: &'a mut LocalCids,
@@ -282,7 +276,7 @@ where
             crate::recovery::Ecn::NotEct => None,
         };
         if let Some(c) = ecn_i.and_then(|i| self.stats.ecn_received.get_mut(i)) {
-            *c = c.saturating_add(1);
+            bump(c, 1);
         }
         // RFC 9000 §10.3.1: keep the tail in case no packet of the datagram can be
         // processed (decryption works in place).
@@ -675,7 +669,6 @@ where
             return;
         }
         self.retried = true;
-        self.stats.retries = self.stats.retries.saturating_add(1);
         self.hs.cids.remote = new_dcid;
         if let Some(dst) = self.token.get_mut(..token.len()) {
             dst.copy_from_slice(token);

@@ -3,7 +3,7 @@
 
 use mote_crypto::{CryptoProvider, TAG_LEN};
 
-use super::recv::bump;
+use super::counters::{bump, Counters};
 use super::sent::{flag, SentFrames, MAX_STREAM_CHUNK};
 use super::tls::TlsSession;
 use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
@@ -68,9 +68,9 @@ fn vi(v: u64) -> VarInt {
 
 /// Counts the bytes of the chunk `[offset, end)` that were sent before (below
 /// `sent_before`) as retransmitted. Out of line: the 64-bit arithmetic is shared by the
-/// CRYPTO and STREAM writers.
-#[inline(never)]
-fn count_resent(stats: &mut super::ConnectionStats, sent_before: u64, offset: u64, end: u64) {
+/// CRYPTO and STREAM writers (without `stats`, nothing: inlined, it folds away).
+#[cfg_attr(feature = "stats", inline(never))]
+fn count_resent(stats: &mut Counters, sent_before: u64, offset: u64, end: u64) {
     bump(&mut stats.bytes_retransmitted, sent_before.min(end).saturating_sub(offset));
 }
 
