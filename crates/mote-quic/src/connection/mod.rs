@@ -41,6 +41,7 @@
 //! Key updates keep the previous read key for three PTOs and respect the AEAD limits
 //! ([`AeadLimits`]). DATAGRAM frames (feature `datagram`) use two bounded queues.
 
+use crate::arith::Sat64 as _;
 mod cids;
 mod config;
 mod counters;
@@ -1274,7 +1275,7 @@ where
         if self.address_is_validated() {
             return path;
         }
-        self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent).min(path)
+        self.amp_received.saturating_mul(3).sat_sub(self.amp_sent).min(path)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The receive path: datagrams → packets → frames (RFC 9000 §12, §13, §17; RFC 9001 §5).
 
+use crate::arith::Sat64 as _;
 use core::net::SocketAddr;
 
 use mote_crypto::CryptoProvider;
@@ -262,10 +263,10 @@ where
         bump(&mut self.stats.bytes_received, len as u64);
         // RFC 9000 §8.1: every byte of a datagram attributed to the connection counts
         // towards the anti-amplification allowance.
-        self.amp_received = self.amp_received.saturating_add(len as u64);
+        self.amp_received = self.amp_received.sat_add(len as u64);
         #[cfg(feature = "migration")]
         if self.migration.amp_limited() && info.remote == self.remote {
-            self.migration.amp_received = self.migration.amp_received.saturating_add(len as u64);
+            self.migration.amp_received = self.migration.amp_received.sat_add(len as u64);
         }
         // RFC 9000 §13.4.1: count the ECN marks of what arrives (per datagram here; the
         // per-space counts the ACK frames report are kept by ReceivedPackets).
@@ -430,7 +431,7 @@ where
                     return None;
                 }
                 if hdr.ptype == PacketType::OneRtt && self.hs.keys.one_rtt.is_some() {
-                    self.auth_failures = self.auth_failures.saturating_add(1);
+                    self.auth_failures = self.auth_failures.sat_add(1);
                     if self.auth_failures >= self.integrity_limit() {
                         self.enter_closing(ConnectionClose::transport(
                             TransportErrorCode::AEAD_LIMIT_REACHED,
@@ -1001,7 +1002,7 @@ where
             if let Some(mtu) = self.pmtud.on_acked(now, pn, size) {
                 self.recovery.set_max_datagram_size(mtu);
             }
-        } else if largest >= pn.saturating_add(crate::recovery::PACKET_THRESHOLD) {
+        } else if largest >= pn.sat_add(crate::recovery::PACKET_THRESHOLD) {
             self.pmtud.on_lost(now, pn, size);
         }
     }

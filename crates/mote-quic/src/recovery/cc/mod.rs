@@ -6,6 +6,7 @@
 //! in flight and newly acknowledged, with that packet's own size. A forged or repeated ACK
 //! range therefore cannot grow the window (the CVE-2025-4820/4821 class).
 
+use crate::arith::Sat64 as _;
 #[cfg(feature = "cubic")]
 mod cubic;
 
@@ -140,14 +141,14 @@ impl CongestionController for NewReno {
         }
         if self.cwnd < self.ssthresh {
             // Slow start: one byte of window per byte acknowledged.
-            self.cwnd = self.cwnd.saturating_add(bytes);
+            self.cwnd = self.cwnd.sat_add(bytes);
             return;
         }
         // Congestion avoidance: one datagram per window acknowledged.
-        self.acked_acc = self.acked_acc.saturating_add(bytes);
+        self.acked_acc = self.acked_acc.sat_add(bytes);
         while self.acked_acc >= self.cwnd && self.cwnd > 0 {
             self.acked_acc -= self.cwnd;
-            self.cwnd = self.cwnd.saturating_add(self.mds);
+            self.cwnd = self.cwnd.sat_add(self.mds);
         }
     }
 
