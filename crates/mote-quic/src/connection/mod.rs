@@ -296,7 +296,9 @@ pub enum ConnectError {
     Config,
 }
 
-/// Counters kept by a connection.
+/// Counters kept by a connection ([`Connection::stats`]). The traffic counters (datagrams,
+/// bytes, packets, losses, PTOs, retransmitted bytes, ECN marks, DATAGRAM frames, CIDs the
+/// peer retired) are kept only with feature `stats` and read 0 without it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnectionStats {
     /// Datagrams sent.
