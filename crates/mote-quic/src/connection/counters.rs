@@ -31,8 +31,15 @@ pub(super) fn bump(counter: &mut Count, n: u64) {
 #[inline(always)]
 pub(super) fn bump(_counter: &mut Count, _n: u64) {}
 
-/// The counters the connection bumps as traffic passes (the fields of [`ConnectionStats`]
-/// of the same names).
+/// The counters the connection bumps as traffic passes: with `stats`, the public struct
+/// itself (so [`Counters::report`] is one copy, and the fields the connection does not count
+/// itself are filled in by [`super::Connection::stats`]).
+#[cfg(feature = "stats")]
+pub(super) type Counters = ConnectionStats;
+
+/// Without `stats`: the fields of [`ConnectionStats`] the connection bumps, each taking no
+/// memory.
+#[cfg(not(feature = "stats"))]
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Counters {
     pub(super) datagrams_sent: Count,
@@ -56,31 +63,15 @@ pub(super) struct Counters {
     pub(super) cids_retired_by_peer: Count,
 }
 
-impl Counters {
-    /// Copies the counters into `s`.
+/// The counters as a [`ConnectionStats`]: with `stats` a copy, without it all zero.
+pub(super) fn report(counters: &Counters) -> ConnectionStats {
     #[cfg(feature = "stats")]
-    pub(super) fn report(&self, s: &mut ConnectionStats) {
-        s.datagrams_sent = self.datagrams_sent;
-        s.bytes_sent = self.bytes_sent;
-        s.packets_sent = self.packets_sent;
-        s.datagrams_received = self.datagrams_received;
-        s.bytes_received = self.bytes_received;
-        s.packets_received = self.packets_received;
-        s.packets_dropped = self.packets_dropped;
-        s.packets_lost = self.packets_lost;
-        s.ptos = self.ptos;
-        s.bytes_retransmitted = self.bytes_retransmitted;
-        s.path_challenges_received = self.path_challenges_received;
-        s.ecn_received = self.ecn_received;
-        s.ecn_ce_events = self.ecn_ce_events;
-        s.datagram_frames_received = self.datagram_frames_received;
-        s.datagrams_dropped = self.datagrams_dropped;
-        s.cids_retired_by_peer = self.cids_retired_by_peer;
-    }
-
-    /// Without `stats` the traffic counters read 0.
+    return *counters;
     #[cfg(not(feature = "stats"))]
-    pub(super) fn report(&self, _s: &mut ConnectionStats) {}
+    {
+        let _ = counters;
+        ConnectionStats::default()
+    }
 }
 
 #[cfg(test)]
@@ -94,8 +85,7 @@ mod tests {
         bump(&mut c.bytes_sent, 1200);
         bump(&mut c.bytes_sent, u64::MAX);
         bump(&mut c.packets_sent[2], 1);
-        let mut s = ConnectionStats::default();
-        c.report(&mut s);
+        let s = report(&c);
         assert_eq!((s.bytes_sent, s.packets_sent), (u64::MAX, [0, 0, 1]));
     }
 
@@ -105,8 +95,6 @@ mod tests {
         assert_eq!(core::mem::size_of::<Counters>(), 0);
         let mut c = Counters::default();
         bump(&mut c.bytes_sent, 1200);
-        let mut s = ConnectionStats::default();
-        c.report(&mut s);
-        assert_eq!(s, ConnectionStats::default());
+        assert_eq!(report(&c), ConnectionStats::default());
     }
 }

@@ -808,8 +808,7 @@ where
     /// taken, and the migration and PMTU counts of those features); the traffic counters
     /// (datagrams, bytes, packets, losses, PTOs, ECN marks, DATAGRAM frames) read 0.
     pub fn stats(&self) -> ConnectionStats {
-        let mut s = ConnectionStats::default();
-        self.stats.report(&mut s);
+        let mut s = counters::report(&self.stats);
         s.retries = u32::from(self.retried);
         s.key_updates = self.hs.keys.one_rtt.as_ref().map_or(0, |k| k.updates);
         s.cids_issued = self.local_cids.issued_total();
