@@ -41,7 +41,6 @@
 //! Key updates keep the previous read key for three PTOs and respect the AEAD limits
 //! ([`AeadLimits`]). DATAGRAM frames (feature `datagram`) use two bounded queues.
 
-use crate::arith::Sat64 as _;
 mod cids;
 mod config;
 mod counters;
@@ -91,6 +90,7 @@ pub use path::{PATH_CHALLENGES, PATH_RESPONSES};
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 
+use crate::arith::Sat64 as _;
 use crate::token::TOKEN_MAX;
 
 use crate::cid::ConnectionId;
@@ -803,6 +803,7 @@ where
     }
 
     /// Counters.
+    ///
     /// Without feature `stats` only the counts the connection keeps for its own logic are
     /// filled in (key updates, authentication failures, connection IDs issued, the Retry
     /// taken, and the migration and PMTU counts of those features); the traffic counters

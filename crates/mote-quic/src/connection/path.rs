@@ -3,10 +3,10 @@
 //! feature `migration`). Plain state machines; the connection feeds them and acts on what
 //! they return.
 
-use crate::arith::Sat64 as _;
 #[cfg(feature = "migration")]
 use core::net::SocketAddr;
 
+use crate::arith::Sat64 as _;
 use crate::frame::EcnCounts;
 #[cfg(any(feature = "migration", feature = "pmtud"))]
 use crate::time::{Duration, Instant};

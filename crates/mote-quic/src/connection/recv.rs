@@ -1,6 +1,5 @@
 //! The receive path: datagrams → packets → frames (RFC 9000 §12, §13, §17; RFC 9001 §5).
 
-use crate::arith::Sat64 as _;
 use core::net::SocketAddr;
 
 use mote_crypto::CryptoProvider;
@@ -14,6 +13,7 @@ use super::{
     si, CloseReason, Connection, ConnectionClose, Event, Events, PeerParams, RecvInfo, Res, State,
     TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
 };
+use crate::arith::Sat64 as _;
 use crate::cid::ConnectionId;
 use crate::error::{TransportErrorCode, WireError};
 use crate::frame::{self, Ack, Frame, Frames, StreamDir};

@@ -1,13 +1,13 @@
 //! The send path: which packets a datagram carries, what goes in each, coalescing, padding
 //! and protection (RFC 9000 §12.2, §13, §14.1; RFC 9001 §5; RFC 9002 §6, §7).
 
-use crate::arith::Sat64 as _;
 use mote_crypto::{CryptoProvider, TAG_LEN};
 
 use super::counters::{bump, Counters};
 use super::sent::{flag, SentFrames, MAX_STREAM_CHUNK};
 use super::tls::TlsSession;
 use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
+use crate::arith::Sat64 as _;
 use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
 use crate::frame::Frame;

@@ -6,7 +6,6 @@
 //! in flight and newly acknowledged, with that packet's own size. A forged or repeated ACK
 //! range therefore cannot grow the window (the CVE-2025-4820/4821 class).
 
-use crate::arith::Sat64 as _;
 #[cfg(feature = "cubic")]
 mod cubic;
 
@@ -14,6 +13,7 @@ mod cubic;
 pub use cubic::Cubic;
 
 use super::RttEstimator;
+use crate::arith::Sat64 as _;
 use crate::time::Instant;
 
 /// RFC 9002 §7.2: the initial window, `min(10 × max_datagram_size, max(14720, 2 ×
