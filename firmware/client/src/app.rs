@@ -15,9 +15,9 @@ use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
 use mote_h3::device::Session;
 use mote_h3::{Config as H3Config, Event as H3Event, HeadersKind, Request, Role};
+use mote_quic::connection::CloseReason;
 #[cfg(feature = "stats")]
 use mote_quic::connection::ConnectionStats;
-use mote_quic::connection::CloseReason;
 use mote_quic::{Connection, ConnectionConfig, Event, Instant, Storage};
 use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket};
 
