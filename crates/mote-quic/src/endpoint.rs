@@ -667,7 +667,7 @@ where
                     // until its handshake ends; one refused with a transport or TLS error
                     // stays for its closing period (outside the half-open budget) to send
                     // CONNECTION_CLOSE.
-                    if c.stats().packets_received == 0 && !c.is_closed() {
+                    if !c.processed_any_packet() && !c.is_closed() {
                         slot.conn = None;
                         self.stats.refused = self.stats.refused.saturating_add(1);
                         return;

@@ -13,6 +13,7 @@
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+mod arith;
 pub mod cid;
 pub mod coding;
 pub mod connection;

@@ -9,6 +9,7 @@
 
 use mote_crypto::CryptoProvider;
 
+use super::counters::bump;
 use super::tls::TlsSession;
 use super::{Connection, Event};
 use crate::error::TransportErrorCode;
@@ -146,7 +147,7 @@ where
             return Err(DatagramError::TooLarge);
         }
         let dropped = self.dgram_send.push(data).ok_or(DatagramError::TooLarge)?;
-        self.stats.datagrams_dropped = self.stats.datagrams_dropped.saturating_add(dropped.into());
+        bump(&mut self.stats.datagrams_dropped, dropped.into());
         Ok(())
     }
 
@@ -186,15 +187,13 @@ where
         }
         match self.dgram_recv.push(data) {
             Some(dropped) => {
-                self.stats.datagrams_dropped =
-                    self.stats.datagrams_dropped.saturating_add(dropped.into());
-                self.stats.datagram_frames_received =
-                    self.stats.datagram_frames_received.saturating_add(1);
+                bump(&mut self.stats.datagrams_dropped, dropped.into());
+                bump(&mut self.stats.datagram_frames_received, 1);
                 self.events.push(Event::DatagramReceived);
             }
             // Larger than our queue (a max_datagram_frame_size above it): dropped.
             None => {
-                self.stats.datagrams_dropped = self.stats.datagrams_dropped.saturating_add(1);
+                bump(&mut self.stats.datagrams_dropped, 1);
             }
         }
         Ok(())

@@ -18,9 +18,8 @@ use mote_crypto::{CryptoProvider, CryptoRng};
 use super::key_slot::KeySlot;
 use super::tls::{Cids, Handshake, HsSignals, Keys, TlsSession};
 use super::{
-    cids, path, random_cid, rotation, ConnectError, Connection, ConnectionConfig, ConnectionStats,
-    ControlTable, Drbg, Events, State, Storage, TokenState, LOCAL_TP_MAX, MIN_INITIAL_SIZE,
-    SKIP_PN_GAP_MIN,
+    cids, path, random_cid, rotation, ConnectError, Connection, ConnectionConfig, ControlTable,
+    Drbg, Events, State, Storage, TokenState, LOCAL_TP_MAX, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN,
 };
 use crate::coding::{VarInt, Writer};
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
@@ -330,7 +329,7 @@ where
             addr_of_mut!((*p).local_close).write(None);
             addr_of_mut!((*p).close_reason).write(None);
             put(addr_of_mut!((*p).events), Events::new);
-            addr_of_mut!((*p).stats).write(ConnectionStats::default());
+            addr_of_mut!((*p).stats).write(Default::default());
             addr_of_mut!((*p).any_packet).write(false);
             addr_of_mut!((*p).last_now).write(now);
             addr_of_mut!((*p).early_params).write(false);

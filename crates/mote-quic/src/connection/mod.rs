@@ -43,6 +43,7 @@
 
 mod cids;
 mod config;
+mod counters;
 #[cfg(feature = "datagram")]
 mod datagram;
 #[cfg(feature = "server")]
@@ -89,6 +90,7 @@ pub use path::{PATH_CHALLENGES, PATH_RESPONSES};
 pub use sent::{SentFrames, CONTROLS_PER_PACKET, CONTROL_SLOTS};
 pub use tls::{TlsSession, CRYPTO_RANGES, LOCAL_TP_MAX};
 
+use crate::arith::Sat64 as _;
 use crate::token::TOKEN_MAX;
 
 use crate::cid::ConnectionId;
@@ -294,7 +296,9 @@ pub enum ConnectError {
     Config,
 }
 
-/// Counters kept by a connection.
+/// Counters kept by a connection ([`Connection::stats`]). The traffic counters (datagrams,
+/// bytes, packets, losses, PTOs, retransmitted bytes, ECN marks, DATAGRAM frames, CIDs the
+/// peer retired) are kept only with feature `stats` and read 0 without it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnectionStats {
     /// Datagrams sent.
@@ -541,7 +545,8 @@ pub struct Connection<
     local_close: Option<LocalClose>,
     close_reason: Option<CloseReason>,
     events: Events,
-    stats: ConnectionStats,
+    /// Traffic counters (feature `stats`; nothing without it).
+    stats: counters::Counters,
     /// Any packet from the peer was processed (a client then ignores Version Negotiation).
     any_packet: bool,
     /// The latest time the caller passed in (for deadlines set by `close`).
@@ -798,8 +803,14 @@ where
     }
 
     /// Counters.
+    ///
+    /// Without feature `stats` only the counts the connection keeps for its own logic are
+    /// filled in (key updates, authentication failures, connection IDs issued, the Retry
+    /// taken, and the migration and PMTU counts of those features); the traffic counters
+    /// (datagrams, bytes, packets, losses, PTOs, ECN marks, DATAGRAM frames) read 0.
     pub fn stats(&self) -> ConnectionStats {
-        let mut s = self.stats;
+        let mut s = counters::report(&self.stats);
+        s.retries = u32::from(self.retried);
         s.key_updates = self.hs.keys.one_rtt.as_ref().map_or(0, |k| k.updates);
         s.cids_issued = self.local_cids.issued_total();
         #[cfg(feature = "migration")]
@@ -816,6 +827,13 @@ where
         }
         s.auth_failures = self.auth_failures;
         s
+    }
+
+    /// Whether a packet from the peer was authenticated and processed (the endpoint keeps no
+    /// state for a connection without one).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) const fn processed_any_packet(&self) -> bool {
+        self.any_packet
     }
 
     /// Whether `cid` is one of the connection IDs we issued and the peer has not retired
@@ -934,7 +952,10 @@ where
     /// 9000 §8.1.3). Only before the first datagram leaves; false if too late, on a server
     /// or for a token longer than [`TOKEN_MAX`].
     pub fn set_token(&mut self, token: &[u8]) -> bool {
-        if self.side() != Side::Client || self.stats.datagrams_sent > 0 || token.is_empty() {
+        if self.side() != Side::Client
+            || self.recovery.next_pn(PnSpace::Initial) > 0
+            || token.is_empty()
+        {
             return false;
         }
         let Some(dst) = self.token.get_mut(..token.len()) else { return false };
@@ -1256,7 +1277,7 @@ where
         if self.address_is_validated() {
             return path;
         }
-        self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent).min(path)
+        self.amp_received.saturating_mul(3).sat_sub(self.amp_sent).min(path)
     }
 }
 

@@ -6,6 +6,7 @@
 #[cfg(feature = "migration")]
 use core::net::SocketAddr;
 
+use crate::arith::Sat64 as _;
 use crate::frame::EcnCounts;
 #[cfg(any(feature = "migration", feature = "pmtud"))]
 use crate::time::{Duration, Instant};
@@ -83,10 +84,10 @@ impl Ecn {
     /// A marked packet was acknowledged or lost (before the ACK's counts are checked).
     pub(crate) fn on_marked_packet(&mut self, acked: bool) {
         if acked {
-            self.newly_acked_marked = self.newly_acked_marked.saturating_add(1);
-            self.testing_acked = self.testing_acked.saturating_add(1);
+            self.newly_acked_marked = self.newly_acked_marked.sat_add(1);
+            self.testing_acked = self.testing_acked.sat_add(1);
         } else if self.state == EcnState::Testing {
-            self.testing_lost = self.testing_lost.saturating_add(1);
+            self.testing_lost = self.testing_lost.sat_add(1);
         }
     }
 
@@ -117,7 +118,7 @@ impl Ecn {
                 self.fail(next_pn);
                 return;
             }
-            if (e0 - o0).saturating_add(ce - oce) < newly {
+            if (e0 - o0).sat_add(ce - oce) < newly {
                 self.fail(next_pn);
                 return;
             }
@@ -463,7 +464,7 @@ impl Migration {
         local: Option<SocketAddr>,
         data: [u8; 8],
     ) {
-        self.challenges_received = self.challenges_received.saturating_add(1);
+        self.challenges_received = self.challenges_received.sat_add(1);
         let r = Some(Response { to, local, data });
         if let Some(slot) = self.responses.iter_mut().find(|s| s.is_none()) {
             *slot = r;
@@ -551,7 +552,7 @@ impl Migration {
         if !self.amp_limited() {
             return u64::MAX;
         }
-        self.amp_received.saturating_mul(3).saturating_sub(self.amp_sent)
+        self.amp_received.saturating_mul(3).sat_sub(self.amp_sent)
     }
 
     /// The next time the validation needs attention.

@@ -5,13 +5,15 @@ use core::net::SocketAddr;
 use mote_crypto::CryptoProvider;
 
 use super::cids::{LocalCids, RemoteCids};
+use super::counters::{bump, Counters};
 use super::path;
 use super::sent::{flag, ControlTable, SentFrames};
 use super::tls::{TlsSession, CRYPTO_RANGES};
 use super::{
-    si, CloseReason, Connection, ConnectionClose, ConnectionStats, Event, Events, PeerParams,
-    RecvInfo, Res, State, TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
+    si, CloseReason, Connection, ConnectionClose, Event, Events, PeerParams, RecvInfo, Res, State,
+    TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
 };
+use crate::arith::Sat64 as _;
 use crate::cid::ConnectionId;
 use crate::error::{TransportErrorCode, WireError};
 use crate::frame::{self, Ack, Frame, Frames, StreamDir};
@@ -62,13 +64,6 @@ const fn level_of(space: PnSpace) -> Level {
     }
 }
 
-/// Adds `n` to a statistics counter. Out of line: a 64-bit saturating add is a dozen bytes
-/// of Thumb code at each of the counters' call sites, a call is a few.
-#[inline(never)]
-pub(super) fn bump(counter: &mut u64, n: u64) {
-    *counter = counter.saturating_add(n);
-}
-
 /// RFC 9001 §5.8: whether a Retry's integrity tag over the pseudo-packet with our original
 /// DCID is valid. Out of line (issue 8): the scratch and the fixed AEAD key are on the stack
 /// only while the tag is checked, not under the Initial key derivation that follows.
@@ -114,7 +109,7 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) rx_handshake: &'a mut ReceivedPackets<HANDSHAKE_RANGES>,
     pub(super) rx_data: &'a mut ReceivedPackets<R>,
     pub(super) handshake_done_pending: &'a mut bool,
-    pub(super) stats: &'a mut ConnectionStats,
+    pub(super) stats: &'a mut Counters,
     pub(super) events: &'a mut Events,
     #[cfg_attr(not(feature = "cid-rotation"), allow(dead_code))]
     pub(super) local_cids: &'a mut LocalCids,
@@ -268,10 +263,10 @@ where
         bump(&mut self.stats.bytes_received, len as u64);
         // RFC 9000 §8.1: every byte of a datagram attributed to the connection counts
         // towards the anti-amplification allowance.
-        self.amp_received = self.amp_received.saturating_add(len as u64);
+        self.amp_received = self.amp_received.sat_add(len as u64);
         #[cfg(feature = "migration")]
         if self.migration.amp_limited() && info.remote == self.remote {
-            self.migration.amp_received = self.migration.amp_received.saturating_add(len as u64);
+            self.migration.amp_received = self.migration.amp_received.sat_add(len as u64);
         }
         // RFC 9000 §13.4.1: count the ECN marks of what arrives (per datagram here; the
         // per-space counts the ACK frames report are kept by ReceivedPackets).
@@ -282,7 +277,7 @@ where
             crate::recovery::Ecn::NotEct => None,
         };
         if let Some(c) = ecn_i.and_then(|i| self.stats.ecn_received.get_mut(i)) {
-            *c = c.saturating_add(1);
+            bump(c, 1);
         }
         // RFC 9000 §10.3.1: keep the tail in case no packet of the datagram can be
         // processed (decryption works in place).
@@ -436,7 +431,7 @@ where
                     return None;
                 }
                 if hdr.ptype == PacketType::OneRtt && self.hs.keys.one_rtt.is_some() {
-                    self.auth_failures = self.auth_failures.saturating_add(1);
+                    self.auth_failures = self.auth_failures.sat_add(1);
                     if self.auth_failures >= self.integrity_limit() {
                         self.enter_closing(ConnectionClose::transport(
                             TransportErrorCode::AEAD_LIMIT_REACHED,
@@ -675,7 +670,6 @@ where
             return;
         }
         self.retried = true;
-        self.stats.retries = self.stats.retries.saturating_add(1);
         self.hs.cids.remote = new_dcid;
         if let Some(dst) = self.token.get_mut(..token.len()) {
             dst.copy_from_slice(token);
@@ -1008,7 +1002,7 @@ where
             if let Some(mtu) = self.pmtud.on_acked(now, pn, size) {
                 self.recovery.set_max_datagram_size(mtu);
             }
-        } else if largest >= pn.saturating_add(crate::recovery::PACKET_THRESHOLD) {
+        } else if largest >= pn.sat_add(crate::recovery::PACKET_THRESHOLD) {
             self.pmtud.on_lost(now, pn, size);
         }
     }

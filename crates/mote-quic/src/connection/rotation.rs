@@ -5,6 +5,7 @@ use mote_crypto::{CryptoProvider, CryptoRng};
 
 use super::cids::REMOTE_CIDS;
 use super::config::ConnectionConfig;
+use super::counters::bump;
 use super::rng::Drbg;
 use super::sent::{flag, SentFrames};
 use super::tls::TlsSession;
@@ -157,7 +158,7 @@ where
             .on_retire(seq, dcid)
             .map_err(|code| ConnectionClose::transport(code, Some(ty)))?;
         if retired.is_some() {
-            self.stats.cids_retired_by_peer = self.stats.cids_retired_by_peer.saturating_add(1);
+            bump(&mut self.stats.cids_retired_by_peer, 1);
         }
         Ok(())
     }

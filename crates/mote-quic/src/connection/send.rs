@@ -3,10 +3,11 @@
 
 use mote_crypto::{CryptoProvider, TAG_LEN};
 
-use super::recv::bump;
+use super::counters::{bump, Counters};
 use super::sent::{flag, SentFrames, MAX_STREAM_CHUNK};
 use super::tls::TlsSession;
 use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
+use crate::arith::Sat64 as _;
 use crate::coding::{VarInt, Writer};
 use crate::error::TransportErrorCode;
 use crate::frame::Frame;
@@ -68,10 +69,10 @@ fn vi(v: u64) -> VarInt {
 
 /// Counts the bytes of the chunk `[offset, end)` that were sent before (below
 /// `sent_before`) as retransmitted. Out of line: the 64-bit arithmetic is shared by the
-/// CRYPTO and STREAM writers.
-#[inline(never)]
-fn count_resent(stats: &mut super::ConnectionStats, sent_before: u64, offset: u64, end: u64) {
-    bump(&mut stats.bytes_retransmitted, sent_before.min(end).saturating_sub(offset));
+/// CRYPTO and STREAM writers (without `stats`, nothing: inlined, it folds away).
+#[cfg_attr(feature = "stats", inline(never))]
+fn count_resent(stats: &mut Counters, sent_before: u64, offset: u64, end: u64) {
+    bump(&mut stats.bytes_retransmitted, sent_before.min(end).sat_sub(offset));
 }
 
 /// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
@@ -479,13 +480,13 @@ where
         bump(&mut self.stats.datagrams_sent, 1);
         bump(&mut self.stats.bytes_sent, pos as u64);
         if !self.address_is_validated() {
-            self.amp_sent = self.amp_sent.saturating_add(pos as u64);
+            self.amp_sent = self.amp_sent.sat_add(pos as u64);
             let blocked = self.amplification_blocked();
             self.recovery.set_amplification_limited(blocked, now);
         }
         #[cfg(feature = "migration")]
         if self.migration.amp_limited() {
-            self.migration.amp_sent = self.migration.amp_sent.saturating_add(pos as u64);
+            self.migration.amp_sent = self.migration.amp_sent.sat_add(pos as u64);
         }
         // RFC 9001 §4.9.1: a client discards its Initial keys when it first sends a
         // Handshake packet.

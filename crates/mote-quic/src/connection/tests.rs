@@ -398,6 +398,18 @@ fn handshake_completes() {
     assert!(s.hs.keys.initial.is_none() && s.hs.keys.handshake.is_none());
 }
 
+/// RFC 9000 §8.1.3: a token goes into the client's Initials only if set before the first
+/// datagram leaves (a state check, not the `stats` counters, so every build refuses it).
+#[test]
+fn set_token_only_before_the_first_datagram() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    assert!(!p.client.set_token(&[]));
+    assert!(p.client.set_token(&[7; 16]));
+    let mut buf = vec![0u8; 2048];
+    assert!(p.client.poll_transmit(p.now, &mut buf).is_some());
+    assert!(!p.client.set_token(&[7; 16]));
+}
+
 /// Sends `data` from the client on a new bidirectional stream and returns what the server
 /// read, plus the stream.
 pub(crate) fn transfer(p: &mut Pair, data: &[u8], limit: Duration) -> (Vec<u8>, StreamId) {

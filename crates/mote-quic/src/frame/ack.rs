@@ -5,6 +5,7 @@
 //! to send borrows the caller's own list of inclusive ranges ([`Ack::new`]) and encodes it
 //! straight into the packet.
 
+use crate::arith::Sat64 as _;
 use crate::coding::{encoded_size, BufferTooSmall, Reader, VarInt, Writer};
 use crate::error::WireError;
 
@@ -248,21 +249,16 @@ impl<'a> Encoder<'a> {
     fn new(mut ranges: AckRanges<'a>) -> Self {
         let count = ranges.len().saturating_sub(1) as u64;
         let (smallest, largest) = ranges.next().unwrap_or((0, 0));
-        Self {
-            ranges,
-            count,
-            first_range: largest.saturating_sub(smallest),
-            prev_smallest: smallest,
-        }
+        Self { ranges, count, first_range: largest.sat_sub(smallest), prev_smallest: smallest }
     }
 
     /// The next (Gap, ACK Range Length) pair. The ranges were validated by [`Ack::new`];
     /// saturating arithmetic only keeps this total.
     fn next_pair(&mut self) -> Option<(u64, u64)> {
         let (smallest, largest) = self.ranges.next()?;
-        let gap = self.prev_smallest.saturating_sub(largest).saturating_sub(2);
+        let gap = self.prev_smallest.sat_sub(largest).sat_sub(2);
         self.prev_smallest = smallest;
-        Some((gap, largest.saturating_sub(smallest)))
+        Some((gap, largest.sat_sub(smallest)))
     }
 }
 
@@ -286,8 +282,8 @@ impl<'a> AckRanges<'a> {
     fn new(largest: u64, source: Source<'a>) -> Self {
         let inner = match source {
             Source::Wire { first_range, count, bytes } => Inner::Wire {
-                first: Some((largest.saturating_sub(first_range), largest)),
-                smallest: largest.saturating_sub(first_range),
+                first: Some((largest.sat_sub(first_range), largest)),
+                smallest: largest.sat_sub(first_range),
                 remaining: count,
                 r: Reader::new(bytes),
             },

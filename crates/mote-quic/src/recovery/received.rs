@@ -15,6 +15,7 @@
 //! the same floor.
 
 use super::{encode_ack_delay, PnSpace};
+use crate::arith::Sat64 as _;
 use crate::frame::{Ack, EcnCounts, RangeOrder};
 use crate::packet::number::MAX_PN;
 use crate::time::{Duration, Instant};
@@ -369,9 +370,9 @@ impl ReceivedSpace {
         }
         match ecn {
             Ecn::NotEct => {}
-            Ecn::Ect0 => self.ecn[0] = self.ecn[0].saturating_add(1),
-            Ecn::Ect1 => self.ecn[1] = self.ecn[1].saturating_add(1),
-            Ecn::Ce => self.ecn[2] = self.ecn[2].saturating_add(1),
+            Ecn::Ect0 => self.ecn[0] = self.ecn[0].sat_add(1),
+            Ecn::Ect1 => self.ecn[1] = self.ecn[1].sat_add(1),
+            Ecn::Ce => self.ecn[2] = self.ecn[2].sat_add(1),
         }
         if self.largest.is_none_or(|(l, _)| pn > l) {
             self.largest = Some((pn, now));

@@ -18,6 +18,7 @@
 //! O(N). Nothing allocates and nothing indexes out of bounds: every access is `get`.
 
 use super::RecoveryError;
+use crate::arith::Sat64 as _;
 use crate::packet::number::MAX_PN;
 use crate::time::{Duration, Instant};
 
@@ -398,7 +399,7 @@ impl<T: Copy> SentRecords<T> {
         self.span += 1;
         self.live += 1;
         self.next_pn += 1;
-        self.bytes_in_flight = self.bytes_in_flight.saturating_add(u64::from(packet.size));
+        self.bytes_in_flight = self.bytes_in_flight.sat_add(u64::from(packet.size));
         if packet.ack_eliciting {
             self.ack_eliciting_in_flight += 1;
             self.time_of_last_ack_eliciting = Some(packet.time_sent);
@@ -513,7 +514,7 @@ impl<T: Copy> SentRecords<T> {
     fn remove_live_accounting(&mut self, size: u16, in_flight: bool, ack_eliciting: bool) {
         self.live = self.live.saturating_sub(1);
         if in_flight {
-            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(size));
+            self.bytes_in_flight = self.bytes_in_flight.sat_sub(u64::from(size));
         }
         if ack_eliciting {
             self.ack_eliciting_in_flight = self.ack_eliciting_in_flight.saturating_sub(1);
@@ -649,7 +650,7 @@ impl<T: Copy> SentRecords<T> {
                 State::Lost => continue,
             }
             let by_time = lost_send_time.is_some_and(|t| slot.time_sent <= t);
-            let by_count = largest_acked >= slot.pn.saturating_add(super::PACKET_THRESHOLD);
+            let by_count = largest_acked >= slot.pn.sat_add(super::PACKET_THRESHOLD);
             if !(by_time || by_count) {
                 let t = slot.time_sent + loss_delay;
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));

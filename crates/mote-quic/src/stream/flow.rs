@@ -2,6 +2,7 @@
 //! stream and for the whole connection.
 
 use super::StreamError;
+use crate::arith::Sat64 as _;
 
 /// Credit the peer gave us: how much we may send (MAX_DATA / MAX_STREAM_DATA received), and
 /// the DATA_BLOCKED / STREAM_DATA_BLOCKED signal when we run out.
@@ -42,7 +43,7 @@ impl SendCredit {
 
     /// Charges `n` bytes (callers never exceed [`SendCredit::available`]).
     pub fn consume(&mut self, n: u64) {
-        self.used = self.used.saturating_add(n);
+        self.used = self.used.sat_add(n);
     }
 
     /// A MAX_DATA / MAX_STREAM_DATA frame arrived. RFC 9000 §4.1: a frame that does not
@@ -161,14 +162,14 @@ impl RecvCredit {
 
     /// Records `more` bytes used by the peer (after [`RecvCredit::check`]).
     pub fn on_received(&mut self, more: u64) {
-        self.received = self.received.saturating_add(more);
+        self.received = self.received.sat_add(more);
     }
 
     /// Records `n` bytes read or discarded locally; may queue a limit update.
     pub fn on_consumed(&mut self, n: u64) {
-        self.consumed = self.consumed.saturating_add(n);
-        let next = self.consumed.saturating_add(self.window);
-        if next.saturating_sub(self.max) >= self.threshold {
+        self.consumed = self.consumed.sat_add(n);
+        let next = self.consumed.sat_add(self.window);
+        if next.sat_sub(self.max) >= self.threshold {
             self.update_pending = true;
         }
     }
@@ -189,7 +190,7 @@ impl RecvCredit {
             return None;
         }
         self.update_pending = false;
-        let next = self.consumed.saturating_add(self.window);
+        let next = self.consumed.sat_add(self.window);
         if next > self.max {
             self.max = next;
         }

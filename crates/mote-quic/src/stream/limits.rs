@@ -2,6 +2,7 @@
 //! them (§19.4, §19.5, §19.8, §19.10, §19.13), MAX_STREAMS and STREAMS_BLOCKED.
 
 use super::{StreamError, StreamId};
+use crate::arith::Sat64 as _;
 use crate::frame::{StreamDir, MAX_STREAM_COUNT};
 use crate::transport_params::Side;
 
@@ -220,8 +221,8 @@ impl StreamLimits {
         if r.closed < r.opened {
             r.closed += 1;
         }
-        let next = r.closed.saturating_add(r.concurrent).min(MAX_STREAM_COUNT);
-        if next.saturating_sub(r.max) >= r.batch {
+        let next = r.closed.sat_add(r.concurrent).min(MAX_STREAM_COUNT);
+        if next.sat_sub(r.max) >= r.batch {
             r.pending = true;
         }
     }
@@ -237,7 +238,7 @@ impl StreamLimits {
             let r = &mut self.remote[di(dir)];
             if r.pending {
                 r.pending = false;
-                r.max = r.max.max(r.closed.saturating_add(r.concurrent).min(MAX_STREAM_COUNT));
+                r.max = r.max.max(r.closed.sat_add(r.concurrent).min(MAX_STREAM_COUNT));
                 return Some((dir, r.max));
             }
         }

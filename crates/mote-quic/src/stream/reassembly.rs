@@ -1,6 +1,7 @@
 //! Reassembly of received stream or CRYPTO data into a caller-provided ring buffer.
 
 use super::ranges::RangeSet;
+use crate::arith::Sat64 as _;
 
 /// What [`Reassembler::insert`] did with a fragment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,8 +109,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     /// Stores `data` received at stream `offset`. Bytes below the contiguous end are
     /// ignored; a fragment ending past `read_offset + capacity` is refused whole.
     pub fn insert(&mut self, offset: u64, data: &[u8]) -> Result<Insert, BeyondBuffer> {
-        let end = offset.saturating_add(data.len() as u64);
-        if end > self.read.saturating_add(self.capacity() as u64) {
+        let end = offset.sat_add(data.len() as u64);
+        if end > self.read.sat_add(self.capacity() as u64) {
             return Err(BeyondBuffer);
         }
         let start = offset.max(self.contiguous);
@@ -200,7 +201,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     /// Drops everything held and moves the read offset to `offset` (at or beyond it),
     /// e.g. after the application stopped reading. Returns the bytes skipped.
     pub fn discard_to(&mut self, offset: u64) -> u64 {
-        let skipped = offset.saturating_sub(self.read);
+        let skipped = offset.sat_sub(self.read);
         self.head = 0;
         self.read = self.read.max(offset);
         self.contiguous = self.read;

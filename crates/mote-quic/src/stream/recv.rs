@@ -4,6 +4,7 @@
 use super::flow::RecvCredit;
 use super::reassembly::{Insert, Reassembler};
 use super::StreamError;
+use crate::arith::Sat64 as _;
 
 /// RFC 9000 §3.2, Figure 3: states of the receiving part of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +158,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
             // A final size below bytes already received.
             return Err(StreamError::FinalSize);
         }
-        let more = end.saturating_sub(highest);
+        let more = end.sat_sub(highest);
         self.credit.check(more)?;
         conn.check(more)?;
         Ok(more)
@@ -180,7 +181,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         data: &[u8],
         fin: bool,
     ) -> Result<Insert, StreamError> {
-        let end = offset.saturating_add(data.len() as u64);
+        let end = offset.sat_add(data.len() as u64);
         let more = self.check(conn, end, fin)?;
         self.credit.on_received(more);
         conn.on_received(more);

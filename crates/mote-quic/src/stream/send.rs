@@ -3,6 +3,7 @@
 
 use super::flow::SendCredit;
 use super::ranges::RangeSet;
+use crate::arith::Sat64 as _;
 use crate::coding::VarInt;
 use crate::frame::Frame;
 
@@ -211,7 +212,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     /// matching STREAM_DATA_BLOCKED / DATA_BLOCKED (once per limit).
     pub fn write(&mut self, conn: &mut SendCredit, data: &[u8]) -> Result<usize, WriteError> {
         self.check_writable()?;
-        let space = (self.capacity() as u64).saturating_sub(self.buffered());
+        let space = (self.capacity() as u64).sat_sub(self.buffered());
         let want = data.len() as u64;
         let n = want.min(space).min(self.credit.available()).min(conn.available());
         // n ≤ data.len(), so it fits a usize.
@@ -380,7 +381,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         }
         let mut queued = false;
         let mut cur = offset.max(self.base);
-        let end = offset.saturating_add(len as u64).min(self.sent);
+        let end = offset.sat_add(len as u64).min(self.sent);
         for (s, e) in self.acked.iter() {
             if cur >= end || s >= end {
                 break;
@@ -416,7 +417,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             return;
         }
         let s = offset.max(self.base);
-        let e = offset.saturating_add(len as u64).min(self.sent);
+        let e = offset.sat_add(len as u64).min(self.sent);
         if s < e {
             let _ = self.lost.remove(s, e);
             if self.acked.insert(s, e).is_err() {
@@ -457,7 +458,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             return;
         }
         let s = offset.max(self.base);
-        let e = offset.saturating_add(len as u64).min(self.sent);
+        let e = offset.sat_add(len as u64).min(self.sent);
         if s < e {
             self.lost.insert_coalescing(s, e);
         }

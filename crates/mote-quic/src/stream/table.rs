@@ -6,6 +6,7 @@ use super::reassembly::Insert;
 use super::recv::{Read, RecvStream};
 use super::send::{Chunk, SendStream, WriteError};
 use super::{StreamError, StreamId};
+use crate::arith::Sat64 as _;
 use crate::coding::{VarInt, Writer};
 use crate::frame::{Frame, StreamDir};
 use crate::transport_params::{Side, TransportParameters};
@@ -615,7 +616,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
     pub fn send_capacity(&self, id: StreamId) -> u64 {
         match self.slot(id) {
             Some(slot) if id.can_send(self.side) => {
-                let buf = (slot.send.capacity() as u64).saturating_sub(slot.send.buffered());
+                let buf = (slot.send.capacity() as u64).sat_sub(slot.send.buffered());
                 buf.min(slot.send.credit().available()).min(self.conn_send.available())
             }
             _ => 0,

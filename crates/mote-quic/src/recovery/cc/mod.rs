@@ -13,6 +13,7 @@ mod cubic;
 pub use cubic::Cubic;
 
 use super::RttEstimator;
+use crate::arith::Sat64 as _;
 use crate::time::Instant;
 
 /// RFC 9002 §7.2: the initial window, `min(10 × max_datagram_size, max(14720, 2 ×
@@ -140,14 +141,14 @@ impl CongestionController for NewReno {
         }
         if self.cwnd < self.ssthresh {
             // Slow start: one byte of window per byte acknowledged.
-            self.cwnd = self.cwnd.saturating_add(bytes);
+            self.cwnd = self.cwnd.sat_add(bytes);
             return;
         }
         // Congestion avoidance: one datagram per window acknowledged.
-        self.acked_acc = self.acked_acc.saturating_add(bytes);
+        self.acked_acc = self.acked_acc.sat_add(bytes);
         while self.acked_acc >= self.cwnd && self.cwnd > 0 {
             self.acked_acc -= self.cwnd;
-            self.cwnd = self.cwnd.saturating_add(self.mds);
+            self.cwnd = self.cwnd.sat_add(self.mds);
         }
     }
 
