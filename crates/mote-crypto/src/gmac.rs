@@ -32,9 +32,9 @@ pub(crate) fn aes128_gmac(
     // user (a Retry, once per connection at most) hashes under 300 bytes.
     let mut block = [0u8; BLOCK];
     let mut filled = 0usize;
-    let mut aad_len = 0usize;
+    let mut aad_len = 0u64;
     for part in aad {
-        aad_len = aad_len.checked_add(part.len()).ok_or(Error::BadLength)?;
+        aad_len += part.len() as u64;
         for &byte in *part {
             if let Some(slot) = block.get_mut(filled) {
                 *slot = byte;
@@ -46,12 +46,11 @@ pub(crate) fn aes128_gmac(
             }
         }
     }
-    let carry = block.get(..filled).ok_or(Error::BadLength)?;
     // SP 800-38D §7.1 step 5: the associated data is zero-padded to a whole block.
-    ghash.update_padded(carry);
-    // Then the lengths in bits, associated data first; the ciphertext is empty. The byte
-    // count fits a `usize`, so the bit count fits 64 bits.
-    let lengths = (u128::from((aad_len as u64).wrapping_mul(8)) << 64).to_be_bytes();
+    ghash.update_padded(block.get(..filled).unwrap_or_default());
+    // Then the lengths in bits, associated data first; the ciphertext is empty (no slice in
+    // memory reaches 2^61 bytes, so the bit count fits 64 bits).
+    let lengths = (u128::from(aad_len.wrapping_mul(8)) << 64).to_be_bytes();
     ghash.update_padded(&lengths);
     // §7.1 step 7 (the first counter block's keystream): T = GCTR(J0, S).
     let tag = u128::from_ne_bytes(ghash.finalize().into()) ^ u128::from_ne_bytes(mask);
