@@ -253,7 +253,8 @@ pub trait CryptoProvider {
     ///
     /// The default is RustCrypto's AES and GHASH (feature `rustcrypto`; without it,
     /// [`Error::Unsupported`]): a provider whose AEAD takes only contiguous associated data
-    /// keeps it. Its only use is the Retry tag, whose key and nonce are public constants.
+    /// keeps it. Its one use is the Retry tag, whose key and nonce are public constants (the
+    /// default does not erase its expanded key).
     fn aes128_gmac(
         &self,
         key: &[u8; 16],
@@ -261,7 +262,7 @@ pub trait CryptoProvider {
         aad: &[&[u8]],
     ) -> Result<[u8; TAG_LEN], Error> {
         #[cfg(feature = "rustcrypto")]
-        return gmac::aes128_gmac(key, nonce, aad);
+        return Ok(gmac::aes128_gmac(key, nonce, aad));
         #[cfg(not(feature = "rustcrypto"))]
         {
             let _ = (key, nonce, aad);
