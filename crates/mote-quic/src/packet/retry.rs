@@ -40,10 +40,11 @@ fn tag_over<P: CryptoProvider>(
     key.seal_in_place(&params.retry_nonce, pseudo, &mut [])
 }
 
-/// RFC 9001 §5.8: the tag over the pseudo-packet of `retry_without_tag` and `odcid`, its
-/// parts given to the provider's GMAC (same key, nonce and associated data as
-/// [`tag_over`], without the contiguous copy).
-fn tag_over_parts<P: CryptoProvider>(
+/// Computes the Retry Integrity Tag (RFC 9001 §5.8) for `retry_without_tag` (the Retry
+/// packet up to, not including, the tag) sent in response to a client Initial whose
+/// Destination Connection ID was `odcid`: the pseudo-packet's parts go to the provider's
+/// GMAC (same key, nonce and associated data as [`tag_over`], without the contiguous copy).
+pub fn retry_integrity_tag<P: CryptoProvider>(
     provider: &P,
     version: Version,
     odcid: &[u8],
@@ -61,18 +62,6 @@ fn tag_over_parts<P: CryptoProvider>(
     )
 }
 
-/// Computes the Retry Integrity Tag (RFC 9001 §5.8) for `retry_without_tag` (the Retry
-/// packet up to, not including, the tag) sent in response to a client Initial whose
-/// Destination Connection ID was `odcid`.
-pub fn retry_integrity_tag<P: CryptoProvider>(
-    provider: &P,
-    version: Version,
-    odcid: &[u8],
-    retry_without_tag: &[u8],
-) -> Result<[u8; TAG_LEN], Error> {
-    tag_over_parts(provider, version, odcid, retry_without_tag)
-}
-
 /// Verifies a received Retry packet (the whole packet, tag included) against the
 /// Destination Connection ID the client sent first (RFC 9001 §5.8: "Retry packets with an
 /// invalid Retry Integrity Tag" are discarded, RFC 9000 §17.2.5.2).
@@ -88,8 +77,8 @@ pub fn verify_retry<P: CryptoProvider>(
 ) -> Result<(), WireError> {
     let body_len = packet.len().checked_sub(TAG_LEN).ok_or(WireError::Truncated)?;
     let (body, tag) = packet.split_at_checked(body_len).ok_or(WireError::Truncated)?;
-    let expected =
-        tag_over_parts(provider, version, odcid, body).map_err(|_| WireError::DecryptFailed)?;
+    let expected = retry_integrity_tag(provider, version, odcid, body)
+        .map_err(|_| WireError::DecryptFailed)?;
     // The tag is public data under a public key, but an early-exit comparison would still
     // let an attacker forge one byte at a time against a timing oracle.
     if ct_eq(&expected, tag) {
