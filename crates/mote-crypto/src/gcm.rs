@@ -95,11 +95,46 @@ where
     /// SP 800-38D §7.1 steps 4-6: GHASH over the padded AAD, the padded ciphertext and their
     /// bit lengths, masked with E_K(J0).
     fn tag(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ciphertext: &[u8]) -> [u8; TAG_LEN] {
+        self.tag_parts(nonce, &[aad], ciphertext)
+    }
+
+    /// [`Self::tag`] with the AAD given in parts, hashed as their concatenation without
+    /// gathering them (a QUIC Retry's pseudo-packet, RFC 9001 §5.8: no packet-sized buffer
+    /// on a device's stack, issue 8). A part's bytes that do not fill a block wait in one
+    /// 16-byte carry for the next part's.
+    pub(crate) fn tag_parts(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[&[u8]],
+        ciphertext: &[u8],
+    ) -> [u8; TAG_LEN] {
         let mut ghash = GHash::new(&self.h());
-        ghash.update_padded(aad);
+        let mut carry = Block::default();
+        let mut carried = 0usize;
+        let mut aad_len = 0u64;
+        for part in aad {
+            aad_len = aad_len.wrapping_add(part.len() as u64);
+            let mut rest = *part;
+            if carried > 0 {
+                let n = (16 - carried).min(rest.len());
+                carry[carried..carried + n].copy_from_slice(&rest[..n]);
+                carried += n;
+                rest = &rest[n..];
+                if carried < 16 {
+                    continue;
+                }
+                ghash.update(&[carry]);
+            }
+            let whole = rest.len() - rest.len() % 16;
+            ghash.update_padded(&rest[..whole]);
+            carry[..rest.len() - whole].copy_from_slice(&rest[whole..]);
+            carried = rest.len() - whole;
+        }
+        // SP 800-38D §7.1 step 5: the AAD and the ciphertext each zero-padded to a block.
+        ghash.update_padded(&carry[..carried]);
         ghash.update_padded(ciphertext);
         let mut lengths = Block::default();
-        lengths[..8].copy_from_slice(&bit_length(aad).to_be_bytes());
+        lengths[..8].copy_from_slice(&aad_len.wrapping_mul(8).to_be_bytes());
         lengths[8..].copy_from_slice(&bit_length(ciphertext).to_be_bytes());
         ghash.update(&[lengths]);
         let mut mask = counter_block(nonce, 1);
@@ -110,6 +145,14 @@ where
         }
         tag
     }
+}
+
+/// GMAC: the AES-128-GCM tag under `key` and the 96-bit `nonce` of an empty plaintext whose
+/// associated data is the concatenation of `aad` (SP 800-38D §6.4 and §7.1 with no
+/// ciphertext). RFC 9001 §5.8's Retry Integrity Tag is this over the Retry pseudo-packet's
+/// parts.
+pub(crate) fn aes128_gmac(key: &[u8; 16], nonce: &[u8; NONCE_LEN], aad: &[&[u8]]) -> [u8; TAG_LEN] {
+    Gcm::<aes::Aes128>::new(key).tag_parts(nonce, aad, &[])
 }
 
 /// The counter block `nonce ‖ counter` (big-endian 32-bit counter).
@@ -237,5 +280,43 @@ mod tests {
         let gcm = Gcm::<aes::Aes128>::new(&[0; 16]);
         // FIPS 197 / SP 800-38D test case 1: AES-128 of zero under the zero key.
         assert_eq!(gcm.h()[..], hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
+    }
+
+    /// The tag of the one-piece AES-128-GCM seal of an empty plaintext.
+    fn sealed(key: &[u8; 16], nonce: &[u8; 12], aad: &[u8]) -> [u8; 16] {
+        let aead = <aes_gcm::Aes128Gcm as aes_gcm::KeyInit>::new(key.into());
+        aead.encrypt_in_place_detached(nonce.into(), aad, &mut []).unwrap().into()
+    }
+
+    /// Every way of cutting associated data of several lengths (around block boundaries)
+    /// into three parts gives the tag of the whole.
+    #[test]
+    fn parts_equal_one_piece_seal() {
+        let key: [u8; 16] = core::array::from_fn(|i| i as u8 * 13 + 5);
+        let nonce: [u8; 12] = core::array::from_fn(|i| 0xa0 ^ i as u8);
+        let data: [u8; 70] = core::array::from_fn(|i| (i as u8).wrapping_mul(31) ^ 0x5c);
+        for len in [0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 70] {
+            let aad = &data[..len];
+            let whole = sealed(&key, &nonce, aad);
+            for a in 0..=len {
+                for b in a..=len {
+                    let parts = [&aad[..a], &aad[a..b], &aad[b..]];
+                    assert_eq!(aes128_gmac(&key, &nonce, &parts), whole, "{len} {a} {b}");
+                }
+            }
+            assert_eq!(aes128_gmac(&key, &nonce, &[aad]), whole);
+        }
+        assert_eq!(aes128_gmac(&key, &nonce, &[]), sealed(&key, &nonce, &[]));
+    }
+
+    /// NIST GCM test vector (gcmEncryptExtIV128, Keylen 128, IVlen 96, PTlen 0, AADlen
+    /// 128, Count 0): a tag over associated data only.
+    #[test]
+    fn nist_gmac_vector() {
+        let key = hex_literal::hex!("77be63708971c4e240d1cb79e8d77feb");
+        let nonce = hex_literal::hex!("e0e00f19fed7ba0136a797f3");
+        let aad = hex_literal::hex!("7a43ec1d9c0a5a78a0b16533a6213cab");
+        let tag = hex_literal::hex!("209fcc8d3675ed938e9c7166709dd946");
+        assert_eq!(aes128_gmac(&key, &nonce, &[&aad[..5], &aad[5..]]), tag);
     }
 }

@@ -276,6 +276,30 @@ pub trait CryptoProvider {
     ) -> Result<&'d mut Self::HeaderKey, Error> {
         Ok(dst.write(self.header_key(alg, key)?))
     }
+    /// GMAC: the AES-128-GCM tag under `key` and `nonce` of an empty plaintext whose
+    /// associated data is the concatenation of `aad`, read part by part (no contiguous
+    /// copy). RFC 9001 §5.8: the Retry Integrity Tag is this over the Retry pseudo-packet
+    /// (ODCID length and ODCID, then the packet), so a client checks a Retry without a
+    /// packet-sized buffer on its stack.
+    ///
+    /// The default is RustCrypto's AES and GHASH (feature `rustcrypto`; without it,
+    /// [`Error::Unsupported`]): a provider whose AEAD takes only contiguous associated data
+    /// keeps it. Its one use is the Retry tag, whose key and nonce are public constants (the
+    /// default does not erase its expanded key).
+    fn aes128_gmac(
+        &self,
+        key: &[u8; 16],
+        nonce: &[u8; NONCE_LEN],
+        aad: &[&[u8]],
+    ) -> Result<[u8; TAG_LEN], Error> {
+        #[cfg(feature = "rustcrypto")]
+        return Ok(gcm::aes128_gmac(key, nonce, aad));
+        #[cfg(not(feature = "rustcrypto"))]
+        {
+            let _ = (key, nonce, aad);
+            Err(Error::Unsupported)
+        }
+    }
     /// Starts a hash.
     fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, Error>;
     /// Starts an HMAC keyed with `key`.

@@ -405,15 +405,13 @@ fn retry(version: Version, rows: &mut Vec<Row>) -> Result<()> {
     // Device: parse, verify the integrity tag against its original DCID (RFC 9001 §5.8).
     let parsed = packet::parse(datagram, CID_LEN, false).map_err(|e| anyhow!("{e}"))?;
     let Header::Retry(r) = parsed.header else { bail!("not a Retry") };
-    let mut scratch = [0u8; 256];
-    verify_retry(&RustCrypto, version, &odcid, datagram, &mut scratch)
+    verify_retry(&RustCrypto, version, &odcid, datagram)
         .map_err(|e| anyhow!("Retry integrity: {e}"))?;
     let mut tampered = datagram.to_vec();
     if let Some(b) = tampered.get_mut(len / 2) {
         *b ^= 1;
     }
-    let rejects_tampered =
-        verify_retry(&RustCrypto, version, &odcid, &tampered, &mut scratch).is_err();
+    let rejects_tampered = verify_retry(&RustCrypto, version, &odcid, &tampered).is_err();
     ensure!(rejects_tampered, "a tampered Retry verified");
     rows.push(Row {
         version,

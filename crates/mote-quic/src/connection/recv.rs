@@ -65,8 +65,10 @@ const fn level_of(space: PnSpace) -> Level {
 }
 
 /// RFC 9001 §5.8: whether a Retry's integrity tag over the pseudo-packet with our original
-/// DCID is valid. Out of line (issue 8): the scratch and the fixed AEAD key are on the stack
-/// only while the tag is checked, not under the Initial key derivation that follows.
+/// DCID is valid. The pseudo-packet is never assembled: its parts go to the provider's GMAC
+/// (issue 8: a packet-sized copy here was the deepest frame of the device's receive path).
+/// Out of line: the fixed AEAD key's schedule is on the stack only while the tag is
+/// checked, not under the Initial key derivation that follows.
 #[inline(never)]
 fn retry_verified<P: CryptoProvider>(
     provider: &P,
@@ -74,9 +76,7 @@ fn retry_verified<P: CryptoProvider>(
     original_dcid: &ConnectionId,
     packet: &[u8],
 ) -> bool {
-    // The packet is bounded above (token ≤ TOKEN_MAX), so the scratch fits the stack.
-    let mut scratch = [0u8; 1 + 20 + 7 + 2 * 20 + TOKEN_MAX + 16];
-    packet::verify_retry(provider, version, original_dcid, packet, &mut scratch).is_ok()
+    packet::verify_retry(provider, version, original_dcid, packet).is_ok()
 }
 
 fn wire(e: WireError) -> ConnectionClose {

@@ -119,6 +119,9 @@ where
     }
 
     /// RFC 9000 §19.15: the peer issued a connection ID.
+    // Out of line (issue 8), as `on_retire_connection_id`: inlined, their connection IDs
+    // and reset token sat in the device's receive frame under every TLS message handler.
+    #[inline(never)]
     pub(super) fn on_new_connection_id(
         &mut self,
         seq: u64,
@@ -151,6 +154,7 @@ where
     /// RFC 9000 §19.16: the peer retired one of our connection IDs; the packet carrying the
     /// frame was addressed to `dcid`. A replacement is issued by the next
     /// [`Connection::poll_transmit`].
+    #[inline(never)]
     pub(super) fn on_retire_connection_id(&mut self, seq: u64, dcid: &ConnectionId) -> Res {
         let ty = types::RETIRE_CONNECTION_ID;
         let retired = self

@@ -12,12 +12,13 @@
 //! }
 //! ```
 //!
-//! The associated data must be contiguous for the provider's AEAD, so computing or checking
-//! a tag over a received packet needs a caller-supplied scratch buffer of at least
-//! `1 + odcid.len() + packet.len()` bytes (an idle transmit buffer does). Emitting needs
-//! none: [`Retry::emit`] builds the pseudo-packet in its output buffer and shifts it.
+//! Computing or checking a tag over a received packet feeds the pseudo-packet to the
+//! provider's GMAC in its parts (ODCID length and ODCID, then the packet), so no
+//! packet-sized copy is made ([`CryptoProvider::aes128_gmac`]). Emitting builds the
+//! pseudo-packet in its output buffer and shifts it ([`Retry::emit`]).
 
 use mote_crypto::{AeadAlgorithm, AeadKey as _, CryptoProvider, Error, TAG_LEN};
+use mote_tls::ct_eq;
 
 use super::header::{Retry, FIXED_BIT, FORM_BIT};
 use super::LongType;
@@ -25,24 +26,6 @@ use crate::cid::MAX_CID_LEN;
 use crate::coding::Writer;
 use crate::error::WireError;
 use crate::version::Version;
-
-/// Writes the pseudo-packet (`odcid` length, `odcid`, `retry_without_tag`) into `scratch`
-/// and returns it.
-fn pseudo_packet<'s>(
-    odcid: &[u8],
-    retry_without_tag: &[u8],
-    scratch: &'s mut [u8],
-) -> Option<&'s [u8]> {
-    if odcid.len() > MAX_CID_LEN {
-        return None;
-    }
-    let mut w = Writer::new(scratch);
-    w.put_u8(odcid.len() as u8).ok()?;
-    w.put_slice(odcid).ok()?;
-    w.put_slice(retry_without_tag).ok()?;
-    let n = w.position();
-    w.into_inner().get(..n)
-}
 
 /// RFC 9001 §5.8: the tag is AEAD_AES_128_GCM over an empty plaintext with the
 /// pseudo-packet as associated data, under the version's fixed key and nonce (RFC 9369
@@ -59,44 +42,50 @@ fn tag_over<P: CryptoProvider>(
 
 /// Computes the Retry Integrity Tag (RFC 9001 §5.8) for `retry_without_tag` (the Retry
 /// packet up to, not including, the tag) sent in response to a client Initial whose
-/// Destination Connection ID was `odcid`. `scratch` must hold
-/// `1 + odcid.len() + retry_without_tag.len()` bytes.
+/// Destination Connection ID was `odcid`: the pseudo-packet's parts go to the provider's
+/// GMAC (same key, nonce and associated data as [`tag_over`], without the contiguous copy).
 pub fn retry_integrity_tag<P: CryptoProvider>(
     provider: &P,
     version: Version,
     odcid: &[u8],
     retry_without_tag: &[u8],
-    scratch: &mut [u8],
 ) -> Result<[u8; TAG_LEN], Error> {
-    let pseudo = pseudo_packet(odcid, retry_without_tag, scratch).ok_or(Error::BufferTooSmall)?;
-    tag_over(provider, version, pseudo)
+    if odcid.len() > MAX_CID_LEN {
+        return Err(Error::BadLength);
+    }
+    let params = version.params().ok_or(Error::Unsupported)?;
+    let odcid_len = [odcid.len() as u8];
+    provider.aes128_gmac(
+        &params.retry_key,
+        &params.retry_nonce,
+        &[&odcid_len, odcid, retry_without_tag],
+    )
 }
 
 /// Verifies a received Retry packet (the whole packet, tag included) against the
 /// Destination Connection ID the client sent first (RFC 9001 §5.8: "Retry packets with an
 /// invalid Retry Integrity Tag" are discarded, RFC 9000 §17.2.5.2).
 ///
-/// The comparison is the AEAD's own constant-time tag check: an open of an empty ciphertext
-/// with the received tag. A packet shorter than a tag, or one that does not fit in
-/// `scratch` (`1 + odcid.len() + packet.len()` bytes), cannot be verified and is
-/// [`WireError::DecryptFailed`] too.
+/// The expected tag is computed and compared with the received one in constant time. A
+/// packet shorter than a tag, or an ODCID longer than 20 bytes, cannot be verified and is
+/// [`WireError::Truncated`] or [`WireError::DecryptFailed`].
 pub fn verify_retry<P: CryptoProvider>(
     provider: &P,
     version: Version,
     odcid: &[u8],
     packet: &[u8],
-    scratch: &mut [u8],
 ) -> Result<(), WireError> {
     let body_len = packet.len().checked_sub(TAG_LEN).ok_or(WireError::Truncated)?;
     let (body, tag) = packet.split_at_checked(body_len).ok_or(WireError::Truncated)?;
-    let tag: &[u8; TAG_LEN] = tag.try_into().map_err(|_| WireError::Truncated)?;
-    let pseudo = pseudo_packet(odcid, body, scratch).ok_or(WireError::DecryptFailed)?;
-    let params = version.params().ok_or(WireError::DecryptFailed)?;
-    let key = provider
-        .aead_key(AeadAlgorithm::Aes128Gcm, &params.retry_key)
+    let expected = retry_integrity_tag(provider, version, odcid, body)
         .map_err(|_| WireError::DecryptFailed)?;
-    key.open_in_place(&params.retry_nonce, pseudo, &mut [], tag)
-        .map_err(|_| WireError::DecryptFailed)
+    // The tag is public data under a public key, but an early-exit comparison would still
+    // let an attacker forge one byte at a time against a timing oracle.
+    if ct_eq(&expected, tag) {
+        Ok(())
+    } else {
+        Err(WireError::DecryptFailed)
+    }
 }
 
 impl Retry<'_> {
