@@ -85,6 +85,31 @@ pub(crate) fn write_words(out: &mut [u8; BLOCK], state: &[u32; 8]) {
     }
 }
 
+/// The Merkle-Damgård buffering of SHA-256 and SHA-512 (FIPS 180-4 §5.2): `data` is
+/// appended to the partial block `buf` (`buf_len` bytes), and each block it fills is handed
+/// to `compress` and counted in `absorbed`.
+pub(crate) fn absorb<const B: usize>(
+    buf: &mut [u8; B],
+    buf_len: &mut usize,
+    absorbed: &mut u64,
+    mut data: &[u8],
+    mut compress: impl FnMut(&[u8; B]),
+) {
+    while !data.is_empty() {
+        let start = (*buf_len).min(B);
+        let n = (B - start).min(data.len());
+        let (now, rest) = data.split_at(n);
+        buf[start..start + n].copy_from_slice(now);
+        *buf_len = start + n;
+        data = rest;
+        if *buf_len == B {
+            compress(buf);
+            *absorbed = absorbed.wrapping_add(B as u64);
+            *buf_len = 0;
+        }
+    }
+}
+
 /// A running SHA-256: the chaining value, the partial block and the bytes absorbed.
 #[derive(Clone)]
 pub struct Sha256 {
@@ -109,20 +134,9 @@ impl Sha256 {
     }
 
     /// Absorbs `data`.
-    pub fn update(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            let start = self.buf_len.min(BLOCK);
-            let n = (BLOCK - start).min(data.len());
-            let (now, rest) = data.split_at(n);
-            self.buf[start..start + n].copy_from_slice(now);
-            self.buf_len = start + n;
-            data = rest;
-            if self.buf_len == BLOCK {
-                compress(&mut self.state, &self.buf);
-                self.absorbed = self.absorbed.wrapping_add(BLOCK as u64);
-                self.buf_len = 0;
-            }
-        }
+    pub fn update(&mut self, data: &[u8]) {
+        let state = &mut self.state;
+        absorb(&mut self.buf, &mut self.buf_len, &mut self.absorbed, data, |b| compress(state, b));
     }
 
     /// FIPS 180-4 §5.1.1: pads the message in `buf` (`buf_len` bytes of it, `total` bytes in

@@ -105,7 +105,9 @@ const K: [u64; 80] = [
 ];
 
 /// FIPS 180-4 §6.4.2: the compression function over one block, in place; the message
-/// schedule in a ring of 16 words, as in `sha256::compress`.
+/// schedule in a ring of 16 words, as in `sha256::compress` (the same round structure over
+/// 64-bit words, with SHA-512's own rotations and 80 rounds: FIPS defines them as two
+/// functions, and so are they here).
 fn compress(state: &mut [u64; 8], block: &[u8; BLOCK]) {
     let mut w = [0u64; 16];
     for (word, bytes) in w.iter_mut().zip(block.chunks_exact(8)) {
@@ -161,20 +163,11 @@ impl Sha512 {
     }
 
     /// Absorbs `data`.
-    pub(crate) fn update(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            let start = self.buf_len.min(BLOCK);
-            let n = (BLOCK - start).min(data.len());
-            let (now, rest) = data.split_at(n);
-            self.buf[start..start + n].copy_from_slice(now);
-            self.buf_len = start + n;
-            data = rest;
-            if self.buf_len == BLOCK {
-                compress(&mut self.state, &self.buf);
-                self.absorbed = self.absorbed.wrapping_add(BLOCK as u64);
-                self.buf_len = 0;
-            }
-        }
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        let state = &mut self.state;
+        crate::sha256::absorb(&mut self.buf, &mut self.buf_len, &mut self.absorbed, data, |b| {
+            compress(state, b)
+        });
     }
 
     /// FIPS 180-4 §5.1.2 padding, then the digest written into `out`; the hash is spent.
