@@ -100,8 +100,7 @@ where
 
     /// [`Self::tag`] with the AAD given in parts, hashed as their concatenation without
     /// gathering them (a QUIC Retry's pseudo-packet, RFC 9001 §5.8: no packet-sized buffer
-    /// on a device's stack, issue 8). A part's bytes that do not fill a block wait in one
-    /// 16-byte carry for the next part's.
+    /// on a device's stack, issue 8), through one 16-byte carry.
     pub(crate) fn tag_parts(
         &self,
         nonce: &[u8; NONCE_LEN],
@@ -109,29 +108,24 @@ where
         ciphertext: &[u8],
     ) -> [u8; TAG_LEN] {
         let mut ghash = GHash::new(&self.h());
+        // Byte by byte through the carry: the least code, and an AAD is a packet header
+        // (or a Retry pseudo-packet), tens of bytes.
         let mut carry = Block::default();
         let mut carried = 0usize;
         let mut aad_len = 0u64;
         for part in aad {
             aad_len = aad_len.wrapping_add(part.len() as u64);
-            let mut rest = *part;
-            if carried > 0 {
-                let n = (16 - carried).min(rest.len());
-                carry[carried..carried + n].copy_from_slice(&rest[..n]);
-                carried += n;
-                rest = &rest[n..];
-                if carried < 16 {
-                    continue;
+            for &byte in *part {
+                carry[carried & 15] = byte;
+                carried += 1;
+                if carried == 16 {
+                    ghash.update(&[carry]);
+                    carried = 0;
                 }
-                ghash.update(&[carry]);
             }
-            let whole = rest.len() - rest.len() % 16;
-            ghash.update_padded(&rest[..whole]);
-            carry[..rest.len() - whole].copy_from_slice(&rest[whole..]);
-            carried = rest.len() - whole;
         }
         // SP 800-38D §7.1 step 5: the AAD and the ciphertext each zero-padded to a block.
-        ghash.update_padded(&carry[..carried]);
+        ghash.update_padded(&carry[..carried & 15]);
         ghash.update_padded(ciphertext);
         let mut lengths = Block::default();
         lengths[..8].copy_from_slice(&aad_len.wrapping_mul(8).to_be_bytes());
