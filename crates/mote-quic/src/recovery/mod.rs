@@ -61,7 +61,7 @@ pub use loss::{AckOutcome, PacketEvent, Recovery, RecoveryConfig, TimeoutAction}
 pub use pacer::{Pacer, PacerConfig};
 pub use received::{
     Ecn, ReceivedPackets, ReceivedPacketsOf, ReceivedRangeList, ReceivedRanges, ReceivedRangesOf,
-    ReceivedSpace,
+    ReceivedSpace, TrackedPn, MAX_TRACKED_PN,
 };
 pub use rtt::RttEstimator;
 pub use sent::{SentPacket, SentPackets, SentRecords, SentSpace, SKIPPED_MEMORY};
