@@ -443,6 +443,17 @@ where
                 return Some(len);
             }
         };
+        // RFC 9000 §12.3 lets an endpoint close before packet numbers run out: a device
+        // records received packet numbers in 32 bits, so an authenticated packet beyond that
+        // closes the connection instead of being dropped as a duplicate again and again.
+        #[cfg(not(feature = "std"))]
+        if !crate::recovery::ReceivedRangeList::can_track(u.pn) {
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::INTERNAL_ERROR,
+                None,
+            ));
+            return None;
+        }
         // RFC 9000 §12.3: a packet number already processed is a duplicate.
         if self.rx_is_duplicate(space, u.pn) {
             self.dropped();

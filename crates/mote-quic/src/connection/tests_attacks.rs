@@ -24,6 +24,7 @@ use crate::coding::{VarInt, Writer};
 use crate::endpoint::{Endpoint, EndpointConfig, NoAccept, Slot};
 use crate::frame::{Ack, Frame, RangeOrder};
 use crate::packet::{self, LongHeader, LongType, ShortHeader, TAG_LEN};
+use crate::recovery::{widen, MAX_TRACKED_PN};
 use crate::stream::Read;
 
 type Conn<X> = Connection<RustCrypto, X, Vec<u8>, Vec<u8>, 4, 32, 8>;
@@ -210,6 +211,31 @@ fn attack_handshake_done_repeated_is_ignored() {
     assert!(sent <= 5000 / 2 + 1, "{sent} replies");
     assert_eq!(p.client.recovery().bytes_in_flight(), 0);
     client_still_reads(&mut p, &mut f, id, 0);
+}
+
+#[test]
+fn packet_numbers_beyond_32_bits_close_a_device_and_not_a_host() {
+    // Issue 8: a device records received packet numbers in 32 bits. A peer's number past
+    // 2^32 - 2 (reached here in two steps of 2^31, each decodable from 4 bytes) closes a
+    // device connection with INTERNAL_ERROR rather than being truncated; a host goes on.
+    let (mut p, _) = established();
+    let base = p.server().recovery.next_pn(PnSpace::ApplicationData) + 1000;
+    for pn in [base + (1 << 31), (1 << 32) + 5] {
+        let mut pkt = one_rtt(p.server(), &[Frame::Ping], pn);
+        let now = p.now;
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+        assert!(!p.client.is_closed() || pn > MAX_TRACKED_PN, "{:?}", p.client.close_reason());
+    }
+    #[cfg(feature = "std")]
+    {
+        assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+        assert_eq!(p.client.rx_data.largest_received(), Some((1 << 32) + 5));
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        assert_eq!(close_code(&p.client), Some((0x01, None)));
+        assert_eq!(p.client.rx_data.largest_received(), Some(base + (1 << 31)));
+    }
 }
 
 #[test]
@@ -486,7 +512,8 @@ fn attack_repeated_acks_never_grow_cwnd() {
     // The same (genuine) ACK ranges replayed 5000 times: nothing is newly acknowledged, so
     // the congestion window and bytes in flight do not move.
     let mut p = after_download(100 * 1024);
-    let ranges: Vec<(u64, u64)> = p.client.rx_data.ranges().as_slice().to_vec();
+    let ranges: Vec<(u64, u64)> =
+        p.client.rx_data.ranges().as_slice().iter().map(|r| (widen(r.0), widen(r.1))).collect();
     assert!(!ranges.is_empty());
     let cwnd = p.server().recovery().congestion_window();
     let mut f = Forger::new(&p.client);

@@ -45,6 +45,9 @@ enum Source<'a> {
     Wire { first_range: u64, count: u64, bytes: &'a [u8] },
     /// A frame to send: the caller's `(smallest, largest)` ranges, validated by [`Ack::new`].
     Ranges { ranges: &'a [(u64, u64)], order: RangeOrder },
+    /// A frame to send from a device's 32-bit received-packet ranges, lowest first.
+    #[cfg(not(feature = "std"))]
+    Received(&'a [(u32, u32)]),
 }
 
 /// An ACK frame (RFC 9000 §19.3): type 0x02, or 0x03 when it carries [`EcnCounts`].
@@ -92,6 +95,20 @@ impl<'a> Ack<'a> {
         Some(Self { largest, ack_delay, ecn, source })
     }
 
+    /// An ACK to send for a device's received-packet ranges (`ReceivedRanges`, 32-bit
+    /// without `std`), lowest first. `None` if `ranges` is empty. The set keeps them
+    /// ascending, disjoint, non-adjacent and below 2^32 - 1 — what [`Ack::new`] checks —,
+    /// so they are taken as they are.
+    #[cfg(not(feature = "std"))]
+    pub(crate) fn from_received(
+        ranges: &'a [(u32, u32)],
+        ack_delay: VarInt,
+        ecn: Option<EcnCounts>,
+    ) -> Option<Self> {
+        let largest = u64::from(ranges.last()?.1);
+        Some(Self { largest, ack_delay, ecn, source: Source::Received(ranges) })
+    }
+
     /// The Largest Acknowledged packet number.
     pub const fn largest(&self) -> u64 {
         self.largest
@@ -121,6 +138,8 @@ impl<'a> Ack<'a> {
                 usize::try_from(count).unwrap_or(usize::MAX).saturating_add(1)
             }
             Source::Ranges { ranges, .. } => ranges.len(),
+            #[cfg(not(feature = "std"))]
+            Source::Received(ranges) => ranges.len(),
         }
     }
 
@@ -139,7 +158,7 @@ impl<'a> Ack<'a> {
             Source::Wire { first_range, count, bytes } => {
                 encoded_size(count) + encoded_size(first_range) + bytes.len()
             }
-            Source::Ranges { .. } => {
+            _ => {
                 let mut enc = Encoder::new(self.ranges());
                 let mut n = encoded_size(enc.count) + encoded_size(enc.first_range);
                 while let Some((gap, len)) = enc.next_pair() {
@@ -168,7 +187,7 @@ impl<'a> Ack<'a> {
                 w.put_varint_u64(first_range)?;
                 w.put_slice(bytes)?;
             }
-            Source::Ranges { .. } => {
+            _ => {
                 let mut enc = Encoder::new(self.ranges());
                 w.put_varint_u64(enc.count)?;
                 w.put_varint_u64(enc.first_range)?;
@@ -272,9 +291,16 @@ pub struct AckRanges<'a> {
 
 #[derive(Clone, Debug)]
 enum Inner<'a> {
-    Wire { first: Option<(u64, u64)>, smallest: u64, remaining: u64, r: Reader<'a> },
+    Wire {
+        first: Option<(u64, u64)>,
+        smallest: u64,
+        remaining: u64,
+        r: Reader<'a>,
+    },
     Descending(core::slice::Iter<'a, (u64, u64)>),
     Ascending(core::iter::Rev<core::slice::Iter<'a, (u64, u64)>>),
+    #[cfg(not(feature = "std"))]
+    Received(core::iter::Rev<core::slice::Iter<'a, (u32, u32)>>),
 }
 
 impl<'a> AckRanges<'a> {
@@ -293,6 +319,8 @@ impl<'a> AckRanges<'a> {
             Source::Ranges { ranges, order: RangeOrder::Ascending } => {
                 Inner::Ascending(ranges.iter().rev())
             }
+            #[cfg(not(feature = "std"))]
+            Source::Received(ranges) => Inner::Received(ranges.iter().rev()),
         };
         Self { inner }
     }
@@ -305,6 +333,8 @@ impl Iterator for AckRanges<'_> {
         match &mut self.inner {
             Inner::Descending(it) => it.next().copied(),
             Inner::Ascending(it) => it.next().copied(),
+            #[cfg(not(feature = "std"))]
+            Inner::Received(it) => it.next().map(|r| (u64::from(r.0), u64::from(r.1))),
             Inner::Wire { first, smallest, remaining, r } => {
                 if let Some(range) = first.take() {
                     return Some(range);
@@ -338,6 +368,8 @@ impl Iterator for AckRanges<'_> {
         let n = match &self.inner {
             Inner::Descending(it) => it.len(),
             Inner::Ascending(it) => it.len(),
+            #[cfg(not(feature = "std"))]
+            Inner::Received(it) => it.len(),
             Inner::Wire { first, remaining, .. } => usize::try_from(*remaining)
                 .unwrap_or(usize::MAX)
                 .saturating_add(usize::from(first.is_some())),

@@ -59,9 +59,11 @@ pub use cc::Cubic;
 pub use cc::{initial_window, minimum_window, CongestionController, NewReno};
 pub use loss::{AckOutcome, PacketEvent, Recovery, RecoveryConfig, TimeoutAction};
 pub use pacer::{Pacer, PacerConfig};
+#[cfg(test)]
+pub(crate) use received::widen;
 pub use received::{
     Ecn, ReceivedPackets, ReceivedPacketsOf, ReceivedRangeList, ReceivedRanges, ReceivedRangesOf,
-    ReceivedSpace,
+    ReceivedSpace, TrackedPn, MAX_TRACKED_PN,
 };
 pub use rtt::RttEstimator;
 pub use sent::{SentPacket, SentPackets, SentRecords, SentSpace, SKIPPED_MEMORY};

@@ -16,24 +16,64 @@
 
 use super::{encode_ack_delay, PnSpace};
 use crate::arith::Sat64 as _;
-use crate::frame::{Ack, EcnCounts, RangeOrder};
+#[cfg(feature = "std")]
+use crate::frame::RangeOrder;
+use crate::frame::{Ack, EcnCounts};
+#[cfg(feature = "std")]
 use crate::packet::number::MAX_PN;
 use crate::time::{Duration, Instant};
 use crate::VarInt;
 
-/// Received packet numbers as at most `N` ranges; 16 × N + 16 bytes. Dereferences to
-/// [`ReceivedRangeList`], where the methods are (compiled once for every `N`).
-pub type ReceivedRanges<const N: usize> = ReceivedRangesOf<[(u64, u64); N]>;
+/// A packet number as [`ReceivedRanges`] stores it: `u64` on hosts, `u32` in builds without
+/// `std` (issue 8: a device connection never receives 2^32 packets; the 64-bit carry
+/// arithmetic of the range bookkeeping is a few hundred bytes of Thumb-2). Packet numbers
+/// above [`MAX_TRACKED_PN`] are never stored: [`ReceivedRangeList::is_duplicate`] reports
+/// them, and the connection closes before processing one
+/// ([`ReceivedRangeList::can_track`]).
+#[cfg(feature = "std")]
+pub type TrackedPn = u64;
+/// A packet number as [`ReceivedRanges`] stores it (see the `std` build's documentation).
+#[cfg(not(feature = "std"))]
+pub type TrackedPn = u32;
+
+/// The largest packet number [`ReceivedRanges`] can hold: 2^62 - 1 on hosts (RFC 9000
+/// §12.3), 2^32 - 2 without `std` (one below the type's maximum, so `pn + 1` never wraps).
+#[cfg(feature = "std")]
+pub const MAX_TRACKED_PN: u64 = MAX_PN;
+/// The largest packet number [`ReceivedRanges`] can hold (see the `std` build's documentation).
+#[cfg(not(feature = "std"))]
+pub const MAX_TRACKED_PN: u64 = u32::MAX as u64 - 1;
+
+/// `pn` as stored, if it can be.
+#[allow(clippy::cast_possible_truncation)]
+const fn narrow(pn: u64) -> Option<TrackedPn> {
+    if pn > MAX_TRACKED_PN {
+        None
+    } else {
+        Some(pn as TrackedPn)
+    }
+}
+
+/// A stored packet number as a packet number.
+#[allow(clippy::unnecessary_cast)]
+pub(crate) const fn widen(pn: TrackedPn) -> u64 {
+    pn as u64
+}
+
+/// Received packet numbers as at most `N` ranges; 16 × N + 16 bytes on hosts, 8 × N + 8
+/// on 32-bit devices. Dereferences to [`ReceivedRangeList`], where the methods are
+/// (compiled once for every `N`).
+pub type ReceivedRanges<const N: usize> = ReceivedRangesOf<[(TrackedPn, TrackedPn); N]>;
 
 /// [`ReceivedRanges`] with its capacity erased.
-pub type ReceivedRangeList = ReceivedRangesOf<[(u64, u64)]>;
+pub type ReceivedRangeList = ReceivedRangesOf<[(TrackedPn, TrackedPn)]>;
 
 /// The struct behind [`ReceivedRanges`]; `S` is the range storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReceivedRangesOf<S: ?Sized> {
     len: usize,
     /// Every packet number below this one counts as already received.
-    floor: u64,
+    floor: TrackedPn,
     /// Ascending, disjoint, separated by at least one missing number; `len` are in use
     /// (last, so the storage can be unsized).
     ranges: S,
@@ -68,7 +108,7 @@ impl<const N: usize> core::ops::DerefMut for ReceivedRanges<N> {
 
 impl ReceivedRangeList {
     /// The ranges, lowest first: pass to [`Ack::new`] with [`RangeOrder::Ascending`].
-    pub fn as_slice(&self) -> &[(u64, u64)] {
+    pub fn as_slice(&self) -> &[(TrackedPn, TrackedPn)] {
         self.ranges.get(..self.len).unwrap_or(&[])
     }
 
@@ -84,23 +124,34 @@ impl ReceivedRangeList {
 
     /// Packet numbers below this one are treated as received (forgotten ranges).
     pub const fn floor(&self) -> u64 {
-        self.floor
+        widen(self.floor)
     }
 
     /// The largest packet number held.
     pub fn largest(&self) -> Option<u64> {
-        self.as_slice().last().map(|r| r.1)
+        self.as_slice().last().map(|r| widen(r.1))
+    }
+
+    /// Whether `pn` can be recorded: at most [`MAX_TRACKED_PN`]. A device connection
+    /// closes rather than process a packet it could not record (RFC 9000 §12.3 lets an
+    /// endpoint close before its packet numbers run out; the peer's run out for us here).
+    pub const fn can_track(pn: u64) -> bool {
+        pn <= MAX_TRACKED_PN
     }
 
     /// The index of the first range starting above `pn` (a binary search).
     // Out of line: the duplicate check and `insert` each inlined a copy (issue 8).
     #[inline(never)]
-    fn index_after(&self, pn: u64) -> usize {
+    fn index_after(&self, pn: TrackedPn) -> usize {
         self.as_slice().partition_point(|r| r.0 <= pn)
     }
 
     /// The range holding `pn`.
     pub fn range_containing(&self, pn: u64) -> Option<(u64, u64)> {
+        self.tracked_range(narrow(pn)?).map(|r| (widen(r.0), widen(r.1)))
+    }
+
+    fn tracked_range(&self, pn: TrackedPn) -> Option<(TrackedPn, TrackedPn)> {
         let s = self.as_slice();
         let idx = self.index_after(pn);
         let r = *s.get(idx.checked_sub(1)?)?;
@@ -112,17 +163,23 @@ impl ReceivedRangeList {
         self.range_containing(pn).is_some()
     }
 
-    /// Whether a packet `pn` must be discarded as a duplicate: held, or below the floor.
+    /// Whether a packet `pn` must be discarded as a duplicate: held, below the floor, or
+    /// above [`MAX_TRACKED_PN`] (not a packet number on hosts; one this build cannot record
+    /// on devices).
     pub fn is_duplicate(&self, pn: u64) -> bool {
-        pn < self.floor || pn > MAX_PN || self.contains(pn)
+        narrow(pn).is_none_or(|p| self.is_tracked_duplicate(p))
+    }
+
+    fn is_tracked_duplicate(&self, pn: TrackedPn) -> bool {
+        pn < self.floor || self.tracked_range(pn).is_some()
     }
 
     /// Adds `pn`, merging with adjacent ranges; false if it is a duplicate. O(N) worst case
     /// (a shift), O(log N) for the common in-order case.
     pub fn insert(&mut self, pn: u64) -> bool {
-        if self.is_duplicate(pn) {
+        let Some(pn) = narrow(pn).filter(|&p| !self.is_tracked_duplicate(p)) else {
             return false;
-        }
+        };
         let len = self.len;
         let idx = self.index_after(pn);
         let prev = idx.checked_sub(1).and_then(|i| self.ranges.get(i).copied());
@@ -155,7 +212,7 @@ impl ReceivedRangeList {
         true
     }
 
-    fn insert_new(&mut self, idx: usize, pn: u64) {
+    fn insert_new(&mut self, idx: usize, pn: TrackedPn) {
         if self.len < self.ranges.len() {
             if let Some(s) = self.ranges.get_mut(idx..=self.len) {
                 shift_right(s);
@@ -185,7 +242,8 @@ impl ReceivedRangeList {
     /// Forgets every packet number up to and including `pn` (ACK-of-ACK, RFC 9000 §13.2.4);
     /// they become duplicates. O(N).
     pub fn remove_up_to(&mut self, pn: u64) {
-        let Some(new_floor) = pn.checked_add(1) else { return };
+        // Our ACKs never acknowledge more than what can be held.
+        let Some(new_floor) = narrow(pn).map(|p| p + 1) else { return };
         if new_floor <= self.floor {
             return;
         }
@@ -205,7 +263,7 @@ impl ReceivedRangeList {
 
 /// Moves `s[k..]` to the front of `s` (what is left behind at the end is stale). The
 /// general slice rotation is a large function for the few ranges moved here.
-fn shift_left(s: &mut [(u64, u64)], k: usize) {
+fn shift_left(s: &mut [(TrackedPn, TrackedPn)], k: usize) {
     for i in k..s.len() {
         if let Some(v) = s.get(i).copied() {
             if let Some(d) = s.get_mut(i - k) {
@@ -216,7 +274,7 @@ fn shift_left(s: &mut [(u64, u64)], k: usize) {
 }
 
 /// Moves `s[..len - 1]` one place to the back (the first element is stale).
-fn shift_right(s: &mut [(u64, u64)]) {
+fn shift_right(s: &mut [(TrackedPn, TrackedPn)]) {
     for i in (1..s.len()).rev() {
         if let Some(v) = s.get(i - 1).copied() {
             if let Some(d) = s.get_mut(i) {
@@ -264,10 +322,10 @@ impl Ecn {
 ///
 /// Dereferences to [`ReceivedSpace`], where the methods are (compiled once for every `N`:
 /// a device's handshake spaces keep fewer ranges than its Application Data space).
-pub type ReceivedPackets<const N: usize> = ReceivedPacketsOf<[(u64, u64); N]>;
+pub type ReceivedPackets<const N: usize> = ReceivedPacketsOf<[(TrackedPn, TrackedPn); N]>;
 
 /// [`ReceivedPackets`] with its capacity erased.
-pub type ReceivedSpace = ReceivedPacketsOf<[(u64, u64)]>;
+pub type ReceivedSpace = ReceivedPacketsOf<[(TrackedPn, TrackedPn)]>;
 
 /// The struct behind [`ReceivedPackets`]; `S` is the range storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -444,7 +502,12 @@ impl ReceivedSpace {
         let all = self.ranges.as_slice();
         let ranges = all.get(all.len().saturating_sub(max_ranges.max(1))..)?;
         let delay = encode_ack_delay(self.ack_delay(now), ack_delay_exponent);
-        Ack::new(ranges, RangeOrder::Ascending, delay, self.ecn_counts())
+        #[cfg(feature = "std")]
+        return Ack::new(ranges, RangeOrder::Ascending, delay, self.ecn_counts());
+        // The set's invariant (ascending, disjoint, non-adjacent, at most
+        // `MAX_TRACKED_PN`) is what `Ack::new` checks; 32-bit ranges go as they are.
+        #[cfg(not(feature = "std"))]
+        Ack::from_received(ranges, delay, self.ecn_counts())
     }
 
     /// An ACK was sent: the counters restart.

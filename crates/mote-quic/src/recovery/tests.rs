@@ -6,6 +6,7 @@ use std::vec::Vec;
 
 use proptest::prelude::*;
 
+use super::received::widen;
 use super::*;
 use crate::coding::{Reader, VarInt, Writer};
 use crate::frame::{Ack, EcnCounts, Frame, RangeOrder};
@@ -696,6 +697,29 @@ fn received_ranges_prune() {
     assert!(s.insert(21));
 }
 
+#[test]
+fn received_ranges_hold_up_to_max_tracked_pn() {
+    // Hosts hold every packet number (below 2^62); devices hold 32-bit ones, and refuse
+    // the rest rather than truncate them (the connection closes on such a packet).
+    let mut s = ReceivedRanges::<4>::new();
+    assert!(ReceivedRangeList::can_track(MAX_TRACKED_PN));
+    assert!(!ReceivedRangeList::can_track(MAX_TRACKED_PN + 1));
+    assert!(s.insert(MAX_TRACKED_PN - 1) && s.insert(MAX_TRACKED_PN));
+    assert_eq!(s.largest(), Some(MAX_TRACKED_PN));
+    assert_eq!(s.range_containing(MAX_TRACKED_PN), Some((MAX_TRACKED_PN - 1, MAX_TRACKED_PN)));
+    assert!(s.is_duplicate(MAX_TRACKED_PN + 1) && !s.insert(MAX_TRACKED_PN + 1));
+    assert!(!s.contains(MAX_TRACKED_PN + 1));
+    // Not wrapped onto a small number.
+    let low = (MAX_TRACKED_PN + 1) + 5;
+    assert!(!s.insert(low) && !s.contains(5) && s.insert(5));
+    #[cfg(not(feature = "std"))]
+    assert_eq!(MAX_TRACKED_PN, u64::from(u32::MAX) - 1);
+    #[cfg(feature = "std")]
+    assert_eq!(MAX_TRACKED_PN, crate::packet::number::MAX_PN);
+    s.remove_up_to(MAX_TRACKED_PN);
+    assert!(s.is_empty() && s.is_duplicate(5));
+}
+
 fn rx(space: PnSpace) -> ReceivedPackets<8> {
     ReceivedPackets::new(space, ms(25))
 }
@@ -836,8 +860,15 @@ fn memory_footprint() {
     assert_eq!(record(32, size_of::<SentPackets<u32, 32>>()), 32);
     assert_eq!(record(32, size_of::<SentPackets<u64, 32>>()), 32);
     assert_eq!(size_of::<SentPackets<u32, 32>>(), 32 * 32 + 144);
+    #[cfg(feature = "std")]
     assert_eq!(size_of::<ReceivedRanges<8>>(), 16 * 8 + 16);
+    #[cfg(feature = "std")]
     assert_eq!(size_of::<ReceivedPackets<8>>(), 16 * 8 + 120);
+    // Without `std` the ranges are 32-bit: half the bytes per range.
+    #[cfg(not(feature = "std"))]
+    assert_eq!(size_of::<ReceivedRanges<8>>(), 8 * 8 + 16);
+    #[cfg(not(feature = "std"))]
+    assert_eq!(size_of::<ReceivedPackets<8>>(), 8 * 8 + 120);
     assert_eq!(size_of::<RttEstimator>(), 48);
     assert_eq!(size_of::<NewReno>(), 48);
     assert_eq!(size_of::<Pacer>(), 80);
@@ -1107,11 +1138,11 @@ proptest! {
                 model.insert(pn);
             }
             // Sorted, disjoint, non-adjacent; every range made of received numbers.
-            let v = s.as_slice();
+            let v: Vec<(u64, u64)> = s.as_slice().iter().map(|r| (widen(r.0), widen(r.1))).collect();
             for w in v.windows(2) {
                 prop_assert!(w[0].1 + 1 < w[1].0);
             }
-            for &(lo, hi) in v {
+            for &(lo, hi) in &v {
                 prop_assert!(lo <= hi && lo >= s.floor());
                 for x in lo..=hi {
                     prop_assert!(model.contains(&x));
@@ -1122,12 +1153,25 @@ proptest! {
                 prop_assert!(s.contains(x));
             }
             if !v.is_empty() {
-                prop_assert!(Ack::new(v, RangeOrder::Ascending, VarInt::ZERO, None).is_some());
+                let ack = Ack::new(&v, RangeOrder::Ascending, VarInt::ZERO, None);
+                prop_assert!(ack.is_some());
+                // A device's ACK from its 32-bit ranges: the same frame, byte for byte.
+                #[cfg(not(feature = "std"))]
+                {
+                    let dev = Ack::from_received(s.as_slice(), VarInt::ZERO, None);
+                    prop_assert_eq!(dev, ack);
+                    let (mut a, mut b) = ([0u8; 256], [0u8; 256]);
+                    let (mut wa, mut wb) = (Writer::new(&mut a), Writer::new(&mut b));
+                    prop_assert!(dev.is_some_and(|d| d.emit(&mut wa).is_ok()));
+                    prop_assert!(ack.is_some_and(|d| d.emit(&mut wb).is_ok()));
+                    prop_assert_eq!(wa.position(), wb.position());
+                    prop_assert_eq!(a, b);
+                }
             }
         }
         if let Some(p) = prune {
             s.remove_up_to(p);
-            prop_assert!(s.as_slice().iter().all(|r| r.0 > p));
+            prop_assert!(s.as_slice().iter().all(|r| widen(r.0) > p));
             prop_assert!(s.is_duplicate(p));
         }
     }
