@@ -141,6 +141,7 @@ pub(crate) fn start_message(w: &mut Writer<'_>, typ: u8) -> Result<Mark, Error> 
 }
 
 /// Parses a session id field, `opaque legacy_session_id<0..32>`.
+#[cfg(feature = "server")]
 pub(crate) fn read_session_id<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Error> {
     let id = r.vec(1, 0)?;
     if id.len() > 32 {
