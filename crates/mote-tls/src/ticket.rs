@@ -48,7 +48,7 @@ impl core::fmt::Debug for Ticket<'_> {
     }
 }
 
-const TICKET_FORMAT: u8 = 1;
+pub(crate) const TICKET_FORMAT: u8 = 1;
 
 impl<'a> Ticket<'a> {
     /// Serialises the ticket (format byte, suite, age_add, lifetime, flags, then the PSK,

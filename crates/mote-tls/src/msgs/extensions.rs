@@ -5,9 +5,9 @@
 //! iterating it afterwards cannot fail. The list views ([`U16List`], [`ProtocolNames`],
 //! [`KeyShares`], [`OfferedPsks`]) are likewise validated when the message is parsed.
 
-use crate::codec::{In, Reader};
 #[cfg(feature = "server")]
 use crate::codec::Writer;
+use crate::codec::{In, Reader};
 use crate::Error;
 
 /// Extension type codepoints mote understands (RFC 8446 §4.2, RFC 7301, RFC 7250,

@@ -19,6 +19,8 @@ mod encrypted_extensions;
 pub mod extensions;
 mod new_session_ticket;
 mod server_hello;
+#[cfg(all(test, feature = "server"))]
+mod sticky_tests;
 
 #[cfg(feature = "server")]
 pub use certificate::emit_certificate_request;
