@@ -43,6 +43,7 @@ impl<'a> Reader<'a> {
         self.bytes(N)?.try_into().map_err(|_| Error::Truncated)
     }
 
+    #[cfg(feature = "server")]
     pub(crate) fn u8(&mut self) -> Result<u8, Error> {
         let [b] = *self.array::<1>()?;
         Ok(b)

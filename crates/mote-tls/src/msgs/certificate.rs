@@ -181,7 +181,7 @@ impl<'a> CertificateRequest<'a> {
         r.check(data.is_some(), Error::Alert(Alert::MissingExtension));
         r.enter(data.unwrap_or(&[]));
         let list = r.vec(2, 2);
-        r.check(list.len() % 2 == 0, Error::BadLength);
+        r.check(list.len().is_multiple_of(2), Error::BadLength);
         let signature_algorithms = U16List(list);
         r.end();
         r.finish()?;

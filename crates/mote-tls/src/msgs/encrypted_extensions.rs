@@ -55,7 +55,7 @@ impl<'a> EncryptedExtensions<'a> {
                 et::SERVER_NAME => ee.server_name_acknowledged = true,
                 et::SUPPORTED_GROUPS => {
                     let list = r.vec(2, 2);
-                    r.check(list.len() % 2 == 0, Error::BadLength);
+                    r.check(list.len().is_multiple_of(2), Error::BadLength);
                     ee.supported_groups = Some(U16List(list));
                 }
                 et::ALPN => {

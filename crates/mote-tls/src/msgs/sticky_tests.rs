@@ -123,8 +123,11 @@ fn ref_new_session_ticket(body: &[u8]) -> Result<NewSessionTicket<'_>, Error> {
     Ok(NewSessionTicket { lifetime, age_add, nonce, ticket, extensions, max_early_data_size })
 }
 
-/// The old Certificate check; returns (context, end-entity data, more entries).
-fn ref_certificate(body: &[u8]) -> Result<(&[u8], Option<&[u8]>, bool), Error> {
+/// What the client reads of a Certificate: context, end-entity data, more entries.
+type CertificateView<'a> = (&'a [u8], Option<&'a [u8]>, bool);
+
+/// The old Certificate check.
+fn ref_certificate(body: &[u8]) -> Result<CertificateView<'_>, Error> {
     let mut r = Reader::new(body);
     let context = r.vec(1, 0)?;
     let list = r.vec(3, 0)?;
