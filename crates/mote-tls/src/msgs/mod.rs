@@ -45,11 +45,11 @@ pub use new_session_ticket::NewSessionTicketParams;
 pub use server_hello::{HelloRetryRequestParams, ServerHelloParams};
 pub use server_hello::{ServerHello, HELLO_RETRY_REQUEST_RANDOM};
 
-#[cfg(feature = "server")]
-use crate::codec::{Mark, Writer};
 use crate::codec::Out;
 #[cfg(feature = "server")]
 use crate::codec::Reader;
+#[cfg(feature = "server")]
+use crate::codec::{Mark, Writer};
 use crate::Error;
 
 /// HandshakeType codepoints (RFC 8446 §4).
