@@ -1023,10 +1023,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if !cert.context.is_empty() {
             return Err(Error::IllegalParameter);
         }
-        let mut entries = cert.entries();
+        let (end_entity, more) = cert.end_entity_alone();
         // RFC 8446 §4.4.2.4: "If the server supplies an empty Certificate message, the client
         // MUST abort the handshake with a "decode_error" alert."
-        let end_entity = entries.next().ok_or(Error::BadLength)?;
+        let end_entity = end_entity.ok_or(Error::BadLength)?;
         #[cfg(feature = "x509")]
         if let ServerAuth::X509(verifier) = self.config.server_auth {
             let (spki, len) = &mut self.x509_spki;
@@ -1046,7 +1046,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(Error::UnexpectedMessage);
         };
         // RFC 7250 §3: a raw public key Certificate carries exactly one entry.
-        if entries.next().is_some() {
+        if more {
             return Err(Error::Alert(Alert::BadCertificate));
         }
         parse_spki(end_entity.data)?;

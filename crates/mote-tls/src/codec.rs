@@ -43,6 +43,7 @@ impl<'a> Reader<'a> {
         self.bytes(N)?.try_into().map_err(|_| Error::Truncated)
     }
 
+    #[cfg(feature = "server")]
     pub(crate) fn u8(&mut self) -> Result<u8, Error> {
         let [b] = *self.array::<1>()?;
         Ok(b)
@@ -72,6 +73,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Like [`Reader::vec`] for a vector of 16-bit elements: the length must also be even.
+    #[cfg(feature = "server")]
     pub(crate) fn vec_u16(&mut self, width: usize, min: usize) -> Result<&'a [u8], Error> {
         let v = self.vec(width, min)?;
         if v.len() % 2 != 0 {
@@ -81,11 +83,125 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks that nothing is left over.
+    #[cfg(feature = "server")]
     pub(crate) fn finish(&self) -> Result<(), Error> {
         if self.buf.is_empty() {
             Ok(())
         } else {
             Err(Error::TrailingBytes)
+        }
+    }
+}
+
+/// A reader that keeps going after an error and reports the first one at the end
+/// ([`In::finish`]), the read side of [`Out`]: a parser built on it reads every field and
+/// checks once, with no early-return path per field (issue 8: smaller on a device). After an
+/// error reads return zeros and empty slices; semantic checks go through [`In::check`] in wire
+/// order, so the error reported is the one the `?`-per-field parse would have returned.
+#[derive(Debug)]
+pub(crate) struct In<'a> {
+    buf: &'a [u8],
+    error: Option<Error>,
+}
+
+impl<'a> In<'a> {
+    pub(crate) const fn new(buf: &'a [u8]) -> Self {
+        Self { buf, error: None }
+    }
+
+    /// Records `e` unless an earlier error is already recorded.
+    #[inline(never)]
+    pub(crate) fn fail(&mut self, e: Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    /// True while no error is recorded.
+    pub(crate) const fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Records `e` if `ok` is false (a check on fields already read).
+    pub(crate) fn check(&mut self, ok: bool, e: Error) {
+        if !ok {
+            self.fail(e);
+        }
+    }
+
+    /// Records the error of a fallible step, in wire order; `None` if it failed.
+    pub(crate) fn take<T>(&mut self, r: Result<T, Error>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    /// Consumes `n` bytes; an empty slice (and [`Error::Truncated`]) if fewer are left.
+    pub(crate) fn bytes(&mut self, n: usize) -> &'a [u8] {
+        match self.buf.split_at_checked(n) {
+            Some((head, tail)) => {
+                self.buf = tail;
+                head
+            }
+            None => {
+                self.buf = &[];
+                self.fail(Error::Truncated);
+                &[]
+            }
+        }
+    }
+
+    /// A big-endian unsigned integer of `width` (1 to 4) bytes; 0 if truncated.
+    pub(crate) fn uint(&mut self, width: usize) -> u32 {
+        self.bytes(width).iter().fold(0u32, |acc, b| (acc << 8) | u32::from(*b))
+    }
+
+    pub(crate) fn u8(&mut self) -> u8 {
+        self.uint(1) as u8
+    }
+
+    pub(crate) fn u16(&mut self) -> u16 {
+        self.uint(2) as u16
+    }
+
+    pub(crate) fn u32(&mut self) -> u32 {
+        self.uint(4)
+    }
+
+    /// A vector `opaque v<min..2^(8*width)-1>`; a length below `min` is
+    /// [`Error::BadLength`] (its bytes are still consumed).
+    pub(crate) fn vec(&mut self, width: usize, min: usize) -> &'a [u8] {
+        let len = self.uint(width) as usize;
+        self.check(len >= min, Error::BadLength);
+        self.bytes(len)
+    }
+
+    /// The unread bytes, without consuming them.
+    pub(crate) const fn rest(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// Starts reading `data` (e.g. one extension's) with the same error slot, so its errors
+    /// come after every error recorded so far.
+    pub(crate) fn enter(&mut self, data: &'a [u8]) {
+        self.buf = data;
+    }
+
+    /// Checks that nothing is left over (records [`Error::TrailingBytes`]).
+    pub(crate) fn end(&mut self) {
+        let empty = self.buf.is_empty();
+        self.check(empty, Error::TrailingBytes);
+    }
+
+    /// The first error recorded, if any.
+    pub(crate) fn finish(self) -> Result<(), Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 }
@@ -270,10 +386,16 @@ mod tests {
         assert_eq!(r.vec(1, 2), Err(Error::BadLength));
         let mut r = Reader::new(&[0x00, 0x00, 0x02, 0xff]);
         assert_eq!(r.vec(3, 0), Err(Error::Truncated));
-        let mut r = Reader::new(&[0x03, 1, 2, 3]);
-        assert_eq!(r.vec_u16(1, 0), Err(Error::BadLength));
-        let r = Reader::new(&[0]);
-        assert_eq!(r.finish(), Err(Error::TrailingBytes));
+        #[cfg(feature = "server")]
+        {
+            let mut r = Reader::new(&[0x03, 1, 2, 3]);
+            assert_eq!(r.vec_u16(1, 0), Err(Error::BadLength));
+        }
+        #[cfg(feature = "server")]
+        {
+            let r = Reader::new(&[0]);
+            assert_eq!(r.finish(), Err(Error::TrailingBytes));
+        }
     }
 
     #[cfg(feature = "server")]

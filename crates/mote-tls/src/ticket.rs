@@ -48,7 +48,7 @@ impl core::fmt::Debug for Ticket<'_> {
     }
 }
 
-const TICKET_FORMAT: u8 = 1;
+pub(crate) const TICKET_FORMAT: u8 = 1;
 
 impl<'a> Ticket<'a> {
     /// Serialises the ticket (format byte, suite, age_add, lifetime, flags, then the PSK,
@@ -70,19 +70,22 @@ impl<'a> Ticket<'a> {
 
     /// Reads a ticket written by [`Ticket::encode`].
     pub fn decode(bytes: &'a [u8]) -> Result<Self, Error> {
-        let mut r = crate::codec::Reader::new(bytes);
-        if r.u8()? != TICKET_FORMAT {
-            return Err(Error::IllegalParameter);
-        }
-        let suite = AeadAlgorithm::from_cipher_suite(r.u16()?).ok_or(Error::IllegalParameter)?;
-        let age_add = r.u32()?;
-        let lifetime_s = r.u32()?;
-        let early_data = r.u8()? != 0;
-        let psk = r.vec(1, 1)?;
-        let alpn = r.vec(1, 0)?;
-        let identity = r.vec(2, 1)?;
-        let server_transport_parameters = r.vec(2, 0)?;
+        // Every field read, one error check at the end (issue 8: see `In`).
+        let mut r = crate::codec::In::new(bytes);
+        let format = r.u8();
+        r.check(format == TICKET_FORMAT, Error::IllegalParameter);
+        let suite = AeadAlgorithm::from_cipher_suite(r.u16());
+        r.check(suite.is_some(), Error::IllegalParameter);
+        let age_add = r.u32();
+        let lifetime_s = r.u32();
+        let early_data = r.u8() != 0;
+        let psk = r.vec(1, 1);
+        let alpn = r.vec(1, 0);
+        let identity = r.vec(2, 1);
+        let server_transport_parameters = r.vec(2, 0);
+        r.end();
         r.finish()?;
+        let suite = suite.ok_or(Error::IllegalParameter)?;
         Ok(Self {
             identity,
             psk,

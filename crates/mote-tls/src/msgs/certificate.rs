@@ -9,7 +9,7 @@ use super::handshake_type;
 use super::start_message;
 #[cfg(feature = "server")]
 use crate::codec::Writer;
-use crate::codec::{Out, Reader};
+use crate::codec::{In, Out, Reader};
 use crate::{Alert, Error};
 
 /// RFC 8446 §4.4.2 / RFC 7250 §3: one CertificateEntry.
@@ -39,6 +39,11 @@ impl<'a> CertificateEntry<'a> {
     fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
         Ok(Self { data: r.vec(3, 1)?, extensions: Extensions::read(r, ALLOW_CERTIFICATE)? })
     }
+
+    /// The same with a sticky-error reader ([`In`]).
+    fn read_in(r: &mut In<'a>) -> Self {
+        Self { data: r.vec(3, 1), extensions: Extensions::read_in(r, ALLOW_CERTIFICATE) }
+    }
 }
 
 /// RFC 8446 §4.4.2: `struct { opaque certificate_request_context<0..2^8-1>;
@@ -54,20 +59,35 @@ pub struct Certificate<'a> {
 impl<'a> Certificate<'a> {
     /// Parses a Certificate body, validating every entry.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
-        let mut r = Reader::new(body);
-        let context = r.vec(1, 0)?;
-        let list = r.vec(3, 0)?;
-        r.finish()?;
-        let mut entries = Reader::new(list);
-        while !entries.is_empty() {
-            CertificateEntry::read(&mut entries)?;
+        // Every field read, one error check at the end (issue 8: see `In`); the entry walk
+        // stops at the first error.
+        let mut r = In::new(body);
+        let context = r.vec(1, 0);
+        let list = r.vec(3, 0);
+        r.end();
+        r.enter(list);
+        while !r.rest().is_empty() && r.is_ok() {
+            CertificateEntry::read_in(&mut r);
         }
+        r.finish()?;
         Ok(Self { context, list })
     }
 
     /// The entries, end-entity first.
     pub fn entries(&self) -> ListIter<'a, CertificateEntry<'a>> {
         ListIter::new(self.list, CertificateEntry::read)
+    }
+
+    /// The end-entity entry (the first), if any, and whether more entries follow it: what a
+    /// raw-public-key client needs (RFC 7250 §3: exactly one entry), read without the list
+    /// iterator.
+    pub(crate) fn end_entity_alone(&self) -> (Option<CertificateEntry<'a>>, bool) {
+        let mut r = In::new(self.list);
+        if r.rest().is_empty() {
+            return (None, false);
+        }
+        let first = CertificateEntry::read_in(&mut r);
+        (Some(first), !r.rest().is_empty())
     }
 
     /// The end-entity entry (the first), or `None` for an empty list — which from a server
@@ -112,8 +132,9 @@ pub struct CertificateVerify<'a> {
 impl<'a> CertificateVerify<'a> {
     /// Parses a CertificateVerify body.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
-        let mut r = Reader::new(body);
-        let cv = Self { scheme: r.u16()?, signature: r.vec(2, 0)? };
+        let mut r = In::new(body);
+        let cv = Self { scheme: r.u16(), signature: r.vec(2, 0) };
+        r.end();
         r.finish()?;
         Ok(cv)
     }
@@ -151,16 +172,19 @@ impl<'a> CertificateRequest<'a> {
     /// Parses a CertificateRequest body. signature_algorithms is required ("MUST be
     /// specified", §4.3.2): without it, missing_extension.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
-        let mut r = Reader::new(body);
-        let context = r.vec(1, 0)?;
-        let extensions = Extensions::read(&mut r, ALLOW_CERTIFICATE_REQUEST)?;
+        // Every field read, one error check at the end (issue 8: see `In`).
+        let mut r = In::new(body);
+        let context = r.vec(1, 0);
+        let extensions = Extensions::read_in(&mut r, ALLOW_CERTIFICATE_REQUEST);
+        r.end();
+        let data = extensions.get(et::SIGNATURE_ALGORITHMS);
+        r.check(data.is_some(), Error::Alert(Alert::MissingExtension));
+        r.enter(data.unwrap_or(&[]));
+        let list = r.vec(2, 2);
+        r.check(list.len().is_multiple_of(2), Error::BadLength);
+        let signature_algorithms = U16List(list);
+        r.end();
         r.finish()?;
-        let data = extensions
-            .get(et::SIGNATURE_ALGORITHMS)
-            .ok_or(Error::Alert(Alert::MissingExtension))?;
-        let mut d = Reader::new(data);
-        let signature_algorithms = U16List(d.vec_u16(2, 2)?);
-        d.finish()?;
         Ok(Self { context, extensions, signature_algorithms })
     }
 }

@@ -1,7 +1,7 @@
 //! EncryptedExtensions (RFC 8446 §4.3.1).
 
 use super::extensions::{extension_type as et, Extensions, U16List, ALLOW_ENCRYPTED_EXTENSIONS};
-use crate::codec::Reader;
+use crate::codec::In;
 use crate::Error;
 
 /// RFC 8446 §4.3.1: `struct { Extension extensions<0..2^16-1>; } EncryptedExtensions;`,
@@ -34,9 +34,10 @@ impl<'a> EncryptedExtensions<'a> {
     /// Parses an EncryptedExtensions body. Extensions that the §4.2 table does not allow
     /// here (key_share, pre_shared_key, supported_versions, …) are illegal_parameter.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
-        let mut r = Reader::new(body);
-        let extensions = Extensions::read(&mut r, ALLOW_ENCRYPTED_EXTENSIONS)?;
-        r.finish()?;
+        // Every field read, one error check at the end (issue 8: see `In`).
+        let mut r = In::new(body);
+        let extensions = Extensions::read_in(&mut r, ALLOW_ENCRYPTED_EXTENSIONS);
+        r.end();
         let mut ee = EncryptedExtensions {
             extensions,
             server_name_acknowledged: false,
@@ -49,22 +50,28 @@ impl<'a> EncryptedExtensions<'a> {
             unknown_extension: false,
         };
         for (typ, data) in extensions.iter() {
-            let mut d = Reader::new(data);
+            r.enter(data);
             match typ {
                 et::SERVER_NAME => ee.server_name_acknowledged = true,
-                et::SUPPORTED_GROUPS => ee.supported_groups = Some(U16List(d.vec_u16(2, 2)?)),
+                et::SUPPORTED_GROUPS => {
+                    let list = r.vec(2, 2);
+                    r.check(list.len().is_multiple_of(2), Error::BadLength);
+                    ee.supported_groups = Some(U16List(list));
+                }
                 et::ALPN => {
                     // RFC 7301 §3.1: `ProtocolName protocol_name_list<2..2^16-1>`, and the
                     // server's list "MUST contain exactly one" name (anything after the
                     // first, well formed or not, is a decode_error).
-                    let mut names = Reader::new(d.vec(2, 2)?);
-                    ee.alpn = Some(names.vec(1, 1)?);
-                    if !names.is_empty() {
-                        return Err(Error::BadLength);
-                    }
+                    let names = r.vec(2, 2);
+                    let rest = r.rest();
+                    r.enter(names);
+                    ee.alpn = Some(r.vec(1, 1));
+                    let one = r.rest().is_empty();
+                    r.check(one, Error::BadLength);
+                    r.enter(rest);
                 }
-                et::CLIENT_CERTIFICATE_TYPE => ee.client_certificate_type = Some(d.u8()?),
-                et::SERVER_CERTIFICATE_TYPE => ee.server_certificate_type = Some(d.u8()?),
+                et::CLIENT_CERTIFICATE_TYPE => ee.client_certificate_type = Some(r.u8()),
+                et::SERVER_CERTIFICATE_TYPE => ee.server_certificate_type = Some(r.u8()),
                 et::EARLY_DATA => ee.early_data = true,
                 // Opaque here, decoded by QUIC; unknown types are not decoded at all.
                 et::QUIC_TRANSPORT_PARAMETERS => {
@@ -76,8 +83,9 @@ impl<'a> EncryptedExtensions<'a> {
                     continue;
                 }
             }
-            d.finish()?;
+            r.end();
         }
+        r.finish()?;
         Ok(ee)
     }
 }

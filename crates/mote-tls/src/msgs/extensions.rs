@@ -5,9 +5,9 @@
 //! iterating it afterwards cannot fail. The list views ([`U16List`], [`ProtocolNames`],
 //! [`KeyShares`], [`OfferedPsks`]) are likewise validated when the message is parsed.
 
-use crate::codec::Reader;
 #[cfg(feature = "server")]
 use crate::codec::Writer;
+use crate::codec::{In, Reader};
 use crate::Error;
 
 /// Extension type codepoints mote understands (RFC 8446 §4.2, RFC 7301, RFC 7250,
@@ -129,7 +129,19 @@ impl<'a> Extensions<'a> {
     /// MUST NOT be more than one extension of the same type in a given extension block"), and
     /// no known type outside `allowed`.
     pub(crate) fn read(r: &mut Reader<'a>, allowed: u16) -> Result<Self, Error> {
-        let raw = r.vec(2, 0)?;
+        Self::validate(r.vec(2, 0)?, allowed)
+    }
+
+    /// Reads an extension block with a sticky-error reader ([`In`]): the block's errors are
+    /// recorded after those of the fields before it; an empty block if it is invalid.
+    pub(crate) fn read_in(r: &mut In<'a>, allowed: u16) -> Self {
+        let raw = r.vec(2, 0);
+        r.take(Self::validate(raw, allowed)).unwrap_or(Self { raw: &[] })
+    }
+
+    /// Validates the contents of an extension block (without its length prefix), as
+    /// [`Extensions::read`] does.
+    fn validate(raw: &'a [u8], allowed: u16) -> Result<Self, Error> {
         let mut rest = raw;
         let mut count = 0;
         while !rest.is_empty() {

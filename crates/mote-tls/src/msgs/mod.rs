@@ -19,6 +19,8 @@ mod encrypted_extensions;
 pub mod extensions;
 mod new_session_ticket;
 mod server_hello;
+#[cfg(all(test, feature = "server"))]
+mod sticky_tests;
 
 #[cfg(feature = "server")]
 pub use certificate::emit_certificate_request;
@@ -43,9 +45,11 @@ pub use new_session_ticket::NewSessionTicketParams;
 pub use server_hello::{HelloRetryRequestParams, ServerHelloParams};
 pub use server_hello::{ServerHello, HELLO_RETRY_REQUEST_RANDOM};
 
+use crate::codec::Out;
+#[cfg(feature = "server")]
+use crate::codec::Reader;
 #[cfg(feature = "server")]
 use crate::codec::{Mark, Writer};
-use crate::codec::{Out, Reader};
 use crate::Error;
 
 /// HandshakeType codepoints (RFC 8446 §4).
@@ -97,10 +101,9 @@ pub struct HandshakeMessage<'a> {
 /// header has arrived; `None` before that. Lets a caller refuse a message larger than its
 /// buffer before receiving all of it (QUIC: CRYPTO_BUFFER_EXCEEDED, RFC 9000 §7.5).
 pub fn message_len(buf: &[u8]) -> Option<usize> {
-    let mut r = Reader::new(buf);
-    r.u8().ok()?;
-    let len = r.bytes(3).ok()?;
-    Some(HEADER_LEN + len.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b)))
+    // RFC 8446 §4: `HandshakeType msg_type; uint24 length;`.
+    let [_, l0, l1, l2, ..] = *buf else { return None };
+    Some(HEADER_LEN + (u32::from_be_bytes([0, l0, l1, l2]) as usize))
 }
 
 /// RFC 8446 §4: cuts the first complete handshake message off `buf`, returning it and the
@@ -141,6 +144,7 @@ pub(crate) fn start_message(w: &mut Writer<'_>, typ: u8) -> Result<Mark, Error> 
 }
 
 /// Parses a session id field, `opaque legacy_session_id<0..32>`.
+#[cfg(feature = "server")]
 pub(crate) fn read_session_id<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Error> {
     let id = r.vec(1, 0)?;
     if id.len() > 32 {

@@ -1,7 +1,7 @@
 //! NewSessionTicket (RFC 8446 §4.6.1).
 
 use super::extensions::{extension_type as et, Extensions, ALLOW_NEW_SESSION_TICKET};
-use crate::codec::Reader;
+use crate::codec::In;
 use crate::Error;
 
 /// RFC 8446 §4.6.1, parsed:
@@ -35,19 +35,21 @@ pub struct NewSessionTicket<'a> {
 impl<'a> NewSessionTicket<'a> {
     /// Parses a NewSessionTicket body.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
-        let mut r = Reader::new(body);
-        let lifetime = r.u32()?;
-        let age_add = r.u32()?;
-        let nonce = r.vec(1, 0)?;
-        let ticket = r.vec(2, 1)?;
-        let extensions = Extensions::read(&mut r, ALLOW_NEW_SESSION_TICKET)?;
-        r.finish()?;
+        // Every field read, one error check at the end (issue 8: see `In`).
+        let mut r = In::new(body);
+        let lifetime = r.u32();
+        let age_add = r.u32();
+        let nonce = r.vec(1, 0);
+        let ticket = r.vec(2, 1);
+        let extensions = Extensions::read_in(&mut r, ALLOW_NEW_SESSION_TICKET);
+        r.end();
         let mut max_early_data_size = None;
         if let Some(data) = extensions.get(et::EARLY_DATA) {
-            let mut d = Reader::new(data);
-            max_early_data_size = Some(d.u32()?);
-            d.finish()?;
+            r.enter(data);
+            max_early_data_size = Some(r.u32());
+            r.end();
         }
+        r.finish()?;
         Ok(Self { lifetime, age_add, nonce, ticket, extensions, max_early_data_size })
     }
 }

@@ -3,8 +3,8 @@
 use super::extensions::{
     extension_type as et, Extensions, KeyShareEntry, ALLOW_HELLO_RETRY_REQUEST, ALLOW_SERVER_HELLO,
 };
-use super::{read_session_id, LEGACY_VERSION};
-use crate::codec::Reader;
+use super::LEGACY_VERSION;
+use crate::codec::In;
 use crate::{Alert, Error};
 
 /// RFC 8446 §4.1.3: the random of a HelloRetryRequest, SHA-256("HelloRetryRequest").
@@ -12,6 +12,9 @@ pub const HELLO_RETRY_REQUEST_RANDOM: [u8; 32] = [
     0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
     0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
 ];
+
+/// What a truncated ServerHello's random reads as (the parse fails; never used).
+const NO_RANDOM: [u8; 32] = [0; 32];
 
 /// RFC 8446 §4.1.3: a parsed ServerHello or HelloRetryRequest.
 ///
@@ -55,20 +58,21 @@ impl<'a> ServerHello<'a> {
     /// legacy_compression_method (illegal_parameter); extensions are checked against the
     /// §4.2 table for ServerHello or HelloRetryRequest.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
-        let mut r = Reader::new(body);
-        if r.u16()? != LEGACY_VERSION {
-            return Err(Error::Alert(Alert::ProtocolVersion));
-        }
-        let random = r.array::<32>()?;
-        let legacy_session_id_echo = read_session_id(&mut r)?;
-        let cipher_suite = r.u16()?;
-        if r.u8()? != 0 {
-            return Err(Error::IllegalParameter);
-        }
+        // Every field read, each check recorded in wire order, one error check at the end
+        // (issue 8: no early-return path per field on a device).
+        let mut r = In::new(body);
+        let legacy_version = r.u16();
+        r.check(legacy_version == LEGACY_VERSION, Error::Alert(Alert::ProtocolVersion));
+        let random = r.bytes(32).try_into().unwrap_or(&NO_RANDOM);
+        let legacy_session_id_echo = r.vec(1, 0);
+        r.check(legacy_session_id_echo.len() <= 32, Error::BadLength);
+        let cipher_suite = r.u16();
+        let compression = r.u8();
+        r.check(compression == 0, Error::IllegalParameter);
         let hrr = *random == HELLO_RETRY_REQUEST_RANDOM;
         let allowed = if hrr { ALLOW_HELLO_RETRY_REQUEST } else { ALLOW_SERVER_HELLO };
-        let extensions = Extensions::read(&mut r, allowed)?;
-        r.finish()?;
+        let extensions = Extensions::read_in(&mut r, allowed);
+        r.end();
 
         let mut sh = ServerHello {
             random,
@@ -82,18 +86,21 @@ impl<'a> ServerHello<'a> {
             cookie: None,
         };
         for (typ, data) in extensions.iter() {
-            let mut d = Reader::new(data);
+            r.enter(data);
             match typ {
-                et::SUPPORTED_VERSIONS => sh.selected_version = Some(d.u16()?),
-                et::KEY_SHARE if hrr => sh.selected_group = Some(d.u16()?),
-                et::KEY_SHARE => sh.key_share = Some(KeyShareEntry::read(&mut d)?),
-                et::PRE_SHARED_KEY => sh.selected_psk = Some(d.u16()?),
-                et::COOKIE => sh.cookie = Some(d.vec(2, 1)?),
+                et::SUPPORTED_VERSIONS => sh.selected_version = Some(r.u16()),
+                et::KEY_SHARE if hrr => sh.selected_group = Some(r.u16()),
+                et::KEY_SHARE => {
+                    sh.key_share = Some(KeyShareEntry { group: r.u16(), key_exchange: r.vec(2, 1) })
+                }
+                et::PRE_SHARED_KEY => sh.selected_psk = Some(r.u16()),
+                et::COOKIE => sh.cookie = Some(r.vec(2, 1)),
                 // Unknown types: nothing to decode (allowed here; the client decides).
                 _ => continue,
             }
-            d.finish()?;
+            r.end();
         }
+        r.finish()?;
         Ok(sh)
     }
 
