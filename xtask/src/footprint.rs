@@ -61,13 +61,14 @@ pub const GOAL_BYTES: u64 = 45 * 1024;
 /// salty on Cortex-M4; TLS/HTTP/3: client auth and the server role behind features), then
 /// to 95,376 B + 1,024 B by the fourth session's rounds (compact mem routines, a 32-IRQ
 /// vector table, Ed25519 without salty's scalar code, receive/send/recovery/TLS/HTTP/3
-/// folds, LLVM inline threshold 10), then to 89,880 B + 1,024 B by the fifth (mote's GCM,
+/// folds, LLVM inline threshold 10), then to 88,844 B + 1,024 B by the fifth (mote's GCM,
 /// SHA-256/512, X25519 and Edwards operations over the crates' primitives for stack, the
 /// `stats` feature made real, 64-bit saturating helpers out of line, the device's QPACK
-/// static table and TLS key schedule written in place).
+/// static table and TLS key schedule written in place, 32-bit received packet numbers,
+/// a sticky-error reader for the TLS parsers).
 /// Lower it as the image shrinks; never raise it to absorb growth without a reason in the
 /// commit.
-pub const BUDGET_BYTES: u64 = 89_880 + 1_024;
+pub const BUDGET_BYTES: u64 = 88_844 + 1_024;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
