@@ -397,8 +397,9 @@ fn objdump() -> Option<String> {
         .find(|p| crate::util::probe(Command::new(p).arg("--version")))
 }
 
-/// The default roots' bounds in `elf`, printed; returns the lines over `limit`. Fails without
-/// llvm-objdump (the toolchain's `llvm-tools` component provides it).
+/// The default roots' bounds in `elf` and the whole program's (the entry's deepest chain, so
+/// every path is under `limit`, not only the named ones), printed; returns the lines over
+/// `limit`. Fails without llvm-objdump (the toolchain's `llvm-tools` component provides it).
 pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
     let graph = Graph::of_elf(elf)?;
     println!();
@@ -414,6 +415,7 @@ pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
         }
         bounds.extend(found);
     }
+    bounds.extend(graph.program());
     Ok(print(&bounds, limit))
 }
 

@@ -320,7 +320,8 @@ pub fn run(args: &QemuArgs) -> Result<()> {
     let elf = build_firmware(args.auth, args.stack_steps)?;
     let mut failed = false;
     // The paths the run does not take (or only in their cheap case), bounded statically
-    // with the same budget: a key update's worst case, a HelloRetryRequest.
+    // with the same budget: a key update's worst case, a HelloRetryRequest, and the whole
+    // program (a Retry, any other path).
     let mut over = crate::stack::check_defaults(&elf, Some(STACK_BUDGET.max(STACK_GOAL)))?;
     let mut gaps = Vec::new();
     for profile in profiles {
