@@ -623,8 +623,8 @@ impl CryptoProvider for RustCrypto {
         })
     }
 
-    // Out of line, and each variant built in `dst` rather than returned: the key schedule
-    // and GHASH key are not moved through a `Result` and the caller's frame (issue 8).
+    // Out of line, and each variant written to `dst` rather than returned: the key schedule
+    // is not moved through a `Result` and the caller's frame (issue 8).
     #[inline(never)]
     #[allow(unreachable_patterns)]
     fn write_aead_key<'d>(
@@ -636,8 +636,9 @@ impl CryptoProvider for RustCrypto {
         if key.len() != alg.key_len() {
             return Err(Error::BadLength);
         }
-        // The length is checked above. The key is the key schedule alone, so the cipher's
-        // constructor writes it into `dst` (no copy in this frame).
+        // The length is checked above. The key is the key schedule alone: it passes through
+        // this frame once on its way into `dst` (rustc builds it in a temporary), with no
+        // `AesGcm` constructor frame and `Result` around it.
         Ok(match alg {
             AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(Gcm::new(key))),
             #[cfg(feature = "aes256")]

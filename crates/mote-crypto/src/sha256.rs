@@ -166,13 +166,6 @@ impl Sha256 {
         self.buf_len = OUT;
     }
 
-    /// The digest of everything absorbed (the hash itself is left unchanged).
-    pub fn digest(&self) -> Digest {
-        let mut spent = self.clone();
-        spent.finish_into_buf();
-        Digest::new(&spent.buf[..OUT])
-    }
-
     /// The digest, finishing where the state is (no copy): the hash is spent.
     pub fn finish(&mut self) -> Digest {
         self.finish_into_buf();
@@ -213,7 +206,7 @@ mod tests {
         assert_eq!(h.finish().as_ref(), million);
         let empty =
             hex_literal::hex!("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-        assert_eq!(Sha256::new().digest().as_ref(), empty);
+        assert_eq!(Sha256::new().finish().as_ref(), empty);
     }
 
     #[test]
@@ -227,15 +220,5 @@ mod tests {
             let (a, b) = data[..len].split_at(at);
             assert_eq!(sha256(&[a, b]).as_ref(), expected.as_slice(), "{len} split at {at}");
         }
-    }
-
-    #[test]
-    fn digest_leaves_the_hash_running() {
-        let mut h = Sha256::new();
-        h.update(b"transcript, part one");
-        let snapshot = h.digest();
-        assert_eq!(snapshot, sha256(&[b"transcript, part one"]));
-        h.update(b", part two");
-        assert_eq!(h.finish(), sha256(&[b"transcript, part one, part two"]));
     }
 }

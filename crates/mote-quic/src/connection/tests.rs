@@ -1653,7 +1653,8 @@ mod versions {
         // is a downgrade or a tampered negotiation: VERSION_NEGOTIATION_ERROR.
         let mut tp = TransportParameters::default();
         tp.version_information = Some(VersionInformation::new(Version::V2, &[Version::V2]));
-        let e = p.client.hs.negotiate_version(&tp).unwrap_err();
+        let e =
+            p.client.hs.negotiate_version_information(tp.version_information.as_ref()).unwrap_err();
         assert_eq!(e.quic_error_code(), 0x11);
         // A client in v1 whose parameters claim another first version.
         p.handshake();
@@ -1661,13 +1662,17 @@ mod versions {
         let mut tp = TransportParameters::default();
         tp.version_information = Some(VersionInformation::new(Version::V2, &[Version::V2]));
         s.hs.original_version = Version::V1;
-        let e = s.hs.negotiate_version(&tp).unwrap_err();
+        let e = s.hs.negotiate_version_information(tp.version_information.as_ref()).unwrap_err();
         assert_eq!(e.quic_error_code(), 0x11);
         // And a client whose version changed without the server saying so.
         let mut tp = TransportParameters::default();
         tp.version_information = None;
         p.client.hs.version = Version::V2;
-        assert!(p.client.hs.negotiate_version(&tp).is_err());
+        assert!(p
+            .client
+            .hs
+            .negotiate_version_information(tp.version_information.as_ref())
+            .is_err());
     }
 }
 

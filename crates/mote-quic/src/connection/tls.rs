@@ -504,13 +504,7 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
     /// RFC 9368 §4, §2.3: checks the peer's version_information against the versions in
     /// use (downgrade protection) and, on a server, switches to the compatible version when
     /// the client offers it. Failures are VERSION_NEGOTIATION_ERROR.
-    #[cfg(test)]
-    pub(crate) fn negotiate_version(&mut self, tp: &TransportParameters) -> Result<(), TlsError> {
-        self.negotiate_version_information(tp.version_information.as_ref())
-    }
-
-    /// [`Self::negotiate_version`] with the peer's version_information alone.
-    fn negotiate_version_information(
+    pub(crate) fn negotiate_version_information(
         &mut self,
         peer: Option<&crate::transport_params::VersionInformation>,
     ) -> Result<(), TlsError> {
