@@ -126,13 +126,32 @@ const FULL: &[&str] = &[
     "ecn",
 ];
 
-/// One row per server authentication, each on the minimal client.
-const AUTH: &[(&str, &str, &str)] = &[
-    ("rpk-ed25519", "rpk-ed25519", "minimal client, raw public key (Ed25519) pinned in flash"),
-    ("rpk-p256", "rpk-p256", "minimal client, raw public key (ECDSA P-256) pinned in flash"),
-    ("psk", "psk", "minimal client, external PSK (psk_dhe_ke)"),
-    ("x509", "x509", "minimal client, X.509 chain to a pinned trust anchor (Ed25519/P-256)"),
+/// One row per server authentication, each on the minimal client (features added to it),
+/// then the image `cargo xtask qemu` runs.
+const AUTH: &[(&str, &[&str], &str)] = &[
+    ("rpk-ed25519", &["rpk-ed25519"], "minimal client, raw public key (Ed25519) pinned in flash"),
+    ("rpk-p256", &["rpk-p256"], "minimal client, raw public key (ECDSA P-256) pinned in flash"),
+    ("psk", &["psk"], "minimal client, external PSK (psk_dhe_ke)"),
+    (
+        "x509",
+        // The X.509 verifier checks signatures of both kinds.
+        &["x509", "rpk-ed25519", "rpk-p256"],
+        "minimal client, X.509 chain to a pinned trust anchor (Ed25519/P-256)",
+    ),
+    (
+        INSTRUMENTED_CONFIG,
+        &["rpk-ed25519", SELFMEASURE],
+        "rpk-ed25519 + the QEMU harness's self-measurement (`selfmeasure`: stack painting, \
+         phase counters, report frames), the image `cargo xtask qemu` runs",
+    ),
 ];
+
+/// The firmware feature of the QEMU harness's instrumentation (stack painting, per-phase
+/// instruction and time counters, report frames). No row but [`INSTRUMENTED_CONFIG`] has
+/// it: the other rows, the budget's included, measure the client a device ships.
+pub const SELFMEASURE: &str = "selfmeasure";
+/// The row of the image `cargo xtask qemu` runs: the budget's client plus [`SELFMEASURE`].
+pub const INSTRUMENTED_CONFIG: &str = "qemu";
 
 /// The configurations measured, in report order: the matrix, then the authentication rows,
 /// for each target.
@@ -154,11 +173,7 @@ pub fn configs() -> Vec<Config> {
             features.iter().copied().filter(|f| *f != "rpk-ed25519").collect();
         for (name, auth, description) in AUTH {
             let mut f = minimal.clone();
-            f.push(auth);
-            if *auth == "x509" {
-                // The X.509 verifier checks signatures of both kinds.
-                f.extend(["rpk-ed25519", "rpk-p256"]);
-            }
+            f.extend(auth.iter().copied());
             out.push(Config {
                 name: (*name).to_owned(),
                 features: f,
@@ -399,6 +414,23 @@ pub fn run(args: &FootprintArgs) -> Result<()> {
             if gap > 0 { format!("{gap} B over the goal") } else { "goal met".to_owned() },
             BUDGET_BYTES
         );
+        // The same client as `cargo xtask qemu` runs it, with its self-measurement.
+        let instrumented = reports
+            .iter()
+            .find(|q| q.config.name == INSTRUMENTED_CONFIG && q.config.target == CORTEX_M4);
+        match instrumented {
+            Some(q) => eprintln!(
+                "  measured without the QEMU harness's self-measurement (feature `{SELFMEASURE}`); \
+                 with it (row `{INSTRUMENTED_CONFIG}`, the image `cargo xtask qemu` runs): {} B \
+                 (+{} B)",
+                q.flash_bytes,
+                q.flash_bytes.saturating_sub(r.flash_bytes)
+            ),
+            None => eprintln!(
+                "  measured without the QEMU harness's self-measurement (feature `{SELFMEASURE}`; \
+                 `--config {INSTRUMENTED_CONFIG}` measures the image `cargo xtask qemu` runs)"
+            ),
+        }
         if args.check_budget && r.flash_bytes > BUDGET_BYTES {
             bail!(
                 "the minimal authenticating client grew past its budget: {} B > {} B",
@@ -1093,6 +1125,12 @@ fn print_matrix(reports: &[&Report]) {
     println!();
     println!();
     println!(
+        "note: every row but `{INSTRUMENTED_CONFIG}` is the client without the QEMU harness's \
+         self-measurement (feature `{SELFMEASURE}`: stack painting, phase counters, report \
+         frames); `{INSTRUMENTED_CONFIG}` is the `{BUDGET_CONFIG}` image `cargo xtask qemu` runs, \
+         with it."
+    );
+    println!(
         "note: attribution is by final symbol. With LTO, code inlined from one crate into \
          another is counted where it ended up (e.g. a mote_quic call inlined into app), and \
          generic code is counted in the crate that defines the function, whoever instantiated it."
@@ -1137,6 +1175,26 @@ mod tests {
         assert_eq!(unmangled_crate("main"), FIRMWARE_CRATE);
         assert_eq!(unmangled_crate("OUTLINED_FUNCTION_12"), OUTLINED);
         assert_eq!(unmangled_crate("something_else"), "?");
+    }
+
+    #[test]
+    fn only_the_qemu_row_is_instrumented() {
+        for target in TARGETS {
+            let rows: Vec<Config> = configs().into_iter().filter(|c| c.target == *target).collect();
+            for c in &rows {
+                assert_eq!(
+                    c.features.contains(&SELFMEASURE),
+                    c.name == INSTRUMENTED_CONFIG,
+                    "{}",
+                    c.name
+                );
+            }
+            let budget = rows.iter().find(|c| c.name == BUDGET_CONFIG).expect("budget row");
+            let qemu = rows.iter().find(|c| c.name == INSTRUMENTED_CONFIG).expect("qemu row");
+            let mut plus: Vec<_> = budget.features.clone();
+            plus.push(SELFMEASURE);
+            assert_eq!(qemu.features, plus);
+        }
     }
 
     #[test]

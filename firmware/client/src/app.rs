@@ -15,14 +15,16 @@ use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
 use mote_h3::device::Session;
 use mote_h3::{Config as H3Config, Event as H3Event, HeadersKind, Request, Role};
+#[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
-#[cfg(feature = "stats")]
+#[cfg(all(feature = "stats", feature = "selfmeasure"))]
 use mote_quic::connection::ConnectionStats;
 use mote_quic::{Connection, ConnectionConfig, Event, Instant, Storage};
 use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket};
 
 use crate::board::Board;
 use crate::frame::{self, kind, Decoder};
+#[cfg(feature = "selfmeasure")]
 use crate::measure::{tag, Phase, Phases, Report};
 
 #[cfg(not(any(feature = "rpk-ed25519", feature = "rpk-p256", feature = "psk")))]
@@ -282,6 +284,18 @@ fn send_frame<B: Board>(board: &mut B, kind: u8, payload: &[u8]) {
 #[derive(Default)]
 struct Outcome {
     ok: bool,
+    /// What the transaction's report carries (feature `selfmeasure`).
+    #[cfg(feature = "selfmeasure")]
+    record: Record,
+    /// The event loop's request state (here, not in the event loop's frame).
+    req: Requests,
+}
+
+/// What the QEMU harness is told about a transaction beyond its success (feature
+/// `selfmeasure`): the responses, the connection's end, and the measurements.
+#[cfg(feature = "selfmeasure")]
+#[derive(Default)]
+struct Record {
     early_data_accepted: bool,
     get_status: u16,
     post_status: u16,
@@ -300,13 +314,12 @@ struct Outcome {
     /// Feature `stack-steps`: deepest stack address of each event-loop step (receive,
     /// transmit, HTTP/3, timeout).
     steps: [usize; 4],
-    /// The event loop's request state (here, not in the event loop's frame).
-    req: Requests,
 }
 
 /// Runs one event-loop step; with feature `stack-steps`, paints the stack before it and
 /// records how deep it went (a diagnostic: painting costs instructions, so that build's
 /// instruction counts are not the device's).
+#[cfg(feature = "selfmeasure")]
 #[inline(always)]
 fn step<R>(_deepest: &mut [usize; 4], _which: usize, f: impl FnOnce() -> R) -> R {
     #[cfg(feature = "stack-steps")]
@@ -318,6 +331,13 @@ fn step<R>(_deepest: &mut [usize; 4], _which: usize, f: impl FnOnce() -> R) -> R
         *d = if *d == 0 { now } else { (*d).min(now) };
     }
     r
+}
+
+/// Runs one event-loop step (without `selfmeasure`: nothing is measured).
+#[cfg(not(feature = "selfmeasure"))]
+#[inline(always)]
+fn step<R>(_deepest: &mut (), _which: usize, f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 /// The request side of a transaction.
@@ -343,21 +363,33 @@ struct Requests {
 struct Kept {
     ok: bool,
     /// Deepest stack address per phase (0: not measured).
+    #[cfg(feature = "selfmeasure")]
     deepest: [usize; 4],
     /// An address at the bottom of the event loop's frame.
+    #[cfg(feature = "selfmeasure")]
     frame: usize,
     /// Feature `stack-steps`: deepest stack address of each event-loop step.
+    #[cfg(feature = "selfmeasure")]
     #[cfg_attr(not(feature = "stack-steps"), allow(dead_code))]
     steps: [usize; 4],
 }
 
 impl Kept {
     /// Not run yet (for a `static`).
-    const NONE: Self = Self { ok: false, deepest: [0; 4], frame: 0, steps: [0; 4] };
+    const NONE: Self = Self {
+        ok: false,
+        #[cfg(feature = "selfmeasure")]
+        deepest: [0; 4],
+        #[cfg(feature = "selfmeasure")]
+        frame: 0,
+        #[cfg(feature = "selfmeasure")]
+        steps: [0; 4],
+    };
 }
 
 /// Runs both transactions and reports; returns the exit status (0: both succeeded).
 pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
+    #[cfg(feature = "selfmeasure")]
     let boot_busy = board.busy_ns();
     let Slots { conn, h3, outcome, kept, config, rng } = slots;
     let profile = seed_rng(board, &mut bufs.link, rng);
@@ -388,6 +420,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
     }
     let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
+    #[cfg(feature = "selfmeasure")]
     report_memory(board, boot_busy, kept);
     send_frame(board, kind::DONE, &[status as u8]);
     status
@@ -438,6 +471,7 @@ fn init_config<'s>(slot: &'s mut MaybeUninit<ClientConfig<'static>>) -> &'s Clie
 }
 
 /// Sends the memory report: heap, object sizes, and the stack depths of both transactions.
+#[cfg(feature = "selfmeasure")]
 #[inline(never)]
 fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
     let mut sizes = Report::new();
@@ -529,6 +563,7 @@ fn storage(store: Store<'_>) -> Storage<&'_ mut [u8], &'_ mut [u8], STREAMS> {
 }
 
 /// Adds `values` under the consecutive tags from `first` on.
+#[cfg(feature = "selfmeasure")]
 fn put_each(r: &mut Report, first: u8, values: &[u64; 4]) {
     for (i, v) in values.iter().enumerate() {
         r.put(first + i as u8, *v);
@@ -536,11 +571,12 @@ fn put_each(r: &mut Report, first: u8, values: &[u64; 4]) {
 }
 
 /// Sends the report of transaction `which` (0: 1-RTT, 1: 0-RTT).
+#[cfg(feature = "selfmeasure")]
 #[inline(never)]
-fn report<B: Board>(board: &mut B, which: u64, o: &Outcome, dropped: u32) {
+fn report<B: Board>(board: &mut B, which: u64, ok: bool, o: &Record, dropped: u32) {
     let mut r = Report::new();
     r.put(tag::TRANSACTION, which);
-    r.put(tag::OK, u64::from(o.ok));
+    r.put(tag::OK, u64::from(ok));
     r.put(tag::EARLY_DATA_ACCEPTED, u64::from(o.early_data_accepted));
     r.put(tag::GET_STATUS, u64::from(o.get_status));
     r.put(tag::POST_STATUS, u64::from(o.post_status));
@@ -587,6 +623,7 @@ struct Transaction<'a> {
     resumption: Option<Resumption<'a>>,
     profile: Profile,
     /// 0: the 1-RTT transaction, 1: the resumed one (for the report).
+    #[cfg_attr(not(feature = "selfmeasure"), allow(dead_code))]
     which: u64,
 }
 
@@ -616,8 +653,16 @@ fn transaction<'a, B: Board>(
         ticket_out,
         out,
     );
-    report(board, t.which, out, link.dropped);
-    *kept = Kept { ok: out.ok, deepest: out.phases.deepest, frame: out.frame, steps: out.steps };
+    #[cfg(feature = "selfmeasure")]
+    {
+        let r = &out.record;
+        report(board, t.which, out.ok, r, link.dropped);
+        *kept = Kept { ok: out.ok, deepest: r.phases.deepest, frame: r.frame, steps: r.steps };
+    }
+    #[cfg(not(feature = "selfmeasure"))]
+    {
+        *kept = Kept { ok: out.ok };
+    }
     ticket
 }
 
@@ -649,7 +694,8 @@ fn connected<'a, B: Board>(
     ticket_out: Option<&mut [u8; TICKET]>,
     out: &mut Outcome,
 ) -> Option<(usize, u64)> {
-    out.phases.enter(board, Some(Phase::Init));
+    #[cfg(feature = "selfmeasure")]
+    out.record.phases.enter(board, Some(Phase::Init));
     let remembered = t.resumption.map(|r| r.ticket.server_transport_parameters);
     let now = Instant(board.now_us());
     #[cfg(feature = "x509")]
@@ -660,20 +706,8 @@ fn connected<'a, B: Board>(
     let slot = Slots::typed(conn_slot);
     let conn = connect(slot, t, remembered, unix_time, store, now, rng)?;
     let ticket = event_loop(board, conn, h3, io, ticket_out, out);
-    out.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
-    let stats = conn.stats();
-    out.key_updates = stats.key_updates;
-    #[cfg(feature = "stats")]
-    {
-        out.stats = stats;
-    }
-    (out.close_kind, out.close_code) = match conn.close_reason() {
-        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
-        Some(CloseReason::Local(c)) => (1, c.code),
-        Some(CloseReason::Peer(c)) => (2, c.code),
-        Some(CloseReason::IdleTimeout) => (3, 0),
-        _ => (4, 0),
-    };
+    #[cfg(feature = "selfmeasure")]
+    record_connection(&mut out.record, conn);
     // Erase the keys (their `Drop`) before the slot is reused.
     #[allow(unsafe_code)]
     // SAFETY: `conn` is the slot `connect` initialized; it is not used after this.
@@ -681,6 +715,25 @@ fn connected<'a, B: Board>(
         drop_connection(conn)
     };
     ticket
+}
+
+/// Records how the connection went: early data, key updates, counters, how it closed.
+#[cfg(feature = "selfmeasure")]
+fn record_connection(r: &mut Record, conn: &Conn<'_>) {
+    r.early_data_accepted = conn.tls().early_data_accepted() == Some(true);
+    let stats = conn.stats();
+    r.key_updates = stats.key_updates;
+    #[cfg(feature = "stats")]
+    {
+        r.stats = stats;
+    }
+    (r.close_kind, r.close_code) = match conn.close_reason() {
+        Some(CloseReason::Local(c)) if c.application && c.code == H3_NO_ERROR => (0, c.code),
+        Some(CloseReason::Local(c)) => (1, c.code),
+        Some(CloseReason::Peer(c)) => (2, c.code),
+        Some(CloseReason::IdleTimeout) => (3, 0),
+        _ => (4, 0),
+    };
 }
 
 /// Drops the connection in place. Out of line: the connection's drop glue is then one copy
@@ -711,15 +764,22 @@ fn event_loop<B: Board>(
     let mut closing = false;
     let mut updated = false;
     let start = board.now_us();
-    out.frame = crate::measure::frame_marker();
-    out.phases.enter(board, Some(Phase::Open));
+    #[cfg(feature = "selfmeasure")]
+    {
+        out.record.frame = crate::measure::frame_marker();
+        out.record.phases.enter(board, Some(Phase::Open));
+    }
+    #[cfg(feature = "selfmeasure")]
+    let steps = &mut out.record.steps;
+    #[cfg(not(feature = "selfmeasure"))]
+    let steps = &mut ();
     let Io { link, tx, scratch } = io;
     loop {
         let now_us = board.now_us();
         let now = Instant(now_us);
-        step(&mut out.steps, 0, || receive(board, link, conn, now));
+        step(steps, 0, || receive(board, link, conn, now));
         if conn.poll_timeout().is_some_and(|t| t <= now) {
-            step(&mut out.steps, 3, || on_timeout(conn, now));
+            step(steps, 3, || on_timeout(conn, now));
         }
         while let Some(e) = conn.poll_event() {
             match e {
@@ -750,10 +810,11 @@ fn event_loop<B: Board>(
             if req.get_done && !updated {
                 updated = conn.initiate_key_update();
             }
-            if req.get_sent && out.phases.current() == Some(Phase::Open) {
-                out.phases.enter(board, Some(Phase::Transfer));
+            #[cfg(feature = "selfmeasure")]
+            if req.get_sent && out.record.phases.current() == Some(Phase::Open) {
+                out.record.phases.enter(board, Some(Phase::Transfer));
             }
-            step(&mut out.steps, 2, || poll_h3(conn, h3, req));
+            step(steps, 2, || poll_h3(conn, h3, req));
         }
         if req.get_done && req.post_done && responses_at.is_none() {
             responses_at = Some(now_us);
@@ -764,11 +825,12 @@ fn event_loop<B: Board>(
             })
             || now_us - start > TRANSACTION_LIMIT_US;
         if finished && !closing {
-            out.phases.enter(board, Some(Phase::Close));
+            #[cfg(feature = "selfmeasure")]
+            out.record.phases.enter(board, Some(Phase::Close));
             closing = true;
             conn.close(H3_NO_ERROR, b"");
         }
-        step(&mut out.steps, 1, || transmit(board, conn, tx, now));
+        step(steps, 1, || transmit(board, conn, tx, now));
         if closing {
             // CONNECTION_CLOSE is out; the closing period needs no more from the device
             // (RFC 9000 §10.2: it may discard state and answer nothing).
@@ -776,17 +838,20 @@ fn event_loop<B: Board>(
         }
         board.sleep_until(conn.poll_timeout().map(|t| t.0));
     }
-    out.phases.enter(board, None);
-    out.get_status = req.get_status;
-    out.post_status = req.post_status;
-    out.get_bytes = req.get_bytes;
+    #[cfg(feature = "selfmeasure")]
+    {
+        let r = &mut out.record;
+        r.phases.enter(board, None);
+        (r.get_status, r.post_status, r.get_bytes) =
+            (req.get_status, req.post_status, req.get_bytes);
+        r.h3_error = req.h3_error;
+    }
     out.ok = !req.failed
         && req.get_done
         && req.post_done
         && req.get_status == 200
         && req.post_status == 200
         && req.get_bytes == OBJECT_BYTES;
-    out.h3_error = req.h3_error;
     ticket
 }
 

@@ -3,7 +3,8 @@
 //! - [`frame`]: SLIP + CRC-16 framing of datagrams on the serial "radio".
 //! - [`board`]: the hardware the client needs (serial line, clock, sleep), one module per
 //!   board: QEMU's MPS2 AN386 (Cortex-M4) and a RISC-V `virt`-style board (build check).
-//! - [`measure`]: stack painting and per-phase instruction and time counters.
+//! - `measure` (feature `selfmeasure`, the QEMU harness's instrumentation): stack painting,
+//!   per-phase instruction and time counters, the report frames' tags.
 //! - `heap` (feature `x509` only): the counting allocator rustls-webpki needs.
 //! - `mem` (Cortex-M only): compact `memcpy`/`memmove`/`memset`/`memcmp` replacing
 //!   compiler_builtins'.
@@ -15,6 +16,7 @@ pub mod board;
 pub mod frame;
 #[cfg(feature = "x509")]
 pub mod heap;
+#[cfg(feature = "selfmeasure")]
 pub mod measure;
 #[cfg(all(target_arch = "arm", target_os = "none"))]
 mod mem;

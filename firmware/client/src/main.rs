@@ -1,4 +1,4 @@
-//! Entry point: board setup, stack painting, the transactions, exit.
+//! Entry point: board setup, stack painting (feature `selfmeasure`), the transactions, exit.
 #![no_std]
 #![no_main]
 
@@ -14,6 +14,7 @@ fn main() -> ! {
     #[cfg(feature = "x509")]
     mote_client::heap::init();
     let mut board = mote_client::board::mps2::Mps2::init();
+    #[cfg(feature = "selfmeasure")]
     mote_client::measure::paint_stack();
     let status = app::run(&mut board, BUFFERS, SLOTS);
     board.exit(status)
@@ -32,6 +33,7 @@ fn main() -> ! {
     #[cfg(feature = "x509")]
     mote_client::heap::init();
     let mut board = mote_client::board::riscv::Virt::init();
+    #[cfg(feature = "selfmeasure")]
     mote_client::measure::paint_stack();
     let status = app::run(&mut board, buffers, slots);
     board.exit(status)

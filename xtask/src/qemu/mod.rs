@@ -435,13 +435,16 @@ fn ensure_qemu() -> Result<()> {
     util::run(Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]))
 }
 
-/// Builds the client firmware (RPK Ed25519 or PSK) with semihosting for exit.
+/// Builds the client firmware (RPK Ed25519 or PSK) with its self-measurement and with
+/// semihosting for exit.
 pub(crate) fn build_firmware(auth: Auth, stack_steps: bool) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
+    // `selfmeasure`: the instrumentation this harness reads (stack painting, phase counters,
+    // report frames); the footprint's budget row is measured without it.
     let mut features = match auth {
-        Auth::Rpk => "rpk-ed25519,semihosting",
-        Auth::Psk => "psk,semihosting",
+        Auth::Rpk => "rpk-ed25519,selfmeasure,semihosting",
+        Auth::Psk => "psk,selfmeasure,semihosting",
     }
     .to_owned();
     if stack_steps {

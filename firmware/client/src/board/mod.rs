@@ -12,7 +12,8 @@ pub trait Board {
     fn now_us(&mut self) -> u64;
     /// Nanoseconds of virtual time the CPU spent running (not sleeping) since boot. Under
     /// QEMU `-icount shift=0` one instruction takes exactly 1 ns, so this is the
-    /// instruction count.
+    /// instruction count (feature `selfmeasure`).
+    #[cfg(feature = "selfmeasure")]
     fn busy_ns(&mut self) -> u64;
     /// Writes one byte to the serial line (blocking while its transmitter is full).
     fn write_byte(&mut self, b: u8);
@@ -33,7 +34,7 @@ pub const MAX_SLEEP_US: u64 = 10_000_000;
 
 /// The time keeping both boards share: a 32-bit up-counting hardware tick counter at
 /// `TICKS_PER_US` MHz, extended to 64-bit microseconds since boot (32-bit division only: no
-/// 64-bit division on the device path), and the ticks spent asleep.
+/// 64-bit division on the device path), and (feature `selfmeasure`) the ticks spent asleep.
 pub struct Clock<const TICKS_PER_US: u32> {
     /// The counter at the last reading.
     last: u32,
@@ -41,17 +42,28 @@ pub struct Clock<const TICKS_PER_US: u32> {
     us: u64,
     sub: u32,
     /// Ticks since boot, and ticks spent asleep.
+    #[cfg(feature = "selfmeasure")]
     ticks: u64,
+    #[cfg(feature = "selfmeasure")]
     asleep_ticks: u64,
 }
 
 impl<const TICKS_PER_US: u32> Clock<TICKS_PER_US> {
     /// Nanoseconds per tick (40 at 25 MHz, 100 at 10 MHz).
+    #[cfg(feature = "selfmeasure")]
     const NS_PER_TICK: u64 = 1000 / TICKS_PER_US as u64;
 
     /// A clock starting at the counter value `count`.
     pub const fn new(count: u32) -> Self {
-        Self { last: count, us: 0, sub: 0, ticks: 0, asleep_ticks: 0 }
+        Self {
+            last: count,
+            us: 0,
+            sub: 0,
+            #[cfg(feature = "selfmeasure")]
+            ticks: 0,
+            #[cfg(feature = "selfmeasure")]
+            asleep_ticks: 0,
+        }
     }
 
     /// Advances to the counter value `count` (read at least once per wrap of the counter);
@@ -59,7 +71,10 @@ impl<const TICKS_PER_US: u32> Clock<TICKS_PER_US> {
     pub fn update(&mut self, count: u32) -> u64 {
         let delta = count.wrapping_sub(self.last);
         self.last = count;
-        self.ticks += u64::from(delta);
+        #[cfg(feature = "selfmeasure")]
+        {
+            self.ticks += u64::from(delta);
+        }
         let total = self.sub + delta % TICKS_PER_US;
         self.us += u64::from(delta / TICKS_PER_US + total / TICKS_PER_US);
         self.sub = total % TICKS_PER_US;
@@ -67,11 +82,13 @@ impl<const TICKS_PER_US: u32> Clock<TICKS_PER_US> {
     }
 
     /// Records `ticks` spent asleep.
+    #[cfg(feature = "selfmeasure")]
     pub fn slept(&mut self, ticks: u64) {
         self.asleep_ticks += ticks;
     }
 
     /// Nanoseconds not spent asleep, up to the last [`Clock::update`].
+    #[cfg(feature = "selfmeasure")]
     pub fn busy_ns(&self) -> u64 {
         (self.ticks - self.asleep_ticks) * Self::NS_PER_TICK
     }
@@ -111,8 +128,11 @@ mod tests {
         assert_eq!(c.update(u32::MAX - 35), 1);
         // Across the counter's wrap: 50 more ticks = 2 µs.
         assert_eq!(c.update(14), 3);
-        c.slept(25);
-        assert_eq!(c.busy_ns(), (75 - 25) * 40);
+        #[cfg(feature = "selfmeasure")]
+        {
+            c.slept(25);
+            assert_eq!(c.busy_ns(), (75 - 25) * 40);
+        }
     }
 
     #[test]
