@@ -208,6 +208,8 @@ pub struct Slots {
     /// frame (which sits under every handshake step).
     kept: [Kept; 2],
     config: MaybeUninit<ClientConfig<'static>>,
+    /// The connection's configuration for the announced link profile.
+    transport: MaybeUninit<ConnectionConfig>,
     rng: SeedRng,
 }
 
@@ -220,6 +222,7 @@ impl Slots {
             outcome: MaybeUninit::uninit(),
             kept: [Kept::NONE; 2],
             config: MaybeUninit::uninit(),
+            transport: MaybeUninit::uninit(),
             rng: SeedRng { seed: [0; 32], counter: 0 },
         }
     }
@@ -391,13 +394,14 @@ impl Kept {
 pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
     #[cfg(feature = "selfmeasure")]
     let boot_busy = board.busy_ns();
-    let Slots { conn, h3, outcome, kept, config, rng } = slots;
+    let Slots { conn, h3, outcome, kept, config, transport, rng } = slots;
     let profile = seed_rng(board, &mut bufs.link, rng);
+    let transport = transport_config(transport, profile);
     let config = init_config(config);
     let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
     let [first, second] = kept;
     // One `Transaction` for both (one slot in this frame).
-    let mut t = Transaction { config, resumption: None, profile, which: 0 };
+    let mut t = Transaction { config, transport, resumption: None, which: 0 };
     // 1: full handshake; keeps the session ticket.
     let ticket_len = {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
@@ -621,7 +625,8 @@ const _: () = assert!(POST_BYTES <= DATAGRAM);
 struct Transaction<'a> {
     config: &'a ClientConfig<'a>,
     resumption: Option<Resumption<'a>>,
-    profile: Profile,
+    /// The connection's configuration (the link profile's).
+    transport: &'a ConnectionConfig,
     /// 0: the 1-RTT transaction, 1: the resumed one (for the report).
     #[cfg_attr(not(feature = "selfmeasure"), allow(dead_code))]
     which: u64,
@@ -859,9 +864,28 @@ fn event_loop<B: Board>(
 // those of the connection code inlined into it) live only while it runs, instead of all
 // adding up in the transaction's frame.
 
-/// The connection's configuration per link profile.
-static WLAN_CONFIG: ConnectionConfig = with_h3_streams(ConnectionConfig::device());
-static NB_IOT_CONFIG: ConnectionConfig = with_h3_streams(ConnectionConfig::nb_iot_device());
+/// The connection's configuration on WLAN, in flash. NB-IoT's differs in its initial RTT
+/// and idle timeout only: [`transport_config`] patches those into a RAM copy
+/// rather than keeping a second 200-byte configuration in flash.
+static DEVICE_CONFIG: ConnectionConfig = with_h3_streams(ConnectionConfig::device());
+
+/// The connection's configuration for `profile`, written in `slot`: [`DEVICE_CONFIG`], on
+/// NB-IoT with [`ConnectionConfig::nb_iot_device`]'s initial RTT and idle timeout.
+#[inline(never)]
+fn transport_config(
+    slot: &mut MaybeUninit<ConnectionConfig>,
+    profile: Profile,
+) -> &ConnectionConfig {
+    let c = slot.write(DEVICE_CONFIG);
+    if profile == Profile::NbIot {
+        // Constants: the compiler folds them, no second configuration is built. The two
+        // profiles differ in these two fields only (`profile_configs_are_the_quic_profiles`).
+        let nb = ConnectionConfig::nb_iot_device();
+        c.recovery.initial_rtt = nb.recovery.initial_rtt;
+        c.idle_timeout_ms = nb.idle_timeout_ms;
+    }
+    c
+}
 
 /// RFC 9114 §6.2: allows the server its control and two QPACK streams.
 const fn with_h3_streams(mut c: ConnectionConfig) -> ConnectionConfig {
@@ -881,11 +905,8 @@ fn connect<'a, 's>(
     now: Instant,
     rng: &mut SeedRng,
 ) -> Option<&'s mut Conn<'a>> {
-    // In flash, not built on the stack.
-    let qcfg = match t.profile {
-        Profile::Wlan => &WLAN_CONFIG,
-        Profile::NbIot => &NB_IOT_CONFIG,
-    };
+    // Static, not built on the stack.
+    let qcfg = t.transport;
     // The TLS session is written in its place in the connection (its receive buffer zeroed
     // there), never built on the stack and moved.
     let conn = Conn::init_client(
@@ -1020,5 +1041,20 @@ fn on_h3_event(req: &mut Requests, id: u64, e: H3Event<'_>) {
             req.h3_error = e.code();
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_configs_are_the_quic_profiles() {
+        let mut slot = MaybeUninit::uninit();
+        let wlan = with_h3_streams(ConnectionConfig::device());
+        assert_eq!(*transport_config(&mut slot, Profile::Wlan), wlan);
+        let nb_iot = with_h3_streams(ConnectionConfig::nb_iot_device());
+        assert_eq!(*transport_config(&mut slot, Profile::NbIot), nb_iot);
+        assert_ne!(wlan, nb_iot);
     }
 }
