@@ -45,13 +45,19 @@ const TICKS_PER_US: u32 = 25;
 const NVIC_ISER0: usize = 0xe000_e100;
 const NVIC_ICPR0: usize = 0xe000_e280;
 
-/// The device part of the vector table, sized for the AN386's 32 external interrupts (the
-/// generic table of cortex-m-rt without its `device` feature has 240 entries: 0.8 KB more
-/// flash). No handler runs (PRIMASK stays set; a pending interrupt only ends WFI), so every
+/// The device part of the vector table, up to the highest interrupt this firmware enables
+/// (timer 1, IRQ 9; the generic table of cortex-m-rt without its `device` feature has 240
+/// entries, the AN386 has 32). An interrupt the NVIC never enables is never taken, so it
+/// needs no vector (ARMv7-M B1.5.3: the table covers the exceptions that can be taken). No
+/// handler runs at all (PRIMASK stays set; a pending interrupt only ends WFI), so every
 /// entry is cortex-m-rt's `DefaultHandler`.
 #[link_section = ".vector_table.interrupts"]
 #[no_mangle]
-static __INTERRUPTS: [unsafe extern "C" fn(); 32] = [DefaultHandler; 32];
+static __INTERRUPTS: [unsafe extern "C" fn(); VECTORS] = [DefaultHandler; VECTORS];
+
+/// Interrupt vectors in the table: IRQ 0 to the highest one enabled.
+const VECTORS: usize =
+    1 + if IRQ_UART0_RX > IRQ_TIMER1 { IRQ_UART0_RX } else { IRQ_TIMER1 } as usize;
 
 extern "C" {
     /// cortex-m-rt's handler of unexpected interrupts.
