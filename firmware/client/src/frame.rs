@@ -39,17 +39,18 @@ pub fn encode(kind: u8, payload: &[u8], mut put: impl FnMut(u8)) {
     let crc = crc16(crc16(0xffff, &[kind]), payload);
     // A leading END flushes line noise received before the frame (RFC 1055).
     put(END);
-    for &b in [kind].iter().chain(payload).chain(&crc.to_be_bytes()) {
-        match b {
-            END => {
+    // The three parts through one escaping loop (one copy of it and of `put`).
+    for part in [&[kind][..], payload, &crc.to_be_bytes()] {
+        for &b in part {
+            let escaped = match b {
+                END => ESC_END,
+                ESC => ESC_ESC,
+                b => b,
+            };
+            if escaped != b {
                 put(ESC);
-                put(ESC_END);
             }
-            ESC => {
-                put(ESC);
-                put(ESC_ESC);
-            }
-            b => put(b),
+            put(escaped);
         }
     }
     put(END);
