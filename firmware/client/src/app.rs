@@ -101,9 +101,10 @@ static PINNED: [&[u8]; 1] = [include_bytes!("../keys/server-p256.spki.der")];
 #[cfg(feature = "x509")]
 static CA_DER: &[u8] = include_bytes!("../keys/ca-ed25519.der");
 
-/// How the server is authenticated, from the build's features.
+/// How the server is authenticated: an X.509 chain to the pinned CA (its anchor parsed at
+/// boot).
+#[cfg(feature = "x509")]
 fn server_auth() -> ServerAuth<'static> {
-    #[cfg(feature = "x509")]
     {
         static CA: mote_tls::pki_types::CertificateDer<'static> =
             mote_tls::pki_types::CertificateDer::from_slice(CA_DER);
@@ -116,7 +117,13 @@ fn server_auth() -> ServerAuth<'static> {
         };
         ServerAuth::X509(mote_tls::X509Verifier { anchors })
     }
-    #[cfg(all(feature = "psk", not(feature = "x509")))]
+}
+
+/// How the server is authenticated, from the build's features: an external PSK or the
+/// pinned raw public key (constants).
+#[cfg(not(feature = "x509"))]
+const fn server_auth() -> ServerAuth<'static> {
+    #[cfg(feature = "psk")]
     {
         ServerAuth::ExternalPsk(mote_tls::ExternalPsk {
             identity: crate::PSK_IDENTITY,
@@ -124,7 +131,7 @@ fn server_auth() -> ServerAuth<'static> {
             hash: HashAlgorithm::Sha256,
         })
     }
-    #[cfg(not(any(feature = "psk", feature = "x509")))]
+    #[cfg(not(feature = "psk"))]
     {
         ServerAuth::RawPublicKeys(&PINNED)
     }
@@ -207,6 +214,8 @@ pub struct Slots {
     /// and the random generator: `run`'s state across both transactions, kept out of its
     /// frame (which sits under every handshake step).
     kept: [Kept; 2],
+    /// The X.509 build's TLS configuration (the others' is a constant, [`init_config`]).
+    #[cfg(feature = "x509")]
     config: MaybeUninit<ClientConfig<'static>>,
     /// The connection's configuration for the announced link profile.
     transport: MaybeUninit<ConnectionConfig>,
@@ -221,6 +230,7 @@ impl Slots {
             h3: MaybeUninit::uninit(),
             outcome: MaybeUninit::uninit(),
             kept: [Kept::NONE; 2],
+            #[cfg(feature = "x509")]
             config: MaybeUninit::uninit(),
             transport: MaybeUninit::uninit(),
             rng: SeedRng { seed: [0; 32], counter: 0 },
@@ -394,10 +404,16 @@ impl Kept {
 pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u32 {
     #[cfg(feature = "selfmeasure")]
     let boot_busy = board.busy_ns();
+    #[cfg(feature = "x509")]
     let Slots { conn, h3, outcome, kept, config, transport, rng } = slots;
+    #[cfg(not(feature = "x509"))]
+    let Slots { conn, h3, outcome, kept, transport, rng } = slots;
     let profile = seed_rng(board, &mut bufs.link, rng);
     let transport = transport_config(transport, profile);
+    #[cfg(feature = "x509")]
     let config = init_config(config);
+    #[cfg(not(feature = "x509"))]
+    let config = init_config();
     let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
     let [first, second] = kept;
     // One `Transaction` for both (one slot in this frame).
@@ -460,18 +476,33 @@ fn seed_rng<B: Board>(board: &mut B, link: &mut Decoder<FRAME>, rng: &mut SeedRn
     profile
 }
 
-/// The TLS client configuration, written in `slot`.
-#[inline(never)]
-fn init_config<'s>(slot: &'s mut MaybeUninit<ClientConfig<'static>>) -> &'s ClientConfig<'static> {
-    slot.write(ClientConfig {
+/// The TLS client configuration for `server_auth`.
+const fn client_config(server_auth: ServerAuth<'static>) -> ClientConfig<'static> {
+    ClientConfig {
         server_name: Some(AUTHORITY),
         alpn: &[b"h3"],
-        server_auth: server_auth(),
+        server_auth,
         client_key: None,
         cipher_suites: &[],
         groups: &[],
         early_data: true,
-    })
+    }
+}
+
+/// The TLS client configuration, written in `slot` (the X.509 build: its trust anchor is
+/// parsed at boot).
+#[cfg(feature = "x509")]
+#[inline(never)]
+fn init_config<'s>(slot: &'s mut MaybeUninit<ClientConfig<'static>>) -> &'s ClientConfig<'static> {
+    slot.write(client_config(server_auth()))
+}
+
+/// The TLS client configuration: a constant in flash (raw public key and PSK builds), not
+/// built in RAM at boot.
+#[cfg(not(feature = "x509"))]
+fn init_config() -> &'static ClientConfig<'static> {
+    static CONFIG: ClientConfig<'static> = client_config(server_auth());
+    &CONFIG
 }
 
 /// Sends the memory report: heap, object sizes, and the stack depths of both transactions.

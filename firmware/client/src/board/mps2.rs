@@ -55,9 +55,9 @@ const NVIC_ICPR0: usize = 0xe000_e280;
 #[no_mangle]
 static __INTERRUPTS: [unsafe extern "C" fn(); VECTORS] = [DefaultHandler; VECTORS];
 
-/// Interrupt vectors in the table: IRQ 0 to the highest one enabled.
-const VECTORS: usize =
-    1 + if IRQ_UART0_RX > IRQ_TIMER1 { IRQ_UART0_RX } else { IRQ_TIMER1 } as usize;
+/// Interrupt vectors in the table: IRQ 0 to the highest one enabled (timer 1).
+const VECTORS: usize = IRQ_TIMER1 as usize + 1;
+const _: () = assert!((IRQ_UART0_RX as usize) < VECTORS);
 
 extern "C" {
     /// cortex-m-rt's handler of unexpected interrupts.
