@@ -91,6 +91,11 @@ pub struct QemuArgs {
     /// event-loop step; its instruction counts include the painting.
     #[arg(long)]
     stack_steps: bool,
+    /// Run the image `cargo xtask footprint` measures (without the self-measurement feature
+    /// `selfmeasure`): it sends no reports, so only its DONE status (both transactions
+    /// completed, the second resumed) and the static stack bounds are checked.
+    #[arg(long, conflicts_with = "stack_steps")]
+    uninstrumented: bool,
 }
 
 /// Server authentication of the firmware build.
@@ -111,6 +116,7 @@ impl Default for QemuArgs {
             timeout: 300,
             auth: Auth::Rpk,
             stack_steps: false,
+            uninstrumented: false,
         }
     }
 }
@@ -317,7 +323,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         args.profiles.clone()
     };
     ensure_qemu()?;
-    let elf = build_firmware(args.auth, args.stack_steps)?;
+    let elf = build_firmware(args.auth, args.stack_steps, !args.uninstrumented)?;
     let mut failed = false;
     // The paths the run does not take (or only in their cheap case), bounded statically
     // with the same budget: a key update's worst case, a HelloRetryRequest, and the whole
@@ -327,6 +333,19 @@ pub fn run(args: &QemuArgs) -> Result<()> {
     for profile in profiles {
         let run = run_once(&elf, profile, args)?;
         failed |= run.status != Some(0);
+        if args.uninstrumented {
+            // No reports: the status is all there is.
+            println!(
+                "== qemu mps2-an386, profile {}, uninstrumented image (no selfmeasure): {} ==",
+                profile.name(),
+                if run.status == Some(0) {
+                    "status ok".to_owned()
+                } else {
+                    format!("status {:?}", run.status)
+                }
+            );
+            continue;
+        }
         if args.json {
             println!("{}", to_json(&run));
         } else {
@@ -435,18 +454,25 @@ fn ensure_qemu() -> Result<()> {
     util::run(Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]))
 }
 
-/// Builds the client firmware (RPK Ed25519 or PSK) with its self-measurement and with
-/// semihosting for exit.
-pub(crate) fn build_firmware(auth: Auth, stack_steps: bool) -> Result<std::path::PathBuf> {
+/// Builds the client firmware (RPK Ed25519 or PSK) with semihosting for exit and, with
+/// `selfmeasure`, its self-measurement.
+pub(crate) fn build_firmware(
+    auth: Auth,
+    stack_steps: bool,
+    selfmeasure: bool,
+) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
-    // `selfmeasure`: the instrumentation this harness reads (stack painting, phase counters,
-    // report frames); the footprint's budget row is measured without it.
     let mut features = match auth {
-        Auth::Rpk => "rpk-ed25519,selfmeasure,semihosting",
-        Auth::Psk => "psk,selfmeasure,semihosting",
+        Auth::Rpk => "rpk-ed25519,semihosting",
+        Auth::Psk => "psk,semihosting",
     }
     .to_owned();
+    // `selfmeasure`: the instrumentation this harness reads (stack painting, phase counters,
+    // report frames); the footprint's rows but `qemu` are measured without it.
+    if selfmeasure {
+        features.push_str(",selfmeasure");
+    }
     if stack_steps {
         features.push_str(",stack-steps");
     }

@@ -131,9 +131,8 @@ impl Board for Mps2 {
         }
         // Alarm in `wait` µs (≤ 10 s: 250 M ticks, fits in 32 bits).
         let alarm = (wait as u32).saturating_mul(TICKS_PER_US).max(1);
-        write(TIMER1 + TIMER_CTRL, 0);
-        write(TIMER1 + TIMER_INTCLEAR, 1);
-        write(NVIC_ICPR0, 1 << IRQ_TIMER1);
+        // Timer 1 is stopped with nothing pending here: it is off at reset, and every sleep
+        // stops it and clears its interrupt below.
         write(TIMER1 + TIMER_RELOAD, alarm);
         write(TIMER1 + TIMER_VALUE, alarm);
         write(TIMER1 + TIMER_CTRL, TIMER_EN | TIMER_IRQ_EN);
