@@ -28,6 +28,11 @@ fn main() {
     }
     if matches!(arch.as_str(), "arm" | "riscv32") {
         println!("cargo:rustc-link-arg-bins=--nmagic");
+        // Identical code folding: functions that compiled to the same bytes (monomorphized
+        // copies, drop glue, the panic entry points, outlined sequences) are kept once. lld
+        // folds only code here, never data (`--ignore-data-address-equality` is not given),
+        // and Rust promises no distinct addresses for distinct functions.
+        println!("cargo:rustc-link-arg-bins=--icf=all");
         println!("cargo:rustc-link-arg-bins=-Tlink.x");
     }
 }
