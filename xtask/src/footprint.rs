@@ -841,6 +841,12 @@ fn unmangled_crate(name: &str) -> &'static str {
         "ExceptionHandler",
         "__INTERRUPTS",
         "__EXCEPTIONS",
+        // riscv-rt's weak defaults (named once identical code folding leaves them as the
+        // only symbol of their bytes).
+        "default_setup_interrupts",
+        "default_pre_init",
+        "DefaultExceptionHandler",
+        "DefaultInterruptHandler",
     ];
     const LIBC: &[&str] = &["memcpy", "memmove", "memset", "memcmp", "bcmp", "strlen"];
     if name == "main" {
@@ -1173,6 +1179,7 @@ mod tests {
         assert_eq!(unmangled_crate("memset"), "compiler_builtins");
         assert_eq!(unmangled_crate("Reset"), "cortex_m_rt");
         assert_eq!(unmangled_crate("main"), FIRMWARE_CRATE);
+        assert_eq!(unmangled_crate("default_setup_interrupts"), "cortex_m_rt");
         assert_eq!(unmangled_crate("OUTLINED_FUNCTION_12"), OUTLINED);
         assert_eq!(unmangled_crate("something_else"), "?");
     }
