@@ -631,40 +631,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         cookie: Option<&[u8]>,
         early_data: bool,
     ) -> Result<Option<Secret>, Error> {
-        let suites = self.offered_suites();
-        let groups = self.offered_groups();
-        let schemes = self.offered_schemes();
         let psk = self.psk_source();
-        let kx = self.kx.as_ref().ok_or_else(internal)?;
-        let share =
-            [KeyShareEntry { group: kx.group().codepoint(), key_exchange: kx.public_key() }];
-        let rpk: &[u8] = &[certificate_type::RAW_PUBLIC_KEY];
-        let server_types =
-            if matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_)) { rpk } else { &[] };
-        let client_types = if self.client_key().is_some() { rpk } else { &[] };
-
         let SendBuffer { space, transport_parameters } = hooks.send_buffer(Level::Initial);
-        let params = ClientHelloParams {
-            random: &self.random,
-            cipher_suites: suites.as_slice(),
-            server_name: self.config.server_name.and_then(sni_host_name),
-            supported_groups: groups.as_slice(),
-            signature_algorithms: schemes.as_slice(),
-            key_shares: &share,
-            alpn: self.config.alpn,
-            server_certificate_types: server_types,
-            client_certificate_types: client_types,
-            psk_key_exchange_modes: &[PSK_DHE_KE],
-            cookie,
-            early_data,
-            quic_transport_parameters: transport_parameters,
-            psk: psk.map(|p| PskOffer {
-                identity: p.identity,
-                obfuscated_ticket_age: p.obfuscated_age,
-                binder_len: p.hash.output_len() as u8,
-            }),
-        };
-        let emitted = params.emit(space)?;
+        let emitted = self.write_client_hello(space, transport_parameters, cookie, early_data, psk)?;
         let mut early_secret = None;
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
@@ -692,6 +661,84 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Ok(Some(secret));
         }
         Ok(None)
+    }
+
+    /// Whether this client's offer is one suite (TLS_AES_128_GCM_SHA256), one group
+    /// (X25519) and at most one scheme (Ed25519), with no client key: then its ClientHello
+    /// is [`msgs::OneOfferHello`]'s template. The provider's lists are constants, so on a
+    /// device (a provider built with just those) this folds and the general emitter leaves
+    /// the image; a host provider with more takes the general path.
+    fn one_offer(&self) -> bool {
+        matches!(self.provider.aead_algorithms(), [AeadAlgorithm::Aes128Gcm])
+            && matches!(self.provider.groups(), [NamedGroup::X25519])
+            && matches!(self.provider.verify_schemes(), [] | [SignatureScheme::Ed25519])
+            && self.client_key().is_none()
+    }
+
+    /// RFC 8446 §4.1.2: writes the ClientHello into `space` (the PSK's binder zeroed).
+    fn write_client_hello(
+        &self,
+        space: &mut [u8],
+        transport_parameters: &[u8],
+        cookie: Option<&[u8]>,
+        early_data: bool,
+        psk: Option<PskSource<'c>>,
+    ) -> Result<msgs::EmittedClientHello, Error> {
+        let kx = self.kx.as_ref().ok_or_else(internal)?;
+        let rpk_server = matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_));
+        let server_name = self.config.server_name.and_then(sni_host_name);
+        if self.one_offer() {
+            // `start` refused an empty suite or group offer, so the offer is the one suite
+            // and group; an X25519 key share is 32 bytes (RFC 7748 §6.1), and a PSK offered
+            // with the one suite has its hash, SHA-256.
+            let share: &[u8; 32] = kx.public_key().try_into().map_err(|_| internal())?;
+            let psk = match psk {
+                Some(p) if p.hash != HashAlgorithm::Sha256 => return Err(internal()),
+                p => p.map(|p| (p.identity, p.obfuscated_age)),
+            };
+            return msgs::OneOfferHello {
+                random: &self.random,
+                server_name,
+                ed25519: self.offered_schemes().first().is_some(),
+                share,
+                alpn: self.config.alpn,
+                rpk: rpk_server,
+                cookie,
+                early_data,
+                quic_transport_parameters: transport_parameters,
+                psk,
+            }
+            .emit(space);
+        }
+        let suites = self.offered_suites();
+        let groups = self.offered_groups();
+        let schemes = self.offered_schemes();
+        let share =
+            [KeyShareEntry { group: kx.group().codepoint(), key_exchange: kx.public_key() }];
+        let rpk: &[u8] = &[certificate_type::RAW_PUBLIC_KEY];
+        let server_types = if rpk_server { rpk } else { &[] };
+        let client_types = if self.client_key().is_some() { rpk } else { &[] };
+        ClientHelloParams {
+            random: &self.random,
+            cipher_suites: suites.as_slice(),
+            server_name,
+            supported_groups: groups.as_slice(),
+            signature_algorithms: schemes.as_slice(),
+            key_shares: &share,
+            alpn: self.config.alpn,
+            server_certificate_types: server_types,
+            client_certificate_types: client_types,
+            psk_key_exchange_modes: &[PSK_DHE_KE],
+            cookie,
+            early_data,
+            quic_transport_parameters: transport_parameters,
+            psk: psk.map(|p| PskOffer {
+                identity: p.identity,
+                obfuscated_ticket_age: p.obfuscated_age,
+                binder_len: p.hash.output_len() as u8,
+            }),
+        }
+        .emit(space)
     }
 
     /// RFC 8446 §4.2.11.2: writes the binder of PSK `p` (early secret `es`) into the
