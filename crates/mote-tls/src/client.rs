@@ -502,7 +502,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             _ => {
                 let r = self.resumption?;
                 let hash = r.ticket.suite.hash();
-                if !self.offered_suites().as_slice().iter().any(|s| s.hash() == hash) {
+                // One offer (a device's): `start` refused an empty one, so the offered suite
+                // is TLS_AES_128_GCM_SHA256.
+                let usable = if self.one_offer() {
+                    hash == HashAlgorithm::Sha256
+                } else {
+                    self.offered_suites().as_slice().iter().any(|s| s.hash() == hash)
+                };
+                if !usable {
                     return None;
                 }
                 PskSource {
@@ -521,6 +528,15 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         }
     }
 
+    /// Whether `suite` is among the offered suites (after `start`, which refused an empty
+    /// offer: with one offer, it is TLS_AES_128_GCM_SHA256).
+    fn suite_offered(&self, suite: AeadAlgorithm) -> bool {
+        if self.one_offer() {
+            return suite == AeadAlgorithm::Aes128Gcm;
+        }
+        self.offered_suites().contains(&suite)
+    }
+
     /// 0-RTT is offered with a resumption ticket that allows it, whose suite is offered and
     /// whose ALPN is among ours (RFC 8446 §4.2.10).
     fn can_offer_early_data(&self) -> bool {
@@ -528,7 +544,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         self.config.early_data
             && r.ticket.early_data
             && !matches!(self.config.server_auth, ServerAuth::ExternalPsk(_))
-            && self.offered_suites().contains(&r.ticket.suite)
+            && self.suite_offered(r.ticket.suite)
             && self.config.alpn.contains(&r.ticket.alpn)
     }
 
@@ -606,6 +622,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// hash states are built here, not in `start`'s frame under the ClientHello (issue 8).
     #[inline(never)]
     fn start_transcripts(&mut self) -> Result<(), Error> {
+        // One offer: the one suite's SHA-256 transcript, in slot 0.
+        if self.one_offer() {
+            let t = Transcript::new(&self.provider, HashAlgorithm::Sha256)?;
+            *self.transcripts.first_mut().ok_or_else(internal)? = Some(t);
+            return Ok(());
+        }
         let suites = self.offered_suites();
         let mut slot = 0;
         for s in suites.as_slice() {
@@ -843,7 +865,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // RFC 8446 §4.1.3: "A client which receives a cipher suite that was not offered MUST
         // abort the handshake with an "illegal_parameter" alert."
         let suite = AeadAlgorithm::from_cipher_suite(sh.cipher_suite)
-            .filter(|s| self.offered_suites().contains(s))
+            .filter(|s| self.suite_offered(*s))
             .ok_or(Error::IllegalParameter)?;
         if sh.is_hello_retry_request() {
             self.hello_retry_request(&sh, msg.bytes, suite, hooks)?;
@@ -944,8 +966,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // one it already sent a share for (illegal_parameter).
         let group = match hrr.selected_group {
             Some(cp) => {
+                // One offer: the one group offered is the one the share was sent for, so
+                // no group can be asked for.
                 let g = NamedGroup::from_codepoint(cp)
-                    .filter(|g| self.offered_groups().contains(g) && *g != current)
+                    .filter(|g| {
+                        !self.one_offer() && self.offered_groups().contains(g) && *g != current
+                    })
                     .ok_or(Error::IllegalParameter)?;
                 Some(g)
             }
