@@ -171,3 +171,56 @@ fn one_entry_client_completes_a_handshake() {
     assert_eq!(client.group(), Some(NamedGroup::X25519));
     assert_eq!(client.server_key_index(), Some(0));
 }
+
+/// RFC 8446 §4.1.4/§4.2.8 with one group: a HelloRetryRequest can only ask for a cookie.
+/// Asking for X25519 (the share already sent) or a group not offered is illegal_parameter,
+/// as in the general walk offering only X25519; a cookie alone gets a second ClientHello
+/// echoing it.
+#[test]
+fn one_entry_hello_retry_request_rules() {
+    use crate::msgs::{self, HelloRetryRequestParams};
+    let ed = spki_of(&key(SignatureScheme::Ed25519, 1));
+    let pinned = [ed.as_slice()];
+    let cfg = config(&pinned);
+    let mut general = config(&pinned);
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    fn retry<P: CryptoProvider + crate::ProviderBound>(
+        provider: P,
+        cfg: &ClientConfig<'_>,
+        group: Option<NamedGroup>,
+        cookie: Option<&[u8]>,
+    ) -> (Result<(), Error>, Vec<u8>) {
+        let mut client = ClientSession::<P>::new(provider, cfg, None);
+        let mut ep = Endpoint::new(7, TP);
+        client.start(&mut ep).unwrap();
+        ep.take(Level::Initial);
+        let mut hrr = [0u8; 256];
+        let n = HelloRetryRequestParams {
+            legacy_session_id_echo: &[],
+            cipher_suite: AeadAlgorithm::Aes128Gcm,
+            selected_group: group,
+            cookie,
+        }
+        .emit(&mut hrr)
+        .unwrap();
+        let result = client.read_handshake(Level::Initial, &hrr[..n], &mut ep);
+        (result, ep.take(Level::Initial))
+    }
+    for group in [NamedGroup::X25519, NamedGroup::Secp256r1] {
+        for cookie in [None, Some(b"c".as_slice())] {
+            let (one, sent) = retry(OneOfEach, &cfg, Some(group), cookie);
+            assert_eq!(one, Err(Error::IllegalParameter));
+            assert!(sent.is_empty());
+            assert_eq!(retry(RustCrypto, &general, Some(group), cookie).0, one);
+        }
+    }
+    let (one, ch2) = retry(OneOfEach, &cfg, None, Some(b"stateless-cookie"));
+    assert_eq!(one, Ok(()));
+    let (walk, expected) = retry(RustCrypto, &general, None, Some(b"stateless-cookie"));
+    assert_eq!(walk, Ok(()));
+    assert_eq!(ch2, expected);
+    let cookie_ext = [0x00, 0x2c, 0x00, 0x12, 0x00, 0x10];
+    assert!(ch2.windows(6).any(|w| w == cookie_ext));
+    assert_eq!(msgs::message_len(&ch2), Some(ch2.len()));
+}
