@@ -1150,7 +1150,15 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         };
         let (scheme, key) = parse_spki(spki)?;
         // RFC 8446 §4.4.3: the scheme must be one the client offered and fit the key.
-        if cv.scheme != scheme.codepoint() || !self.offered_schemes().contains(&scheme) {
+        // (One offer: Ed25519 was offered if the provider verifies it, since this pinned key
+        // uses it.)
+        let offered = if self.one_offer() {
+            scheme == SignatureScheme::Ed25519
+                && self.provider.verify_schemes() == [SignatureScheme::Ed25519]
+        } else {
+            self.offered_schemes().contains(&scheme)
+        };
+        if cv.scheme != scheme.codepoint() || !offered {
             return Err(Error::IllegalParameter);
         }
         verify_certificate_verify(
