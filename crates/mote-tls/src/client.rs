@@ -776,8 +776,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<(), Error> {
         // binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
         let mut binder_key = Secret::zeroed(0);
-        let empty = key_schedule::empty_hash(&self.provider, p.hash)?;
-        es.derive_into(&self.provider, p.kind.binder_label(), empty.as_ref(), &mut binder_key)?;
+        let empty = key_schedule::empty_transcript_hash(p.hash)?;
+        es.derive_into(&self.provider, p.kind.binder_label(), empty, &mut binder_key)?;
         let partial = message.get(..offset).ok_or(Error::BufferTooSmall)?;
         let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
         let binder =
