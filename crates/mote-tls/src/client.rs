@@ -655,7 +655,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<Option<Secret>, Error> {
         let psk = self.psk_source();
         let SendBuffer { space, transport_parameters } = hooks.send_buffer(Level::Initial);
-        let emitted = self.write_client_hello(space, transport_parameters, cookie, early_data, psk)?;
+        let emitted =
+            self.write_client_hello(space, transport_parameters, cookie, early_data, psk)?;
         let mut early_secret = None;
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and

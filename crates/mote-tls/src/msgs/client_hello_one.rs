@@ -32,7 +32,8 @@ const GROUPS_SCHEMES_SHARE: [u8; 26] = [
 /// RFC 7250 §4.2 server_certificate_type = [RawPublicKey], then RFC 8446 §4.2.9
 /// psk_key_exchange_modes = [psk_dhe_ke]. Without a pinned raw public key the first 6 bytes
 /// are left out.
-const RPK_PSK_MODES: [u8; 12] = [0x00, 0x14, 0x00, 0x02, 0x01, 0x02, 0x00, 0x2d, 0x00, 0x02, 0x01, 0x01];
+const RPK_PSK_MODES: [u8; 12] =
+    [0x00, 0x14, 0x00, 0x02, 0x01, 0x02, 0x00, 0x2d, 0x00, 0x02, 0x01, 0x01];
 
 /// RFC 8446 §4.2.11: the binders list with one zeroed SHA-256 binder, filled in by
 /// [`super::write_binder`].
@@ -138,14 +139,13 @@ impl OneOfferHello<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msgs::{
-        certificate_type, ClientHelloParams, KeyShareEntry, PskOffer, PSK_DHE_KE,
-    };
+    use crate::msgs::{certificate_type, ClientHelloParams, KeyShareEntry, PskOffer, PSK_DHE_KE};
     use mote_crypto::{AeadAlgorithm, NamedGroup, SignatureScheme};
 
     /// The general emitter's message for the same offer.
     fn general(h: &OneOfferHello<'_>, out: &mut [u8]) -> Result<EmittedClientHello, Error> {
-        let share = [KeyShareEntry { group: NamedGroup::X25519.codepoint(), key_exchange: h.share }];
+        let share =
+            [KeyShareEntry { group: NamedGroup::X25519.codepoint(), key_exchange: h.share }];
         let rpk = [certificate_type::RAW_PUBLIC_KEY];
         ClientHelloParams {
             random: h.random,
@@ -190,7 +190,11 @@ mod tests {
                     rpk: bits & 4 != 0,
                     cookie: (bits & 8 != 0).then_some(b"cookie-bytes".as_slice()),
                     early_data: bits & 16 != 0,
-                    quic_transport_parameters: if bits & 32 != 0 { b"\x0f\x08client-tp" } else { b"" },
+                    quic_transport_parameters: if bits & 32 != 0 {
+                        b"\x0f\x08client-tp"
+                    } else {
+                        b""
+                    },
                     psk: (bits & 64 != 0).then_some((b"ticket-identity".as_slice(), 0x0102_0304)),
                 };
                 let mut a = [0u8; 700];
