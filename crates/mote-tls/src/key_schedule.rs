@@ -26,6 +26,11 @@
 //!              +-----> Derive-Secret(., "res master", ClientHello...client Finished)
 //! ```
 //!
+//! A SHA-384 schedule needs feature `aes256` (that of TLS_AES_256_GCM_SHA384, the one
+//! SHA-384 suite; neither side negotiates it without): the "derived" steps use
+//! Transcript-Hash("") as a built-in constant, and without `aes256` there is none for
+//! SHA-384 (unsupported).
+//!
 //! Transcript hashes are passed in as bytes (see [`crate::Transcript`]). Traffic-secret update
 //! ("traffic upd") is not here: QUIC updates keys with its own "quic ku" label (RFC 9001 §6).
 

@@ -224,3 +224,86 @@ fn one_entry_hello_retry_request_rules() {
     assert!(ch2.windows(6).any(|w| w == cookie_ext));
     assert_eq!(msgs::message_len(&ch2), Some(ch2.len()));
 }
+
+/// Resumption with 0-RTT on the one-entry paths (the device's second connection): the
+/// ClientHello offering the ticket is the general walk's, byte for byte (binder included),
+/// and the server accepts the PSK and the early data.
+#[test]
+fn one_entry_resumes_with_early_data() {
+    use crate::ticket::{AntiReplay, ReplayCheck};
+    use crate::{EarlyDataConfig, KeyLevel, Resumption, TicketConfig, TicketKey};
+    struct AlwaysFresh;
+    impl AntiReplay for AlwaysFresh {
+        fn check_and_insert(&self, _: &[u8; 16], _: u64, _: u64) -> ReplayCheck {
+            ReplayCheck::Fresh
+        }
+    }
+    const NOW: u64 = 1_700_000_000_000;
+    let keys = [TicketKey { id: *b"tk01", aead: AeadAlgorithm::Aes128Gcm, key: &[0x11; 16] }];
+    let server_key = key(SignatureScheme::Ed25519, 1);
+    let spki = spki_of(&server_key);
+    let pinned = [spki.as_slice()];
+    let mut ccfg = config(&pinned);
+    ccfg.early_data = true;
+    let mut general = ccfg;
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    let scfg = ServerConfig {
+        cipher_suites: &[],
+        groups: &[],
+        alpn: &[b"h3"],
+        identity: Some(ServerIdentity { key: &server_key, x509_chain: &[] }),
+        external_psks: &[],
+        client_auth: None,
+        tickets: Some(TicketConfig {
+            keys: &keys,
+            lifetime_s: 3600,
+            count: 1,
+            max_age_skew_ms: 10_000,
+        }),
+        early_data: Some(EarlyDataConfig { anti_replay: &AlwaysFresh, context: b"v1" }),
+        defer_signatures: false,
+    };
+    // The first connection, for a ticket.
+    let mut client = ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, None);
+    let mut server = ServerSession::<RustCrypto>::new(RustCrypto, &scfg, NOW);
+    let (mut cep, mut sep) = (Endpoint::new(1, TP), Endpoint::new(2, b"\x0f\x08server-tp"));
+    client.start(&mut cep).unwrap();
+    pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {}).unwrap();
+    let encoded = cep.tickets.pop().expect("a ticket");
+    let ticket = crate::Ticket::decode(&encoded).unwrap();
+    assert!(ticket.early_data);
+    let resumption = Resumption { ticket, age_ms: 1_000 };
+
+    // The resumption ClientHello: the same bytes as the general walk's.
+    let hello = |client: &mut dyn FnMut(&mut Endpoint) -> Result<(), Error>| {
+        let mut ep = Endpoint::new(9, TP);
+        client(&mut ep).unwrap();
+        ep.take(Level::Initial)
+    };
+    let one = hello(&mut |ep| {
+        ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, Some(resumption)).start(ep)
+    });
+    let walk = hello(&mut |ep| {
+        ClientSession::<RustCrypto>::new(RustCrypto, &general, Some(resumption)).start(ep)
+    });
+    assert_eq!(one, walk);
+
+    // The resumed connection: PSK and early data accepted.
+    let mut client = ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, Some(resumption));
+    let mut server = ServerSession::<RustCrypto>::new(RustCrypto, &scfg, NOW + 1_000);
+    let (mut cep, mut sep) = (Endpoint::new(3, TP), Endpoint::new(4, b"\x0f\x08server-tp"));
+    client.start(&mut cep).unwrap();
+    assert!(cep.secret(KeyLevel::ZeroRtt).is_some());
+    pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {}).unwrap();
+    assert!(client.is_handshake_complete() && client.psk_accepted());
+    assert_eq!(client.early_data_accepted(), Some(true));
+    assert_eq!(
+        cep.secret(KeyLevel::ZeroRtt).map(|s| &s.client),
+        sep.secret(KeyLevel::ZeroRtt).map(|s| &s.client)
+    );
+    assert_eq!(
+        cep.secret(KeyLevel::OneRtt).map(|s| &s.client),
+        sep.secret(KeyLevel::OneRtt).map(|s| &s.client)
+    );
+}
