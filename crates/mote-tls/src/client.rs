@@ -687,14 +687,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     }
 
     /// Whether this client's offer is one suite (TLS_AES_128_GCM_SHA256), one group
-    /// (X25519) and at most one scheme (Ed25519), with no client key: then its ClientHello
+    /// (X25519) and at most one scheme, with no client key: then its ClientHello
     /// is [`msgs::OneOfferHello`]'s template. The provider's lists are constants, so on a
     /// device (a provider built with just those) this folds and the general emitter leaves
     /// the image; a host provider with more takes the general path.
     fn one_offer(&self) -> bool {
         matches!(self.provider.aead_algorithms(), [AeadAlgorithm::Aes128Gcm])
             && matches!(self.provider.groups(), [NamedGroup::X25519])
-            && matches!(self.provider.verify_schemes(), [] | [SignatureScheme::Ed25519])
+            && self.provider.verify_schemes().len() <= 1
             && self.client_key().is_none()
     }
 
@@ -722,7 +722,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return msgs::OneOfferHello {
                 random: &self.random,
                 server_name,
-                ed25519: self.offered_schemes().first().is_some(),
+                scheme: self.offered_schemes().first().map(SignatureScheme::codepoint),
                 share,
                 alpn: self.config.alpn,
                 rpk: rpk_server,
@@ -1151,11 +1151,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         };
         let (scheme, key) = parse_spki(spki)?;
         // RFC 8446 §4.4.3: the scheme must be one the client offered and fit the key.
-        // (One offer: Ed25519 was offered if the provider verifies it, since this pinned key
-        // uses it.)
+        // (One offer: the key's scheme was offered if it is the one the provider verifies,
+        // since this pinned key, or X.509, uses it.)
         let offered = if self.one_offer() {
-            scheme == SignatureScheme::Ed25519
-                && self.provider.verify_schemes() == [SignatureScheme::Ed25519]
+            self.provider.verify_schemes() == [scheme]
         } else {
             self.offered_schemes().contains(&scheme)
         };

@@ -1,5 +1,5 @@
 //! The ClientHello of a client that offers exactly one suite (TLS_AES_128_GCM_SHA256), one
-//! group (X25519, one key share) and at most one signature scheme (Ed25519): a device's
+//! group (X25519, one key share) and at most one signature scheme: a device's
 //! (issue 8). Its offer lists are constants, so the message is a few constant blocks around
 //! the holes (random, key share, server name, ALPN, cookie, transport parameters, PSK) —
 //! the same bytes, in the same order, as [`ClientHelloParams::emit`] writes for that offer
@@ -20,12 +20,13 @@ const LEGACY_VERSION: [u8; 2] = [0x03, 0x03];
 /// [TLS_AES_128_GCM_SHA256], legacy_compression_methods = [null].
 const SESSION_SUITES_COMPRESSION: [u8; 7] = [0x00, 0x00, 0x02, 0x13, 0x01, 0x01, 0x00];
 
-/// RFC 8446 §4.2.7 supported_groups = [x25519], §4.2.3 signature_algorithms = [ed25519],
-/// and the head of §4.2.8 key_share with one x25519 entry (32-byte key, written after it).
-/// Without a scheme to offer, the middle 8 bytes are left out.
-const GROUPS_SCHEMES_SHARE: [u8; 26] = [
+/// RFC 8446 §4.2.7 supported_groups = [x25519], the head of §4.2.3 signature_algorithms
+/// with one scheme (its codepoint written after it), and the head of §4.2.8 key_share with
+/// one x25519 entry (32-byte key, written after it). Without a scheme to offer, the middle
+/// 6 bytes are left out.
+const GROUPS_SCHEMES_SHARE: [u8; 24] = [
     0x00, 0x0a, 0x00, 0x04, 0x00, 0x02, 0x00, 0x1d, // supported_groups
-    0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, 0x08, 0x07, // signature_algorithms
+    0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, // signature_algorithms
     0x00, 0x33, 0x00, 0x26, 0x00, 0x24, 0x00, 0x1d, 0x00, 0x20, // key_share
 ];
 
@@ -51,8 +52,8 @@ pub(crate) struct OneOfferHello<'a> {
     pub random: &'a [u8; 32],
     /// server_name host_name, if any.
     pub server_name: Option<&'a [u8]>,
-    /// signature_algorithms = [ed25519] is offered.
-    pub ed25519: bool,
+    /// The one signature_algorithms scheme offered (its codepoint), if any.
+    pub scheme: Option<u16>,
     /// The X25519 key share.
     pub share: &'a [u8; 32],
     /// ALPN protocol names in order of preference.
@@ -90,9 +91,14 @@ impl OneOfferHello<'_> {
             w.end(list);
             w.end(ext);
         }
-        let (groups, share_head) = GROUPS_SCHEMES_SHARE.split_at(8);
+        let (groups, rest) = GROUPS_SCHEMES_SHARE.split_at(8);
+        let (schemes, share_head) = rest.split_at(6);
         w.put(groups);
-        w.put(if self.ed25519 { share_head } else { &GROUPS_SCHEMES_SHARE[16..] });
+        if let Some(scheme) = self.scheme {
+            w.put(schemes);
+            w.u16(scheme);
+        }
+        w.put(share_head);
         w.put(self.share);
         // RFC 7301 §3.1 (RFC 9001 §8.1: always sent over QUIC).
         w.u16(et::ALPN);
@@ -152,7 +158,11 @@ mod tests {
             cipher_suites: &[AeadAlgorithm::Aes128Gcm],
             server_name: h.server_name,
             supported_groups: &[NamedGroup::X25519],
-            signature_algorithms: if h.ed25519 { &[SignatureScheme::Ed25519] } else { &[] },
+            signature_algorithms: match h.scheme {
+                Some(0x0807) => &[SignatureScheme::Ed25519],
+                Some(0x0403) => &[SignatureScheme::EcdsaSecp256r1Sha256],
+                _ => &[],
+            },
             key_shares: &share,
             alpn: h.alpn,
             server_certificate_types: if h.rpk { &rpk } else { &[] },
@@ -179,12 +189,16 @@ mod tests {
         let long_name = [b'x'; 256];
         let alpns: [&[&[u8]]; 3] = [&[b"h3"], &[b"h3", b"mote/1"], &[b"h3", &long_name]];
         let mut count = 0;
-        for bits in 0u32..128 {
+        for bits in 0u32..256 {
             for alpn in alpns {
                 let h = OneOfferHello {
                     random: &random,
                     server_name: (bits & 1 != 0).then_some(b"mote.example".as_slice()),
-                    ed25519: bits & 2 != 0,
+                    scheme: match (bits & 2 != 0, bits & 128 != 0) {
+                        (false, _) => None,
+                        (true, false) => Some(0x0807),
+                        (true, true) => Some(0x0403),
+                    },
                     share: &share,
                     alpn,
                     rpk: bits & 4 != 0,
@@ -215,6 +229,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(count, 256);
+        assert_eq!(count, 512);
     }
 }

@@ -16,62 +16,78 @@ use crate::session::Level;
 use crate::{Alert, ClientConfig, ClientSession, Error, ServerAuth, ServerConfig};
 use crate::{ServerIdentity, ServerSession};
 
-/// RustCrypto with one entry in each list it offers.
-struct OneOfEach;
+/// RustCrypto with one entry in each list it offers: `$name` verifies `$scheme` only.
+macro_rules! one_of_each {
+    ($name:ident, $scheme:expr) => {
+        #[derive(Clone, Copy)]
+        struct $name;
 
-impl CryptoProvider for OneOfEach {
-    type AeadKey = <RustCrypto as CryptoProvider>::AeadKey;
-    type HeaderKey = <RustCrypto as CryptoProvider>::HeaderKey;
-    type Hash = <RustCrypto as CryptoProvider>::Hash;
-    type Hmac = <RustCrypto as CryptoProvider>::Hmac;
-    type KeyExchange = <RustCrypto as CryptoProvider>::KeyExchange;
-    type SigningKey = <RustCrypto as CryptoProvider>::SigningKey;
+        impl CryptoProvider for $name {
+            type AeadKey = <RustCrypto as CryptoProvider>::AeadKey;
+            type HeaderKey = <RustCrypto as CryptoProvider>::HeaderKey;
+            type Hash = <RustCrypto as CryptoProvider>::Hash;
+            type Hmac = <RustCrypto as CryptoProvider>::Hmac;
+            type KeyExchange = <RustCrypto as CryptoProvider>::KeyExchange;
+            type SigningKey = <RustCrypto as CryptoProvider>::SigningKey;
 
-    fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
-        &[AeadAlgorithm::Aes128Gcm]
-    }
-    fn groups(&self) -> &'static [NamedGroup] {
-        &[NamedGroup::X25519]
-    }
-    fn verify_schemes(&self) -> &'static [SignatureScheme] {
-        &[SignatureScheme::Ed25519]
-    }
-    fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::AeadKey, CryptoError> {
-        RustCrypto.aead_key(alg, key)
-    }
-    fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::HeaderKey, CryptoError> {
-        RustCrypto.header_key(alg, key)
-    }
-    fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, CryptoError> {
-        RustCrypto.hash(alg)
-    }
-    fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, CryptoError> {
-        RustCrypto.hmac(alg, key)
-    }
-    fn start_key_exchange(
-        &self,
-        group: NamedGroup,
-        rng: &mut dyn CryptoRng,
-    ) -> Result<Self::KeyExchange, CryptoError> {
-        RustCrypto.start_key_exchange(group, rng)
-    }
-    fn verify(
-        &self,
-        scheme: SignatureScheme,
-        public_key: &[u8],
-        message: &[u8],
-        signature: &[u8],
-    ) -> Result<(), CryptoError> {
-        RustCrypto.verify(scheme, public_key, message, signature)
-    }
-    fn signing_key(
-        &self,
-        scheme: SignatureScheme,
-        pkcs8_der: &[u8],
-    ) -> Result<Self::SigningKey, CryptoError> {
-        RustCrypto.signing_key(scheme, pkcs8_der)
-    }
+            fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
+                &[AeadAlgorithm::Aes128Gcm]
+            }
+            fn groups(&self) -> &'static [NamedGroup] {
+                &[NamedGroup::X25519]
+            }
+            fn verify_schemes(&self) -> &'static [SignatureScheme] {
+                &[$scheme]
+            }
+            fn aead_key(
+                &self,
+                alg: AeadAlgorithm,
+                key: &[u8],
+            ) -> Result<Self::AeadKey, CryptoError> {
+                RustCrypto.aead_key(alg, key)
+            }
+            fn header_key(
+                &self,
+                alg: AeadAlgorithm,
+                key: &[u8],
+            ) -> Result<Self::HeaderKey, CryptoError> {
+                RustCrypto.header_key(alg, key)
+            }
+            fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, CryptoError> {
+                RustCrypto.hash(alg)
+            }
+            fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, CryptoError> {
+                RustCrypto.hmac(alg, key)
+            }
+            fn start_key_exchange(
+                &self,
+                group: NamedGroup,
+                rng: &mut dyn CryptoRng,
+            ) -> Result<Self::KeyExchange, CryptoError> {
+                RustCrypto.start_key_exchange(group, rng)
+            }
+            fn verify(
+                &self,
+                scheme: SignatureScheme,
+                public_key: &[u8],
+                message: &[u8],
+                signature: &[u8],
+            ) -> Result<(), CryptoError> {
+                RustCrypto.verify(scheme, public_key, message, signature)
+            }
+            fn signing_key(
+                &self,
+                scheme: SignatureScheme,
+                pkcs8_der: &[u8],
+            ) -> Result<Self::SigningKey, CryptoError> {
+                RustCrypto.signing_key(scheme, pkcs8_der)
+            }
+        }
+    };
 }
+
+one_of_each!(OneOfEach, SignatureScheme::Ed25519);
+one_of_each!(OneOfEachP256, SignatureScheme::EcdsaSecp256r1Sha256);
 
 const TP: &[u8] = b"\x0f\x08client-tp";
 
@@ -145,10 +161,24 @@ fn one_entry_refuses_what_it_cannot_offer() {
 
 #[test]
 fn one_entry_client_completes_a_handshake() {
-    let server_key = key(SignatureScheme::Ed25519, 1);
+    one_entry_handshake(OneOfEach, SignatureScheme::Ed25519);
+    one_entry_handshake(OneOfEachP256, SignatureScheme::EcdsaSecp256r1Sha256);
+}
+
+/// A one-entry client verifying only `scheme` sends the general walk's ClientHello for a
+/// pinned key of that scheme and completes a handshake with a server holding that key.
+fn one_entry_handshake<P: CryptoProvider + crate::ProviderBound + Copy>(
+    provider: P,
+    scheme: SignatureScheme,
+) {
+    let server_key = key(scheme, 1);
     let spki = spki_of(&server_key);
     let pinned = [spki.as_slice()];
     let ccfg = config(&pinned);
+    let mut general = config(&pinned);
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    assert_eq!(client_hello(provider, &ccfg).unwrap(), client_hello(RustCrypto, &general).unwrap());
     let scfg = ServerConfig {
         cipher_suites: &[],
         groups: &[],
@@ -160,7 +190,7 @@ fn one_entry_client_completes_a_handshake() {
         early_data: None,
         defer_signatures: false,
     };
-    let mut client = ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, None);
+    let mut client = ClientSession::<P>::new(provider, &ccfg, None);
     let mut server = ServerSession::<RustCrypto>::new(RustCrypto, &scfg, 1_700_000_000_000);
     let mut cep = Endpoint::new(1, TP);
     let mut sep = Endpoint::new(2, b"\x0f\x08server-tp");
