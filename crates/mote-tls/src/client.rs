@@ -722,7 +722,11 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return msgs::OneOfferHello {
                 random: &self.random,
                 server_name,
-                scheme: self.offered_schemes().first().map(SignatureScheme::codepoint),
+                // The provider's one scheme (a constant on a device), if offered.
+                scheme: match self.provider.verify_schemes() {
+                    [only] if self.offered_schemes().first().is_some() => Some(only.codepoint()),
+                    _ => None,
+                },
                 share,
                 alpn: self.config.alpn,
                 rpk: rpk_server,

@@ -20,13 +20,11 @@ const LEGACY_VERSION: [u8; 2] = [0x03, 0x03];
 /// [TLS_AES_128_GCM_SHA256], legacy_compression_methods = [null].
 const SESSION_SUITES_COMPRESSION: [u8; 7] = [0x00, 0x00, 0x02, 0x13, 0x01, 0x01, 0x00];
 
-/// RFC 8446 §4.2.7 supported_groups = [x25519], the head of §4.2.3 signature_algorithms
-/// with one scheme (its codepoint written after it), and the head of §4.2.8 key_share with
-/// one x25519 entry (32-byte key, written after it). Without a scheme to offer, the middle
-/// 6 bytes are left out.
-const GROUPS_SCHEMES_SHARE: [u8; 24] = [
+/// RFC 8446 §4.2.7 supported_groups = [x25519], then the head of §4.2.8 key_share with one
+/// x25519 entry (its 32-byte key written after it); signature_algorithms (§4.2.3) with the
+/// one scheme goes between the two.
+const GROUPS_SHARE: [u8; 18] = [
     0x00, 0x0a, 0x00, 0x04, 0x00, 0x02, 0x00, 0x1d, // supported_groups
-    0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, // signature_algorithms
     0x00, 0x33, 0x00, 0x26, 0x00, 0x24, 0x00, 0x1d, 0x00, 0x20, // key_share
 ];
 
@@ -91,12 +89,11 @@ impl OneOfferHello<'_> {
             w.end(list);
             w.end(ext);
         }
-        let (groups, rest) = GROUPS_SCHEMES_SHARE.split_at(8);
-        let (schemes, share_head) = rest.split_at(6);
+        let (groups, share_head) = GROUPS_SHARE.split_at(8);
         w.put(groups);
         if let Some(scheme) = self.scheme {
-            w.put(schemes);
-            w.u16(scheme);
+            let [hi, lo] = scheme.to_be_bytes();
+            w.put(&[0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, hi, lo]);
         }
         w.put(share_head);
         w.put(self.share);
