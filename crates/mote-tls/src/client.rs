@@ -502,7 +502,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             _ => {
                 let r = self.resumption?;
                 let hash = r.ticket.suite.hash();
-                if !self.offered_suites().as_slice().iter().any(|s| s.hash() == hash) {
+                // One offer (a device's): `start` refused an empty one, so the offered suite
+                // is TLS_AES_128_GCM_SHA256.
+                let usable = if self.one_offer() {
+                    hash == HashAlgorithm::Sha256
+                } else {
+                    self.offered_suites().as_slice().iter().any(|s| s.hash() == hash)
+                };
+                if !usable {
                     return None;
                 }
                 PskSource {
@@ -521,6 +528,15 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         }
     }
 
+    /// Whether `suite` is among the offered suites (after `start`, which refused an empty
+    /// offer: with one offer, it is TLS_AES_128_GCM_SHA256).
+    fn suite_offered(&self, suite: AeadAlgorithm) -> bool {
+        if self.one_offer() {
+            return suite == AeadAlgorithm::Aes128Gcm;
+        }
+        self.offered_suites().contains(&suite)
+    }
+
     /// 0-RTT is offered with a resumption ticket that allows it, whose suite is offered and
     /// whose ALPN is among ours (RFC 8446 §4.2.10).
     fn can_offer_early_data(&self) -> bool {
@@ -528,7 +544,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         self.config.early_data
             && r.ticket.early_data
             && !matches!(self.config.server_auth, ServerAuth::ExternalPsk(_))
-            && self.offered_suites().contains(&r.ticket.suite)
+            && self.suite_offered(r.ticket.suite)
             && self.config.alpn.contains(&r.ticket.alpn)
     }
 
@@ -606,6 +622,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// hash states are built here, not in `start`'s frame under the ClientHello (issue 8).
     #[inline(never)]
     fn start_transcripts(&mut self) -> Result<(), Error> {
+        // One offer: the one suite's SHA-256 transcript, in slot 0.
+        if self.one_offer() {
+            let t = Transcript::new(&self.provider, HashAlgorithm::Sha256)?;
+            *self.transcripts.first_mut().ok_or_else(internal)? = Some(t);
+            return Ok(());
+        }
         let suites = self.offered_suites();
         let mut slot = 0;
         for s in suites.as_slice() {
@@ -631,40 +653,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         cookie: Option<&[u8]>,
         early_data: bool,
     ) -> Result<Option<Secret>, Error> {
-        let suites = self.offered_suites();
-        let groups = self.offered_groups();
-        let schemes = self.offered_schemes();
         let psk = self.psk_source();
-        let kx = self.kx.as_ref().ok_or_else(internal)?;
-        let share =
-            [KeyShareEntry { group: kx.group().codepoint(), key_exchange: kx.public_key() }];
-        let rpk: &[u8] = &[certificate_type::RAW_PUBLIC_KEY];
-        let server_types =
-            if matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_)) { rpk } else { &[] };
-        let client_types = if self.client_key().is_some() { rpk } else { &[] };
-
         let SendBuffer { space, transport_parameters } = hooks.send_buffer(Level::Initial);
-        let params = ClientHelloParams {
-            random: &self.random,
-            cipher_suites: suites.as_slice(),
-            server_name: self.config.server_name.and_then(sni_host_name),
-            supported_groups: groups.as_slice(),
-            signature_algorithms: schemes.as_slice(),
-            key_shares: &share,
-            alpn: self.config.alpn,
-            server_certificate_types: server_types,
-            client_certificate_types: client_types,
-            psk_key_exchange_modes: &[PSK_DHE_KE],
-            cookie,
-            early_data,
-            quic_transport_parameters: transport_parameters,
-            psk: psk.map(|p| PskOffer {
-                identity: p.identity,
-                obfuscated_ticket_age: p.obfuscated_age,
-                binder_len: p.hash.output_len() as u8,
-            }),
-        };
-        let emitted = params.emit(space)?;
+        let emitted =
+            self.write_client_hello(space, transport_parameters, cookie, early_data, psk)?;
         let mut early_secret = None;
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
@@ -694,6 +686,88 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(None)
     }
 
+    /// Whether this client's offer is one suite (TLS_AES_128_GCM_SHA256), one group
+    /// (X25519) and at most one scheme, with no client key: then its ClientHello
+    /// is [`msgs::OneOfferHello`]'s template. The provider's lists are constants, so on a
+    /// device (a provider built with just those) this folds and the general emitter leaves
+    /// the image; a host provider with more takes the general path.
+    fn one_offer(&self) -> bool {
+        matches!(self.provider.aead_algorithms(), [AeadAlgorithm::Aes128Gcm])
+            && matches!(self.provider.groups(), [NamedGroup::X25519])
+            && self.provider.verify_schemes().len() <= 1
+            && self.client_key().is_none()
+    }
+
+    /// RFC 8446 §4.1.2: writes the ClientHello into `space` (the PSK's binder zeroed).
+    fn write_client_hello(
+        &self,
+        space: &mut [u8],
+        transport_parameters: &[u8],
+        cookie: Option<&[u8]>,
+        early_data: bool,
+        psk: Option<PskSource<'c>>,
+    ) -> Result<msgs::EmittedClientHello, Error> {
+        let kx = self.kx.as_ref().ok_or_else(internal)?;
+        let rpk_server = matches!(self.config.server_auth, ServerAuth::RawPublicKeys(_));
+        let server_name = self.config.server_name.and_then(sni_host_name);
+        if self.one_offer() {
+            // `start` refused an empty suite or group offer, so the offer is the one suite
+            // and group; an X25519 key share is 32 bytes (RFC 7748 §6.1), and a PSK offered
+            // with the one suite has its hash, SHA-256.
+            let share: &[u8; 32] = kx.public_key().try_into().map_err(|_| internal())?;
+            let psk = match psk {
+                Some(p) if p.hash != HashAlgorithm::Sha256 => return Err(internal()),
+                p => p.map(|p| (p.identity, p.obfuscated_age)),
+            };
+            return msgs::OneOfferHello {
+                random: &self.random,
+                server_name,
+                // The provider's one scheme (a constant on a device), if offered.
+                scheme: match self.provider.verify_schemes() {
+                    [only] if self.offered_schemes().first().is_some() => Some(only.codepoint()),
+                    _ => None,
+                },
+                share,
+                alpn: self.config.alpn,
+                rpk: rpk_server,
+                cookie,
+                early_data,
+                quic_transport_parameters: transport_parameters,
+                psk,
+            }
+            .emit(space);
+        }
+        let suites = self.offered_suites();
+        let groups = self.offered_groups();
+        let schemes = self.offered_schemes();
+        let share =
+            [KeyShareEntry { group: kx.group().codepoint(), key_exchange: kx.public_key() }];
+        let rpk: &[u8] = &[certificate_type::RAW_PUBLIC_KEY];
+        let server_types = if rpk_server { rpk } else { &[] };
+        let client_types = if self.client_key().is_some() { rpk } else { &[] };
+        ClientHelloParams {
+            random: &self.random,
+            cipher_suites: suites.as_slice(),
+            server_name,
+            supported_groups: groups.as_slice(),
+            signature_algorithms: schemes.as_slice(),
+            key_shares: &share,
+            alpn: self.config.alpn,
+            server_certificate_types: server_types,
+            client_certificate_types: client_types,
+            psk_key_exchange_modes: &[PSK_DHE_KE],
+            cookie,
+            early_data,
+            quic_transport_parameters: transport_parameters,
+            psk: psk.map(|p| PskOffer {
+                identity: p.identity,
+                obfuscated_ticket_age: p.obfuscated_age,
+                binder_len: p.hash.output_len() as u8,
+            }),
+        }
+        .emit(space)
+    }
+
     /// RFC 8446 §4.2.11.2: writes the binder of PSK `p` (early secret `es`) into the
     /// ClientHello `message` at `offset`. Out of line: its key and hashes are not in
     /// `emit_client_hello`'s frame while the 0-RTT keys are installed (issue 8: stack).
@@ -707,8 +781,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<(), Error> {
         // binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
         let mut binder_key = Secret::zeroed(0);
-        let empty = key_schedule::empty_hash(&self.provider, p.hash)?;
-        es.derive_into(&self.provider, p.kind.binder_label(), empty.as_ref(), &mut binder_key)?;
+        let empty = key_schedule::empty_transcript_hash(p.hash)?;
+        es.derive_into(&self.provider, p.kind.binder_label(), empty, &mut binder_key)?;
         let partial = message.get(..offset).ok_or(Error::BufferTooSmall)?;
         let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
         let binder =
@@ -796,7 +870,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // RFC 8446 §4.1.3: "A client which receives a cipher suite that was not offered MUST
         // abort the handshake with an "illegal_parameter" alert."
         let suite = AeadAlgorithm::from_cipher_suite(sh.cipher_suite)
-            .filter(|s| self.offered_suites().contains(s))
+            .filter(|s| self.suite_offered(*s))
             .ok_or(Error::IllegalParameter)?;
         if sh.is_hello_retry_request() {
             self.hello_retry_request(&sh, msg.bytes, suite, hooks)?;
@@ -897,8 +971,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // one it already sent a share for (illegal_parameter).
         let group = match hrr.selected_group {
             Some(cp) => {
+                // One offer: the one group offered is the one the share was sent for, so
+                // no group can be asked for.
                 let g = NamedGroup::from_codepoint(cp)
-                    .filter(|g| self.offered_groups().contains(g) && *g != current)
+                    .filter(|g| {
+                        !self.one_offer() && self.offered_groups().contains(g) && *g != current
+                    })
                     .ok_or(Error::IllegalParameter)?;
                 Some(g)
             }
@@ -1077,7 +1155,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         };
         let (scheme, key) = parse_spki(spki)?;
         // RFC 8446 §4.4.3: the scheme must be one the client offered and fit the key.
-        if cv.scheme != scheme.codepoint() || !self.offered_schemes().contains(&scheme) {
+        // (One offer: the key's scheme was offered if it is the one the provider verifies,
+        // since this pinned key, or X.509, uses it.)
+        let offered = if self.one_offer() {
+            self.provider.verify_schemes() == [scheme]
+        } else {
+            self.offered_schemes().contains(&scheme)
+        };
+        if cv.scheme != scheme.codepoint() || !offered {
             return Err(Error::IllegalParameter);
         }
         verify_certificate_verify(

@@ -348,14 +348,17 @@ impl<'a> Out<'a> {
     /// Fills in the length prefix reserved by `mark` with the bytes written since.
     pub(crate) fn end(&mut self, mark: Mark) {
         let body_start = mark.at.saturating_add(mark.width);
-        let len = self.pos.saturating_sub(body_start);
-        if mark.width != 0 && (len as u64) >> (8 * mark.width) != 0 {
-            self.fail(Error::BadLength);
+        let mut len = self.pos.saturating_sub(body_start);
+        // No prefix in the buffer: `start` already recorded BufferTooSmall, which wins.
+        let Some(prefix) = self.buf.get_mut(mark.at..body_start) else { return };
+        let width = prefix.len();
+        // Big-endian: the last byte is the least significant. What is left did not fit.
+        for b in prefix.iter_mut().rev() {
+            *b = len as u8;
+            len >>= 8;
         }
-        let be = (len as u32).to_be_bytes();
-        let src = be.get(4usize.saturating_sub(mark.width)..).unwrap_or(&[]);
-        if let Some(dst) = self.buf.get_mut(mark.at..body_start) {
-            dst.copy_from_slice(src);
+        if width != 0 && len != 0 {
+            self.fail(Error::BadLength);
         }
     }
 
@@ -447,5 +450,23 @@ mod tests {
         w.vec(1, &[0u8; 256]);
         w.put(&[0u8; 100]);
         assert_eq!(w.finish(), Err(Error::BadLength));
+
+        // Each prefix width at its largest length, and one past it.
+        for width in 1..=3 {
+            let max = (1usize << (8 * width)) - 1;
+            let body = std::vec![0x11u8; max.min(70_000) + 1];
+            for len in [max.min(70_000), max + 1] {
+                let Some(data) = body.get(..len) else { continue };
+                let mut buf = std::vec![0u8; len + 3];
+                let mut w = Out::new(&mut buf);
+                w.vec(width, data);
+                let expected = if len <= max { Ok(width + len) } else { Err(Error::BadLength) };
+                assert_eq!(w.finish(), expected, "{width} {len}");
+                if len <= max {
+                    let prefix = (len as u32).to_be_bytes();
+                    assert_eq!(buf[..width], prefix[4 - width..], "{width} {len}");
+                }
+            }
+        }
     }
 }

@@ -26,6 +26,11 @@
 //!              +-----> Derive-Secret(., "res master", ClientHello...client Finished)
 //! ```
 //!
+//! A SHA-384 schedule needs feature `aes256` (that of TLS_AES_256_GCM_SHA384, the one
+//! SHA-384 suite; neither side negotiates it without): the "derived" steps use
+//! Transcript-Hash("") as a built-in constant, and without `aes256` there is none for
+//! SHA-384 (unsupported).
+//!
 //! Transcript hashes are passed in as bytes (see [`crate::Transcript`]). Traffic-secret update
 //! ("traffic upd") is not here: QUIC updates keys with its own "quic ku" label (RFC 9001 §6).
 
@@ -70,6 +75,31 @@ pub fn empty_hash<P: CryptoProvider + ?Sized>(
     Ok(provider.hash(alg)?.finish())
 }
 
+/// [`empty_hash`] as a constant (issue 8: no hash run, and no SHA-256 finish inlined, for the
+/// "derived" salts and the binder key): FIPS 180-4's SHA-256("") and, with `aes256`,
+/// SHA-384(""); pinned against the provider by a test. SHA-384 is never negotiated without
+/// `aes256` (unsupported, as the provider's hash would be).
+pub(crate) fn empty_transcript_hash(alg: HashAlgorithm) -> Result<&'static [u8], Error> {
+    const SHA256_EMPTY: [u8; 32] = [
+        0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9,
+        0x24, 0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52,
+        0xb8, 0x55,
+    ];
+    #[cfg(feature = "aes256")]
+    const SHA384_EMPTY: [u8; 48] = [
+        0x38, 0xb0, 0x60, 0xa7, 0x51, 0xac, 0x96, 0x38, 0x4c, 0xd9, 0x32, 0x7e, 0xb1, 0xb1, 0xe3,
+        0x6a, 0x21, 0xfd, 0xb7, 0x11, 0x14, 0xbe, 0x07, 0x43, 0x4c, 0x0c, 0xc7, 0xbf, 0x63, 0xf6,
+        0xe1, 0xda, 0x27, 0x4e, 0xde, 0xbf, 0xe7, 0x6f, 0x65, 0xfb, 0xd5, 0x1a, 0xd2, 0xf1, 0x48,
+        0x98, 0xb9, 0x5b,
+    ];
+    match alg {
+        HashAlgorithm::Sha256 => Ok(&SHA256_EMPTY),
+        #[cfg(feature = "aes256")]
+        HashAlgorithm::Sha384 => Ok(&SHA384_EMPTY),
+        _ => Err(Error::Crypto(mote_crypto::Error::Unsupported)),
+    }
+}
+
 /// A string of `Hash.length` zero bytes: the "0" inputs of the key schedule diagram.
 fn zeros(alg: HashAlgorithm) -> &'static [u8] {
     static ZEROS: [u8; MAX_HASH_LEN] = [0; MAX_HASH_LEN];
@@ -84,9 +114,9 @@ fn next_stage<P: CryptoProvider + ?Sized>(
     secret: &Secret,
     ikm: &[u8],
 ) -> Result<Secret, Error> {
-    let empty = empty_hash(provider, alg)?;
+    let empty = empty_transcript_hash(alg)?;
     let mut salt = Secret::zeroed(0);
-    derive_secret_into(provider, alg, secret.as_ref(), b"derived", empty.as_ref(), &mut salt)?;
+    derive_secret_into(provider, alg, secret.as_ref(), b"derived", empty, &mut salt)?;
     Ok(hkdf::extract(provider, alg, salt.as_ref(), ikm)?)
 }
 
@@ -413,4 +443,24 @@ pub fn export<P: CryptoProvider + ?Sized>(
         context_hash.as_ref(),
         out,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mote_crypto::rustcrypto::RustCrypto;
+
+    /// The constants are the provider's hash of nothing, for each hash this build negotiates.
+    #[test]
+    fn empty_transcript_hash_is_the_hash_of_nothing() {
+        let sha256 = empty_hash(&RustCrypto, HashAlgorithm::Sha256).unwrap();
+        assert_eq!(empty_transcript_hash(HashAlgorithm::Sha256), Ok(sha256.as_ref()));
+        let sha384 = empty_hash(&RustCrypto, HashAlgorithm::Sha384).unwrap();
+        let expected = if cfg!(feature = "aes256") {
+            Ok(sha384.as_ref())
+        } else {
+            Err(Error::Crypto(mote_crypto::Error::Unsupported))
+        };
+        assert_eq!(empty_transcript_hash(HashAlgorithm::Sha384), expected);
+    }
 }

@@ -68,7 +68,7 @@ pub struct EmittedClientHello {
 
 /// RFC 8446 §4.2.1: supported_versions offering TLS 1.3 only — the same bytes in every
 /// ClientHello mote sends, so written as one block.
-const SUPPORTED_VERSIONS_TLS13: [u8; 7] = [0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04];
+pub(super) const SUPPORTED_VERSIONS_TLS13: [u8; 7] = [0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04];
 
 /// Writes one extension: its type, then `data` behind a `width`-byte length prefix (none
 /// for 0), all behind the extension's u16 length.

@@ -15,6 +15,7 @@ mod certificate;
 #[cfg(feature = "server")]
 mod client_hello;
 mod client_hello_emit;
+mod client_hello_one;
 mod encrypted_extensions;
 pub mod extensions;
 mod new_session_ticket;
@@ -31,6 +32,7 @@ pub use certificate::{
 #[cfg(feature = "server")]
 pub use client_hello::ClientHello;
 pub use client_hello_emit::{write_binder, ClientHelloParams, EmittedClientHello, PskOffer};
+pub(crate) use client_hello_one::OneOfferHello;
 pub use encrypted_extensions::EncryptedExtensions;
 #[cfg(feature = "server")]
 pub use encrypted_extensions::EncryptedExtensionsParams;

@@ -16,62 +16,78 @@ use crate::session::Level;
 use crate::{Alert, ClientConfig, ClientSession, Error, ServerAuth, ServerConfig};
 use crate::{ServerIdentity, ServerSession};
 
-/// RustCrypto with one entry in each list it offers.
-struct OneOfEach;
+/// RustCrypto with one entry in each list it offers: `$name` verifies `$scheme` only.
+macro_rules! one_of_each {
+    ($name:ident, $scheme:expr) => {
+        #[derive(Clone, Copy)]
+        struct $name;
 
-impl CryptoProvider for OneOfEach {
-    type AeadKey = <RustCrypto as CryptoProvider>::AeadKey;
-    type HeaderKey = <RustCrypto as CryptoProvider>::HeaderKey;
-    type Hash = <RustCrypto as CryptoProvider>::Hash;
-    type Hmac = <RustCrypto as CryptoProvider>::Hmac;
-    type KeyExchange = <RustCrypto as CryptoProvider>::KeyExchange;
-    type SigningKey = <RustCrypto as CryptoProvider>::SigningKey;
+        impl CryptoProvider for $name {
+            type AeadKey = <RustCrypto as CryptoProvider>::AeadKey;
+            type HeaderKey = <RustCrypto as CryptoProvider>::HeaderKey;
+            type Hash = <RustCrypto as CryptoProvider>::Hash;
+            type Hmac = <RustCrypto as CryptoProvider>::Hmac;
+            type KeyExchange = <RustCrypto as CryptoProvider>::KeyExchange;
+            type SigningKey = <RustCrypto as CryptoProvider>::SigningKey;
 
-    fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
-        &[AeadAlgorithm::Aes128Gcm]
-    }
-    fn groups(&self) -> &'static [NamedGroup] {
-        &[NamedGroup::X25519]
-    }
-    fn verify_schemes(&self) -> &'static [SignatureScheme] {
-        &[SignatureScheme::Ed25519]
-    }
-    fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::AeadKey, CryptoError> {
-        RustCrypto.aead_key(alg, key)
-    }
-    fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::HeaderKey, CryptoError> {
-        RustCrypto.header_key(alg, key)
-    }
-    fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, CryptoError> {
-        RustCrypto.hash(alg)
-    }
-    fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, CryptoError> {
-        RustCrypto.hmac(alg, key)
-    }
-    fn start_key_exchange(
-        &self,
-        group: NamedGroup,
-        rng: &mut dyn CryptoRng,
-    ) -> Result<Self::KeyExchange, CryptoError> {
-        RustCrypto.start_key_exchange(group, rng)
-    }
-    fn verify(
-        &self,
-        scheme: SignatureScheme,
-        public_key: &[u8],
-        message: &[u8],
-        signature: &[u8],
-    ) -> Result<(), CryptoError> {
-        RustCrypto.verify(scheme, public_key, message, signature)
-    }
-    fn signing_key(
-        &self,
-        scheme: SignatureScheme,
-        pkcs8_der: &[u8],
-    ) -> Result<Self::SigningKey, CryptoError> {
-        RustCrypto.signing_key(scheme, pkcs8_der)
-    }
+            fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
+                &[AeadAlgorithm::Aes128Gcm]
+            }
+            fn groups(&self) -> &'static [NamedGroup] {
+                &[NamedGroup::X25519]
+            }
+            fn verify_schemes(&self) -> &'static [SignatureScheme] {
+                &[$scheme]
+            }
+            fn aead_key(
+                &self,
+                alg: AeadAlgorithm,
+                key: &[u8],
+            ) -> Result<Self::AeadKey, CryptoError> {
+                RustCrypto.aead_key(alg, key)
+            }
+            fn header_key(
+                &self,
+                alg: AeadAlgorithm,
+                key: &[u8],
+            ) -> Result<Self::HeaderKey, CryptoError> {
+                RustCrypto.header_key(alg, key)
+            }
+            fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, CryptoError> {
+                RustCrypto.hash(alg)
+            }
+            fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, CryptoError> {
+                RustCrypto.hmac(alg, key)
+            }
+            fn start_key_exchange(
+                &self,
+                group: NamedGroup,
+                rng: &mut dyn CryptoRng,
+            ) -> Result<Self::KeyExchange, CryptoError> {
+                RustCrypto.start_key_exchange(group, rng)
+            }
+            fn verify(
+                &self,
+                scheme: SignatureScheme,
+                public_key: &[u8],
+                message: &[u8],
+                signature: &[u8],
+            ) -> Result<(), CryptoError> {
+                RustCrypto.verify(scheme, public_key, message, signature)
+            }
+            fn signing_key(
+                &self,
+                scheme: SignatureScheme,
+                pkcs8_der: &[u8],
+            ) -> Result<Self::SigningKey, CryptoError> {
+                RustCrypto.signing_key(scheme, pkcs8_der)
+            }
+        }
+    };
 }
+
+one_of_each!(OneOfEach, SignatureScheme::Ed25519);
+one_of_each!(OneOfEachP256, SignatureScheme::EcdsaSecp256r1Sha256);
 
 const TP: &[u8] = b"\x0f\x08client-tp";
 
@@ -145,10 +161,24 @@ fn one_entry_refuses_what_it_cannot_offer() {
 
 #[test]
 fn one_entry_client_completes_a_handshake() {
-    let server_key = key(SignatureScheme::Ed25519, 1);
+    one_entry_handshake(OneOfEach, SignatureScheme::Ed25519);
+    one_entry_handshake(OneOfEachP256, SignatureScheme::EcdsaSecp256r1Sha256);
+}
+
+/// A one-entry client verifying only `scheme` sends the general walk's ClientHello for a
+/// pinned key of that scheme and completes a handshake with a server holding that key.
+fn one_entry_handshake<P: CryptoProvider + crate::ProviderBound + Copy>(
+    provider: P,
+    scheme: SignatureScheme,
+) {
+    let server_key = key(scheme, 1);
     let spki = spki_of(&server_key);
     let pinned = [spki.as_slice()];
     let ccfg = config(&pinned);
+    let mut general = config(&pinned);
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    assert_eq!(client_hello(provider, &ccfg).unwrap(), client_hello(RustCrypto, &general).unwrap());
     let scfg = ServerConfig {
         cipher_suites: &[],
         groups: &[],
@@ -160,7 +190,7 @@ fn one_entry_client_completes_a_handshake() {
         early_data: None,
         defer_signatures: false,
     };
-    let mut client = ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, None);
+    let mut client = ClientSession::<P>::new(provider, &ccfg, None);
     let mut server = ServerSession::<RustCrypto>::new(RustCrypto, &scfg, 1_700_000_000_000);
     let mut cep = Endpoint::new(1, TP);
     let mut sep = Endpoint::new(2, b"\x0f\x08server-tp");
@@ -170,4 +200,140 @@ fn one_entry_client_completes_a_handshake() {
     assert_eq!(client.suite(), Some(AeadAlgorithm::Aes128Gcm));
     assert_eq!(client.group(), Some(NamedGroup::X25519));
     assert_eq!(client.server_key_index(), Some(0));
+}
+
+/// RFC 8446 §4.1.4/§4.2.8 with one group: a HelloRetryRequest can only ask for a cookie.
+/// Asking for X25519 (the share already sent) or a group not offered is illegal_parameter,
+/// as in the general walk offering only X25519; a cookie alone gets a second ClientHello
+/// echoing it.
+#[test]
+fn one_entry_hello_retry_request_rules() {
+    use crate::msgs::{self, HelloRetryRequestParams};
+    let ed = spki_of(&key(SignatureScheme::Ed25519, 1));
+    let pinned = [ed.as_slice()];
+    let cfg = config(&pinned);
+    let mut general = config(&pinned);
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    fn retry<P: CryptoProvider + crate::ProviderBound>(
+        provider: P,
+        cfg: &ClientConfig<'_>,
+        group: Option<NamedGroup>,
+        cookie: Option<&[u8]>,
+    ) -> (Result<(), Error>, Vec<u8>) {
+        let mut client = ClientSession::<P>::new(provider, cfg, None);
+        let mut ep = Endpoint::new(7, TP);
+        client.start(&mut ep).unwrap();
+        ep.take(Level::Initial);
+        let mut hrr = [0u8; 256];
+        let n = HelloRetryRequestParams {
+            legacy_session_id_echo: &[],
+            cipher_suite: AeadAlgorithm::Aes128Gcm,
+            selected_group: group,
+            cookie,
+        }
+        .emit(&mut hrr)
+        .unwrap();
+        let result = client.read_handshake(Level::Initial, &hrr[..n], &mut ep);
+        (result, ep.take(Level::Initial))
+    }
+    for group in [NamedGroup::X25519, NamedGroup::Secp256r1] {
+        for cookie in [None, Some(b"c".as_slice())] {
+            let (one, sent) = retry(OneOfEach, &cfg, Some(group), cookie);
+            assert_eq!(one, Err(Error::IllegalParameter));
+            assert!(sent.is_empty());
+            assert_eq!(retry(RustCrypto, &general, Some(group), cookie).0, one);
+        }
+    }
+    let (one, ch2) = retry(OneOfEach, &cfg, None, Some(b"stateless-cookie"));
+    assert_eq!(one, Ok(()));
+    let (walk, expected) = retry(RustCrypto, &general, None, Some(b"stateless-cookie"));
+    assert_eq!(walk, Ok(()));
+    assert_eq!(ch2, expected);
+    let cookie_ext = [0x00, 0x2c, 0x00, 0x12, 0x00, 0x10];
+    assert!(ch2.windows(6).any(|w| w == cookie_ext));
+    assert_eq!(msgs::message_len(&ch2), Some(ch2.len()));
+}
+
+/// Resumption with 0-RTT on the one-entry paths (the device's second connection): the
+/// ClientHello offering the ticket is the general walk's, byte for byte (binder included),
+/// and the server accepts the PSK and the early data.
+#[test]
+fn one_entry_resumes_with_early_data() {
+    use crate::ticket::{AntiReplay, ReplayCheck};
+    use crate::{EarlyDataConfig, KeyLevel, Resumption, TicketConfig, TicketKey};
+    struct AlwaysFresh;
+    impl AntiReplay for AlwaysFresh {
+        fn check_and_insert(&self, _: &[u8; 16], _: u64, _: u64) -> ReplayCheck {
+            ReplayCheck::Fresh
+        }
+    }
+    const NOW: u64 = 1_700_000_000_000;
+    let keys = [TicketKey { id: *b"tk01", aead: AeadAlgorithm::Aes128Gcm, key: &[0x11; 16] }];
+    let server_key = key(SignatureScheme::Ed25519, 1);
+    let spki = spki_of(&server_key);
+    let pinned = [spki.as_slice()];
+    let mut ccfg = config(&pinned);
+    ccfg.early_data = true;
+    let mut general = ccfg;
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    let scfg = ServerConfig {
+        cipher_suites: &[],
+        groups: &[],
+        alpn: &[b"h3"],
+        identity: Some(ServerIdentity { key: &server_key, x509_chain: &[] }),
+        external_psks: &[],
+        client_auth: None,
+        tickets: Some(TicketConfig {
+            keys: &keys,
+            lifetime_s: 3600,
+            count: 1,
+            max_age_skew_ms: 10_000,
+        }),
+        early_data: Some(EarlyDataConfig { anti_replay: &AlwaysFresh, context: b"v1" }),
+        defer_signatures: false,
+    };
+    // The first connection, for a ticket.
+    let mut client = ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, None);
+    let mut server = ServerSession::<RustCrypto>::new(RustCrypto, &scfg, NOW);
+    let (mut cep, mut sep) = (Endpoint::new(1, TP), Endpoint::new(2, b"\x0f\x08server-tp"));
+    client.start(&mut cep).unwrap();
+    pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {}).unwrap();
+    let encoded = cep.tickets.pop().expect("a ticket");
+    let ticket = crate::Ticket::decode(&encoded).unwrap();
+    assert!(ticket.early_data);
+    let resumption = Resumption { ticket, age_ms: 1_000 };
+
+    // The resumption ClientHello: the same bytes as the general walk's.
+    let hello = |client: &mut dyn FnMut(&mut Endpoint) -> Result<(), Error>| {
+        let mut ep = Endpoint::new(9, TP);
+        client(&mut ep).unwrap();
+        ep.take(Level::Initial)
+    };
+    let one = hello(&mut |ep| {
+        ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, Some(resumption)).start(ep)
+    });
+    let walk = hello(&mut |ep| {
+        ClientSession::<RustCrypto>::new(RustCrypto, &general, Some(resumption)).start(ep)
+    });
+    assert_eq!(one, walk);
+
+    // The resumed connection: PSK and early data accepted.
+    let mut client = ClientSession::<OneOfEach>::new(OneOfEach, &ccfg, Some(resumption));
+    let mut server = ServerSession::<RustCrypto>::new(RustCrypto, &scfg, NOW + 1_000);
+    let (mut cep, mut sep) = (Endpoint::new(3, TP), Endpoint::new(4, b"\x0f\x08server-tp"));
+    client.start(&mut cep).unwrap();
+    assert!(cep.secret(KeyLevel::ZeroRtt).is_some());
+    pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {}).unwrap();
+    assert!(client.is_handshake_complete() && client.psk_accepted());
+    assert_eq!(client.early_data_accepted(), Some(true));
+    assert_eq!(
+        cep.secret(KeyLevel::ZeroRtt).map(|s| &s.client),
+        sep.secret(KeyLevel::ZeroRtt).map(|s| &s.client)
+    );
+    assert_eq!(
+        cep.secret(KeyLevel::OneRtt).map(|s| &s.client),
+        sep.secret(KeyLevel::OneRtt).map(|s| &s.client)
+    );
 }
