@@ -37,6 +37,7 @@ mod send;
 mod table;
 #[cfg(test)]
 mod tests;
+mod unacked;
 
 pub use crypto::{CryptoRecv, CryptoSend, MIN_CRYPTO_BUFFER};
 pub use flow::{RecvCredit, SendCredit};

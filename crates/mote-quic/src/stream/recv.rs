@@ -57,7 +57,8 @@ enum Stop {
 /// is not [`Insert::Dropped`] is kept until the application reads it; a dropped one must not
 /// be acknowledged (see [`Insert::Dropped`]).
 ///
-/// Memory: `buffer + 16·R + 136` bytes (measured on `thumbv7em` and x86-64 alike).
+/// Memory: `buffer + 16·R + 136` bytes with `reorder`, `buffer + 128` without (measured on
+/// `thumbv7em` and x86-64 alike).
 #[derive(Clone, Debug)]
 pub struct RecvStream<S, const R: usize> {
     asm: Reassembler<S, R>,

@@ -2,7 +2,7 @@
 //! flow control (§4.1), FIN, RESET_STREAM and STOP_SENDING.
 
 use super::flow::SendCredit;
-use super::ranges::RangeSet;
+use super::unacked::Book;
 use crate::arith::Sat64 as _;
 use crate::coding::VarInt;
 use crate::frame::Frame;
@@ -72,14 +72,16 @@ impl Chunk {
 /// The sending part of a stream over caller storage `S`, a ring holding every byte from the
 /// oldest unacknowledged one to the last one written.
 ///
-/// Two bounded range sets of `R` entries each track the bytes acknowledged above the oldest
-/// unacknowledged byte and the bytes waiting for retransmission. Neither can grow: when the
-/// acknowledged set is full an acknowledgement is turned into a retransmission (the bytes
-/// are sent and acknowledged again, never freed early), and when the retransmit set is
-/// full a lost range is merged with its nearest neighbour (some bytes are sent twice).
-/// Both only cost bandwidth, never correctness. `R` must be at least 1.
+/// Bounded bookkeeping ([`super::unacked`]) tracks the bytes acknowledged above the oldest
+/// unacknowledged byte and the bytes waiting for retransmission: on hosts two range sets of
+/// `R` entries each, on devices `R` acknowledged ranges and one retransmission range.
+/// Neither can grow: when the acknowledged ranges are full an acknowledgement is turned
+/// into a retransmission (the bytes are sent and acknowledged again, never freed early),
+/// and a lost range that finds no room is merged with its neighbour (some bytes are sent
+/// twice). Both only cost bandwidth, never correctness. `R` must be at least 1.
 ///
-/// Memory: `buffer + 32·R + 104` bytes (measured on `thumbv7em` and x86-64 alike).
+/// Memory: `buffer + 32·R + 104` bytes on hosts, `buffer + 16·R + 104` on devices
+/// (measured on `thumbv7em` and x86-64 alike).
 #[derive(Clone, Debug)]
 pub struct SendStream<S, const R: usize> {
     buf: S,
@@ -91,8 +93,8 @@ pub struct SendStream<S, const R: usize> {
     sent: u64,
     /// End of the data written by the application.
     written: u64,
-    acked: RangeSet<R>,
-    lost: RangeSet<R>,
+    /// Acknowledged and to-be-retransmitted bytes above `base`.
+    book: Book<R>,
     finished: bool,
     fin_sent: bool,
     fin_acked: bool,
@@ -117,8 +119,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             base: 0,
             sent: 0,
             written: 0,
-            acked: RangeSet::new(),
-            lost: RangeSet::new(),
+            book: Book::new(),
             finished: false,
             fin_sent: false,
             fin_acked: false,
@@ -136,8 +137,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         self.base = 0;
         self.sent = 0;
         self.written = 0;
-        self.acked.clear();
-        self.lost.clear();
+        self.book.clear();
         self.finished = false;
         self.fin_sent = false;
         self.fin_acked = false;
@@ -180,7 +180,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// Ranges waiting for retransmission.
     pub const fn lost_ranges(&self) -> usize {
-        self.lost.len()
+        self.book.lost_ranges()
     }
 
     /// True in a terminal state (`DataRecvd` or `ResetRecvd`).
@@ -264,7 +264,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             return None;
         }
         // Retransmissions first, else new data (one chunk computation for both: issue 8).
-        let (s, e) = match self.lost.first() {
+        let (s, e) = match self.book.next_lost() {
             Some(range) => range,
             None if self.sent < self.written => (self.sent, self.written),
             None if self.fin_needed() => {
@@ -297,7 +297,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     /// Records that `chunk` went out in a packet.
     pub fn on_sent(&mut self, chunk: &Chunk) {
         let end = chunk.end().min(self.written);
-        let _ = self.lost.remove(chunk.offset, end);
+        self.book.on_sent(chunk.offset, end);
         self.sent = self.sent.max(end);
         if chunk.fin && self.finished && end == self.written {
             self.fin_sent = true;
@@ -361,11 +361,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             return;
         }
         if self.base < self.sent {
-            self.lost.insert_coalescing(self.base, self.sent);
-            for i in 0..R {
-                let Some((s, e)) = self.acked.iter().nth(i) else { break };
-                let _ = self.lost.remove(s, e);
-            }
+            self.book.requeue_all(self.base, self.sent);
         }
         if self.fin_sent && !self.fin_acked {
             self.fin_lost = true;
@@ -379,26 +375,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return false;
         }
-        let mut queued = false;
-        let mut cur = offset.max(self.base);
+        let cur = offset.max(self.base);
         let end = offset.sat_add(len as u64).min(self.sent);
-        for (s, e) in self.acked.iter() {
-            if cur >= end || s >= end {
-                break;
-            }
-            if e <= cur {
-                continue;
-            }
-            if s > cur {
-                self.lost.insert_coalescing(cur, s);
-                queued = true;
-            }
-            cur = cur.max(e);
-        }
-        if cur < end {
-            self.lost.insert_coalescing(cur, end);
-            queued = true;
-        }
+        let mut queued = cur < end && self.book.requeue(cur, end);
         if fin && self.fin_sent && !self.fin_acked {
             self.fin_lost = true;
             queued = true;
@@ -419,19 +398,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         let s = offset.max(self.base);
         let e = offset.sat_add(len as u64).min(self.sent);
         if s < e {
-            let _ = self.lost.remove(s, e);
-            if self.acked.insert(s, e).is_err() {
-                // No room to remember it: resend and have it acknowledged again later.
-                self.lost.insert_coalescing(s, e);
-            }
-            let mut base = self.base;
-            while let Some((rs, re)) = self.acked.first() {
-                if rs > base {
-                    break;
-                }
-                base = base.max(re);
-                self.acked.pop_first();
-            }
+            let base = self.book.on_ack(self.base, s, e);
             // base - self.base ≤ sent - self.base ≤ capacity.
             let freed = (base - self.base) as usize;
             let cap = self.capacity();
@@ -440,7 +407,6 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
                 self.head -= cap;
             }
             self.base = base;
-            self.lost.remove_below(base);
         }
         if fin && self.fin_sent {
             self.fin_acked = true;
@@ -460,7 +426,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         let s = offset.max(self.base);
         let e = offset.sat_add(len as u64).min(self.sent);
         if s < e {
-            self.lost.insert_coalescing(s, e);
+            self.book.on_lost(s, e);
         }
         if fin && self.fin_sent && !self.fin_acked {
             self.fin_lost = true;
@@ -482,8 +448,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         self.base = self.written;
         self.sent = self.written;
         self.head = 0;
-        self.acked.clear();
-        self.lost.clear();
+        self.book.clear();
         true
     }
 

@@ -262,7 +262,8 @@ pub enum OpenError {
 /// more open at once — and the rest serve streams we open. A peer within its limits
 /// therefore always finds a slot.
 ///
-/// Memory: `N × (send buffer + receive buffer + 48·R + 264)` bytes plus 360 (376 on 64-bit) for the
+/// Memory: `N × (send buffer + receive buffer + 48·R + 264)` bytes (`16·R + 256` on a
+/// device without `std` and `reorder`) plus 360 (376 on 64-bit) for the
 /// connection state (measured on `thumbv7em` and x86-64 alike). A device with `N = 4`,
 /// 1 KiB buffers and `R = 4` spends 10,376 bytes, 8 KiB of them buffers.
 #[derive(Clone, Debug)]
