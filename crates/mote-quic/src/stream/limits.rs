@@ -173,7 +173,7 @@ impl StreamLimits {
         let side = self.side;
         let l = &mut self.local[di(dir)];
         if l.opened >= l.max {
-            if l.blocked_sent_at != Some(l.max) {
+            if cfg!(feature = "blocked-frames") && l.blocked_sent_at != Some(l.max) {
                 l.blocked_pending = true;
             }
             return None;
@@ -229,7 +229,8 @@ impl StreamLimits {
 
     /// True if a MAX_STREAMS or STREAMS_BLOCKED frame is waiting to be sent.
     pub fn has_pending(&self) -> bool {
-        self.remote.iter().any(|r| r.pending) || self.local.iter().any(|l| l.blocked_pending)
+        self.remote.iter().any(|r| r.pending)
+            || (cfg!(feature = "blocked-frames") && self.local.iter().any(|l| l.blocked_pending))
     }
 
     /// A MAX_STREAMS frame to send, if due: raises the advertised limit.
@@ -255,6 +256,9 @@ impl StreamLimits {
 
     /// A STREAMS_BLOCKED frame to send, if due. Marks it sent.
     pub fn poll_streams_blocked(&mut self) -> Option<(StreamDir, u64)> {
+        if !cfg!(feature = "blocked-frames") {
+            return None;
+        }
         for dir in DIRS {
             let l = &mut self.local[di(dir)];
             if l.blocked_pending {
@@ -269,7 +273,7 @@ impl StreamLimits {
     /// A STREAMS_BLOCKED frame was lost: resend if still blocked at that limit.
     pub fn on_streams_blocked_lost(&mut self, dir: StreamDir, limit: u64) {
         let l = &mut self.local[di(dir)];
-        if limit == l.max && l.opened >= l.max {
+        if cfg!(feature = "blocked-frames") && limit == l.max && l.opened >= l.max {
             l.blocked_pending = true;
         }
     }

@@ -40,6 +40,11 @@ fn read_all<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize>(
     }
 }
 
+/// A blocked frame the test expects: only sent with `blocked-frames` (never without it).
+fn blocked<T>(x: Option<T>) -> Option<T> {
+    x.filter(|_| cfg!(feature = "blocked-frames"))
+}
+
 fn sid(raw: u64) -> StreamId {
     StreamId::new(raw).unwrap()
 }
@@ -579,15 +584,15 @@ fn write_limited_by_credit_sends_blocked_once() {
     let mut conn = SendCredit::new(30);
     let mut s = SendStream::<[u8; 64], 2>::new([0; 64], 20);
     assert_eq!(s.write(&mut conn, &data(0, 25)), Ok(20));
-    assert_eq!(s.poll_blocked(), Some(20));
+    assert_eq!(s.poll_blocked(), blocked(Some(20)));
     assert_eq!(s.write(&mut conn, &data(20, 5)), Ok(0));
     assert_eq!(s.poll_blocked(), None, "once per limit value");
     s.on_blocked_lost(20);
-    assert_eq!(s.poll_blocked(), Some(20));
+    assert_eq!(s.poll_blocked(), blocked(Some(20)));
     s.on_max_stream_data(100);
     assert_eq!(s.write(&mut conn, &data(20, 15)), Ok(10));
     // Now the connection is the limit.
-    assert_eq!(conn.poll_blocked(), Some(30));
+    assert_eq!(conn.poll_blocked(), blocked(Some(30)));
     assert_eq!(s.poll_blocked(), None);
     // Buffer space limits too (no blocked frame for that).
     conn.on_max(1000);
@@ -782,18 +787,18 @@ fn local_open_blocked_then_max_streams() {
     assert_eq!(l.open(StreamDir::Bidi), Some(sid(0)));
     assert_eq!(l.open(StreamDir::Bidi), None);
     assert_eq!(l.open(StreamDir::Uni), None);
-    assert_eq!(l.poll_streams_blocked(), Some((StreamDir::Bidi, 1)));
-    assert_eq!(l.poll_streams_blocked(), Some((StreamDir::Uni, 0)));
+    assert_eq!(l.poll_streams_blocked(), blocked(Some((StreamDir::Bidi, 1))));
+    assert_eq!(l.poll_streams_blocked(), blocked(Some((StreamDir::Uni, 0))));
     assert_eq!(l.open(StreamDir::Bidi), None);
     assert_eq!(l.poll_streams_blocked(), None, "once per limit");
     l.on_streams_blocked_lost(StreamDir::Bidi, 1);
-    assert_eq!(l.poll_streams_blocked(), Some((StreamDir::Bidi, 1)));
+    assert_eq!(l.poll_streams_blocked(), blocked(Some((StreamDir::Bidi, 1))));
     l.on_max_streams(StreamDir::Bidi, 3);
     l.on_max_streams(StreamDir::Bidi, 2); // lower: ignored
     assert_eq!(l.open(StreamDir::Bidi), Some(sid(4)));
     assert_eq!(l.open(StreamDir::Bidi), Some(sid(8)));
     assert_eq!(l.open(StreamDir::Bidi), None);
-    assert_eq!(l.poll_streams_blocked(), Some((StreamDir::Bidi, 3)));
+    assert_eq!(l.poll_streams_blocked(), blocked(Some((StreamDir::Bidi, 3))));
 }
 
 #[test]
