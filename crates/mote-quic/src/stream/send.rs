@@ -110,6 +110,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// A stream in `Ready` over `buf`, allowed `max_stream_data` bytes by the peer (its
     /// transport parameter for this kind of stream).
+    // Out of line: the stream table writes every slot through it (issue 8).
+    #[inline(never)]
     pub fn new(buf: S, max_stream_data: u64) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::NONZERO_R;
