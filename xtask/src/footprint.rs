@@ -94,8 +94,9 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("no-stats", "- connection statistics (`stats`)", &["stats"]),
     (
         "no-pacing-ecn",
-        "- pacing, ECN and BLOCKED frames (`pacing`, `ecn`, `blocked-frames`): the minimal client",
-        &["pacing", "ecn", "blocked-frames"],
+        "- pacing, ECN, BLOCKED frames, MAX_STREAMS updates (`pacing`, `ecn`, `blocked-frames`, \
+         `max-streams-updates`): the minimal client",
+        &["pacing", "ecn", "blocked-frames", "max-streams-updates"],
     ),
 ];
 
@@ -129,6 +130,7 @@ const FULL: &[&str] = &[
     "pacing",
     "ecn",
     "blocked-frames",
+    "max-streams-updates",
 ];
 
 /// One row per server authentication, each on the minimal client.

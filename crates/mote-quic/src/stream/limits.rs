@@ -215,8 +215,12 @@ impl StreamLimits {
         }
     }
 
-    /// A peer stream of `dir` fully closed: its credit may come back.
+    /// A peer stream of `dir` fully closed: its credit may come back (only with
+    /// `max-streams-updates`; without it the initial limit is all the peer gets).
     pub fn on_remote_closed(&mut self, dir: StreamDir) {
+        if !cfg!(feature = "max-streams-updates") {
+            return;
+        }
         let r = &mut self.remote[di(dir)];
         if r.closed < r.opened {
             r.closed += 1;
@@ -229,12 +233,15 @@ impl StreamLimits {
 
     /// True if a MAX_STREAMS or STREAMS_BLOCKED frame is waiting to be sent.
     pub fn has_pending(&self) -> bool {
-        self.remote.iter().any(|r| r.pending)
+        (cfg!(feature = "max-streams-updates") && self.remote.iter().any(|r| r.pending))
             || (cfg!(feature = "blocked-frames") && self.local.iter().any(|l| l.blocked_pending))
     }
 
     /// A MAX_STREAMS frame to send, if due: raises the advertised limit.
     pub fn poll_max_streams(&mut self) -> Option<(StreamDir, u64)> {
+        if !cfg!(feature = "max-streams-updates") {
+            return None;
+        }
         for dir in DIRS {
             let r = &mut self.remote[di(dir)];
             if r.pending {
@@ -249,7 +256,7 @@ impl StreamLimits {
     /// A MAX_STREAMS frame was lost: resend if it is still the latest.
     pub fn on_max_streams_lost(&mut self, dir: StreamDir, max: u64) {
         let r = &mut self.remote[di(dir)];
-        if max == r.max {
+        if cfg!(feature = "max-streams-updates") && max == r.max {
             r.pending = true;
         }
     }

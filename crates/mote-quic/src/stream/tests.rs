@@ -801,6 +801,7 @@ fn local_open_blocked_then_max_streams() {
     assert_eq!(l.poll_streams_blocked(), blocked(Some((StreamDir::Bidi, 3))));
 }
 
+#[cfg(feature = "max-streams-updates")]
 #[test]
 fn max_streams_grows_as_streams_close() {
     let mut l = StreamLimits::new(Side::Server, 4, 1);
@@ -818,6 +819,24 @@ fn max_streams_grows_as_streams_close() {
     l.on_frame(sid(2), FrameKind::Stream).unwrap();
     l.on_remote_closed(StreamDir::Uni);
     assert_eq!(l.poll_max_streams(), Some((StreamDir::Uni, 2)));
+}
+
+/// Without `max-streams-updates` the initial limit is all the peer gets: closing streams
+/// queues nothing, and the limit is still enforced.
+#[cfg(not(feature = "max-streams-updates"))]
+#[test]
+fn max_streams_stays_at_the_initial_limit() {
+    let mut l = StreamLimits::new(Side::Server, 4, 1);
+    l.on_frame(sid(12), FrameKind::Stream).unwrap(); // opens 0..=3
+    for _ in 0..4 {
+        l.on_remote_closed(StreamDir::Bidi);
+    }
+    assert!(!l.has_pending());
+    assert_eq!(l.poll_max_streams(), None);
+    l.on_max_streams_lost(StreamDir::Bidi, 4);
+    assert_eq!(l.poll_max_streams(), None);
+    assert_eq!(l.remote_max(StreamDir::Bidi), 4);
+    assert_eq!(l.on_frame(sid(16), FrameKind::Stream), Err(StreamError::StreamLimit));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -915,7 +934,10 @@ fn pump<const N: usize>(
 #[test]
 fn end_to_end_echo_through_tables() {
     let mut client = table::<4>(Side::Client, 0, 0);
-    let mut server = table::<4>(Side::Server, 2, 0);
+    // With `max-streams-updates` the server allows two streams at once and the third needs
+    // MAX_STREAMS; without it the server allows all three from the start.
+    let updates = cfg!(feature = "max-streams-updates");
+    let mut server = table::<4>(Side::Server, if updates { 2 } else { 3 }, 0);
     client.on_peer_params(&params(&server));
     server.on_peer_params(&params(&client));
     const LEN: usize = 150;
@@ -994,7 +1016,7 @@ fn end_to_end_echo_through_tables() {
         assert!(r.done, "request {k} incomplete");
         assert_eq!(r.got, data(k as u64 * 1000, LEN));
     }
-    assert!(max_streams_seen, "the third stream needed MAX_STREAMS");
+    assert_eq!(max_streams_seen, updates, "the third stream needed MAX_STREAMS");
     assert_eq!(client.live().count(), 0, "client slots freed");
     assert_eq!(server.live().count(), 0, "server slots freed");
     assert_eq!(reqs[2].id, sid(8));
