@@ -421,6 +421,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// The packet carrying `len` bytes at `offset` (and FIN if `fin`) was declared lost:
     /// queue the still-unacknowledged part for retransmission.
+    #[cfg(not(feature = "std"))]
+    pub fn on_lost(&mut self, offset: u64, len: usize, fin: bool) {
+        // The device's bookkeeping skips acknowledged bytes when it cuts retransmissions,
+        // so a loss queues exactly what a PTO requeue does: one copy in the image.
+        let _ = self.requeue(offset, len, fin);
+    }
+
+    /// The packet carrying `len` bytes at `offset` (and FIN if `fin`) was declared lost:
+    /// queue the still-unacknowledged part for retransmission.
+    #[cfg(feature = "std")]
     pub fn on_lost(&mut self, offset: u64, len: usize, fin: bool) {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return;
