@@ -33,6 +33,7 @@ mod limits;
 mod ranges;
 mod reassembly;
 mod recv;
+mod ring;
 mod send;
 mod table;
 #[cfg(test)]

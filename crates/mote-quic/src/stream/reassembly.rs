@@ -181,15 +181,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     /// Copies `data` to the ring position of stream offset `start` (inside the window).
     fn copy_in(&mut self, start: u64, data: &[u8]) {
         let p = self.pos(start);
-        let buf = self.buf.as_mut();
-        let first = data.len().min(buf.len().saturating_sub(p));
-        let (a, b) = data.split_at(first);
-        if let Some(dst) = buf.get_mut(p..p + a.len()) {
-            dst.copy_from_slice(a);
-        }
-        if let Some(dst) = buf.get_mut(..b.len()) {
-            dst.copy_from_slice(b);
-        }
+        super::ring::copy_in(self.buf.as_mut(), p, data);
     }
 
     /// The readable bytes up to the end of the ring (call again after

@@ -221,15 +221,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         let n_usize = n as usize;
         let src = data.get(..n_usize).unwrap_or(&[]);
         let p = self.pos(self.written);
-        let buf = self.buf.as_mut();
-        let first = src.len().min(buf.len().saturating_sub(p));
-        let (a, b) = src.split_at(first);
-        if let Some(dst) = buf.get_mut(p..p + a.len()) {
-            dst.copy_from_slice(a);
-        }
-        if let Some(dst) = buf.get_mut(..b.len()) {
-            dst.copy_from_slice(b);
-        }
+        super::ring::copy_in(self.buf.as_mut(), p, src);
         self.written += n;
         self.credit.consume(n);
         conn.consume(n);
