@@ -518,16 +518,20 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 /// Largest `len` such that `fixed + varint(len) + len ≤ space`.
 fn room_after(fixed: usize, space: usize) -> usize {
     let Some(avail) = space.checked_sub(fixed) else { return 0 };
-    // RFC 9000 §16: a Length of n bytes holds at most these values. For each width the data
-    // may fill what the width leaves, capped by what it can express; the widest fit wins
-    // (e.g. 16383 bytes with a 2-byte Length beats 16382 with a 4-byte one).
-    let mut best = 0;
-    for (n, max) in [(1usize, 63usize), (2, 16_383), (4, (1 << 30) - 1), (8, usize::MAX)] {
-        if let Some(len) = avail.checked_sub(n) {
-            best = best.max(len.min(max));
-        }
-    }
-    best
+    // RFC 9000 §16: a Length of 1, 2, 4 or 8 bytes holds at most 63, 16383, 2^30-1, 2^62-1.
+    // The narrowest width that can express what is left after it wins, except at the edges,
+    // where the next narrower width's maximum is larger (16383 bytes with a 2-byte Length
+    // beat 16382 with a 4-byte one). One comparison chain, no table (issue 8).
+    let (n, narrower_max) = if avail <= 64 {
+        (1, 0)
+    } else if avail <= 16_385 {
+        (2, 63)
+    } else if avail <= (1 << 30) + 3 {
+        (4, 16_383)
+    } else {
+        (8, (1 << 30) - 1)
+    };
+    avail.saturating_sub(n).max(narrower_max)
 }
 
 /// Data bytes a STREAM frame with a Length field for `id` at `offset` can carry when the
@@ -541,4 +545,28 @@ pub fn stream_frame_room(id: StreamId, offset: u64, space: usize) -> usize {
 /// Data bytes a CRYPTO frame at `offset` can carry in `space` bytes.
 pub fn crypto_frame_room(offset: u64, space: usize) -> usize {
     room_after(1 + crate::coding::encoded_size(offset), space)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The comparison chain equals trying every Length width, around every width's edges.
+    #[test]
+    fn room_after_matches_every_width_tried() {
+        let reference = |avail: usize| {
+            let mut best = 0;
+            for (n, max) in [(1usize, 63usize), (2, 16_383), (4, (1 << 30) - 1), (8, usize::MAX)] {
+                if let Some(len) = avail.checked_sub(n) {
+                    best = best.max(len.min(max));
+                }
+            }
+            best
+        };
+        for edge in [0usize, 64, 16_385, (1 << 30) + 3, 1 << 40] {
+            for avail in edge.saturating_sub(10)..edge + 10 {
+                assert_eq!(super::room_after(0, avail), reference(avail), "avail {avail}");
+                assert_eq!(super::room_after(3, avail + 3), reference(avail));
+            }
+        }
+        assert_eq!(super::room_after(5, 4), 0);
+    }
 }
