@@ -643,6 +643,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
     /// updates, then blocked signals. Each call marks the returned frame sent.
     // Out of line: inlined into the packet builder it is larger (issue 8, measured).
     #[inline(never)]
+    #[cfg(feature = "std")]
     pub fn poll_control(&mut self) -> Option<Control> {
         for slot in self.slots.iter_mut() {
             let Some(id) = slot.id else { continue };
@@ -664,6 +665,50 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
                 }
             }
         }
+        if let Some((dir, max)) = self.limits.poll_max_streams() {
+            return Some(Control::MaxStreams { dir, max });
+        }
+        if let Some(limit) = self.conn_send.poll_blocked() {
+            return Some(Control::DataBlocked(limit));
+        }
+        for slot in self.slots.iter_mut() {
+            let Some(id) = slot.id else { continue };
+            if let Some(limit) = slot.send.poll_blocked() {
+                return Some(Control::StreamDataBlocked { id, limit });
+            }
+        }
+        if let Some((dir, limit)) = self.limits.poll_streams_blocked() {
+            return Some(Control::StreamsBlocked { dir, limit });
+        }
+        None
+    }
+
+    /// The next control frame to send, if any. Devices (without `std`, so without
+    /// `blocked-frames` and `max-streams-updates`) have only RESET_STREAM, STOP_SENDING,
+    /// MAX_STREAM_DATA and MAX_DATA to send: one pass over the slots gives each stream's
+    /// frames, then MAX_DATA (issue 8). Each call marks the returned frame sent.
+    #[inline(never)]
+    #[cfg(not(feature = "std"))]
+    pub fn poll_control(&mut self) -> Option<Control> {
+        for slot in self.slots.iter_mut() {
+            let Some(id) = slot.id else { continue };
+            if let Some((code, final_size)) = slot.send.poll_reset() {
+                return Some(Control::ResetStream { id, code, final_size });
+            }
+            if let Some(code) = slot.recv.poll_stop_sending() {
+                return Some(Control::StopSending { id, code });
+            }
+            if slot.usage != StreamUse::SendOnly {
+                if let Some(max) = slot.recv.poll_max_stream_data() {
+                    return Some(Control::MaxStreamData { id, max });
+                }
+            }
+        }
+        if let Some(max) = self.conn_recv.poll_update() {
+            return Some(Control::MaxData(max));
+        }
+        // Nothing else without the host features; kept so the frames the features add
+        // are still sent when a device build enables them.
         if let Some((dir, max)) = self.limits.poll_max_streams() {
             return Some(Control::MaxStreams { dir, max });
         }
