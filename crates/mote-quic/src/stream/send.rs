@@ -257,11 +257,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Ready | SendState::Send | SendState::DataSent) {
             return None;
         }
+        // Computed once for both uses below (issue 8).
+        let fin_needed = self.fin_needed();
         // Retransmissions first, else new data (one chunk computation for both: issue 8).
         let (s, e) = match self.book.next_lost() {
             Some(range) => range,
             None if self.sent < self.written => (self.sent, self.written),
-            None if self.fin_needed() => {
+            None if fin_needed => {
                 return Some(Chunk { offset: self.written, len: 0, fin: true });
             }
             None => return None,
@@ -270,7 +272,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if len == 0 {
             return None;
         }
-        let fin = self.fin_needed() && s + len == self.written;
+        let fin = fin_needed && s + len == self.written;
         Some(Chunk { offset: s, len: len as usize, fin })
     }
 
