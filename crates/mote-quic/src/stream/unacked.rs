@@ -253,15 +253,16 @@ impl<const R: usize> CompactBook<R> {
         base
     }
 
-    /// Stores acknowledged `[s, e)`: merged into a range it overlaps or touches, else in a
-    /// free slot. False when every slot is taken by a disjoint range.
+    /// Stores acknowledged `[s, e)`: appended to the range it continues (acknowledgements
+    /// arriving in order above a hole), else in a free slot (ranges may overlap). False
+    /// when every slot is taken.
     fn remember(&mut self, s: u64, e: u64) -> bool {
         let mut free = None;
         for (i, r) in self.acked.iter_mut().enumerate() {
             if r.0 >= r.1 {
                 free = Some(i);
-            } else if r.0 <= e && s <= r.1 {
-                *r = (r.0.min(s), r.1.max(e));
+            } else if r.1 == s {
+                r.1 = e;
                 return true;
             }
         }
@@ -396,7 +397,7 @@ mod tests {
     fn compact_ack_without_room_becomes_a_retransmission() {
         let mut b = CompactBook::<1>::new();
         assert_eq!(b.on_ack(0, 10, 20), 0);
-        // Touching: merged, no slot needed.
+        // Continuing it: appended, no slot needed.
         assert_eq!(b.on_ack(0, 20, 25), 0);
         // Disjoint and no free slot: queued again instead of forgotten.
         assert_eq!(b.on_ack(0, 30, 40), 0);
