@@ -425,6 +425,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
         self.slots.iter().position(|s| s.id == Some(id))
     }
 
+    /// The slot index of live stream `id` if we can send on it (`send`) or receive on it.
+    // Out of line: the application's five stream calls share it (issue 8).
+    #[inline(never)]
+    fn find_for(&self, id: StreamId, send: bool) -> Option<usize> {
+        let ok = if send { id.can_send(self.side) } else { id.can_recv(self.side) };
+        self.find(id).filter(|_| ok)
+    }
+
     /// The slot of a live stream.
     pub fn slot(&self, id: StreamId) -> Option<&Slot<S, R>> {
         self.find(id).and_then(|i| self.slots.get(i))
@@ -482,21 +490,21 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// Writes to stream `id` (see [`SendStream::write`]).
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, WriteError> {
-        let i = self.find(id).filter(|_| id.can_send(self.side));
+        let i = self.find_for(id, true);
         let slot = i.and_then(|i| self.slots.get_mut(i)).ok_or(WriteError::UnknownStream)?;
         slot.send.write(&mut self.conn_send, data)
     }
 
     /// Ends stream `id` after the data written (FIN).
     pub fn finish(&mut self, id: StreamId) -> Result<(), WriteError> {
-        let i = self.find(id).filter(|_| id.can_send(self.side));
+        let i = self.find_for(id, true);
         let slot = i.and_then(|i| self.slots.get_mut(i)).ok_or(WriteError::UnknownStream)?;
         slot.send.finish()
     }
 
     /// Resets the sending part of `id` (RESET_STREAM). False if there was nothing to reset.
     pub fn reset(&mut self, id: StreamId, code: u64) -> bool {
-        match self.find(id).filter(|_| id.can_send(self.side)) {
+        match self.find_for(id, true) {
             Some(i) => self.slots.get_mut(i).is_some_and(|s| s.send.reset(code)),
             None => false,
         }
@@ -504,7 +512,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// Reads from stream `id` (see [`RecvStream::read`]); `None` if no such readable stream.
     pub fn read(&mut self, id: StreamId, out: &mut [u8]) -> Option<Read> {
-        let i = self.find(id).filter(|_| id.can_recv(self.side))?;
+        let i = self.find_for(id, false)?;
         let r = self.slots.get_mut(i)?.recv.read(&mut self.conn_recv, out);
         self.maybe_free(i);
         Some(r)
@@ -512,7 +520,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// Stops reading stream `id` (STOP_SENDING with `code`).
     pub fn stop_sending(&mut self, id: StreamId, code: u64) {
-        if let Some(i) = self.find(id).filter(|_| id.can_recv(self.side)) {
+        if let Some(i) = self.find_for(id, false) {
             if let Some(slot) = self.slots.get_mut(i) {
                 slot.recv.stop(&mut self.conn_recv, code);
             }
