@@ -92,7 +92,12 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("no-reord-0rtt", "- buffering reordered 0-RTT (`reorder-0rtt`)", &["reorder-0rtt"]),
     ("no-reorder", "- all out-of-order stream reassembly (`reorder`)", &["reorder"]),
     ("no-stats", "- connection statistics (`stats`)", &["stats"]),
-    ("no-pacing-ecn", "- pacing and ECN (`pacing`, `ecn`): the minimal client", &["pacing", "ecn"]),
+    (
+        "no-pacing-ecn",
+        "- pacing, ECN, BLOCKED frames, MAX_STREAMS updates (`pacing`, `ecn`, `blocked-frames`, \
+         `max-streams-updates`): the minimal client",
+        &["pacing", "ecn", "blocked-frames", "max-streams-updates"],
+    ),
 ];
 
 /// Matrix features that gate no code in the client image. `reorder-0rtt` is Quant's
@@ -124,6 +129,8 @@ const FULL: &[&str] = &[
     "cid-rotation",
     "pacing",
     "ecn",
+    "blocked-frames",
+    "max-streams-updates",
 ];
 
 /// One row per server authentication, each on the minimal client (features added to it),

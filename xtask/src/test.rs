@@ -20,7 +20,7 @@ pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     (
         "mote-quic",
         "full",
-        "v2,datagram,aes256,chacha20,p256,migration,pmtud,stateless-reset,pacing,ecn,cid-rotation",
+        "v2,datagram,aes256,chacha20,p256,migration,pmtud,stateless-reset,pacing,ecn,cid-rotation,blocked-frames,max-streams-updates",
     ),
     ("mote-tls", "minimal", ""),
     ("mote-tls", "full", "server,aes256,chacha20,p256,ed25519,ecdsa-p256"),

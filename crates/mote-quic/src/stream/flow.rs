@@ -63,20 +63,23 @@ impl SendCredit {
     /// The sender wanted to send more than the credit allowed: queue a blocked frame unless
     /// one was already sent for this limit.
     pub fn mark_blocked(&mut self) {
-        if self.available() == 0 && self.blocked_sent_at != Some(self.max) {
+        if cfg!(feature = "blocked-frames")
+            && self.available() == 0
+            && self.blocked_sent_at != Some(self.max)
+        {
             self.blocked_pending = true;
         }
     }
 
-    /// True if a blocked frame is waiting to be sent.
+    /// True if a blocked frame is waiting to be sent (never without `blocked-frames`).
     pub const fn blocked_pending(&self) -> bool {
-        self.blocked_pending
+        cfg!(feature = "blocked-frames") && self.blocked_pending
     }
 
     /// The limit to put in a DATA_BLOCKED / STREAM_DATA_BLOCKED frame, if one is due. Marks
     /// it sent.
     pub fn poll_blocked(&mut self) -> Option<u64> {
-        if !self.blocked_pending {
+        if !self.blocked_pending() {
             return None;
         }
         self.blocked_pending = false;
@@ -86,7 +89,7 @@ impl SendCredit {
 
     /// A blocked frame carrying `limit` was lost: send it again if still blocked there.
     pub fn on_blocked_lost(&mut self, limit: u64) {
-        if limit == self.max && self.available() == 0 {
+        if cfg!(feature = "blocked-frames") && limit == self.max && self.available() == 0 {
             self.blocked_pending = true;
         }
     }
@@ -214,18 +217,18 @@ mod tests {
         let mut c = SendCredit::new(10);
         c.consume(10);
         c.mark_blocked();
-        assert_eq!(c.poll_blocked(), Some(10));
+        assert_eq!(c.poll_blocked(), Some(10).filter(|_| cfg!(feature = "blocked-frames")));
         c.mark_blocked();
         assert_eq!(c.poll_blocked(), None);
         c.on_blocked_lost(10);
-        assert_eq!(c.poll_blocked(), Some(10));
+        assert_eq!(c.poll_blocked(), Some(10).filter(|_| cfg!(feature = "blocked-frames")));
         assert!(!c.on_max(5));
         assert!(c.on_max(20));
         c.on_blocked_lost(10);
         assert_eq!(c.poll_blocked(), None);
         c.consume(10);
         c.mark_blocked();
-        assert_eq!(c.poll_blocked(), Some(20));
+        assert_eq!(c.poll_blocked(), Some(20).filter(|_| cfg!(feature = "blocked-frames")));
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl StreamLimits {
         let side = self.side;
         let l = &mut self.local[di(dir)];
         if l.opened >= l.max {
-            if l.blocked_sent_at != Some(l.max) {
+            if cfg!(feature = "blocked-frames") && l.blocked_sent_at != Some(l.max) {
                 l.blocked_pending = true;
             }
             return None;
@@ -215,8 +215,12 @@ impl StreamLimits {
         }
     }
 
-    /// A peer stream of `dir` fully closed: its credit may come back.
+    /// A peer stream of `dir` fully closed: its credit may come back (only with
+    /// `max-streams-updates`; without it the initial limit is all the peer gets).
     pub fn on_remote_closed(&mut self, dir: StreamDir) {
+        if !cfg!(feature = "max-streams-updates") {
+            return;
+        }
         let r = &mut self.remote[di(dir)];
         if r.closed < r.opened {
             r.closed += 1;
@@ -229,11 +233,15 @@ impl StreamLimits {
 
     /// True if a MAX_STREAMS or STREAMS_BLOCKED frame is waiting to be sent.
     pub fn has_pending(&self) -> bool {
-        self.remote.iter().any(|r| r.pending) || self.local.iter().any(|l| l.blocked_pending)
+        (cfg!(feature = "max-streams-updates") && self.remote.iter().any(|r| r.pending))
+            || (cfg!(feature = "blocked-frames") && self.local.iter().any(|l| l.blocked_pending))
     }
 
     /// A MAX_STREAMS frame to send, if due: raises the advertised limit.
     pub fn poll_max_streams(&mut self) -> Option<(StreamDir, u64)> {
+        if !cfg!(feature = "max-streams-updates") {
+            return None;
+        }
         for dir in DIRS {
             let r = &mut self.remote[di(dir)];
             if r.pending {
@@ -248,13 +256,16 @@ impl StreamLimits {
     /// A MAX_STREAMS frame was lost: resend if it is still the latest.
     pub fn on_max_streams_lost(&mut self, dir: StreamDir, max: u64) {
         let r = &mut self.remote[di(dir)];
-        if max == r.max {
+        if cfg!(feature = "max-streams-updates") && max == r.max {
             r.pending = true;
         }
     }
 
     /// A STREAMS_BLOCKED frame to send, if due. Marks it sent.
     pub fn poll_streams_blocked(&mut self) -> Option<(StreamDir, u64)> {
+        if !cfg!(feature = "blocked-frames") {
+            return None;
+        }
         for dir in DIRS {
             let l = &mut self.local[di(dir)];
             if l.blocked_pending {
@@ -269,7 +280,7 @@ impl StreamLimits {
     /// A STREAMS_BLOCKED frame was lost: resend if still blocked at that limit.
     pub fn on_streams_blocked_lost(&mut self, dir: StreamDir, limit: u64) {
         let l = &mut self.local[di(dir)];
-        if limit == l.max && l.opened >= l.max {
+        if cfg!(feature = "blocked-frames") && limit == l.max && l.opened >= l.max {
             l.blocked_pending = true;
         }
     }

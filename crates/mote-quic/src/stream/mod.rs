@@ -33,10 +33,12 @@ mod limits;
 mod ranges;
 mod reassembly;
 mod recv;
+mod ring;
 mod send;
 mod table;
 #[cfg(test)]
 mod tests;
+mod unacked;
 
 pub use crypto::{CryptoRecv, CryptoSend, MIN_CRYPTO_BUFFER};
 pub use flow::{RecvCredit, SendCredit};

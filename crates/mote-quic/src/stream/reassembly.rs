@@ -1,5 +1,6 @@
 //! Reassembly of received stream or CRYPTO data into a caller-provided ring buffer.
 
+#[cfg(feature = "reorder")]
 use super::ranges::RangeSet;
 use crate::arith::Sat64 as _;
 
@@ -29,8 +30,10 @@ pub struct BeyondBuffer;
 /// arrive in order extend the readable prefix; with the `reorder` feature, fragments past a
 /// gap are kept too, their extents tracked in at most `R` ranges, and a fragment that would
 /// need an `R+1`-th range is dropped (the peer retransmits it). Without the feature only
-/// in-order fragments are kept (`R` may then be 0). Memory: `capacity + 16·R + 32` bytes
-/// (Cortex-M4 and 64-bit hosts alike), whatever the peer sends.
+/// in-order fragments are kept and there is no range set at all (`R` is unused): one read
+/// offset and one contiguous end are the whole state. Memory: `capacity + 16·R + 32` bytes
+/// with `reorder`, `capacity + 24` without (Cortex-M4 and 64-bit hosts alike), whatever
+/// the peer sends.
 #[derive(Clone, Debug)]
 pub struct Reassembler<S, const R: usize> {
     buf: S,
@@ -41,13 +44,21 @@ pub struct Reassembler<S, const R: usize> {
     /// Stream offset of the end of the in-order data starting at `read`.
     contiguous: u64,
     /// Received ranges beyond a gap; every start is above `contiguous`.
+    #[cfg(feature = "reorder")]
     ranges: RangeSet<R>,
 }
 
 impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     /// An empty reassembler over `buf`, starting at stream offset 0.
     pub fn new(buf: S) -> Self {
-        Self { buf, head: 0, read: 0, contiguous: 0, ranges: RangeSet::new() }
+        Self {
+            buf,
+            head: 0,
+            read: 0,
+            contiguous: 0,
+            #[cfg(feature = "reorder")]
+            ranges: RangeSet::new(),
+        }
     }
 
     /// Forgets all data and starts again at offset 0, keeping the storage.
@@ -55,6 +66,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
         self.head = 0;
         self.read = 0;
         self.contiguous = 0;
+        #[cfg(feature = "reorder")]
         self.ranges.clear();
     }
 
@@ -78,14 +90,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
         self.contiguous - self.read
     }
 
-    /// Number of out-of-order ranges held (at most `R`).
+    /// Number of out-of-order ranges held (at most `R`; always 0 without `reorder`).
     pub const fn gaps(&self) -> usize {
-        self.ranges.len()
+        #[cfg(feature = "reorder")]
+        return self.ranges.len();
+        #[cfg(not(feature = "reorder"))]
+        0
     }
 
     /// The highest offset + 1 of any byte held, in order or not.
     pub fn highest_stored(&self) -> u64 {
+        #[allow(unused_mut)]
         let mut hi = self.contiguous;
+        #[cfg(feature = "reorder")]
         for (_, e) in self.ranges.iter() {
             hi = hi.max(e);
         }
@@ -123,6 +140,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
             self.copy_in(start, data);
             self.contiguous = end;
             // Absorb out-of-order ranges the prefix now reaches.
+            #[cfg(feature = "reorder")]
             while let Some((s, e)) = self.ranges.first() {
                 if s > self.contiguous {
                     break;
@@ -132,9 +150,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
             }
             return Ok(Insert::Stored);
         }
-        if !cfg!(feature = "reorder") {
-            return Ok(Insert::Dropped);
-        }
+        self.insert_beyond_gap(start, end, data)
+    }
+
+    /// A fragment starting past the contiguous end: kept in the range set with `reorder`.
+    #[cfg(feature = "reorder")]
+    fn insert_beyond_gap(
+        &mut self,
+        start: u64,
+        end: u64,
+        data: &[u8],
+    ) -> Result<Insert, BeyondBuffer> {
         if self.ranges.iter().any(|(s, e)| s <= start && end <= e) {
             return Ok(Insert::Duplicate);
         }
@@ -145,18 +171,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
         Ok(Insert::Stored)
     }
 
+    /// Without `reorder` a fragment past a gap is dropped (the peer retransmits it; its
+    /// packet is not acknowledged).
+    #[cfg(not(feature = "reorder"))]
+    fn insert_beyond_gap(&mut self, _: u64, _: u64, _: &[u8]) -> Result<Insert, BeyondBuffer> {
+        Ok(Insert::Dropped)
+    }
+
     /// Copies `data` to the ring position of stream offset `start` (inside the window).
     fn copy_in(&mut self, start: u64, data: &[u8]) {
         let p = self.pos(start);
-        let buf = self.buf.as_mut();
-        let first = data.len().min(buf.len().saturating_sub(p));
-        let (a, b) = data.split_at(first);
-        if let Some(dst) = buf.get_mut(p..p + a.len()) {
-            dst.copy_from_slice(a);
-        }
-        if let Some(dst) = buf.get_mut(..b.len()) {
-            dst.copy_from_slice(b);
-        }
+        super::ring::copy_in(self.buf.as_mut(), p, data);
     }
 
     /// The readable bytes up to the end of the ring (call again after
@@ -205,6 +230,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
         self.head = 0;
         self.read = self.read.max(offset);
         self.contiguous = self.read;
+        #[cfg(feature = "reorder")]
         self.ranges.clear();
         skipped
     }

@@ -57,7 +57,8 @@ enum Stop {
 /// is not [`Insert::Dropped`] is kept until the application reads it; a dropped one must not
 /// be acknowledged (see [`Insert::Dropped`]).
 ///
-/// Memory: `buffer + 16·R + 136` bytes (measured on `thumbv7em` and x86-64 alike).
+/// Memory: `buffer + 16·R + 136` bytes with `reorder`, `buffer + 128` without (measured on
+/// `thumbv7em` and x86-64 alike).
 #[derive(Clone, Debug)]
 pub struct RecvStream<S, const R: usize> {
     asm: Reassembler<S, R>,
@@ -73,6 +74,8 @@ pub struct RecvStream<S, const R: usize> {
 impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
     /// A stream in `Recv` over `buf`, advertising `window` bytes (the initial
     /// MAX_STREAM_DATA of the transport parameters), clamped to the buffer size.
+    // Out of line: the stream table writes every slot through it (issue 8).
+    #[inline(never)]
     pub fn new(buf: S, window: u64) -> Self {
         let asm = Reassembler::new(buf);
         let window = window.min(asm.capacity() as u64);

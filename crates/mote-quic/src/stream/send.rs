@@ -2,7 +2,7 @@
 //! flow control (§4.1), FIN, RESET_STREAM and STOP_SENDING.
 
 use super::flow::SendCredit;
-use super::ranges::RangeSet;
+use super::unacked::Book;
 use crate::arith::Sat64 as _;
 use crate::coding::VarInt;
 use crate::frame::Frame;
@@ -72,14 +72,16 @@ impl Chunk {
 /// The sending part of a stream over caller storage `S`, a ring holding every byte from the
 /// oldest unacknowledged one to the last one written.
 ///
-/// Two bounded range sets of `R` entries each track the bytes acknowledged above the oldest
-/// unacknowledged byte and the bytes waiting for retransmission. Neither can grow: when the
-/// acknowledged set is full an acknowledgement is turned into a retransmission (the bytes
-/// are sent and acknowledged again, never freed early), and when the retransmit set is
-/// full a lost range is merged with its nearest neighbour (some bytes are sent twice).
-/// Both only cost bandwidth, never correctness. `R` must be at least 1.
+/// Bounded bookkeeping ([`super::unacked`]) tracks the bytes acknowledged above the oldest
+/// unacknowledged byte and the bytes waiting for retransmission: on hosts two range sets of
+/// `R` entries each, on devices `R` acknowledged ranges and one retransmission range.
+/// Neither can grow: when the acknowledged ranges are full an acknowledgement is turned
+/// into a retransmission (the bytes are sent and acknowledged again, never freed early),
+/// and a lost range that finds no room is merged with its neighbour (some bytes are sent
+/// twice). Both only cost bandwidth, never correctness. `R` must be at least 1.
 ///
-/// Memory: `buffer + 32·R + 104` bytes (measured on `thumbv7em` and x86-64 alike).
+/// Memory: `buffer + 32·R + 104` bytes on hosts, `buffer + 16·R + 104` on devices
+/// (measured on `thumbv7em` and x86-64 alike).
 #[derive(Clone, Debug)]
 pub struct SendStream<S, const R: usize> {
     buf: S,
@@ -91,8 +93,8 @@ pub struct SendStream<S, const R: usize> {
     sent: u64,
     /// End of the data written by the application.
     written: u64,
-    acked: RangeSet<R>,
-    lost: RangeSet<R>,
+    /// Acknowledged and to-be-retransmitted bytes above `base`.
+    book: Book<R>,
     finished: bool,
     fin_sent: bool,
     fin_acked: bool,
@@ -108,6 +110,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// A stream in `Ready` over `buf`, allowed `max_stream_data` bytes by the peer (its
     /// transport parameter for this kind of stream).
+    // Out of line: the stream table writes every slot through it (issue 8).
+    #[inline(never)]
     pub fn new(buf: S, max_stream_data: u64) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::NONZERO_R;
@@ -117,8 +121,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             base: 0,
             sent: 0,
             written: 0,
-            acked: RangeSet::new(),
-            lost: RangeSet::new(),
+            book: Book::new(),
             finished: false,
             fin_sent: false,
             fin_acked: false,
@@ -136,8 +139,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         self.base = 0;
         self.sent = 0;
         self.written = 0;
-        self.acked.clear();
-        self.lost.clear();
+        self.book.clear();
         self.finished = false;
         self.fin_sent = false;
         self.fin_acked = false;
@@ -180,7 +182,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// Ranges waiting for retransmission.
     pub const fn lost_ranges(&self) -> usize {
-        self.lost.len()
+        self.book.lost_ranges()
     }
 
     /// True in a terminal state (`DataRecvd` or `ResetRecvd`).
@@ -219,15 +221,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         let n_usize = n as usize;
         let src = data.get(..n_usize).unwrap_or(&[]);
         let p = self.pos(self.written);
-        let buf = self.buf.as_mut();
-        let first = src.len().min(buf.len().saturating_sub(p));
-        let (a, b) = src.split_at(first);
-        if let Some(dst) = buf.get_mut(p..p + a.len()) {
-            dst.copy_from_slice(a);
-        }
-        if let Some(dst) = buf.get_mut(..b.len()) {
-            dst.copy_from_slice(b);
-        }
+        super::ring::copy_in(self.buf.as_mut(), p, src);
         self.written += n;
         self.credit.consume(n);
         conn.consume(n);
@@ -263,11 +257,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Ready | SendState::Send | SendState::DataSent) {
             return None;
         }
+        // Computed once for both uses below (issue 8).
+        let fin_needed = self.fin_needed();
         // Retransmissions first, else new data (one chunk computation for both: issue 8).
-        let (s, e) = match self.lost.first() {
+        let (s, e) = match self.book.next_lost() {
             Some(range) => range,
             None if self.sent < self.written => (self.sent, self.written),
-            None if self.fin_needed() => {
+            None if fin_needed => {
                 return Some(Chunk { offset: self.written, len: 0, fin: true });
             }
             None => return None,
@@ -276,7 +272,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if len == 0 {
             return None;
         }
-        let fin = self.fin_needed() && s + len == self.written;
+        let fin = fin_needed && s + len == self.written;
         Some(Chunk { offset: s, len: len as usize, fin })
     }
 
@@ -297,7 +293,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     /// Records that `chunk` went out in a packet.
     pub fn on_sent(&mut self, chunk: &Chunk) {
         let end = chunk.end().min(self.written);
-        let _ = self.lost.remove(chunk.offset, end);
+        self.book.on_sent(chunk.offset, end);
         self.sent = self.sent.max(end);
         if chunk.fin && self.finished && end == self.written {
             self.fin_sent = true;
@@ -361,11 +357,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             return;
         }
         if self.base < self.sent {
-            self.lost.insert_coalescing(self.base, self.sent);
-            for i in 0..R {
-                let Some((s, e)) = self.acked.iter().nth(i) else { break };
-                let _ = self.lost.remove(s, e);
-            }
+            self.book.requeue_all(self.base, self.sent);
         }
         if self.fin_sent && !self.fin_acked {
             self.fin_lost = true;
@@ -379,26 +371,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return false;
         }
-        let mut queued = false;
-        let mut cur = offset.max(self.base);
+        let cur = offset.max(self.base);
         let end = offset.sat_add(len as u64).min(self.sent);
-        for (s, e) in self.acked.iter() {
-            if cur >= end || s >= end {
-                break;
-            }
-            if e <= cur {
-                continue;
-            }
-            if s > cur {
-                self.lost.insert_coalescing(cur, s);
-                queued = true;
-            }
-            cur = cur.max(e);
-        }
-        if cur < end {
-            self.lost.insert_coalescing(cur, end);
-            queued = true;
-        }
+        let mut queued = cur < end && self.book.requeue(cur, end);
         if fin && self.fin_sent && !self.fin_acked {
             self.fin_lost = true;
             queued = true;
@@ -419,19 +394,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         let s = offset.max(self.base);
         let e = offset.sat_add(len as u64).min(self.sent);
         if s < e {
-            let _ = self.lost.remove(s, e);
-            if self.acked.insert(s, e).is_err() {
-                // No room to remember it: resend and have it acknowledged again later.
-                self.lost.insert_coalescing(s, e);
-            }
-            let mut base = self.base;
-            while let Some((rs, re)) = self.acked.first() {
-                if rs > base {
-                    break;
-                }
-                base = base.max(re);
-                self.acked.pop_first();
-            }
+            let base = self.book.on_ack(self.base, s, e);
             // base - self.base ≤ sent - self.base ≤ capacity.
             let freed = (base - self.base) as usize;
             let cap = self.capacity();
@@ -440,7 +403,6 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
                 self.head -= cap;
             }
             self.base = base;
-            self.lost.remove_below(base);
         }
         if fin && self.fin_sent {
             self.fin_acked = true;
@@ -453,6 +415,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// The packet carrying `len` bytes at `offset` (and FIN if `fin`) was declared lost:
     /// queue the still-unacknowledged part for retransmission.
+    #[cfg(not(feature = "std"))]
+    pub fn on_lost(&mut self, offset: u64, len: usize, fin: bool) {
+        // The device's bookkeeping skips acknowledged bytes when it cuts retransmissions,
+        // so a loss queues exactly what a PTO requeue does: one copy in the image.
+        let _ = self.requeue(offset, len, fin);
+    }
+
+    /// The packet carrying `len` bytes at `offset` (and FIN if `fin`) was declared lost:
+    /// queue the still-unacknowledged part for retransmission.
+    #[cfg(feature = "std")]
     pub fn on_lost(&mut self, offset: u64, len: usize, fin: bool) {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return;
@@ -460,7 +432,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         let s = offset.max(self.base);
         let e = offset.sat_add(len as u64).min(self.sent);
         if s < e {
-            self.lost.insert_coalescing(s, e);
+            self.book.on_lost(s, e);
         }
         if fin && self.fin_sent && !self.fin_acked {
             self.fin_lost = true;
@@ -482,8 +454,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         self.base = self.written;
         self.sent = self.written;
         self.head = 0;
-        self.acked.clear();
-        self.lost.clear();
+        self.book.clear();
         true
     }
 
@@ -549,16 +520,20 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 /// Largest `len` such that `fixed + varint(len) + len ≤ space`.
 fn room_after(fixed: usize, space: usize) -> usize {
     let Some(avail) = space.checked_sub(fixed) else { return 0 };
-    // RFC 9000 §16: a Length of n bytes holds at most these values. For each width the data
-    // may fill what the width leaves, capped by what it can express; the widest fit wins
-    // (e.g. 16383 bytes with a 2-byte Length beats 16382 with a 4-byte one).
-    let mut best = 0;
-    for (n, max) in [(1usize, 63usize), (2, 16_383), (4, (1 << 30) - 1), (8, usize::MAX)] {
-        if let Some(len) = avail.checked_sub(n) {
-            best = best.max(len.min(max));
-        }
-    }
-    best
+    // RFC 9000 §16: a Length of 1, 2, 4 or 8 bytes holds at most 63, 16383, 2^30-1, 2^62-1.
+    // The narrowest width that can express what is left after it wins, except at the edges,
+    // where the next narrower width's maximum is larger (16383 bytes with a 2-byte Length
+    // beat 16382 with a 4-byte one). One comparison chain, no table (issue 8).
+    let (n, narrower_max) = if avail <= 64 {
+        (1, 0)
+    } else if avail <= 16_385 {
+        (2, 63)
+    } else if avail <= (1 << 30) + 3 {
+        (4, 16_383)
+    } else {
+        (8, (1 << 30) - 1)
+    };
+    avail.saturating_sub(n).max(narrower_max)
 }
 
 /// Data bytes a STREAM frame with a Length field for `id` at `offset` can carry when the
@@ -572,4 +547,28 @@ pub fn stream_frame_room(id: StreamId, offset: u64, space: usize) -> usize {
 /// Data bytes a CRYPTO frame at `offset` can carry in `space` bytes.
 pub fn crypto_frame_room(offset: u64, space: usize) -> usize {
     room_after(1 + crate::coding::encoded_size(offset), space)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The comparison chain equals trying every Length width, around every width's edges.
+    #[test]
+    fn room_after_matches_every_width_tried() {
+        let reference = |avail: usize| {
+            let mut best = 0;
+            for (n, max) in [(1usize, 63usize), (2, 16_383), (4, (1 << 30) - 1), (8, usize::MAX)] {
+                if let Some(len) = avail.checked_sub(n) {
+                    best = best.max(len.min(max));
+                }
+            }
+            best
+        };
+        for edge in [0usize, 64, 16_385, (1 << 30) + 3, 1 << 40] {
+            for avail in edge.saturating_sub(10)..edge + 10 {
+                assert_eq!(super::room_after(0, avail), reference(avail), "avail {avail}");
+                assert_eq!(super::room_after(3, avail + 3), reference(avail));
+            }
+        }
+        assert_eq!(super::room_after(5, 4), 0);
+    }
 }

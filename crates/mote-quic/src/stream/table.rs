@@ -262,7 +262,8 @@ pub enum OpenError {
 /// more open at once — and the rest serve streams we open. A peer within its limits
 /// therefore always finds a slot.
 ///
-/// Memory: `N × (send buffer + receive buffer + 48·R + 264)` bytes plus 360 (376 on 64-bit) for the
+/// Memory: `N × (send buffer + receive buffer + 48·R + 264)` bytes (`16·R + 256` on a
+/// device without `std` and `reorder`) plus 360 (376 on 64-bit) for the
 /// connection state (measured on `thumbv7em` and x86-64 alike). A device with `N = 4`,
 /// 1 KiB buffers and `R = 4` spends 10,376 bytes, 8 KiB of them buffers.
 #[derive(Clone, Debug)]
@@ -424,6 +425,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
         self.slots.iter().position(|s| s.id == Some(id))
     }
 
+    /// The slot index of live stream `id` if we can send on it (`send`) or receive on it.
+    // Out of line: the application's five stream calls share it (issue 8).
+    #[inline(never)]
+    fn find_for(&self, id: StreamId, send: bool) -> Option<usize> {
+        let ok = if send { id.can_send(self.side) } else { id.can_recv(self.side) };
+        self.find(id).filter(|_| ok)
+    }
+
     /// The slot of a live stream.
     pub fn slot(&self, id: StreamId) -> Option<&Slot<S, R>> {
         self.find(id).and_then(|i| self.slots.get(i))
@@ -481,21 +490,21 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// Writes to stream `id` (see [`SendStream::write`]).
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, WriteError> {
-        let i = self.find(id).filter(|_| id.can_send(self.side));
+        let i = self.find_for(id, true);
         let slot = i.and_then(|i| self.slots.get_mut(i)).ok_or(WriteError::UnknownStream)?;
         slot.send.write(&mut self.conn_send, data)
     }
 
     /// Ends stream `id` after the data written (FIN).
     pub fn finish(&mut self, id: StreamId) -> Result<(), WriteError> {
-        let i = self.find(id).filter(|_| id.can_send(self.side));
+        let i = self.find_for(id, true);
         let slot = i.and_then(|i| self.slots.get_mut(i)).ok_or(WriteError::UnknownStream)?;
         slot.send.finish()
     }
 
     /// Resets the sending part of `id` (RESET_STREAM). False if there was nothing to reset.
     pub fn reset(&mut self, id: StreamId, code: u64) -> bool {
-        match self.find(id).filter(|_| id.can_send(self.side)) {
+        match self.find_for(id, true) {
             Some(i) => self.slots.get_mut(i).is_some_and(|s| s.send.reset(code)),
             None => false,
         }
@@ -503,7 +512,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// Reads from stream `id` (see [`RecvStream::read`]); `None` if no such readable stream.
     pub fn read(&mut self, id: StreamId, out: &mut [u8]) -> Option<Read> {
-        let i = self.find(id).filter(|_| id.can_recv(self.side))?;
+        let i = self.find_for(id, false)?;
         let r = self.slots.get_mut(i)?.recv.read(&mut self.conn_recv, out);
         self.maybe_free(i);
         Some(r)
@@ -511,7 +520,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
 
     /// Stops reading stream `id` (STOP_SENDING with `code`).
     pub fn stop_sending(&mut self, id: StreamId, code: u64) {
-        if let Some(i) = self.find(id).filter(|_| id.can_recv(self.side)) {
+        if let Some(i) = self.find_for(id, false) {
             if let Some(slot) = self.slots.get_mut(i) {
                 slot.recv.stop(&mut self.conn_recv, code);
             }
@@ -642,6 +651,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
     /// updates, then blocked signals. Each call marks the returned frame sent.
     // Out of line: inlined into the packet builder it is larger (issue 8, measured).
     #[inline(never)]
+    #[cfg(feature = "std")]
     pub fn poll_control(&mut self) -> Option<Control> {
         for slot in self.slots.iter_mut() {
             let Some(id) = slot.id else { continue };
@@ -663,6 +673,50 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
                 }
             }
         }
+        if let Some((dir, max)) = self.limits.poll_max_streams() {
+            return Some(Control::MaxStreams { dir, max });
+        }
+        if let Some(limit) = self.conn_send.poll_blocked() {
+            return Some(Control::DataBlocked(limit));
+        }
+        for slot in self.slots.iter_mut() {
+            let Some(id) = slot.id else { continue };
+            if let Some(limit) = slot.send.poll_blocked() {
+                return Some(Control::StreamDataBlocked { id, limit });
+            }
+        }
+        if let Some((dir, limit)) = self.limits.poll_streams_blocked() {
+            return Some(Control::StreamsBlocked { dir, limit });
+        }
+        None
+    }
+
+    /// The next control frame to send, if any. Devices (without `std`, so without
+    /// `blocked-frames` and `max-streams-updates`) have only RESET_STREAM, STOP_SENDING,
+    /// MAX_STREAM_DATA and MAX_DATA to send: one pass over the slots gives each stream's
+    /// frames, then MAX_DATA (issue 8). Each call marks the returned frame sent.
+    #[inline(never)]
+    #[cfg(not(feature = "std"))]
+    pub fn poll_control(&mut self) -> Option<Control> {
+        for slot in self.slots.iter_mut() {
+            let Some(id) = slot.id else { continue };
+            if let Some((code, final_size)) = slot.send.poll_reset() {
+                return Some(Control::ResetStream { id, code, final_size });
+            }
+            if let Some(code) = slot.recv.poll_stop_sending() {
+                return Some(Control::StopSending { id, code });
+            }
+            if slot.usage != StreamUse::SendOnly {
+                if let Some(max) = slot.recv.poll_max_stream_data() {
+                    return Some(Control::MaxStreamData { id, max });
+                }
+            }
+        }
+        if let Some(max) = self.conn_recv.poll_update() {
+            return Some(Control::MaxData(max));
+        }
+        // Nothing else without the host features; kept so the frames the features add
+        // are still sent when a device build enables them.
         if let Some((dir, max)) = self.limits.poll_max_streams() {
             return Some(Control::MaxStreams { dir, max });
         }
