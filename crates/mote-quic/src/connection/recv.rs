@@ -623,7 +623,7 @@ where
     /// ID of the client's Initials, derived into their slot.
     fn set_initial_keys(&mut self, version: Version) -> Result<(), mote_crypto::Error> {
         let dcid = *self.hs.cids.initial_dcid();
-        self.hs.keys.install_initial(&self.hs.provider, version, &dcid, self.side)
+        self.hs.keys.install_initial(&self.hs.provider, version, &dcid, self.side())
     }
 
     /// RFC 9000 §8.1.3, §19.7: a client keeps the server's latest NEW_TOKEN token for its
