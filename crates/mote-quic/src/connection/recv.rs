@@ -394,20 +394,7 @@ where
         let pkt = buf.get_mut(..len)?;
         let space = PnSpace::of(hdr.ptype);
         let largest = self.rx_largest(space);
-        // The long-header packet types pick their receive key, then share one call.
-        let keys = match hdr.ptype {
-            PacketType::Initial => self.hs.keys.initial.as_ref().map(|k| &k.rx),
-            PacketType::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.rx),
-            PacketType::ZeroRtt => self.hs.keys.zero_rtt().filter(|_| self.side() == Side::Server),
-            PacketType::OneRtt => None,
-        };
-        let unprotected = match keys {
-            Some(k) => k.unprotect(pkt, hdr.pn_offset, largest),
-            None if hdr.ptype == PacketType::OneRtt => {
-                self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest)
-            }
-            None => Err(WireError::DecryptFailed),
-        };
+        let unprotected = self.unprotect(now, hdr.ptype, pkt, hdr.pn_offset, largest);
         let u = match unprotected {
             Ok(u) => u,
             // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
@@ -545,41 +532,73 @@ where
         true
     }
 
-    /// RFC 9001 §5.4, §5.3, §6: removes protection from a 1-RTT packet, following a key
-    /// update the peer initiated (a Key Phase bit different from ours).
-    fn unprotect_one_rtt(
+    /// RFC 9001 §5.4, §5.3: removes header, then packet protection with the receive keys of
+    /// the packet's type — one path for every level (issue 8: the long-header levels and
+    /// 1-RTT shared only the key choice before) —, following a key update the peer
+    /// initiated (RFC 9001 §6: a 1-RTT Key Phase bit different from ours).
+    fn unprotect(
         &mut self,
         now: Instant,
+        ptype: PacketType,
         pkt: &mut [u8],
         pn_offset: usize,
         largest: Option<u64>,
     ) -> Result<Unprotected, WireError> {
+        let server = self.side() == Side::Server;
+        let keys = &self.hs.keys;
+        let rx = match ptype {
+            PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
+            PacketType::Handshake => keys.handshake.as_ref().map(|k| &k.rx),
+            PacketType::ZeroRtt => keys.zero_rtt().filter(|_| server),
+            PacketType::OneRtt => keys.one_rtt.as_ref().map(|k| &k.keys.rx),
+        };
+        let rx = rx.ok_or(WireError::DecryptFailed)?;
+        let t = remove_header_protection(&rx.header, pkt, pn_offset)?;
+        let pn = number::decode(largest, t.value, t.len);
+        let header_len = pn_offset + t.len;
+        let phase = t.first_byte & KEY_PHASE_BIT != 0;
+        // Only a 1-RTT packet has a Key Phase (the bit is reserved in long headers).
+        let other_phase = match keys.one_rtt.as_ref() {
+            Some(k) if ptype == PacketType::OneRtt => phase != k.rx_phase,
+            _ => false,
+        };
+        let payload_len = if other_phase {
+            self.open_other_phase(now, pkt, pn, header_len)?
+        } else {
+            rx.packet.open_in_place(pn, pkt, header_len)?
+        };
+        // Only now, with the packet authenticated (see `check_reserved_bits`).
+        check_reserved_bits(t.first_byte)?;
+        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+    }
+
+    /// RFC 9001 §6: opens a 1-RTT packet whose Key Phase differs from the current receive
+    /// key's: a packet of the previous phase reordered across an update, or the peer's key
+    /// update.
+    fn open_other_phase(
+        &mut self,
+        now: Instant,
+        pkt: &mut [u8],
+        pn: u64,
+        header_len: usize,
+    ) -> Result<usize, WireError> {
         let version = self.hs.version;
         let provider = &self.hs.provider;
         let keep_until = now + self.recovery.pto_period().saturating_mul(3);
         let Some(k) = self.hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
-        let t = remove_header_protection(&k.keys.rx.header, pkt, pn_offset)?;
-        let pn = number::decode(largest, t.value, t.len);
-        let header_len = pn_offset + t.len;
-        let phase = t.first_byte & KEY_PHASE_BIT != 0;
-        let payload_len = if phase == k.rx_phase {
-            k.keys.rx.packet.open_in_place(pn, pkt, header_len)?
-        } else if pn < k.rx_phase_start_pn {
+        if pn < k.rx_phase_start_pn {
             // RFC 9001 §6.5: the other Key Phase below the first packet of the current phase
             // is a packet of the previous phase, reordered across the update: opened with
             // the previous key while it is kept (three PTOs), dropped after.
-            match k.prev_rx(now) {
-                Some(prev) => prev.open_in_place(pn, pkt, header_len)?,
-                None => return Err(WireError::DecryptFailed),
-            }
-        } else {
-            // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
-            // generation's key; if it opens, the peer updated keys and we follow (§6.2).
-            let slot = &mut self.hs.keys.one_rtt;
-            slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)?
-        };
-        check_reserved_bits(t.first_byte)?;
-        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+            return match k.prev_rx(now) {
+                Some(prev) => prev.open_in_place(pn, pkt, header_len),
+                None => Err(WireError::DecryptFailed),
+            };
+        }
+        // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
+        // generation's key; if it opens, the peer updated keys and we follow (§6.2).
+        let slot = &mut self.hs.keys.one_rtt;
+        slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)
     }
 
     /// RFC 9368 §2.3: a client whose first flight offered a compatible version switches to
