@@ -240,6 +240,11 @@ impl RemoteCids {
         self.slots.iter().flatten().find(|p| p.seq == seq).copied()
     }
 
+    /// The sequence number of the connection ID in use.
+    pub(crate) const fn active_seq(&self) -> u64 {
+        self.active
+    }
+
     /// The connection ID in use.
     pub(crate) fn active(&self) -> Option<PeerCid> {
         self.slots.iter().flatten().find(|p| p.seq == self.active).copied()

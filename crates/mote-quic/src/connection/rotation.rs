@@ -139,14 +139,17 @@ where
                 Some(ty),
             ));
         }
-        let before = self.remote_cids.active().map(|p| p.seq);
+        let before = self.remote_cids.active_seq();
         self.remote_cids
             .on_new_cid(seq, retire_prior_to, cid, token)
             .map_err(|code| ConnectionClose::transport(code, Some(ty)))?;
         // RFC 9000 §5.1.2: Retire Prior To retired the connection ID in use; address the peer
-        // with the replacement from now on.
-        if let Some(now) = self.remote_cids.active().filter(|p| Some(p.seq) != before) {
-            self.hs.cids.remote = now.cid;
+        // with the replacement from now on. (The one in use is always stored: compared by
+        // sequence number, the stored entry is looked up only when it changed.)
+        if self.remote_cids.active_seq() != before {
+            if let Some(now) = self.remote_cids.active() {
+                self.hs.cids.remote = now.cid;
+            }
         }
         Ok(())
     }
