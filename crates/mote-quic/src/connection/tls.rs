@@ -331,7 +331,14 @@ impl<P: CryptoProvider> Keys<P> {
         client_dcid: &[u8],
         side: Side,
     ) -> Result<(), mote_crypto::Error> {
-        let (client, server) = crate::packet::initial_secrets(provider, version, client_dcid)?;
+        let (mut client, mut server) = (Secret::zeroed(0), Secret::zeroed(0));
+        crate::packet::initial_secrets_into(
+            provider,
+            version,
+            client_dcid,
+            &mut client,
+            &mut server,
+        )?;
         let (tx, rx) = match side {
             Side::Client => (&client, &server),
             Side::Server => (&server, &client),

@@ -22,8 +22,8 @@ mod permission;
 mod tests;
 
 pub use ack::{Ack, AckRanges, EcnCounts, RangeOrder};
-pub use permission::{is_ack_eliciting, is_known, is_probing, permitted};
 use permission::permitted_known;
+pub use permission::{is_ack_eliciting, is_known, is_probing, permitted};
 
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::{encoded_size, BufferTooSmall, Reader, VarInt, Writer};

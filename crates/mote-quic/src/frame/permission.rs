@@ -123,9 +123,12 @@ mod tests {
             if !is_known(ty) {
                 continue;
             }
-            for packet in
-                [PacketType::Initial, PacketType::Handshake, PacketType::ZeroRtt, PacketType::OneRtt]
-            {
+            for packet in [
+                PacketType::Initial,
+                PacketType::Handshake,
+                PacketType::ZeroRtt,
+                PacketType::OneRtt,
+            ] {
                 assert_eq!(permitted_known(ty, packet), permitted(ty, packet), "{ty:#x}");
             }
         }

@@ -37,6 +37,7 @@ pub use header::{
     parse, Header, LongHeader, LongHeaderOffsets, Parsed, Retry, ShortHeader, UnsupportedVersion,
     FIXED_BIT, FORM_BIT, LENGTH_FIELD_LEN, SPIN_BIT,
 };
+pub(crate) use initial::initial_secrets_into;
 pub(crate) use initial::INITIAL_AEAD;
 pub use initial::{initial_keys, initial_secrets, InitialKeys};
 pub(crate) use keys::expand as expand_key;
