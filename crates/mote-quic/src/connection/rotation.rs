@@ -160,6 +160,18 @@ where
     #[inline(never)]
     pub(super) fn on_retire_connection_id(&mut self, seq: u64, dcid: &ConnectionId) -> Res {
         let ty = types::RETIRE_CONNECTION_ID;
+        // Without `cid-rotation` and `migration` only the handshake connection ID (sequence
+        // 0) is ever issued (`top_up_cids`; the preferred address's comes with `migration`),
+        // and every 1-RTT packet is addressed to it (`accept_header`): a retirement names
+        // either a number never issued or the packet's own Destination Connection ID, both a
+        // PROTOCOL_VIOLATION (RFC 9000 §19.16) — what `LocalCids::on_retire` finds, decided
+        // without the table (issue 8).
+        if !cfg!(any(feature = "cid-rotation", feature = "migration")) {
+            debug_assert!(self.local_cids.issued_total() == 0);
+            let code = crate::error::TransportErrorCode::PROTOCOL_VIOLATION;
+            let _ = dcid;
+            return Err(ConnectionClose::transport(code, Some(ty)));
+        }
         let retired = self
             .local_cids
             .on_retire(seq, dcid)
