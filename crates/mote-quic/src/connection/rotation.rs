@@ -126,8 +126,8 @@ where
         &mut self,
         seq: u64,
         retire_prior_to: u64,
-        cid: ConnectionId,
-        token: ResetToken,
+        cid: &[u8],
+        token: &ResetToken,
     ) -> Res {
         let ty = types::NEW_CONNECTION_ID;
         // "An endpoint that is sending packets with a zero-length Destination Connection ID

@@ -350,9 +350,9 @@ pub(crate) fn read_new_token<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], WireErr
 /// RFC 9000 §19.15: NEW_CONNECTION_ID Frame { Type (i) = 0x18, Sequence Number (i), Retire
 /// Prior To (i), Length (8), Connection ID (8..160), Stateless Reset Token (128) } after its
 /// type: (sequence, retire prior to, connection ID, reset token).
-pub(crate) fn read_new_connection_id(
-    r: &mut Reader<'_>,
-) -> Result<(VarInt, VarInt, ConnectionId, [u8; 16]), WireError> {
+pub(crate) fn read_new_connection_id<'a>(
+    r: &mut Reader<'a>,
+) -> Result<(VarInt, VarInt, &'a [u8], &'a [u8; 16]), WireError> {
     let ty = NEW_CONNECTION_ID;
     let sequence = r.varint()?;
     let retire_prior_to = r.varint()?;
@@ -365,8 +365,8 @@ pub(crate) fn read_new_connection_id(
     if len == 0 || len > MAX_CID_LEN {
         return Err(WireError::InvalidFrame(ty));
     }
-    let cid = ConnectionId::new(r.bytes(len)?).ok_or(WireError::InvalidFrame(ty))?;
-    let reset_token = r.array()?;
+    let cid = r.bytes(len)?;
+    let reset_token = r.bytes(16)?.try_into().map_err(|_| WireError::Truncated)?;
     Ok((sequence, retire_prior_to, cid, reset_token))
 }
 
@@ -409,7 +409,8 @@ impl<'a> Frame<'a> {
             NEW_TOKEN => Frame::NewToken { token: read_new_token(r)? },
             NEW_CONNECTION_ID => {
                 let (sequence, retire_prior_to, cid, reset_token) = read_new_connection_id(r)?;
-                Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token }
+                let cid = ConnectionId::new(cid).ok_or(WireError::InvalidFrame(ty))?;
+                Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token: *reset_token }
             }
             // RFC 9000 §19.16: RETIRE_CONNECTION_ID Frame { Type (i) = 0x19,
             //   Sequence Number (i) }
