@@ -87,24 +87,35 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
 ) -> Result<(), Error> {
     // RFC 9001 §5.1 (as `KeyMaterial::derive`): the header-protection key ("quic hp"), the
     // AEAD key ("quic key") and IV ("quic iv"), each derived just before it is written, so
-    // only one raw key is in this frame at a time (issue 8: a device's stack).
-    let params = version.params().ok_or(Error::Unsupported)?;
-    let hash = alg.hash();
+    // only one raw key is in a frame at a time; each half in its own function, so this
+    // frame holds none of them under the AEAD key's schedule (issue 8: a device's stack).
     // SAFETY: the caller's contract; field addresses only, no references to the
     // uninitialized value.
     unsafe {
-        // The provider builds each key where it stays (`write_*_key`): no by-value key or
-        // `Result` of one in this frame.
         let header = &mut *addr_of_mut!((*dst).header).cast::<MaybeUninit<P::HeaderKey>>();
-        let hp = expand_key(provider, hash, secret, params.hp_label, alg.key_len())?;
-        provider.write_header_key(alg, hp.as_ref(), header)?;
-        drop(hp);
+        write_header_key(header, provider, version, alg, secret)?;
         let packet = addr_of_mut!((*dst).packet);
         if let Err(e) = write_packet_key(packet, provider, version, alg, secret) {
             core::ptr::drop_in_place(addr_of_mut!((*dst).header));
             return Err(e);
         }
     }
+    Ok(())
+}
+
+/// RFC 9001 §5.1: writes the header-protection key ("quic hp") derived from `secret` to
+/// `dst`, straight from the provider. Out of line: the raw key is in this frame only.
+#[inline(never)]
+fn write_header_key<P: CryptoProvider>(
+    dst: &mut MaybeUninit<P::HeaderKey>,
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    secret: &[u8],
+) -> Result<(), Error> {
+    let params = version.params().ok_or(Error::Unsupported)?;
+    let hp = expand_key(provider, alg.hash(), secret, params.hp_label, alg.key_len())?;
+    provider.write_header_key(alg, hp.as_ref(), dst)?;
     Ok(())
 }
 
@@ -116,6 +127,7 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
 ///
 /// # Safety
 /// As [`write_packet_keys`], for `PacketKey<P>`.
+#[inline(never)]
 unsafe fn write_packet_key<P: CryptoProvider>(
     dst: *mut PacketKey<P>,
     provider: &P,
