@@ -347,12 +347,14 @@ pub(crate) fn read_new_token<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], WireErr
     Ok(token)
 }
 
+/// A NEW_CONNECTION_ID frame's fields, borrowed from the packet: (sequence, retire prior
+/// to, connection ID, stateless reset token).
+pub(crate) type NewCid<'a> = (VarInt, VarInt, &'a [u8], &'a [u8; 16]);
+
 /// RFC 9000 §19.15: NEW_CONNECTION_ID Frame { Type (i) = 0x18, Sequence Number (i), Retire
 /// Prior To (i), Length (8), Connection ID (8..160), Stateless Reset Token (128) } after its
 /// type: (sequence, retire prior to, connection ID, reset token).
-pub(crate) fn read_new_connection_id<'a>(
-    r: &mut Reader<'a>,
-) -> Result<(VarInt, VarInt, &'a [u8], &'a [u8; 16]), WireError> {
+pub(crate) fn read_new_connection_id<'a>(r: &mut Reader<'a>) -> Result<NewCid<'a>, WireError> {
     let ty = NEW_CONNECTION_ID;
     let sequence = r.varint()?;
     let retire_prior_to = r.varint()?;
