@@ -240,6 +240,11 @@ impl RemoteCids {
         self.slots.iter().flatten().find(|p| p.seq == seq).copied()
     }
 
+    /// The sequence number of the connection ID in use.
+    pub(crate) const fn active_seq(&self) -> u64 {
+        self.active
+    }
+
     /// The connection ID in use.
     pub(crate) fn active(&self) -> Option<PeerCid> {
         self.slots.iter().flatten().find(|p| p.seq == self.active).copied()
@@ -276,8 +281,8 @@ impl RemoteCids {
         &mut self,
         seq: u64,
         retire_prior_to: u64,
-        cid: ConnectionId,
-        token: ResetToken,
+        cid: &[u8],
+        token: &ResetToken,
     ) -> Result<(), TransportErrorCode> {
         // "If an endpoint receives a NEW_CONNECTION_ID frame that repeats a previously
         // issued connection ID with a different Stateless Reset Token field value or a
@@ -286,8 +291,8 @@ impl RemoteCids {
         // error of type PROTOCOL_VIOLATION."
         for p in self.slots.iter().flatten() {
             let same_seq = p.seq == seq;
-            let same_cid = p.cid == cid;
-            if same_seq && same_cid && p.token.is_some_and(|t| t == token) {
+            let same_cid = *p.cid == *cid;
+            if same_seq && same_cid && p.token.is_some_and(|t| t == *token) {
                 // A retransmission; only its Retire Prior To may still matter.
                 self.raise_retire_prior_to(retire_prior_to)?;
                 return self.pick_active();
@@ -310,7 +315,9 @@ impl RemoteCids {
         let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) else {
             return Err(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR);
         };
-        *slot = Some(PeerCid { seq, cid, token: Some(token) });
+        // The frame's parser checked the length (1 to 20 bytes).
+        let cid = ConnectionId::new(cid).ok_or(TransportErrorCode::FRAME_ENCODING_ERROR)?;
+        *slot = Some(PeerCid { seq, cid, token: Some(*token) });
         self.pick_active()
     }
 
@@ -492,25 +499,25 @@ mod tests {
     fn remote_limit_duplicates_and_retire_prior_to() {
         let mut r = RemoteCids::new(cid(0));
         for k in 1..REMOTE_CIDS as u8 {
-            r.on_new_cid(u64::from(k), 0, cid(k), [k; 16]).unwrap();
+            r.on_new_cid(u64::from(k), 0, &cid(k), &[k; 16]).unwrap();
         }
         // A retransmission is fine; a reused sequence number or CID is not.
-        assert_eq!(r.on_new_cid(1, 0, cid(1), [1; 16]), Ok(()));
+        assert_eq!(r.on_new_cid(1, 0, &cid(1), &[1; 16]), Ok(()));
         assert_eq!(
-            r.on_new_cid(1, 0, cid(7), [1; 16]),
+            r.on_new_cid(1, 0, &cid(7), &[1; 16]),
             Err(TransportErrorCode::PROTOCOL_VIOLATION)
         );
         assert_eq!(
-            r.on_new_cid(7, 0, cid(1), [1; 16]),
+            r.on_new_cid(7, 0, &cid(1), &[1; 16]),
             Err(TransportErrorCode::PROTOCOL_VIOLATION)
         );
         // One more than the limit.
         assert_eq!(
-            r.on_new_cid(9, 0, cid(9), [9; 16]),
+            r.on_new_cid(9, 0, &cid(9), &[9; 16]),
             Err(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR)
         );
         // Retire Prior To 2 retires 0 (in use) and 1, and moves to the lowest remaining.
-        r.on_new_cid(4, 2, cid(4), [4; 16]).unwrap();
+        r.on_new_cid(4, 2, &cid(4), &[4; 16]).unwrap();
         let lowest = if REMOTE_CIDS > 2 { 2 } else { 4 };
         assert_eq!(r.active().unwrap().seq, lowest);
         assert_eq!(r.retiring(), 2);
@@ -518,7 +525,7 @@ mod tests {
         assert_eq!(r.poll_retire(5), Some(1));
         assert_eq!(r.poll_retire(6), None);
         // Old sequence numbers arriving late are retired without being stored.
-        r.on_new_cid(1, 0, cid(1), [1; 16]).unwrap();
+        r.on_new_cid(1, 0, &cid(1), &[1; 16]).unwrap();
         assert_eq!(r.retiring(), 2);
         r.on_delivery(5, true);
         assert_eq!(r.retiring(), 0);
@@ -538,7 +545,7 @@ mod tests {
         // retired, and no retirement is ever acknowledged.
         let mut err = None;
         for seq in 1..100u64 {
-            if let Err(e) = r.on_new_cid(seq, seq, cid(seq as u8), [seq as u8; 16]) {
+            if let Err(e) = r.on_new_cid(seq, seq, &cid(seq as u8), &[seq as u8; 16]) {
                 err = Some((seq, e));
                 break;
             }

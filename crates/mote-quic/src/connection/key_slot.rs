@@ -14,7 +14,7 @@ use core::ptr::addr_of_mut;
 use mote_crypto::{hkdf, AeadAlgorithm, CryptoProvider, Error, Secret, NONCE_LEN};
 
 use super::tls::{DirKeys, OneRttKeys};
-use crate::packet::{expand_key, key_and_iv, PacketKey, PacketKeys};
+use crate::packet::{expand_key, PacketKey, PacketKeys};
 use crate::time::Instant;
 use crate::version::Version;
 
@@ -87,52 +87,66 @@ unsafe fn write_packet_keys<P: CryptoProvider>(
 ) -> Result<(), Error> {
     // RFC 9001 §5.1 (as `KeyMaterial::derive`): the header-protection key ("quic hp"), the
     // AEAD key ("quic key") and IV ("quic iv"), each derived just before it is written, so
-    // only one raw key is in this frame at a time (issue 8: a device's stack).
-    let params = version.params().ok_or(Error::Unsupported)?;
-    let hash = alg.hash();
+    // only one raw key is in a frame at a time; each half in its own function, so this
+    // frame holds none of them under the AEAD key's schedule (issue 8: a device's stack).
     // SAFETY: the caller's contract; field addresses only, no references to the
     // uninitialized value.
     unsafe {
-        // The provider builds each key where it stays (`write_*_key`): no by-value key or
-        // `Result` of one in this frame.
         let header = &mut *addr_of_mut!((*dst).header).cast::<MaybeUninit<P::HeaderKey>>();
-        let hp = expand_key(provider, hash, secret, params.hp_label, alg.key_len())?;
-        provider.write_header_key(alg, hp.as_ref(), header)?;
-        drop(hp);
-        let key = &mut *addr_of_mut!((*dst).packet.key).cast::<MaybeUninit<P::AeadKey>>();
-        let aead = expand_key(provider, hash, secret, params.key_label, alg.key_len())
-            .and_then(|k| provider.write_aead_key(alg, k.as_ref(), key));
-        if let Err(e) = aead {
+        write_header_key(header, provider, version, alg, secret)?;
+        let packet = addr_of_mut!((*dst).packet);
+        if let Err(e) = write_packet_key(packet, provider, version, alg, secret) {
             core::ptr::drop_in_place(addr_of_mut!((*dst).header));
             return Err(e);
         }
-        let mut iv = [0u8; NONCE_LEN];
-        if let Err(e) = hkdf::expand_label(provider, hash, secret, params.iv_label, &[], &mut iv) {
-            core::ptr::drop_in_place(addr_of_mut!((*dst).packet.key));
-            core::ptr::drop_in_place(addr_of_mut!((*dst).header));
-            return Err(e);
-        }
-        addr_of_mut!((*dst).packet.iv).write(iv);
     }
     Ok(())
 }
 
-/// Writes the AEAD key `key` (built by the provider where it stays) and `iv` to `dst`. On
-/// an error nothing is left written.
+/// RFC 9001 §5.1: writes the header-protection key ("quic hp") derived from `secret` to
+/// `dst`, straight from the provider. Out of line: the raw key is in this frame only.
+#[inline(never)]
+fn write_header_key<P: CryptoProvider>(
+    dst: &mut MaybeUninit<P::HeaderKey>,
+    provider: &P,
+    version: Version,
+    alg: AeadAlgorithm,
+    secret: &[u8],
+) -> Result<(), Error> {
+    let params = version.params().ok_or(Error::Unsupported)?;
+    let hp = expand_key(provider, alg.hash(), secret, params.hp_label, alg.key_len())?;
+    provider.write_header_key(alg, hp.as_ref(), dst)?;
+    Ok(())
+}
+
+/// RFC 9001 §5.1, §6.1: writes the AEAD key ("quic key") and IV ("quic iv") derived from
+/// `secret` to `dst`, the key straight from the provider: the payload half of
+/// [`write_packet_keys`], and what a key update re-derives (the header-protection key is
+/// not updated). One copy of the derivation for both (issue 8). On an error nothing is
+/// left written.
 ///
 /// # Safety
 /// As [`write_packet_keys`], for `PacketKey<P>`.
+#[inline(never)]
 unsafe fn write_packet_key<P: CryptoProvider>(
     dst: *mut PacketKey<P>,
     provider: &P,
+    version: Version,
     alg: AeadAlgorithm,
-    key: &[u8],
-    iv: [u8; NONCE_LEN],
+    secret: &[u8],
 ) -> Result<(), Error> {
+    let params = version.params().ok_or(Error::Unsupported)?;
+    let hash = alg.hash();
     // SAFETY: the caller's contract; field addresses only.
     unsafe {
-        let k = &mut *addr_of_mut!((*dst).key).cast::<MaybeUninit<P::AeadKey>>();
-        provider.write_aead_key(alg, key, k)?;
+        let key = &mut *addr_of_mut!((*dst).key).cast::<MaybeUninit<P::AeadKey>>();
+        expand_key(provider, hash, secret, params.key_label, alg.key_len())
+            .and_then(|k| provider.write_aead_key(alg, k.as_ref(), key))?;
+        let mut iv = [0u8; NONCE_LEN];
+        if let Err(e) = hkdf::expand_label(provider, hash, secret, params.iv_label, &[], &mut iv) {
+            core::ptr::drop_in_place(addr_of_mut!((*dst).key));
+            return Err(e);
+        }
         addr_of_mut!((*dst).iv).write(iv);
     }
     Ok(())
@@ -194,10 +208,9 @@ impl<P: CryptoProvider> KeySlot<PacketKey<P>> {
         secret: &[u8],
     ) -> Result<(), Error> {
         self.clear();
-        let (key, iv) = key_and_iv(provider, version, alg, secret)?;
         // SAFETY: the slot is empty and `as_mut_ptr` is valid for the write; `live` is set
         // only after it succeeded.
-        unsafe { write_packet_key(self.keys.as_mut_ptr(), provider, alg, key.as_ref(), iv)? };
+        unsafe { write_packet_key(self.keys.as_mut_ptr(), provider, version, alg, secret)? };
         self.live = true;
         Ok(())
     }
@@ -263,9 +276,11 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
 
 impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
     /// RFC 9001 §6.1: replaces the send key's AEAD key and IV with those of `secret`, over
-    /// the old ones (the header-protection key stays). Everything fallible is derived before
-    /// the old key goes; should the provider still fail to build the key, every 1-RTT key is
-    /// erased and the slot left empty (no packet is protected with a missing key).
+    /// the old ones (the header-protection key stays), derived where it stays. The caller
+    /// derives `secret` (the fallible step) before the old key goes; should the key's own
+    /// derivation or the provider still fail (a provider fault: HKDF-Expand-Label of a
+    /// suite's key or IV length cannot fail otherwise), every 1-RTT key is erased and the
+    /// slot left empty (no packet is protected with a missing key).
     pub(crate) fn replace_tx_key(
         &mut self,
         provider: &P,
@@ -276,7 +291,6 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         if !self.live {
             return Err(Error::Unsupported);
         }
-        let (key, iv) = key_and_iv(provider, version, alg, secret)?;
         let p = self.keys.as_mut_ptr();
         // SAFETY: the slot is live, so every field is initialized; the old key is dropped
         // once and then either rewritten, or the slot is marked empty and every other field
@@ -284,7 +298,7 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         unsafe {
             let tx = addr_of_mut!((*p).keys.tx.packet);
             core::ptr::drop_in_place(addr_of_mut!((*tx).key));
-            if let Err(e) = write_packet_key(tx, provider, alg, key.as_ref(), iv) {
+            if let Err(e) = write_packet_key(tx, provider, version, alg, secret) {
                 self.live = false;
                 core::ptr::drop_in_place(addr_of_mut!((*p).keys.tx.header));
                 core::ptr::drop_in_place(addr_of_mut!((*p).keys.rx));

@@ -15,8 +15,9 @@ use super::{
 };
 use crate::arith::Sat64 as _;
 use crate::cid::ConnectionId;
+use crate::coding::{Reader, VarInt};
 use crate::error::{TransportErrorCode, WireError};
-use crate::frame::{self, Ack, Frame, Frames, StreamDir};
+use crate::frame::{self, types, Ack, Frame, StreamDir};
 use crate::packet::{
     self, check_reserved_bits, number, remove_header_protection, Header, PacketType, Unprotected,
     VersionNegotiation, KEY_PHASE_BIT,
@@ -394,20 +395,7 @@ where
         let pkt = buf.get_mut(..len)?;
         let space = PnSpace::of(hdr.ptype);
         let largest = self.rx_largest(space);
-        // The long-header packet types pick their receive key, then share one call.
-        let keys = match hdr.ptype {
-            PacketType::Initial => self.hs.keys.initial.as_ref().map(|k| &k.rx),
-            PacketType::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.rx),
-            PacketType::ZeroRtt => self.hs.keys.zero_rtt().filter(|_| self.side() == Side::Server),
-            PacketType::OneRtt => None,
-        };
-        let unprotected = match keys {
-            Some(k) => k.unprotect(pkt, hdr.pn_offset, largest),
-            None if hdr.ptype == PacketType::OneRtt => {
-                self.unprotect_one_rtt(now, pkt, hdr.pn_offset, largest)
-            }
-            None => Err(WireError::DecryptFailed),
-        };
+        let unprotected = self.unprotect(now, hdr.ptype, pkt, hdr.pn_offset, largest);
         let u = match unprotected {
             Ok(u) => u,
             // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
@@ -545,41 +533,73 @@ where
         true
     }
 
-    /// RFC 9001 §5.4, §5.3, §6: removes protection from a 1-RTT packet, following a key
-    /// update the peer initiated (a Key Phase bit different from ours).
-    fn unprotect_one_rtt(
+    /// RFC 9001 §5.4, §5.3: removes header, then packet protection with the receive keys of
+    /// the packet's type — one path for every level (issue 8: the long-header levels and
+    /// 1-RTT shared only the key choice before) —, following a key update the peer
+    /// initiated (RFC 9001 §6: a 1-RTT Key Phase bit different from ours).
+    fn unprotect(
         &mut self,
         now: Instant,
+        ptype: PacketType,
         pkt: &mut [u8],
         pn_offset: usize,
         largest: Option<u64>,
     ) -> Result<Unprotected, WireError> {
+        let server = self.side() == Side::Server;
+        let keys = &self.hs.keys;
+        let rx = match ptype {
+            PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
+            PacketType::Handshake => keys.handshake.as_ref().map(|k| &k.rx),
+            PacketType::ZeroRtt => keys.zero_rtt().filter(|_| server),
+            PacketType::OneRtt => keys.one_rtt.as_ref().map(|k| &k.keys.rx),
+        };
+        let rx = rx.ok_or(WireError::DecryptFailed)?;
+        let t = remove_header_protection(&rx.header, pkt, pn_offset)?;
+        let pn = number::decode(largest, t.value, t.len);
+        let header_len = pn_offset + t.len;
+        let phase = t.first_byte & KEY_PHASE_BIT != 0;
+        // Only a 1-RTT packet has a Key Phase (the bit is reserved in long headers).
+        let other_phase = match keys.one_rtt.as_ref() {
+            Some(k) if ptype == PacketType::OneRtt => phase != k.rx_phase,
+            _ => false,
+        };
+        let payload_len = if other_phase {
+            self.open_other_phase(now, pkt, pn, header_len)?
+        } else {
+            rx.packet.open_in_place(pn, pkt, header_len)?
+        };
+        // Only now, with the packet authenticated (see `check_reserved_bits`).
+        check_reserved_bits(t.first_byte)?;
+        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+    }
+
+    /// RFC 9001 §6: opens a 1-RTT packet whose Key Phase differs from the current receive
+    /// key's: a packet of the previous phase reordered across an update, or the peer's key
+    /// update.
+    fn open_other_phase(
+        &mut self,
+        now: Instant,
+        pkt: &mut [u8],
+        pn: u64,
+        header_len: usize,
+    ) -> Result<usize, WireError> {
         let version = self.hs.version;
         let provider = &self.hs.provider;
         let keep_until = now + self.recovery.pto_period().saturating_mul(3);
         let Some(k) = self.hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
-        let t = remove_header_protection(&k.keys.rx.header, pkt, pn_offset)?;
-        let pn = number::decode(largest, t.value, t.len);
-        let header_len = pn_offset + t.len;
-        let phase = t.first_byte & KEY_PHASE_BIT != 0;
-        let payload_len = if phase == k.rx_phase {
-            k.keys.rx.packet.open_in_place(pn, pkt, header_len)?
-        } else if pn < k.rx_phase_start_pn {
+        if pn < k.rx_phase_start_pn {
             // RFC 9001 §6.5: the other Key Phase below the first packet of the current phase
             // is a packet of the previous phase, reordered across the update: opened with
             // the previous key while it is kept (three PTOs), dropped after.
-            match k.prev_rx(now) {
-                Some(prev) => prev.open_in_place(pn, pkt, header_len)?,
-                None => return Err(WireError::DecryptFailed),
-            }
-        } else {
-            // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
-            // generation's key; if it opens, the peer updated keys and we follow (§6.2).
-            let slot = &mut self.hs.keys.one_rtt;
-            slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)?
-        };
-        check_reserved_bits(t.first_byte)?;
-        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+            return match k.prev_rx(now) {
+                Some(prev) => prev.open_in_place(pn, pkt, header_len),
+                None => Err(WireError::DecryptFailed),
+            };
+        }
+        // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
+        // generation's key; if it opens, the peer updated keys and we follow (§6.2).
+        let slot = &mut self.hs.keys.one_rtt;
+        slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)
     }
 
     /// RFC 9368 §2.3: a client whose first flight offered a compatible version switches to
@@ -623,7 +643,7 @@ where
     /// ID of the client's Initials, derived into their slot.
     fn set_initial_keys(&mut self, version: Version) -> Result<(), mote_crypto::Error> {
         let dcid = *self.hs.cids.initial_dcid();
-        self.hs.keys.install_initial(&self.hs.provider, version, &dcid, self.side)
+        self.hs.keys.install_initial(&self.hs.provider, version, &dcid, self.side())
     }
 
     /// RFC 9000 §8.1.3, §19.7: a client keeps the server's latest NEW_TOKEN token for its
@@ -759,7 +779,12 @@ where
     }
 
     /// RFC 9000 §12.4: every frame of the packet, each checked against the permission table
-    /// for its packet type (by [`Frames`]) and dispatched.
+    /// for its packet type and acted on as it is read. One decode-and-act loop (issue 8):
+    /// the fields go from the reader to their handler, not into a [`Frame`] value matched
+    /// again (only the stream and flow-control frames, which [`Streams::on_frame`] takes,
+    /// are built as one), and every malformed frame leaves through one exit. The checks
+    /// and their order are [`crate::frame::Frames`]': the type (known, minimal, permitted),
+    /// then the body, then the action, frame by frame.
     fn process_frames(
         &mut self,
         now: Instant,
@@ -771,106 +796,125 @@ where
     ) -> Res<FramesOutcome> {
         let _ = info;
         let mut out = FramesOutcome { ackable: true, ..FramesOutcome::default() };
-        for item in Frames::new(payload, ptype) {
-            let frame = item.map_err(wire)?;
-            let ty = frame.frame_type();
-            if frame::is_ack_eliciting(ty) {
-                out.ack_eliciting = true;
+        let mut r = Reader::new(payload);
+        // A parse error of any frame ends the packet here, as one CONNECTION_CLOSE (one
+        // exit, not one per frame type: issue 8).
+        let malformed: WireError = 'parse: {
+            // Unwraps a parse result, or leaves the loop with its error.
+            macro_rules! parsed {
+                ($e:expr) => {
+                    match $e {
+                        Ok(v) => v,
+                        Err(e) => break 'parse WireError::from(e),
+                    }
+                };
             }
-            if !frame::is_probing(ty) {
-                out.non_probing = true;
+            // RFC 9000 §12.4: a packet containing no frames is a PROTOCOL_VIOLATION.
+            if r.is_empty() {
+                break 'parse WireError::EmptyPacket;
             }
-            // Borrowed: an ACK (the largest variant) is not copied out of the frame.
-            match &frame {
-                Frame::Padding { .. } | Frame::Ping => {}
-                Frame::Ack(ack) => self.on_ack(now, space, ack)?,
-                Frame::Crypto { offset, data } => {
-                    if self.on_crypto(now, space, offset.into_inner(), data)? == Insert::Dropped {
-                        out.ackable = false;
+            while !r.is_empty() {
+                let ty = parsed!(frame::read_permitted_type(&mut r, ptype));
+                if frame::is_ack_eliciting(ty) {
+                    out.ack_eliciting = true;
+                }
+                if !frame::is_probing(ty) {
+                    out.non_probing = true;
+                }
+                match ty {
+                    types::PADDING => {
+                        frame::skip_padding(&mut r);
                     }
-                }
-                // RFC 9000 §19.7: a server receiving NEW_TOKEN closes with
-                // PROTOCOL_VIOLATION. A client keeps the latest token for its next
-                // connection (RFC 9000 §8.1.3); one longer than we keep is ignored.
-                Frame::NewToken { token } => {
-                    if self.side() == Side::Server {
-                        return Err(violation(ty));
+                    types::PING => {}
+                    types::ACK | types::ACK_ECN => {
+                        let ack = parsed!(Ack::parse_body(ty, &mut r));
+                        self.on_ack(now, space, &ack)?;
                     }
-                    self.on_new_token(token);
-                }
-                Frame::Stream { .. }
-                | Frame::ResetStream { .. }
-                | Frame::StopSending { .. }
-                | Frame::MaxData { .. }
-                | Frame::MaxStreamData { .. }
-                | Frame::MaxStreams { .. }
-                | Frame::DataBlocked { .. }
-                | Frame::StreamDataBlocked { .. }
-                | Frame::StreamsBlocked { .. } => {
-                    if !self.on_stream_frame(&frame)? {
-                        out.ackable = false;
-                    }
-                }
-                // RFC 9000 §19.15: the peer issues a connection ID (bounded table, §5.1.1).
-                Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token } => self
-                    .on_new_connection_id(
-                        sequence.into_inner(),
-                        retire_prior_to.into_inner(),
-                        *cid,
-                        *reset_token,
-                    )?,
-                // RFC 9000 §19.16: the peer retires one of ours.
-                Frame::RetireConnectionId { sequence } => {
-                    self.on_retire_connection_id(sequence.into_inner(), dcid)?
-                }
-                // RFC 9000 §8.2.2: answer PATH_CHALLENGE with PATH_RESPONSE on the path it
-                // arrived on. Without `migration` only the newest is kept.
-                Frame::PathChallenge { data } => {
-                    #[cfg(feature = "migration")]
-                    self.migration.on_challenge(info.remote, info.local, *data);
-                    #[cfg(not(feature = "migration"))]
-                    {
-                        self.path_response = Some(*data);
-                        bump(&mut self.stats.path_challenges_received, 1);
-                    }
-                }
-                // RFC 9000 §8.2.3: a response to our challenge validates the path; an
-                // unsolicited one is ignored (PROTOCOL_VIOLATION is allowed, not required).
-                Frame::PathResponse { data } => {
-                    #[cfg(feature = "migration")]
-                    self.on_path_response(now, *data);
-                    #[cfg(not(feature = "migration"))]
-                    let _ = data;
-                }
-                // RFC 9000 §10.2.2: the peer closed; enter the draining state.
-                // One path for both close types (the application's has no frame type).
-                Frame::ConnectionClose { .. } | Frame::ApplicationClose { .. } => {
-                    let (code, frame_type, reason) = match frame {
-                        Frame::ConnectionClose { error_code, frame_type, reason } => {
-                            (error_code, Some(frame_type.into_inner()), reason)
+                    types::CRYPTO => {
+                        let (offset, data) = parsed!(frame::read_crypto(&mut r));
+                        let offset = offset.into_inner();
+                        if self.on_crypto(now, space, offset, data)? == Insert::Dropped {
+                            out.ackable = false;
                         }
-                        Frame::ApplicationClose { error_code, reason } => {
-                            (error_code, None, reason)
+                    }
+                    // RFC 9000 §19.7: a server receiving NEW_TOKEN closes with
+                    // PROTOCOL_VIOLATION. A client keeps the latest token for its next
+                    // connection (RFC 9000 §8.1.3); one longer than we keep is ignored.
+                    types::NEW_TOKEN => {
+                        let token = parsed!(frame::read_new_token(&mut r));
+                        if self.side() == Side::Server {
+                            return Err(violation(ty));
                         }
-                        // Not reached: the outer arm matched one of the two.
-                        _ => continue,
-                    };
-                    let application = frame_type.is_none();
-                    let c =
-                        ConnectionClose::new(code.into_inner(), frame_type, application, reason);
-                    self.enter_draining(now, c);
-                    out.closed = true;
-                    return Ok(out);
-                }
-                Frame::HandshakeDone => self.on_handshake_done(now, ty)?,
-                // RFC 9221 §3, §4: checked against what we offered, then queued.
-                #[cfg(feature = "datagram")]
-                Frame::Datagram { data, .. } => {
-                    self.on_datagram_frame(data, ty, frame.encoded_len())?
+                        self.on_new_token(token);
+                    }
+                    // RFC 9000 §19.15: the peer issues a connection ID (bounded table,
+                    // §5.1.1).
+                    types::NEW_CONNECTION_ID => {
+                        let (seq, rpt, cid, token) = parsed!(frame::read_new_connection_id(&mut r));
+                        let (seq, rpt) = (seq.into_inner(), rpt.into_inner());
+                        self.on_new_connection_id(seq, rpt, cid, token)?;
+                    }
+                    // RFC 9000 §19.16: the peer retires one of ours.
+                    types::RETIRE_CONNECTION_ID => {
+                        let seq = parsed!(r.varint()).into_inner();
+                        self.on_retire_connection_id(seq, dcid)?;
+                    }
+                    // RFC 9000 §8.2.2: answer PATH_CHALLENGE with PATH_RESPONSE on the path
+                    // it arrived on. Without `migration` only the newest is kept.
+                    types::PATH_CHALLENGE => {
+                        let data: [u8; 8] = parsed!(r.array());
+                        #[cfg(feature = "migration")]
+                        self.migration.on_challenge(info.remote, info.local, data);
+                        #[cfg(not(feature = "migration"))]
+                        {
+                            self.path_response = Some(data);
+                            bump(&mut self.stats.path_challenges_received, 1);
+                        }
+                    }
+                    // RFC 9000 §8.2.3: a response to our challenge validates the path; an
+                    // unsolicited one is ignored (PROTOCOL_VIOLATION is allowed, not
+                    // required).
+                    types::PATH_RESPONSE => {
+                        let data: [u8; 8] = parsed!(r.array());
+                        #[cfg(feature = "migration")]
+                        self.on_path_response(now, data);
+                        #[cfg(not(feature = "migration"))]
+                        let _ = data;
+                    }
+                    // RFC 9000 §10.2.2: the peer closed; enter the draining state. One path
+                    // for both close types (the application's has no frame type).
+                    types::CONNECTION_CLOSE | types::CONNECTION_CLOSE_APP => {
+                        let (code, frame_type, reason) = parsed!(frame::read_close(ty, &mut r));
+                        let frame_type = frame_type.map(VarInt::into_inner);
+                        let application = frame_type.is_none();
+                        let code = code.into_inner();
+                        let c = ConnectionClose::new(code, frame_type, application, reason);
+                        self.enter_draining(now, c);
+                        out.closed = true;
+                        return Ok(out);
+                    }
+                    types::HANDSHAKE_DONE => self.on_handshake_done(now, ty)?,
+                    // RFC 9221 §3, §4: checked against what we offered, then queued.
+                    // DATAGRAM Frame { Type (i) = 0x30..0x31, [Length (i)], Datagram Data (..) }
+                    #[cfg(feature = "datagram")]
+                    types::DATAGRAM | types::DATAGRAM_LEN => {
+                        let has_length = ty == types::DATAGRAM_LEN;
+                        let data = if has_length { parsed!(r.varint_prefixed()) } else { r.rest() };
+                        let len = Frame::Datagram { data, has_length }.encoded_len();
+                        self.on_datagram_frame(data, ty, len)?;
+                    }
+                    // The stream and flow-control frames (every other permitted type).
+                    _ => {
+                        let frame = parsed!(Frame::parse_stream_body(ty, &mut r));
+                        if !self.on_stream_frame(&frame)? {
+                            out.ackable = false;
+                        }
+                    }
                 }
             }
-        }
-        Ok(out)
+            return Ok(out);
+        };
+        Err(wire(malformed))
     }
 
     /// RFC 9000 §19.20, RFC 9001 §4.1.2: HANDSHAKE_DONE confirms the handshake on the

@@ -126,8 +126,8 @@ where
         &mut self,
         seq: u64,
         retire_prior_to: u64,
-        cid: ConnectionId,
-        token: ResetToken,
+        cid: &[u8],
+        token: &ResetToken,
     ) -> Res {
         let ty = types::NEW_CONNECTION_ID;
         // "An endpoint that is sending packets with a zero-length Destination Connection ID
@@ -139,14 +139,17 @@ where
                 Some(ty),
             ));
         }
-        let before = self.remote_cids.active().map(|p| p.seq);
+        let before = self.remote_cids.active_seq();
         self.remote_cids
             .on_new_cid(seq, retire_prior_to, cid, token)
             .map_err(|code| ConnectionClose::transport(code, Some(ty)))?;
         // RFC 9000 §5.1.2: Retire Prior To retired the connection ID in use; address the peer
-        // with the replacement from now on.
-        if let Some(now) = self.remote_cids.active().filter(|p| Some(p.seq) != before) {
-            self.hs.cids.remote = now.cid;
+        // with the replacement from now on. (The one in use is always stored: compared by
+        // sequence number, the stored entry is looked up only when it changed.)
+        if self.remote_cids.active_seq() != before {
+            if let Some(now) = self.remote_cids.active() {
+                self.hs.cids.remote = now.cid;
+            }
         }
         Ok(())
     }
@@ -157,6 +160,18 @@ where
     #[inline(never)]
     pub(super) fn on_retire_connection_id(&mut self, seq: u64, dcid: &ConnectionId) -> Res {
         let ty = types::RETIRE_CONNECTION_ID;
+        // Without `cid-rotation` and `migration` only the handshake connection ID (sequence
+        // 0) is ever issued (`top_up_cids`; the preferred address's comes with `migration`),
+        // and every 1-RTT packet is addressed to it (`accept_header`): a retirement names
+        // either a number never issued or the packet's own Destination Connection ID, both a
+        // PROTOCOL_VIOLATION (RFC 9000 §19.16) — what `LocalCids::on_retire` finds, decided
+        // without the table (issue 8).
+        if !cfg!(any(feature = "cid-rotation", feature = "migration")) {
+            debug_assert!(self.local_cids.issued_total() == 0);
+            let code = crate::error::TransportErrorCode::PROTOCOL_VIOLATION;
+            let _ = dcid;
+            return Err(ConnectionClose::transport(code, Some(ty)));
+        }
         let retired = self
             .local_cids
             .on_retire(seq, dcid)

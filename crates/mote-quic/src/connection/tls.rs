@@ -331,7 +331,14 @@ impl<P: CryptoProvider> Keys<P> {
         client_dcid: &[u8],
         side: Side,
     ) -> Result<(), mote_crypto::Error> {
-        let (client, server) = crate::packet::initial_secrets(provider, version, client_dcid)?;
+        let (mut client, mut server) = (Secret::zeroed(0), Secret::zeroed(0));
+        crate::packet::initial_secrets_into(
+            provider,
+            version,
+            client_dcid,
+            &mut client,
+            &mut server,
+        )?;
         let (tx, rx) = match side {
             Side::Client => (&client, &server),
             Side::Server => (&server, &client),
@@ -442,6 +449,17 @@ fn tp_error() -> TlsError {
 }
 
 impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
+    /// Client or server, as `Connection::side`: without the `server` feature the constant
+    /// `Client`, so the server-only branches of the TLS hooks (the server's version switch,
+    /// the client's parameters checked) leave a client-only image (issue 8).
+    const fn side(&self) -> Side {
+        if cfg!(feature = "server") {
+            self.side
+        } else {
+            Side::Client
+        }
+    }
+
     pub(crate) fn crypto_send_mut(&mut self, level: Level) -> &mut CryptoSend<C, CRYPTO_RANGES> {
         match level_index(level) {
             0 => &mut self.crypto_send[0],
@@ -453,7 +471,7 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
     /// This side's (send, receive) secrets of `s`.
     fn dir_secrets<'s>(&self, s: &Secrets<'s>) -> Result<(&'s Secret, &'s Secret), TlsError> {
         let server = s.server.ok_or(TlsError::Crypto(mote_crypto::Error::BadLength))?;
-        Ok(match self.side {
+        Ok(match self.side() {
             Side::Client => (s.client, server),
             Side::Server => (server, s.client),
         })
@@ -465,14 +483,15 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
     /// `self.peer_tp` (where they are kept), checks its connection IDs and version
     /// information, and (client, `resumption`) encodes what a ticket remembers.
     fn check_peer_transport_parameters(&mut self, params: &[u8]) -> Result<(), TlsError> {
-        let sender = match self.side {
+        let side = self.side();
+        let sender = match side {
             Side::Client => Side::Server,
             Side::Server => Side::Client,
         };
         let tp = self.peer_tp.insert(TransportParameters::default());
         tp.decode_into(params, sender).map_err(|_| tp_error())?;
         let c = &self.cids;
-        match self.side {
+        match side {
             // RFC 9000 §7.3: the server's initial_source_connection_id must be the Source
             // Connection ID of its Initial (our DCID now), original_destination_connection_id
             // the DCID of our first Initial, and retry_source_connection_id present exactly
@@ -490,7 +509,7 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
         // RFC 9000 §7.4.1: a client remembers the server's parameters with its tickets
         // (minus those that must not be reused) for 0-RTT.
         #[cfg(feature = "resumption")]
-        if self.side == Side::Client {
+        if side == Side::Client {
             let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
             self.remembered_tp_len = match tp.encode_remembered_for_0rtt(&mut w) {
                 Ok(()) => w.position(),
@@ -509,7 +528,7 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
         peer: Option<&crate::transport_params::VersionInformation>,
     ) -> Result<(), TlsError> {
         let error = TlsError::Transport(transport_error::VERSION_NEGOTIATION_ERROR);
-        match (self.side, peer) {
+        match (self.side(), peer) {
             // RFC 9368 §4: "the server MUST validate that the client's Chosen Version
             // matches the version in use" — the version of the client's first flight.
             (Side::Server, Some(vi)) => {

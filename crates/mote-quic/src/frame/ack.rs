@@ -207,7 +207,7 @@ impl<'a> Ack<'a> {
     }
 
     /// Parses the body of an ACK frame whose type `ty` (0x02 or 0x03) was already read.
-    pub(super) fn parse_body(ty: u64, r: &mut Reader<'a>) -> Result<Self, WireError> {
+    pub(crate) fn parse_body(ty: u64, r: &mut Reader<'a>) -> Result<Self, WireError> {
         let largest = r.varint_u64()?;
         let ack_delay = r.varint()?;
         let count = r.varint_u64()?;

@@ -22,6 +22,7 @@ mod permission;
 mod tests;
 
 pub use ack::{Ack, AckRanges, EcnCounts, RangeOrder};
+use permission::permitted_known;
 pub use permission::{is_ack_eliciting, is_known, is_probing, permitted};
 
 use crate::cid::{ConnectionId, MAX_CID_LEN};
@@ -267,8 +268,25 @@ fn read_type(r: &mut Reader<'_>) -> Result<u64, WireError> {
     if !is_known(ty) {
         return Err(WireError::UnknownFrameType(ty));
     }
-    if before.saturating_sub(r.remaining()) != encoded_size(ty) {
+    // Every known type is below 64, so its shortest encoding is one byte.
+    const _: () = assert!(HANDSHAKE_DONE < 64 && DATAGRAM_LEN < 64);
+    if before.saturating_sub(r.remaining()) != 1 {
         return Err(WireError::NonMinimalFrameType(ty));
+    }
+    Ok(ty)
+}
+
+/// Reads a frame type as [`read_type`] does and checks it against the permission table of
+/// `packet` before anything of the frame's body is read.
+pub(crate) fn read_permitted_type(
+    r: &mut Reader<'_>,
+    packet: PacketType,
+) -> Result<u64, WireError> {
+    let ty = read_type(r)?;
+    // RFC 9000 §12.4: a frame in a packet type that may not carry it is a
+    // PROTOCOL_VIOLATION.
+    if !permitted_known(ty, packet) {
+        return Err(WireError::FrameNotPermitted(ty));
     }
     Ok(ty)
 }
@@ -301,6 +319,71 @@ const fn vlen(v: VarInt) -> usize {
     v.size()
 }
 
+/// RFC 9000 §19.1: skips the 0x00 bytes after a PADDING type (a run is one frame here);
+/// returns how many.
+pub(crate) fn skip_padding(r: &mut Reader<'_>) -> usize {
+    let zeros = r.peek_rest().iter().take_while(|b| **b == 0).count();
+    // The bytes were just counted in what is left: this cannot fail.
+    let _ = r.bytes(zeros);
+    zeros
+}
+
+/// RFC 9000 §19.6: CRYPTO Frame { Type (i) = 0x06, Offset (i), Length (i), Crypto Data (..) }
+/// after its type; offset + length must stay below 2^62 (FRAME_ENCODING_ERROR).
+pub(crate) fn read_crypto<'a>(r: &mut Reader<'a>) -> Result<(VarInt, &'a [u8]), WireError> {
+    let offset = r.varint()?;
+    let data = r.varint_prefixed()?;
+    check_end(CRYPTO, offset, data.len())?;
+    Ok((offset, data))
+}
+
+/// RFC 9000 §19.7: NEW_TOKEN Frame { Type (i) = 0x07, Token Length (i), Token (..) } after
+/// its type; an empty token is a FRAME_ENCODING_ERROR.
+pub(crate) fn read_new_token<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], WireError> {
+    let token = r.varint_prefixed()?;
+    if token.is_empty() {
+        return Err(WireError::InvalidFrame(NEW_TOKEN));
+    }
+    Ok(token)
+}
+
+/// A NEW_CONNECTION_ID frame's fields, borrowed from the packet: (sequence, retire prior
+/// to, connection ID, stateless reset token).
+pub(crate) type NewCid<'a> = (VarInt, VarInt, &'a [u8], &'a [u8; 16]);
+
+/// RFC 9000 §19.15: NEW_CONNECTION_ID Frame { Type (i) = 0x18, Sequence Number (i), Retire
+/// Prior To (i), Length (8), Connection ID (8..160), Stateless Reset Token (128) } after its
+/// type: (sequence, retire prior to, connection ID, reset token).
+pub(crate) fn read_new_connection_id<'a>(r: &mut Reader<'a>) -> Result<NewCid<'a>, WireError> {
+    let ty = NEW_CONNECTION_ID;
+    let sequence = r.varint()?;
+    let retire_prior_to = r.varint()?;
+    // Retire Prior To greater than Sequence Number: FRAME_ENCODING_ERROR.
+    if retire_prior_to > sequence {
+        return Err(WireError::InvalidFrame(ty));
+    }
+    // Length below 1 or above 20: FRAME_ENCODING_ERROR.
+    let len = usize::from(r.u8()?);
+    if len == 0 || len > MAX_CID_LEN {
+        return Err(WireError::InvalidFrame(ty));
+    }
+    let cid = r.bytes(len)?;
+    let reset_token = r.bytes(16)?.try_into().map_err(|_| WireError::Truncated)?;
+    Ok((sequence, retire_prior_to, cid, reset_token))
+}
+
+/// RFC 9000 §19.19: CONNECTION_CLOSE Frame { Type (i) = 0x1c..0x1d, Error Code (i), [Frame
+/// Type (i)], Reason Phrase Length (i), Reason Phrase (..) } after its type `ty`: (error
+/// code, the frame type of a 0x1c, reason).
+pub(crate) fn read_close<'a>(
+    ty: u64,
+    r: &mut Reader<'a>,
+) -> Result<(VarInt, Option<VarInt>, &'a [u8]), WireError> {
+    let error_code = r.varint()?;
+    let frame_type = if ty == CONNECTION_CLOSE { Some(r.varint()?) } else { None };
+    Ok((error_code, frame_type, r.varint_prefixed()?))
+}
+
 impl<'a> Frame<'a> {
     /// Parses one frame from the front of `r`, type included. Does not apply the packet-type
     /// permission table: [`Frames`] does.
@@ -314,13 +397,61 @@ impl<'a> Frame<'a> {
 
     /// Parses the fields after a known, already-read frame type `ty`.
     fn parse_body(ty: u64, r: &mut Reader<'a>) -> Result<Frame<'a>, WireError> {
-        // The frames whose body is one to three varints (RFC 9000 §19.4, §19.5, §19.9–§19.14,
-        // §19.16) read them through one loop here, not one inlined read per field.
+        let frame = match ty {
+            // RFC 9000 §19.1: PADDING Frame { Type (i) = 0x00 }. A run is one frame here.
+            PADDING => Frame::Padding { len: skip_padding(r).saturating_add(1) },
+            // RFC 9000 §19.2: PING Frame { Type (i) = 0x01 }
+            PING => Frame::Ping,
+            // RFC 9000 §19.3 (in ack.rs).
+            ACK | ACK_ECN => Frame::Ack(Ack::parse_body(ty, r)?),
+            CRYPTO => {
+                let (offset, data) = read_crypto(r)?;
+                Frame::Crypto { offset, data }
+            }
+            NEW_TOKEN => Frame::NewToken { token: read_new_token(r)? },
+            NEW_CONNECTION_ID => {
+                let (sequence, retire_prior_to, cid, reset_token) = read_new_connection_id(r)?;
+                let cid = ConnectionId::new(cid).ok_or(WireError::InvalidFrame(ty))?;
+                Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token: *reset_token }
+            }
+            // RFC 9000 §19.16: RETIRE_CONNECTION_ID Frame { Type (i) = 0x19,
+            //   Sequence Number (i) }
+            RETIRE_CONNECTION_ID => Frame::RetireConnectionId { sequence: r.varint()? },
+            // RFC 9000 §19.17: PATH_CHALLENGE Frame { Type (i) = 0x1a, Data (64) }
+            PATH_CHALLENGE => Frame::PathChallenge { data: r.array()? },
+            // RFC 9000 §19.18: PATH_RESPONSE Frame { Type (i) = 0x1b, Data (64) }
+            PATH_RESPONSE => Frame::PathResponse { data: r.array()? },
+            CONNECTION_CLOSE | CONNECTION_CLOSE_APP => match read_close(ty, r)? {
+                (error_code, Some(frame_type), reason) => {
+                    Frame::ConnectionClose { error_code, frame_type, reason }
+                }
+                (error_code, None, reason) => Frame::ApplicationClose { error_code, reason },
+            },
+            // RFC 9000 §19.20: HANDSHAKE_DONE Frame { Type (i) = 0x1e }
+            HANDSHAKE_DONE => Frame::HandshakeDone,
+            // RFC 9221 §4: DATAGRAM Frame { Type (i) = 0x30..0x31, [Length (i)],
+            //   Datagram Data (..) }
+            #[cfg(feature = "datagram")]
+            DATAGRAM => Frame::Datagram { data: r.rest(), has_length: false },
+            #[cfg(feature = "datagram")]
+            DATAGRAM_LEN => Frame::Datagram { data: r.varint_prefixed()?, has_length: true },
+            _ => return Self::parse_stream_body(ty, r),
+        };
+        Ok(frame)
+    }
+
+    /// Parses the fields of a stream or flow-control frame (RFC 9000 §19.4, §19.5,
+    /// §19.8–§19.14) after its already-read type `ty`: the frames
+    /// [`crate::stream::Streams::on_frame`] takes. Any other type is
+    /// [`WireError::UnknownFrameType`].
+    pub(crate) fn parse_stream_body(ty: u64, r: &mut Reader<'a>) -> Result<Frame<'a>, WireError> {
+        // The frames whose body is one to three varints (RFC 9000 §19.4, §19.5, §19.9–§19.14)
+        // read them through one loop here, not one inlined read per field.
         let fields = match ty {
             RESET_STREAM => 3,
             STOP_SENDING | MAX_STREAM_DATA | STREAM_DATA_BLOCKED => 2,
             MAX_DATA | MAX_STREAMS_BIDI | MAX_STREAMS_UNI | DATA_BLOCKED | STREAMS_BLOCKED_BIDI
-            | STREAMS_BLOCKED_UNI | RETIRE_CONNECTION_ID => 1,
+            | STREAMS_BLOCKED_UNI => 1,
             _ => 0,
         };
         let mut v = [VarInt::ZERO; 3];
@@ -329,39 +460,12 @@ impl<'a> Frame<'a> {
         }
         let [a, b, c] = v;
         let frame = match ty {
-            // RFC 9000 §19.1: PADDING Frame { Type (i) = 0x00 }. A run is one frame here.
-            PADDING => {
-                let zeros = r.peek_rest().iter().take_while(|b| **b == 0).count();
-                r.bytes(zeros)?;
-                Frame::Padding { len: zeros.saturating_add(1) }
-            }
-            // RFC 9000 §19.2: PING Frame { Type (i) = 0x01 }
-            PING => Frame::Ping,
-            // RFC 9000 §19.3 (in ack.rs).
-            ACK | ACK_ECN => Frame::Ack(Ack::parse_body(ty, r)?),
             // RFC 9000 §19.4: RESET_STREAM Frame { Type (i) = 0x04, Stream ID (i),
             //   Application Protocol Error Code (i), Final Size (i) }
             RESET_STREAM => Frame::ResetStream { stream_id: a, error_code: b, final_size: c },
             // RFC 9000 §19.5: STOP_SENDING Frame { Type (i) = 0x05, Stream ID (i),
             //   Application Protocol Error Code (i) }
             STOP_SENDING => Frame::StopSending { stream_id: a, error_code: b },
-            // RFC 9000 §19.6: CRYPTO Frame { Type (i) = 0x06, Offset (i), Length (i),
-            //   Crypto Data (..) }; offset + length must stay below 2^62.
-            CRYPTO => {
-                let offset = r.varint()?;
-                let data = r.varint_prefixed()?;
-                check_end(ty, offset, data.len())?;
-                Frame::Crypto { offset, data }
-            }
-            // RFC 9000 §19.7: NEW_TOKEN Frame { Type (i) = 0x07, Token Length (i),
-            //   Token (..) }; an empty token is a FRAME_ENCODING_ERROR.
-            NEW_TOKEN => {
-                let token = r.varint_prefixed()?;
-                if token.is_empty() {
-                    return Err(WireError::InvalidFrame(ty));
-                }
-                Frame::NewToken { token }
-            }
             // RFC 9000 §19.8: STREAM Frame { Type (i) = 0x08..0x0f, Stream ID (i),
             //   [Offset (i)], [Length (i)], Stream Data (..) }; offset + length must stay
             //   below 2^62.
@@ -393,51 +497,6 @@ impl<'a> Frame<'a> {
             STREAMS_BLOCKED_BIDI | STREAMS_BLOCKED_UNI => {
                 Frame::StreamsBlocked { dir: dir_of(ty), limit: check_count(ty, a)? }
             }
-            // RFC 9000 §19.15: NEW_CONNECTION_ID Frame { Type (i) = 0x18,
-            //   Sequence Number (i), Retire Prior To (i), Length (8),
-            //   Connection ID (8..160), Stateless Reset Token (128) }
-            NEW_CONNECTION_ID => {
-                let sequence = r.varint()?;
-                let retire_prior_to = r.varint()?;
-                // Retire Prior To greater than Sequence Number: FRAME_ENCODING_ERROR.
-                if retire_prior_to > sequence {
-                    return Err(WireError::InvalidFrame(ty));
-                }
-                // Length below 1 or above 20: FRAME_ENCODING_ERROR.
-                let len = usize::from(r.u8()?);
-                if len == 0 || len > MAX_CID_LEN {
-                    return Err(WireError::InvalidFrame(ty));
-                }
-                let cid = ConnectionId::new(r.bytes(len)?).ok_or(WireError::InvalidFrame(ty))?;
-                let reset_token = r.array()?;
-                Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token }
-            }
-            // RFC 9000 §19.16: RETIRE_CONNECTION_ID Frame { Type (i) = 0x19,
-            //   Sequence Number (i) }
-            RETIRE_CONNECTION_ID => Frame::RetireConnectionId { sequence: a },
-            // RFC 9000 §19.17: PATH_CHALLENGE Frame { Type (i) = 0x1a, Data (64) }
-            PATH_CHALLENGE => Frame::PathChallenge { data: r.array()? },
-            // RFC 9000 §19.18: PATH_RESPONSE Frame { Type (i) = 0x1b, Data (64) }
-            PATH_RESPONSE => Frame::PathResponse { data: r.array()? },
-            // RFC 9000 §19.19: CONNECTION_CLOSE Frame { Type (i) = 0x1c..0x1d,
-            //   Error Code (i), [Frame Type (i)], Reason Phrase Length (i),
-            //   Reason Phrase (..) }
-            CONNECTION_CLOSE => Frame::ConnectionClose {
-                error_code: r.varint()?,
-                frame_type: r.varint()?,
-                reason: r.varint_prefixed()?,
-            },
-            CONNECTION_CLOSE_APP => {
-                Frame::ApplicationClose { error_code: r.varint()?, reason: r.varint_prefixed()? }
-            }
-            // RFC 9000 §19.20: HANDSHAKE_DONE Frame { Type (i) = 0x1e }
-            HANDSHAKE_DONE => Frame::HandshakeDone,
-            // RFC 9221 §4: DATAGRAM Frame { Type (i) = 0x30..0x31, [Length (i)],
-            //   Datagram Data (..) }
-            #[cfg(feature = "datagram")]
-            DATAGRAM => Frame::Datagram { data: r.rest(), has_length: false },
-            #[cfg(feature = "datagram")]
-            DATAGRAM_LEN => Frame::Datagram { data: r.varint_prefixed()?, has_length: true },
             _ => return Err(WireError::UnknownFrameType(ty)),
         };
         Ok(frame)
@@ -682,12 +741,7 @@ impl<'a> Frames<'a> {
     }
 
     fn next_frame(&mut self) -> Result<Frame<'a>, WireError> {
-        let ty = read_type(&mut self.r)?;
-        // RFC 9000 §12.4: a frame in a packet type that may not carry it is a
-        // PROTOCOL_VIOLATION.
-        if !permitted(ty, self.packet) {
-            return Err(WireError::FrameNotPermitted(ty));
-        }
+        let ty = read_permitted_type(&mut self.r, self.packet)?;
         Frame::parse_body(ty, &mut self.r)
     }
 }

@@ -54,6 +54,39 @@ pub const fn permitted(frame_type: u64, packet: PacketType) -> bool {
     }
 }
 
+/// [`permitted`] for a frame type [`is_known`] accepted, as one bit per type for each
+/// packet type (RFC 9000 §12.4 Table 3, the same tightening; RFC 9221 §5 for DATAGRAM):
+/// the receive path's check after the type is read (issue 8: a mask and a shift instead
+/// of a four-way table per type). Every 1-RTT packet may carry every known frame.
+pub(crate) const fn permitted_known(frame_type: u64, packet: PacketType) -> bool {
+    const fn bit(ty: u64) -> u32 {
+        1 << ty
+    }
+    // RFC 9000 §12.4: IH__ (CONNECTION_CLOSE 0x1c only).
+    const INITIAL_HANDSHAKE: u32 =
+        bit(PADDING) | bit(PING) | bit(ACK) | bit(ACK_ECN) | bit(CRYPTO) | bit(CONNECTION_CLOSE);
+    // RFC 9000 §12.4, §12.5: every type but these in 0-RTT (RETIRE_CONNECTION_ID: see
+    // `permitted`).
+    const ZERO_RTT: u32 = !(bit(ACK)
+        | bit(ACK_ECN)
+        | bit(CRYPTO)
+        | bit(NEW_TOKEN)
+        | bit(PATH_RESPONSE)
+        | bit(HANDSHAKE_DONE)
+        | bit(RETIRE_CONNECTION_ID));
+    let long_handshake = matches!(packet, PacketType::Initial | PacketType::Handshake);
+    // The known types above 0x1e are DATAGRAM's (0x30, 0x31): 0-RTT and 1-RTT only.
+    if frame_type > HANDSHAKE_DONE {
+        return !long_handshake;
+    }
+    let mask = match packet {
+        PacketType::Initial | PacketType::Handshake => INITIAL_HANDSHAKE,
+        PacketType::ZeroRtt => ZERO_RTT,
+        PacketType::OneRtt => u32::MAX,
+    };
+    (mask >> frame_type) & 1 != 0
+}
+
 /// True if `frame_type` is one this endpoint parses (RFC 9000 §12.4: any other type is a
 /// FRAME_ENCODING_ERROR). DATAGRAM types count only with the `datagram` feature.
 pub const fn is_known(frame_type: u64) -> bool {
@@ -82,6 +115,24 @@ pub const fn is_probing(frame_type: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The receive path's mask table says what `permitted` says, for every known type.
+    #[test]
+    fn permitted_known_is_permitted() {
+        for ty in 0..=0x40 {
+            if !is_known(ty) {
+                continue;
+            }
+            for packet in [
+                PacketType::Initial,
+                PacketType::Handshake,
+                PacketType::ZeroRtt,
+                PacketType::OneRtt,
+            ] {
+                assert_eq!(permitted_known(ty, packet), permitted(ty, packet), "{ty:#x}");
+            }
+        }
+    }
 
     /// Table 3 written out letter by letter ("IH01" with '_' for not allowed), checked for
     /// every type and packet type.

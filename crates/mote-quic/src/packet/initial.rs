@@ -25,15 +25,29 @@ pub fn initial_secrets<P: CryptoProvider>(
     version: Version,
     client_dcid: &[u8],
 ) -> Result<(Secret, Secret), Error> {
+    let (mut client, mut server) = (Secret::zeroed(0), Secret::zeroed(0));
+    initial_secrets_into(provider, version, client_dcid, &mut client, &mut server)?;
+    Ok((client, server))
+}
+
+/// [`initial_secrets`] written to `client` and `server` where the caller keeps them (issue
+/// 8: no `Result` of two secrets moved on a device's connection path).
+pub(crate) fn initial_secrets_into<P: CryptoProvider>(
+    provider: &P,
+    version: Version,
+    client_dcid: &[u8],
+    client: &mut Secret,
+    server: &mut Secret,
+) -> Result<(), Error> {
     let params = version.params().ok_or(Error::Unsupported)?;
     let initial = hkdf::extract(provider, INITIAL_HASH, &params.initial_salt, client_dcid)?;
     // The "client in"/"server in" labels are the same in v1 and v2 (RFC 9369 §3.3.2 only
     // changes the packet-protection labels).
-    let client =
-        hkdf::expand_label_secret(provider, INITIAL_HASH, initial.as_ref(), b"client in", &[])?;
-    let server =
-        hkdf::expand_label_secret(provider, INITIAL_HASH, initial.as_ref(), b"server in", &[])?;
-    Ok((client, server))
+    for (out, label) in [(client, &b"client in"[..]), (server, &b"server in"[..])] {
+        *out = Secret::zeroed(INITIAL_HASH.output_len());
+        hkdf::expand_label(provider, INITIAL_HASH, initial.as_ref(), label, &[], out.as_mut())?;
+    }
+    Ok(())
 }
 
 /// Both directions' Initial packet keys.

@@ -37,9 +37,10 @@ pub use header::{
     parse, Header, LongHeader, LongHeaderOffsets, Parsed, Retry, ShortHeader, UnsupportedVersion,
     FIXED_BIT, FORM_BIT, LENGTH_FIELD_LEN, SPIN_BIT,
 };
+pub(crate) use initial::initial_secrets_into;
 pub(crate) use initial::INITIAL_AEAD;
 pub use initial::{initial_keys, initial_secrets, InitialKeys};
-pub(crate) use keys::{expand as expand_key, key_and_iv};
+pub(crate) use keys::expand as expand_key;
 pub use keys::{next_secret, PacketKey, PacketKeys};
 pub use mote_crypto::TAG_LEN;
 pub use protection::{

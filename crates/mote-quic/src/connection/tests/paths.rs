@@ -130,6 +130,21 @@ fn retiring_the_packets_own_cid_or_an_unknown_one_is_a_violation() {
     assert_eq!(local_close_code(p.server()), Some((0x0a, Some(0x19))));
 }
 
+/// RFC 9000 §19.16 on the client: retiring the packet's own connection ID or one never
+/// issued closes with PROTOCOL_VIOLATION. Without `cid-rotation` and `migration` (devices;
+/// run `--no-default-features --features server`) the client decides this without its
+/// table, having issued only sequence 0; with them, through `LocalCids::on_retire`.
+#[test]
+fn a_clients_retired_cid_is_a_violation_with_or_without_rotation() {
+    let mut p = established();
+    inject(&mut p, Dir::ToClient, &[Frame::RetireConnectionId { sequence: VarInt::ZERO }]);
+    assert_eq!(local_close_code(&p.client), Some((0x0a, Some(0x19))));
+    let mut p = established();
+    let seq = VarInt::from_u32(1000);
+    inject(&mut p, Dir::ToClient, &[Frame::RetireConnectionId { sequence: seq }]);
+    assert_eq!(local_close_code(&p.client), Some((0x0a, Some(0x19))));
+}
+
 #[test]
 fn more_cids_than_our_limit_is_connection_id_limit_error() {
     let mut p = established();
