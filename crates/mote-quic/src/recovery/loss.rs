@@ -503,7 +503,9 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         F: FnMut(PacketEvent<T>),
     {
         let delay = decode_ack_delay(ack.ack_delay().into_inner(), ack_delay_exponent);
-        self.on_ack_received(space, ack.ranges(), delay, ack.ecn(), now, on_event)
+        // The ranges are walked afresh from the frame for each pass (no iterator clones:
+        // issue 8, the device's `AckRanges::clone` leaves the image).
+        self.on_ack_ranges(space, || ack.ranges(), delay, ack.ecn(), now, on_event)
     }
 
     /// RFC 9002 App. A.7 `OnAckReceived`. `ranges` are inclusive `(smallest, largest)`
@@ -525,10 +527,29 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         ack_delay: Duration,
         ecn: Option<EcnCounts>,
         now: Instant,
-        mut on_event: F,
+        on_event: F,
     ) -> Result<AckOutcome, RecoveryError>
     where
         I: Iterator<Item = (u64, u64)> + Clone,
+        F: FnMut(PacketEvent<T>),
+    {
+        self.on_ack_ranges(space, || ranges.clone(), ack_delay, ecn, now, on_event)
+    }
+
+    /// [`Recovery::on_ack_received`] with the ranges as a function returning a fresh
+    /// iterator for each of the passes (validate, mark, report).
+    fn on_ack_ranges<I, R, F>(
+        &mut self,
+        space: PnSpace,
+        ranges: R,
+        ack_delay: Duration,
+        ecn: Option<EcnCounts>,
+        now: Instant,
+        mut on_event: F,
+    ) -> Result<AckOutcome, RecoveryError>
+    where
+        I: Iterator<Item = (u64, u64)>,
+        R: Fn() -> I,
         F: FnMut(PacketEvent<T>),
     {
         let under_used = self.core.peak_in_flight.saturating_mul(2) < self.core.cc.window();
@@ -688,11 +709,11 @@ fn detect_lost<T: Copy, C: CongestionController>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn on_ack_in_space<T: Copy, C: CongestionController, I, F>(
+fn on_ack_in_space<T: Copy, C: CongestionController, I, R, F>(
     sent: &mut SentRecords<T>,
     core: &mut Core<C>,
     space: PnSpace,
-    ranges: I,
+    ranges: R,
     ack_delay: Duration,
     ecn: Option<EcnCounts>,
     app_limited: bool,
@@ -700,16 +721,17 @@ fn on_ack_in_space<T: Copy, C: CongestionController, I, F>(
     on_event: &mut F,
 ) -> Result<AckOutcome, RecoveryError>
 where
-    I: Iterator<Item = (u64, u64)> + Clone,
+    I: Iterator<Item = (u64, u64)>,
+    R: Fn() -> I,
     F: FnMut(PacketEvent<T>),
 {
     let cap = core.config.max_ack_ranges.max(1);
-    sent.validate_ack(ranges.clone(), cap)?;
-    let largest = ranges.clone().next().map_or(0, |r| r.1);
+    sent.validate_ack(ranges(), cap)?;
+    let largest = ranges().next().map_or(0, |r| r.1);
     if space == PnSpace::Handshake {
         core.handshake_ack_received = true;
     }
-    let mark = sent.mark_acked(largest, ranges.clone(), cap);
+    let mark = sent.mark_acked(largest, ranges(), cap);
     let mut outcome = AckOutcome { newly_acked: mark.newly_acked, ..AckOutcome::default() };
     if mark.newly_acked == 0 {
         return Ok(outcome);
@@ -745,7 +767,7 @@ where
     outcome.persistent_congestion = loss.persistent_congestion;
     // RFC 9002 App. B.5 OnPacketsAcked, after the loss reaction.
     let (cc, rtt) = (&mut core.cc, &core.rtt);
-    sent.finish_acked(ranges, cap, |packet| {
+    sent.finish_acked(ranges(), cap, |packet| {
         if packet.in_flight {
             cc.on_packet_acked(now, packet.time_sent, u64::from(packet.size), rtt, app_limited);
         }
