@@ -628,7 +628,7 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     #[inline(never)]
     fn timers(&self, now: Instant) -> Timers {
         let core = &self.core;
-        let duration = backoff(core.rtt.pto_base(), core.pto_count);
+        let base = core.rtt.pto_base();
         let mut t = Timers { loss: None, pto: None, ack_eliciting: false };
         for space in PnSpace::ALL {
             let s = with_space_ref!(self, space, |s| s);
@@ -641,16 +641,19 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
                 continue;
             }
             t.ack_eliciting = true;
-            let mut d = duration;
+            let mut d = base;
             if space == PnSpace::ApplicationData {
                 // RFC 9002 §6.2.1: no Application Data PTO before confirmation.
                 if !core.handshake_confirmed {
                     continue;
                 }
-                d = d.saturating_add(backoff(core.peer_max_ack_delay, core.pto_count));
+                // App. A.8: `base × 2^pto_count + max_ack_delay × 2^pto_count`, shifted
+                // once as `(base + max_ack_delay) × 2^pto_count` (the same value, saturation
+                // included: either sum saturates exactly when the other does).
+                d = d.saturating_add(core.peer_max_ack_delay);
             }
             let Some(last) = s.time_of_last_ack_eliciting() else { continue };
-            let at = last + d;
+            let at = last + backoff(d, core.pto_count);
             if t.pto.is_none_or(|(b, _)| at < b) {
                 t.pto = Some((at, space));
             }
@@ -658,7 +661,7 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         if !t.ack_eliciting {
             // Anti-deadlock PTO (only armed while the peer may not have validated us).
             let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
-            t.pto = Some((now + duration, space));
+            t.pto = Some((now + backoff(base, core.pto_count), space));
         }
         t
     }

@@ -171,6 +171,8 @@ pub const fn encode_ack_delay(delay: Duration, exponent: u8) -> crate::coding::V
 }
 
 /// `d × 2^n`, saturating: the PTO backoff (RFC 9002 §6.2.1).
+// Out of line on devices: the timer scan calls it at two places (issue 8).
+#[cfg_attr(not(feature = "std"), inline(never))]
 pub(crate) const fn backoff(d: Duration, n: u32) -> Duration {
     if n >= 64 || d.0.leading_zeros() < n {
         Duration::MAX
