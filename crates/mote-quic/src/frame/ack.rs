@@ -159,7 +159,7 @@ impl<'a> Ack<'a> {
                 encoded_size(count) + encoded_size(first_range) + bytes.len()
             }
             _ => {
-                let mut enc = Encoder::new(self.ranges());
+                let mut enc = Encoder::new(self.ranges(), self.range_count());
                 let mut n = encoded_size(enc.count) + encoded_size(enc.first_range);
                 while let Some((gap, len)) = enc.next_pair() {
                     n += encoded_size(gap) + encoded_size(len);
@@ -188,7 +188,7 @@ impl<'a> Ack<'a> {
                 w.put_slice(bytes)?;
             }
             _ => {
-                let mut enc = Encoder::new(self.ranges());
+                let mut enc = Encoder::new(self.ranges(), self.range_count());
                 w.put_varint_u64(enc.count)?;
                 w.put_varint_u64(enc.first_range)?;
                 while let Some((gap, len)) = enc.next_pair() {
@@ -265,8 +265,10 @@ struct Encoder<'a> {
 }
 
 impl<'a> Encoder<'a> {
-    fn new(mut ranges: AckRanges<'a>) -> Self {
-        let count = ranges.len().saturating_sub(1) as u64;
+    /// `n` is the number of ranges ([`Ack::range_count`]: a plain length for the sources
+    /// encoded here, cheaper than the iterator's size hint).
+    fn new(mut ranges: AckRanges<'a>, n: usize) -> Self {
+        let count = n.saturating_sub(1) as u64;
         let (smallest, largest) = ranges.next().unwrap_or((0, 0));
         Self { ranges, count, first_range: largest.sat_sub(smallest), prev_smallest: smallest }
     }
