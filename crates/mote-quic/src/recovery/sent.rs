@@ -524,6 +524,16 @@ impl<T: Copy> SentRecords<T> {
         }
     }
 
+    /// Marks the record at logical position `i` lost, takes it out of flight and returns
+    /// it (loss detection and PTO eviction).
+    fn declare_lost(&mut self, i: usize) -> Option<SentPacket<T>> {
+        let slot = self.slot_mut(i)?;
+        slot.state = State::Lost;
+        let packet = slot.packet();
+        self.remove_live_accounting(packet.size, packet.in_flight, packet.ack_eliciting);
+        Some(packet)
+    }
+
     // --- ACK processing (driven by Recovery) ---
 
     /// RFC 9000 §13.1, §21.4: checks the first `cap` ranges before anything changes. Ranges
@@ -633,15 +643,16 @@ impl<T: Copy> SentRecords<T> {
         let lost_send_time = now.0.checked_sub(loss_delay.0).map(Instant);
         let mut run_start: Option<Instant> = None;
         let mut i = 0;
-        while let Some(slot) = self.slot(i).copied() {
-            i += 1;
-            if slot.pn > largest_acked {
+        while let Some(slot) = self.slot(i) {
+            let (pn, time_sent, state) = (slot.pn, slot.time_sent, slot.state);
+            if pn > largest_acked {
                 break;
             }
             if slot.acked_before {
                 run_start = None;
             }
-            match slot.state {
+            i += 1;
+            match state {
                 State::Live => {}
                 State::Acked | State::NewlyAcked => {
                     run_start = None;
@@ -649,34 +660,31 @@ impl<T: Copy> SentRecords<T> {
                 }
                 State::Lost => continue,
             }
-            let by_time = lost_send_time.is_some_and(|t| slot.time_sent <= t);
-            let by_count = largest_acked >= slot.pn.sat_add(super::PACKET_THRESHOLD);
+            let by_time = lost_send_time.is_some_and(|t| time_sent <= t);
+            let by_count = largest_acked >= pn.sat_add(super::PACKET_THRESHOLD);
             if !(by_time || by_count) {
-                let t = slot.time_sent + loss_delay;
+                let t = time_sent + loss_delay;
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
                 run_start = None;
                 continue;
             }
-            if let Some(s) = self.slot_mut(i - 1) {
-                s.state = State::Lost;
-            }
-            self.remove_live_accounting(slot.size, slot.in_flight, slot.ack_eliciting);
+            let Some(packet) = self.declare_lost(i - 1) else { break };
             summary.count += 1;
-            if slot.in_flight {
+            if packet.in_flight {
                 let t = summary.largest_lost_in_flight_sent;
                 summary.largest_lost_in_flight_sent =
-                    Some(t.map_or(slot.time_sent, |t| t.max(slot.time_sent)));
+                    Some(t.map_or(time_sent, |t| t.max(time_sent)));
             }
-            if slot.ack_eliciting && first_rtt_sample.is_some_and(|f| slot.time_sent > f) {
+            if packet.ack_eliciting && first_rtt_sample.is_some_and(|f| time_sent > f) {
                 match run_start {
-                    Some(start) if slot.time_sent - start > pc_duration => {
+                    Some(start) if time_sent - start > pc_duration => {
                         summary.persistent_congestion = true;
                     }
                     Some(_) => {}
-                    None => run_start = Some(slot.time_sent),
+                    None => run_start = Some(time_sent),
                 }
             }
-            on_lost(slot.packet());
+            on_lost(packet);
         }
         if summary.count > 0 {
             self.pop_front();
@@ -695,14 +703,12 @@ impl<T: Copy> SentRecords<T> {
         let mut i = 0;
         let n = self.slots.len();
         while n.saturating_sub(self.live) < free.min(n) {
-            let Some(slot) = self.slot(i).copied() else { break };
+            let Some(slot) = self.slot(i) else { break };
             if slot.state == State::Live {
-                if let Some(s) = self.slot_mut(i) {
-                    s.state = State::Lost;
+                if let Some(packet) = self.declare_lost(i) {
+                    on_lost(packet);
+                    evicted += 1;
                 }
-                self.remove_live_accounting(slot.size, slot.in_flight, slot.ack_eliciting);
-                on_lost(slot.packet());
-                evicted += 1;
             }
             i += 1;
         }
