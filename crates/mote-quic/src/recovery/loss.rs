@@ -757,7 +757,11 @@ where
             outcome.rtt_sampled = true;
         }
     }
-    // RFC 9002 App. B.7 ProcessECN.
+    // RFC 9002 App. B.7 ProcessECN. Without the `ecn` feature nothing is sent ECT, so the
+    // path is never ECN-capable and a CE count is no congestion signal (RFC 9002 §7.1).
+    #[cfg(not(feature = "ecn"))]
+    let _ = ecn;
+    #[cfg(feature = "ecn")]
     if let (Some(counts), Some((_, sent_time, _))) = (ecn, mark.largest) {
         if sent.update_ecn_ce(counts.ce.into_inner()) {
             outcome.ecn_ce_increased = true;

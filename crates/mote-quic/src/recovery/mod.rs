@@ -20,7 +20,7 @@
 //! | structure | host (64-bit) | thumbv7em |
 //! |---|---|---|
 //! | one sent-packet record (a [`SentPackets`] slot), payload `T` | 24 + `size_of::<T>()` rounded up to 8 (32 for `u32`) | same |
-//! | `SentPackets<T, N>` | N × record + 144 | N × record + 128 |
+//! | `SentPackets<T, N>` | N × record + 144 (136 without `ecn`) | N × record + 128 (120 without `ecn`) |
 //! | `ReceivedRanges<N>` | 16 × N + 16 | 16 × N + 16 |
 //! | `ReceivedPackets<N>` | 16 × N + 120 | 16 × N + 120 |
 //! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] / `Cubic` | 48 / 48 / 80 / 120 | same |

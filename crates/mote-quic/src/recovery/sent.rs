@@ -158,6 +158,9 @@ pub struct SentSpace<T, S: ?Sized> {
     bytes_in_flight: u64,
     time_of_last_ack_eliciting: Option<Instant>,
     loss_time: Option<Instant>,
+    /// The peer's ECN-CE count (feature `ecn`: without it nothing is marked ECT, the path
+    /// is never ECN-capable and CE counts are no congestion signal, RFC 9002 §7.1).
+    #[cfg(feature = "ecn")]
     ecn_ce: u64,
     _payload: core::marker::PhantomData<T>,
     /// The records (last, so the storage can be unsized).
@@ -187,6 +190,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             bytes_in_flight: 0,
             time_of_last_ack_eliciting: None,
             loss_time: None,
+            #[cfg(feature = "ecn")]
             ecn_ce: 0,
         }
     }
@@ -226,6 +230,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             bytes_in_flight: _,
             time_of_last_ack_eliciting: _,
             loss_time: _,
+            #[cfg(feature = "ecn")]
             ecn_ce: _,
             _payload: _,
             slots: _,
@@ -273,6 +278,7 @@ impl<T: Copy> SentRecords<T> {
             addr_of_mut!((*dst).bytes_in_flight).write(0);
             addr_of_mut!((*dst).time_of_last_ack_eliciting).write(None);
             addr_of_mut!((*dst).loss_time).write(None);
+            #[cfg(feature = "ecn")]
             addr_of_mut!((*dst).ecn_ce).write(0);
             addr_of_mut!((*dst)._payload).write(core::marker::PhantomData);
             let slots = addr_of_mut!((*dst).slots);
@@ -733,6 +739,7 @@ impl<T: Copy> SentRecords<T> {
 
     /// The peer's ECN-CE count seen so far; returns whether `ce` increased it (RFC 9002
     /// App. B.7).
+    #[cfg(feature = "ecn")]
     pub(crate) fn update_ecn_ce(&mut self, ce: u64) -> bool {
         if ce > self.ecn_ce {
             self.ecn_ce = ce;
