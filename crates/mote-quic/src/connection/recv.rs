@@ -1297,14 +1297,10 @@ where
     /// acknowledgement or loss of the original is handled as usual).
     fn requeue_oldest(&mut self, n: usize) {
         let mut left = n;
-        for p in self.recovery.application_packets().iter() {
+        for f in self.recovery.application_packets().ack_eliciting_payloads() {
             if left == 0 {
                 break;
             }
-            if !p.ack_eliciting {
-                continue;
-            }
-            let f = p.payload;
             let mut queued = false;
             for c in f.stream_chunks() {
                 if let Some(id) = StreamId::new(c.id) {

@@ -420,6 +420,14 @@ impl<T: Copy> SentRecords<T> {
         })
     }
 
+    /// The payloads of the ack-eliciting records awaiting acknowledgement or loss, oldest
+    /// first, by reference (no record copied out: PTO probes walk them on a device).
+    pub(crate) fn ack_eliciting_payloads(&self) -> impl Iterator<Item = &T> + '_ {
+        (0..self.span).filter_map(move |i| {
+            self.slot(i).filter(|s| s.state == State::Live && s.ack_eliciting).map(|s| &s.payload)
+        })
+    }
+
     /// The record of `pn` if it awaits acknowledgement or loss.
     pub fn get(&self, pn: u64) -> Option<SentPacket<T>> {
         let i = self.lower_bound(pn);
