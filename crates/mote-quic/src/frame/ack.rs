@@ -344,12 +344,13 @@ impl Iterator for AckRanges<'_> {
                 if *remaining == 0 {
                     return None;
                 }
-                // Validated at parse time; a failure here only ends the iteration.
+                // Validated at parse time (no range goes below zero, so the saturating
+                // subtractions are exact); a failure here only ends the iteration.
                 let step = (|| {
                     let gap = r.varint_u64().ok()?;
                     let len = r.varint_u64().ok()?;
-                    let largest = smallest.checked_sub(gap)?.checked_sub(2)?;
-                    Some((largest.checked_sub(len)?, largest))
+                    let largest = smallest.sat_sub(gap).sat_sub(2);
+                    Some((largest.sat_sub(len), largest))
                 })();
                 match step {
                     Some((s, l)) => {
