@@ -231,7 +231,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             time_of_last_ack_eliciting: _,
             loss_time: _,
             #[cfg(feature = "ecn")]
-            ecn_ce: _,
+                ecn_ce: _,
             _payload: _,
             slots: _,
         } = self;
