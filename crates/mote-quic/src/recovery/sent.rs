@@ -653,8 +653,6 @@ impl<T: Copy> SentRecords<T> {
         self.loss_time = None;
         let mut summary = LossSummary::default();
         let Some(largest_acked) = self.largest_acked else { return summary };
-        // Packets sent at or before this instant are lost; none if `now` is that early.
-        let lost_send_time = now.0.checked_sub(loss_delay.0).map(Instant);
         let mut run_start: Option<Instant> = None;
         let mut i = 0;
         while let Some(slot) = self.slot(i) {
@@ -674,10 +672,13 @@ impl<T: Copy> SentRecords<T> {
                 }
                 State::Lost => continue,
             }
-            let by_time = lost_send_time.is_some_and(|t| time_sent <= t);
-            let by_count = largest_acked >= pn.sat_add(super::PACKET_THRESHOLD);
+            // RFC 9002 App. A.10: lost when sent at or before `now - loss_delay` (its
+            // loss time `time_sent + loss_delay` has come; one sum serves both tests), or
+            // kPacketThreshold below the largest acknowledged (`pn <= largest_acked` here).
+            let t = time_sent + loss_delay;
+            let by_time = t <= now;
+            let by_count = largest_acked - pn >= super::PACKET_THRESHOLD;
             if !(by_time || by_count) {
-                let t = time_sent + loss_delay;
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
                 run_start = None;
                 continue;
