@@ -637,9 +637,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
                     t.loss = Some((l, space));
                 }
             }
-            if s.ack_eliciting_in_flight() == 0 {
-                continue;
-            }
+            // Set exactly while ack-eliciting packets are in flight.
+            let Some(last) = s.time_of_last_ack_eliciting() else { continue };
             t.ack_eliciting = true;
             let mut d = base;
             if space == PnSpace::ApplicationData {
@@ -652,7 +651,6 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
                 // included: either sum saturates exactly when the other does).
                 d = d.saturating_add(core.peer_max_ack_delay);
             }
-            let Some(last) = s.time_of_last_ack_eliciting() else { continue };
             let at = last + backoff(d, core.pto_count);
             if t.pto.is_none_or(|(b, _)| at < b) {
                 t.pto = Some((at, space));

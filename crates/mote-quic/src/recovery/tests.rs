@@ -981,6 +981,24 @@ fn check_invariants<C: CongestionController>(r: &Recovery<u32, C, 4, 4, 16>) {
         + sum(&mut r.application_packets().iter());
     assert_eq!(r.bytes_in_flight(), expected, "bytes in flight match the records");
     assert!(r.congestion_window() >= r.congestion_controller().minimum_window());
+    // The timer scan relies on it: a last ack-eliciting send time exactly while
+    // ack-eliciting packets are in flight.
+    for (eliciting, last) in [
+        (
+            r.initial_packets().ack_eliciting_in_flight(),
+            r.initial_packets().time_of_last_ack_eliciting(),
+        ),
+        (
+            r.handshake_packets().ack_eliciting_in_flight(),
+            r.handshake_packets().time_of_last_ack_eliciting(),
+        ),
+        (
+            r.application_packets().ack_eliciting_in_flight(),
+            r.application_packets().time_of_last_ack_eliciting(),
+        ),
+    ] {
+        assert_eq!(eliciting > 0, last.is_some(), "last ack-eliciting time set while in flight");
+    }
 }
 
 fn run_ops<C: CongestionController>(cc: C, is_server: bool, ops: Vec<Op>) {
