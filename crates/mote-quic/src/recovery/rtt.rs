@@ -46,7 +46,7 @@ const fn dur(v: Us) -> Duration {
 ///
 /// Before the first sample `smoothed_rtt` is the configured initial RTT and `rttvar` half
 /// of it (RFC 9002 §6.2.2), so the first PTO fires after 3 × initial RTT. The EWMAs use
-/// shifts only (7/8, 3/4); 48 bytes.
+/// shifts only (7/8, 3/4); 48 bytes, 32 without `std` (32-bit estimates, see `Us`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RttEstimator {
     initial: Duration,
