@@ -1045,9 +1045,7 @@ where
         // per candidate instead of `Option` tag checks). A deadline saturated at `u64::MAX`
         // (half a million years) is never reached, so it reads as none.
         let mut t = u64::MAX;
-        let mut consider = |x: Option<Instant>| {
-            t = t.min(x.map_or(u64::MAX, Instant::as_micros));
-        };
+        let mut consider = |x: Option<Instant>| t = earliest(t, x);
         consider(self.idle_deadline());
         consider(self.recovery.loss_detection_timer());
         #[cfg(feature = "migration")]
@@ -1351,4 +1349,11 @@ fn random_cid<P: CryptoProvider>(
     let bytes = b.get_mut(..len).ok_or(ConnectError::Config)?;
     rng.fill(bytes).map_err(ConnectError::Crypto)?;
     ConnectionId::new(bytes).ok_or(ConnectError::Config)
+}
+
+/// `t` or the deadline `x` if it is earlier (`u64::MAX`: none). Out of line on devices: the
+/// timer scan of [`Connection::poll_timeout`] takes six of them (issue 8).
+#[cfg_attr(not(feature = "std"), inline(never))]
+fn earliest(t: u64, x: Option<Instant>) -> u64 {
+    t.min(x.map_or(u64::MAX, Instant::as_micros))
 }

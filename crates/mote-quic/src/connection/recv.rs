@@ -11,7 +11,7 @@ use super::sent::{flag, ControlTable, SentFrames};
 use super::tls::{TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, Event, Events, PeerParams, RecvInfo, Res, State,
-    TokenState, HANDSHAKE_RANGES, MIN_INITIAL_SIZE,
+    TokenState, HANDSHAKE_RANGES, HANDSHAKE_SENT, MIN_INITIAL_SIZE,
 };
 use crate::arith::Sat64 as _;
 use crate::cid::ConnectionId;
@@ -22,7 +22,9 @@ use crate::packet::{
     self, check_reserved_bits, number, remove_header_protection, Header, PacketType, Unprotected,
     VersionNegotiation, KEY_PHASE_BIT,
 };
-use crate::recovery::{PacketEvent, PnSpace, ReceivedPackets, ReceivedSpace, TimeoutAction};
+use crate::recovery::{
+    NewReno, PacketEvent, PnSpace, ReceivedPackets, ReceivedSpace, Recovery, TimeoutAction,
+};
 use crate::stream::{CryptoSend, Handled, Insert, StreamId, Streams};
 use crate::time::{Duration, Instant};
 use crate::token::TOKEN_MAX;
@@ -990,32 +992,11 @@ where
             .peer
             .map_or(TransportParameters::DEFAULT_ACK_DELAY_EXPONENT, |p| p.ack_delay_exponent);
         let ty = ack.frame_type();
-        let mut sink = Sink {
-            streams: &mut self.streams,
-            crypto: &mut self.hs.crypto_send,
-            controls: &mut self.controls,
-            rx_initial: &mut self.rx_initial,
-            rx_handshake: &mut self.rx_handshake,
-            rx_data: &mut self.rx_data,
-            handshake_done_pending: &mut self.handshake_done_pending,
-            stats: &mut self.stats,
-            events: &mut self.events,
-            local_cids: &mut self.local_cids,
-            remote_cids: &mut self.remote_cids,
-            ecn: &mut self.ecn,
-            #[cfg(feature = "pmtud")]
-            pmtud: &mut self.pmtud,
-            #[cfg(feature = "pmtud")]
-            mtu_change: None,
-            #[cfg(feature = "pmtud")]
-            now,
-            token_state: &mut self.token_state,
-        };
         // RFC 9000 §13.1, §21.4: an ACK of a packet never sent (or deliberately skipped) is a
         // PROTOCOL_VIOLATION (checked by recovery before anything changes).
         let largest_before = self.recovery.largest_acked(space);
-        let outcome = self
-            .recovery
+        let (recovery, mut sink) = self.recovery_and_sink(now);
+        let outcome = recovery
             .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
             .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
         #[cfg(feature = "pmtud")]
@@ -1254,9 +1235,19 @@ where
         Ok(handled != Handled::Dropped)
     }
 
-    /// The loss detection timer fired (RFC 9002 §6.1.2, §6.2).
-    pub(super) fn on_loss_timeout(&mut self, now: Instant) {
-        let mut sink = Sink {
+    /// Loss recovery and the parts of the connection its ACK and loss events update,
+    /// borrowed together. Out of line: ACKs and the loss timer share one copy of the
+    /// sink's construction (issue 8).
+    #[allow(clippy::type_complexity)]
+    #[inline(never)]
+    fn recovery_and_sink(
+        &mut self,
+        #[cfg_attr(not(feature = "pmtud"), allow(unused_variables))] now: Instant,
+    ) -> (
+        &mut Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, SENT>,
+        Sink<'_, C, S, N, RANGES>,
+    ) {
+        let sink = Sink {
             streams: &mut self.streams,
             crypto: &mut self.hs.crypto_send,
             controls: &mut self.controls,
@@ -1277,7 +1268,13 @@ where
             now,
             token_state: &mut self.token_state,
         };
-        let action = self.recovery.on_timeout(now, |ev| sink.on_event(ev));
+        (&mut self.recovery, sink)
+    }
+
+    /// The loss detection timer fired (RFC 9002 §6.1.2, §6.2).
+    pub(super) fn on_loss_timeout(&mut self, now: Instant) {
+        let (recovery, mut sink) = self.recovery_and_sink(now);
+        let action = recovery.on_timeout(now, |ev| sink.on_event(ev));
         #[cfg(feature = "pmtud")]
         if let Some(mtu) = sink.mtu_change {
             self.recovery.set_max_datagram_size(mtu);
@@ -1344,14 +1341,10 @@ where
     /// acknowledgement or loss of the original is handled as usual).
     fn requeue_oldest(&mut self, n: usize) {
         let mut left = n;
-        for p in self.recovery.application_packets().iter() {
+        for f in self.recovery.application_packets().ack_eliciting_payloads() {
             if left == 0 {
                 break;
             }
-            if !p.ack_eliciting {
-                continue;
-            }
-            let f = p.payload;
             let mut queued = false;
             for c in f.stream_chunks() {
                 if let Some(id) = StreamId::new(c.id) {

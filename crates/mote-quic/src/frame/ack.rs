@@ -159,11 +159,11 @@ impl<'a> Ack<'a> {
                 encoded_size(count) + encoded_size(first_range) + bytes.len()
             }
             _ => {
-                let mut enc = Encoder::new(self.ranges());
-                let mut n = encoded_size(enc.count) + encoded_size(enc.first_range);
-                while let Some((gap, len)) = enc.next_pair() {
-                    n += encoded_size(gap) + encoded_size(len);
-                }
+                let mut n = 0;
+                let _ = self.each_range_field(|v| {
+                    n += encoded_size(v);
+                    Ok::<(), core::convert::Infallible>(())
+                });
                 n
             }
         };
@@ -187,21 +187,31 @@ impl<'a> Ack<'a> {
                 w.put_varint_u64(first_range)?;
                 w.put_slice(bytes)?;
             }
-            _ => {
-                let mut enc = Encoder::new(self.ranges());
-                w.put_varint_u64(enc.count)?;
-                w.put_varint_u64(enc.first_range)?;
-                while let Some((gap, len)) = enc.next_pair() {
-                    w.put_varint_u64(gap)?;
-                    w.put_varint_u64(len)?;
-                }
-            }
+            _ => self.each_range_field(|v| w.put_varint_u64(v))?,
         }
         // RFC 9000 §19.3.2: ECN Counts { ECT0 Count (i), ECT1 Count (i), ECN-CE Count (i) }
         if let Some(ecn) = &self.ecn {
             w.put_varint(ecn.ect0)?;
             w.put_varint(ecn.ect1)?;
             w.put_varint(ecn.ce)?;
+        }
+        Ok(())
+    }
+
+    /// Passes the ACK Range Count, the First ACK Range and each (Gap, ACK Range Length) pair
+    /// to `f` in wire order: the ranges to send turned back into the wire's fields, walked
+    /// in place. They were validated by [`Ack::new`] (or are a received-packet set's);
+    /// saturating arithmetic only keeps this total.
+    fn each_range_field<E>(&self, mut f: impl FnMut(u64) -> Result<(), E>) -> Result<(), E> {
+        let mut ranges = self.ranges();
+        let (mut prev_smallest, largest) = ranges.next().unwrap_or((0, 0));
+        f(self.range_count().saturating_sub(1) as u64)?;
+        f(largest.sat_sub(prev_smallest))?;
+        for (smallest, largest) in ranges {
+            // RFC 9000 §19.3.1: Gap = previous smallest - largest - 2.
+            f(prev_smallest.sat_sub(largest).sat_sub(2))?;
+            f(largest.sat_sub(smallest))?;
+            prev_smallest = smallest;
         }
         Ok(())
     }
@@ -254,32 +264,6 @@ impl PartialEq for Ack<'_> {
 }
 
 impl Eq for Ack<'_> {}
-
-/// Turns descending `(smallest, largest)` ranges back into the wire's First ACK Range and
-/// (Gap, ACK Range Length) pairs.
-struct Encoder<'a> {
-    ranges: AckRanges<'a>,
-    count: u64,
-    first_range: u64,
-    prev_smallest: u64,
-}
-
-impl<'a> Encoder<'a> {
-    fn new(mut ranges: AckRanges<'a>) -> Self {
-        let count = ranges.len().saturating_sub(1) as u64;
-        let (smallest, largest) = ranges.next().unwrap_or((0, 0));
-        Self { ranges, count, first_range: largest.sat_sub(smallest), prev_smallest: smallest }
-    }
-
-    /// The next (Gap, ACK Range Length) pair. The ranges were validated by [`Ack::new`];
-    /// saturating arithmetic only keeps this total.
-    fn next_pair(&mut self) -> Option<(u64, u64)> {
-        let (smallest, largest) = self.ranges.next()?;
-        let gap = self.prev_smallest.sat_sub(largest).sat_sub(2);
-        self.prev_smallest = smallest;
-        Some((gap, largest.sat_sub(smallest)))
-    }
-}
 
 /// Iterator over an ACK frame's acknowledged ranges, as inclusive `(smallest, largest)`
 /// packet numbers, highest first. Returned by [`Ack::ranges`]; it does constant work per
@@ -342,12 +326,13 @@ impl Iterator for AckRanges<'_> {
                 if *remaining == 0 {
                     return None;
                 }
-                // Validated at parse time; a failure here only ends the iteration.
+                // Validated at parse time (no range goes below zero, so the saturating
+                // subtractions are exact); a failure here only ends the iteration.
                 let step = (|| {
                     let gap = r.varint_u64().ok()?;
                     let len = r.varint_u64().ok()?;
-                    let largest = smallest.checked_sub(gap)?.checked_sub(2)?;
-                    Some((largest.checked_sub(len)?, largest))
+                    let largest = smallest.sat_sub(gap).sat_sub(2);
+                    Some((largest.sat_sub(len), largest))
                 })();
                 match step {
                     Some((s, l)) => {

@@ -503,7 +503,9 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         F: FnMut(PacketEvent<T>),
     {
         let delay = decode_ack_delay(ack.ack_delay().into_inner(), ack_delay_exponent);
-        self.on_ack_received(space, ack.ranges(), delay, ack.ecn(), now, on_event)
+        // The ranges are walked afresh from the frame for each pass (no iterator clones:
+        // issue 8, the device's `AckRanges::clone` leaves the image).
+        self.on_ack_ranges(space, || ack.ranges(), delay, ack.ecn(), now, on_event)
     }
 
     /// RFC 9002 App. A.7 `OnAckReceived`. `ranges` are inclusive `(smallest, largest)`
@@ -525,10 +527,29 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         ack_delay: Duration,
         ecn: Option<EcnCounts>,
         now: Instant,
-        mut on_event: F,
+        on_event: F,
     ) -> Result<AckOutcome, RecoveryError>
     where
         I: Iterator<Item = (u64, u64)> + Clone,
+        F: FnMut(PacketEvent<T>),
+    {
+        self.on_ack_ranges(space, || ranges.clone(), ack_delay, ecn, now, on_event)
+    }
+
+    /// [`Recovery::on_ack_received`] with the ranges as a function returning a fresh
+    /// iterator for each of the passes (validate, mark, report).
+    fn on_ack_ranges<I, R, F>(
+        &mut self,
+        space: PnSpace,
+        ranges: R,
+        ack_delay: Duration,
+        ecn: Option<EcnCounts>,
+        now: Instant,
+        mut on_event: F,
+    ) -> Result<AckOutcome, RecoveryError>
+    where
+        I: Iterator<Item = (u64, u64)>,
+        R: Fn() -> I,
         F: FnMut(PacketEvent<T>),
     {
         let under_used = self.core.peak_in_flight.saturating_mul(2) < self.core.cc.window();
@@ -607,7 +628,7 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     #[inline(never)]
     fn timers(&self, now: Instant) -> Timers {
         let core = &self.core;
-        let duration = backoff(core.rtt.pto_base(), core.pto_count);
+        let base = core.rtt.pto_base();
         let mut t = Timers { loss: None, pto: None, ack_eliciting: false };
         for space in PnSpace::ALL {
             let s = with_space_ref!(self, space, |s| s);
@@ -616,20 +637,21 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
                     t.loss = Some((l, space));
                 }
             }
-            if s.ack_eliciting_in_flight() == 0 {
-                continue;
-            }
+            // Set exactly while ack-eliciting packets are in flight.
+            let Some(last) = s.time_of_last_ack_eliciting() else { continue };
             t.ack_eliciting = true;
-            let mut d = duration;
+            let mut d = base;
             if space == PnSpace::ApplicationData {
                 // RFC 9002 §6.2.1: no Application Data PTO before confirmation.
                 if !core.handshake_confirmed {
                     continue;
                 }
-                d = d.saturating_add(backoff(core.peer_max_ack_delay, core.pto_count));
+                // App. A.8: `base × 2^pto_count + max_ack_delay × 2^pto_count`, shifted
+                // once as `(base + max_ack_delay) × 2^pto_count` (the same value, saturation
+                // included: either sum saturates exactly when the other does).
+                d = d.saturating_add(core.peer_max_ack_delay);
             }
-            let Some(last) = s.time_of_last_ack_eliciting() else { continue };
-            let at = last + d;
+            let at = last + backoff(d, core.pto_count);
             if t.pto.is_none_or(|(b, _)| at < b) {
                 t.pto = Some((at, space));
             }
@@ -637,7 +659,7 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         if !t.ack_eliciting {
             // Anti-deadlock PTO (only armed while the peer may not have validated us).
             let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
-            t.pto = Some((now + duration, space));
+            t.pto = Some((now + backoff(base, core.pto_count), space));
         }
         t
     }
@@ -688,11 +710,11 @@ fn detect_lost<T: Copy, C: CongestionController>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn on_ack_in_space<T: Copy, C: CongestionController, I, F>(
+fn on_ack_in_space<T: Copy, C: CongestionController, I, R, F>(
     sent: &mut SentRecords<T>,
     core: &mut Core<C>,
     space: PnSpace,
-    ranges: I,
+    ranges: R,
     ack_delay: Duration,
     ecn: Option<EcnCounts>,
     app_limited: bool,
@@ -700,16 +722,17 @@ fn on_ack_in_space<T: Copy, C: CongestionController, I, F>(
     on_event: &mut F,
 ) -> Result<AckOutcome, RecoveryError>
 where
-    I: Iterator<Item = (u64, u64)> + Clone,
+    I: Iterator<Item = (u64, u64)>,
+    R: Fn() -> I,
     F: FnMut(PacketEvent<T>),
 {
     let cap = core.config.max_ack_ranges.max(1);
-    sent.validate_ack(ranges.clone(), cap)?;
-    let largest = ranges.clone().next().map_or(0, |r| r.1);
+    sent.validate_ack(ranges(), cap)?;
+    let largest = ranges().next().map_or(0, |r| r.1);
     if space == PnSpace::Handshake {
         core.handshake_ack_received = true;
     }
-    let mark = sent.mark_acked(largest, ranges.clone(), cap);
+    let mark = sent.mark_acked(largest, ranges(), cap);
     let mut outcome = AckOutcome { newly_acked: mark.newly_acked, ..AckOutcome::default() };
     if mark.newly_acked == 0 {
         return Ok(outcome);
@@ -732,7 +755,11 @@ where
             outcome.rtt_sampled = true;
         }
     }
-    // RFC 9002 App. B.7 ProcessECN.
+    // RFC 9002 App. B.7 ProcessECN. Without the `ecn` feature nothing is sent ECT, so the
+    // path is never ECN-capable and a CE count is no congestion signal (RFC 9002 §7.1).
+    #[cfg(not(feature = "ecn"))]
+    let _ = ecn;
+    #[cfg(feature = "ecn")]
     if let (Some(counts), Some((_, sent_time, _))) = (ecn, mark.largest) {
         if sent.update_ecn_ce(counts.ce.into_inner()) {
             outcome.ecn_ce_increased = true;
@@ -745,7 +772,7 @@ where
     outcome.persistent_congestion = loss.persistent_congestion;
     // RFC 9002 App. B.5 OnPacketsAcked, after the loss reaction.
     let (cc, rtt) = (&mut core.cc, &core.rtt);
-    sent.finish_acked(ranges, cap, |packet| {
+    sent.finish_acked(ranges(), cap, |packet| {
         if packet.in_flight {
             cc.on_packet_acked(now, packet.time_sent, u64::from(packet.size), rtt, app_limited);
         }

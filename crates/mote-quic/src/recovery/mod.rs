@@ -20,10 +20,10 @@
 //! | structure | host (64-bit) | thumbv7em |
 //! |---|---|---|
 //! | one sent-packet record (a [`SentPackets`] slot), payload `T` | 24 + `size_of::<T>()` rounded up to 8 (32 for `u32`) | same |
-//! | `SentPackets<T, N>` | N × record + 144 | N × record + 128 |
+//! | `SentPackets<T, N>` | N × record + 144 (136 without `ecn`) | N × record + 128 (120 without `ecn`) |
 //! | `ReceivedRanges<N>` | 16 × N + 16 | 16 × N + 16 |
 //! | `ReceivedPackets<N>` | 16 × N + 120 | 16 × N + 120 |
-//! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] / `Cubic` | 48 / 48 / 80 / 120 | same |
+//! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] / `Cubic` | 48 / 48 / 80 / 120 | 32 (32-bit estimates without `std`) / 48 / 80 / 120 |
 //! | `Recovery<u32, NewReno, 8, 8, 32>` (device) | 2 224 | 2 184 |
 //! | `Recovery<u32, NewReno, 64, 64, 1024>` (server) | 37 552 | — |
 //!
@@ -171,6 +171,8 @@ pub const fn encode_ack_delay(delay: Duration, exponent: u8) -> crate::coding::V
 }
 
 /// `d × 2^n`, saturating: the PTO backoff (RFC 9002 §6.2.1).
+// Out of line on devices: the timer scan calls it at two places (issue 8).
+#[cfg_attr(not(feature = "std"), inline(never))]
 pub(crate) const fn backoff(d: Duration, n: u32) -> Duration {
     if n >= 64 || d.0.leading_zeros() < n {
         Duration::MAX

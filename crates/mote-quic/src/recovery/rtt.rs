@@ -3,19 +3,57 @@
 use super::{GRANULARITY, PERSISTENT_CONGESTION_THRESHOLD};
 use crate::time::Duration;
 
+/// The estimates as stored: microseconds, in `u32` on devices (builds without `std`),
+/// where the EWMAs then take 32-bit arithmetic (issue 8). A `u32` holds 71.6 minutes: a
+/// longer sample or estimate saturates there. RFC 9002 sets no upper bound on an RTT, but
+/// a device connection never sees one that long (its idle timeout and PTOs end it first);
+/// hosts keep `u64`.
+#[cfg(not(feature = "std"))]
+type Us = u32;
+#[cfg(feature = "std")]
+type Us = u64;
+
+/// `d` in microseconds, saturating at what [`Us`] holds.
+#[cfg(not(feature = "std"))]
+const fn us(d: Duration) -> Us {
+    if d.0 > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        d.0 as u32
+    }
+}
+
+/// `d` in microseconds.
+#[cfg(feature = "std")]
+const fn us(d: Duration) -> Us {
+    d.0
+}
+
+/// `v` microseconds.
+#[cfg(not(feature = "std"))]
+const fn dur(v: Us) -> Duration {
+    Duration(v as u64)
+}
+
+/// `v` microseconds.
+#[cfg(feature = "std")]
+const fn dur(v: Us) -> Duration {
+    Duration(v)
+}
+
 /// Round-trip time estimates of one path (RFC 9002 §5): `latest_rtt`, `min_rtt`,
 /// `smoothed_rtt` and `rttvar`.
 ///
 /// Before the first sample `smoothed_rtt` is the configured initial RTT and `rttvar` half
 /// of it (RFC 9002 §6.2.2), so the first PTO fires after 3 × initial RTT. The EWMAs use
-/// shifts only (7/8, 3/4); 48 bytes.
+/// shifts only (7/8, 3/4); 48 bytes, 32 without `std` (32-bit estimates, see `Us`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RttEstimator {
     initial: Duration,
-    latest: Duration,
-    smoothed: Duration,
-    var: Duration,
-    min: Duration,
+    latest: Us,
+    smoothed: Us,
+    var: Us,
+    min: Us,
     has_sample: bool,
 }
 
@@ -23,12 +61,13 @@ impl RttEstimator {
     /// An estimator that assumes `initial_rtt` until the first sample ([`super::DEFAULT_INITIAL_RTT`]
     /// is RFC 9002's 333 ms; slow links want more, see [`super::NB_IOT_INITIAL_RTT`]).
     pub const fn new(initial_rtt: Duration) -> Self {
+        let rtt = us(initial_rtt);
         Self {
             initial: initial_rtt,
-            latest: initial_rtt,
-            smoothed: initial_rtt,
-            var: Duration(initial_rtt.0 >> 1),
-            min: Duration::ZERO,
+            latest: rtt,
+            smoothed: rtt,
+            var: rtt >> 1,
+            min: 0,
             has_sample: false,
         }
     }
@@ -52,12 +91,13 @@ impl RttEstimator {
         max_ack_delay: Duration,
         handshake_confirmed: bool,
     ) {
+        let latest_rtt = us(latest_rtt);
         self.latest = latest_rtt;
         if !self.has_sample {
             self.has_sample = true;
             self.min = latest_rtt;
             self.smoothed = latest_rtt;
-            self.var = Duration(latest_rtt.0 >> 1);
+            self.var = latest_rtt >> 1;
             return;
         }
         if latest_rtt < self.min {
@@ -68,20 +108,17 @@ impl RttEstimator {
         } else {
             ack_delay
         };
+        let ack_delay = us(ack_delay);
         let adjusted = if latest_rtt >= self.min.saturating_add(ack_delay) {
             latest_rtt - ack_delay
         } else {
             latest_rtt
         };
-        // rttvar = 3/4 rttvar + 1/4 |smoothed_rtt - adjusted_rtt|
-        let dev = if self.smoothed > adjusted {
-            self.smoothed - adjusted
-        } else {
-            adjusted - self.smoothed
-        };
-        self.var = Duration((self.var.0 >> 1) + (self.var.0 >> 2) + (dev.0 >> 2));
+        // rttvar = 3/4 rttvar + 1/4 |smoothed_rtt - adjusted_rtt| (at most the type's max)
+        let dev = self.smoothed.abs_diff(adjusted);
+        self.var = (self.var >> 1) + (self.var >> 2) + (dev >> 2);
         // smoothed_rtt = 7/8 smoothed_rtt + 1/8 adjusted_rtt
-        self.smoothed = Duration(self.smoothed.0 - (self.smoothed.0 >> 3) + (adjusted.0 >> 3));
+        self.smoothed = self.smoothed - (self.smoothed >> 3) + (adjusted >> 3);
     }
 
     /// Whether a sample was taken.
@@ -96,22 +133,22 @@ impl RttEstimator {
 
     /// `latest_rtt` (the initial RTT before any sample).
     pub const fn latest(&self) -> Duration {
-        self.latest
+        dur(self.latest)
     }
 
     /// `min_rtt` (zero before any sample).
     pub const fn min(&self) -> Duration {
-        self.min
+        dur(self.min)
     }
 
     /// `smoothed_rtt`.
     pub const fn smoothed(&self) -> Duration {
-        self.smoothed
+        dur(self.smoothed)
     }
 
     /// `rttvar`.
     pub const fn rttvar(&self) -> Duration {
-        self.var
+        dur(self.var)
     }
 
     /// RFC 9002 §6.2.1: `smoothed_rtt + max(4 × rttvar, kGranularity)`, the PTO period
@@ -120,16 +157,16 @@ impl RttEstimator {
     // copy of the 64-bit arithmetic (issue 8).
     #[inline(never)]
     pub const fn pto_base(&self) -> Duration {
-        let var4 = self.var.saturating_mul(4);
+        let var4 = dur(self.var).saturating_mul(4);
         let v = if var4.0 > GRANULARITY.0 { var4 } else { GRANULARITY };
-        self.smoothed.saturating_add(v)
+        dur(self.smoothed).saturating_add(v)
     }
 
     /// RFC 9002 §6.1.2: the time threshold `max(9/8 × max(smoothed_rtt, latest_rtt),
     /// kGranularity)`.
     pub const fn loss_delay(&self) -> Duration {
-        let m = if self.latest.0 > self.smoothed.0 { self.latest } else { self.smoothed };
-        let d = m.saturating_add(Duration(m.0 >> 3));
+        let m = if self.latest > self.smoothed { self.latest } else { self.smoothed };
+        let d = dur(m).saturating_add(dur(m >> 3));
         if d.0 > GRANULARITY.0 {
             d
         } else {
@@ -240,6 +277,24 @@ mod tests {
         tiny.update(Duration(100), Duration::ZERO, Duration::ZERO, true);
         assert_eq!(tiny.loss_delay(), GRANULARITY);
         assert_eq!(tiny.pto_base(), Duration(100) + GRANULARITY);
+    }
+
+    /// Without `std` the estimates are 32-bit: a sample beyond 2^32 µs (71.6 minutes)
+    /// counts as that long, and the PTO still grows from it.
+    #[cfg(not(feature = "std"))]
+    #[test]
+    fn device_estimates_saturate_at_32_bits() {
+        let max = Duration(u64::from(u32::MAX));
+        let mut r = RttEstimator::default();
+        r.update(Duration::from_secs(5_000), Duration::ZERO, ms(25), true);
+        assert_eq!(r.latest(), max);
+        assert_eq!(r.smoothed(), max);
+        assert_eq!(r.rttvar(), Duration(u64::from(u32::MAX >> 1)));
+        assert!(r.pto_base() > max);
+        // Ordinary samples afterwards pull the estimates down as usual.
+        r.update(ms(100), Duration::ZERO, ms(25), true);
+        assert_eq!(r.min(), ms(100));
+        assert!(r.smoothed() < max);
     }
 
     #[test]

@@ -158,6 +158,9 @@ pub struct SentSpace<T, S: ?Sized> {
     bytes_in_flight: u64,
     time_of_last_ack_eliciting: Option<Instant>,
     loss_time: Option<Instant>,
+    /// The peer's ECN-CE count (feature `ecn`: without it nothing is marked ECT, the path
+    /// is never ECN-capable and CE counts are no congestion signal, RFC 9002 §7.1).
+    #[cfg(feature = "ecn")]
     ecn_ce: u64,
     _payload: core::marker::PhantomData<T>,
     /// The records (last, so the storage can be unsized).
@@ -187,6 +190,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             bytes_in_flight: 0,
             time_of_last_ack_eliciting: None,
             loss_time: None,
+            #[cfg(feature = "ecn")]
             ecn_ce: 0,
         }
     }
@@ -226,7 +230,8 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             bytes_in_flight: _,
             time_of_last_ack_eliciting: _,
             loss_time: _,
-            ecn_ce: _,
+            #[cfg(feature = "ecn")]
+                ecn_ce: _,
             _payload: _,
             slots: _,
         } = self;
@@ -273,6 +278,7 @@ impl<T: Copy> SentRecords<T> {
             addr_of_mut!((*dst).bytes_in_flight).write(0);
             addr_of_mut!((*dst).time_of_last_ack_eliciting).write(None);
             addr_of_mut!((*dst).loss_time).write(None);
+            #[cfg(feature = "ecn")]
             addr_of_mut!((*dst).ecn_ce).write(0);
             addr_of_mut!((*dst)._payload).write(core::marker::PhantomData);
             let slots = addr_of_mut!((*dst).slots);
@@ -414,6 +420,14 @@ impl<T: Copy> SentRecords<T> {
         })
     }
 
+    /// The payloads of the ack-eliciting records awaiting acknowledgement or loss, oldest
+    /// first, by reference (no record copied out: PTO probes walk them on a device).
+    pub(crate) fn ack_eliciting_payloads(&self) -> impl Iterator<Item = &T> + '_ {
+        (0..self.span).filter_map(move |i| {
+            self.slot(i).filter(|s| s.state == State::Live && s.ack_eliciting).map(|s| &s.payload)
+        })
+    }
+
     /// The record of `pn` if it awaits acknowledgement or loss.
     pub fn get(&self, pn: u64) -> Option<SentPacket<T>> {
         let i = self.lower_bound(pn);
@@ -524,6 +538,16 @@ impl<T: Copy> SentRecords<T> {
         }
     }
 
+    /// Marks the record at logical position `i` lost, takes it out of flight and returns
+    /// it (loss detection and PTO eviction).
+    fn declare_lost(&mut self, i: usize) -> Option<SentPacket<T>> {
+        let slot = self.slot_mut(i)?;
+        slot.state = State::Lost;
+        let packet = slot.packet();
+        self.remove_live_accounting(packet.size, packet.in_flight, packet.ack_eliciting);
+        Some(packet)
+    }
+
     // --- ACK processing (driven by Recovery) ---
 
     /// RFC 9000 §13.1, §21.4: checks the first `cap` ranges before anything changes. Ranges
@@ -629,19 +653,18 @@ impl<T: Copy> SentRecords<T> {
         self.loss_time = None;
         let mut summary = LossSummary::default();
         let Some(largest_acked) = self.largest_acked else { return summary };
-        // Packets sent at or before this instant are lost; none if `now` is that early.
-        let lost_send_time = now.0.checked_sub(loss_delay.0).map(Instant);
         let mut run_start: Option<Instant> = None;
         let mut i = 0;
-        while let Some(slot) = self.slot(i).copied() {
-            i += 1;
-            if slot.pn > largest_acked {
+        while let Some(slot) = self.slot(i) {
+            let (pn, time_sent, state) = (slot.pn, slot.time_sent, slot.state);
+            if pn > largest_acked {
                 break;
             }
             if slot.acked_before {
                 run_start = None;
             }
-            match slot.state {
+            i += 1;
+            match state {
                 State::Live => {}
                 State::Acked | State::NewlyAcked => {
                     run_start = None;
@@ -649,34 +672,34 @@ impl<T: Copy> SentRecords<T> {
                 }
                 State::Lost => continue,
             }
-            let by_time = lost_send_time.is_some_and(|t| slot.time_sent <= t);
-            let by_count = largest_acked >= slot.pn.sat_add(super::PACKET_THRESHOLD);
+            // RFC 9002 App. A.10: lost when sent at or before `now - loss_delay` (its
+            // loss time `time_sent + loss_delay` has come; one sum serves both tests), or
+            // kPacketThreshold below the largest acknowledged (`pn <= largest_acked` here).
+            let t = time_sent + loss_delay;
+            let by_time = t <= now;
+            let by_count = largest_acked - pn >= super::PACKET_THRESHOLD;
             if !(by_time || by_count) {
-                let t = slot.time_sent + loss_delay;
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
                 run_start = None;
                 continue;
             }
-            if let Some(s) = self.slot_mut(i - 1) {
-                s.state = State::Lost;
-            }
-            self.remove_live_accounting(slot.size, slot.in_flight, slot.ack_eliciting);
+            let Some(packet) = self.declare_lost(i - 1) else { break };
             summary.count += 1;
-            if slot.in_flight {
+            if packet.in_flight {
                 let t = summary.largest_lost_in_flight_sent;
                 summary.largest_lost_in_flight_sent =
-                    Some(t.map_or(slot.time_sent, |t| t.max(slot.time_sent)));
+                    Some(t.map_or(time_sent, |t| t.max(time_sent)));
             }
-            if slot.ack_eliciting && first_rtt_sample.is_some_and(|f| slot.time_sent > f) {
+            if packet.ack_eliciting && first_rtt_sample.is_some_and(|f| time_sent > f) {
                 match run_start {
-                    Some(start) if slot.time_sent - start > pc_duration => {
+                    Some(start) if time_sent - start > pc_duration => {
                         summary.persistent_congestion = true;
                     }
                     Some(_) => {}
-                    None => run_start = Some(slot.time_sent),
+                    None => run_start = Some(time_sent),
                 }
             }
-            on_lost(slot.packet());
+            on_lost(packet);
         }
         if summary.count > 0 {
             self.pop_front();
@@ -695,14 +718,12 @@ impl<T: Copy> SentRecords<T> {
         let mut i = 0;
         let n = self.slots.len();
         while n.saturating_sub(self.live) < free.min(n) {
-            let Some(slot) = self.slot(i).copied() else { break };
+            let Some(slot) = self.slot(i) else { break };
             if slot.state == State::Live {
-                if let Some(s) = self.slot_mut(i) {
-                    s.state = State::Lost;
+                if let Some(packet) = self.declare_lost(i) {
+                    on_lost(packet);
+                    evicted += 1;
                 }
-                self.remove_live_accounting(slot.size, slot.in_flight, slot.ack_eliciting);
-                on_lost(slot.packet());
-                evicted += 1;
             }
             i += 1;
         }
@@ -727,6 +748,7 @@ impl<T: Copy> SentRecords<T> {
 
     /// The peer's ECN-CE count seen so far; returns whether `ce` increased it (RFC 9002
     /// App. B.7).
+    #[cfg(feature = "ecn")]
     pub(crate) fn update_ecn_ce(&mut self, ce: u64) -> bool {
         if ce > self.ecn_ce {
             self.ecn_ce = ce;
