@@ -145,7 +145,9 @@ where
             }
         }
         let seg = self.max_datagram_size().min(buf.len());
-        let max_segments = if closing { 1 } else { self.config.max_gso_segments.max(1) };
+        // GSO batches are for hosts' UDP sockets; a device writes one datagram per call.
+        let max_segments =
+            if closing || !cfg!(feature = "std") { 1 } else { self.config.max_gso_segments.max(1) };
         let (mut total, mut count) = (0usize, 0usize);
         while count < max_segments {
             let end = total.saturating_add(seg).min(buf.len());
@@ -584,7 +586,7 @@ where
             PnSpace::Initial => self.hs.crypto_send[0].wants_to_send(),
             PnSpace::Handshake => self.hs.crypto_send[1].wants_to_send(),
             PnSpace::ApplicationData => {
-                self.handshake_done_pending
+                (self.side() == Side::Server && self.handshake_done_pending)
                     || self.has_cid_frames()
                     || self.challenge_pending()
                     || (cfg!(feature = "server") && self.token_state == TokenState::Pending)
@@ -812,7 +814,10 @@ where
         let app = space == PnSpace::ApplicationData;
         // 1-RTT only (RFC 9000 §12.4): HANDSHAKE_DONE, PATH_RESPONSE, CRYPTO.
         let one_rtt = app && !zero_rtt;
+        // RFC 9000 §19.20: only a server sends HANDSHAKE_DONE (a client-only build folds
+        // this away).
         if one_rtt
+            && self.side() == Side::Server
             && self.handshake_done_pending
             && put_frame(w, types::HANDSHAKE_DONE, &[], &[], false)
         {
@@ -901,7 +906,8 @@ where
             // chunk that fills the gap with one beyond it would be repeated, and dropped,
             // forever. Packing is for new data of different streams.
             let resend = chunk.offset < sent_before;
-            let packed = f.has(flag::STREAM);
+            // Without `stream-packing` a packet records one STREAM chunk: never packed.
+            let packed = cfg!(feature = "stream-packing") && f.has(flag::STREAM);
             if packed && (resend || f.stream_chunks().any(|c| c.id == id.raw())) {
                 break;
             }
@@ -914,7 +920,7 @@ where
             let _ = f.add_stream(id.raw(), chunk.offset, chunk.len, chunk.fin);
             count_resent(&mut self.stats, sent_before, chunk.offset, chunk.end());
             any = true;
-            if resend {
+            if resend || !cfg!(feature = "stream-packing") {
                 break;
             }
         }
