@@ -389,6 +389,9 @@ impl TransportParameters {
     /// parameter's ID ([`id::TRUNCATED`] if the ID itself is cut off), i.e. a
     /// TRANSPORT_PARAMETER_ERROR. Connection-ID authentication (RFC 9000 §7.3) is left to
     /// [`Self::validate_client_cids`] / [`Self::validate_server_cids`].
+    // Out of line (issue 8): inlined into a device's 0-RTT resumption, the decoded value
+    // sat in the firmware's connect frame, under the connection constructor's chain.
+    #[inline(never)]
     pub fn decode(bytes: &[u8], sender: Side) -> Result<Self, WireError> {
         let mut params = Self::default();
         params.decode_into(bytes, sender)?;
