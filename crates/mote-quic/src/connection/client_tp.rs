@@ -47,7 +47,7 @@ pub(super) fn encode_client(
         (id::INITIAL_MAX_STREAM_DATA_UNI as u8, 0),
         (id::INITIAL_MAX_STREAMS_BIDI as u8, 0),
         (id::INITIAL_MAX_STREAMS_UNI as u8, 0),
-        (id::MAX_ACK_DELAY as u8, Tp::DEFAULT_MAX_ACK_DELAY as u16),
+        (id::MAX_ACK_DELAY as u8, Tp::DEFAULT_MAX_ACK_DELAY),
     ];
     let values = [
         config.idle_timeout_ms.into(),
@@ -139,7 +139,9 @@ mod tests {
     use std::vec;
     use std::vec::Vec;
 
-    /// What `Connection::init`'s general path (`encode_local_tp`) encodes for a client.
+    /// What `Connection::init`'s general path (`encode_local_tp`) encodes for a client
+    /// (assigned field by field, as there).
+    #[allow(clippy::field_reassign_with_default)]
     fn general(
         config: &ConnectionConfig,
         slots: usize,
