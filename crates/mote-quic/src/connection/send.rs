@@ -930,7 +930,6 @@ where
     /// CONNECTION_CLOSE for `space` (RFC 9000 §10.2.3): an application close is 0x1d in
     /// 1-RTT packets and becomes 0x1c with APPLICATION_ERROR and no reason in Initial and
     /// Handshake packets.
-    #[inline(never)]
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
         let Some(lc) = self.local_close else { return };
         let c = lc.close;
