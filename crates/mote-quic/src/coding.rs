@@ -297,9 +297,11 @@ impl<'a> Writer<'a> {
     /// Appends `v` using exactly `size` bytes (1, 2, 4 or 8), e.g. a length field reserved
     /// before its value is known. Fails if `v` does not fit in `size` bytes.
     pub fn put_varint_sized(&mut self, v: VarInt, size: usize) -> Result<(), BufferTooSmall> {
-        let mut tmp = [0u8; 8];
-        let n = encode_varint_sized(v, size, &mut tmp).ok_or(BufferTooSmall)?;
-        self.put_slice(&tmp[..n])
+        // Encoded in place: `encode_varint_sized` writes nothing when it fails.
+        let rest = self.buf.get_mut(self.pos..).ok_or(BufferTooSmall)?;
+        let n = encode_varint_sized(v, size, rest).ok_or(BufferTooSmall)?;
+        self.pos += n;
+        Ok(())
     }
 }
 
@@ -313,12 +315,20 @@ pub fn encode_varint_sized(v: VarInt, size: usize, out: &mut [u8]) -> Option<usi
         8 => 0b11,
         _ => return None,
     };
-    if v.size() > size || out.len() < size {
+    if v.size() > size {
         return None;
     }
-    let be = v.0.to_be_bytes();
-    out[..size].copy_from_slice(&be[8 - size..]);
-    out[0] |= tag << 6;
+    let field = out.get_mut(..size)?;
+    // Big-endian, last byte first (a byte loop: smaller on a device than copying the tail
+    // of the 8-byte big-endian form).
+    let mut rest = v.0;
+    for b in field.iter_mut().rev() {
+        *b = rest as u8;
+        rest >>= 8;
+    }
+    if let Some(first) = field.first_mut() {
+        *first |= tag << 6;
+    }
     Some(size)
 }
 

@@ -21,12 +21,13 @@ use super::{
     cids, path, random_cid, rotation, ConnectError, Connection, ConnectionConfig, ControlTable,
     Drbg, Events, State, Storage, TokenState, LOCAL_TP_MAX, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN,
 };
+#[cfg(feature = "server")]
 use crate::coding::{VarInt, Writer};
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
 use crate::stream::{CryptoRecv, CryptoSend, Streams};
 use crate::time::Instant;
 use crate::token::TOKEN_MAX;
-use crate::transport_params::{ResetToken, Side, TransportParameters};
+use crate::transport_params::{ResetToken, Side};
 
 /// Writes `make()` to `dst`, out of line: the temporaries of each part of a connection
 /// live only while that part is built, instead of all together in the constructor's frame.
@@ -373,10 +374,36 @@ where
         local_cids: &mut cids::LocalCids,
         out: &mut [u8; LOCAL_TP_MAX],
     ) -> Result<usize, ConnectError> {
+        // A client-only build writes a client's parameters without the general encoder.
+        #[cfg(not(feature = "server"))]
+        return super::client_tp::encode_client(config, N, recv_buf, &cids.local, compatible, out)
+            .map_err(|_| ConnectError::Config);
+        #[cfg(feature = "server")]
+        Self::encode_tp(
+            config, side, compatible, recv_buf, cids, token0, provider, drbg, local_cids, out,
+        )
+    }
+
+    /// [`Self::encode_local_tp`] through [`crate::transport_params::TransportParameters::encode`]
+    /// (server builds).
+    #[cfg(feature = "server")]
+    #[allow(clippy::too_many_arguments, clippy::field_reassign_with_default, unused_variables)]
+    fn encode_tp(
+        config: &ConnectionConfig,
+        side: Side,
+        compatible: Option<crate::version::Version>,
+        recv_buf: usize,
+        cids: &Cids,
+        token0: ResetToken,
+        provider: &P,
+        drbg: &mut Drbg<P>,
+        local_cids: &mut cids::LocalCids,
+        out: &mut [u8; LOCAL_TP_MAX],
+    ) -> Result<usize, ConnectError> {
         let version = config.version;
         // Assigned field by field after `default()` (issue 8): the struct-update form
         // measured 84 B larger on the device (hence the clippy allowance above).
-        let mut tp = TransportParameters::default();
+        let mut tp = crate::transport_params::TransportParameters::default();
         tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
         tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
         // Advertise the stream counts the table will accept (capped to the N slots).

@@ -14,7 +14,7 @@ use crate::coding::Writer;
 use crate::frame::Frame;
 use crate::recovery::NewReno;
 use crate::time::{Duration, Instant};
-use crate::transport_params::{PreferredAddress, ResetToken, Side};
+use crate::transport_params::{PreferredAddress, Side};
 
 /// Why [`Connection::migrate`] refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,11 +29,12 @@ pub enum MigrateError {
     Closed,
 }
 
-/// The preferred_address transport parameter for `addr` (RFC 9000 §18.2).
+/// The preferred_address transport parameter for `addr` (RFC 9000 §18.2); a server's.
+#[cfg(feature = "server")]
 pub(super) fn preferred_param(
     addr: SocketAddr,
     cid: ConnectionId,
-    token: ResetToken,
+    token: crate::transport_params::ResetToken,
 ) -> PreferredAddress {
     let mut pa = PreferredAddress {
         ipv4: [0; 4],

@@ -42,6 +42,7 @@
 //! ([`AeadLimits`]). DATAGRAM frames (feature `datagram`) use two bounded queues.
 
 mod cids;
+mod client_tp;
 mod config;
 mod counters;
 #[cfg(feature = "datagram")]

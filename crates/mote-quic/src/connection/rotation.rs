@@ -11,8 +11,8 @@ use super::sent::{flag, SentFrames};
 use super::tls::TlsSession;
 use super::{random_cid, Connection, ConnectionClose, Res};
 use crate::cid::ConnectionId;
-use crate::coding::{VarInt, Writer};
-use crate::frame::{types, Frame};
+use crate::coding::Writer;
+use crate::frame::{put_frame, types};
 use crate::transport_params::ResetToken;
 
 /// The stateless reset token of `cid` (RFC 9000 §10.3.2): HMAC-SHA-256 under the
@@ -91,9 +91,9 @@ where
         #[cfg(feature = "cid-rotation")]
         while let Some(i) = self.local_cids.poll_frame(pn) {
             // RFC 9000 §19.15: Retire Prior To stays 0: we never force the peer to retire.
-            let fr = Frame::NewConnectionId {
-                sequence: VarInt::new(i.seq).unwrap_or(VarInt::MAX),
-                retire_prior_to: VarInt::ZERO,
+            let fr = crate::frame::Frame::NewConnectionId {
+                sequence: crate::coding::VarInt::new(i.seq).unwrap_or(crate::coding::VarInt::MAX),
+                retire_prior_to: crate::coding::VarInt::ZERO,
                 cid: i.cid,
                 reset_token: i.token,
             };
@@ -104,9 +104,7 @@ where
             any = true;
         }
         while let Some(seq) = self.remote_cids.poll_retire(pn) {
-            let fr =
-                Frame::RetireConnectionId { sequence: VarInt::new(seq).unwrap_or(VarInt::MAX) };
-            if !fr.emit_whole(w) {
+            if !put_frame(w, types::RETIRE_CONNECTION_ID, &[seq], &[], false) {
                 self.remote_cids.unpoll(seq);
                 break;
             }

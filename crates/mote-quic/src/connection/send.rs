@@ -8,9 +8,9 @@ use super::sent::{flag, SentFrames, MAX_STREAM_CHUNK};
 use super::tls::TlsSession;
 use super::{si, Connection, ConnectionClose, State, TokenState, Transmit, MIN_INITIAL_SIZE};
 use crate::arith::Sat64 as _;
-use crate::coding::{VarInt, Writer};
+use crate::coding::Writer;
 use crate::error::TransportErrorCode;
-use crate::frame::Frame;
+use crate::frame::{put_frame, put_stream, types};
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
 use crate::recovery::{Ecn, PnSpace, ReceivedSpace, SentPacket};
 use crate::stream::{crypto_frame_room, stream_frame_room};
@@ -62,10 +62,6 @@ struct Built {
 /// Below this many bytes left in a packet no further STREAM frame is started (type, stream
 /// ID, offset and length take up to 25 bytes; a few data bytes are not worth a frame).
 const STREAM_FRAME_MIN: usize = 8;
-
-fn vi(v: u64) -> VarInt {
-    VarInt::new(v).unwrap_or(VarInt::MAX)
-}
 
 /// Counts the bytes of the chunk `[offset, end)` that were sent before (below
 /// `sent_before`) as retransmitted. Out of line: the 64-bit arithmetic is shared by the
@@ -149,7 +145,9 @@ where
             }
         }
         let seg = self.max_datagram_size().min(buf.len());
-        let max_segments = if closing { 1 } else { self.config.max_gso_segments.max(1) };
+        // GSO batches are for hosts' UDP sockets; a device writes one datagram per call.
+        let max_segments =
+            if closing || !cfg!(feature = "std") { 1 } else { self.config.max_gso_segments.max(1) };
         let (mut total, mut count) = (0usize, 0usize);
         while count < max_segments {
             let end = total.saturating_add(seg).min(buf.len());
@@ -217,7 +215,7 @@ where
         match kind {
             #[cfg(feature = "migration")]
             Lone::Response(data) => {
-                Frame::PathResponse { data }.emit(&mut w).ok()?;
+                put_frame(&mut w, types::PATH_RESPONSE, &[], &data, false).then_some(())?;
                 f.flags |= flag::PATH;
             }
             #[cfg(feature = "migration")]
@@ -225,14 +223,14 @@ where
                 // Unpadded: the address is unvalidated and the probe's size is not kept,
                 // so the datagram stays small (RFC 9000 §8.2.1 allows that under the
                 // anti-amplification limit).
-                Frame::PathResponse { data: response }.emit(&mut w).ok()?;
-                Frame::PathChallenge { data: challenge }.emit(&mut w).ok()?;
+                put_frame(&mut w, types::PATH_RESPONSE, &[], &response, false).then_some(())?;
+                put_frame(&mut w, types::PATH_CHALLENGE, &[], &challenge, false).then_some(())?;
                 f.flags |= flag::PATH;
             }
             #[cfg(feature = "migration")]
             Lone::Challenge(data, _) => {
                 // RFC 9000 §8.2.1: expanded to the full (1200-byte) datagram.
-                Frame::PathChallenge { data }.emit(&mut w).ok()?;
+                put_frame(&mut w, types::PATH_CHALLENGE, &[], &data, false).then_some(())?;
                 f.flags |= flag::PATH;
                 let rest = w.remaining();
                 w.put_repeated(0, rest).ok()?;
@@ -240,7 +238,7 @@ where
             #[cfg(feature = "pmtud")]
             Lone::Probe => {
                 // RFC 9000 §14.4: PING and PADDING up to the probed size.
-                Frame::Ping.emit(&mut w).ok()?;
+                put_frame(&mut w, types::PING, &[], &[], false).then_some(())?;
                 f.flags |= flag::PING;
                 let rest = w.remaining();
                 w.put_repeated(0, rest).ok()?;
@@ -356,8 +354,7 @@ where
         #[cfg(not(feature = "migration"))]
         {
             let Some(data) = self.path_response else { return false };
-            let fr = Frame::PathResponse { data };
-            if !fr.emit_whole(w) {
+            if !put_frame(w, types::PATH_RESPONSE, &[], &data, false) {
                 return false;
             }
             self.path_response = None;
@@ -589,7 +586,7 @@ where
             PnSpace::Initial => self.hs.crypto_send[0].wants_to_send(),
             PnSpace::Handshake => self.hs.crypto_send[1].wants_to_send(),
             PnSpace::ApplicationData => {
-                self.handshake_done_pending
+                (self.side() == Side::Server && self.handshake_done_pending)
                     || self.has_cid_frames()
                     || self.challenge_pending()
                     || (cfg!(feature = "server") && self.token_state == TokenState::Pending)
@@ -754,7 +751,7 @@ where
                 // RFC 9002 §6.2.4: a probe is ack-eliciting; PING when there is nothing
                 // else.
                 let ping = probe || (space == PnSpace::ApplicationData && self.ping_pending);
-                if ping && !eliciting && w.remaining() >= 1 && Frame::Ping.emit(&mut w).is_ok() {
+                if ping && !eliciting && put_frame(&mut w, types::PING, &[], &[], false) {
                     f.flags |= flag::PING;
                     eliciting = true;
                 }
@@ -817,7 +814,13 @@ where
         let app = space == PnSpace::ApplicationData;
         // 1-RTT only (RFC 9000 §12.4): HANDSHAKE_DONE, PATH_RESPONSE, CRYPTO.
         let one_rtt = app && !zero_rtt;
-        if one_rtt && self.handshake_done_pending && Frame::HandshakeDone.emit(w).is_ok() {
+        // RFC 9000 §19.20: only a server sends HANDSHAKE_DONE (a client-only build folds
+        // this away).
+        if one_rtt
+            && self.side() == Side::Server
+            && self.handshake_done_pending
+            && put_frame(w, types::HANDSHAKE_DONE, &[], &[], false)
+        {
             self.handshake_done_pending = false;
             f.flags |= flag::HANDSHAKE_DONE;
             any = true;
@@ -826,8 +829,7 @@ where
         #[cfg(feature = "server")]
         if one_rtt && self.token_state == TokenState::Pending {
             let token = self.token.get(..usize::from(self.token_len)).unwrap_or(&[]);
-            let fr = Frame::NewToken { token };
-            if fr.emit_whole(w) {
+            if put_frame(w, types::NEW_TOKEN, &[], token, true) {
                 self.token_state = TokenState::InFlight;
                 f.flags |= flag::NEW_TOKEN;
                 any = true;
@@ -861,8 +863,7 @@ where
         #[cfg(feature = "datagram")]
         if one_rtt {
             while let Some(d) = self.dgram_send.front() {
-                let fr = Frame::Datagram { data: d, has_length: true };
-                if !fr.emit_whole(w) {
+                if !put_frame(w, types::DATAGRAM_LEN, &[], d, true) {
                     break;
                 }
                 self.dgram_send.pop();
@@ -877,8 +878,7 @@ where
                 if let Some(chunk) = cs.next_chunk(room).filter(|_| room > 0) {
                     let sent_before = cs.sent_offset();
                     let data = cs.chunk_bytes(&chunk);
-                    let fr = Frame::Crypto { offset: vi(chunk.offset), data };
-                    if fr.emit_whole(w) {
+                    if put_frame(w, types::CRYPTO, &[chunk.offset], data, true) {
                         cs.on_sent(&chunk);
                         f.flags |= flag::CRYPTO;
                         f.crypto_offset = chunk.offset;
@@ -906,13 +906,13 @@ where
             // chunk that fills the gap with one beyond it would be repeated, and dropped,
             // forever. Packing is for new data of different streams.
             let resend = chunk.offset < sent_before;
-            let packed = f.has(flag::STREAM);
+            // Without `stream-packing` a packet records one STREAM chunk: never packed.
+            let packed = cfg!(feature = "stream-packing") && f.has(flag::STREAM);
             if packed && (resend || f.stream_chunks().any(|c| c.id == id.raw())) {
                 break;
             }
             let data = self.streams.chunk_bytes(id, &chunk);
-            let fr = chunk.frame(id, data, true);
-            if !fr.emit_whole(w) {
+            if !put_stream(w, id.raw(), chunk.offset, data, chunk.fin) {
                 break;
             }
             self.streams.on_chunk_sent(id, &chunk);
@@ -920,7 +920,7 @@ where
             let _ = f.add_stream(id.raw(), chunk.offset, chunk.len, chunk.fin);
             count_resent(&mut self.stats, sent_before, chunk.offset, chunk.end());
             any = true;
-            if resend {
+            if resend || !cfg!(feature = "stream-packing") {
                 break;
             }
         }
@@ -930,26 +930,21 @@ where
     /// CONNECTION_CLOSE for `space` (RFC 9000 §10.2.3): an application close is 0x1d in
     /// 1-RTT packets and becomes 0x1c with APPLICATION_ERROR and no reason in Initial and
     /// Handshake packets.
-    #[inline(never)]
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
         let Some(lc) = self.local_close else { return };
         let c = lc.close;
-        let ft = vi(c.frame_type.unwrap_or(0));
-        let frame = match (space, c.application) {
+        let (ty, fields, reason) = match (space, c.application) {
             (PnSpace::ApplicationData, true) => {
-                Frame::ApplicationClose { error_code: vi(c.code), reason: c.reason() }
+                (types::CONNECTION_CLOSE_APP, [c.code, 0], c.reason())
             }
-            (_, true) => Frame::ConnectionClose {
-                error_code: vi(TransportErrorCode::APPLICATION_ERROR.0),
-                frame_type: VarInt::ZERO,
-                reason: &[],
-            },
-            (_, false) => Frame::ConnectionClose {
-                error_code: vi(c.code),
-                frame_type: ft,
-                reason: c.reason(),
-            },
+            (_, true) => {
+                (types::CONNECTION_CLOSE, [TransportErrorCode::APPLICATION_ERROR.0, 0], &[][..])
+            }
+            (_, false) => {
+                (types::CONNECTION_CLOSE, [c.code, c.frame_type.unwrap_or(0)], c.reason())
+            }
         };
-        let _ = frame.emit_whole(w);
+        let n = if ty == types::CONNECTION_CLOSE_APP { 1 } else { 2 };
+        let _ = put_frame(w, ty, fields.get(..n).unwrap_or(&[]), reason, true);
     }
 }

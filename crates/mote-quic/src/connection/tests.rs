@@ -992,6 +992,8 @@ fn key_update_initiated_by_server() {
     assert_eq!(p.server().stats().key_updates, 2);
 }
 
+// GSO batches are a host feature (`std`); a device writes one datagram per call.
+#[cfg(feature = "std")]
 #[test]
 fn gso_batches() {
     let mut p = Pair::new(cfg(), server_cfg());
@@ -1018,6 +1020,23 @@ fn gso_batches() {
     assert_eq!(after.packets_received - before.packets_received, segments);
     // The pacer let a burst of four datagrams out; their stream data is all readable.
     assert!(p.client.stream_readable(id) > 3 * 1100);
+}
+
+/// Without `std` (a device) `max_gso_segments` is not used: one datagram per call.
+#[cfg(not(feature = "std"))]
+#[test]
+fn one_datagram_per_call_without_std() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    let (_, id) = transfer(&mut p, b"GET", Duration::from_secs(5));
+    let now = p.now;
+    let s = p.server();
+    assert!(s.config.max_gso_segments > 1);
+    s.stream_send(id, &pattern(8000)).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let t = s.poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(t.segment_size, None);
+    assert_eq!(t.len, 1200);
 }
 
 #[test]

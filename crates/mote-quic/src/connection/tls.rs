@@ -510,11 +510,21 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
         // (minus those that must not be reused) for 0-RTT.
         #[cfg(feature = "resumption")]
         if side == Side::Client {
-            let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
-            self.remembered_tp_len = match tp.encode_remembered_for_0rtt(&mut w) {
-                Ok(()) => w.position(),
-                Err(_) => 0,
-            };
+            // A client-only build copies the parameters to remember as they came (issue 8:
+            // no general encoder in that build).
+            #[cfg(not(feature = "server"))]
+            {
+                self.remembered_tp_len =
+                    super::client_tp::remember(params, &mut self.remembered_tp);
+            }
+            #[cfg(feature = "server")]
+            {
+                let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
+                self.remembered_tp_len = match tp.encode_remembered_for_0rtt(&mut w) {
+                    Ok(()) => w.position(),
+                    Err(_) => 0,
+                };
+            }
         }
         let vi = tp.version_information;
         self.negotiate_version_information(vi.as_ref())
@@ -538,7 +548,8 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
                 // RFC 9368 §2.3: compatible negotiation, when the client lists our
                 // compatible version; the answer (from the ServerHello on) is in it.
                 if let Some(v) = self.compatible.filter(|v| vi.available().contains(v)) {
-                    if v != self.version && v.is_supported() {
+                    // Only a server connection gets here (a client-only build has none).
+                    if cfg!(feature = "server") && v != self.version && v.is_supported() {
                         self.switch_version(v)?;
                     }
                 }

@@ -18,12 +18,14 @@
 
 mod ack;
 mod permission;
+mod put;
 #[cfg(test)]
 mod tests;
 
 pub use ack::{Ack, AckRanges, EcnCounts, RangeOrder};
 use permission::permitted_known;
 pub use permission::{is_ack_eliciting, is_known, is_probing, permitted};
+pub(crate) use put::{put_frame, put_stream};
 
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::{encoded_size, BufferTooSmall, Reader, VarInt, Writer};

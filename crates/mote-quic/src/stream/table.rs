@@ -221,15 +221,7 @@ impl Control {
                 (bidi(dir, ty::STREAMS_BLOCKED_BIDI, ty::STREAMS_BLOCKED_UNI), [limit, 0, 0], 1)
             }
         };
-        let start = w.position();
-        let mut ok = w.put_varint_u64(t).is_ok();
-        for &v in fields.iter().take(n) {
-            ok = ok && w.put_varint(vi(v)).is_ok();
-        }
-        if !ok {
-            w.rewind(start);
-        }
-        ok
+        crate::frame::put_frame(w, t, fields.get(..n).unwrap_or(&[]), &[], false)
     }
 }
 

@@ -35,7 +35,7 @@ use crate::error::WireError;
 use crate::version::Version;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Which endpoint sent a set of transport parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -320,17 +320,17 @@ fn varint_value(value: &[u8]) -> Option<VarInt> {
     r.is_empty().then_some(v)
 }
 
-fn put_param(w: &mut Writer, id: u64, len: usize) -> Result<(), BufferTooSmall> {
+pub(crate) fn put_param(w: &mut Writer, id: u64, len: usize) -> Result<(), BufferTooSmall> {
     w.put_varint_u64(id)?;
     w.put_varint_u64(len as u64)
 }
 
-fn put_bytes_param(w: &mut Writer, id: u64, value: &[u8]) -> Result<(), BufferTooSmall> {
+pub(crate) fn put_bytes_param(w: &mut Writer, id: u64, value: &[u8]) -> Result<(), BufferTooSmall> {
     put_param(w, id, value.len())?;
     w.put_slice(value)
 }
 
-fn put_varint_param(
+pub(crate) fn put_varint_param(
     w: &mut Writer,
     id: u64,
     v: VarInt,

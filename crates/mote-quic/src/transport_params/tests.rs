@@ -565,7 +565,7 @@ fn version_information(sender: Side) -> impl Strategy<Value = VersionInformation
     )
 }
 
-fn params(sender: Side) -> impl Strategy<Value = TransportParameters> {
+pub(crate) fn params(sender: Side) -> impl Strategy<Value = TransportParameters> {
     let server = sender == Side::Server;
     let server_only = (
         proptest::option::of(connection_id(0)),
