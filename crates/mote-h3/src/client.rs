@@ -22,7 +22,7 @@ use crate::coding::{decode_varint, Out};
 use crate::connection::{Config, Transport};
 use crate::error::{H3Error, SendError};
 use crate::frame::{
-    frame_type, grease_id, stream_type, write_frame, write_frame_header, Frame, FrameEvent,
+    frame_type, grease_id, setting_id, stream_type, write_frame_header, Frame, FrameEvent,
     FrameHeader, FrameReader, Settings, StreamKind, MAX_SETTINGS_LEN,
 };
 use crate::message::{self, Request};
@@ -152,6 +152,13 @@ impl<const CAP: usize> Slot<CAP> {
 }
 
 impl Ctl {
+    /// Whether the slot holds a stream that may still bring bytes. A finished peer
+    /// stream's slot is free again: mote-quic forgets a stream once its end is read, and
+    /// one that comes back in `live_streams` anyway reads as gone and finishes again.
+    fn in_use(&self) -> bool {
+        !matches!(self.kind, Kind::Free | Kind::Done)
+    }
+
     /// Takes this slot for stream `id`.
     fn take(&mut self, id: u64, kind: Kind) {
         self.id = id;
@@ -171,9 +178,9 @@ impl Ctl {
 struct State {
     config: Config,
     closed: Option<H3Error>,
-    /// Our control stream and how many of its bytes went out.
+    /// Our control stream, and whether its bytes went out.
     control: Option<u64>,
-    control_sent: usize,
+    control_written: bool,
     /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE; outer `None`: no SETTINGS yet.
     peer_settings: Option<Option<u64>>,
     goaway: Option<u64>,
@@ -185,8 +192,9 @@ struct State {
 const REQ: usize = 0;
 /// Slots: the request stream and three peer unidirectional streams.
 const SLOTS: usize = 4;
-/// Room for the control stream's bytes: type, SETTINGS (two pairs), grease frame.
-const CONTROL_BYTES: usize = 32;
+/// Room for the control stream's bytes: type, SETTINGS (two pairs: at most 3 + 25 bytes),
+/// grease frame (at most 9 bytes).
+const CONTROL_BYTES: usize = 40;
 /// Room for a HEADERS frame header (1-byte type, up to 8-byte length) in front of the
 /// encoded section in the caller's scratch buffer.
 const HEADERS_FRAME_HEADER: usize = 9;
@@ -217,7 +225,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
                 config,
                 closed: None,
                 control: None,
-                control_sent: 0,
+                control_written: false,
                 peer_settings: None,
                 goaway: None,
                 seen: 0,
@@ -229,7 +237,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
 
     /// Whether our control stream is open.
     pub const fn is_open(&self) -> bool {
-        self.st.control.is_some()
+        self.st.control_written
     }
 
     /// The error the connection was closed with, if it is closed.
@@ -265,38 +273,48 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         }
     }
 
-    /// Opens our control stream with SETTINGS (RFC 9114 §6.2.1) and writes what the
-    /// transport takes. Call until [`Client::is_open`]; [`SendError::StreamLimit`] means
-    /// try again later.
+    /// Opens our control stream and writes its type, SETTINGS and a grease frame
+    /// (RFC 9114 §6.2.1, §7.2.4.1, §7.2.8; the same bytes as [`crate::Connection::open`]).
+    /// Call until [`Client::is_open`]: [`SendError::StreamLimit`] or
+    /// [`SendError::Blocked`] mean try again later.
     pub fn open<T: Streams>(&mut self, t: &mut T) -> Result<(), SendError> {
         self.check_open()?;
-        if self.st.control.is_none() {
-            self.st.control = Some(t.open_uni().ok_or(SendError::StreamLimit)?);
+        if self.st.control_written {
+            return Ok(());
         }
-        self.flush(t);
-        Ok(())
-    }
-
-    /// Writes what is left of our control stream's bytes: its type, SETTINGS and a grease
-    /// frame (the same bytes as [`crate::Connection::open`] sends).
-    fn flush<T: Streams>(&mut self, t: &mut T) {
-        let Some(id) = self.st.control else { return };
-        let mut buf = [0u8; CONTROL_BYTES];
-        let mut out = Out::new(&mut buf);
-        let settings = Settings {
-            qpack_max_table_capacity: 0,
-            max_field_section_size: Some(self.st.config.max_field_section_size),
-            qpack_blocked_streams: 0,
+        let id = match self.st.control {
+            Some(id) => id,
+            None => *self.st.control.insert(t.open_uni().ok_or(SendError::StreamLimit)?),
         };
+        // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 25
+        // bytes), its payload, then the grease frame.
+        let mut buf = [0u8; CONTROL_BYTES];
+        let (head, payload) = buf.split_at_mut(3);
+        let mut p = Out::new(payload);
+        p.put_varint(setting_id::MAX_FIELD_SECTION_SIZE)?;
+        p.put_varint(self.st.config.max_field_section_size)?;
         let grease = self.st.config.grease;
-        let written = out.put_varint(stream_type::CONTROL).is_ok()
-            && settings.write_frame(grease, &mut out).is_ok()
-            // A reserved frame type with an empty payload (§7.2.8).
-            && grease.is_none_or(|g| write_frame(grease_id(g.wrapping_add(1)), &[], &mut out).is_ok());
-        let bytes = if written { out.written() } else { &[] };
-        if let Some(rest) = bytes.get(self.st.control_sent..).filter(|r| !r.is_empty()) {
-            self.st.control_sent += t.write(id, rest, false).min(rest.len());
+        if let Some(g) = grease {
+            p.put_varint(grease_id(g))?;
+            p.put_varint(u64::from(g))?;
         }
+        let len = p.position();
+        if let Some(g) = grease {
+            // A reserved frame type with an empty payload (§7.2.8).
+            p.put_varint(grease_id(g.wrapping_add(1)))?;
+            p.put_u8(0)?;
+        }
+        let end = 3 + p.position();
+        head.copy_from_slice(&[stream_type::CONTROL as u8, frame_type::SETTINGS as u8, len as u8]);
+        let bytes = buf.get(..end).unwrap_or(&[]);
+        if t.capacity(id) < end {
+            return Err(SendError::Blocked);
+        }
+        if t.write(id, bytes, false) != end {
+            return Err(SendError::Closed(fail(&mut self.st, t, H3Error::InternalError)));
+        }
+        self.st.control_written = true;
+        Ok(())
     }
 
     /// Sends `request` on a new request stream (with FIN if `end_stream`: no body) and
@@ -423,7 +441,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
     }
 
     /// Reads every stream's available bytes, acts on them and calls `on` for what the
-    /// request stream brings, then writes what is left of our control stream. An `Err` is
+    /// request stream brings. An `Err` is
     /// a connection error: the connection is being closed with it.
     pub fn poll<T: Streams>(
         &mut self,
@@ -433,13 +451,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         if let Some(e) = self.st.closed {
             return Err(e);
         }
-        match self.poll_inner(t, &mut on) {
-            Ok(()) => {
-                self.flush(t);
-                Ok(())
-            }
-            Err(e) => Err(fail(&mut self.st, t, e)),
-        }
+        self.poll_inner(t, &mut on).map_err(|e| fail(&mut self.st, t, e))
     }
 
     fn poll_inner<T: Streams, F: FnMut(Event<'_>)>(
@@ -451,14 +463,14 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         let mut refused = None;
         for id in t.live_streams() {
             // Client-initiated: ours (§2.1 of RFC 9000: the low bit is the initiator).
-            if id & 1 == 0 || self.slots.iter().any(|s| s.c.kind != Kind::Free && s.c.id == id) {
+            if id & 1 == 0 || self.slots.iter().any(|s| s.c.in_use() && s.c.id == id) {
                 continue;
             }
             // RFC 9114 §6.1: server-initiated bidirectional streams need an extension.
             if id & 2 == 0 {
                 return Err(H3Error::StreamCreationError);
             }
-            match self.slots.iter_mut().skip(1).find(|s| s.c.kind == Kind::Free) {
+            match self.slots.iter_mut().skip(1).find(|s| !s.c.in_use()) {
                 Some(s) => s.c.take(id, Kind::UniType),
                 None => refused = Some(id),
             }
@@ -471,13 +483,6 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         let Self { st, slots, fields } = self;
         for s in slots.iter_mut() {
             pump(st, s, fields, t, on)?;
-        }
-        // A finished peer stream's slot is free once QUIC forgot the stream (its ID never
-        // comes back in `live_streams`).
-        for s in slots.iter_mut().skip(1) {
-            if s.c.kind == Kind::Done && !t.live_streams().any(|l| l == s.c.id) {
-                s.c.kind = Kind::Free;
-            }
         }
         Ok(())
     }
