@@ -776,3 +776,650 @@ fn response_head<F: FnMut(Event<'_>)>(
     on(Event::Response { status, fields: *section });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::vec::Vec;
+
+    use hex_literal::hex;
+
+    use super::*;
+    use crate::connection::{Connection, Role};
+
+    /// What the peer sends on one stream.
+    #[derive(Default)]
+    struct Incoming {
+        data: Vec<u8>,
+        pos: usize,
+        fin: bool,
+        reset: Option<u64>,
+        /// Its end (FIN or reset) was read, or we stopped it: QUIC forgot it.
+        over: bool,
+    }
+
+    /// QUIC streams in memory: the peer's bytes are delivered `chunk` bytes per read.
+    struct Mem {
+        incoming: BTreeMap<u64, Incoming>,
+        chunk: usize,
+        out: BTreeMap<u64, (Vec<u8>, bool)>,
+        capacity: usize,
+        next_uni: u64,
+        next_bidi: u64,
+        stops: Vec<(u64, u64)>,
+        resets: Vec<(u64, u64)>,
+        closed: Option<u64>,
+    }
+
+    impl Mem {
+        fn new(chunk: usize) -> Self {
+            Self {
+                incoming: BTreeMap::new(),
+                chunk,
+                out: BTreeMap::new(),
+                capacity: 1 << 20,
+                next_uni: 2,
+                next_bidi: 0,
+                stops: Vec::new(),
+                resets: Vec::new(),
+                closed: None,
+            }
+        }
+
+        fn push(&mut self, id: u64, bytes: &[u8], fin: bool) {
+            let s = self.incoming.entry(id).or_default();
+            s.data.extend_from_slice(bytes);
+            s.fin |= fin;
+        }
+    }
+
+    impl Transport for Mem {
+        fn open_uni(&mut self) -> Option<u64> {
+            self.next_uni += 4;
+            Some(self.next_uni - 4)
+        }
+        fn open_bidi(&mut self) -> Option<u64> {
+            self.next_bidi += 4;
+            // Our request stream: nothing received yet.
+            self.incoming.insert(self.next_bidi - 4, Incoming::default());
+            Some(self.next_bidi - 4)
+        }
+        fn capacity(&self, _id: u64) -> usize {
+            self.capacity
+        }
+        fn write(&mut self, id: u64, data: &[u8], fin: bool) -> usize {
+            let n = data.len().min(self.capacity);
+            let e = self.out.entry(id).or_default();
+            e.0.extend_from_slice(&data[..n]);
+            e.1 |= fin && n == data.len();
+            n
+        }
+        fn reset_stream(&mut self, id: u64, code: u64) {
+            self.resets.push((id, code));
+        }
+        fn stop_sending(&mut self, id: u64, code: u64) {
+            self.stops.push((id, code));
+            if let Some(s) = self.incoming.get_mut(&id) {
+                s.over = true;
+            }
+        }
+        fn close(&mut self, code: u64) {
+            self.closed.get_or_insert(code);
+        }
+    }
+
+    impl Streams for Mem {
+        fn read(&mut self, id: u64, out: &mut [u8]) -> Read {
+            let chunk = self.chunk;
+            let Some(s) = self.incoming.get_mut(&id).filter(|s| !s.over) else {
+                return Read::Gone;
+            };
+            let n = (s.data.len() - s.pos).min(out.len()).min(chunk);
+            if n > 0 {
+                out[..n].copy_from_slice(&s.data[s.pos..s.pos + n]);
+                s.pos += n;
+                return Read::Data(n);
+            }
+            if let Some(code) = s.reset {
+                s.over = true;
+                return Read::Reset(code);
+            }
+            if s.fin {
+                s.over = true;
+                return Read::Fin;
+            }
+            Read::Blocked
+        }
+        fn live_streams(&self) -> impl Iterator<Item = u64> + '_ {
+            self.incoming.iter().filter(|(_, s)| !s.over).map(|(id, _)| *id)
+        }
+    }
+
+    /// An event with owned contents.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Ev {
+        Response(u16, usize),
+        Trailers(usize),
+        Data(Vec<u8>),
+        Finished,
+        StreamError(H3Error),
+        Reset(u64),
+    }
+
+    type Dev = Client<272, 512>;
+
+    struct Run {
+        client: Dev,
+        t: Mem,
+        events: Vec<Ev>,
+        error: Option<H3Error>,
+    }
+
+    const CONFIG: Config = Config {
+        max_field_section_size: 512,
+        max_encoded_field_section: 256,
+        qpack_blocked_streams: 0,
+        grease: Some(1),
+    };
+    /// The server's control stream: type, SETTINGS (max field section size 4096, a grease
+    /// setting), a grease frame (0x21, 2 bytes).
+    const SERVER_CONTROL: &[u8] = &hex!("00 04 06 06 5000 4021 00 21 02 aaaa");
+    /// Its QPACK streams: encoder with Set Dynamic Table Capacity 0, decoder (empty).
+    const SERVER_ENCODER: &[u8] = &hex!("02 20");
+    const SERVER_DECODER: &[u8] = &hex!("03");
+    /// `:status 200` (static index 25), `content-length: 5` (literal value, name at static
+    /// index 4): HEADERS frame.
+    const HEAD_200_LEN5: &[u8] = &hex!("01 06 0000 d9 54 01 35");
+
+    impl Run {
+        /// A client with its control stream open and nothing else.
+        fn bare(chunk: usize) -> Self {
+            let mut r = Self {
+                client: Dev::new(CONFIG),
+                t: Mem::new(chunk),
+                events: Vec::new(),
+                error: None,
+            };
+            r.client.open(&mut r.t).unwrap();
+            r
+        }
+
+        /// A client with its control stream open, its GET sent, and the server's control and
+        /// QPACK streams delivered `chunk` bytes per read.
+        fn new(chunk: usize) -> Self {
+            let mut r = Self {
+                client: Dev::new(CONFIG),
+                t: Mem::new(chunk),
+                events: Vec::new(),
+                error: None,
+            };
+            r.client.open(&mut r.t).unwrap();
+            assert!(r.client.is_open());
+            r.t.push(3, SERVER_CONTROL, false);
+            r.t.push(7, SERVER_ENCODER, false);
+            r.t.push(11, SERVER_DECODER, false);
+            let mut scratch = [0u8; 128];
+            let id = r.client.request(&mut r.t, &get(), true, &mut scratch).unwrap();
+            assert_eq!(id, 0);
+            r.poll();
+            assert_eq!(r.error, None);
+            assert!(r.client.peer_settings_received());
+            assert_eq!(r.client.peer_max_field_section_size(), Some(4096));
+            r
+        }
+
+        fn poll(&mut self) {
+            let events = &mut self.events;
+            let res = self.client.poll(&mut self.t, |e| {
+                events.push(match e {
+                    Event::Response { status, fields } => Ev::Response(status, fields.len()),
+                    Event::Trailers(f) => Ev::Trailers(f.len()),
+                    Event::Data(d) => Ev::Data(d.to_vec()),
+                    Event::Finished => Ev::Finished,
+                    Event::StreamError(e) => Ev::StreamError(e),
+                    Event::Reset(c) => Ev::Reset(c),
+                })
+            });
+            if let Err(e) = res {
+                self.error.get_or_insert(e);
+            }
+        }
+
+        /// Delivers `bytes` (and FIN) on stream `id` and polls.
+        fn feed(&mut self, id: u64, bytes: &[u8], fin: bool) {
+            self.t.push(id, bytes, fin);
+            self.poll();
+        }
+
+        /// The response body bytes received, joined.
+        fn body(&self) -> Vec<u8> {
+            let mut b = Vec::new();
+            for e in &self.events {
+                if let Ev::Data(d) = e {
+                    b.extend_from_slice(d);
+                }
+            }
+            b
+        }
+
+        /// The events without Data (whose splitting depends on the chunk size).
+        fn framing(&self) -> Vec<Ev> {
+            self.events.iter().filter(|e| !matches!(e, Ev::Data(_))).cloned().collect()
+        }
+
+        fn assert_stream_error(&self, e: H3Error) {
+            assert_eq!(self.error, None);
+            assert_eq!(self.framing().last(), Some(&Ev::StreamError(e)));
+            assert!(self.t.stops.contains(&(0, e.code())));
+            // The GET's FIN went out: nothing to reset.
+            assert!(self.t.resets.is_empty());
+        }
+
+        fn assert_connection_error(&self, e: H3Error) {
+            assert_eq!(self.error, Some(e));
+            assert_eq!(self.t.closed, Some(e.code()));
+            assert_eq!(self.client.closed(), Some(e));
+        }
+    }
+
+    fn get() -> Request<'static> {
+        Request::get(b"mote.example", b"/5120")
+    }
+
+    /// Every test runs with whole deliveries and byte by byte.
+    fn each_chunk(test: impl Fn(usize)) {
+        for chunk in [1024, 1] {
+            test(chunk);
+        }
+    }
+
+    #[test]
+    fn wire_bytes_match_the_general_session() {
+        // Our control stream, the GET's and the POST's bytes equal what
+        // `connection::Connection` sends for the same configuration and requests.
+        let mut conn = Connection::new(Role::Client, CONFIG);
+        let mut ct = Mem::new(1024);
+        conn.open(&mut ct).unwrap();
+        let mut scratch = [0u8; 128];
+        let mut s = conn.open_request(&mut ct).unwrap();
+        conn.send_request(&mut ct, &mut s, &get(), true, &mut scratch).unwrap();
+        let headers: [(&[u8], &[u8]); 1] = [(b"content-length", b"1024")];
+        let post = Request::post(b"mote.example", b"/upload").with_headers(&headers);
+        let mut p = conn.open_request(&mut ct).unwrap();
+        conn.send_request(&mut ct, &mut p, &post, false, &mut scratch).unwrap();
+        conn.send_data(&mut ct, &mut p, &[7; 1024], true).unwrap();
+
+        let mut r = Run::new(1024);
+        r.feed(0, HEAD_200_LEN5, false);
+        r.feed(0, &hex!("00 05 68656c6c6f"), true);
+        assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Finished]);
+        assert_eq!(r.body(), b"hello");
+        assert_eq!(r.client.request(&mut r.t, &post, false, &mut scratch), Ok(4));
+        assert_eq!(r.client.send_data(&mut r.t, &[7; 1024], true), Ok(1024));
+        assert_eq!(r.t.out, ct.out);
+        // The control stream's bytes, spelled out: type, SETTINGS (field section size 512,
+        // grease setting 0x40 = 1), a reserved frame (0x5f, empty).
+        assert_eq!(r.t.out[&2], (hex!("00 04 06 06 4200 4040 01 405f 00").to_vec(), false));
+        assert!(r.t.out[&0].1 && r.t.out[&4].1, "both requests end with FIN");
+    }
+
+    #[test]
+    fn response_with_body_and_trailers() {
+        each_chunk(|chunk| {
+            let mut r = Run::new(chunk);
+            // An interim 103, the head, an unknown frame (skipped), DATA in two frames, a
+            // grease frame, trailers (`x-t: 1`, literal name), FIN.
+            r.feed(0, &hex!("01 03 0000 d8"), false); // 103 (static index 24)
+            r.feed(0, HEAD_200_LEN5, false);
+            r.feed(0, &hex!("21 03 010203 00 02 6865 00 03 6c6c6f 405f 00"), false);
+            r.feed(0, &hex!("01 08 0000 23 782d74 01 31"), true);
+            assert_eq!(r.error, None);
+            assert_eq!(
+                r.framing(),
+                [Ev::Response(103, 1), Ev::Response(200, 2), Ev::Trailers(1), Ev::Finished]
+            );
+            assert_eq!(r.body(), b"hello");
+            assert!(r.t.stops.is_empty() && r.t.resets.is_empty());
+            // The next request may start; the previous one is over.
+            let mut scratch = [0u8; 128];
+            assert_eq!(r.client.request(&mut r.t, &get(), true, &mut scratch), Ok(4));
+        });
+    }
+
+    #[test]
+    fn one_request_at_a_time() {
+        let mut r = Run::new(1024);
+        let mut scratch = [0u8; 128];
+        assert_eq!(
+            r.client.request(&mut r.t, &get(), true, &mut scratch),
+            Err(SendError::InvalidState)
+        );
+        // No body after FIN.
+        assert_eq!(r.client.send_data(&mut r.t, b"x", true), Err(SendError::InvalidState));
+    }
+
+    #[test]
+    fn bodyless_responses_ignore_content_length() {
+        // RFC 9110 §6.4.1, §8.6: 204 and 304 have no content.
+        // `:status 204` (static index 64), `:status 304` (index 26), and 304 as a literal
+        // value with the name of index 24.
+        for status in [&hex!("ff01")[..], &hex!("da")[..], &hex!("5f09 03 333034")[..]] {
+            let mut r = Run::new(1024);
+            let mut frame = vec![0x01, 4 + status.len() as u8, 0, 0];
+            frame.extend_from_slice(status);
+            frame.extend_from_slice(&hex!("54 01 35"));
+            frame[1] = (frame.len() - 2) as u8;
+            r.feed(0, &frame, true);
+            assert_eq!(r.error, None);
+            assert_eq!(r.framing().last(), Some(&Ev::Finished), "{status:02x?}");
+        }
+    }
+
+    #[test]
+    fn malformed_responses_are_stream_errors() {
+        // RFC 9114 §4.1.2, §4.3.2: each is H3_MESSAGE_ERROR on the request stream only.
+        let cases: &[(&[u8], bool)] = &[
+            // No :status (content-length only).
+            (&hex!("01 05 0000 54 01 35"), true),
+            // :status twice.
+            (&hex!("01 04 0000 d9 d9"), true),
+            // A regular field before :status.
+            (&hex!("01 06 0000 54 01 30 d9"), true),
+            // A request pseudo-header (:path /, static index 1).
+            (&hex!("01 04 0000 d9 c1"), true),
+            // An upper-case field name (literal name `X`).
+            (&hex!("01 07 0000 d9 21 58 01 31"), true),
+            // A connection-specific field (`connection: x`).
+            (&hex!("01 11 0000 d9 27 03 636f6e6e656374696f6e 01 78"), true),
+            // A value with a line feed.
+            (&hex!("01 07 0000 d9 21 78 01 0a"), true),
+            // content-length not a number.
+            (&hex!("01 06 0000 d9 54 01 2d"), true),
+            // More content than declared.
+            (&hex!("01 06 0000 d9 54 01 35  00 06 68656c6c6f21"), false),
+            // Less content than declared, then FIN.
+            (&hex!("01 06 0000 d9 54 01 35  00 04 68656c6c"), true),
+            // FIN without a head.
+            (&hex!(""), true),
+            // Pseudo-header in trailers.
+            (&hex!("01 03 0000 d9  01 03 0000 d9"), true),
+            // Trailers before the declared content is complete.
+            (&hex!("01 06 0000 d9 54 01 35  01 08 0000 23 782d74 01 31"), true),
+        ];
+        for (bytes, fin) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::new(chunk);
+                r.feed(0, bytes, *fin);
+                assert_eq!(r.error, None, "{bytes:02x?}");
+                r.assert_stream_error(H3Error::MessageError);
+                // Nothing more is delivered from the stream.
+                let before = r.events.len();
+                r.feed(0, &hex!("00 01 61"), true);
+                assert_eq!(r.events.len(), before, "{bytes:02x?}");
+            });
+        }
+    }
+
+    #[test]
+    fn oversized_sections_are_excessive_load() {
+        // A HEADERS frame declared above our encoded limit (256), before any of it arrives.
+        let mut r = Run::new(1024);
+        r.feed(0, &hex!("01 41 01"), false);
+        r.assert_stream_error(H3Error::ExcessiveLoad);
+        // A section decoding above SETTINGS_MAX_FIELD_SECTION_SIZE (512): 13 indexed
+        // `:status 200` lines of 42 bytes each (RFC 9114 §4.2.2), 15 bytes encoded.
+        let mut r = Run::new(1024);
+        let mut frame = hex!("01 0f 0000").to_vec();
+        frame.extend_from_slice(&[0xd9; 13]);
+        r.feed(0, &frame, false);
+        r.assert_stream_error(H3Error::ExcessiveLoad);
+        // Twelve lines (504 bytes) decode, and are refused for the duplicate :status.
+        let mut r = Run::new(1024);
+        frame.pop();
+        frame[1] = 0x0e;
+        r.feed(0, &frame, false);
+        r.assert_stream_error(H3Error::MessageError);
+    }
+
+    #[test]
+    fn request_stream_frame_errors() {
+        // (bytes, fin, connection error): RFC 9114 §7.1, §7.2.4, §7.2.5, §7.2.8, §4.1.
+        let cases: &[(&[u8], bool, H3Error)] = &[
+            // DATA before the head.
+            (&hex!("00 01 61"), false, H3Error::FrameUnexpected),
+            // SETTINGS, GOAWAY, MAX_PUSH_ID, CANCEL_PUSH on a request stream.
+            (&hex!("04 00"), false, H3Error::FrameUnexpected),
+            (&hex!("07 01 00"), false, H3Error::FrameUnexpected),
+            (&hex!("0d 01 00"), false, H3Error::FrameUnexpected),
+            (&hex!("03 01 00"), false, H3Error::FrameUnexpected),
+            // HTTP/2-only frame types.
+            (&hex!("02 00"), false, H3Error::FrameUnexpected),
+            (&hex!("06 00"), false, H3Error::FrameUnexpected),
+            (&hex!("08 00"), false, H3Error::FrameUnexpected),
+            (&hex!("09 00"), false, H3Error::FrameUnexpected),
+            // PUSH_PROMISE: we never sent MAX_PUSH_ID.
+            (&hex!("05 04 00 0000 d9"), false, H3Error::IdError),
+            // HEADERS after trailers.
+            (&hex!("01 03 0000 d9  01 02 0000  01 02 0000"), false, H3Error::FrameUnexpected),
+            // FIN inside a frame.
+            (&hex!("01 03 0000 d9  00 05 6865"), true, H3Error::FrameError),
+            (&hex!("01 03 0000"), true, H3Error::FrameError),
+            // A dynamic table reference (Required Insert Count 1).
+            (&hex!("01 03 0200 80"), false, H3Error::QpackDecompressionFailed),
+            // A section that does not decode (truncated literal).
+            (&hex!("01 04 0000 5f 09"), false, H3Error::QpackDecompressionFailed),
+        ];
+        for (bytes, fin, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::new(chunk);
+                r.feed(0, bytes, *fin);
+                r.assert_connection_error(*e);
+                // Closed: every call says so.
+                r.error = None;
+                r.poll();
+                assert_eq!(r.error, Some(*e));
+                let mut s = [0u8; 64];
+                assert_eq!(
+                    r.client.request(&mut r.t, &get(), true, &mut s),
+                    Err(SendError::Closed(*e))
+                );
+            });
+        }
+    }
+
+    #[test]
+    fn server_reset_and_stop_sending() {
+        let mut r = Run::new(1024);
+        r.feed(0, HEAD_200_LEN5, false);
+        r.t.incoming.get_mut(&0).unwrap().reset = Some(0x10c);
+        r.poll();
+        assert_eq!(r.error, None);
+        assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Reset(0x10c)]);
+        // A POST whose sending side the server stops: we reset it with its code.
+        let mut scratch = [0u8; 128];
+        let post = Request::post(b"mote.example", b"/upload");
+        assert_eq!(r.client.request(&mut r.t, &post, false, &mut scratch), Ok(4));
+        assert_eq!(r.client.on_stop_sending(&mut r.t, 4, 0x10b), Ok(()));
+        assert_eq!(r.t.resets, [(4, 0x10b)]);
+        assert_eq!(r.client.send_data(&mut r.t, b"x", true), Err(SendError::InvalidState));
+        // STOP_SENDING on our control stream closes the connection.
+        assert_eq!(r.client.on_stop_sending(&mut r.t, 2, 0), Err(H3Error::ClosedCriticalStream));
+        assert_eq!(r.t.closed, Some(0x104));
+    }
+
+    #[test]
+    fn control_stream_rules() {
+        // (server control stream bytes, fin, connection error): RFC 9114 §6.2.1, §7.2.
+        let cases: &[(&[u8], bool, H3Error)] = &[
+            // The first frame is not SETTINGS.
+            (&hex!("00 07 01 00"), false, H3Error::MissingSettings),
+            (&hex!("00 21 00 04 00"), false, H3Error::MissingSettings),
+            // SETTINGS twice.
+            (&hex!("00 04 00 04 00"), false, H3Error::FrameUnexpected),
+            // HTTP/2 setting identifier, duplicate setting, truncated pair.
+            (&hex!("00 04 02 02 00"), false, H3Error::SettingsError),
+            (&hex!("00 04 04 06 01 06 02"), false, H3Error::SettingsError),
+            (&hex!("00 04 01 06"), false, H3Error::FrameError),
+            // GOAWAY naming a non-request stream, or a larger ID than before.
+            (&hex!("00 04 00 07 01 01"), false, H3Error::IdError),
+            (&hex!("00 04 00 07 01 04 07 01 08"), false, H3Error::IdError),
+            // CANCEL_PUSH (no push allowed), MAX_PUSH_ID (clients send it).
+            (&hex!("00 04 00 03 01 00"), false, H3Error::IdError),
+            (&hex!("00 04 00 0d 01 00"), false, H3Error::FrameUnexpected),
+            // Request-stream and HTTP/2 frames.
+            (&hex!("00 04 00 01 00"), false, H3Error::FrameUnexpected),
+            (&hex!("00 04 00 00 00"), false, H3Error::FrameUnexpected),
+            (&hex!("00 04 00 06 00"), false, H3Error::FrameUnexpected),
+            // A GOAWAY frame with trailing bytes.
+            (&hex!("00 04 00 07 02 00 00"), false, H3Error::FrameError),
+            // SETTINGS longer than we accept.
+            (&hex!("00 04 4101"), false, H3Error::ExcessiveLoad),
+            // The control stream ends.
+            (&hex!("00 04 00"), true, H3Error::ClosedCriticalStream),
+        ];
+        for (bytes, fin, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::bare(chunk);
+                r.feed(3, bytes, *fin);
+                r.assert_connection_error(*e);
+            });
+        }
+        // A reset control stream.
+        let mut r = Run::new(1024);
+        r.t.incoming.get_mut(&3).unwrap().reset = Some(0);
+        r.poll();
+        r.assert_connection_error(H3Error::ClosedCriticalStream);
+    }
+
+    #[test]
+    fn goaway_stops_new_requests() {
+        let mut r = Run::new(1024);
+        r.feed(3, &hex!("07 01 04"), false);
+        assert_eq!(r.error, None);
+        assert_eq!(r.client.goaway_received(), Some(4));
+        // A lower ID later is fine.
+        r.feed(3, &hex!("07 01 00"), false);
+        assert_eq!(r.client.goaway_received(), Some(0));
+        // The GET (ID 0 < 4) still completes; no new request starts.
+        r.feed(0, &hex!("01 03 0000 d9"), true);
+        assert_eq!(r.framing(), [Ev::Response(200, 1), Ev::Finished]);
+        let mut s = [0u8; 64];
+        assert_eq!(r.client.request(&mut r.t, &get(), true, &mut s), Err(SendError::GoingAway));
+    }
+
+    #[test]
+    fn peer_unidirectional_streams() {
+        // The QPACK streams: capacity 0 instructions and Stream Cancellations are fine.
+        let mut r = Run::new(1);
+        r.feed(7, &hex!("20 20"), false);
+        r.feed(11, &hex!("41 7f 80 01"), false);
+        assert_eq!(r.error, None);
+        // A grease stream type: refused with STOP_SENDING, nothing else.
+        let mut r = Run::bare(1);
+        r.feed(3, SERVER_CONTROL, false);
+        r.feed(7, &hex!("21 0102030405"), false);
+        assert_eq!(r.error, None);
+        assert_eq!(r.t.stops, [(7, H3Error::StreamCreationError.code())]);
+        // Its slot is free again: the next peer streams are read.
+        r.feed(11, &hex!("4021 00"), true);
+        r.feed(15, SERVER_ENCODER, false);
+        r.feed(19, SERVER_DECODER, false);
+        assert_eq!(r.error, None);
+        assert_eq!(r.t.stops.len(), 2);
+
+        // (stream, bytes, fin, connection error).
+        let cases: &[(u64, &[u8], bool, H3Error)] = &[
+            // Insertions and a non-zero capacity on the encoder stream.
+            (7, &hex!("c0 01 61"), false, H3Error::QpackEncoderStreamError),
+            (7, &hex!("40 01 61 01 62"), false, H3Error::QpackEncoderStreamError),
+            (7, &hex!("21"), false, H3Error::QpackEncoderStreamError),
+            (7, &hex!("00"), false, H3Error::QpackEncoderStreamError),
+            // Section Acknowledgment, Insert Count Increment, an overlong integer.
+            (11, &hex!("80"), false, H3Error::QpackDecoderStreamError),
+            (11, &hex!("01"), false, H3Error::QpackDecoderStreamError),
+            (11, &hex!("7f ffffffffffffffffff01"), false, H3Error::QpackDecoderStreamError),
+            // Critical streams end.
+            (7, &hex!(""), true, H3Error::ClosedCriticalStream),
+            (11, &hex!(""), true, H3Error::ClosedCriticalStream),
+            // A server-initiated bidirectional stream.
+            (1, &hex!("01 03 0000 d9"), false, H3Error::StreamCreationError),
+        ];
+        for (id, bytes, fin, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::new(chunk);
+                r.feed(*id, bytes, *fin);
+                r.assert_connection_error(*e);
+            });
+        }
+        // A second control / encoder / decoder stream (RFC 9114 §6.2.1, RFC 9204 §4.2), a
+        // push stream (we never sent MAX_PUSH_ID, §4.6).
+        let cases: &[(&[u8], &[u8], H3Error)] = &[
+            (SERVER_CONTROL, SERVER_CONTROL, H3Error::StreamCreationError),
+            (SERVER_ENCODER, SERVER_ENCODER, H3Error::StreamCreationError),
+            (SERVER_DECODER, SERVER_DECODER, H3Error::StreamCreationError),
+            (SERVER_DECODER, &hex!("01 00"), H3Error::IdError),
+        ];
+        for (first, second, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::bare(chunk);
+                r.feed(3, first, false);
+                assert_eq!(r.error, None);
+                r.feed(7, second, false);
+                r.assert_connection_error(*e);
+            });
+        }
+    }
+
+    #[test]
+    fn streams_beyond_the_table_are_refused() {
+        // Three peer uni streams fill the table; a fourth is refused (H3_EXCESSIVE_LOAD)
+        // and never read.
+        let mut r = Run::new(1024);
+        r.feed(15, &hex!("2102"), false);
+        assert_eq!(r.t.stops, [(15, H3Error::ExcessiveLoad.code())]);
+        assert_eq!(r.error, None);
+    }
+
+    #[test]
+    fn stream_closed_before_its_type_is_tolerated() {
+        let mut r = Run::bare(1024);
+        r.feed(3, &[], true);
+        assert_eq!(r.error, None);
+        assert!(r.t.stops.is_empty());
+        // Its slot is free again, and a control stream may follow.
+        r.feed(7, SERVER_CONTROL, false);
+        assert_eq!(r.error, None);
+        assert!(r.client.peer_settings_received());
+    }
+
+    #[test]
+    fn blocked_control_stream_and_request_are_retried() {
+        let mut c = Dev::new(CONFIG);
+        let mut t = Mem::new(1024);
+        t.capacity = 4;
+        assert_eq!(c.open(&mut t), Err(SendError::Blocked));
+        assert!(!c.is_open());
+        t.capacity = 1 << 20;
+        assert_eq!(c.open(&mut t), Ok(()));
+        assert!(c.is_open());
+        assert_eq!(t.out.len(), 1, "one control stream");
+        let mut scratch = [0u8; 128];
+        t.capacity = 4;
+        assert_eq!(c.request(&mut t, &get(), true, &mut scratch), Err(SendError::Blocked));
+        t.capacity = 1 << 20;
+        assert_eq!(c.request(&mut t, &get(), true, &mut scratch), Ok(0));
+        assert_eq!(t.next_bidi, 4, "the same stream");
+        // A head larger than the peer's SETTINGS_MAX_FIELD_SECTION_SIZE is not sent.
+        let big = [b'a'; 100];
+        let h: [(&[u8], &[u8]); 1] = [(b"x-big", &big)];
+        let mut c2 = Dev::new(CONFIG);
+        let mut t2 = Mem::new(1024);
+        c2.open(&mut t2).unwrap();
+        t2.push(3, &hex!("00 04 03 06 4040"), false); // max field section size 64
+        c2.poll(&mut t2, |_| {}).unwrap();
+        assert_eq!(
+            c2.request(&mut t2, &get().with_headers(&h), true, &mut [0u8; 256]),
+            Err(SendError::FieldSectionTooLarge)
+        );
+    }
+}
