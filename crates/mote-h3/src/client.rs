@@ -22,8 +22,8 @@ use crate::coding::{decode_varint, Out};
 use crate::connection::{Config, Transport};
 use crate::error::{H3Error, SendError};
 use crate::frame::{
-    frame_type, grease_id, setting_id, stream_type, write_frame_header, Frame, FrameEvent,
-    FrameHeader, FrameReader, Settings, StreamKind, MAX_SETTINGS_LEN,
+    frame_type, grease_id, setting_id, stream_type, write_frame_header, FrameHeader, Settings,
+    MAX_SETTINGS_LEN,
 };
 use crate::message::{self, Request};
 use crate::qpack::prefix::{decode_int, PrefixError};
@@ -117,7 +117,10 @@ struct Slot<const CAP: usize> {
 struct Ctl {
     id: u64,
     kind: Kind,
-    reader: FrameReader,
+    /// Control and request streams: payload bytes left of the DATA frame (`data`) or the
+    /// skipped frame being read.
+    left: u64,
+    data: bool,
     phase: Phase,
     /// Body bytes still due by the response's content-length (§4.1.2), if it declared one.
     content_left: Option<u64>,
@@ -138,7 +141,8 @@ impl<const CAP: usize> Slot<CAP> {
         c: Ctl {
             id: 0,
             kind: Kind::Free,
-            reader: FrameReader::new(),
+            left: 0,
+            data: false,
             phase: Phase::Head,
             content_left: None,
             head_sent: false,
@@ -163,7 +167,7 @@ impl Ctl {
     fn take(&mut self, id: u64, kind: Kind) {
         self.id = id;
         self.kind = kind;
-        self.reader = FrameReader::new();
+        self.left = 0;
         self.phase = Phase::Head;
         self.content_left = None;
         self.head_sent = false;
@@ -612,44 +616,6 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
             Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
                 return Err(H3Error::ClosedCriticalStream)
             }
-            Kind::Control => {
-                if st.peer_settings.is_none() && c.reader.is_idle() {
-                    // §6.2.1: the first frame must be SETTINGS, whatever else it is.
-                    match FrameHeader::parse(rest) {
-                        None => return Ok(pos),
-                        Some((h, _)) if h.ty != frame_type::SETTINGS => {
-                            return Err(H3Error::MissingSettings)
-                        }
-                        Some(_) => {}
-                    }
-                }
-                let (n, ev) = c.reader.read(rest, StreamKind::Control, 0)?;
-                pos += n;
-                match ev {
-                    FrameEvent::NeedMore => return Ok(pos),
-                    FrameEvent::Skipped => {}
-                    FrameEvent::Frame(Frame::Settings(payload)) => {
-                        let max = Settings::parse_max_field_section_size(payload)?;
-                        // §7.2.4: SETTINGS only once.
-                        if st.peer_settings.is_some() {
-                            return Err(H3Error::FrameUnexpected);
-                        }
-                        st.peer_settings = Some(max);
-                    }
-                    FrameEvent::Frame(Frame::GoAway(id)) => {
-                        // §5.2: a server's GOAWAY names a client-initiated bidirectional
-                        // stream, and the ID may not increase.
-                        if id & 0x3 != 0 || st.goaway.is_some_and(|prev| id > prev) {
-                            return Err(H3Error::IdError);
-                        }
-                        st.goaway = Some(id);
-                    }
-                    // §7.2.3: we never allowed a push, so no push ID is valid.
-                    FrameEvent::Frame(Frame::CancelPush(_)) => return Err(H3Error::IdError),
-                    // §7.2.7: MAX_PUSH_ID only goes to servers.
-                    _ => return Err(H3Error::FrameUnexpected),
-                }
-            }
             Kind::Encoder => {
                 // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is
                 // acceptable, and its one encoding is the byte 0x20 (RFC 9204 §4.3.1).
@@ -677,71 +643,152 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                     Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
                 }
             }
-            Kind::Request => {
-                let max = st.config.max_encoded_field_section;
-                let (n, ev) = match c.reader.read(rest, StreamKind::Request, max) {
-                    // §4.2.2, §10.5: a HEADERS frame above our limit.
-                    Err(H3Error::ExcessiveLoad) => {
-                        stream_error(c, t, on, H3Error::ExcessiveLoad);
-                        continue;
-                    }
-                    r => r?,
-                };
-                pos += n;
-                match ev {
-                    FrameEvent::NeedMore if !fin => return Ok(pos),
-                    FrameEvent::NeedMore => {
+            // The frames of the control and request streams (RFC 9114 §7), read in one
+            // pass: a frame's type decides at its header whether it is allowed here
+            // (§7.2 Table 1), skipped (§7.2.8) or refused, and its length is checked before
+            // any of its payload is waited for. DATA and unknown payloads go through in
+            // pieces; the others are acted on once complete in the buffer.
+            Kind::Control | Kind::Request => {
+                let request = c.kind == Kind::Request;
+                if c.left > 0 {
+                    let take = usize::try_from(c.left).unwrap_or(usize::MAX).min(rest.len());
+                    if take == 0 {
                         // §7.1: a stream may only end at a frame boundary.
-                        if !rest.is_empty() || !c.reader.is_idle() {
-                            return Err(H3Error::FrameError);
-                        }
-                        // §4.1.2: a response without a final head, or with less content
-                        // than its content-length declared, is malformed.
-                        if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
-                            stream_error(c, t, on, H3Error::MessageError);
-                        } else {
-                            c.kind = Kind::Done;
-                            on(Event::Finished);
-                        }
+                        return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
                     }
-                    FrameEvent::Skipped => {}
-                    FrameEvent::DataHeader(len) => {
+                    let chunk = rest.get(..take).unwrap_or(&[]);
+                    c.left -= take as u64;
+                    pos += take;
+                    if c.data {
+                        on(Event::Data(chunk));
+                    }
+                    continue;
+                }
+                let Some((h, hl)) = FrameHeader::parse(rest) else {
+                    if !fin {
+                        return Ok(pos);
+                    }
+                    if !rest.is_empty() {
+                        return Err(H3Error::FrameError);
+                    }
+                    // §4.1.2: a response without a final head, or with less content than
+                    // its content-length declared, is malformed.
+                    if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
+                        stream_error(c, t, on, H3Error::MessageError);
+                    } else {
+                        c.kind = Kind::Done;
+                        on(Event::Finished);
+                    }
+                    continue;
+                };
+                // §6.2.1: the control stream's first frame must be SETTINGS, whatever else
+                // it is.
+                if !request && st.peer_settings.is_none() && h.ty != frame_type::SETTINGS {
+                    return Err(H3Error::MissingSettings);
+                }
+                // §7.2.8: types with no meaning here (reserved, unknown) are skipped.
+                if h.ty > 0x09 && h.ty != frame_type::MAX_PUSH_ID {
+                    c.left = h.len;
+                    c.data = false;
+                    pos += hl;
+                    continue;
+                }
+                // Which frames may appear here, and the largest payload waited for.
+                let cap = match (request, h.ty) {
+                    (true, frame_type::DATA) => {
                         // §4.1: DATA only between the head and trailers.
                         if c.phase != Phase::Body {
                             return Err(H3Error::FrameUnexpected);
                         }
+                        pos += hl;
+                        c.left = h.len;
+                        c.data = true;
                         // §4.1.2: more content than the content-length declared.
                         if let Some(left) = c.content_left {
-                            match left.checked_sub(len) {
+                            match left.checked_sub(h.len) {
                                 Some(l) => c.content_left = Some(l),
                                 None => stream_error(c, t, on, H3Error::MessageError),
                             }
                         }
+                        continue;
                     }
-                    FrameEvent::Data(d) => on(Event::Data(d)),
-                    FrameEvent::Frame(Frame::Headers(block)) => {
+                    (true, frame_type::HEADERS) => {
                         // §4.1: nothing but FIN after trailers.
                         if c.phase == Phase::Trailers {
                             return Err(H3Error::FrameUnexpected);
                         }
+                        // §4.2.2, §10.5: a section above our limit, refused before it
+                        // arrives.
+                        if h.len > st.config.max_encoded_field_section {
+                            stream_error(c, t, on, H3Error::ExcessiveLoad);
+                            continue;
+                        }
+                        h.len
+                    }
+                    (false, frame_type::SETTINGS) => {
+                        if h.len > MAX_SETTINGS_LEN {
+                            return Err(H3Error::ExcessiveLoad);
+                        }
+                        h.len
+                    }
+                    (false, frame_type::GOAWAY) => {
+                        // One varint.
+                        if h.len > 8 {
+                            return Err(H3Error::FrameError);
+                        }
+                        h.len
+                    }
+                    // §7.2.5, §7.2.3, §4.6: we never sent MAX_PUSH_ID, so no push ID is
+                    // valid (PUSH_PROMISE on a request stream, CANCEL_PUSH on the control
+                    // stream).
+                    (true, frame_type::PUSH_PROMISE) | (false, frame_type::CANCEL_PUSH) => {
+                        return Err(H3Error::IdError)
+                    }
+                    // Frames of the other stream kind, MAX_PUSH_ID (only servers receive
+                    // it, §7.2.7) and the HTTP/2-only types (§7.2.8).
+                    _ => return Err(H3Error::FrameUnexpected),
+                };
+                let Some(payload) = rest.get(hl..).and_then(|p| p.get(..cap as usize)) else {
+                    return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
+                };
+                pos += hl + payload.len();
+                match h.ty {
+                    frame_type::HEADERS => {
                         let limit = st.config.max_field_section_size;
-                        let section = match decode_field_section(block, limit, &mut *fields) {
-                            Ok(d) => d.fields,
+                        match decode_field_section(payload, limit, &mut *fields) {
+                            Ok(d) => {
+                                if let Err(e) = response_head(c, &d.fields, on) {
+                                    stream_error(c, t, on, e);
+                                }
+                            }
                             Err(DecodeError::TooLarge) => {
-                                stream_error(c, t, on, H3Error::ExcessiveLoad);
-                                continue;
+                                stream_error(c, t, on, H3Error::ExcessiveLoad)
                             }
                             // No dynamic table: a section that needs one cannot be decoded
                             // (RFC 9204 §2.2.3).
                             Err(_) => return Err(H3Error::QpackDecompressionFailed),
-                        };
-                        if let Err(e) = response_head(c, &section, on) {
-                            stream_error(c, t, on, e);
                         }
                     }
-                    // §7.2.5: we never sent MAX_PUSH_ID, so any push ID is too large.
-                    FrameEvent::Frame(Frame::PushPromise { .. }) => return Err(H3Error::IdError),
-                    FrameEvent::Frame(_) => return Err(H3Error::FrameUnexpected),
+                    frame_type::SETTINGS => {
+                        let max = Settings::parse_max_field_section_size(payload)?;
+                        // §7.2.4: SETTINGS only once.
+                        if st.peer_settings.is_some() {
+                            return Err(H3Error::FrameUnexpected);
+                        }
+                        st.peer_settings = Some(max);
+                    }
+                    _ => {
+                        // GOAWAY (§5.2): a server's names a client-initiated bidirectional
+                        // stream, and the ID may not increase.
+                        let id = match decode_varint(payload) {
+                            Some((id, n)) if n == payload.len() => id,
+                            _ => return Err(H3Error::FrameError),
+                        };
+                        if id & 0x3 != 0 || st.goaway.is_some_and(|prev| id > prev) {
+                            return Err(H3Error::IdError);
+                        }
+                        st.goaway = Some(id);
+                    }
                 }
             }
         }
