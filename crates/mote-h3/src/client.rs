@@ -104,15 +104,8 @@ enum Phase {
     Trailers,
 }
 
-/// One stream the client reads: its state and the bytes not consumed yet.
-#[derive(Debug)]
-struct Slot<const CAP: usize> {
-    c: Ctl,
-    buf: [u8; CAP],
-}
-
-/// A stream's state (apart from its buffer, so that events can borrow the buffer while
-/// the state changes).
+/// A stream's state. Its buffer is kept apart (so events can borrow the buffer while the
+/// state changes, and a new client's buffers are zeroed in place).
 #[derive(Debug)]
 struct Ctl {
     id: u64,
@@ -136,22 +129,19 @@ struct Ctl {
     fin: bool,
 }
 
-impl<const CAP: usize> Slot<CAP> {
+impl Ctl {
     const EMPTY: Self = Self {
-        c: Ctl {
-            id: 0,
-            kind: Kind::Free,
-            left: 0,
-            data: false,
-            phase: Phase::Head,
-            content_left: None,
-            head_sent: false,
-            sending: false,
-            head_request: false,
-            len: 0,
-            fin: false,
-        },
-        buf: [0; CAP],
+        id: 0,
+        kind: Kind::Free,
+        left: 0,
+        data: false,
+        phase: Phase::Head,
+        content_left: None,
+        head_sent: false,
+        sending: false,
+        head_request: false,
+        len: 0,
+        fin: false,
     };
 }
 
@@ -210,7 +200,9 @@ const HEADERS_FRAME_HEADER: usize = 9;
 #[derive(Debug)]
 pub struct Client<const CAP: usize, const FIELDS: usize> {
     st: State,
-    slots: [Slot<CAP>; SLOTS],
+    /// Per stream: the state, and the bytes not consumed yet.
+    slots: [Ctl; SLOTS],
+    bufs: [[u8; CAP]; SLOTS],
     fields: [u8; FIELDS],
 }
 
@@ -219,6 +211,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
     pub const fn new(config: Config) -> Self {
         // A SETTINGS frame of the largest accepted size must fit a stream buffer.
         const { assert!(CAP as u64 >= MAX_SETTINGS_LEN + HEADERS_FRAME_HEADER as u64) };
+        // A HEADERS frame must also fit a stream buffer whole.
         let mut config = config;
         let fit = (CAP - HEADERS_FRAME_HEADER) as u64;
         if config.max_encoded_field_section > fit {
@@ -234,7 +227,8 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
                 goaway: None,
                 seen: 0,
             },
-            slots: [Slot::EMPTY; SLOTS],
+            slots: [Ctl::EMPTY; SLOTS],
+            bufs: [[0; CAP]; SLOTS],
             fields: [0; FIELDS],
         }
     }
@@ -266,7 +260,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
 
     /// The request stream's ID, while one is open.
     pub fn request_id(&self) -> Option<u64> {
-        let c = &self.slots.get(REQ)?.c;
+        let c = self.slots.get(REQ)?;
         (c.kind != Kind::Free).then_some(c.id)
     }
 
@@ -339,7 +333,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
             return Err(SendError::GoingAway);
         }
         let peer_max = self.peer_max_field_section_size();
-        let c = &mut self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?.c;
+        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
         // A stream opened by a call that found no room for the head is used again.
         let reuse = c.kind == Kind::Request && !c.head_sent;
         let open_new = match c.kind {
@@ -392,7 +386,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         end_stream: bool,
     ) -> Result<usize, SendError> {
         self.check_open()?;
-        let c = &mut self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?.c;
+        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
         if !c.sending {
             return Err(SendError::InvalidState);
         }
@@ -435,7 +429,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         if self.st.control == Some(id) {
             return Err(fail(&mut self.st, t, H3Error::ClosedCriticalStream));
         }
-        if let Some(Slot { c, .. }) = self.slots.get_mut(REQ) {
+        if let Some(c) = self.slots.get_mut(REQ) {
             if c.kind != Kind::Free && c.id == id && c.sending {
                 t.reset_stream(id, code);
                 c.sending = false;
@@ -467,15 +461,15 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         let mut refused = None;
         for id in t.live_streams() {
             // Client-initiated: ours (§2.1 of RFC 9000: the low bit is the initiator).
-            if id & 1 == 0 || self.slots.iter().any(|s| s.c.in_use() && s.c.id == id) {
+            if id & 1 == 0 || self.slots.iter().any(|c| c.in_use() && c.id == id) {
                 continue;
             }
             // RFC 9114 §6.1: server-initiated bidirectional streams need an extension.
             if id & 2 == 0 {
                 return Err(H3Error::StreamCreationError);
             }
-            match self.slots.iter_mut().skip(1).find(|s| !s.c.in_use()) {
-                Some(s) => s.c.take(id, Kind::UniType),
+            match self.slots.iter_mut().skip(1).find(|c| !c.in_use()) {
+                Some(c) => c.take(id, Kind::UniType),
                 None => refused = Some(id),
             }
         }
@@ -484,9 +478,9 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
             // the next poll finds the rest.
             t.stop_sending(id, H3Error::ExcessiveLoad.code());
         }
-        let Self { st, slots, fields } = self;
-        for s in slots.iter_mut() {
-            pump(st, s, fields, t, on)?;
+        let Self { st, slots, bufs, fields } = self;
+        for (c, buf) in slots.iter_mut().zip(bufs.iter_mut()) {
+            pump(st, c, buf, fields, t, on)?;
         }
         Ok(())
     }
@@ -505,12 +499,12 @@ fn fail<T: Transport>(st: &mut State, t: &mut T, e: H3Error) -> H3Error {
 /// gives anything more.
 fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
     st: &mut State,
-    s: &mut Slot<CAP>,
+    c: &mut Ctl,
+    buf: &mut [u8; CAP],
     fields: &mut [u8],
     t: &mut T,
     on: &mut F,
 ) -> Result<(), H3Error> {
-    let Slot { c, buf } = s;
     loop {
         if matches!(c.kind, Kind::Free | Kind::Done) {
             return Ok(());
