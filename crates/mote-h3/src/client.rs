@@ -192,11 +192,15 @@ const CONTROL_BYTES: usize = 40;
 /// Room for a HEADERS frame header (1-byte type, up to 8-byte length) in front of the
 /// encoded section in the caller's scratch buffer.
 const HEADERS_FRAME_HEADER: usize = 9;
+/// The longest frame header a peer may send: type and length as 8-byte varints (RFC 9000
+/// §16 does not require the shortest encoding).
+const MAX_FRAME_HEADER: usize = 16;
 
 /// A one-request-at-a-time HTTP/3 client in fixed storage: four stream buffers of `CAP`
 /// bytes and a `FIELDS`-byte decoded-fields buffer (give it
-/// `Config::max_field_section_size` bytes). HEADERS payloads above `CAP - 9` bytes (and
-/// above `Config::max_encoded_field_section`) are refused with H3_EXCESSIVE_LOAD.
+/// `Config::max_field_section_size` bytes). HEADERS payloads above `CAP - 16` bytes (and
+/// above `Config::max_encoded_field_section`) are refused with H3_EXCESSIVE_LOAD; `CAP` is
+/// at least 272 (a 256-byte SETTINGS payload behind the longest frame header).
 #[derive(Debug)]
 pub struct Client<const CAP: usize, const FIELDS: usize> {
     st: State,
@@ -210,10 +214,11 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
     /// A client with `config` (no dynamic table; `qpack_blocked_streams` is not used).
     pub const fn new(config: Config) -> Self {
         // A SETTINGS frame of the largest accepted size must fit a stream buffer.
-        const { assert!(CAP as u64 >= MAX_SETTINGS_LEN + HEADERS_FRAME_HEADER as u64) };
-        // A HEADERS frame must also fit a stream buffer whole.
+        // The largest SETTINGS frame accepted, and any HEADERS frame accepted, must fit a
+        // stream buffer whole (or the stream would wait for bytes it has no room for).
+        const { assert!(CAP as u64 >= MAX_SETTINGS_LEN + MAX_FRAME_HEADER as u64) };
         let mut config = config;
-        let fit = (CAP - HEADERS_FRAME_HEADER) as u64;
+        let fit = (CAP - MAX_FRAME_HEADER) as u64;
         if config.max_encoded_field_section > fit {
             config.max_encoded_field_section = fit;
         }
@@ -1207,6 +1212,16 @@ mod tests {
         let mut r = Run::new(1024);
         r.feed(0, &hex!("01 41 01"), false);
         r.assert_stream_error(H3Error::ExcessiveLoad);
+        // A configured limit above what the 272-byte buffers hold is lowered to 256: a
+        // larger frame is refused instead of waited for forever.
+        let mut c = Dev::new(Config { max_encoded_field_section: 1024, ..CONFIG });
+        let mut t = Mem::new(1024);
+        c.open(&mut t).unwrap();
+        c.request(&mut t, &get(), true, &mut [0u8; 128]).unwrap();
+        t.push(0, &hex!("01 4101"), false);
+        let mut events = Vec::new();
+        c.poll(&mut t, |e| events.push(format!("{e:?}"))).unwrap();
+        assert_eq!(events, ["StreamError(ExcessiveLoad)"]);
         // A section decoding above SETTINGS_MAX_FIELD_SECTION_SIZE (512): 13 indexed
         // `:status 200` lines of 42 bytes each (RFC 9114 §4.2.2), 15 bytes encoded.
         let mut r = Run::new(1024);
@@ -1220,6 +1235,42 @@ mod tests {
         frame[1] = 0x0e;
         r.feed(0, &frame, false);
         r.assert_stream_error(H3Error::MessageError);
+    }
+
+    #[test]
+    fn longest_frame_headers_fit() {
+        // RFC 9000 §16: varints need not be shortest. A 256-byte SETTINGS payload (unknown
+        // settings) and a 256-byte HEADERS payload behind 8-byte type and length fit the
+        // 272-byte stream buffers, delivered whole or byte by byte.
+        each_chunk(|chunk| {
+            let mut r = Run::bare(chunk);
+            let mut settings = hex!("c000000000000004 c000000000000100").to_vec();
+            // SETTINGS_MAX_FIELD_SECTION_SIZE 512, then reserved identifiers 0x1f * k + 0x21
+            // (2-byte varints): one with a 2-byte value, 83 with a 1-byte value.
+            let mut payload = hex!("06 4200").to_vec();
+            for k in 1..=84u64 {
+                let id = 0x21 + 0x1f * k;
+                payload.extend_from_slice(&[0x40 | (id >> 8) as u8, id as u8]);
+                payload.extend_from_slice(if k == 1 { &[0x40, 0x00] } else { &[0x00] });
+            }
+            assert_eq!(payload.len(), 256);
+            settings.extend_from_slice(&payload);
+            r.feed(3, &hex!("00"), false);
+            r.feed(3, &settings, false);
+            assert_eq!(r.error, None, "{chunk}");
+            assert_eq!(r.client.peer_max_field_section_size(), Some(512));
+            let mut scratch = [0u8; 128];
+            r.client.request(&mut r.t, &get(), true, &mut scratch).unwrap();
+            let mut head = hex!("c000000000000001 c000000000000100").to_vec();
+            // `:status 200`, then `x: aaa…` (literal name, a 249-byte value).
+            let mut block = hex!("0000 d9 21 78 7f 7a").to_vec();
+            block.extend(std::iter::repeat_n(b'a', 249));
+            assert_eq!(block.len(), 256);
+            head.extend_from_slice(&block);
+            r.feed(0, &head, true);
+            assert_eq!(r.error, None, "{chunk}");
+            assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Finished], "{chunk}");
+        });
     }
 
     #[test]
