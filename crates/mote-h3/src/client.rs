@@ -186,7 +186,7 @@ struct State {
 const REQ: usize = 0;
 /// Slots: the request stream and three peer unidirectional streams.
 const SLOTS: usize = 4;
-/// Room for the control stream's bytes: type, SETTINGS (two pairs: at most 3 + 25 bytes),
+/// Room for the control stream's bytes: type, SETTINGS (two pairs: at most 3 + 21 bytes),
 /// grease frame (at most 9 bytes).
 const CONTROL_BYTES: usize = 40;
 /// Room for a HEADERS frame header (1-byte type, up to 8-byte length) in front of the
@@ -213,7 +213,6 @@ pub struct Client<const CAP: usize, const FIELDS: usize> {
 impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
     /// A client with `config` (no dynamic table; `qpack_blocked_streams` is not used).
     pub const fn new(config: Config) -> Self {
-        // A SETTINGS frame of the largest accepted size must fit a stream buffer.
         // The largest SETTINGS frame accepted, and any HEADERS frame accepted, must fit a
         // stream buffer whole (or the stream would wait for bytes it has no room for).
         const { assert!(CAP as u64 >= MAX_SETTINGS_LEN + MAX_FRAME_HEADER as u64) };
@@ -238,7 +237,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         }
     }
 
-    /// Whether our control stream is open.
+    /// Whether our control stream is open and its bytes are written.
     pub const fn is_open(&self) -> bool {
         self.st.control_written
     }
@@ -289,8 +288,8 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
             Some(id) => id,
             None => *self.st.control.insert(t.open_uni().ok_or(SendError::StreamLimit)?),
         };
-        // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 25
-        // bytes), its payload, then the grease frame.
+        // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 21
+        // bytes, below 64), its payload, then the grease frame.
         let mut buf = [0u8; CONTROL_BYTES];
         let (head, payload) = buf.split_at_mut(3);
         let mut p = Out::new(payload);
@@ -444,8 +443,8 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
     }
 
     /// Reads every stream's available bytes, acts on them and calls `on` for what the
-    /// request stream brings. An `Err` is
-    /// a connection error: the connection is being closed with it.
+    /// request stream brings. An `Err` is a connection error: the connection is being
+    /// closed with it.
     pub fn poll<T: Streams>(
         &mut self,
         t: &mut T,
@@ -465,7 +464,7 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
         // The peer's new streams.
         let mut refused = None;
         for id in t.live_streams() {
-            // Client-initiated: ours (§2.1 of RFC 9000: the low bit is the initiator).
+            // RFC 9000 §2.1: the low bit is the initiator; client-initiated streams are ours.
             if id & 1 == 0 || self.slots.iter().any(|c| c.in_use() && c.id == id) {
                 continue;
             }
@@ -500,7 +499,7 @@ fn fail<T: Transport>(st: &mut State, t: &mut T, e: H3Error) -> H3Error {
     e
 }
 
-/// Moves what QUIC has for the stream of `s` into its buffer and acts on it, until neither
+/// Moves what QUIC has for stream `c` into its buffer and acts on it, until neither
 /// gives anything more.
 fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
     st: &mut State,
