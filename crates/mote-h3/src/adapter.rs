@@ -70,6 +70,31 @@ where
     }
 }
 
+impl<P, T, C, S, const N: usize, const SENT: usize, const RANGES: usize> crate::client::Streams
+    for QuicTransport<'_, P, T, C, S, N, SENT, RANGES>
+where
+    P: CryptoProvider + Clone,
+    T: TlsSession,
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    fn read(&mut self, id: u64, out: &mut [u8]) -> crate::client::Read {
+        use crate::client::Read as R;
+        let Some(id) = StreamId::new(id) else { return R::Gone };
+        match self.conn.stream_recv(id, out) {
+            Some(Read::Data(n)) => R::Data(n),
+            Some(Read::Blocked) => R::Blocked,
+            Some(Read::Fin) => R::Fin,
+            Some(Read::Reset(code)) => R::Reset(code),
+            Some(Read::Stopped) | None => R::Gone,
+        }
+    }
+
+    fn live_streams(&self) -> impl Iterator<Item = u64> + '_ {
+        self.conn.live_streams().map(StreamId::raw)
+    }
+}
+
 /// A stream's received bytes that mote-h3 has not consumed yet. mote-h3 wants them
 /// presented again until it consumes them; mote-quic's `stream_recv` copies out and
 /// consumes, so they wait here. `buf`'s length is the bound.

@@ -10,6 +10,8 @@
 //!   state, GOAWAY, cancellation, limits. It drives a QUIC connection through the
 //!   [`Transport`] trait and is fed received stream bytes by the caller.
 //! - [`message`]: building request/response heads and checking received ones.
+//! - [`client`]: the one-request-at-a-time device client (control stream, one request
+//!   stream, the peer's control and QPACK streams) over [`client::Streams`].
 //! - `device` (feature `device`): the heap-free adapter over a mote-quic connection that a
 //!   microcontroller runs the session on.
 //!
@@ -32,6 +34,7 @@
 
 #[cfg(any(feature = "device", feature = "quic"))]
 mod adapter;
+pub mod client;
 pub mod coding;
 pub mod connection;
 #[cfg(feature = "device")]

@@ -36,6 +36,16 @@ use mote_tls::{
 
 /// Stream slots of the device connection (two it opens, one the server may open).
 pub const DEVICE_STREAMS: usize = 3;
+/// The firmware's HTTP/3 client (`Setup::http3_device_client`): four 272-byte stream
+/// buffers and 512 bytes of decoded fields, as on the device.
+type DeviceH3 = mote_h3::client::Client<272, 512>;
+/// Its configuration: the firmware's.
+const DEVICE_H3_CONFIG: mote_h3::Config = mote_h3::Config {
+    max_field_section_size: 512,
+    max_encoded_field_section: 256,
+    qpack_blocked_streams: 0,
+    grease: Some(1),
+};
 /// Application Data sent-packet records of the device connection.
 pub const DEVICE_SENT: usize = 16;
 /// Range entries of the device connection (received packets, stream reassembly).
@@ -245,6 +255,10 @@ pub struct Setup {
     /// `request` on a plain stream: the device sends `GET /<object_size>`, the server
     /// answers `200` with the object as the body.
     pub http3: bool,
+    /// With `http3`: the device runs the firmware's one-request-at-a-time client
+    /// (`mote_h3::client::Client`) instead of the general session; the requests go one
+    /// after the other.
+    pub http3_device_client: bool,
     /// Path changes during the run (NAT rebinding, migration, a preferred address).
     pub paths: PathPlan,
     /// Resumption runs: before the measured connection, another one resumes with the same
@@ -296,6 +310,7 @@ impl Setup {
             close: true,
             linger: Duration::from_secs(30),
             http3: false,
+            http3_device_client: false,
             paths: PathPlan::default(),
             replay_ticket: false,
         }
@@ -319,6 +334,13 @@ impl Setup {
         self.server.streams.max_streams_bidi = (SERVER_STREAMS - 4) as u64;
         self.server.streams.max_streams_uni = 3;
         self
+    }
+
+    /// [`Setup::with_http3`] with the firmware's HTTP/3 client on the device (see
+    /// [`Setup::http3_device_client`]).
+    pub fn with_http3_device_client(mut self) -> Self {
+        self.http3_device_client = true;
+        self.with_http3()
     }
 }
 
@@ -455,6 +477,8 @@ pub struct DeviceApp {
     remembered: Option<Vec<u8>>,
     /// HTTP/3 runs: the session and the request path.
     h3: Option<(h3::H3Session, Vec<u8>)>,
+    /// HTTP/3 runs with the device client: the client and the request path.
+    h3dev: Option<(Box<DeviceH3>, Vec<u8>)>,
     /// HTTP/3 runs: the response status on each stream.
     pub statuses: Vec<Option<u16>>,
     /// HTTP/3 runs: the server's SETTINGS arrived.
@@ -490,9 +514,13 @@ impl DeviceApp {
             psk_accepted: false,
             ticket_at: None,
             remembered: None,
-            h3: s.http3.then(|| {
+            h3: (s.http3 && !s.http3_device_client).then(|| {
                 let path = format!("/{}", s.object_size).into_bytes();
                 (h3::H3Session::new(mote_h3::Role::Client, mote_h3::Config::DEVICE), path)
+            }),
+            h3dev: (s.http3 && s.http3_device_client).then(|| {
+                let path = format!("/{}", s.object_size).into_bytes();
+                (Box::new(DeviceH3::new(DEVICE_H3_CONFIG)), path)
             }),
             statuses: Vec::new(),
             saw_settings: false,
@@ -501,6 +529,26 @@ impl DeviceApp {
     }
 
     fn open_streams(&mut self, conn: &mut DeviceConnection) {
+        if let Some((client, path)) = self.h3dev.as_mut() {
+            let t = &mut h3::QuicTransport { conn };
+            if client.open(t).is_err() {
+                return;
+            }
+            // One request at a time: the next once the previous one finished.
+            let busy = self.streams.last().is_some_and(|(_, _, fin)| !*fin);
+            if self.streams.len() < self.streams_wanted && !busy {
+                let request = mote_h3::Request::get(b"server", path);
+                let mut scratch = [0u8; 256];
+                if let Ok(id) = client.request(t, &request, true, &mut scratch) {
+                    if let Some(qid) = StreamId::new(id) {
+                        self.streams.push((qid, 1, false));
+                        self.responses.push(Vec::new());
+                        self.statuses.push(None);
+                    }
+                }
+            }
+            return;
+        }
         if let Some((session, path)) = self.h3.as_mut() {
             // The control stream with SETTINGS first, then one request stream per GET.
             if session.open(conn).is_err() {
@@ -540,6 +588,54 @@ impl DeviceApp {
 impl DeviceApp {
     /// The HTTP/3 half of [`DeviceApp::drive`]: feed the session, collect the responses.
     fn drive_h3(&mut self, now: Instant, conn: &mut DeviceConnection) {
+        if self.h3dev.is_some() {
+            self.drive_h3_device_client(now, conn);
+        } else {
+            self.drive_h3_session(now, conn);
+        }
+        let all_done = !self.streams.is_empty() && self.streams.iter().all(|(_, _, fin)| *fin);
+        if all_done && self.streams.len() == self.streams_wanted && self.done_at.is_none() {
+            self.done_at = Some(now);
+            self.stats = Some(conn.stats());
+        }
+        if self.done_at.is_some() && self.close && !self.closed {
+            self.closed = true;
+            conn.close(mote_h3::H3Error::NoError.code(), b"done");
+        }
+    }
+
+    /// The device client's events: the response of the last request opened.
+    fn drive_h3_device_client(&mut self, now: Instant, conn: &mut DeviceConnection) {
+        let Some((client, _)) = self.h3dev.as_mut() else { return };
+        let t = &mut h3::QuicTransport { conn };
+        for e in self.stopped.drain(..) {
+            if let Event::StreamStopped { id, code } = e {
+                let _ = client.on_stop_sending(t, id.raw(), code);
+            }
+        }
+        let Some(k) = self.streams.len().checked_sub(1) else {
+            let _ = client.poll(t, |_| {});
+            self.saw_settings = client.peer_settings_received();
+            return;
+        };
+        let (stream, response, status) =
+            (&mut self.streams[k], &mut self.responses[k], &mut self.statuses[k]);
+        let first_byte_at = &mut self.first_byte_at;
+        let _ = client.poll(t, |e| match e {
+            mote_h3::client::Event::Response { status: code, .. } if code >= 200 => {
+                *status = Some(code);
+            }
+            mote_h3::client::Event::Data(d) => {
+                first_byte_at.get_or_insert(now);
+                response.extend_from_slice(d);
+            }
+            mote_h3::client::Event::Finished => stream.2 = true,
+            _ => {}
+        });
+        self.saw_settings = client.peer_settings_received();
+    }
+
+    fn drive_h3_session(&mut self, now: Instant, conn: &mut DeviceConnection) {
         let Some((session, _)) = self.h3.as_mut() else { return };
         for e in self.stopped.drain(..) {
             let _ = session.on_quic_event(conn, e);
@@ -573,15 +669,6 @@ impl DeviceApp {
             if finished.contains(&id.raw()) {
                 *fin = true;
             }
-        }
-        let all_done = !self.streams.is_empty() && self.streams.iter().all(|(_, _, fin)| *fin);
-        if all_done && self.streams.len() == self.streams_wanted && self.done_at.is_none() {
-            self.done_at = Some(now);
-            self.stats = Some(conn.stats());
-        }
-        if self.done_at.is_some() && self.close && !self.closed {
-            self.closed = true;
-            conn.close(mote_h3::H3Error::NoError.code(), b"done");
         }
     }
 }
@@ -628,7 +715,7 @@ impl Application<DeviceEndpoint> for DeviceApp {
         if conn.is_handshake_complete() || (self.early && conn.can_send_early_data()) {
             self.open_streams(conn);
         }
-        if self.h3.is_some() {
+        if self.h3.is_some() || self.h3dev.is_some() {
             self.drive_h3(now, conn);
             return;
         }

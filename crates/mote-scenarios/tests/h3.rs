@@ -114,3 +114,38 @@ fn h3_get_with_0rtt_rejected_is_resent_in_1rtt() {
         assert!(o.time_to_first_byte.unwrap() >= rtt + rtt, "{name}");
     }
 }
+
+/// The firmware's one-request-at-a-time client (`mote_h3::client`) over mote-quic against
+/// the simulator's HTTP/3 server: on the demo's links, on a lossy link, and with two GETs
+/// one after the other; after resumption and in 0-RTT.
+#[test]
+fn h3_device_client_gets() {
+    for name in ["wlan", "nbiot", "lossy"] {
+        for seed in [31, 32] {
+            let what = format!("{name}/{seed}");
+            let mut s = Setup::transaction(profile(name), seed).with_http3_device_client();
+            s.streams = 2;
+            let o = run_rustcrypto(&s);
+            assert!(o.complete, "{what}: incomplete, close {:?}", o.device_close);
+            assert_eq!(o.requests, vec![b"GET /5120".to_vec(); 2], "{what}");
+            assert_eq!(o.statuses, vec![Some(200); 2], "{what}");
+            assert_eq!(o.responses, vec![object(5120); 2], "{what}");
+            assert!(o.device_saw_settings && o.server_saw_settings, "{what}");
+            match o.device_close {
+                Some(CloseReason::Local(c)) => assert_eq!(c.code, 0x100, "{what}"),
+                other => panic!("{what}: close {other:?}"),
+            }
+        }
+    }
+    for mode in [HandshakeMode::Resumed, HandshakeMode::ZeroRtt] {
+        let mut s = Setup::transaction(profile("wlan"), 33).with_http3_device_client();
+        s.mode = mode;
+        let o = run_rustcrypto(&s);
+        let what = mode.name();
+        assert!(o.complete, "{what}: close {:?}", o.device_close);
+        assert_eq!(o.responses, vec![object(5120)], "{what}");
+        if mode == HandshakeMode::ZeroRtt {
+            assert_eq!(o.early_data_accepted, Some(true), "{what}");
+        }
+    }
+}

@@ -13,8 +13,9 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
-use mote_h3::device::Session;
-use mote_h3::{Config as H3Config, Event as H3Event, HeadersKind, Request, Role};
+use mote_h3::client::{Client, Event as H3Event};
+use mote_h3::device::QuicTransport;
+use mote_h3::{Config as H3Config, Request};
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
 #[cfg(all(feature = "stats", feature = "selfmeasure"))]
@@ -49,10 +50,10 @@ const FRAME: usize = 1 + 1500 + 2;
 /// Session ticket storage (identity, PSK, remembered transport parameters).
 const TICKET: usize = 512;
 
-/// The HTTP/3 session: five receive streams (three server uni streams, two requests) of
+/// The HTTP/3 client: four receive streams (three server uni streams, the request) of
 /// 272 bytes (a 256-byte HEADERS frame or a SETTINGS frame fits) and 512 bytes of decoded
 /// fields.
-type H3 = Session<5, 272, 512>;
+type H3 = Client<272, 512>;
 const H3_CONFIG: H3Config = H3Config {
     max_field_section_size: 512,
     max_encoded_field_section: 256,
@@ -826,8 +827,8 @@ fn event_loop<B: Board>(
                         }
                     }
                 }
-                Event::StreamStopped { .. } => {
-                    let _ = h3.on_quic_event(conn, e);
+                Event::StreamStopped { id, code } => {
+                    let _ = h3.on_stop_sending(&mut QuicTransport { conn }, id.raw(), code);
                 }
                 _ => {}
             }
@@ -968,7 +969,7 @@ fn connect<'a, 's>(
 /// A new HTTP/3 session in `slot`.
 #[inline(never)]
 fn init_h3(slot: &mut MaybeUninit<H3>) -> &mut H3 {
-    slot.write(H3::new(Role::Client, H3_CONFIG))
+    slot.write(H3::new(H3_CONFIG))
 }
 
 /// Feeds every datagram waiting on the serial line to the connection.
@@ -1003,7 +1004,8 @@ fn transmit<B: Board>(board: &mut B, conn: &mut Conn<'_>, tx: &mut [u8; DATAGRAM
 /// Reads the HTTP/3 streams and records the responses.
 #[inline(never)]
 fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
-    let polled = h3.poll(conn, |_, _, s, e| on_h3_event(req, s.id(), e));
+    let id = h3.request_id();
+    let polled = h3.poll(&mut QuicTransport { conn }, |e| on_h3_event(req, id, e));
     if let Err(e) = polled {
         req.failed = true;
         req.h3_error = e.code();
@@ -1020,44 +1022,38 @@ fn drive_requests(
     body_buf: &mut [u8],
     scratch: &mut [u8],
 ) {
-    if !h3.is_open() && h3.open(conn).is_err() {
+    let t = &mut QuicTransport { conn };
+    if !h3.is_open() && h3.open(t).is_err() {
         return;
     }
     if req.get.is_none() {
-        req.get = h3.open_request(conn).ok();
-    }
-    if let (Some(id), false) = (req.get, req.get_sent) {
         let get = Request::get(AUTHORITY, GET_PATH);
-        let sent = h3.with_stream(conn, id, |h, t, s| h.send_request(t, s, &get, true, scratch));
-        req.get_sent = matches!(sent, Some(Ok(())));
+        req.get = h3.request(t, &get, true, scratch).ok();
+        req.get_sent = req.get.is_some();
     }
     if !req.get_done {
         return;
     }
     if req.post.is_none() {
-        req.post = h3.open_request(conn).ok();
-    }
-    let Some(id) = req.post else { return };
-    if !req.post_head_sent {
         let headers: [(&[u8], &[u8]); 1] = [(b"content-length", b"1024")];
         let post = Request::post(AUTHORITY, POST_PATH).with_headers(&headers);
-        let sent = h3.with_stream(conn, id, |h, t, s| h.send_request(t, s, &post, false, scratch));
-        req.post_head_sent = matches!(sent, Some(Ok(())));
+        req.post = h3.request(t, &post, false, scratch).ok();
+        req.post_head_sent = req.post.is_some();
     }
     while req.post_head_sent && req.post_body_sent < POST_BYTES {
         let rest = post_body(req.post_body_sent, body_buf);
-        match h3.with_stream(conn, id, |h, t, s| h.send_data(t, s, rest, true)) {
-            Some(Ok(n)) if n > 0 => req.post_body_sent += n,
+        match h3.send_data(t, rest, true) {
+            Ok(n) if n > 0 => req.post_body_sent += n,
             _ => break,
         }
     }
 }
 
 /// Records what the server's responses carry.
-fn on_h3_event(req: &mut Requests, id: u64, e: H3Event<'_>) {
-    let get = req.get == Some(id);
+fn on_h3_event(req: &mut Requests, id: Option<u64>, e: H3Event<'_>) {
+    let get = req.get == id;
     match e {
-        H3Event::Headers { kind: HeadersKind::Message, status, .. } => {
+        H3Event::Response { status, .. } if status >= 200 => {
             if get {
                 req.get_status = status;
             } else {
@@ -1070,6 +1066,10 @@ fn on_h3_event(req: &mut Requests, id: u64, e: H3Event<'_>) {
         H3Event::StreamError(e) => {
             req.failed = true;
             req.h3_error = e.code();
+        }
+        H3Event::Reset(code) => {
+            req.failed = true;
+            req.h3_error = code;
         }
         _ => {}
     }

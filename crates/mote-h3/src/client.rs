@@ -1,0 +1,1516 @@
+//! A one-request-at-a-time HTTP/3 client (RFC 9114, RFC 9204) for devices: the request
+//! path a microcontroller needs, without the general [`crate::Connection`] (both roles,
+//! many streams, a dynamic table) that hosts and the server run.
+//!
+//! What it does, and nothing more:
+//! - our control stream with SETTINGS (SETTINGS_MAX_FIELD_SECTION_SIZE, and the grease
+//!   setting and frame); no QPACK encoder or decoder stream (RFC 9204 §4.2: we never use
+//!   the dynamic table and advertise a capacity of 0, so neither is needed);
+//! - one request stream at a time: HEADERS (+ DATA) out, FIN; HEADERS + DATA (+ trailers)
+//!   in, with the RFC 9114 §4.1.2 malformed-message and content-length checks;
+//! - the peer's control stream (SETTINGS first and once, GOAWAY, the frames a client may not
+//!   receive refused), its QPACK encoder and decoder streams (capacity 0: any insertion is
+//!   an error), and any other unidirectional stream refused with STOP_SENDING
+//!   (H3_STREAM_CREATION_ERROR) and read to its end.
+//!
+//! The client is sans-IO over [`Streams`] (mote-h3's `QuicTransport` implements it for a
+//! mote-quic connection, feature `device`). Per stream it keeps the bytes not consumed
+//! yet in a `CAP`-byte buffer: the request stream and three peer unidirectional streams
+//! (RFC 9114 §6.2: a device allows the server three through `initial_max_streams_uni`).
+
+use crate::coding::{decode_varint, Out};
+use crate::connection::{Config, Transport};
+use crate::error::{H3Error, SendError};
+use crate::frame::{
+    frame_type, grease_id, setting_id, stream_type, write_frame_header, FrameHeader, Settings,
+    MAX_SETTINGS_LEN,
+};
+use crate::message::{self, Request};
+use crate::qpack::prefix::{decode_int, PrefixError};
+use crate::qpack::{decode_field_section, DecodeError, FieldEncoder, FieldSection};
+
+/// What one read of a stream gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// This many bytes were copied out (at least one).
+    Data(usize),
+    /// Nothing to read now.
+    Blocked,
+    /// The stream ended after the bytes read before.
+    Fin,
+    /// The peer reset the stream with this application error code.
+    Reset(u64),
+    /// The stream is gone (we stopped reading it, or it is fully closed).
+    Gone,
+}
+
+/// What the client needs from QUIC besides [`Transport`]: reading streams and listing the
+/// open ones (which is how the peer's new streams are found).
+pub trait Streams: Transport {
+    /// Moves received bytes of stream `id` into `out`.
+    fn read(&mut self, id: u64, out: &mut [u8]) -> Read;
+    /// The IDs of the open streams (ours and the peer's).
+    fn live_streams(&self) -> impl Iterator<Item = u64> + '_;
+}
+
+/// What [`Client::poll`] found on the request stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A checked response head (RFC 9114 §4.3.2): interim (1xx, the final one follows) or
+    /// final.
+    Response {
+        /// The status code.
+        status: u16,
+        /// The fields (in the client's fields buffer).
+        fields: FieldSection<'a>,
+    },
+    /// The checked trailer section.
+    Trailers(FieldSection<'a>),
+    /// A piece of the response body.
+    Data(&'a [u8]),
+    /// The response is complete.
+    Finished,
+    /// The response was malformed (or too large): the client sent STOP_SENDING and
+    /// RESET_STREAM with this error and drops the rest.
+    StreamError(H3Error),
+    /// The server reset the request stream with this application error code.
+    Reset(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// No stream.
+    Free,
+    /// A peer unidirectional stream whose type has not arrived yet.
+    UniType,
+    Control,
+    Encoder,
+    Decoder,
+    Request,
+    /// Read and dropped until it ends: an unknown stream type, a failed request.
+    Discard,
+    /// Nothing more comes (FIN read, reset, or stopped).
+    Done,
+}
+
+/// Where a response is (RFC 9114 §4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Expecting the (final) response head.
+    Head,
+    /// After the head: DATA, trailers or FIN.
+    Body,
+    /// After trailers: only FIN.
+    Trailers,
+}
+
+/// A stream's state. Its buffer is kept apart (so events can borrow the buffer while the
+/// state changes, and a new client's buffers are zeroed in place).
+#[derive(Debug)]
+struct Ctl {
+    id: u64,
+    kind: Kind,
+    /// Control and request streams: payload bytes left of the DATA frame (`data`) or the
+    /// skipped frame being read.
+    left: u64,
+    data: bool,
+    phase: Phase,
+    /// Body bytes still due by the response's content-length (§4.1.2), if it declared one.
+    content_left: Option<u64>,
+    /// Request stream: the request head went out.
+    head_sent: bool,
+    /// Request stream: body bytes or FIN may still be sent.
+    sending: bool,
+    /// Request stream: the request was HEAD (its response has no content).
+    head_request: bool,
+    /// Buffered bytes.
+    len: usize,
+    /// The stream's FIN was read (after the buffered bytes).
+    fin: bool,
+}
+
+impl Ctl {
+    const EMPTY: Self = Self {
+        id: 0,
+        kind: Kind::Free,
+        left: 0,
+        data: false,
+        phase: Phase::Head,
+        content_left: None,
+        head_sent: false,
+        sending: false,
+        head_request: false,
+        len: 0,
+        fin: false,
+    };
+}
+
+impl Ctl {
+    /// Whether the slot holds a stream that may still bring bytes. A finished peer
+    /// stream's slot is free again: mote-quic forgets a stream once its end is read, and
+    /// one that comes back in `live_streams` anyway reads as gone and finishes again.
+    fn in_use(&self) -> bool {
+        !matches!(self.kind, Kind::Free | Kind::Done)
+    }
+
+    /// Takes this slot for stream `id`.
+    fn take(&mut self, id: u64, kind: Kind) {
+        self.id = id;
+        self.kind = kind;
+        self.left = 0;
+        self.phase = Phase::Head;
+        self.content_left = None;
+        self.head_sent = false;
+        self.sending = false;
+        self.len = 0;
+        self.fin = false;
+    }
+}
+
+/// Connection-wide state the stream handlers share.
+#[derive(Debug)]
+struct State {
+    config: Config,
+    closed: Option<H3Error>,
+    /// Our control stream, and whether its bytes went out.
+    control: Option<u64>,
+    control_written: bool,
+    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE; outer `None`: no SETTINGS yet.
+    peer_settings: Option<Option<u64>>,
+    goaway: Option<u64>,
+    /// The peer's critical streams seen (bits: control, QPACK encoder, QPACK decoder).
+    seen: u8,
+}
+
+/// The request stream's slot; the others hold peer unidirectional streams.
+const REQ: usize = 0;
+/// Slots: the request stream and three peer unidirectional streams.
+const SLOTS: usize = 4;
+/// Room for the control stream's bytes: type, SETTINGS (two pairs: at most 3 + 21 bytes),
+/// grease frame (at most 9 bytes).
+const CONTROL_BYTES: usize = 40;
+/// Room for a HEADERS frame header (1-byte type, up to 8-byte length) in front of the
+/// encoded section in the caller's scratch buffer.
+const HEADERS_FRAME_HEADER: usize = 9;
+/// The longest frame header a peer may send: type and length as 8-byte varints (RFC 9000
+/// §16 does not require the shortest encoding).
+const MAX_FRAME_HEADER: usize = 16;
+
+/// A one-request-at-a-time HTTP/3 client in fixed storage: four stream buffers of `CAP`
+/// bytes and a `FIELDS`-byte decoded-fields buffer (give it
+/// `Config::max_field_section_size` bytes). HEADERS payloads above `CAP - 16` bytes (and
+/// above `Config::max_encoded_field_section`) are refused with H3_EXCESSIVE_LOAD; `CAP` is
+/// at least 272 (a 256-byte SETTINGS payload behind the longest frame header).
+#[derive(Debug)]
+pub struct Client<const CAP: usize, const FIELDS: usize> {
+    st: State,
+    /// Per stream: the state, and the bytes not consumed yet.
+    slots: [Ctl; SLOTS],
+    bufs: [[u8; CAP]; SLOTS],
+    fields: [u8; FIELDS],
+}
+
+impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
+    /// A client with `config` (no dynamic table; `qpack_blocked_streams` is not used).
+    pub const fn new(config: Config) -> Self {
+        // The largest SETTINGS frame accepted, and any HEADERS frame accepted, must fit a
+        // stream buffer whole (or the stream would wait for bytes it has no room for).
+        const { assert!(CAP as u64 >= MAX_SETTINGS_LEN + MAX_FRAME_HEADER as u64) };
+        let mut config = config;
+        let fit = (CAP - MAX_FRAME_HEADER) as u64;
+        if config.max_encoded_field_section > fit {
+            config.max_encoded_field_section = fit;
+        }
+        Self {
+            st: State {
+                config,
+                closed: None,
+                control: None,
+                control_written: false,
+                peer_settings: None,
+                goaway: None,
+                seen: 0,
+            },
+            slots: [Ctl::EMPTY; SLOTS],
+            bufs: [[0; CAP]; SLOTS],
+            fields: [0; FIELDS],
+        }
+    }
+
+    /// Whether our control stream is open and its bytes are written.
+    pub const fn is_open(&self) -> bool {
+        self.st.control_written
+    }
+
+    /// The error the connection was closed with, if it is closed.
+    pub const fn closed(&self) -> Option<H3Error> {
+        self.st.closed
+    }
+
+    /// The ID in the last GOAWAY received.
+    pub const fn goaway_received(&self) -> Option<u64> {
+        self.st.goaway
+    }
+
+    /// Whether the peer's SETTINGS arrived.
+    pub const fn peer_settings_received(&self) -> bool {
+        self.st.peer_settings.is_some()
+    }
+
+    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if it sent one (RFC 9114 §4.2.2).
+    pub fn peer_max_field_section_size(&self) -> Option<u64> {
+        self.st.peer_settings.flatten()
+    }
+
+    /// The request stream's ID, while one is open.
+    pub fn request_id(&self) -> Option<u64> {
+        let c = self.slots.get(REQ)?;
+        (c.kind != Kind::Free).then_some(c.id)
+    }
+
+    fn check_open(&self) -> Result<(), SendError> {
+        match self.st.closed {
+            Some(e) => Err(SendError::Closed(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens our control stream and writes its type, SETTINGS and a grease frame
+    /// (RFC 9114 §6.2.1, §7.2.4.1, §7.2.8; the same bytes as [`crate::Connection::open`]).
+    /// Call until [`Client::is_open`]: [`SendError::StreamLimit`] or
+    /// [`SendError::Blocked`] mean try again later.
+    pub fn open<T: Streams>(&mut self, t: &mut T) -> Result<(), SendError> {
+        self.check_open()?;
+        if self.st.control_written {
+            return Ok(());
+        }
+        let id = match self.st.control {
+            Some(id) => id,
+            None => *self.st.control.insert(t.open_uni().ok_or(SendError::StreamLimit)?),
+        };
+        // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 21
+        // bytes, below 64), its payload, then the grease frame.
+        let mut buf = [0u8; CONTROL_BYTES];
+        let (head, payload) = buf.split_at_mut(3);
+        let mut p = Out::new(payload);
+        p.put_varint(setting_id::MAX_FIELD_SECTION_SIZE)?;
+        p.put_varint(self.st.config.max_field_section_size)?;
+        let grease = self.st.config.grease;
+        if let Some(g) = grease {
+            p.put_varint(grease_id(g))?;
+            p.put_varint(u64::from(g))?;
+        }
+        let len = p.position();
+        if let Some(g) = grease {
+            // A reserved frame type with an empty payload (§7.2.8).
+            p.put_varint(grease_id(g.wrapping_add(1)))?;
+            p.put_u8(0)?;
+        }
+        let end = 3 + p.position();
+        head.copy_from_slice(&[stream_type::CONTROL as u8, frame_type::SETTINGS as u8, len as u8]);
+        let bytes = buf.get(..end).unwrap_or(&[]);
+        if t.capacity(id) < end {
+            return Err(SendError::Blocked);
+        }
+        if t.write(id, bytes, false) != end {
+            return Err(SendError::Closed(fail(&mut self.st, t, H3Error::InternalError)));
+        }
+        self.st.control_written = true;
+        Ok(())
+    }
+
+    /// Sends `request` on a new request stream (with FIN if `end_stream`: no body) and
+    /// returns the stream's ID; `scratch` holds the encoded HEADERS frame. One request at a
+    /// time: [`SendError::InvalidState`] while the previous one is not over in both
+    /// directions. On [`SendError::Blocked`] (or `StreamLimit`) nothing was sent: call again
+    /// with the same arguments.
+    pub fn request<T: Streams>(
+        &mut self,
+        t: &mut T,
+        request: &Request<'_>,
+        end_stream: bool,
+        scratch: &mut [u8],
+    ) -> Result<u64, SendError> {
+        self.check_open()?;
+        // RFC 9114 §5.2: no new request after GOAWAY.
+        if self.st.goaway.is_some() {
+            return Err(SendError::GoingAway);
+        }
+        let peer_max = self.peer_max_field_section_size();
+        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
+        // A stream opened by a call that found no room for the head is used again.
+        let reuse = c.kind == Kind::Request && !c.head_sent;
+        let open_new = match c.kind {
+            Kind::Free => true,
+            Kind::Discard | Kind::Done => !c.sending,
+            _ => false,
+        };
+        if !reuse && !open_new {
+            return Err(SendError::InvalidState);
+        }
+        let body = scratch.get_mut(HEADERS_FRAME_HEADER..).ok_or(SendError::BufferTooSmall)?;
+        let mut enc = FieldEncoder::new(body)?;
+        request.encode(&mut enc)?;
+        let size = enc.size();
+        let len = enc.finish();
+        // §4.2.2: respect the peer's limit.
+        if peer_max.is_some_and(|max| size > max) {
+            return Err(SendError::FieldSectionTooLarge);
+        }
+        // The frame header goes right in front of the section.
+        let start = HEADERS_FRAME_HEADER - 1 - crate::coding::varint_size(len as u64);
+        let mut out = Out::new(scratch.get_mut(start..HEADERS_FRAME_HEADER).unwrap_or(&mut []));
+        write_frame_header(frame_type::HEADERS, len as u64, &mut out)?;
+        let frame =
+            scratch.get(start..HEADERS_FRAME_HEADER + len).ok_or(SendError::BufferTooSmall)?;
+        if open_new {
+            let id = t.open_bidi().ok_or(SendError::StreamLimit)?;
+            c.take(id, Kind::Request);
+        }
+        let id = c.id;
+        if t.capacity(id) < frame.len() {
+            return Err(SendError::Blocked);
+        }
+        if t.write(id, frame, end_stream) != frame.len() {
+            return Err(SendError::Closed(fail(&mut self.st, t, H3Error::InternalError)));
+        }
+        c.head_sent = true;
+        c.sending = !end_stream;
+        c.head_request = request.method == b"HEAD";
+        Ok(id)
+    }
+
+    /// Sends as much of `data` as the request stream takes now in one DATA frame and
+    /// returns how many bytes that was; FIN follows if `end_stream` and all of `data` went.
+    /// [`SendError::Blocked`] if not even one byte fits.
+    pub fn send_data<T: Streams>(
+        &mut self,
+        t: &mut T,
+        data: &[u8],
+        end_stream: bool,
+    ) -> Result<usize, SendError> {
+        self.check_open()?;
+        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
+        if !c.sending {
+            return Err(SendError::InvalidState);
+        }
+        let id = c.id;
+        let cap = t.capacity(id);
+        let n = data.len().min(cap.saturating_sub(1 + crate::coding::varint_size(cap as u64)));
+        if n == 0 && !data.is_empty() {
+            return Err(SendError::Blocked);
+        }
+        let fin = end_stream && n == data.len();
+        let mut hdr = [0u8; HEADERS_FRAME_HEADER];
+        let mut out = Out::new(&mut hdr);
+        if n > 0 {
+            write_frame_header(frame_type::DATA, n as u64, &mut out)?;
+        }
+        let chunk = data.get(..n).unwrap_or(&[]);
+        let hl = out.position();
+        if t.write(id, out.written(), false) != hl || t.write(id, chunk, fin) != n {
+            // The transport took less than its capacity promised: framing is lost.
+            return Err(SendError::Closed(fail(&mut self.st, t, H3Error::InternalError)));
+        }
+        if fin {
+            c.sending = false;
+        }
+        Ok(n)
+    }
+
+    /// The peer sent STOP_SENDING for stream `id` with `code`: on our control stream that
+    /// is H3_CLOSED_CRITICAL_STREAM (§6.2.1, returned and the connection closed); on the
+    /// request stream we reset its sending side with the same code (RFC 9000 §3.5).
+    pub fn on_stop_sending<T: Streams>(
+        &mut self,
+        t: &mut T,
+        id: u64,
+        code: u64,
+    ) -> Result<(), H3Error> {
+        if let Some(e) = self.st.closed {
+            return Err(e);
+        }
+        if self.st.control == Some(id) {
+            return Err(fail(&mut self.st, t, H3Error::ClosedCriticalStream));
+        }
+        if let Some(c) = self.slots.get_mut(REQ) {
+            if c.kind != Kind::Free && c.id == id && c.sending {
+                t.reset_stream(id, code);
+                c.sending = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every stream's available bytes, acts on them and calls `on` for what the
+    /// request stream brings. An `Err` is a connection error: the connection is being
+    /// closed with it.
+    pub fn poll<T: Streams>(
+        &mut self,
+        t: &mut T,
+        mut on: impl FnMut(Event<'_>),
+    ) -> Result<(), H3Error> {
+        if let Some(e) = self.st.closed {
+            return Err(e);
+        }
+        self.poll_inner(t, &mut on).map_err(|e| fail(&mut self.st, t, e))
+    }
+
+    fn poll_inner<T: Streams, F: FnMut(Event<'_>)>(
+        &mut self,
+        t: &mut T,
+        on: &mut F,
+    ) -> Result<(), H3Error> {
+        // The peer's new streams.
+        let mut refused = None;
+        for id in t.live_streams() {
+            // RFC 9000 §2.1: the low bit is the initiator; client-initiated streams are ours.
+            if id & 1 == 0 || self.slots.iter().any(|c| c.in_use() && c.id == id) {
+                continue;
+            }
+            // RFC 9114 §6.1: server-initiated bidirectional streams need an extension.
+            if id & 2 == 0 {
+                return Err(H3Error::StreamCreationError);
+            }
+            match self.slots.iter_mut().skip(1).find(|c| !c.in_use()) {
+                Some(c) => c.take(id, Kind::UniType),
+                None => refused = Some(id),
+            }
+        }
+        if let Some(id) = refused {
+            // Bounded by QUIC's stream limit (three for a device); one refusal per poll,
+            // the next poll finds the rest.
+            t.stop_sending(id, H3Error::ExcessiveLoad.code());
+        }
+        let Self { st, slots, bufs, fields } = self;
+        for (c, buf) in slots.iter_mut().zip(bufs.iter_mut()) {
+            pump(st, c, buf, fields, t, on)?;
+        }
+        Ok(())
+    }
+}
+
+/// Closes the connection with `e` (once) and returns it.
+fn fail<T: Transport>(st: &mut State, t: &mut T, e: H3Error) -> H3Error {
+    if st.closed.is_none() {
+        st.closed = Some(e);
+        t.close(e.code());
+    }
+    e
+}
+
+/// Moves what QUIC has for stream `c` into its buffer and acts on it, until neither
+/// gives anything more.
+fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
+    st: &mut State,
+    c: &mut Ctl,
+    buf: &mut [u8; CAP],
+    fields: &mut [u8],
+    t: &mut T,
+    on: &mut F,
+) -> Result<(), H3Error> {
+    loop {
+        if matches!(c.kind, Kind::Free | Kind::Done) {
+            return Ok(());
+        }
+        let mut read = 0;
+        while !c.fin {
+            let Some(dst) = buf.get_mut(c.len..).filter(|d| !d.is_empty()) else { break };
+            match t.read(c.id, dst) {
+                Read::Data(n) => {
+                    c.len += n;
+                    read += n;
+                }
+                Read::Fin => c.fin = true,
+                Read::Blocked => break,
+                r => {
+                    // RFC 9114 §6.2.1, RFC 9204 §4.2: critical streams may not be closed.
+                    if matches!(c.kind, Kind::Control | Kind::Encoder | Kind::Decoder) {
+                        return Err(H3Error::ClosedCriticalStream);
+                    }
+                    if let (Read::Reset(code), Kind::Request) = (r, c.kind) {
+                        on(Event::Reset(code));
+                    }
+                    c.kind = Kind::Done;
+                    c.len = 0;
+                    return Ok(());
+                }
+            }
+        }
+        let input = buf.get(..c.len).unwrap_or(&[]);
+        let consumed = process(st, c, input, fields, t, on)?.min(c.len);
+        buf.copy_within(consumed..c.len, 0);
+        c.len -= consumed;
+        if read == 0 && consumed == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Fails the request stream with `code`: stop reading, stop writing, drop the rest.
+fn stream_error<T: Transport, F: FnMut(Event<'_>)>(
+    c: &mut Ctl,
+    t: &mut T,
+    on: &mut F,
+    code: H3Error,
+) {
+    t.stop_sending(c.id, code.code());
+    if c.sending {
+        t.reset_stream(c.id, code.code());
+        c.sending = false;
+    }
+    c.kind = Kind::Discard;
+    on(Event::StreamError(code));
+}
+
+/// Acts on `input`, the buffered bytes of stream `c`; returns how many were consumed.
+fn process<T: Streams, F: FnMut(Event<'_>)>(
+    st: &mut State,
+    c: &mut Ctl,
+    input: &[u8],
+    fields: &mut [u8],
+    t: &mut T,
+    on: &mut F,
+) -> Result<usize, H3Error> {
+    let fin = c.fin;
+    let mut pos = 0;
+    loop {
+        let rest = input.get(pos..).unwrap_or(&[]);
+        match c.kind {
+            Kind::Free | Kind::Done => return Ok(input.len()),
+            Kind::Discard => {
+                if fin {
+                    c.kind = Kind::Done;
+                }
+                return Ok(input.len());
+            }
+            Kind::UniType => match decode_varint(rest) {
+                // RFC 9114 §6.2: a stream closed before its type arrived is tolerated.
+                None if fin => c.kind = Kind::Done,
+                None => return Ok(pos),
+                Some((ty, n)) => {
+                    pos += n;
+                    let (bit, kind) = match ty {
+                        stream_type::CONTROL => (1, Kind::Control),
+                        stream_type::QPACK_ENCODER => (2, Kind::Encoder),
+                        stream_type::QPACK_DECODER => (4, Kind::Decoder),
+                        // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
+                        stream_type::PUSH => return Err(H3Error::IdError),
+                        _ => {
+                            // §6.2, §9: unknown and reserved types: abort reading.
+                            t.stop_sending(c.id, H3Error::StreamCreationError.code());
+                            (0, Kind::Discard)
+                        }
+                    };
+                    // §6.2.1, RFC 9204 §4.2: only one stream of each critical type.
+                    if st.seen & bit != 0 {
+                        return Err(H3Error::StreamCreationError);
+                    }
+                    st.seen |= bit;
+                    c.kind = kind;
+                }
+            },
+            // Critical streams may not end (§6.2.1, RFC 9204 §4.2).
+            Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
+                return Err(H3Error::ClosedCriticalStream)
+            }
+            Kind::Encoder => {
+                // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is
+                // acceptable, and its one encoding is the byte 0x20 (RFC 9204 §4.3.1).
+                // Every other instruction is an error whatever follows its first byte: a
+                // capacity above 0 exceeds our maximum (§4.3.1), an insertion does not fit
+                // a table of capacity 0 (§3.2.2), a duplicate references an entry that does
+                // not exist (§4.3.4).
+                return if rest.iter().all(|&b| b == 0x20) {
+                    Ok(input.len())
+                } else {
+                    Err(H3Error::QpackEncoderStreamError)
+                };
+            }
+            Kind::Decoder => {
+                // Our encoder never uses the dynamic table: a Section Acknowledgment
+                // (§4.4.1) or an Insert Count Increment (§4.4.3) is an error at its first
+                // byte; a Stream Cancellation (`01` StreamID(6+), §4.4.2) is harmless.
+                let Some(&b) = rest.first() else { return Ok(pos) };
+                if b & 0xc0 != 0x40 {
+                    return Err(H3Error::QpackDecoderStreamError);
+                }
+                match decode_int(rest, 6) {
+                    Ok((_, n)) => pos += n,
+                    Err(PrefixError::Incomplete) => return Ok(pos),
+                    Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
+                }
+            }
+            // The frames of the control and request streams (RFC 9114 §7), read in one
+            // pass: a frame's type decides at its header whether it is allowed here
+            // (§7.2 Table 1), skipped (§7.2.8) or refused, and its length is checked before
+            // any of its payload is waited for. DATA and unknown payloads go through in
+            // pieces; the others are acted on once complete in the buffer.
+            Kind::Control | Kind::Request => {
+                let request = c.kind == Kind::Request;
+                if c.left > 0 {
+                    let take = usize::try_from(c.left).unwrap_or(usize::MAX).min(rest.len());
+                    if take == 0 {
+                        // §7.1: a stream may only end at a frame boundary.
+                        return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
+                    }
+                    let chunk = rest.get(..take).unwrap_or(&[]);
+                    c.left -= take as u64;
+                    pos += take;
+                    if c.data {
+                        on(Event::Data(chunk));
+                    }
+                    continue;
+                }
+                let Some((h, hl)) = FrameHeader::parse(rest) else {
+                    if !fin {
+                        return Ok(pos);
+                    }
+                    if !rest.is_empty() {
+                        return Err(H3Error::FrameError);
+                    }
+                    // §4.1.2: a response without a final head, or with less content than
+                    // its content-length declared, is malformed.
+                    if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
+                        stream_error(c, t, on, H3Error::MessageError);
+                    } else {
+                        c.kind = Kind::Done;
+                        on(Event::Finished);
+                    }
+                    continue;
+                };
+                // §6.2.1: the control stream's first frame must be SETTINGS, whatever else
+                // it is.
+                if !request && st.peer_settings.is_none() && h.ty != frame_type::SETTINGS {
+                    return Err(H3Error::MissingSettings);
+                }
+                // §7.2.8: types with no meaning here (reserved, unknown) are skipped.
+                if h.ty > 0x09 && h.ty != frame_type::MAX_PUSH_ID {
+                    c.left = h.len;
+                    c.data = false;
+                    pos += hl;
+                    continue;
+                }
+                // Which frames may appear here, and the largest payload waited for.
+                let cap = match (request, h.ty) {
+                    (true, frame_type::DATA) => {
+                        // §4.1: DATA only between the head and trailers.
+                        if c.phase != Phase::Body {
+                            return Err(H3Error::FrameUnexpected);
+                        }
+                        pos += hl;
+                        c.left = h.len;
+                        c.data = true;
+                        // §4.1.2: more content than the content-length declared.
+                        if let Some(left) = c.content_left {
+                            match left.checked_sub(h.len) {
+                                Some(l) => c.content_left = Some(l),
+                                None => stream_error(c, t, on, H3Error::MessageError),
+                            }
+                        }
+                        continue;
+                    }
+                    (true, frame_type::HEADERS) => {
+                        // §4.1: nothing but FIN after trailers.
+                        if c.phase == Phase::Trailers {
+                            return Err(H3Error::FrameUnexpected);
+                        }
+                        // §4.2.2, §10.5: a section above our limit, refused before it
+                        // arrives.
+                        if h.len > st.config.max_encoded_field_section {
+                            stream_error(c, t, on, H3Error::ExcessiveLoad);
+                            continue;
+                        }
+                        h.len
+                    }
+                    (false, frame_type::SETTINGS) => {
+                        if h.len > MAX_SETTINGS_LEN {
+                            return Err(H3Error::ExcessiveLoad);
+                        }
+                        h.len
+                    }
+                    (false, frame_type::GOAWAY) => {
+                        // One varint.
+                        if h.len > 8 {
+                            return Err(H3Error::FrameError);
+                        }
+                        h.len
+                    }
+                    // §7.2.5, §7.2.3, §4.6: we never sent MAX_PUSH_ID, so no push ID is
+                    // valid (PUSH_PROMISE on a request stream, CANCEL_PUSH on the control
+                    // stream).
+                    (true, frame_type::PUSH_PROMISE) | (false, frame_type::CANCEL_PUSH) => {
+                        return Err(H3Error::IdError)
+                    }
+                    // Frames of the other stream kind, MAX_PUSH_ID (only servers receive
+                    // it, §7.2.7) and the HTTP/2-only types (§7.2.8).
+                    _ => return Err(H3Error::FrameUnexpected),
+                };
+                let Some(payload) = rest.get(hl..).and_then(|p| p.get(..cap as usize)) else {
+                    return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
+                };
+                pos += hl + payload.len();
+                match h.ty {
+                    frame_type::HEADERS => {
+                        let limit = st.config.max_field_section_size;
+                        match decode_field_section(payload, limit, &mut *fields) {
+                            Ok(d) => {
+                                if let Err(e) = response_head(c, &d.fields, on) {
+                                    stream_error(c, t, on, e);
+                                }
+                            }
+                            Err(DecodeError::TooLarge) => {
+                                stream_error(c, t, on, H3Error::ExcessiveLoad)
+                            }
+                            // No dynamic table: a section that needs one cannot be decoded
+                            // (RFC 9204 §2.2.3).
+                            Err(_) => return Err(H3Error::QpackDecompressionFailed),
+                        }
+                    }
+                    frame_type::SETTINGS => {
+                        let max = Settings::parse_max_field_section_size(payload)?;
+                        // §7.2.4: SETTINGS only once.
+                        if st.peer_settings.is_some() {
+                            return Err(H3Error::FrameUnexpected);
+                        }
+                        st.peer_settings = Some(max);
+                    }
+                    _ => {
+                        // GOAWAY (§5.2): a server's names a client-initiated bidirectional
+                        // stream, and the ID may not increase.
+                        let id = match decode_varint(payload) {
+                            Some((id, n)) if n == payload.len() => id,
+                            _ => return Err(H3Error::FrameError),
+                        };
+                        if id & 0x3 != 0 || st.goaway.is_some_and(|prev| id > prev) {
+                            return Err(H3Error::IdError);
+                        }
+                        st.goaway = Some(id);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Checks a received head or trailer section (RFC 9114 §4.1.2, §4.3.2) and hands it on.
+fn response_head<F: FnMut(Event<'_>)>(
+    c: &mut Ctl,
+    section: &FieldSection<'_>,
+    on: &mut F,
+) -> Result<(), H3Error> {
+    if c.phase == Phase::Body {
+        message::check_trailers(section)?;
+        // §4.1.2: the content must add up to the content-length by the trailers.
+        if c.content_left.is_some_and(|l| l != 0) {
+            return Err(H3Error::MessageError);
+        }
+        c.phase = Phase::Trailers;
+        on(Event::Trailers(*section));
+        return Ok(());
+    }
+    let status = message::parse_response(section)?;
+    if status >= 200 {
+        let declared = message::content_length(section)?;
+        // A response to HEAD, 204 or 304 has no content, whatever its content-length says
+        // (RFC 9110 §6.4.1, §8.6).
+        let bodyless = c.head_request || status == 204 || status == 304;
+        c.content_left = if bodyless { None } else { declared };
+        c.phase = Phase::Body;
+    }
+    on(Event::Response { status, fields: *section });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::vec::Vec;
+
+    use hex_literal::hex;
+
+    use super::*;
+    use crate::connection::{Connection, Role};
+
+    /// What the peer sends on one stream.
+    #[derive(Default)]
+    struct Incoming {
+        data: Vec<u8>,
+        pos: usize,
+        fin: bool,
+        reset: Option<u64>,
+        /// Its end (FIN or reset) was read, or we stopped it: QUIC forgot it.
+        over: bool,
+    }
+
+    /// QUIC streams in memory: the peer's bytes are delivered `chunk` bytes per read.
+    struct Mem {
+        incoming: BTreeMap<u64, Incoming>,
+        chunk: usize,
+        out: BTreeMap<u64, (Vec<u8>, bool)>,
+        capacity: usize,
+        next_uni: u64,
+        next_bidi: u64,
+        stops: Vec<(u64, u64)>,
+        resets: Vec<(u64, u64)>,
+        closed: Option<u64>,
+    }
+
+    impl Mem {
+        fn new(chunk: usize) -> Self {
+            Self {
+                incoming: BTreeMap::new(),
+                chunk,
+                out: BTreeMap::new(),
+                capacity: 1 << 20,
+                next_uni: 2,
+                next_bidi: 0,
+                stops: Vec::new(),
+                resets: Vec::new(),
+                closed: None,
+            }
+        }
+
+        fn push(&mut self, id: u64, bytes: &[u8], fin: bool) {
+            let s = self.incoming.entry(id).or_default();
+            s.data.extend_from_slice(bytes);
+            s.fin |= fin;
+        }
+    }
+
+    impl Transport for Mem {
+        fn open_uni(&mut self) -> Option<u64> {
+            self.next_uni += 4;
+            Some(self.next_uni - 4)
+        }
+        fn open_bidi(&mut self) -> Option<u64> {
+            self.next_bidi += 4;
+            // Our request stream: nothing received yet.
+            self.incoming.insert(self.next_bidi - 4, Incoming::default());
+            Some(self.next_bidi - 4)
+        }
+        fn capacity(&self, _id: u64) -> usize {
+            self.capacity
+        }
+        fn write(&mut self, id: u64, data: &[u8], fin: bool) -> usize {
+            let n = data.len().min(self.capacity);
+            let e = self.out.entry(id).or_default();
+            e.0.extend_from_slice(&data[..n]);
+            e.1 |= fin && n == data.len();
+            n
+        }
+        fn reset_stream(&mut self, id: u64, code: u64) {
+            self.resets.push((id, code));
+        }
+        fn stop_sending(&mut self, id: u64, code: u64) {
+            self.stops.push((id, code));
+            if let Some(s) = self.incoming.get_mut(&id) {
+                s.over = true;
+            }
+        }
+        fn close(&mut self, code: u64) {
+            self.closed.get_or_insert(code);
+        }
+    }
+
+    impl Streams for Mem {
+        fn read(&mut self, id: u64, out: &mut [u8]) -> Read {
+            let chunk = self.chunk;
+            let Some(s) = self.incoming.get_mut(&id).filter(|s| !s.over) else {
+                return Read::Gone;
+            };
+            let n = (s.data.len() - s.pos).min(out.len()).min(chunk);
+            if n > 0 {
+                out[..n].copy_from_slice(&s.data[s.pos..s.pos + n]);
+                s.pos += n;
+                return Read::Data(n);
+            }
+            if let Some(code) = s.reset {
+                s.over = true;
+                return Read::Reset(code);
+            }
+            if s.fin {
+                s.over = true;
+                return Read::Fin;
+            }
+            Read::Blocked
+        }
+        fn live_streams(&self) -> impl Iterator<Item = u64> + '_ {
+            self.incoming.iter().filter(|(_, s)| !s.over).map(|(id, _)| *id)
+        }
+    }
+
+    /// An event with owned contents.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Ev {
+        Response(u16, usize),
+        Trailers(usize),
+        Data(Vec<u8>),
+        Finished,
+        StreamError(H3Error),
+        Reset(u64),
+    }
+
+    type Dev = Client<272, 512>;
+
+    struct Run {
+        client: Dev,
+        t: Mem,
+        events: Vec<Ev>,
+        error: Option<H3Error>,
+    }
+
+    const CONFIG: Config = Config {
+        max_field_section_size: 512,
+        max_encoded_field_section: 256,
+        qpack_blocked_streams: 0,
+        grease: Some(1),
+    };
+    /// The server's control stream: type, SETTINGS (max field section size 4096, a grease
+    /// setting), a grease frame (0x21, 2 bytes).
+    const SERVER_CONTROL: &[u8] = &hex!("00 04 06 06 5000 4021 00 21 02 aaaa");
+    /// Its QPACK streams: encoder with Set Dynamic Table Capacity 0, decoder (empty).
+    const SERVER_ENCODER: &[u8] = &hex!("02 20");
+    const SERVER_DECODER: &[u8] = &hex!("03");
+    /// `:status 200` (static index 25), `content-length: 5` (literal value, name at static
+    /// index 4): HEADERS frame.
+    const HEAD_200_LEN5: &[u8] = &hex!("01 06 0000 d9 54 01 35");
+
+    impl Run {
+        /// A client with its control stream open and nothing else.
+        fn bare(chunk: usize) -> Self {
+            let mut r = Self {
+                client: Dev::new(CONFIG),
+                t: Mem::new(chunk),
+                events: Vec::new(),
+                error: None,
+            };
+            r.client.open(&mut r.t).unwrap();
+            r
+        }
+
+        /// A client with its control stream open, its GET sent, and the server's control and
+        /// QPACK streams delivered `chunk` bytes per read.
+        fn new(chunk: usize) -> Self {
+            let mut r = Self {
+                client: Dev::new(CONFIG),
+                t: Mem::new(chunk),
+                events: Vec::new(),
+                error: None,
+            };
+            r.client.open(&mut r.t).unwrap();
+            assert!(r.client.is_open());
+            r.t.push(3, SERVER_CONTROL, false);
+            r.t.push(7, SERVER_ENCODER, false);
+            r.t.push(11, SERVER_DECODER, false);
+            let mut scratch = [0u8; 128];
+            let id = r.client.request(&mut r.t, &get(), true, &mut scratch).unwrap();
+            assert_eq!(id, 0);
+            r.poll();
+            assert_eq!(r.error, None);
+            assert!(r.client.peer_settings_received());
+            assert_eq!(r.client.peer_max_field_section_size(), Some(4096));
+            r
+        }
+
+        fn poll(&mut self) {
+            let events = &mut self.events;
+            let res = self.client.poll(&mut self.t, |e| {
+                events.push(match e {
+                    Event::Response { status, fields } => Ev::Response(status, fields.len()),
+                    Event::Trailers(f) => Ev::Trailers(f.len()),
+                    Event::Data(d) => Ev::Data(d.to_vec()),
+                    Event::Finished => Ev::Finished,
+                    Event::StreamError(e) => Ev::StreamError(e),
+                    Event::Reset(c) => Ev::Reset(c),
+                })
+            });
+            if let Err(e) = res {
+                self.error.get_or_insert(e);
+            }
+        }
+
+        /// Delivers `bytes` (and FIN) on stream `id` and polls.
+        fn feed(&mut self, id: u64, bytes: &[u8], fin: bool) {
+            self.t.push(id, bytes, fin);
+            self.poll();
+        }
+
+        /// The response body bytes received, joined.
+        fn body(&self) -> Vec<u8> {
+            let mut b = Vec::new();
+            for e in &self.events {
+                if let Ev::Data(d) = e {
+                    b.extend_from_slice(d);
+                }
+            }
+            b
+        }
+
+        /// The events without Data (whose splitting depends on the chunk size).
+        fn framing(&self) -> Vec<Ev> {
+            self.events.iter().filter(|e| !matches!(e, Ev::Data(_))).cloned().collect()
+        }
+
+        fn assert_stream_error(&self, e: H3Error) {
+            assert_eq!(self.error, None);
+            assert_eq!(self.framing().last(), Some(&Ev::StreamError(e)));
+            assert!(self.t.stops.contains(&(0, e.code())));
+            // The GET's FIN went out: nothing to reset.
+            assert!(self.t.resets.is_empty());
+        }
+
+        fn assert_connection_error(&self, e: H3Error) {
+            assert_eq!(self.error, Some(e));
+            assert_eq!(self.t.closed, Some(e.code()));
+            assert_eq!(self.client.closed(), Some(e));
+        }
+    }
+
+    fn get() -> Request<'static> {
+        Request::get(b"mote.example", b"/5120")
+    }
+
+    /// Every test runs with whole deliveries and byte by byte.
+    fn each_chunk(test: impl Fn(usize)) {
+        for chunk in [1024, 1] {
+            test(chunk);
+        }
+    }
+
+    #[test]
+    fn wire_bytes_match_the_general_session() {
+        // Our control stream, the GET's and the POST's bytes equal what
+        // `connection::Connection` sends for the same configuration and requests.
+        let mut conn = Connection::new(Role::Client, CONFIG);
+        let mut ct = Mem::new(1024);
+        conn.open(&mut ct).unwrap();
+        let mut scratch = [0u8; 128];
+        let mut s = conn.open_request(&mut ct).unwrap();
+        conn.send_request(&mut ct, &mut s, &get(), true, &mut scratch).unwrap();
+        let headers: [(&[u8], &[u8]); 1] = [(b"content-length", b"1024")];
+        let post = Request::post(b"mote.example", b"/upload").with_headers(&headers);
+        let mut p = conn.open_request(&mut ct).unwrap();
+        conn.send_request(&mut ct, &mut p, &post, false, &mut scratch).unwrap();
+        conn.send_data(&mut ct, &mut p, &[7; 1024], true).unwrap();
+
+        let mut r = Run::new(1024);
+        r.feed(0, HEAD_200_LEN5, false);
+        r.feed(0, &hex!("00 05 68656c6c6f"), true);
+        assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Finished]);
+        assert_eq!(r.body(), b"hello");
+        assert_eq!(r.client.request(&mut r.t, &post, false, &mut scratch), Ok(4));
+        assert_eq!(r.client.send_data(&mut r.t, &[7; 1024], true), Ok(1024));
+        assert_eq!(r.t.out, ct.out);
+        // The control stream's bytes, spelled out: type, SETTINGS (field section size 512,
+        // grease setting 0x40 = 1), a reserved frame (0x5f, empty).
+        assert_eq!(r.t.out[&2], (hex!("00 04 06 06 4200 4040 01 405f 00").to_vec(), false));
+        assert!(r.t.out[&0].1 && r.t.out[&4].1, "both requests end with FIN");
+    }
+
+    #[test]
+    fn response_with_body_and_trailers() {
+        each_chunk(|chunk| {
+            let mut r = Run::new(chunk);
+            // An interim 103, the head, an unknown frame (skipped), DATA in two frames, a
+            // grease frame, trailers (`x-t: 1`, literal name), FIN.
+            r.feed(0, &hex!("01 03 0000 d8"), false); // 103 (static index 24)
+            r.feed(0, HEAD_200_LEN5, false);
+            r.feed(0, &hex!("21 03 010203 00 02 6865 00 03 6c6c6f 405f 00"), false);
+            r.feed(0, &hex!("01 08 0000 23 782d74 01 31"), true);
+            assert_eq!(r.error, None);
+            assert_eq!(
+                r.framing(),
+                [Ev::Response(103, 1), Ev::Response(200, 2), Ev::Trailers(1), Ev::Finished]
+            );
+            assert_eq!(r.body(), b"hello");
+            assert!(r.t.stops.is_empty() && r.t.resets.is_empty());
+            // The next request may start; the previous one is over.
+            let mut scratch = [0u8; 128];
+            assert_eq!(r.client.request(&mut r.t, &get(), true, &mut scratch), Ok(4));
+        });
+    }
+
+    #[test]
+    fn one_request_at_a_time() {
+        let mut r = Run::new(1024);
+        let mut scratch = [0u8; 128];
+        assert_eq!(
+            r.client.request(&mut r.t, &get(), true, &mut scratch),
+            Err(SendError::InvalidState)
+        );
+        // No body after FIN.
+        assert_eq!(r.client.send_data(&mut r.t, b"x", true), Err(SendError::InvalidState));
+    }
+
+    #[test]
+    fn bodyless_responses_ignore_content_length() {
+        // RFC 9110 §6.4.1, §8.6: 204 and 304 have no content.
+        // `:status 204` (static index 64), `:status 304` (index 26), and 304 as a literal
+        // value with the name of index 24.
+        for status in [&hex!("ff01")[..], &hex!("da")[..], &hex!("5f09 03 333034")[..]] {
+            let mut r = Run::new(1024);
+            let mut frame = vec![0x01, 4 + status.len() as u8, 0, 0];
+            frame.extend_from_slice(status);
+            frame.extend_from_slice(&hex!("54 01 35"));
+            frame[1] = (frame.len() - 2) as u8;
+            r.feed(0, &frame, true);
+            assert_eq!(r.error, None);
+            assert_eq!(r.framing().last(), Some(&Ev::Finished), "{status:02x?}");
+        }
+    }
+
+    #[test]
+    fn malformed_responses_are_stream_errors() {
+        // RFC 9114 §4.1.2, §4.3.2: each is H3_MESSAGE_ERROR on the request stream only.
+        let cases: &[(&[u8], bool)] = &[
+            // No :status (content-length only).
+            (&hex!("01 05 0000 54 01 35"), true),
+            // :status twice.
+            (&hex!("01 04 0000 d9 d9"), true),
+            // A regular field before :status.
+            (&hex!("01 06 0000 54 01 30 d9"), true),
+            // A request pseudo-header (:path /, static index 1).
+            (&hex!("01 04 0000 d9 c1"), true),
+            // An upper-case field name (literal name `X`).
+            (&hex!("01 07 0000 d9 21 58 01 31"), true),
+            // A connection-specific field (`connection: x`).
+            (&hex!("01 11 0000 d9 27 03 636f6e6e656374696f6e 01 78"), true),
+            // A value with a line feed.
+            (&hex!("01 07 0000 d9 21 78 01 0a"), true),
+            // content-length not a number.
+            (&hex!("01 06 0000 d9 54 01 2d"), true),
+            // More content than declared.
+            (&hex!("01 06 0000 d9 54 01 35  00 06 68656c6c6f21"), false),
+            // Less content than declared, then FIN.
+            (&hex!("01 06 0000 d9 54 01 35  00 04 68656c6c"), true),
+            // FIN without a head.
+            (&hex!(""), true),
+            // Pseudo-header in trailers.
+            (&hex!("01 03 0000 d9  01 03 0000 d9"), true),
+            // Trailers before the declared content is complete.
+            (&hex!("01 06 0000 d9 54 01 35  01 08 0000 23 782d74 01 31"), true),
+        ];
+        for (bytes, fin) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::new(chunk);
+                r.feed(0, bytes, *fin);
+                assert_eq!(r.error, None, "{bytes:02x?}");
+                r.assert_stream_error(H3Error::MessageError);
+                // Nothing more is delivered from the stream.
+                let before = r.events.len();
+                r.feed(0, &hex!("00 01 61"), true);
+                assert_eq!(r.events.len(), before, "{bytes:02x?}");
+            });
+        }
+    }
+
+    #[test]
+    fn oversized_sections_are_excessive_load() {
+        // A HEADERS frame declared above our encoded limit (256), before any of it arrives.
+        let mut r = Run::new(1024);
+        r.feed(0, &hex!("01 41 01"), false);
+        r.assert_stream_error(H3Error::ExcessiveLoad);
+        // A configured limit above what the 272-byte buffers hold is lowered to 256: a
+        // larger frame is refused instead of waited for forever.
+        let mut c = Dev::new(Config { max_encoded_field_section: 1024, ..CONFIG });
+        let mut t = Mem::new(1024);
+        c.open(&mut t).unwrap();
+        c.request(&mut t, &get(), true, &mut [0u8; 128]).unwrap();
+        t.push(0, &hex!("01 4101"), false);
+        let mut events = Vec::new();
+        c.poll(&mut t, |e| events.push(format!("{e:?}"))).unwrap();
+        assert_eq!(events, ["StreamError(ExcessiveLoad)"]);
+        // A section decoding above SETTINGS_MAX_FIELD_SECTION_SIZE (512): 13 indexed
+        // `:status 200` lines of 42 bytes each (RFC 9114 §4.2.2), 15 bytes encoded.
+        let mut r = Run::new(1024);
+        let mut frame = hex!("01 0f 0000").to_vec();
+        frame.extend_from_slice(&[0xd9; 13]);
+        r.feed(0, &frame, false);
+        r.assert_stream_error(H3Error::ExcessiveLoad);
+        // Twelve lines (504 bytes) decode, and are refused for the duplicate :status.
+        let mut r = Run::new(1024);
+        frame.pop();
+        frame[1] = 0x0e;
+        r.feed(0, &frame, false);
+        r.assert_stream_error(H3Error::MessageError);
+    }
+
+    #[test]
+    fn longest_frame_headers_fit() {
+        // RFC 9000 §16: varints need not be shortest. A 256-byte SETTINGS payload (unknown
+        // settings) and a 256-byte HEADERS payload behind 8-byte type and length fit the
+        // 272-byte stream buffers, delivered whole or byte by byte.
+        each_chunk(|chunk| {
+            let mut r = Run::bare(chunk);
+            let mut settings = hex!("c000000000000004 c000000000000100").to_vec();
+            // SETTINGS_MAX_FIELD_SECTION_SIZE 512, then reserved identifiers 0x1f * k + 0x21
+            // (2-byte varints): one with a 2-byte value, 83 with a 1-byte value.
+            let mut payload = hex!("06 4200").to_vec();
+            for k in 1..=84u64 {
+                let id = 0x21 + 0x1f * k;
+                payload.extend_from_slice(&[0x40 | (id >> 8) as u8, id as u8]);
+                payload.extend_from_slice(if k == 1 { &[0x40, 0x00] } else { &[0x00] });
+            }
+            assert_eq!(payload.len(), 256);
+            settings.extend_from_slice(&payload);
+            r.feed(3, &hex!("00"), false);
+            r.feed(3, &settings, false);
+            assert_eq!(r.error, None, "{chunk}");
+            assert_eq!(r.client.peer_max_field_section_size(), Some(512));
+            let mut scratch = [0u8; 128];
+            r.client.request(&mut r.t, &get(), true, &mut scratch).unwrap();
+            let mut head = hex!("c000000000000001 c000000000000100").to_vec();
+            // `:status 200`, then `x: aaa…` (literal name, a 249-byte value).
+            let mut block = hex!("0000 d9 21 78 7f 7a").to_vec();
+            block.extend(std::iter::repeat_n(b'a', 249));
+            assert_eq!(block.len(), 256);
+            head.extend_from_slice(&block);
+            r.feed(0, &head, true);
+            assert_eq!(r.error, None, "{chunk}");
+            assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Finished], "{chunk}");
+        });
+    }
+
+    #[test]
+    fn request_stream_frame_errors() {
+        // (bytes, fin, connection error): RFC 9114 §7.1, §7.2.4, §7.2.5, §7.2.8, §4.1.
+        let cases: &[(&[u8], bool, H3Error)] = &[
+            // DATA before the head.
+            (&hex!("00 01 61"), false, H3Error::FrameUnexpected),
+            // SETTINGS, GOAWAY, MAX_PUSH_ID, CANCEL_PUSH on a request stream.
+            (&hex!("04 00"), false, H3Error::FrameUnexpected),
+            (&hex!("07 01 00"), false, H3Error::FrameUnexpected),
+            (&hex!("0d 01 00"), false, H3Error::FrameUnexpected),
+            (&hex!("03 01 00"), false, H3Error::FrameUnexpected),
+            // HTTP/2-only frame types.
+            (&hex!("02 00"), false, H3Error::FrameUnexpected),
+            (&hex!("06 00"), false, H3Error::FrameUnexpected),
+            (&hex!("08 00"), false, H3Error::FrameUnexpected),
+            (&hex!("09 00"), false, H3Error::FrameUnexpected),
+            // PUSH_PROMISE: we never sent MAX_PUSH_ID.
+            (&hex!("05 04 00 0000 d9"), false, H3Error::IdError),
+            // HEADERS after trailers.
+            (&hex!("01 03 0000 d9  01 02 0000  01 02 0000"), false, H3Error::FrameUnexpected),
+            // FIN inside a frame.
+            (&hex!("01 03 0000 d9  00 05 6865"), true, H3Error::FrameError),
+            (&hex!("01 03 0000"), true, H3Error::FrameError),
+            // A dynamic table reference (Required Insert Count 1).
+            (&hex!("01 03 0200 80"), false, H3Error::QpackDecompressionFailed),
+            // A section that does not decode (truncated literal).
+            (&hex!("01 04 0000 5f 09"), false, H3Error::QpackDecompressionFailed),
+        ];
+        for (bytes, fin, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::new(chunk);
+                r.feed(0, bytes, *fin);
+                r.assert_connection_error(*e);
+                // Closed: every call says so.
+                r.error = None;
+                r.poll();
+                assert_eq!(r.error, Some(*e));
+                let mut s = [0u8; 64];
+                assert_eq!(
+                    r.client.request(&mut r.t, &get(), true, &mut s),
+                    Err(SendError::Closed(*e))
+                );
+            });
+        }
+    }
+
+    #[test]
+    fn server_reset_and_stop_sending() {
+        let mut r = Run::new(1024);
+        r.feed(0, HEAD_200_LEN5, false);
+        r.t.incoming.get_mut(&0).unwrap().reset = Some(0x10c);
+        r.poll();
+        assert_eq!(r.error, None);
+        assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Reset(0x10c)]);
+        // A POST whose sending side the server stops: we reset it with its code.
+        let mut scratch = [0u8; 128];
+        let post = Request::post(b"mote.example", b"/upload");
+        assert_eq!(r.client.request(&mut r.t, &post, false, &mut scratch), Ok(4));
+        assert_eq!(r.client.on_stop_sending(&mut r.t, 4, 0x10b), Ok(()));
+        assert_eq!(r.t.resets, [(4, 0x10b)]);
+        assert_eq!(r.client.send_data(&mut r.t, b"x", true), Err(SendError::InvalidState));
+        // STOP_SENDING on our control stream closes the connection.
+        assert_eq!(r.client.on_stop_sending(&mut r.t, 2, 0), Err(H3Error::ClosedCriticalStream));
+        assert_eq!(r.t.closed, Some(0x104));
+    }
+
+    #[test]
+    fn control_stream_rules() {
+        // (server control stream bytes, fin, connection error): RFC 9114 §6.2.1, §7.2.
+        let cases: &[(&[u8], bool, H3Error)] = &[
+            // The first frame is not SETTINGS.
+            (&hex!("00 07 01 00"), false, H3Error::MissingSettings),
+            (&hex!("00 21 00 04 00"), false, H3Error::MissingSettings),
+            // SETTINGS twice.
+            (&hex!("00 04 00 04 00"), false, H3Error::FrameUnexpected),
+            // HTTP/2 setting identifier, duplicate setting, truncated pair.
+            (&hex!("00 04 02 02 00"), false, H3Error::SettingsError),
+            (&hex!("00 04 04 06 01 06 02"), false, H3Error::SettingsError),
+            (&hex!("00 04 01 06"), false, H3Error::FrameError),
+            // GOAWAY naming a non-request stream, or a larger ID than before.
+            (&hex!("00 04 00 07 01 01"), false, H3Error::IdError),
+            (&hex!("00 04 00 07 01 04 07 01 08"), false, H3Error::IdError),
+            // CANCEL_PUSH (no push allowed), MAX_PUSH_ID (clients send it).
+            (&hex!("00 04 00 03 01 00"), false, H3Error::IdError),
+            (&hex!("00 04 00 0d 01 00"), false, H3Error::FrameUnexpected),
+            // Request-stream and HTTP/2 frames.
+            (&hex!("00 04 00 01 00"), false, H3Error::FrameUnexpected),
+            (&hex!("00 04 00 00 00"), false, H3Error::FrameUnexpected),
+            (&hex!("00 04 00 06 00"), false, H3Error::FrameUnexpected),
+            // A GOAWAY frame with trailing bytes.
+            (&hex!("00 04 00 07 02 00 00"), false, H3Error::FrameError),
+            // SETTINGS longer than we accept.
+            (&hex!("00 04 4101"), false, H3Error::ExcessiveLoad),
+            // The control stream ends.
+            (&hex!("00 04 00"), true, H3Error::ClosedCriticalStream),
+        ];
+        for (bytes, fin, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::bare(chunk);
+                r.feed(3, bytes, *fin);
+                r.assert_connection_error(*e);
+            });
+        }
+        // A reset control stream.
+        let mut r = Run::new(1024);
+        r.t.incoming.get_mut(&3).unwrap().reset = Some(0);
+        r.poll();
+        r.assert_connection_error(H3Error::ClosedCriticalStream);
+    }
+
+    #[test]
+    fn goaway_stops_new_requests() {
+        let mut r = Run::new(1024);
+        r.feed(3, &hex!("07 01 04"), false);
+        assert_eq!(r.error, None);
+        assert_eq!(r.client.goaway_received(), Some(4));
+        // A lower ID later is fine.
+        r.feed(3, &hex!("07 01 00"), false);
+        assert_eq!(r.client.goaway_received(), Some(0));
+        // The GET (ID 0 < 4) still completes; no new request starts.
+        r.feed(0, &hex!("01 03 0000 d9"), true);
+        assert_eq!(r.framing(), [Ev::Response(200, 1), Ev::Finished]);
+        let mut s = [0u8; 64];
+        assert_eq!(r.client.request(&mut r.t, &get(), true, &mut s), Err(SendError::GoingAway));
+    }
+
+    #[test]
+    fn peer_unidirectional_streams() {
+        // The QPACK streams: capacity 0 instructions and Stream Cancellations are fine.
+        let mut r = Run::new(1);
+        r.feed(7, &hex!("20 20"), false);
+        r.feed(11, &hex!("41 7f 80 01"), false);
+        assert_eq!(r.error, None);
+        // A grease stream type: refused with STOP_SENDING, nothing else.
+        let mut r = Run::bare(1);
+        r.feed(3, SERVER_CONTROL, false);
+        r.feed(7, &hex!("21 0102030405"), false);
+        assert_eq!(r.error, None);
+        assert_eq!(r.t.stops, [(7, H3Error::StreamCreationError.code())]);
+        // Its slot is free again: the next peer streams are read.
+        r.feed(11, &hex!("4021 00"), true);
+        r.feed(15, SERVER_ENCODER, false);
+        r.feed(19, SERVER_DECODER, false);
+        assert_eq!(r.error, None);
+        assert_eq!(r.t.stops.len(), 2);
+
+        // (stream, bytes, fin, connection error).
+        let cases: &[(u64, &[u8], bool, H3Error)] = &[
+            // Insertions and a non-zero capacity on the encoder stream.
+            (7, &hex!("c0 01 61"), false, H3Error::QpackEncoderStreamError),
+            (7, &hex!("40 01 61 01 62"), false, H3Error::QpackEncoderStreamError),
+            (7, &hex!("21"), false, H3Error::QpackEncoderStreamError),
+            (7, &hex!("00"), false, H3Error::QpackEncoderStreamError),
+            // Section Acknowledgment, Insert Count Increment, an overlong integer.
+            (11, &hex!("80"), false, H3Error::QpackDecoderStreamError),
+            (11, &hex!("01"), false, H3Error::QpackDecoderStreamError),
+            (11, &hex!("7f ffffffffffffffffff01"), false, H3Error::QpackDecoderStreamError),
+            // Critical streams end.
+            (7, &hex!(""), true, H3Error::ClosedCriticalStream),
+            (11, &hex!(""), true, H3Error::ClosedCriticalStream),
+            // A server-initiated bidirectional stream.
+            (1, &hex!("01 03 0000 d9"), false, H3Error::StreamCreationError),
+        ];
+        for (id, bytes, fin, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::new(chunk);
+                r.feed(*id, bytes, *fin);
+                r.assert_connection_error(*e);
+            });
+        }
+        // A second control / encoder / decoder stream (RFC 9114 §6.2.1, RFC 9204 §4.2), a
+        // push stream (we never sent MAX_PUSH_ID, §4.6).
+        let cases: &[(&[u8], &[u8], H3Error)] = &[
+            (SERVER_CONTROL, SERVER_CONTROL, H3Error::StreamCreationError),
+            (SERVER_ENCODER, SERVER_ENCODER, H3Error::StreamCreationError),
+            (SERVER_DECODER, SERVER_DECODER, H3Error::StreamCreationError),
+            (SERVER_DECODER, &hex!("01 00"), H3Error::IdError),
+        ];
+        for (first, second, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::bare(chunk);
+                r.feed(3, first, false);
+                assert_eq!(r.error, None);
+                r.feed(7, second, false);
+                r.assert_connection_error(*e);
+            });
+        }
+    }
+
+    #[test]
+    fn streams_beyond_the_table_are_refused() {
+        // Three peer uni streams fill the table; a fourth is refused (H3_EXCESSIVE_LOAD)
+        // and never read.
+        let mut r = Run::new(1024);
+        r.feed(15, &hex!("2102"), false);
+        assert_eq!(r.t.stops, [(15, H3Error::ExcessiveLoad.code())]);
+        assert_eq!(r.error, None);
+    }
+
+    #[test]
+    fn stream_closed_before_its_type_is_tolerated() {
+        let mut r = Run::bare(1024);
+        r.feed(3, &[], true);
+        assert_eq!(r.error, None);
+        assert!(r.t.stops.is_empty());
+        // Its slot is free again, and a control stream may follow.
+        r.feed(7, SERVER_CONTROL, false);
+        assert_eq!(r.error, None);
+        assert!(r.client.peer_settings_received());
+    }
+
+    #[test]
+    fn blocked_control_stream_and_request_are_retried() {
+        let mut c = Dev::new(CONFIG);
+        let mut t = Mem::new(1024);
+        t.capacity = 4;
+        assert_eq!(c.open(&mut t), Err(SendError::Blocked));
+        assert!(!c.is_open());
+        t.capacity = 1 << 20;
+        assert_eq!(c.open(&mut t), Ok(()));
+        assert!(c.is_open());
+        assert_eq!(t.out.len(), 1, "one control stream");
+        let mut scratch = [0u8; 128];
+        t.capacity = 4;
+        assert_eq!(c.request(&mut t, &get(), true, &mut scratch), Err(SendError::Blocked));
+        t.capacity = 1 << 20;
+        assert_eq!(c.request(&mut t, &get(), true, &mut scratch), Ok(0));
+        assert_eq!(t.next_bidi, 4, "the same stream");
+        // A head larger than the peer's SETTINGS_MAX_FIELD_SECTION_SIZE is not sent.
+        let big = [b'a'; 100];
+        let h: [(&[u8], &[u8]); 1] = [(b"x-big", &big)];
+        let mut c2 = Dev::new(CONFIG);
+        let mut t2 = Mem::new(1024);
+        c2.open(&mut t2).unwrap();
+        t2.push(3, &hex!("00 04 03 06 4040"), false); // max field section size 64
+        c2.poll(&mut t2, |_| {}).unwrap();
+        assert_eq!(
+            c2.request(&mut t2, &get().with_headers(&h), true, &mut [0u8; 256]),
+            Err(SendError::FieldSectionTooLarge)
+        );
+    }
+}
