@@ -1,13 +1,16 @@
-//! What the two adapters onto a mote-quic connection share (features `device` and `quic`):
-//! [`QuicTransport`] and the per-stream receive step ([`RecvBuffer::pump`]). `device` keeps
-//! the buffers in fixed arrays, `quic` on the heap; the logic is this one copy.
+//! What the adapters onto a mote-quic connection share (features `device` and `quic`):
+//! [`QuicTransport`], and for `quic`'s session the per-stream receive step
+//! ([`RecvBuffer::pump`]; the device client keeps its own fixed buffers).
 
 use mote_crypto::CryptoProvider;
 use mote_quic::connection::{Connection, TlsSession};
 use mote_quic::frame::StreamDir;
 use mote_quic::stream::{Read, StreamId};
 
-use crate::connection::{Event, StreamState, Transport};
+use crate::connection::Transport;
+#[cfg(feature = "quic")]
+use crate::connection::{Event, StreamState};
+#[cfg(feature = "quic")]
 use crate::error::H3Error;
 
 /// [`Transport`] over a borrowed mote-quic connection. Stream IDs are QUIC stream IDs on
@@ -98,6 +101,7 @@ where
 /// A stream's received bytes that mote-h3 has not consumed yet. mote-h3 wants them
 /// presented again until it consumes them; mote-quic's `stream_recv` copies out and
 /// consumes, so they wait here. `buf`'s length is the bound.
+#[cfg(feature = "quic")]
 #[derive(Debug)]
 pub(crate) struct RecvBuffer<B> {
     pub(crate) buf: B,
@@ -105,16 +109,10 @@ pub(crate) struct RecvBuffer<B> {
     pub(crate) fin: bool,
 }
 
+#[cfg(feature = "quic")]
 impl<B: AsRef<[u8]> + AsMut<[u8]>> RecvBuffer<B> {
     pub(crate) const fn new(buf: B) -> Self {
         Self { buf, len: 0, fin: false }
-    }
-
-    /// Empties the buffer for a new stream (`device` reuses table entries).
-    #[cfg(feature = "device")]
-    pub(crate) fn reset(&mut self) {
-        self.len = 0;
-        self.fin = false;
     }
 
     /// Moves what QUIC has for stream `state` into the buffer, feeds it to `h3` and calls
