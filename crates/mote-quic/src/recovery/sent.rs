@@ -559,10 +559,19 @@ impl<T: Copy> SentRecords<T> {
     {
         let mut prev_smallest: Option<u64> = None;
         let mut any = false;
-        for (lo, hi) in ranges.take(cap) {
+        // Issue 8: without `std` the wire's ranges are decoded only here (RFC 9000 §19.3.1
+        // underflow arrives as an inverted range), so every range is walked for its shape;
+        // the packet-number checks stay on the first `cap`, the ones recovery uses.
+        #[cfg(feature = "std")]
+        let ranges = ranges.take(cap);
+        for (n, (lo, hi)) in ranges.enumerate() {
             any = true;
             if lo > hi || prev_smallest.is_some_and(|p| hi >= p) {
                 return Err(RecoveryError::InvalidAckRanges);
+            }
+            prev_smallest = Some(lo);
+            if n >= cap {
+                continue;
             }
             if hi >= self.next_pn {
                 return Err(RecoveryError::AckOfUnsentPacket);
@@ -570,7 +579,6 @@ impl<T: Copy> SentRecords<T> {
             if self.skipped.iter().any(|&s| s != NO_PN && lo <= s && s <= hi) {
                 return Err(RecoveryError::AckOfSkippedPacket);
             }
-            prev_smallest = Some(lo);
         }
         if any {
             Ok(())
