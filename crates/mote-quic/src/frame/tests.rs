@@ -942,6 +942,16 @@ fn check_hostile(payload: &[u8], packet: PacketType) -> Result<(), TestCaseError
                     let mut count = 0usize;
                     let mut prev: Option<(u64, u64)> = None;
                     for (s, l) in ack.ranges() {
+                        // Without `std` a range going below zero (RFC 9000 §19.3.1) is
+                        // not rejected by the parser: the walk ends with `(1, 0)`, which
+                        // recovery rejects as a FRAME_ENCODING_ERROR (`ack_range_underflow`
+                        // checks that it is the last).
+                        #[cfg(not(feature = "std"))]
+                        if s > l {
+                            prop_assert_eq!((s, l), (1, 0));
+                            count = ack.range_count();
+                            break;
+                        }
                         prop_assert!(s <= l);
                         if let Some((ps, _)) = prev {
                             prop_assert!(l + 2 <= ps, "ranges not descending");
