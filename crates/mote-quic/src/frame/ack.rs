@@ -1,7 +1,8 @@
 //! ACK frames (RFC 9000 §19.3) without allocation.
 //!
-//! A received ACK keeps a borrow of its encoded ACK Range section, validated once at parse
-//! time; [`AckRanges`] walks it again to yield the acknowledged packet-number ranges. An ACK
+//! A received ACK keeps a borrow of its encoded ACK Range section, validated at parse time
+//! with `std`; [`AckRanges`] walks it again to yield the acknowledged packet-number ranges
+//! (without `std` that walk is the only decoding pass, see [`AckRanges`]). An ACK
 //! to send borrows the caller's own list of inclusive ranges ([`Ack::new`]) and encodes it
 //! straight into the packet.
 
@@ -125,7 +126,9 @@ impl<'a> Ack<'a> {
     }
 
     /// The acknowledged ranges as inclusive `(smallest, largest)` packet numbers, highest
-    /// first. Every yielded range is valid: parsing rejected any that would go below zero.
+    /// first. With `std` every yielded range is valid: parsing rejected any that would go
+    /// below zero. Without `std` such a range ends the walk as the inverted `(1, 0)`, which
+    /// recovery rejects (FRAME_ENCODING_ERROR).
     pub fn ranges(&self) -> AckRanges<'a> {
         AckRanges::new(self.largest, self.source)
     }
@@ -275,7 +278,8 @@ impl Eq for Ack<'_> {}
 
 /// Iterator over an ACK frame's acknowledged ranges, as inclusive `(smallest, largest)`
 /// packet numbers, highest first. Returned by [`Ack::ranges`]; it does constant work per
-/// range and never panics.
+/// range and never panics. Without `std` it is a received ACK's only decoding pass: a range
+/// going below zero (RFC 9000 §19.3.1) is yielded as `(1, 0)` and ends the walk.
 #[derive(Clone, Debug)]
 pub struct AckRanges<'a> {
     inner: Inner<'a>,

@@ -552,7 +552,8 @@ impl<T: Copy> SentRecords<T> {
 
     /// RFC 9000 §13.1, §21.4: checks the first `cap` ranges before anything changes. Ranges
     /// must be non-empty, descending and disjoint; none may reach a packet number not yet
-    /// used, nor cover a remembered skipped one.
+    /// used, nor cover a remembered skipped one. Without `std` every range's shape is
+    /// checked, and a shape error wins over a packet-number one (RFC 9000 §19.3.1).
     pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<(), RecoveryError>
     where
         I: Iterator<Item = (u64, u64)>,
