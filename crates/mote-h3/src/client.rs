@@ -799,8 +799,8 @@ fn response_head<F: FnMut(Event<'_>)>(
     section: &FieldSection<'_>,
     on: &mut F,
 ) -> Result<(), H3Error> {
-    if c.phase == Phase::Body {
-        message::check_trailers(section)?;
+    let checked = message::check_response_section(section, c.phase == Phase::Body)?;
+    let Some(status) = checked.status else {
         // §4.1.2: the content must add up to the content-length by the trailers.
         if c.content_left.is_some_and(|l| l != 0) {
             return Err(H3Error::MessageError);
@@ -808,10 +808,9 @@ fn response_head<F: FnMut(Event<'_>)>(
         c.phase = Phase::Trailers;
         on(Event::Trailers(*section));
         return Ok(());
-    }
-    let status = message::parse_response(section)?;
+    };
     if status >= 200 {
-        let declared = message::content_length(section)?;
+        let declared = checked.content_length;
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
         // (RFC 9110 §6.4.1, §8.6).
         let bodyless = c.head_request || status == 204 || status == 304;
