@@ -26,8 +26,8 @@ use crate::frame::{
     MAX_SETTINGS_LEN,
 };
 use crate::message::Request;
-use crate::qpack::prefix::{decode_int, PrefixError};
 use crate::qpack::decoder::decode_lines;
+use crate::qpack::prefix::{decode_int, PrefixError};
 use crate::qpack::{DecodeError, FieldEncoder};
 use crate::response_lines::{ResponseLines, ResponseSection};
 

@@ -281,8 +281,8 @@ mod tests {
                 let declared = if status >= 200 { content_length(&s)? } else { None };
                 Ok(ResponseSection { status: Some(status), content_length: declared })
             });
-            let trailers = check_trailers(&s)
-                .map(|()| ResponseSection { status: None, content_length: None });
+            let trailers =
+                check_trailers(&s).map(|()| ResponseSection { status: None, content_length: None });
             for (is_trailers, stored) in [(false, separate), (true, trailers)] {
                 let mut plain = ResponseLines::new(4096, is_trailers);
                 for (name, value) in *lines {
@@ -297,5 +297,4 @@ mod tests {
             }
         }
     }
-
 }
