@@ -118,39 +118,31 @@ impl ResponseLines {
     /// are not there (a device build's opaque static entry: counted, not seen).
     fn read(&mut self, src: Src<'_>, seen: &mut Seen) -> Result<bool, PushError> {
         let limit = self.limit;
-        let count = |size: &mut u64, n: usize| -> Result<(), PushError> {
-            *size =
-                size.checked_add(n as u64).filter(|s| *s <= limit).ok_or(PushError::TooLarge)?;
+        let size = &mut self.size;
+        // Each byte, plain or Huffman-decoded, is counted and seen here.
+        let mut each = |c: u8| -> Result<(), HuffmanError> {
+            *size = size.checked_add(1).filter(|s| *s <= limit).ok_or(HuffmanError::OutputFull)?;
+            seen.byte(c);
             Ok(())
         };
-        match src {
-            Src::One(a) => {
-                count(&mut self.size, a.len())?;
-                a.iter().for_each(|&c| seen.byte(c));
-            }
+        let r = match src {
+            Src::One(a) => a.iter().try_for_each(|&c| each(c)),
             #[cfg(feature = "dynamic-table")]
-            Src::Plain(a, b) => {
-                count(&mut self.size, a.len().saturating_add(b.len()))?;
-                a.iter().chain(b).for_each(|&c| seen.byte(c));
-            }
-            Src::Huffman(h) => {
-                let size = &mut self.size;
-                huffman::decode_with(h, |c| {
-                    count(size, 1).map_err(|_| HuffmanError::OutputFull)?;
-                    seen.byte(c);
-                    Ok(())
-                })
-                .map_err(|e| match e {
-                    HuffmanError::OutputFull => PushError::TooLarge,
-                    HuffmanError::Invalid => PushError::Invalid,
-                })?;
-            }
+            Src::Plain(a, b) => a.iter().chain(b).try_for_each(|&c| each(c)),
+            Src::Huffman(h) => huffman::decode_with(h, each),
             #[cfg(not(any(feature = "server", feature = "quic")))]
             Src::Absent(len) => {
-                count(&mut self.size, len)?;
+                *size = size
+                    .checked_add(len as u64)
+                    .filter(|s| *s <= limit)
+                    .ok_or(PushError::TooLarge)?;
                 return Ok(false);
             }
-        }
+        };
+        r.map_err(|e| match e {
+            HuffmanError::OutputFull => PushError::TooLarge,
+            HuffmanError::Invalid => PushError::Invalid,
+        })?;
         Ok(true)
     }
 
