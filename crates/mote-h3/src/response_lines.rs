@@ -221,6 +221,7 @@ mod tests {
     use super::*;
     use crate::message::{check_trailers, content_length, parse_response};
     use crate::qpack::decoder::decode_lines;
+    use crate::qpack::DecodeError;
     use crate::qpack::{decode_field_section, encode_field_section, FieldSection};
 
     fn section<'o>(fields: &[(&[u8], &[u8])], out: &'o mut [u8]) -> FieldSection<'o> {
@@ -288,5 +289,29 @@ mod tests {
                 assert_eq!(coded.finish(), stored, "coded {is_trailers} {lines:?}");
             }
         }
+    }
+
+    /// A broken message rule does not stop decoding: a QPACK error or the size limit later
+    /// in the section still wins (as when the section is decoded whole, then checked).
+    #[test]
+    fn decoding_errors_win_over_message_errors() {
+        let mut enc = [0u8; 64];
+        let n = encode_field_section(&[(b":status", b"200"), (b"X", b"y")], &mut enc).unwrap();
+        let mut lines = ResponseLines::new(4096, false);
+        decode_lines(&enc[..n], &mut lines).unwrap();
+        assert_eq!(lines.finish(), Err(H3Error::MessageError));
+        // Then a literal `:path` whose Huffman-coded value is all padding (RFC 9204 §4.1.2).
+        let mut block = enc[..n].to_vec();
+        block.extend_from_slice(&[0x51, 0x84, 0xff, 0xff, 0xff, 0xff]);
+        let mut lines = ResponseLines::new(4096, false);
+        assert_eq!(decode_lines(&block, &mut lines), Err(DecodeError::Failed));
+        // Or a line past the limit: 42 + 34 bytes, then 32 + 5 + 11 = 48 more.
+        let mut block = enc[..n].to_vec();
+        block.extend_from_slice(&hex_literal::hex!("510b 2f69 6e64 6578 2e68 746d 6c"));
+        let mut lines = ResponseLines::new(42 + 34 + 47, false);
+        assert_eq!(decode_lines(&block, &mut lines), Err(DecodeError::TooLarge));
+        let mut lines = ResponseLines::new(42 + 34 + 48, false);
+        decode_lines(&block, &mut lines).unwrap();
+        assert_eq!(lines.finish(), Err(H3Error::MessageError));
     }
 }
