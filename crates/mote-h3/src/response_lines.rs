@@ -32,7 +32,6 @@ struct Seen {
     token: bool,
     /// No NUL, CR or LF (RFC 9110 §5.5).
     clean: bool,
-    first: u8,
     last: u8,
     /// The decimal value, if every byte is a digit and it is below 2^62.
     number: Option<u64>,
@@ -40,23 +39,12 @@ struct Seen {
 
 impl Seen {
     fn new() -> Self {
-        Self {
-            len: 0,
-            head: [0; KEPT],
-            token: true,
-            clean: true,
-            first: 0,
-            last: 0,
-            number: Some(0),
-        }
+        Self { len: 0, head: [0; KEPT], token: true, clean: true, last: 0, number: Some(0) }
     }
 
     fn byte(&mut self, c: u8) {
         if let Some(slot) = self.head.get_mut(self.len) {
             *slot = c;
-        }
-        if self.len == 0 {
-            self.first = c;
         }
         self.last = c;
         self.len += 1;
@@ -74,9 +62,8 @@ impl Seen {
     /// RFC 9110 §5.5 (as `message::valid_value`): no NUL, CR or LF, no leading or
     /// trailing whitespace.
     fn valid_value(&self) -> bool {
-        self.clean
-            && (self.len == 0 || !matches!(self.first, b' ' | b'\t'))
-            && (self.len == 0 || !matches!(self.last, b' ' | b'\t'))
+        let space = |c| matches!(c, b' ' | b'\t');
+        self.clean && (self.len == 0 || !(space(self.head[0]) || space(self.last)))
     }
 
     /// A non-empty decimal number below 2^62.
@@ -181,7 +168,7 @@ impl LineSink for ResponseLines {
         let name_seen = self.read(name, &mut n)?;
         let mut v = Seen::new();
         self.read(value, &mut v)?;
-        if name_seen && n.len != 0 && n.first == b':' {
+        if name_seen && n.len != 0 && n.head[0] == b':' {
             // §4.3: pseudo-header fields come first; a response has `:status` only, once,
             // three digits (RFC 9110 §15); trailers have none.
             let status = v.decimal().filter(|s| v.len == 3 && *s >= 100);
