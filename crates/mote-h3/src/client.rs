@@ -197,10 +197,11 @@ const HEADERS_FRAME_HEADER: usize = 9;
 const MAX_FRAME_HEADER: usize = 16;
 
 /// A one-request-at-a-time HTTP/3 client in fixed storage: four stream buffers of `CAP`
-/// bytes (a response head is checked line by line as it is decoded, and only its status and
-/// content-length are kept: no decoded-fields buffer). HEADERS payloads above `CAP - 16` bytes (and
-/// above `Config::max_encoded_field_section`) are refused with H3_EXCESSIVE_LOAD; `CAP` is
-/// at least 272 (a 256-byte SETTINGS payload behind the longest frame header).
+/// bytes. A response head is checked line by line as it is decoded and only its status and
+/// content-length are kept (no decoded-fields buffer). HEADERS payloads above `CAP - 16`
+/// bytes (and above `Config::max_encoded_field_section`) are refused with
+/// H3_EXCESSIVE_LOAD; `CAP` is at least 272 (a 256-byte SETTINGS payload behind the
+/// longest frame header).
 #[derive(Debug)]
 pub struct Client<const CAP: usize> {
     st: State,
