@@ -25,9 +25,11 @@ use crate::frame::{
     frame_type, grease_id, setting_id, stream_type, write_frame_header, FrameHeader, Settings,
     MAX_SETTINGS_LEN,
 };
-use crate::message::{self, Request};
+use crate::message::Request;
+use crate::qpack::decoder::decode_lines;
 use crate::qpack::prefix::{decode_int, PrefixError};
-use crate::qpack::{decode_field_section, DecodeError, FieldEncoder, FieldSection};
+use crate::qpack::{DecodeError, FieldEncoder};
+use crate::response_lines::{ResponseLines, ResponseSection};
 
 /// What one read of a stream gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,11 +63,9 @@ pub enum Event<'a> {
     Response {
         /// The status code.
         status: u16,
-        /// The fields (in the client's fields buffer).
-        fields: FieldSection<'a>,
     },
-    /// The checked trailer section.
-    Trailers(FieldSection<'a>),
+    /// The trailer section arrived (checked; its fields are not kept).
+    Trailers,
     /// A piece of the response body.
     Data(&'a [u8]),
     /// The response is complete.
@@ -197,20 +197,20 @@ const HEADERS_FRAME_HEADER: usize = 9;
 const MAX_FRAME_HEADER: usize = 16;
 
 /// A one-request-at-a-time HTTP/3 client in fixed storage: four stream buffers of `CAP`
-/// bytes and a `FIELDS`-byte decoded-fields buffer (give it
-/// `Config::max_field_section_size` bytes). HEADERS payloads above `CAP - 16` bytes (and
-/// above `Config::max_encoded_field_section`) are refused with H3_EXCESSIVE_LOAD; `CAP` is
-/// at least 272 (a 256-byte SETTINGS payload behind the longest frame header).
+/// bytes. A response head is checked line by line as it is decoded and only its status and
+/// content-length are kept (no decoded-fields buffer). HEADERS payloads above `CAP - 16`
+/// bytes (and above `Config::max_encoded_field_section`) are refused with
+/// H3_EXCESSIVE_LOAD; `CAP` is at least 272 (a 256-byte SETTINGS payload behind the
+/// longest frame header).
 #[derive(Debug)]
-pub struct Client<const CAP: usize, const FIELDS: usize> {
+pub struct Client<const CAP: usize> {
     st: State,
     /// Per stream: the state, and the bytes not consumed yet.
     slots: [Ctl; SLOTS],
     bufs: [[u8; CAP]; SLOTS],
-    fields: [u8; FIELDS],
 }
 
-impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
+impl<const CAP: usize> Client<CAP> {
     /// A client with `config` (no dynamic table; `qpack_blocked_streams` is not used).
     pub const fn new(config: Config) -> Self {
         // The largest SETTINGS frame accepted, and any HEADERS frame accepted, must fit a
@@ -233,7 +233,6 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
             },
             slots: [Ctl::EMPTY; SLOTS],
             bufs: [[0; CAP]; SLOTS],
-            fields: [0; FIELDS],
         }
     }
 
@@ -482,9 +481,9 @@ impl<const CAP: usize, const FIELDS: usize> Client<CAP, FIELDS> {
             // the next poll finds the rest.
             t.stop_sending(id, H3Error::ExcessiveLoad.code());
         }
-        let Self { st, slots, bufs, fields } = self;
+        let Self { st, slots, bufs } = self;
         for (c, buf) in slots.iter_mut().zip(bufs.iter_mut()) {
-            pump(st, c, buf, fields, t, on)?;
+            pump(st, c, buf, t, on)?;
         }
         Ok(())
     }
@@ -505,7 +504,6 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
     st: &mut State,
     c: &mut Ctl,
     buf: &mut [u8; CAP],
-    fields: &mut [u8],
     t: &mut T,
     on: &mut F,
 ) -> Result<(), H3Error> {
@@ -538,7 +536,7 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
             }
         }
         let input = buf.get(..c.len).unwrap_or(&[]);
-        let consumed = process(st, c, input, fields, t, on)?.min(c.len);
+        let consumed = process(st, c, input, t, on)?.min(c.len);
         buf.copy_within(consumed..c.len, 0);
         c.len -= consumed;
         if read == 0 && consumed == 0 {
@@ -568,7 +566,6 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
     st: &mut State,
     c: &mut Ctl,
     input: &[u8],
-    fields: &mut [u8],
     t: &mut T,
     on: &mut F,
 ) -> Result<usize, H3Error> {
@@ -753,9 +750,11 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 match h.ty {
                     frame_type::HEADERS => {
                         let limit = st.config.max_field_section_size;
-                        match decode_field_section(payload, limit, &mut *fields) {
-                            Ok(d) => {
-                                if let Err(e) = response_head(c, &d.fields, on) {
+                        // Each line is checked as it is decoded (nothing is stored).
+                        let mut lines = ResponseLines::new(limit, c.phase == Phase::Body);
+                        match decode_lines(payload, &mut lines) {
+                            Ok(()) => {
+                                if let Err(e) = response_head(c, lines.finish(), on) {
                                     stream_error(c, t, on, e);
                                 }
                             }
@@ -796,29 +795,28 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
 /// Checks a received head or trailer section (RFC 9114 §4.1.2, §4.3.2) and hands it on.
 fn response_head<F: FnMut(Event<'_>)>(
     c: &mut Ctl,
-    section: &FieldSection<'_>,
+    checked: Result<ResponseSection, H3Error>,
     on: &mut F,
 ) -> Result<(), H3Error> {
-    if c.phase == Phase::Body {
-        message::check_trailers(section)?;
+    let checked = checked?;
+    let Some(status) = checked.status else {
         // §4.1.2: the content must add up to the content-length by the trailers.
         if c.content_left.is_some_and(|l| l != 0) {
             return Err(H3Error::MessageError);
         }
         c.phase = Phase::Trailers;
-        on(Event::Trailers(*section));
+        on(Event::Trailers);
         return Ok(());
-    }
-    let status = message::parse_response(section)?;
+    };
     if status >= 200 {
-        let declared = message::content_length(section)?;
+        let declared = checked.content_length;
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
         // (RFC 9110 §6.4.1, §8.6).
         let bodyless = c.head_request || status == 204 || status == 304;
         c.content_left = if bodyless { None } else { declared };
         c.phase = Phase::Body;
     }
-    on(Event::Response { status, fields: *section });
+    on(Event::Response { status });
     Ok(())
 }
 
@@ -943,15 +941,15 @@ mod tests {
     /// An event with owned contents.
     #[derive(Clone, Debug, PartialEq, Eq)]
     enum Ev {
-        Response(u16, usize),
-        Trailers(usize),
+        Response(u16),
+        Trailers,
         Data(Vec<u8>),
         Finished,
         StreamError(H3Error),
         Reset(u64),
     }
 
-    type Dev = Client<272, 512>;
+    type Dev = Client<272>;
 
     struct Run {
         client: Dev,
@@ -1017,8 +1015,8 @@ mod tests {
             let events = &mut self.events;
             let res = self.client.poll(&mut self.t, |e| {
                 events.push(match e {
-                    Event::Response { status, fields } => Ev::Response(status, fields.len()),
-                    Event::Trailers(f) => Ev::Trailers(f.len()),
+                    Event::Response { status } => Ev::Response(status),
+                    Event::Trailers => Ev::Trailers,
                     Event::Data(d) => Ev::Data(d.to_vec()),
                     Event::Finished => Ev::Finished,
                     Event::StreamError(e) => Ev::StreamError(e),
@@ -1097,7 +1095,7 @@ mod tests {
         let mut r = Run::new(1024);
         r.feed(0, HEAD_200_LEN5, false);
         r.feed(0, &hex!("00 05 68656c6c6f"), true);
-        assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Finished]);
+        assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
         assert_eq!(r.body(), b"hello");
         assert_eq!(r.client.request(&mut r.t, &post, false, &mut scratch), Ok(4));
         assert_eq!(r.client.send_data(&mut r.t, &[7; 1024], true), Ok(1024));
@@ -1121,7 +1119,7 @@ mod tests {
             assert_eq!(r.error, None);
             assert_eq!(
                 r.framing(),
-                [Ev::Response(103, 1), Ev::Response(200, 2), Ev::Trailers(1), Ev::Finished]
+                [Ev::Response(103), Ev::Response(200), Ev::Trailers, Ev::Finished]
             );
             assert_eq!(r.body(), b"hello");
             assert!(r.t.stops.is_empty() && r.t.resets.is_empty());
@@ -1268,7 +1266,7 @@ mod tests {
             head.extend_from_slice(&block);
             r.feed(0, &head, true);
             assert_eq!(r.error, None, "{chunk}");
-            assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Finished], "{chunk}");
+            assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished], "{chunk}");
         });
     }
 
@@ -1325,7 +1323,7 @@ mod tests {
         r.t.incoming.get_mut(&0).unwrap().reset = Some(0x10c);
         r.poll();
         assert_eq!(r.error, None);
-        assert_eq!(r.framing(), [Ev::Response(200, 2), Ev::Reset(0x10c)]);
+        assert_eq!(r.framing(), [Ev::Response(200), Ev::Reset(0x10c)]);
         // A POST whose sending side the server stops: we reset it with its code.
         let mut scratch = [0u8; 128];
         let post = Request::post(b"mote.example", b"/upload");
@@ -1393,7 +1391,7 @@ mod tests {
         assert_eq!(r.client.goaway_received(), Some(0));
         // The GET (ID 0 < 4) still completes; no new request starts.
         r.feed(0, &hex!("01 03 0000 d9"), true);
-        assert_eq!(r.framing(), [Ev::Response(200, 1), Ev::Finished]);
+        assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
         let mut s = [0u8; 64];
         assert_eq!(r.client.request(&mut r.t, &get(), true, &mut s), Err(SendError::GoingAway));
     }

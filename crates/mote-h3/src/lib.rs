@@ -45,6 +45,7 @@ pub mod message;
 pub mod qpack;
 #[cfg(feature = "quic")]
 pub mod quic;
+mod response_lines;
 
 // Session tests pair a client with a server.
 #[cfg(all(test, feature = "server"))]

@@ -148,10 +148,12 @@ const NAME_BYTES: [u8; 16] = {
 
 /// Field name rules (RFC 9114 §4.2, RFC 9110 §5.1): non-empty tokens in lower case.
 fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty()
-        && name.iter().all(|&c| {
-            NAME_BYTES.get(usize::from(c >> 3)).is_some_and(|bits| (bits >> (c & 7)) & 1 != 0)
-        })
+    !name.is_empty() && name.iter().all(|&c| name_byte_ok(c))
+}
+
+/// One byte of a field name (see [`valid_name`]).
+pub(crate) fn name_byte_ok(c: u8) -> bool {
+    NAME_BYTES.get(usize::from(c >> 3)).is_some_and(|bits| (bits >> (c & 7)) & 1 != 0)
 }
 
 /// Field value rules (RFC 9114 §4.2, RFC 9110 §5.5): no NUL, CR or LF, no leading or
@@ -170,18 +172,26 @@ const CONNECTION_SPECIFIC: &[u8] =
 /// Connection-specific fields are malformed in HTTP/3 (§4.2); `te` may only say
 /// "trailers".
 pub(crate) fn regular_field_ok(name: &[u8], value: &[u8]) -> bool {
-    let mut rest = CONNECTION_SPECIFIC;
-    while let Some((&len, tail)) = rest.split_first() {
-        let Some((banned, tail)) = tail.split_at_checked(usize::from(len)) else { break };
-        if name == banned {
-            return false;
-        }
-        rest = tail;
+    if connection_specific(name) {
+        return false;
     }
     if name == b"te" {
         return value == b"trailers";
     }
     valid_name(name) && valid_value(value)
+}
+
+/// Whether `name` is one of [`CONNECTION_SPECIFIC`] (at most 17 bytes long).
+pub(crate) fn connection_specific(name: &[u8]) -> bool {
+    let mut rest = CONNECTION_SPECIFIC;
+    while let Some((&len, tail)) = rest.split_first() {
+        let Some((banned, tail)) = tail.split_at_checked(usize::from(len)) else { break };
+        if name == banned {
+            return true;
+        }
+        rest = tail;
+    }
+    false
 }
 
 /// A regular field line (no pseudo-header: `regular_field_ok` refuses a `:`). A device
@@ -267,26 +277,36 @@ pub fn parse_response(fields: &FieldSection<'_>) -> Result<u16, H3Error> {
 pub fn content_length(fields: &FieldSection<'_>) -> Result<Option<u64>, H3Error> {
     let mut declared = None;
     for f in fields.iter().filter(|f| f.name == b"content-length") {
-        if f.value.is_empty() {
-            return Err(H3Error::MessageError);
-        }
-        let mut v = 0u64;
-        for &c in f.value {
-            if !c.is_ascii_digit() {
-                return Err(H3Error::MessageError);
-            }
-            v = v
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(c - b'0')))
-                .filter(|v| *v <= crate::coding::VARINT_MAX)
-                .ok_or(H3Error::MessageError)?;
-        }
-        if declared.is_some_and(|d| d != v) {
-            return Err(H3Error::MessageError);
-        }
-        declared = Some(v);
+        add_content_length(&mut declared, f.value)?;
     }
     Ok(declared)
+}
+
+/// Parses one content-length value into `declared` (see [`content_length`]).
+fn add_content_length(declared: &mut Option<u64>, value: &[u8]) -> Result<(), H3Error> {
+    if value.is_empty() {
+        return Err(H3Error::MessageError);
+    }
+    let mut v = 0u64;
+    for &c in value {
+        v = push_digit(v, c).ok_or(H3Error::MessageError)?;
+    }
+    if declared.is_some_and(|d| d != v) {
+        return Err(H3Error::MessageError);
+    }
+    *declared = Some(v);
+    Ok(())
+}
+
+/// `v` followed by the decimal digit `c`, if `c` is a digit and the result is below 2^62
+/// (a content-length no stream can carry is malformed).
+pub(crate) fn push_digit(v: u64, c: u8) -> Option<u64> {
+    if !c.is_ascii_digit() {
+        return None;
+    }
+    v.checked_mul(10)
+        .and_then(|v| v.checked_add(u64::from(c - b'0')))
+        .filter(|v| *v <= crate::coding::VARINT_MAX)
 }
 
 /// Checks a received trailer section: no pseudo-header fields (§4.3).

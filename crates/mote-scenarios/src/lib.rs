@@ -37,8 +37,8 @@ use mote_tls::{
 /// Stream slots of the device connection (two it opens, one the server may open).
 pub const DEVICE_STREAMS: usize = 3;
 /// The firmware's HTTP/3 client (`Setup::http3_device_client`): four 272-byte stream
-/// buffers and 512 bytes of decoded fields, as on the device.
-type DeviceH3 = mote_h3::client::Client<272, 512>;
+/// buffers, as on the device.
+type DeviceH3 = mote_h3::client::Client<272>;
 /// Its configuration: the firmware's.
 const DEVICE_H3_CONFIG: mote_h3::Config = mote_h3::Config {
     max_field_section_size: 512,

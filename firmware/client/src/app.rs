@@ -51,9 +51,9 @@ const FRAME: usize = 1 + 1500 + 2;
 const TICKET: usize = 512;
 
 /// The HTTP/3 client: four receive streams (three server uni streams, the request) of
-/// 272 bytes (a 256-byte HEADERS frame or a SETTINGS frame fits) and 512 bytes of decoded
-/// fields.
-type H3 = Client<272, 512>;
+/// 272 bytes (a 256-byte HEADERS frame or a SETTINGS frame fits); response heads are
+/// checked line by line as they are decoded (no decoded-fields buffer).
+type H3 = Client<272>;
 const H3_CONFIG: H3Config = H3Config {
     max_field_section_size: 512,
     max_encoded_field_section: 256,

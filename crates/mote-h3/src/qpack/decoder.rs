@@ -117,6 +117,36 @@ pub(crate) fn decode_with<'o, T: TableView>(
     limit: u64,
     out: &'o mut [u8],
 ) -> Result<Decoded<'o>, DecodeError> {
+    let mut w = SectionWriter::new(out, limit);
+    let required_insert_count = decode_into(table, block, &mut w)?;
+    Ok(Decoded { fields: w.finish(), required_insert_count })
+}
+
+/// Where decoded field lines go: a [`SectionWriter`] (a buffer of lines) or a check that
+/// looks at each line as it is decoded and keeps nothing (the device client's
+/// `response_lines`).
+pub(crate) trait LineSink {
+    /// Takes one field line; fails as [`SectionWriter::push`] does.
+    fn push(&mut self, name: Src<'_>, value: Src<'_>, never: bool) -> Result<(), PushError>;
+}
+
+impl LineSink for SectionWriter<'_> {
+    fn push(&mut self, name: Src<'_>, value: Src<'_>, never: bool) -> Result<(), PushError> {
+        SectionWriter::push(self, name, value, never)
+    }
+}
+
+/// Decodes a field section without a dynamic table into `sink`, line by line.
+pub(crate) fn decode_lines<S: LineSink>(block: &[u8], sink: &mut S) -> Result<(), DecodeError> {
+    decode_into(&NoTable, block, sink).map(|_| ())
+}
+
+/// Decodes a field section into `w`; returns its Required Insert Count.
+fn decode_into<T: TableView, S: LineSink>(
+    table: &T,
+    block: &[u8],
+    w: &mut S,
+) -> Result<u64, DecodeError> {
     // Encoded Field Section Prefix (§4.5.1).
     let (encoded_ric, n) = decode_int(block, 8).map_err(incomplete)?;
     let required_insert_count =
@@ -149,7 +179,6 @@ pub(crate) fn decode_with<'o, T: TableView>(
     let relative = |i: u64| base.checked_sub(i).and_then(|b| b.checked_sub(1));
     let post_base = |i: u64| base.checked_add(i);
 
-    let mut w = SectionWriter::new(out, limit);
     while let Some(&b) = rest.first() {
         // The representation (§4.5.2–§4.5.6) from its first bits: the prefix of its index,
         // what the index refers to, whether a literal value follows, the N bit.
@@ -194,7 +223,7 @@ pub(crate) fn decode_with<'o, T: TableView>(
         };
         pushed(w.push(name, value, never))?;
     }
-    Ok(Decoded { fields: w.finish(), required_insert_count })
+    Ok(required_insert_count)
 }
 
 /// Decodes an encoded field section with no dynamic table (the device profile, which
