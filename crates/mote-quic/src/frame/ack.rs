@@ -1,8 +1,7 @@
 //! ACK frames (RFC 9000 §19.3) without allocation.
 //!
-//! A received ACK keeps a borrow of its encoded ACK Range section, validated at parse time
-//! with `std`; [`AckRanges`] walks it again to yield the acknowledged packet-number ranges
-//! (without `std` that walk is the only decoding pass, see [`AckRanges`]). An ACK
+//! A received ACK keeps a borrow of its encoded ACK Range section, validated once at parse
+//! time; [`AckRanges`] walks it again to yield the acknowledged packet-number ranges. An ACK
 //! to send borrows the caller's own list of inclusive ranges ([`Ack::new`]) and encodes it
 //! straight into the packet.
 
@@ -126,9 +125,7 @@ impl<'a> Ack<'a> {
     }
 
     /// The acknowledged ranges as inclusive `(smallest, largest)` packet numbers, highest
-    /// first. With `std` every yielded range is valid: parsing rejected any that would go
-    /// below zero. Without `std` such a range ends the walk as the inverted `(1, 0)`, which
-    /// recovery rejects (FRAME_ENCODING_ERROR).
+    /// first. Every yielded range is valid: parsing rejected any that would go below zero.
     pub fn ranges(&self) -> AckRanges<'a> {
         AckRanges::new(self.largest, self.source)
     }
@@ -238,19 +235,11 @@ impl<'a> Ack<'a> {
             let len = r.varint_u64()?;
             // RFC 9000 §19.3.1: largest = previous smallest - Gap - 2, smallest = largest -
             // ACK Range Length; either going negative is a FRAME_ENCODING_ERROR.
-            // Issue 8: the device only finds the section's end here; its one decoding pass
-            // is `AckRanges`, whose underflow yields an inverted range that recovery's
-            // `validate_ack` closes the connection for with the same code and frame type.
-            #[cfg(feature = "std")]
-            {
-                let largest_i = smallest
-                    .checked_sub(gap)
-                    .and_then(|v| v.checked_sub(2))
-                    .ok_or(WireError::InvalidFrame(ty))?;
-                smallest = largest_i.checked_sub(len).ok_or(WireError::InvalidFrame(ty))?;
-            }
-            #[cfg(not(feature = "std"))]
-            let _ = (gap, len, &mut smallest);
+            let largest_i = smallest
+                .checked_sub(gap)
+                .and_then(|v| v.checked_sub(2))
+                .ok_or(WireError::InvalidFrame(ty))?;
+            smallest = largest_i.checked_sub(len).ok_or(WireError::InvalidFrame(ty))?;
             i += 1;
         }
         let used = before.saturating_sub(r.remaining());
@@ -278,8 +267,7 @@ impl Eq for Ack<'_> {}
 
 /// Iterator over an ACK frame's acknowledged ranges, as inclusive `(smallest, largest)`
 /// packet numbers, highest first. Returned by [`Ack::ranges`]; it does constant work per
-/// range and never panics. Without `std` it is a received ACK's only decoding pass: a range
-/// going below zero (RFC 9000 §19.3.1) is yielded as `(1, 0)` and ends the walk.
+/// range and never panics.
 #[derive(Clone, Debug)]
 pub struct AckRanges<'a> {
     inner: Inner<'a>,
@@ -338,28 +326,23 @@ impl Iterator for AckRanges<'_> {
                 if *remaining == 0 {
                     return None;
                 }
-                let (Ok(gap), Ok(len)) = (r.varint_u64(), r.varint_u64()) else {
-                    *remaining = 0;
-                    return None;
-                };
-                // RFC 9000 §19.3.1: largest = previous smallest - Gap - 2, smallest =
-                // largest - ACK Range Length. With `std` the parser already rejected a range
-                // going below zero; without it this is the only decoding pass, and such a
-                // range is yielded inverted, `(1, 0)`, ending the iteration: recovery's
-                // `validate_ack` rejects it as a FRAME_ENCODING_ERROR.
-                let range = smallest
-                    .checked_sub(gap)
-                    .and_then(|v| v.checked_sub(2))
-                    .and_then(|hi| Some((hi.checked_sub(len)?, hi)));
-                match range {
-                    Some(range) => {
-                        *smallest = range.0;
+                // Validated at parse time (no range goes below zero, so the saturating
+                // subtractions are exact); a failure here only ends the iteration.
+                let step = (|| {
+                    let gap = r.varint_u64().ok()?;
+                    let len = r.varint_u64().ok()?;
+                    let largest = smallest.sat_sub(gap).sat_sub(2);
+                    Some((largest.sat_sub(len), largest))
+                })();
+                match step {
+                    Some((s, l)) => {
+                        *smallest = s;
                         *remaining -= 1;
-                        Some(range)
+                        Some((s, l))
                     }
                     None => {
                         *remaining = 0;
-                        Some((1, 0))
+                        None
                     }
                 }
             }

@@ -123,9 +123,8 @@ pub enum RecoveryError {
     /// An ACK covers a packet number deliberately skipped to detect optimistic ACKs (RFC
     /// 9000 §21.4: PROTOCOL_VIOLATION).
     AckOfSkippedPacket,
-    /// ACK ranges that are empty, inverted, overlapping or not in descending order
-    /// (FRAME_ENCODING_ERROR). A hand-built iterator can yield these; so can a received ACK
-    /// without `std`, whose range going below zero (RFC 9000 §19.3.1) ends in `(1, 0)`.
+    /// ACK ranges that are empty, inverted, overlapping or not in descending order. The
+    /// wire parser never yields these; a hand-built iterator can (FRAME_ENCODING_ERROR).
     InvalidAckRanges,
     /// No free sent-packet record: the caller must not send ack-eliciting or in-flight
     /// packets in this space until ACKs or losses free some ([`SentPackets::is_full`]).

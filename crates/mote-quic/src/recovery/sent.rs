@@ -552,44 +552,27 @@ impl<T: Copy> SentRecords<T> {
 
     /// RFC 9000 §13.1, §21.4: checks the first `cap` ranges before anything changes. Ranges
     /// must be non-empty, descending and disjoint; none may reach a packet number not yet
-    /// used, nor cover a remembered skipped one. Without `std` every range's shape is
-    /// checked, and a shape error wins over a packet-number one (RFC 9000 §19.3.1).
+    /// used, nor cover a remembered skipped one.
     pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<(), RecoveryError>
     where
         I: Iterator<Item = (u64, u64)>,
     {
         let mut prev_smallest: Option<u64> = None;
-        // Issue 8: without `std` the wire's ranges are decoded only here (RFC 9000 §19.3.1
-        // underflow arrives as an inverted range), so every range is walked for its shape;
-        // the packet-number checks stay on the first `cap`, the ones recovery uses.
-        #[cfg(feature = "std")]
-        let ranges = ranges.take(cap);
-        let mut ranges = ranges.enumerate();
-        #[cfg_attr(feature = "std", allow(clippy::while_let_on_iterator))]
-        while let Some((n, (lo, hi))) = ranges.next() {
+        let mut any = false;
+        for (lo, hi) in ranges.take(cap) {
+            any = true;
             if lo > hi || prev_smallest.is_some_and(|p| hi >= p) {
                 return Err(RecoveryError::InvalidAckRanges);
             }
-            prev_smallest = Some(lo);
-            let pn_error = if n >= cap {
-                continue;
-            } else if hi >= self.next_pn {
-                RecoveryError::AckOfUnsentPacket
-            } else if self.skipped.iter().any(|&s| s != NO_PN && lo <= s && s <= hi) {
-                RecoveryError::AckOfSkippedPacket
-            } else {
-                continue;
-            };
-            // Without `std`, a malformed frame must still be a FRAME_ENCODING_ERROR whatever
-            // it acknowledges (as the host's parser makes it): the rest is checked for the
-            // inverted range an underflow yields.
-            #[cfg(not(feature = "std"))]
-            if ranges.any(|(_, (lo, hi))| lo > hi) {
-                return Err(RecoveryError::InvalidAckRanges);
+            if hi >= self.next_pn {
+                return Err(RecoveryError::AckOfUnsentPacket);
             }
-            return Err(pn_error);
+            if self.skipped.iter().any(|&s| s != NO_PN && lo <= s && s <= hi) {
+                return Err(RecoveryError::AckOfSkippedPacket);
+            }
+            prev_smallest = Some(lo);
         }
-        if prev_smallest.is_some() {
+        if any {
             Ok(())
         } else {
             Err(RecoveryError::InvalidAckRanges)
