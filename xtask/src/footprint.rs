@@ -65,15 +65,15 @@ pub const GOAL_BYTES: u64 = 45 * 1024;
 /// SHA-256/512, X25519 and Edwards operations over the crates' primitives for stack, the
 /// `stats` feature made real, 64-bit saturating helpers out of line, the device's QPACK
 /// static table and TLS key schedule written in place, 32-bit received packet numbers,
-/// a sticky-error reader for the TLS parsers), then to 77,140 B + 1,024 B by the sixth
+/// a sticky-error reader for the TLS parsers), then to 77,304 B + 1,024 B by the sixth
 /// (a one-request HTTP/3 device client, a one-offer ClientHello template, one unprotect path
 /// and one frame loop on receive, one frame writer and the client's transport parameters
-/// written directly on send, compact stream bookkeeping, one-pass ACKs, identical-code
+/// written directly on send, compact stream bookkeeping, ACK ranges walked from the frame, identical-code
 /// folding; and the client measured without the QEMU harness's `selfmeasure` code, whose
 /// image is the `qemu` row).
 /// Lower it as the image shrinks; never raise it to absorb growth without a reason in the
 /// commit.
-pub const BUDGET_BYTES: u64 = 77_140 + 1_024;
+pub const BUDGET_BYTES: u64 = 77_304 + 1_024;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
