@@ -186,8 +186,8 @@ struct State {
 const REQ: usize = 0;
 /// Slots: the request stream and three peer unidirectional streams.
 const SLOTS: usize = 4;
-/// Room for the control stream's bytes: type, SETTINGS (two pairs: at most 3 + 21 bytes),
-/// grease frame (at most 9 bytes).
+/// Room for the control stream's bytes: stream type, SETTINGS header (3 bytes with the
+/// stream type) and two pairs (at most 1 + 8 + 8 + 8 = 25 bytes), grease frame (at most 9).
 const CONTROL_BYTES: usize = 40;
 /// Room for a HEADERS frame header (1-byte type, up to 8-byte length) in front of the
 /// encoded section in the caller's scratch buffer.
@@ -287,7 +287,7 @@ impl<const CAP: usize> Client<CAP> {
             Some(id) => id,
             None => *self.st.control.insert(t.open_uni().ok_or(SendError::StreamLimit)?),
         };
-        // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 21
+        // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 25
         // bytes, below 64), its payload, then the grease frame.
         let mut buf = [0u8; CONTROL_BYTES];
         let (head, payload) = buf.split_at_mut(3);

@@ -378,78 +378,61 @@ where
         #[cfg(not(feature = "server"))]
         return super::client_tp::encode_client(config, N, recv_buf, &cids.local, compatible, out)
             .map_err(|_| ConnectError::Config);
+        // Every other build goes through the general encoder.
         #[cfg(feature = "server")]
-        Self::encode_tp(
-            config, side, compatible, recv_buf, cids, token0, provider, drbg, local_cids, out,
-        )
-    }
-
-    /// [`Self::encode_local_tp`] through [`crate::transport_params::TransportParameters::encode`]
-    /// (server builds).
-    #[cfg(feature = "server")]
-    #[allow(clippy::too_many_arguments, clippy::field_reassign_with_default, unused_variables)]
-    fn encode_tp(
-        config: &ConnectionConfig,
-        side: Side,
-        compatible: Option<crate::version::Version>,
-        recv_buf: usize,
-        cids: &Cids,
-        token0: ResetToken,
-        provider: &P,
-        drbg: &mut Drbg<P>,
-        local_cids: &mut cids::LocalCids,
-        out: &mut [u8; LOCAL_TP_MAX],
-    ) -> Result<usize, ConnectError> {
-        let version = config.version;
-        // Assigned field by field after `default()` (issue 8): the struct-update form
-        // measured 84 B larger on the device (hence the clippy allowance above).
-        let mut tp = crate::transport_params::TransportParameters::default();
-        tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
-        tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
-        // Advertise the stream counts the table will accept (capped to the N slots).
-        config.streams.for_slots(N).apply_to(&mut tp, recv_buf);
-        tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);
-        // RFC 9000 §18.2: without migration support, ask the peer not to migrate.
-        tp.disable_active_migration = !cfg!(feature = "migration");
-        tp.active_connection_id_limit = VarInt::from_u32(cids::REMOTE_CIDS as u32);
-        tp.initial_source_connection_id = Some(cids.local);
-        // RFC 9368 §3: our version_information: the version in use and every version we
-        // would use on this connection, the compatible version first as our preference (a
-        // server picking by the client's order, as aioquic does, then upgrades a client
-        // that offers it; the order does not matter to mote's server).
-        tp.version_information = Some(match compatible {
-            Some(c) => crate::transport_params::VersionInformation::new(version, &[c, version]),
-            None => crate::transport_params::VersionInformation::new(version, &[version]),
-        });
-        // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
-        #[cfg(feature = "datagram")]
         {
-            tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
-        }
-        if side == Side::Server {
-            // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
-            // Retry's SCID.
-            tp.original_destination_connection_id = Some(cids.original_dcid);
-            tp.retry_source_connection_id = cids.retry_scid;
-            // RFC 9000 §10.3: the server's token for its handshake connection ID.
-            #[cfg(feature = "stateless-reset")]
-            if config.stateless_reset_key.is_some() {
-                tp.stateless_reset_token = Some(token0);
+            let version = config.version;
+            // Assigned field by field after `default()` (issue 8): the struct-update form
+            // measured 84 B larger on the device (hence the clippy allowance above).
+            let mut tp = crate::transport_params::TransportParameters::default();
+            tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
+            tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
+            // Advertise the stream counts the table will accept (capped to the N slots).
+            config.streams.for_slots(N).apply_to(&mut tp, recv_buf);
+            tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);
+            // RFC 9000 §18.2: without migration support, ask the peer not to migrate.
+            tp.disable_active_migration = !cfg!(feature = "migration");
+            tp.active_connection_id_limit = VarInt::from_u32(cids::REMOTE_CIDS as u32);
+            tp.initial_source_connection_id = Some(cids.local);
+            // RFC 9368 §3: our version_information: the version in use and every version we
+            // would use on this connection, the compatible version first as our preference (a
+            // server picking by the client's order, as aioquic does, then upgrades a client
+            // that offers it; the order does not matter to mote's server).
+            tp.version_information = Some(match compatible {
+                Some(c) => crate::transport_params::VersionInformation::new(version, &[c, version]),
+                None => crate::transport_params::VersionInformation::new(version, &[version]),
+            });
+            // RFC 9221 §3: offer DATAGRAM frames up to the configured size.
+            #[cfg(feature = "datagram")]
+            {
+                tp.max_datagram_frame_size = VarInt::from(config.max_datagram_frame_size);
             }
-            // RFC 9000 §9.6: the preferred address comes with connection ID sequence 1.
-            #[cfg(feature = "migration")]
-            if let Some(addr) = config.preferred_address {
-                let cid = random_cid(drbg, config.local_cid_len)?;
-                let token = rotation::reset_token(provider, config, drbg, &cid)
-                    .map_err(ConnectError::Crypto)?;
-                if !cid.is_empty() && local_cids.issue(cid, token, true) {
-                    tp.preferred_address = Some(super::migrate::preferred_param(addr, cid, token));
+            if side == Side::Server {
+                // RFC 9000 §7.3: a server names the client's first DCID and, after a Retry, the
+                // Retry's SCID.
+                tp.original_destination_connection_id = Some(cids.original_dcid);
+                tp.retry_source_connection_id = cids.retry_scid;
+                // RFC 9000 §10.3: the server's token for its handshake connection ID.
+                #[cfg(feature = "stateless-reset")]
+                if config.stateless_reset_key.is_some() {
+                    tp.stateless_reset_token = Some(token0);
+                }
+                // RFC 9000 §9.6: the preferred address comes with connection ID sequence 1.
+                #[cfg(feature = "migration")]
+                if let Some(addr) = config.preferred_address {
+                    let cid = random_cid(drbg, config.local_cid_len)?;
+                    let token = rotation::reset_token(provider, config, drbg, &cid)
+                        .map_err(ConnectError::Crypto)?;
+                    if !cid.is_empty() && local_cids.issue(cid, token, true) {
+                        tp.preferred_address =
+                            Some(super::migrate::preferred_param(addr, cid, token));
+                    }
                 }
             }
+            let mut w = Writer::new(out);
+            tp.encode(&mut w).map_err(|_| ConnectError::Config)?;
+            Ok(w.position())
         }
-        let mut w = Writer::new(out);
-        tp.encode(&mut w).map_err(|_| ConnectError::Config)?;
-        Ok(w.position())
     }
 
     /// Names every field (an exhaustive pattern, never called): adding a field to

@@ -100,13 +100,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
 
     /// The highest offset + 1 of any byte held, in order or not.
     pub fn highest_stored(&self) -> u64 {
-        #[allow(unused_mut)]
-        let mut hi = self.contiguous;
+        // Without `reorder` nothing is held past the contiguous prefix.
         #[cfg(feature = "reorder")]
-        for (_, e) in self.ranges.iter() {
-            hi = hi.max(e);
-        }
-        hi
+        return self.ranges.iter().fold(self.contiguous, |hi, (_, e)| hi.max(e));
+        #[cfg(not(feature = "reorder"))]
+        self.contiguous
     }
 
     /// Index in the ring of stream offset `offset`, which must lie in
