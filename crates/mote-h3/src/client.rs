@@ -42,7 +42,8 @@ pub enum Read {
     Fin,
     /// The peer reset the stream with this application error code.
     Reset(u64),
-    /// The stream is gone (we stopped reading it, or it is fully closed).
+    /// The stream is gone: we stopped reading it, it is fully closed, or the connection is
+    /// closed. A stream's end ([`Read::Fin`], [`Read::Reset`]) is read before it is gone.
     Gone,
 }
 
@@ -522,13 +523,19 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
                 Read::Fin => c.fin = true,
                 Read::Blocked => break,
                 r => {
-                    // RFC 9114 §6.2.1, RFC 9204 §4.2: critical streams may not be closed.
-                    if matches!(c.kind, Kind::Control | Kind::Encoder | Kind::Decoder) {
-                        return Err(H3Error::ClosedCriticalStream);
+                    if let Read::Reset(code) = r {
+                        // RFC 9114 §6.2.1, RFC 9204 §4.2: critical streams may not be
+                        // closed.
+                        if matches!(c.kind, Kind::Control | Kind::Encoder | Kind::Decoder) {
+                            return Err(H3Error::ClosedCriticalStream);
+                        }
+                        if c.kind == Kind::Request {
+                            on(Event::Reset(code));
+                        }
                     }
-                    if let (Read::Reset(code), Kind::Request) = (r, c.kind) {
-                        on(Event::Reset(code));
-                    }
+                    // Gone before its end was read: QUIC dropped the stream because the
+                    // connection closed (we never stop a critical stream), so the app sees
+                    // the peer's close, not H3_CLOSED_CRITICAL_STREAM of ours.
                     c.kind = Kind::Done;
                     c.len = 0;
                     return Ok(());
@@ -808,12 +815,17 @@ fn response_head<F: FnMut(Event<'_>)>(
         on(Event::Trailers);
         return Ok(());
     };
+    // RFC 9114 §4.5: HTTP/3 has no 101 (Switching Protocols); such a head is malformed.
+    if status == 101 {
+        return Err(H3Error::MessageError);
+    }
     if status >= 200 {
         let declared = checked.content_length;
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
-        // (RFC 9110 §6.4.1, §8.6).
+        // (RFC 9110 §6.4.1, §8.6; RFC 9114 §4.1.2): content in DATA is malformed (empty
+        // DATA frames carry none).
         let bodyless = c.head_request || status == 204 || status == 304;
-        c.content_left = if bodyless { None } else { declared };
+        c.content_left = if bodyless { Some(0) } else { declared };
         c.phase = Phase::Body;
     }
     on(Event::Response { status });
@@ -1159,6 +1171,53 @@ mod tests {
     }
 
     #[test]
+    fn bodyless_responses_carry_no_content() {
+        // RFC 9110 §6.4.1, RFC 9114 §4.1.2: DATA with content after a 204 or 304 head, or
+        // after the head of a response to HEAD, is malformed; empty DATA frames are not.
+        let head = Request { method: b"HEAD", ..get() };
+        let cases: [(Request<'_>, &[u8], u16); 3] =
+            [(get(), &hex!("ff01"), 204), (get(), &hex!("da"), 304), (head, &hex!("d9"), 200)];
+        for (request, status, code) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::new(chunk);
+                let mut frame = vec![0x01, 2 + status.len() as u8, 0, 0];
+                frame.extend_from_slice(status);
+                if request.method == b"HEAD" {
+                    // The GET is over: send the HEAD after it.
+                    r.feed(0, &hex!("01 03 0000 d9"), true);
+                    let mut scratch = [0u8; 128];
+                    assert_eq!(r.client.request(&mut r.t, &request, true, &mut scratch), Ok(4));
+                    r.events.clear();
+                }
+                let id = r.client.request_id().unwrap();
+                r.feed(id, &frame, false);
+                r.feed(id, &hex!("00 00"), false);
+                assert_eq!(r.framing(), [Ev::Response(code)]);
+                r.feed(id, &hex!("00 01 61"), true);
+                assert_eq!(r.error, None);
+                assert_eq!(r.framing().last(), Some(&Ev::StreamError(H3Error::MessageError)));
+                assert!(r.t.stops.contains(&(id, H3Error::MessageError.code())));
+                assert!(r.body().is_empty());
+            });
+        }
+    }
+
+    #[test]
+    fn peer_close_is_not_a_closed_critical_stream() {
+        // After the peer's CONNECTION_CLOSE QUIC has no streams left: every stream reads
+        // as gone. That is not H3_CLOSED_CRITICAL_STREAM (the app sees the peer's close).
+        let mut r = Run::new(1024);
+        for s in r.t.incoming.values_mut() {
+            s.over = true;
+        }
+        r.poll();
+        assert_eq!(r.error, None);
+        assert_eq!(r.t.closed, None);
+        assert_eq!(r.client.closed(), None);
+        // A reset or finished control stream still is (test `control_stream_rules`).
+    }
+
+    #[test]
     fn malformed_responses_are_stream_errors() {
         // RFC 9114 §4.1.2, §4.3.2: each is H3_MESSAGE_ERROR on the request stream only.
         let cases: &[(&[u8], bool)] = &[
@@ -1186,6 +1245,8 @@ mod tests {
             (&hex!(""), true),
             // Pseudo-header in trailers.
             (&hex!("01 03 0000 d9  01 03 0000 d9"), true),
+            // 101 (RFC 9114 §4.5: not used in HTTP/3), as a literal `:status` value.
+            (&hex!("01 08 0000 5f09 03 313031"), false),
             // Trailers before the declared content is complete.
             (&hex!("01 06 0000 d9 54 01 35  01 08 0000 23 782d74 01 31"), true),
         ];
