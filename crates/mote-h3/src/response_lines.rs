@@ -116,7 +116,8 @@ impl ResponseLines {
             Src::One(a) => a.iter().try_for_each(|&c| each(c)),
             #[cfg(feature = "dynamic-table")]
             Src::Plain(a, b) => a.iter().chain(b).try_for_each(|&c| each(c)),
-            Src::Huffman(h) => huffman::decode_with(h, each),
+            // Only the bytes the checks tell apart (`huffman::decode_checked`).
+            Src::Huffman(h) => huffman::decode_checked(h, each),
             #[cfg(not(any(feature = "server", feature = "quic")))]
             Src::Absent(len) => {
                 *size = size

@@ -79,6 +79,62 @@ const fn build() -> Canonical {
 
 const BUILT: Canonical = build();
 static CANONICAL: Canonical = BUILT;
+/// The counts alone: all that [`decode_checked`] needs besides `SHORT`.
+static COUNT: [u8; MAX_LEN + 1] = BUILT.count;
+
+/// [`decode_checked`] tells apart the symbols of codes up to this many bits: NUL and every
+/// printable ASCII byte but the backslash.
+const SHORT_LEN: usize = 15;
+
+/// How many symbols have codes of at most `SHORT_LEN` bits.
+#[allow(clippy::indexing_slicing)]
+const fn short_count() -> usize {
+    let mut n = 0;
+    let mut len = 1;
+    while len <= SHORT_LEN {
+        n += BUILT.count[len] as usize;
+        len += 1;
+    }
+    n
+}
+const SHORT_COUNT: usize = short_count();
+
+/// The first `SHORT_COUNT` symbols in canonical order.
+#[allow(clippy::indexing_slicing)]
+const fn short_sorted() -> [u8; SHORT_COUNT] {
+    let mut out = [0u8; SHORT_COUNT];
+    let mut i = 0;
+    while i < SHORT_COUNT {
+        out[i] = BUILT.sorted[i];
+        i += 1;
+    }
+    out
+}
+static SHORT: [u8; SHORT_COUNT] = short_sorted();
+
+/// The position of `sym` (0..=256) in canonical order.
+#[allow(clippy::indexing_slicing)]
+const fn position(sym: usize) -> usize {
+    let len = LENGTHS[sym];
+    let mut pos = 0;
+    let mut s = 0;
+    while s < 257 {
+        if LENGTHS[s] < len || (LENGTHS[s] == len && s < sym) {
+            pos += 1;
+        }
+        s += 1;
+    }
+    pos
+}
+const HTAB_AT: usize = position(b'\t' as usize);
+const LF_AT: usize = position(b'\n' as usize);
+const CR_AT: usize = position(b'\r' as usize);
+const EOS_AT: usize = position(256);
+
+/// What [`decode_checked`] gives for every symbol it does not tell apart: like each of
+/// them, not a token character, not NUL/CR/LF, not whitespace, not a digit, and not in
+/// any name or value the response checks compare.
+pub(crate) const OTHER: u8 = 0x80;
 
 /// The code and its length in bits for byte `sym`, at compile time (tables coded in the
 /// image, such as the QPACK static table). The first code of a length is the previous
@@ -177,7 +233,7 @@ impl Walk {
         self.index += self.count as usize;
         self.first = (self.first + self.count) << 1;
         self.len += 1;
-        self.count = u32::from(CANONICAL.count.get(self.len).copied().unwrap_or(0));
+        self.count = u32::from(COUNT.get(self.len).copied().unwrap_or(0));
         self.len <= MAX_LEN
     }
 }
@@ -241,11 +297,39 @@ pub fn decode_with(
     input: &[u8],
     mut emit: impl FnMut(u8) -> Result<(), HuffmanError>,
 ) -> Result<(), HuffmanError> {
-    walk(input, &mut emit)
+    walk::<true>(input, &mut emit)
 }
 
-/// [`decode_with`]'s one copy: every caller shares it through a `dyn` callback.
-fn walk(
+/// Decodes Huffman-coded `input` as [`decode_with`] does (same errors), but tells apart
+/// only what the response checks look at: each symbol with a code of at most 15 bits
+/// (NUL, and every printable ASCII byte but the backslash), HTAB, CR and LF. Every other byte
+/// comes out as [`OTHER`], which every check treats as it treats each of them (test
+/// `checked_bytes_classify_as_the_bytes`). The device client's response checks use it:
+/// it needs the symbols of 95 codes (`SHORT`) instead of all 256 (`CANONICAL`).
+pub(crate) fn decode_checked(
+    input: &[u8],
+    mut emit: impl FnMut(u8) -> Result<(), HuffmanError>,
+) -> Result<(), HuffmanError> {
+    walk::<false>(input, &mut emit)
+}
+
+/// The symbol at `pos` in canonical order for [`decode_checked`]; `None` for EOS.
+fn checked_symbol(pos: usize) -> Option<u8> {
+    if let Some(&s) = SHORT.get(pos) {
+        return Some(s);
+    }
+    match pos {
+        HTAB_AT => Some(b'\t'),
+        LF_AT => Some(b'\n'),
+        CR_AT => Some(b'\r'),
+        EOS_AT => None,
+        _ => Some(OTHER),
+    }
+}
+
+/// [`decode_with`]'s (`EXACT`) or [`decode_checked`]'s one copy: every caller shares it
+/// through a `dyn` callback.
+fn walk<const EXACT: bool>(
     input: &[u8],
     emit: &mut dyn FnMut(u8) -> Result<(), HuffmanError>,
 ) -> Result<(), HuffmanError> {
@@ -265,9 +349,10 @@ fn walk(
             // Codes of this length are first..first + count.
             if let Some(delta) = code.checked_sub(w.first).filter(|&d| d < w.count) {
                 // Position 256 is EOS, which must never appear in the data.
+                let pos = w.index + delta as usize;
                 let sym =
-                    *CANONICAL.sorted.get(w.index + delta as usize).ok_or(HuffmanError::Invalid)?;
-                emit(sym)?;
+                    if EXACT { CANONICAL.sorted.get(pos).copied() } else { checked_symbol(pos) };
+                emit(sym.ok_or(HuffmanError::Invalid)?)?;
                 code = 0;
                 w = Walk::new();
                 ones = true;
@@ -418,7 +503,72 @@ mod tests {
         assert_eq!(decode(&hex!("f1e3"), &mut tiny), Err(HuffmanError::OutputFull));
     }
 
+    /// What [`decode_checked`] should give for byte `b`.
+    fn checked(b: u8) -> u8 {
+        if b == 0
+            || b == b'\t'
+            || b == b'\n'
+            || b == b'\r'
+            || (0x20..0x7f).contains(&b) && b != b'\\'
+        {
+            b
+        } else {
+            OTHER
+        }
+    }
+
+    fn dec_checked(b: &[u8]) -> Result<Vec<u8>, HuffmanError> {
+        let mut out = Vec::new();
+        decode_checked(b, |c| {
+            out.push(c);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Every byte that `decode_checked` does not tell apart looks like [`OTHER`] to every
+    /// response check: token character (names), NUL/CR/LF and whitespace (values),
+    /// digit (status, content-length), and none is in a name or value compared
+    /// (lower-case letters, digits, `-`, `:`).
+    #[test]
+    fn checked_bytes_classify_as_the_bytes() {
+        use crate::message::name_byte_ok;
+        let class = |c: u8| {
+            (
+                name_byte_ok(c),
+                matches!(c, 0 | b'\r' | b'\n'),
+                matches!(c, b' ' | b'\t'),
+                c.is_ascii_digit(),
+                c.is_ascii_lowercase() || c == b'-' || c == b':',
+            )
+        };
+        let mut others = 0;
+        for b in 0..=255u8 {
+            assert_eq!(dec_checked(&enc(&[b])).unwrap(), [checked(b)], "byte {b}");
+            assert_eq!(class(b), class(checked(b)), "byte {b}");
+            others += usize::from(checked(b) == OTHER && b != OTHER);
+        }
+        assert_eq!(others, 256 - 95 - 3 - 1);
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(
+            dec_checked(&enc(&all)).unwrap(),
+            all.iter().map(|&b| checked(b)).collect::<Vec<_>>()
+        );
+        // The same errors as `decode`.
+        for bad in [&hex!("ffffffff")[..], &[0b0001_1000], &[0b0001_1111, 0xff], &[0xff]] {
+            assert_eq!(dec_checked(bad), Err(HuffmanError::Invalid), "{bad:02x?}");
+        }
+        assert_eq!(dec_checked(&hex!("ffff ffff fc")), Err(HuffmanError::Invalid));
+        assert_eq!(dec_checked(&[0b0001_1111]).unwrap(), b"a");
+    }
+
     proptest! {
+        #[test]
+        fn checked_decoding_agrees(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let exact = dec(&b).map(|v| v.iter().map(|&c| checked(c)).collect::<Vec<_>>());
+            prop_assert_eq!(dec_checked(&b), exact);
+        }
+
         #[test]
         fn random_strings_round_trip(s in proptest::collection::vec(any::<u8>(), 0..200)) {
             prop_assert_eq!(dec(&enc(&s)).unwrap(), s);
