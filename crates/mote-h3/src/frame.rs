@@ -93,10 +93,17 @@ impl FrameHeader {
     /// Parses the frame header at the start of `input`: the header and its encoded length,
     /// or `None` if `input` ends inside it.
     pub fn parse(input: &[u8]) -> Option<(Self, usize)> {
-        let (ty, a) = decode_varint(input)?;
-        let (len, b) = decode_varint(input.get(a..)?)?;
-        Some((Self { ty, len }, a + b))
+        let (ty, len, n) = two_varints(input)?;
+        Some((Self { ty, len }, n))
     }
+}
+
+/// The two varints at the start of `input` (a frame header, a setting) and their encoded
+/// length, or `None` if `input` ends inside them.
+fn two_varints(input: &[u8]) -> Option<(u64, u64, usize)> {
+    let (a, m) = decode_varint(input)?;
+    let (b, n) = decode_varint(input.get(m..)?)?;
+    Some((a, b, m + n))
 }
 
 /// SETTINGS values (RFC 9114 §7.2.4.1, RFC 9204 §5). Absent settings take their defaults.
@@ -132,11 +139,26 @@ impl Settings {
     #[inline(never)]
     pub fn parse_max_field_section_size(payload: &[u8]) -> Result<Option<u64>, H3Error> {
         let mut max = None;
-        Self::each(payload, |id, value| {
+        let mut at = 0;
+        while let Some(rest) = payload.get(at..).filter(|r| !r.is_empty()) {
+            let (id, value, n) = two_varints(rest).ok_or(H3Error::FrameError)?;
+            if setting_id::is_http2_only(id) {
+                return Err(H3Error::SettingsError);
+            }
+            // A duplicate is found at its second occurrence (`each` looks ahead and finds
+            // it at the first): the same error, as only the last pair can be truncated.
+            let mut before = payload.get(..at).unwrap_or(&[]);
+            while let Some((earlier, _, m)) = two_varints(before) {
+                if earlier == id {
+                    return Err(H3Error::SettingsError);
+                }
+                before = before.get(m..).unwrap_or(&[]);
+            }
             if id == setting_id::MAX_FIELD_SECTION_SIZE {
                 max = Some(value);
             }
-        })?;
+            at += n;
+        }
         Ok(max)
     }
 
@@ -522,7 +544,16 @@ mod tests {
         // Unknown identifiers are ignored.
         assert_eq!(Settings::parse(&hex!("21 05 08 01")), Ok(Settings::default()));
         // The device's parse gives the same errors and the field section limit.
-        for p in [&hex!("06 01 06 02")[..], &hex!("06"), &hex!("02 00"), &hex!("21 05 08 01")] {
+        for p in [
+            &hex!("06 01 06 02")[..],
+            &hex!("06"),
+            &hex!("02 00"),
+            &hex!("21 05 08 01"),
+            &hex!("06 01 21 00 06 02 21"),
+            &hex!("21 00 06 01 02"),
+            &hex!("21 00 06 01 02 00 21 00"),
+            &hex!("4006 01 06 02 4021"),
+        ] {
             let full = Settings::parse(p).map(|s| s.max_field_section_size);
             assert_eq!(Settings::parse_max_field_section_size(p), full, "{p:02x?}");
         }
