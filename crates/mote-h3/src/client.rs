@@ -653,7 +653,8 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
             Kind::Control | Kind::Request => {
                 let request = c.kind == Kind::Request;
                 if c.left > 0 {
-                    let take = usize::try_from(c.left).unwrap_or(usize::MAX).min(rest.len());
+                    // Below `rest.len()`, so it fits a usize.
+                    let take = c.left.min(rest.len() as u64) as usize;
                     if take == 0 {
                         // §7.1: a stream may only end at a frame boundary.
                         return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
