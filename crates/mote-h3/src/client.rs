@@ -156,15 +156,7 @@ impl Ctl {
 
     /// Takes this slot for stream `id`.
     fn take(&mut self, id: u64, kind: Kind) {
-        self.id = id;
-        self.kind = kind;
-        self.left = 0;
-        self.phase = Phase::Head;
-        self.content_left = None;
-        self.head_sent = false;
-        self.sending = false;
-        self.len = 0;
-        self.fin = false;
+        *self = Self { id, kind, ..Self::EMPTY };
     }
 }
 
