@@ -515,19 +515,18 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
                 Read::Fin => c.fin = true,
                 Read::Blocked => break,
                 r => {
-                    if let Read::Reset(code) = r {
-                        // RFC 9114 §6.2.1, RFC 9204 §4.2: critical streams may not be
-                        // closed.
-                        if matches!(c.kind, Kind::Control | Kind::Encoder | Kind::Decoder) {
-                            return Err(H3Error::ClosedCriticalStream);
-                        }
-                        if c.kind == Kind::Request {
-                            on(Event::Reset(code));
-                        }
-                    }
-                    // Gone before its end was read: QUIC dropped the stream because the
-                    // connection closed (we never stop a critical stream), so the app sees
+                    // RFC 9114 §6.2.1, RFC 9204 §4.2: critical streams may not be closed
+                    // (reset). One gone before its end was read was dropped by QUIC because
+                    // the connection closed (we never stop a critical stream): the app sees
                     // the peer's close, not H3_CLOSED_CRITICAL_STREAM of ours.
+                    if r != Read::Gone
+                        && matches!(c.kind, Kind::Control | Kind::Encoder | Kind::Decoder)
+                    {
+                        return Err(H3Error::ClosedCriticalStream);
+                    }
+                    if let (Read::Reset(code), Kind::Request) = (r, c.kind) {
+                        on(Event::Reset(code));
+                    }
                     c.kind = Kind::Done;
                     c.len = 0;
                     return Ok(());
