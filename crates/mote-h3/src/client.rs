@@ -28,7 +28,9 @@ use crate::frame::{
 use crate::message::Request;
 use crate::qpack::decoder::decode_lines;
 use crate::qpack::prefix::{decode_int, PrefixError};
-use crate::qpack::{DecodeError, FieldEncoder};
+use crate::qpack::DecodeError;
+#[cfg(any(feature = "server", feature = "quic"))]
+use crate::qpack::FieldEncoder;
 use crate::response_lines::{ResponseLines, ResponseSection};
 
 /// What one read of a stream gave.
@@ -341,10 +343,16 @@ impl<const CAP: usize> Client<CAP> {
             return Err(SendError::InvalidState);
         }
         let body = scratch.get_mut(HEADERS_FRAME_HEADER..).ok_or(SendError::BufferTooSmall)?;
-        let mut enc = FieldEncoder::new(body)?;
-        request.encode(&mut enc)?;
-        let size = enc.size();
-        let len = enc.finish();
+        // A device-only build writes the head as one template (the same bytes).
+        #[cfg(not(any(feature = "server", feature = "quic")))]
+        let (len, size) = crate::qpack::encoder::encode_request(request, body)?;
+        #[cfg(any(feature = "server", feature = "quic"))]
+        let (len, size) = {
+            let mut enc = FieldEncoder::new(body)?;
+            request.encode(&mut enc)?;
+            let size = enc.size();
+            (enc.finish(), size)
+        };
         // §4.2.2: respect the peer's limit.
         if peer_max.is_some_and(|max| size > max) {
             return Err(SendError::FieldSectionTooLarge);

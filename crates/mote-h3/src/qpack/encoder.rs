@@ -9,7 +9,7 @@ use crate::error::BufferTooSmall;
 use super::fields::FIELD_OVERHEAD;
 use super::prefix::{encode_int, encode_string};
 #[cfg(not(any(feature = "server", feature = "quic")))]
-use super::static_device::find;
+use super::static_device::{find, get, Entry};
 #[cfg(any(feature = "server", feature = "quic"))]
 use super::static_table::find;
 use super::static_table::Match;
@@ -74,6 +74,93 @@ impl<'a> FieldEncoder<'a> {
     }
 }
 
+/// A field whose name has the static entries `first..first + count` (RFC 9204 Appendix
+/// A; the device table keeps their values): an Indexed Field Line if `value` is one of
+/// theirs (§4.5.2: `1 1 Index`, every index here is below 63), else a Literal Field Line
+/// referencing the first one's name (§4.5.4: `0 1 0 1 Index(4+)`), the value not
+/// Huffman-coded.
+/// RFC 9204 §4.1.1 (RFC 7541 §5.1): `v` as an integer with an `n`-bit prefix after the
+/// bits `flags`, as [`encode_int`] writes it; in machine words (a device's strings and
+/// static indices are far below 2^32).
+#[cfg(not(any(feature = "server", feature = "quic")))]
+fn put_int(out: &mut Out<'_>, v: usize, n: u8, flags: u8) -> Result<(), BufferTooSmall> {
+    let mask = (1usize << n) - 1;
+    if v < mask {
+        return out.put_u8(flags | v as u8);
+    }
+    out.put_u8(flags | mask as u8)?;
+    let mut rest = v - mask;
+    while rest >= 0x80 {
+        out.put_u8(0x80 | rest as u8)?;
+        rest >>= 7;
+    }
+    out.put_u8(rest as u8)
+}
+
+/// A string literal (§4.1.2) with an `n`-bit length prefix after `flags`, not
+/// Huffman-coded (as [`encode_string`] writes it in a device-only build).
+#[cfg(not(any(feature = "server", feature = "quic")))]
+fn put_str(out: &mut Out<'_>, s: &[u8], n: u8, flags: u8) -> Result<(), BufferTooSmall> {
+    put_int(out, s.len(), n, flags)?;
+    out.put_slice(s)
+}
+
+#[cfg(not(any(feature = "server", feature = "quic")))]
+fn known(out: &mut Out<'_>, first: u8, count: u8, value: &[u8]) -> Result<(), BufferTooSmall> {
+    for i in first..first + count {
+        if let Some(Entry::Known(_, v)) = get(u64::from(i)) {
+            if v == value {
+                return out.put_u8(0xc0 | i);
+            }
+        }
+    }
+    put_int(out, usize::from(first), 4, 0x50)?;
+    put_str(out, value, 7, 0)
+}
+
+/// A device-only build's request head (RFC 9114 §4.3.1), written as one template: the
+/// prefix (no dynamic table), `:method`, `:scheme`, `:authority` and `:path` by their
+/// static entries, then `headers`: content-length by its static entry, any other name as
+/// a literal. The same bytes as [`FieldEncoder`] with [`crate::Request::encode`] (whose
+/// device table knows only the pseudo-headers and content-length); the one difference is
+/// a pseudo-header among `headers` (a malformed request, §4.3), which goes out as a
+/// literal name instead of a static reference: the same field. Returns the encoded
+/// length and the size as §4.2.2 counts it.
+#[cfg(not(any(feature = "server", feature = "quic")))]
+pub(crate) fn encode_request(
+    request: &crate::Request<'_>,
+    buf: &mut [u8],
+) -> Result<(usize, u64), BufferTooSmall> {
+    let mut out = Out::new(buf);
+    // Required Insert Count 0, Base 0.
+    out.put_slice(&[0, 0])?;
+    // `:method` (15..=21), `:scheme` (22, 23), `:authority` (0), `:path` (1). The size
+    // starts with their names' lengths and overheads; every length counted is that of
+    // bytes written to `buf`, so it cannot overflow.
+    let mut size = 7 + 7 + 10 + 5 + 4 * FIELD_OVERHEAD as usize;
+    for (first, count, value) in [
+        (15, 7, request.method),
+        (22, 2, request.scheme),
+        (0, 1, request.authority),
+        (1, 1, request.path),
+    ] {
+        known(&mut out, first, count, value)?;
+        size += value.len();
+    }
+    for (name, value) in request.headers {
+        if *name == b"content-length" {
+            known(&mut out, 4, 1, value)?;
+        } else {
+            // Literal Field Line with Literal Name (§4.5.6): 0 0 1 N=0 H NameLen(3+).
+            put_str(&mut out, name, 3, 0x20)?;
+            put_str(&mut out, value, 7, 0)?;
+        }
+        size += name.len() + value.len() + FIELD_OVERHEAD as usize;
+    }
+    let size = size as u64;
+    Ok((out.position(), size))
+}
+
 /// Encodes `fields` as one field section into `out`, returning its length.
 pub fn encode_field_section(
     fields: &[(&[u8], &[u8])],
@@ -112,6 +199,77 @@ mod tests {
         } else {
             // A device-only build never Huffman-codes: B.1 byte for byte.
             assert_eq!(&buf[..n], out.written());
+        }
+    }
+
+    /// The device template writes what the field encoder writes, for the firmware's
+    /// requests and for every static method and scheme, other values, long strings and
+    /// other headers.
+    #[cfg(not(any(feature = "server", feature = "quic")))]
+    #[test]
+    fn request_template_matches_the_field_encoder() {
+        use super::super::static_table::STATIC_TABLE;
+        use crate::Request;
+        // The entries `known` is called with, and nothing of those names outside them.
+        let names = |i: usize| STATIC_TABLE[i].0;
+        assert!(
+            (15..=21).all(|i| names(i) == b":method") && (22..=23).all(|i| names(i) == b":scheme")
+        );
+        assert_eq!(
+            (names(0), names(1), names(4)),
+            (&b":authority"[..], &b":path"[..], &b"content-length"[..])
+        );
+        for (i, (n, _)) in STATIC_TABLE.iter().enumerate() {
+            let expected = match *n {
+                b":method" => (15..=21).contains(&i),
+                b":scheme" => (22..=23).contains(&i),
+                b":authority" => i == 0,
+                b":path" => i == 1,
+                b"content-length" => i == 4,
+                _ => true,
+            };
+            assert!(expected, "{i}");
+        }
+        const METHODS: [&[u8]; 7] =
+            [b"CONNECT", b"DELETE", b"GET", b"HEAD", b"OPTIONS", b"POST", b"PUT"];
+        const SCHEMES: [&[u8]; 2] = [b"http", b"https"];
+        let long = [b'a'; 300];
+        let headers: &[&[(&[u8], &[u8])]] = &[
+            &[],
+            &[(b"content-length", b"1024")],
+            &[(b"content-length", b"0"), (b"x-long-header-name", &long), (b"te", b"")],
+            &[(b"authorization", b"secret"), (b":path", b"/")],
+        ];
+        let values: &[&[u8]] = &[b"", b"/", b"GET", b"https", b"PATCH", b"coap", &long];
+        for &method in METHODS.iter().chain(values) {
+            for &scheme in SCHEMES.iter().chain(values) {
+                for &authority in values {
+                    for &path in values {
+                        for &headers in headers {
+                            let r = Request { method, scheme, authority, path, headers };
+                            let mut a = [0u8; 2048];
+                            let mut enc = FieldEncoder::new(&mut a).unwrap();
+                            r.encode(&mut enc).unwrap();
+                            let size = enc.size();
+                            let n = enc.finish();
+                            let mut b = [0u8; 2048];
+                            let (m, template_size) = encode_request(&r, &mut b).unwrap();
+                            assert_eq!(template_size, size);
+                            if headers.iter().any(|(n, _)| n.starts_with(b":")) {
+                                // A pseudo-header among the headers: a literal name here.
+                                assert_ne!(&a[..n], &b[..m]);
+                            } else {
+                                assert_eq!(&a[..n], &b[..m], "{r:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Too small a buffer is refused, never overrun.
+        let r = Request::get(b"mote.example", b"/5120");
+        for len in 0..20 {
+            assert_eq!(encode_request(&r, &mut vec![0u8; len]), Err(BufferTooSmall), "{len}");
         }
     }
 
