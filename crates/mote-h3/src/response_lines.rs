@@ -75,8 +75,8 @@ impl Seen {
 /// Checks the field lines of a response head (or trailers) as they are decoded; the
 /// decoded size is held to the limit byte by byte (RFC 9114 §4.2.2).
 pub(crate) struct ResponseLines {
-    limit: u64,
-    size: u64,
+    /// Bytes of the limit not used yet.
+    budget: usize,
     trailers: bool,
     status: Option<u16>,
     content_length: Option<u64>,
@@ -91,8 +91,10 @@ impl ResponseLines {
     /// A check of a response head, or of trailers (`trailers`), under `limit` bytes.
     pub(crate) fn new(limit: u64, trailers: bool) -> Self {
         Self {
-            limit,
-            size: 0,
+            // Clamped only where `usize` is narrower than the limit: a section is one
+            // HEADERS payload, each byte of which decodes to at most a static entry (under
+            // 110 bytes with its overhead), so no section reaches 2^32 bytes.
+            budget: usize::try_from(limit).unwrap_or(usize::MAX),
             trailers,
             status: None,
             content_length: None,
@@ -104,11 +106,10 @@ impl ResponseLines {
     /// Reads `src` into `seen`, counting its bytes against the limit; false if the bytes
     /// are not there (a device build's opaque static entry: counted, not seen).
     fn read(&mut self, src: Src<'_>, seen: &mut Seen) -> Result<bool, PushError> {
-        let limit = self.limit;
-        let size = &mut self.size;
+        let budget = &mut self.budget;
         // Each byte, plain or Huffman-decoded, is counted and seen here.
         let mut each = |c: u8| -> Result<(), HuffmanError> {
-            *size = size.checked_add(1).filter(|s| *s <= limit).ok_or(HuffmanError::OutputFull)?;
+            *budget = budget.checked_sub(1).ok_or(HuffmanError::OutputFull)?;
             seen.byte(c);
             Ok(())
         };
@@ -120,10 +121,7 @@ impl ResponseLines {
             Src::Huffman(h) => huffman::decode_checked(h, each),
             #[cfg(not(any(feature = "server", feature = "quic")))]
             Src::Absent(len) => {
-                *size = size
-                    .checked_add(len as u64)
-                    .filter(|s| *s <= limit)
-                    .ok_or(PushError::TooLarge)?;
+                *budget = budget.checked_sub(len).ok_or(PushError::TooLarge)?;
                 return Ok(false);
             }
         };
@@ -160,11 +158,8 @@ impl ResponseLines {
 
 impl LineSink for ResponseLines {
     fn push(&mut self, name: Src<'_>, value: Src<'_>, _never: bool) -> Result<(), PushError> {
-        self.size = self
-            .size
-            .checked_add(FIELD_OVERHEAD)
-            .filter(|s| *s <= self.limit)
-            .ok_or(PushError::TooLarge)?;
+        self.budget =
+            self.budget.checked_sub(FIELD_OVERHEAD as usize).ok_or(PushError::TooLarge)?;
         let mut n = Seen::new();
         let name_seen = self.read(name, &mut n)?;
         let mut v = Seen::new();
