@@ -38,6 +38,8 @@ struct Seen {
 }
 
 impl Seen {
+    // Out of line: one copy for the name and the value.
+    #[inline(never)]
     fn new() -> Self {
         Self { len: 0, head: [0; KEPT], token: true, clean: true, last: 0, number: Some(0) }
     }
