@@ -480,7 +480,7 @@ impl<const CAP: usize> Client<CAP> {
         if let Some(id) = refused {
             // Bounded by QUIC's stream limit (three for a device); one refusal per poll,
             // the next poll finds the rest.
-            t.stop_sending(id, H3Error::ExcessiveLoad.code());
+            stop_sending(t, id, H3Error::ExcessiveLoad);
         }
         let Self { st, slots, bufs } = self;
         for (c, buf) in slots.iter_mut().zip(bufs.iter_mut()) {
@@ -551,6 +551,12 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
     }
 }
 
+/// STOP_SENDING on `id` with `e` (one copy of the transport call for every caller).
+#[inline(never)]
+fn stop_sending<T: Transport>(t: &mut T, id: u64, e: H3Error) {
+    t.stop_sending(id, e.code());
+}
+
 /// Fails the request stream with `code`: stop reading, stop writing, drop the rest.
 fn stream_error<T: Transport, F: FnMut(Event<'_>)>(
     c: &mut Ctl,
@@ -558,7 +564,7 @@ fn stream_error<T: Transport, F: FnMut(Event<'_>)>(
     on: &mut F,
     code: H3Error,
 ) {
-    t.stop_sending(c.id, code.code());
+    stop_sending(t, c.id, code);
     if c.sending {
         t.reset_stream(c.id, code.code());
         c.sending = false;
@@ -601,7 +607,7 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                         stream_type::PUSH => return Err(H3Error::IdError),
                         _ => {
                             // §6.2, §9: unknown and reserved types: abort reading.
-                            t.stop_sending(c.id, H3Error::StreamCreationError.code());
+                            stop_sending(t, c.id, H3Error::StreamCreationError);
                             (0, Kind::Discard)
                         }
                     };
