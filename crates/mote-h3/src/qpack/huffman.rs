@@ -7,7 +7,7 @@
 //! from the 257 code lengths at compile time). Decoding walks the code one bit at a time
 //! (as zlib's `puff` does) and encoding looks a byte's position up in that order; strings
 //! here are short, and flash is what a device lacks. The device client's response checks
-//! decode with [`decode_checked`], which needs only the counts and the first 95 symbols
+//! decode with `decode_checked`, which needs only the counts and the first 95 symbols
 //! (126 bytes), so the full order leaves its image.
 
 use crate::coding::Out;
