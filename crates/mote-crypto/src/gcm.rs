@@ -11,7 +11,9 @@
 
 use aes::cipher::{BlockEncrypt, BlockSizeUser, KeyInit};
 use aes::Block;
+#[cfg(not(feature = "compact"))]
 use ghash::universal_hash::UniversalHash;
+#[cfg(not(feature = "compact"))]
 use ghash::GHash;
 use subtle::ConstantTimeEq;
 
@@ -100,6 +102,7 @@ where
     /// [`Self::tag`] with the AAD given in parts, hashed as their concatenation without
     /// gathering them (a QUIC Retry's pseudo-packet, RFC 9001 §5.8: no packet-sized buffer
     /// on a device's stack, issue 8), through one 16-byte carry.
+    #[cfg(not(feature = "compact"))]
     pub(crate) fn tag_parts(
         &self,
         nonce: &[u8; NONCE_LEN],
@@ -137,6 +140,34 @@ where
             *t ^= m;
         }
         tag
+    }
+
+    /// [`Self::tag_parts`] on mote's compact GHASH (`ghash32.rs`, feature `compact`): the
+    /// AAD's parts, the ciphertext and the lengths are XORed into the hash state as they
+    /// stand, with no carry block.
+    #[cfg(feature = "compact")]
+    pub(crate) fn tag_parts(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[&[u8]],
+        ciphertext: &[u8],
+    ) -> [u8; TAG_LEN] {
+        let mut ghash = crate::ghash32::GHash::new(&self.h().into());
+        let mut aad_len = 0u64;
+        for part in aad {
+            aad_len = aad_len.wrapping_add(part.len() as u64);
+            ghash.absorb(part);
+        }
+        // SP 800-38D §7.1 step 5: the AAD and the ciphertext each zero-padded to a block,
+        // then len(A) ‖ len(C) in bits.
+        ghash.pad();
+        ghash.absorb(ciphertext);
+        ghash.pad();
+        ghash.absorb(&aad_len.wrapping_mul(8).to_be_bytes());
+        ghash.absorb(&bit_length(ciphertext).to_be_bytes());
+        let mut mask = counter_block(nonce, 1);
+        self.cipher.encrypt_block(&mut mask);
+        ghash.finish(&mask.into())
     }
 }
 

@@ -33,6 +33,8 @@ mod secret;
 mod edwards;
 #[cfg(feature = "rustcrypto")]
 mod gcm;
+#[cfg(all(feature = "rustcrypto", feature = "compact"))]
+mod ghash32;
 #[cfg(feature = "rustcrypto")]
 mod hmac_sha256;
 #[cfg(feature = "rustcrypto")]
