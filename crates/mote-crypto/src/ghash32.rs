@@ -1,22 +1,26 @@
 //! GHASH (NIST SP 800-38D §6.4) in a few hundred bytes of code, for device builds (feature
-//! `compact`): a bit-serial multiplication in GF(2^128) on four 32-bit words, and the bytes
-//! XORed into the hash state where they stand, so GCM's tag needs no block buffer.
+//! `compact`), in place of the ghash crate: a schoolbook carry-less multiplication of four
+//! 32-bit words by four, each word product made from integer multiplications "with holes"
+//! (BearSSL's ctmul idea: multiply operands masked to every fourth bit, so the carries of a
+//! product land in bits that are masked off), then one reduction. The hash state is kept in
+//! the multiplication's bit order and the bytes are XORed into it where they stand, so GCM's
+//! tag needs no block buffer.
 //!
-//! Constant time: the multiplication walks all 128 bits of the state with masks made from
-//! them (an arithmetic shift turns a bit into all-zeros or all-ones); no branch and no table
-//! index depends on the state, the key H or the data. The only branches are on lengths and
-//! byte positions, which are public (a packet's length). Slower than the ghash crate's
-//! 32-bit Karatsuba (`soft32`, BearSSL's ctmul32) by about 3× per block, for about 1 KB less
-//! flash; `cargo xtask qemu` and the note `issue8-cryptodev.md` give the instruction counts.
-//! Hosts keep the ghash crate.
-
-/// SP 800-38D §6.3: R = 11100001 ‖ 0^120, the reduction of x^128 + x^7 + x^2 + x + 1 in
-/// GCM's bit order (the first bit of a block is the coefficient of x^0), as the high word.
-const R: u32 = 0xe100_0000;
+//! Constant time: no branch and no memory index depends on the state, the key H or the data
+//! (the only branches are on lengths and byte positions, which are public: a packet's
+//! length); the arithmetic is AND, XOR, shifts, bit reversal and 32×32→64-bit multiplies.
+//! That needs a multiplier whose time does not depend on its operands: true of the
+//! Cortex-M4/M7 that `thumbv7em` builds run on (UMULL is one cycle, or fixed-latency) and of
+//! hosts, not of a Cortex-M3 (`thumbv7m`: its UMULL exits early), which mote does not
+//! target. Hosts keep the ghash crate.
 
 /// A GHASH computation under one key: Y_i = (Y_{i−1} ⊕ X_i) · H, fed bytes at a time.
+///
+/// Blocks are held as four words in which bit k of word i is the coefficient of x^(32i+k):
+/// SP 800-38D §6.3 makes a block's first bit (the top bit of its first byte) the coefficient
+/// of x^0, so every byte enters bit-reversed.
 pub(crate) struct GHash {
-    /// H as big-endian words (bit 0 of the block is the top bit of `h[0]`).
+    /// H.
     h: [u32; 4],
     /// Y with the bytes of the current partial block already XORed in.
     y: [u32; 4],
@@ -57,49 +61,54 @@ impl GHash {
     pub(crate) fn finish(&self, mask: &[u8; 16]) -> [u8; 16] {
         let mut out = *mask;
         for (i, byte) in out.iter_mut().enumerate() {
-            *byte ^= (self.y[(i >> 2) & 3] >> (24 - 8 * (i & 3))) as u8;
+            *byte ^= ((self.y[(i >> 2) & 3] >> (8 * (i & 3))) as u8).reverse_bits();
         }
         out
     }
 
-    /// SP 800-38D §6.3 Algorithm 1: Y ← Y · H. For each bit x_i of Y (first bit first),
-    /// Z ⊕= V if x_i is set, then V ← V >> 1, ⊕ R if the bit shifted out was set; V starts
-    /// at H. Both conditions are masks, so every bit costs the same.
+    /// SP 800-38D §6.3: Y ← Y · H in GF(2^128) modulo x^128 + x^7 + x^2 + x + 1.
     fn multiply(&mut self) {
-        let [mut z0, mut z1, mut z2, mut z3] = [0u32; 4];
-        let [mut v0, mut v1, mut v2, mut v3] = self.h;
+        // The 255-bit carry-less product, word by word (schoolbook).
+        let mut p = [0u32; 8];
         for i in 0..4 {
-            let mut x = self.y[i];
-            for _ in 0..32 {
-                let take = mask(x >> 31);
-                x <<= 1;
-                z0 ^= v0 & take;
-                z1 ^= v1 & take;
-                z2 ^= v2 & take;
-                z3 ^= v3 & take;
-                let reduce = mask(v3 & 1);
-                v3 = (v3 >> 1) | (v2 << 31);
-                v2 = (v2 >> 1) | (v1 << 31);
-                v1 = (v1 >> 1) | (v0 << 31);
-                v0 = (v0 >> 1) ^ (R & reduce);
+            for j in 0..4 {
+                let w = clmul32(self.y[i], self.h[j]);
+                p[i + j] ^= w as u32;
+                p[i + j + 1] ^= (w >> 32) as u32;
             }
         }
-        self.y = [z0, z1, z2, z3];
+        // x^128 = x^7 + x^2 + x + 1: each high word w at x^(32(i+4)) folds into words i and
+        // i + 1 as w·(1 + x + x^2 + x^7); the top word first, as its fold reaches word 4.
+        for i in (0..4).rev() {
+            let w = p[i + 4];
+            p[i] ^= w ^ (w << 1) ^ (w << 2) ^ (w << 7);
+            p[i + 1] ^= (w >> 31) ^ (w >> 30) ^ (w >> 25);
+        }
+        self.y = [p[0], p[1], p[2], p[3]];
         self.filled = 0;
     }
 }
 
-/// XORs `byte` into position `i` (0..16) of a block held as big-endian words.
+/// XORs `byte` into position `i` (0..16) of a block held as in [`GHash`].
 fn xor_byte(words: &mut [u32; 4], i: usize, byte: u8) {
-    words[(i >> 2) & 3] ^= u32::from(byte) << (24 - 8 * (i & 3));
+    words[(i >> 2) & 3] ^= u32::from(byte.reverse_bits()) << (8 * (i & 3));
 }
 
-/// All ones if `bit` (0 or 1) is set, else zero, through an optimisation barrier: the
-/// compiler would otherwise see a 0/−1 mask and may turn `v & mask` back into a conditional
-/// instruction (it does, on Cortex-M4: an IT block).
-#[inline(always)]
-fn mask(bit: u32) -> u32 {
-    0u32.wrapping_sub(core::hint::black_box(bit))
+/// The carry-less product of two 32-bit words. Each operand is split into its four classes
+/// of bits (positions ≡ 0, 1, 2, 3 mod 4); the integer product of two classes has at most 8
+/// terms per position, a sum below 16 that stays inside its 4-bit group, so its bits of
+/// class (a + b) mod 4 are the carry-less product's and the rest are carries, masked off.
+fn clmul32(x: u32, y: u32) -> u64 {
+    const M: u32 = 0x1111_1111;
+    const M64: u64 = 0x1111_1111_1111_1111;
+    let (x0, x1, x2, x3) = (x & M, x & (M << 1), x & (M << 2), x & (M << 3));
+    let (y0, y1, y2, y3) = (y & M, y & (M << 1), y & (M << 2), y & (M << 3));
+    let m = |a: u32, b: u32| u64::from(a) * u64::from(b);
+    let z0 = m(x0, y0) ^ m(x1, y3) ^ m(x2, y2) ^ m(x3, y1);
+    let z1 = m(x0, y1) ^ m(x1, y0) ^ m(x2, y3) ^ m(x3, y2);
+    let z2 = m(x0, y2) ^ m(x1, y1) ^ m(x2, y0) ^ m(x3, y3);
+    let z3 = m(x0, y3) ^ m(x1, y2) ^ m(x2, y1) ^ m(x3, y0);
+    (z0 & M64) | (z1 & (M64 << 1)) | (z2 & (M64 << 2)) | (z3 & (M64 << 3))
 }
 
 #[cfg(test)]
@@ -146,7 +155,24 @@ mod tests {
         assert_eq!(ours(&x, &one), x);
     }
 
+    /// The carry-less product bit by bit.
+    fn clmul_slow(x: u32, y: u32) -> u64 {
+        (0..32).filter(|i| y >> i & 1 == 1).fold(0, |z, i| z ^ (u64::from(x) << i))
+    }
+
+    #[test]
+    fn clmul32_extremes() {
+        for (x, y) in [(0, 0), (u32::MAX, u32::MAX), (1, u32::MAX), (0x8000_0000, 0x8000_0000)] {
+            assert_eq!(clmul32(x, y), clmul_slow(x, y), "{x:x} {y:x}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn clmul32_is_carry_less(x in any::<u32>(), y in any::<u32>()) {
+            prop_assert_eq!(clmul32(x, y), clmul_slow(x, y));
+        }
+
         #[test]
         fn matches_the_ghash_crate(
             h in any::<[u8; 16]>(),
