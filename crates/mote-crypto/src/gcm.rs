@@ -19,6 +19,13 @@ use subtle::ConstantTimeEq;
 
 use crate::{Error, NONCE_LEN, TAG_LEN};
 
+/// AES-128 for GCM and header protection: mote's compact bitsliced AES on devices
+/// (`aes128.rs`, feature `compact`), the aes crate's otherwise.
+#[cfg(feature = "compact")]
+pub(crate) use crate::aes128::Aes128;
+#[cfg(not(feature = "compact"))]
+pub(crate) use aes::Aes128;
+
 /// SP 800-38D §5.2.1.1: plaintexts are at most 2^39 − 256 bits, 2^36 − 32 bytes.
 const MAX_TEXT: u64 = (1 << 36) - 32;
 
@@ -176,7 +183,7 @@ where
 /// ciphertext). RFC 9001 §5.8's Retry Integrity Tag is this over the Retry pseudo-packet's
 /// parts.
 pub(crate) fn aes128_gmac(key: &[u8; 16], nonce: &[u8; NONCE_LEN], aad: &[&[u8]]) -> [u8; TAG_LEN] {
-    Gcm::<aes::Aes128>::new(key).tag_parts(nonce, aad, &[])
+    Gcm::<Aes128>::new(key).tag_parts(nonce, aad, &[])
 }
 
 /// The counter block `nonce ‖ counter` (big-endian 32-bit counter).
@@ -229,7 +236,7 @@ mod tests {
             "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e"
             "21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091"
         );
-        let gcm = Gcm::<aes::Aes128>::new(&key);
+        let gcm = Gcm::<Aes128>::new(&key);
         let mut buf = plain;
         let tag = gcm.seal(&nonce, &aad, &mut buf).unwrap();
         assert_eq!(buf, cipher);
@@ -242,7 +249,7 @@ mod tests {
     fn seals_and_opens_as_aes_gcm_at_every_length() {
         let key = hex!("000102030405060708090a0b0c0d0e0f");
         let nonce = hex!("f0e1d2c3b4a5968778695a4b");
-        let ours = Gcm::<aes::Aes128>::new(&key);
+        let ours = Gcm::<Aes128>::new(&key);
         let theirs = <aes_gcm::Aes128Gcm as aes_gcm::KeyInit>::new(&key.into());
         for text_len in 0..=96 {
             for aad_len in [0, 1, 15, 16, 17, 33, 45] {
@@ -278,7 +285,7 @@ mod tests {
 
     #[test]
     fn wrong_tag_aad_or_text_is_refused_and_leaves_the_text() {
-        let gcm = Gcm::<aes::Aes128>::new(&[1; 16]);
+        let gcm = Gcm::<Aes128>::new(&[1; 16]);
         let nonce = [2; NONCE_LEN];
         let mut buf = pattern(40, 1);
         let tag = gcm.seal(&nonce, b"header", &mut buf[..40]).unwrap();
@@ -301,7 +308,7 @@ mod tests {
 
     #[test]
     fn h_is_the_cipher_of_the_zero_block() {
-        let gcm = Gcm::<aes::Aes128>::new(&[0; 16]);
+        let gcm = Gcm::<Aes128>::new(&[0; 16]);
         // FIPS 197 / SP 800-38D test case 1: AES-128 of zero under the zero key.
         assert_eq!(gcm.h()[..], hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
     }

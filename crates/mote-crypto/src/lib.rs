@@ -29,6 +29,8 @@ mod algorithm;
 pub mod hkdf;
 mod secret;
 
+#[cfg(all(feature = "rustcrypto", feature = "compact"))]
+mod aes128;
 #[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
 mod edwards;
 #[cfg(feature = "rustcrypto")]
