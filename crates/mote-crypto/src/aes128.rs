@@ -3,11 +3,13 @@
 //! only ever encrypt.
 //!
 //! Bitsliced: two blocks are held as eight 32-bit words, word i holding bit i of all 32
-//! bytes (bit 16·block + 4·row + column), so every step is the same logic on all bytes at
-//! once. The S-box is computed, not looked up: the inverse in GF(2^8) through the tower
+//! bytes (bit 8·row + 4·block + column: a state row is a byte of the word), so every step is
+//! the same logic on all bytes at once; a transposition (three SWAPMOVE stages) goes in and
+//! out. The S-box is computed, not looked up: the inverse in GF(2^8) through the tower
 //! field GF((2^4)^2) (a change of basis, one inversion in GF(16) as x^14 and five GF(16)
 //! products, each a few ANDs and XORs on the words), then the affine map, merged with the
-//! change of basis back. ShiftRows and MixColumns move bits within a word (rows are nibbles).
+//! change of basis back. ShiftRows turns the nibbles of a row; MixColumns rotates words by
+//! whole rows.
 //!
 //! Constant time: no branch and no memory index depends on the key or the data; the only
 //! branches and indices are loop counters and byte positions. Smaller than the fixsliced
@@ -26,7 +28,7 @@ use aes::cipher::{
 type Planes = [u32; 8];
 
 /// An AES-128 encryption key: the eleven round keys (FIPS 197 §5.2) as bit planes of one
-/// block.
+/// block, four bits per row ([`spread`] makes them a round key of two blocks).
 #[derive(Clone)]
 pub struct Aes128 {
     round_keys: [[u16; 8]; 11],
@@ -42,10 +44,9 @@ impl Aes128 {
         for (round, planes16) in round_keys.iter_mut().enumerate() {
             if round > 0 {
                 let mut temp = [words[13], words[14], words[15], words[12]];
-                let mut planes = [0u32; 8];
-                to_planes(&temp, &mut planes);
+                let mut planes = to_planes(&temp);
                 sub_bytes(&mut planes);
-                from_planes(&planes, &mut temp);
+                from_planes(&mut planes, &mut temp);
                 temp[0] ^= rcon;
                 rcon = xtime_byte(rcon);
                 for i in 0..16 {
@@ -53,10 +54,10 @@ impl Aes128 {
                     words[i] ^= prev;
                 }
             }
-            let mut planes = [0u32; 8];
-            to_planes(&words, &mut planes);
-            for (p16, p) in planes16.iter_mut().zip(planes) {
-                *p16 = p as u16;
+            // Row r's four column bits (the low nibble of byte r) to bits 4r..4r+4.
+            for (p16, p) in planes16.iter_mut().zip(to_planes(&words)) {
+                *p16 = ((p & 0xf) | ((p >> 4) & 0xf0) | ((p >> 8) & 0xf00) | ((p >> 12) & 0xf000))
+                    as u16;
             }
         }
         Aes128 { round_keys }
@@ -64,8 +65,7 @@ impl Aes128 {
 
     /// FIPS 197 §5.1 Cipher on the 32 bytes of two blocks, in place.
     fn encrypt_pair(&self, data: &mut [u8; 32]) {
-        let mut state = [0u32; 8];
-        to_planes(data, &mut state);
+        let mut state = to_planes(data);
         for (round, key) in self.round_keys.iter().enumerate() {
             if round > 0 {
                 sub_bytes(&mut state);
@@ -76,38 +76,54 @@ impl Aes128 {
             }
             // AddRoundKey: the round key applies to both blocks.
             for (s, &k) in state.iter_mut().zip(key) {
-                *s ^= u32::from(k) * 0x0001_0001;
+                *s ^= spread(k);
             }
         }
-        from_planes(&state, data);
+        from_planes(&mut state, data);
     }
 }
 
-/// The bit of byte `i` (of up to 32) in a plane: block, then row-major within the block
-/// (FIPS 197 §3.4: byte i of a block is row i mod 4, column i / 4).
-fn position(i: usize) -> usize {
-    (i & 16) | ((i & 3) << 2) | ((i >> 2) & 3)
+/// A stored round-key plane (row r's bits at 4r..4r+4) as a plane of two blocks (row r's
+/// bits at 8r..8r+4 for the first block and 8r+4..8r+8 for the second).
+fn spread(k: u16) -> u32 {
+    let k = u32::from(k);
+    let one = (k & 0xf) | ((k & 0xf0) << 4) | ((k & 0xf00) << 8) | ((k & 0xf000) << 12);
+    one * 0x11
 }
 
-/// Spreads `bytes` (up to 32) over the planes, which must be zero.
-fn to_planes(bytes: &[u8], planes: &mut Planes) {
+/// The planes of up to 32 bytes (the rest zero): the bytes as eight little-endian words,
+/// transposed. Byte i = 16·block + 4·column + row lands at bit 8·row + 4·block + column.
+fn to_planes(bytes: &[u8]) -> Planes {
+    let mut w = [0u32; 8];
     for (i, &byte) in bytes.iter().enumerate() {
-        let at = position(i);
-        for (bit, plane) in planes.iter_mut().enumerate() {
-            *plane |= u32::from((byte >> bit) & 1) << at;
-        }
+        w[(i >> 2) & 7] |= u32::from(byte) << (8 * (i & 3));
+    }
+    transpose(&mut w);
+    w
+}
+
+/// Writes `bytes` (up to 32) back from the planes (which are spent).
+fn from_planes(planes: &mut Planes, bytes: &mut [u8]) {
+    transpose(planes);
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = (planes[(i >> 2) & 7] >> (8 * (i & 3))) as u8;
     }
 }
 
-/// Gathers `bytes` (up to 32) back from the planes.
-fn from_planes(planes: &Planes, bytes: &mut [u8]) {
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        let at = position(i);
-        let mut b = 0u8;
-        for (bit, plane) in planes.iter().enumerate() {
-            b |= (((plane >> at) & 1) as u8) << bit;
+/// The 8×8 bit transposition of each byte column of eight words (its own inverse): word w,
+/// bit 8k + b ↔ word b, bit 8k + w. Three SWAPMOVE stages exchange bits between words 1, 2
+/// and 4 apart.
+fn transpose(w: &mut Planes) {
+    const MASKS: [u32; 3] = [0x5555_5555, 0x3333_3333, 0x0f0f_0f0f];
+    for (stage, mask) in MASKS.iter().enumerate() {
+        let n = 1 << stage;
+        for a in 0..8 {
+            if a & n == 0 {
+                let t = ((w[a] >> n) ^ w[a | n]) & mask;
+                w[a | n] ^= t;
+                w[a] ^= t << n;
+            }
         }
-        *byte = b;
     }
 }
 
@@ -175,43 +191,36 @@ fn sub_bytes(s: &mut Planes) {
     s[7] = r[1] ^ r[2];
 }
 
-/// FIPS 197 §5.1.2 ShiftRows: row r (nibble r of each block's 16 bits) turns left by r
-/// columns, a rotation right by r within the nibble.
+/// FIPS 197 §5.1.2 ShiftRows: row r turns left by r columns, a rotation right by r within
+/// each block's nibble of byte r.
 fn shift_rows(s: &mut Planes) {
     for p in s.iter_mut() {
         let x = *p;
-        *p = (x & 0x000f_000f)
-            | ((x >> 1) & 0x0070_0070)
-            | ((x << 3) & 0x0080_0080)
-            | ((x >> 2) & 0x0300_0300)
-            | ((x << 2) & 0x0c00_0c00)
-            | ((x >> 3) & 0x1000_1000)
-            | ((x << 1) & 0xe000_e000);
+        *p = (x & 0x0000_00ff)
+            | ((x >> 1) & 0x0000_7700)
+            | ((x << 3) & 0x0000_8800)
+            | ((x >> 2) & 0x0033_0000)
+            | ((x << 2) & 0x00cc_0000)
+            | ((x >> 3) & 0x1100_0000)
+            | ((x << 1) & 0xee00_0000);
     }
-}
-
-/// Row r + n of each column moved to row r (n rows, each block's 16 bits on their own).
-fn rotate_rows(x: u32, n: u32) -> u32 {
-    let keep = (0xffffu32 >> (4 * n)) * 0x0001_0001;
-    ((x >> (4 * n)) & keep) | ((x << (16 - 4 * n)) & !keep)
 }
 
 /// FIPS 197 §5.1.3 MixColumns: row r becomes 2·a_r ⊕ 3·a_{r+1} ⊕ a_{r+2} ⊕ a_{r+3}
-/// = xtime(a_r ⊕ a_{r+1}) ⊕ a_{r+1} ⊕ a_{r+2} ⊕ a_{r+3}; xtime on planes is a shift of the
-/// planes with the top plane folded into planes 0, 1, 3 and 4 (x^8 = x^4 + x^3 + x + 1).
+/// = xtime(a_r ⊕ a_{r+1}) ⊕ a_{r+1} ⊕ a_{r+2} ⊕ a_{r+3} (rows r + n are the word rotated
+/// right by 8n bits); xtime on planes is a shift of the planes with the top plane folded
+/// into planes 0, 1, 3 and 4 (x^8 = x^4 + x^3 + x + 1).
 fn mix_columns(s: &mut Planes) {
     let mut t = [0u32; 8];
-    let mut rest = [0u32; 8];
     for i in 0..8 {
-        let r1 = rotate_rows(s[i], 1);
+        let r1 = s[i].rotate_right(8);
         t[i] = s[i] ^ r1;
-        rest[i] = r1 ^ rotate_rows(s[i], 2) ^ rotate_rows(s[i], 3);
+        s[i] = r1 ^ s[i].rotate_right(16) ^ s[i].rotate_right(24);
     }
-    let top = t[7];
     for i in 0..8 {
         let shifted = if i > 0 { t[i - 1] } else { 0 };
-        let fold = if (0x1b >> i) & 1 == 1 { top } else { 0 };
-        s[i] = shifted ^ fold ^ rest[i];
+        let fold = if (0x1b >> i) & 1 == 1 { t[7] } else { 0 };
+        s[i] ^= shifted ^ fold;
     }
 }
 
@@ -295,11 +304,10 @@ mod tests {
     fn tower_sbox_matches_fips_197() {
         for start in (0..256).step_by(32) {
             let bytes: [u8; 32] = core::array::from_fn(|i| (start + i) as u8);
-            let mut planes = [0u32; 8];
-            to_planes(&bytes, &mut planes);
+            let mut planes = to_planes(&bytes);
             sub_bytes(&mut planes);
             let mut out = [0u8; 32];
-            from_planes(&planes, &mut out);
+            from_planes(&mut planes, &mut out);
             for (i, &o) in out.iter().enumerate() {
                 assert_eq!(o, sbox_by_definition(bytes[i]), "S({:#04x})", bytes[i]);
             }
@@ -335,10 +343,12 @@ mod tests {
         let key = Aes128::new(&hex!("2b7e151628aed2a6abf7158809cf4f3c").into());
         let mut planes = [0u32; 8];
         for (p, &k) in planes.iter_mut().zip(&key.round_keys[10]) {
-            *p = u32::from(k);
+            *p = spread(k);
         }
-        let mut bytes = [0u8; 16];
-        from_planes(&planes, &mut bytes);
+        let mut bytes = [0u8; 32];
+        from_planes(&mut planes, &mut bytes);
+        assert_eq!(bytes[..16], bytes[16..], "both blocks get the round key");
+        let bytes: [u8; 16] = bytes[..16].try_into().unwrap();
         assert_eq!(bytes, hex!("d014f9a8c9ee2589e13f0cc8b6630ca6"));
     }
 
