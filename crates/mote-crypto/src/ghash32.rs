@@ -101,21 +101,16 @@ fn xor_byte(words: &mut [u32; 4], i: usize, byte: u8) {
 #[inline(never)]
 fn clmul32(x: u32, y: u32) -> u64 {
     const M: u32 = 0x1111_1111;
-    let xs = [x & M, x & (M << 1), x & (M << 2), x & (M << 3)];
-    let ys = [y & M, y & (M << 1), y & (M << 2), y & (M << 3)];
+    const M64: u64 = 0x1111_1111_1111_1111;
+    let (x0, x1, x2, x3) = (x & M, x & (M << 1), x & (M << 2), x & (M << 3));
+    let (y0, y1, y2, y3) = (y & M, y & (M << 1), y & (M << 2), y & (M << 3));
     let m = |a: u32, b: u32| u64::from(a) * u64::from(b);
-    let mut z = 0u64;
-    let mut class_bits = 0x1111_1111_1111_1111u64;
-    for c in 0..4 {
-        // The products of classes i and j with i + j ≡ c (mod 4).
-        let sum = m(xs[c], ys[0])
-            ^ m(xs[(c + 3) & 3], ys[1])
-            ^ m(xs[(c + 2) & 3], ys[2])
-            ^ m(xs[(c + 1) & 3], ys[3]);
-        z |= sum & class_bits;
-        class_bits <<= 1;
-    }
-    z
+    // The products of classes i and j with i + j ≡ c (mod 4), for c = 0, 1, 2, 3.
+    let z0 = m(x0, y0) ^ m(x1, y3) ^ m(x2, y2) ^ m(x3, y1);
+    let z1 = m(x0, y1) ^ m(x1, y0) ^ m(x2, y3) ^ m(x3, y2);
+    let z2 = m(x0, y2) ^ m(x1, y1) ^ m(x2, y0) ^ m(x3, y3);
+    let z3 = m(x0, y3) ^ m(x1, y2) ^ m(x2, y1) ^ m(x3, y0);
+    (z0 & M64) | (z1 & (M64 << 1)) | (z2 & (M64 << 2)) | (z3 & (M64 << 3))
 }
 
 #[cfg(test)]
