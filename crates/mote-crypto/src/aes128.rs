@@ -296,7 +296,10 @@ mod tests {
             p
         }
         let inv = (1..=255u8).find(|&x| mul(a, x) == 1).unwrap_or(0);
-        inv ^ inv.rotate_left(1) ^ inv.rotate_left(2) ^ inv.rotate_left(3) ^ inv.rotate_left(4)
+        inv ^ inv.rotate_left(1)
+            ^ inv.rotate_left(2)
+            ^ inv.rotate_left(3)
+            ^ inv.rotate_left(4)
             ^ 0x63
     }
 
@@ -328,11 +331,17 @@ mod tests {
     #[test]
     fn fips_197_vectors() {
         assert_eq!(
-            encrypt(&hex!("000102030405060708090a0b0c0d0e0f"), &hex!("00112233445566778899aabbccddeeff")),
+            encrypt(
+                &hex!("000102030405060708090a0b0c0d0e0f"),
+                &hex!("00112233445566778899aabbccddeeff")
+            ),
             hex!("69c4e0d86a7b0430d8cdb78070b4c55a")
         );
         assert_eq!(
-            encrypt(&hex!("2b7e151628aed2a6abf7158809cf4f3c"), &hex!("3243f6a8885a308d313198a2e0370734")),
+            encrypt(
+                &hex!("2b7e151628aed2a6abf7158809cf4f3c"),
+                &hex!("3243f6a8885a308d313198a2e0370734")
+            ),
             hex!("3925841d02dc09fbdc118597196a0b32")
         );
     }
