@@ -121,8 +121,9 @@ fn transpose(w: &mut Planes) {
         let n = 1 << stage;
         for a in 0..8 {
             if a & n == 0 {
-                let t = ((w[a] >> n) ^ w[a | n]) & mask;
-                w[a | n] ^= t;
+                let b = (a | n) & 7;
+                let t = ((w[a] >> n) ^ w[b]) & mask;
+                w[b] ^= t;
                 w[a] ^= t << n;
             }
         }
