@@ -5,7 +5,8 @@
 //! them through the traits below. Two providers exist:
 //!
 //! * [`rustcrypto::RustCrypto`] (feature `rustcrypto`, `no_std`, the device default): pure
-//!   Rust primitives from the RustCrypto project.
+//!   Rust primitives from the RustCrypto project; with `compact` (device builds) AES-128 and
+//!   GHASH are mote's own, smaller ones (`aes128.rs`, `ghash32.rs`).
 //! * `fast::Ring` (feature `std`): `ring`'s assembly-optimised primitives for servers.
 //!
 //! # Linker-friendly dispatch
