@@ -88,15 +88,15 @@ where
     /// for a 96-bit nonce. Two blocks per call: the bitsliced AES encrypts two at once.
     fn apply_keystream(&self, nonce: &[u8; NONCE_LEN], data: &mut [u8]) {
         let mut counter: u32 = 2;
-        for chunk in data.chunks_mut(32) {
-            let mut blocks =
-                [counter_block(nonce, counter), counter_block(nonce, counter.wrapping_add(1))];
-            self.cipher.encrypt_blocks(&mut blocks);
-            let stream = blocks.iter().flat_map(|b| b.iter());
-            for (d, k) in chunk.iter_mut().zip(stream) {
-                *d ^= k;
+        let mut blocks = [Block::default(), Block::default()];
+        for (i, d) in data.iter_mut().enumerate() {
+            if i % 32 == 0 {
+                blocks =
+                    [counter_block(nonce, counter), counter_block(nonce, counter.wrapping_add(1))];
+                self.cipher.encrypt_blocks(&mut blocks);
+                counter = counter.wrapping_add(2);
             }
-            counter = counter.wrapping_add(2);
+            *d ^= blocks[(i >> 4) & 1][i & 15];
         }
     }
 
