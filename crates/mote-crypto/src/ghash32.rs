@@ -12,7 +12,8 @@
 //! That needs a multiplier whose time does not depend on its operands: true of the
 //! Cortex-M4/M7 that `thumbv7em` builds run on (UMULL is one cycle, or fixed-latency) and of
 //! hosts, not of a Cortex-M3 (`thumbv7m`: its UMULL exits early), which mote does not
-//! target. About 1.35× the ghash crate's instructions per block and 500 B smaller on
+//! target. A RISC-V device (the `riscv32imc` build, today a build check) needs the same of
+//! its MUL/MULHU; a core with an early-out multiplier should not enable `compact`. About 1.35× the ghash crate's instructions per block and 500 B smaller on
 //! Cortex-M4 (the note `issue8-cryptodev.md`). Hosts keep the ghash crate.
 
 /// A GHASH computation under one key: Y_i = (Y_{i−1} ⊕ X_i) · H, fed bytes at a time.
