@@ -90,7 +90,7 @@ impl Aes128 {
 fn spread(k: u16) -> u32 {
     let k = u32::from(k);
     let one = (k & 0xf) | ((k & 0xf0) << 4) | ((k & 0xf00) << 8) | ((k & 0xf000) << 12);
-    one * 0x11
+    one | (one << 4)
 }
 
 /// The planes of up to 32 bytes (the rest zero): the bytes as eight little-endian words,
