@@ -15,6 +15,7 @@ pub const DEVICE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "riscv32imc-unkno
 /// X25519, QUIC v1, client only); "full" every option a device may enable.
 pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-crypto", "minimal", "rustcrypto"),
+    ("mote-crypto", "compact", "rustcrypto,compact"),
     ("mote-crypto", "full", "rustcrypto,aes256,chacha20,p256,ed25519,ecdsa-p256"),
     ("mote-quic", "minimal", ""),
     (
@@ -61,11 +62,12 @@ pub enum Step {
 }
 
 /// Core crates tested a second time without default features (package, features).
-/// mote-crypto runs twice more: minimal, and as the Cortex-M4 client builds it (salty's X25519
-/// and Ed25519, here on its portable path; the KAT image covers the assembly on QEMU).
+/// mote-crypto runs twice more: minimal, and as the Cortex-M4 client builds it (`compact`:
+/// mote's GHASH; salty's X25519 and Ed25519, here on its portable path; the KAT image covers
+/// the assembly on QEMU).
 const DEVICE_TESTS: &[(&str, &str)] = &[
     ("mote-crypto", "rustcrypto"),
-    ("mote-crypto", "rustcrypto,salty,ed25519"),
+    ("mote-crypto", "rustcrypto,compact,salty,ed25519"),
     ("mote-quic", ""),
     ("mote-tls", ""),
     ("mote-h3", "device"),

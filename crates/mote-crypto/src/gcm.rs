@@ -11,11 +11,20 @@
 
 use aes::cipher::{BlockEncrypt, BlockSizeUser, KeyInit};
 use aes::Block;
+#[cfg(not(feature = "compact"))]
 use ghash::universal_hash::UniversalHash;
+#[cfg(not(feature = "compact"))]
 use ghash::GHash;
 use subtle::ConstantTimeEq;
 
 use crate::{Error, NONCE_LEN, TAG_LEN};
+
+/// AES-128 for GCM and header protection: mote's compact bitsliced AES on devices
+/// (`aes128.rs`, feature `compact`), the aes crate's otherwise.
+#[cfg(feature = "compact")]
+pub(crate) use crate::aes128::Aes128;
+#[cfg(not(feature = "compact"))]
+pub(crate) use aes::Aes128;
 
 /// SP 800-38D §5.2.1.1: plaintexts are at most 2^39 − 256 bits, 2^36 − 32 bytes.
 const MAX_TEXT: u64 = (1 << 36) - 32;
@@ -79,15 +88,15 @@ where
     /// for a 96-bit nonce. Two blocks per call: the bitsliced AES encrypts two at once.
     fn apply_keystream(&self, nonce: &[u8; NONCE_LEN], data: &mut [u8]) {
         let mut counter: u32 = 2;
-        for chunk in data.chunks_mut(32) {
-            let mut blocks =
-                [counter_block(nonce, counter), counter_block(nonce, counter.wrapping_add(1))];
-            self.cipher.encrypt_blocks(&mut blocks);
-            let stream = blocks.iter().flat_map(|b| b.iter());
-            for (d, k) in chunk.iter_mut().zip(stream) {
-                *d ^= k;
+        let mut blocks = [Block::default(), Block::default()];
+        for (i, d) in data.iter_mut().enumerate() {
+            if i % 32 == 0 {
+                blocks =
+                    [counter_block(nonce, counter), counter_block(nonce, counter.wrapping_add(1))];
+                self.cipher.encrypt_blocks(&mut blocks);
+                counter = counter.wrapping_add(2);
             }
-            counter = counter.wrapping_add(2);
+            *d ^= blocks[(i >> 4) & 1][i & 15];
         }
     }
 
@@ -100,6 +109,7 @@ where
     /// [`Self::tag`] with the AAD given in parts, hashed as their concatenation without
     /// gathering them (a QUIC Retry's pseudo-packet, RFC 9001 §5.8: no packet-sized buffer
     /// on a device's stack, issue 8), through one 16-byte carry.
+    #[cfg(not(feature = "compact"))]
     pub(crate) fn tag_parts(
         &self,
         nonce: &[u8; NONCE_LEN],
@@ -138,6 +148,34 @@ where
         }
         tag
     }
+
+    /// [`Self::tag_parts`] on mote's compact GHASH (`ghash32.rs`, feature `compact`): the
+    /// AAD's parts, the ciphertext and the lengths are XORed into the hash state as they
+    /// stand, with no carry block.
+    #[cfg(feature = "compact")]
+    pub(crate) fn tag_parts(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[&[u8]],
+        ciphertext: &[u8],
+    ) -> [u8; TAG_LEN] {
+        let mut ghash = crate::ghash32::GHash::new(&self.h().into());
+        let mut aad_len = 0u64;
+        for part in aad {
+            aad_len = aad_len.wrapping_add(part.len() as u64);
+            ghash.absorb(part);
+        }
+        // SP 800-38D §7.1 step 5: the AAD and the ciphertext each zero-padded to a block,
+        // then len(A) ‖ len(C) in bits.
+        ghash.pad();
+        ghash.absorb(ciphertext);
+        ghash.pad();
+        ghash.absorb(&aad_len.wrapping_mul(8).to_be_bytes());
+        ghash.absorb(&bit_length(ciphertext).to_be_bytes());
+        let mut mask = counter_block(nonce, 1);
+        self.cipher.encrypt_block(&mut mask);
+        ghash.finish(&mask.into())
+    }
 }
 
 /// GMAC: the AES-128-GCM tag under `key` and the 96-bit `nonce` of an empty plaintext whose
@@ -145,7 +183,7 @@ where
 /// ciphertext). RFC 9001 §5.8's Retry Integrity Tag is this over the Retry pseudo-packet's
 /// parts.
 pub(crate) fn aes128_gmac(key: &[u8; 16], nonce: &[u8; NONCE_LEN], aad: &[&[u8]]) -> [u8; TAG_LEN] {
-    Gcm::<aes::Aes128>::new(key).tag_parts(nonce, aad, &[])
+    Gcm::<Aes128>::new(key).tag_parts(nonce, aad, &[])
 }
 
 /// The counter block `nonce ‖ counter` (big-endian 32-bit counter).
@@ -198,7 +236,7 @@ mod tests {
             "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e"
             "21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091"
         );
-        let gcm = Gcm::<aes::Aes128>::new(&key);
+        let gcm = Gcm::<Aes128>::new(&key);
         let mut buf = plain;
         let tag = gcm.seal(&nonce, &aad, &mut buf).unwrap();
         assert_eq!(buf, cipher);
@@ -211,7 +249,7 @@ mod tests {
     fn seals_and_opens_as_aes_gcm_at_every_length() {
         let key = hex!("000102030405060708090a0b0c0d0e0f");
         let nonce = hex!("f0e1d2c3b4a5968778695a4b");
-        let ours = Gcm::<aes::Aes128>::new(&key);
+        let ours = Gcm::<Aes128>::new(&key);
         let theirs = <aes_gcm::Aes128Gcm as aes_gcm::KeyInit>::new(&key.into());
         for text_len in 0..=96 {
             for aad_len in [0, 1, 15, 16, 17, 33, 45] {
@@ -247,7 +285,7 @@ mod tests {
 
     #[test]
     fn wrong_tag_aad_or_text_is_refused_and_leaves_the_text() {
-        let gcm = Gcm::<aes::Aes128>::new(&[1; 16]);
+        let gcm = Gcm::<Aes128>::new(&[1; 16]);
         let nonce = [2; NONCE_LEN];
         let mut buf = pattern(40, 1);
         let tag = gcm.seal(&nonce, b"header", &mut buf[..40]).unwrap();
@@ -270,7 +308,7 @@ mod tests {
 
     #[test]
     fn h_is_the_cipher_of_the_zero_block() {
-        let gcm = Gcm::<aes::Aes128>::new(&[0; 16]);
+        let gcm = Gcm::<Aes128>::new(&[0; 16]);
         // FIPS 197 / SP 800-38D test case 1: AES-128 of zero under the zero key.
         assert_eq!(gcm.h()[..], hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
     }

@@ -5,7 +5,8 @@
 //! them through the traits below. Two providers exist:
 //!
 //! * [`rustcrypto::RustCrypto`] (feature `rustcrypto`, `no_std`, the device default): pure
-//!   Rust primitives from the RustCrypto project.
+//!   Rust primitives from the RustCrypto project; with `compact` (device builds) AES-128 and
+//!   GHASH are mote's own, smaller ones (`aes128.rs`, `ghash32.rs`).
 //! * `fast::Ring` (feature `std`): `ring`'s assembly-optimised primitives for servers.
 //!
 //! # Linker-friendly dispatch
@@ -29,10 +30,14 @@ mod algorithm;
 pub mod hkdf;
 mod secret;
 
+#[cfg(all(feature = "rustcrypto", feature = "compact"))]
+mod aes128;
 #[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
 mod edwards;
 #[cfg(feature = "rustcrypto")]
 mod gcm;
+#[cfg(all(feature = "rustcrypto", feature = "compact"))]
+mod ghash32;
 #[cfg(feature = "rustcrypto")]
 mod hmac_sha256;
 #[cfg(feature = "rustcrypto")]

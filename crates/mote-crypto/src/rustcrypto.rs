@@ -12,7 +12,7 @@ use hmac::Mac;
 #[cfg(feature = "aes256")]
 use sha2::Digest as _;
 
-use crate::gcm::Gcm;
+use crate::gcm::{Aes128, Gcm};
 use crate::{
     AeadAlgorithm, CryptoProvider, CryptoRng, Digest, Error, HashAlgorithm, NamedGroup,
     SharedSecret, SignatureScheme, NONCE_LEN, SAMPLE_LEN, TAG_LEN,
@@ -49,7 +49,7 @@ static VERIFY_SCHEMES: &[SignatureScheme] = &[
 #[allow(clippy::large_enum_variant)]
 pub enum AeadKey {
     /// AES-128-GCM.
-    Aes128Gcm(Gcm<aes::Aes128>),
+    Aes128Gcm(Gcm<Aes128>),
     /// AES-256-GCM.
     #[cfg(feature = "aes256")]
     Aes256Gcm(Gcm<aes::Aes256>),
@@ -111,7 +111,7 @@ impl crate::AeadKey for AeadKey {
 #[allow(clippy::large_enum_variant)] // as for `AeadKey`: no heap to box into
 pub enum HeaderKey {
     /// AES-128 in ECB mode over the sample (RFC 9001 §5.4.3).
-    Aes128(aes::Aes128),
+    Aes128(Aes128),
     /// AES-256 in ECB mode over the sample.
     #[cfg(feature = "aes256")]
     Aes256(aes::Aes256),
@@ -666,7 +666,7 @@ impl CryptoProvider for RustCrypto {
             return Err(Error::BadLength);
         }
         Ok(match alg {
-            AeadAlgorithm::Aes128Gcm => dst.write(HeaderKey::Aes128(aes::Aes128::new(
+            AeadAlgorithm::Aes128Gcm => dst.write(HeaderKey::Aes128(Aes128::new(
                 aes::cipher::generic_array::GenericArray::from_slice(key),
             ))),
             #[cfg(feature = "aes256")]
@@ -693,7 +693,7 @@ impl CryptoProvider for RustCrypto {
         }
         Ok(match alg {
             AeadAlgorithm::Aes128Gcm => {
-                HeaderKey::Aes128(aes::Aes128::new_from_slice(key).map_err(|_| Error::BadLength)?)
+                HeaderKey::Aes128(Aes128::new_from_slice(key).map_err(|_| Error::BadLength)?)
             }
             #[cfg(feature = "aes256")]
             AeadAlgorithm::Aes256Gcm => {
