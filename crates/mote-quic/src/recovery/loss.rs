@@ -592,8 +592,11 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         let timers = self.timers(now);
         if let Some((_, space)) = timers.loss {
             let core = &mut self.core;
-            let loss =
-                with_space!(self, space, |s| detect_lost(s, core, space, now, &mut on_event));
+            let loss = with_space!(self, space, |s| {
+                let loss = detect_lost(s, core, space, now, &mut on_event);
+                s.settle();
+                loss
+            });
             self.core.on_packets_lost(now, &loss);
             self.core.update_pacer();
             self.set_loss_detection_timer(now);
