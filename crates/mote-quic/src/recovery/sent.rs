@@ -626,27 +626,54 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     {
         self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
         let mut mark = AckMark::default();
-        for (lo, hi) in ranges.take(cap) {
+        let mut ranges = ranges.take(cap);
+        if E {
+            // One walk down the ring against the (descending) ranges, no search: a record
+            // below the current range moves on to the next range.
+            let mut range = ranges.next();
+            let mut i = self.span;
+            while let (Some((lo, hi)), Some(below)) = (range, i.checked_sub(1)) {
+                let Some(pn) = self.slot(below).map(|s| s.pn) else { break };
+                if pn < lo {
+                    range = ranges.next();
+                    continue;
+                }
+                if pn <= hi {
+                    self.mark_one(below, &mut mark);
+                }
+                i = below;
+            }
+            return mark;
+        }
+        for (lo, hi) in ranges {
             let mut i = self.lower_bound(lo);
-            while let Some(slot) = self.slot_mut(i) {
+            while let Some(slot) = self.slot(i) {
                 if slot.pn > hi {
                     break;
                 }
-                if slot.state == State::Live {
-                    slot.state = State::NewlyAcked;
-                    let (pn, t, size, inf, ae) =
-                        (slot.pn, slot.time_sent, slot.size, slot.in_flight, slot.ack_eliciting);
-                    self.remove_live_accounting(size, inf, ae);
-                    mark.newly_acked += 1;
-                    mark.any_ack_eliciting |= ae;
-                    if mark.largest.is_none_or(|(l, _, _)| pn > l) {
-                        mark.largest = Some((pn, t, ae));
-                    }
-                }
+                self.mark_one(i, &mut mark);
                 i += 1;
             }
         }
         mark
+    }
+
+    /// Marks the record at logical position `i` newly acknowledged if it is live.
+    fn mark_one(&mut self, i: usize, mark: &mut AckMark) {
+        let Some(slot) = self.slot_mut(i) else { return };
+        if slot.state != State::Live {
+            return;
+        }
+        slot.state = State::NewlyAcked;
+        let (pn, t, size, inf, ae) =
+            (slot.pn, slot.time_sent, slot.size, slot.in_flight, slot.ack_eliciting);
+        self.remove_live_accounting(size, inf, ae);
+        mark.newly_acked += 1;
+        mark.any_ack_eliciting |= ae;
+        // Eagerly, the ring is walked downwards: the first one marked is the largest.
+        if mark.largest.is_none_or(|(l, _, _)| !E && pn > l) {
+            mark.largest = Some((pn, t, ae));
+        }
     }
 
     /// Reports the records [`Self::mark_acked`] marked, in the same ranges, then drops the
