@@ -606,7 +606,8 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
             if hi >= self.next_pn {
                 return Err(RecoveryError::AckOfUnsentPacket);
             }
-            if self.skipped.iter().any(|&s| s != NO_PN && lo <= s && s <= hi) {
+            // `hi < next_pn <= MAX_PN` here, so the empty marker (`NO_PN`) never matches.
+            if self.skipped.iter().any(|&s| lo <= s && s <= hi) {
                 return Err(RecoveryError::AckOfSkippedPacket);
             }
             prev_smallest = Some(lo);
