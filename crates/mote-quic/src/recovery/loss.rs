@@ -730,8 +730,7 @@ where
     F: FnMut(PacketEvent<T>),
 {
     let cap = core.config.max_ack_ranges.max(1);
-    sent.validate_ack(ranges(), cap)?;
-    let largest = ranges().next().map_or(0, |r| r.1);
+    let largest = sent.validate_ack(ranges(), cap)?;
     if space == PnSpace::Handshake {
         core.handshake_ack_received = true;
     }

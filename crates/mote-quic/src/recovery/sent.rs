@@ -591,15 +591,18 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
 
     /// RFC 9000 §13.1, §21.4: checks the first `cap` ranges before anything changes. Ranges
     /// must be non-empty, descending and disjoint; none may reach a packet number not yet
-    /// used, nor cover a remembered skipped one.
-    pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<(), RecoveryError>
+    /// used, nor cover a remembered skipped one. Returns the first range's largest (the
+    /// ACK's Largest Acknowledged).
+    pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<u64, RecoveryError>
     where
         I: Iterator<Item = (u64, u64)>,
     {
         let mut prev_smallest: Option<u64> = None;
-        let mut any = false;
+        let mut largest = 0;
         for (lo, hi) in ranges.take(cap) {
-            any = true;
+            if prev_smallest.is_none() {
+                largest = hi;
+            }
             if lo > hi || prev_smallest.is_some_and(|p| hi >= p) {
                 return Err(RecoveryError::InvalidAckRanges);
             }
@@ -612,10 +615,9 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
             }
             prev_smallest = Some(lo);
         }
-        if any {
-            Ok(())
-        } else {
-            Err(RecoveryError::InvalidAckRanges)
+        match prev_smallest {
+            Some(_) => Ok(largest),
+            None => Err(RecoveryError::InvalidAckRanges),
         }
     }
 

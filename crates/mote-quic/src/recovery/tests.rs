@@ -1364,7 +1364,7 @@ fn apply_store_op<const E: bool>(
             }
             match s.validate_ack(ranges.iter().copied(), cap) {
                 Err(e) => format!("{e:?}"),
-                Ok(()) => {
+                Ok(_) => {
                     let mark = s.mark_acked(ranges[0].1, ranges.iter().copied(), cap);
                     let loss =
                         s.detect_lost(now, loss_delay, first_sample, pc, |p| lost.push(p.pn));
