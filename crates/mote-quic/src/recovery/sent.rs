@@ -94,6 +94,8 @@ pub struct Slot<T> {
 }
 
 impl<T: Copy> Slot<T> {
+    // Out of line on devices: three copies of the record copy were inlined (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn packet(&self) -> SentPacket<T> {
         SentPacket {
             pn: self.pn,
@@ -478,6 +480,8 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
         }
     }
 
+    // Out of line on devices: inlined four times once `phys` became trivial (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn slot(&self, i: usize) -> Option<&Slot<T>> {
         if i >= self.span {
             return None;
