@@ -151,6 +151,8 @@ struct Core<C> {
 
 impl<C: CongestionController> Core<C> {
     /// RFC 9002 App. A.6 `PeerCompletedAddressValidation`.
+    // Out of line on devices: three inlined copies (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn peer_completed_address_validation(&self) -> bool {
         self.config.is_server || self.handshake_ack_received || self.handshake_confirmed
     }
