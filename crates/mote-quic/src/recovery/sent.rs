@@ -607,11 +607,12 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
             if prev_smallest.is_none() {
                 largest = hi;
             }
-            if lo > hi || prev_smallest.is_some_and(|p| hi >= p) {
-                return Err(RecoveryError::InvalidAckRanges);
-            }
-            if hi >= self.next_pn {
-                return Err(RecoveryError::AckOfUnsentPacket);
+            // Only the first range can reach `next_pn`: the others are below it.
+            match prev_smallest {
+                _ if lo > hi => return Err(RecoveryError::InvalidAckRanges),
+                Some(p) if hi >= p => return Err(RecoveryError::InvalidAckRanges),
+                None if hi >= self.next_pn => return Err(RecoveryError::AckOfUnsentPacket),
+                _ => {}
             }
             // `hi < next_pn <= MAX_PN` here, so the empty marker (`NO_PN`) never matches.
             if self.skipped.iter().any(|&s| lo <= s && s <= hi) {
