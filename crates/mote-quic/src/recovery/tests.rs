@@ -1295,10 +1295,10 @@ fn store_op() -> impl Strategy<Value = StoreOp> {
     ]
 }
 
-/// Everything a store reports about itself, for comparing two stores.
-fn store_state<const E: bool>(
-    s: &sent::SentSpace<u32, [Option<sent::Slot<u32>>], E>,
-) -> (
+/// Everything a store reports about itself: live records, len, full, bytes and
+/// ack-eliciting packets in flight, last ack-eliciting send, loss time, largest acked,
+/// next number.
+type StoreState = (
     Vec<SentPacket<u32>>,
     usize,
     bool,
@@ -1308,7 +1308,12 @@ fn store_state<const E: bool>(
     Option<Instant>,
     Option<u64>,
     u64,
-) {
+);
+
+/// [`StoreState`] of `s`, for comparing two stores.
+fn store_state<const E: bool>(
+    s: &sent::SentSpace<u32, [Option<sent::Slot<u32>>], E>,
+) -> StoreState {
     (
         s.iter().collect(),
         s.len(),
@@ -1413,7 +1418,7 @@ proptest! {
                 StoreOp::Send { dt, .. } | StoreOp::Ack { dt, .. } | StoreOp::LossTimer { dt } => dt,
                 _ => 0,
             };
-            now = now + ms(dt);
+            now += ms(dt);
             let a = apply_store_op(&mut eager, op, now);
             let b = apply_store_op(&mut tomb, op, now);
             prop_assert_eq!(&a, &b, "{:?}", op);
