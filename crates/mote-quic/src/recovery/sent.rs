@@ -584,11 +584,22 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     /// Marks the record at logical position `i` lost, takes it out of flight and returns
     /// it (loss detection and PTO eviction).
     fn declare_lost(&mut self, i: usize) -> Option<SentPacket<T>> {
+        self.retire(i, State::Lost).map(Slot::packet)
+    }
+
+    /// Moves the live record at logical position `i` to `state` (lost or newly
+    /// acknowledged) and takes it out of flight; `None` if it is not live.
+    // One copy for loss detection, eviction and ACK marking (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn retire(&mut self, i: usize, state: State) -> Option<&Slot<T>> {
         let slot = self.slot_mut(i)?;
-        slot.state = State::Lost;
-        let packet = slot.packet();
-        self.remove_live_accounting(packet.size, packet.in_flight, packet.ack_eliciting);
-        Some(packet)
+        if slot.state != State::Live {
+            return None;
+        }
+        slot.state = state;
+        let (size, in_flight, ack_eliciting) = (slot.size, slot.in_flight, slot.ack_eliciting);
+        self.remove_live_accounting(size, in_flight, ack_eliciting);
+        self.slot(i)
     }
 
     // --- ACK processing (driven by Recovery) ---
@@ -668,14 +679,8 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
 
     /// Marks the record at logical position `i` newly acknowledged if it is live.
     fn mark_one(&mut self, i: usize, mark: &mut AckMark) {
-        let Some(slot) = self.slot_mut(i) else { return };
-        if slot.state != State::Live {
-            return;
-        }
-        slot.state = State::NewlyAcked;
-        let (pn, t, size, inf, ae) =
-            (slot.pn, slot.time_sent, slot.size, slot.in_flight, slot.ack_eliciting);
-        self.remove_live_accounting(size, inf, ae);
+        let Some(slot) = self.retire(i, State::NewlyAcked) else { return };
+        let (pn, t, ae) = (slot.pn, slot.time_sent, slot.ack_eliciting);
         mark.newly_acked += 1;
         mark.any_ack_eliciting |= ae;
         // Eagerly, the ring is walked downwards: the first one marked is the largest.
