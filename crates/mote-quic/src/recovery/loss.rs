@@ -151,6 +151,8 @@ struct Core<C> {
 
 impl<C: CongestionController> Core<C> {
     /// RFC 9002 App. A.6 `PeerCompletedAddressValidation`.
+    // Out of line on devices: three inlined copies (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn peer_completed_address_validation(&self) -> bool {
         self.config.is_server || self.handshake_ack_received || self.handshake_confirmed
     }
@@ -179,22 +181,14 @@ impl<C: CongestionController> Core<C> {
 // three spaces (their capacities differ on a device).
 macro_rules! with_space {
     ($self:ident, $space:expr, |$s:ident| $body:expr) => {{
-        let $s: &mut SentRecords<T> = match $space {
-            PnSpace::Initial => &mut $self.initial,
-            PnSpace::Handshake => &mut $self.handshake,
-            PnSpace::ApplicationData => &mut $self.data,
-        };
+        let $s: &mut SentRecords<T> = $self.records_mut($space).1;
         $body
     }};
 }
 
 macro_rules! with_space_ref {
     ($self:ident, $space:expr, |$s:ident| $body:expr) => {{
-        let $s: &SentRecords<T> = match $space {
-            PnSpace::Initial => &$self.initial,
-            PnSpace::Handshake => &$self.handshake,
-            PnSpace::ApplicationData => &$self.data,
-        };
+        let $s: &SentRecords<T> = $self.records($space);
         $body
     }};
 }
@@ -283,6 +277,29 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     #[allow(dead_code)]
     fn all_fields(&self) {
         let Self { core: _, initial: _, handshake: _, data: _ } = self;
+    }
+
+    /// The records of `space`, capacity erased.
+    // Out of line on devices: a match over the three spaces was inlined at every use, ten
+    // of them (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn records(&self, space: PnSpace) -> &SentRecords<T> {
+        match space {
+            PnSpace::Initial => &self.initial,
+            PnSpace::Handshake => &self.handshake,
+            PnSpace::ApplicationData => &self.data,
+        }
+    }
+
+    /// [`Self::records`], mutable, with the rest of the state borrowed alongside.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn records_mut(&mut self, space: PnSpace) -> (&mut Core<C>, &mut SentRecords<T>) {
+        let s: &mut SentRecords<T> = match space {
+            PnSpace::Initial => &mut self.initial,
+            PnSpace::Handshake => &mut self.handshake,
+            PnSpace::ApplicationData => &mut self.data,
+        };
+        (&mut self.core, s)
     }
 
     // --- queries ---
@@ -554,8 +571,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     {
         let under_used = self.core.peak_in_flight.saturating_mul(2) < self.core.cc.window();
         let app_limited = self.core.app_limited || under_used;
-        let core = &mut self.core;
-        let outcome = with_space!(self, space, |s| on_ack_in_space(
+        let (core, s) = self.records_mut(space);
+        let outcome = on_ack_in_space(
             s,
             core,
             space,
@@ -564,8 +581,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             ecn,
             app_limited,
             now,
-            &mut on_event
-        ))?;
+            &mut on_event,
+        )?;
         self.core.peak_in_flight = self.bytes_in_flight();
         if outcome.newly_acked > 0 {
             if self.core.peer_completed_address_validation() {
@@ -591,9 +608,9 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         }
         let timers = self.timers(now);
         if let Some((_, space)) = timers.loss {
-            let core = &mut self.core;
-            let loss =
-                with_space!(self, space, |s| detect_lost(s, core, space, now, &mut on_event));
+            let (core, s) = self.records_mut(space);
+            let loss = detect_lost(s, core, space, now, &mut on_event);
+            s.settle();
             self.core.on_packets_lost(now, &loss);
             self.core.update_pacer();
             self.set_loss_detection_timer(now);
@@ -727,8 +744,7 @@ where
     F: FnMut(PacketEvent<T>),
 {
     let cap = core.config.max_ack_ranges.max(1);
-    sent.validate_ack(ranges(), cap)?;
-    let largest = ranges().next().map_or(0, |r| r.1);
+    let largest = sent.validate_ack(ranges(), cap)?;
     if space == PnSpace::Handshake {
         core.handshake_ack_received = true;
     }

@@ -8,6 +8,11 @@
 //! the ring's span reaches `N` while some slots are tombstones, sending compacts it once
 //! (O(N)). Lookups are binary searches over the span.
 //!
+//! Device builds (no `std`, [`EAGER`]) settle eagerly instead: the one compaction scan runs
+//! at the end of each ACK, loss-timer or eviction pass, reporting the newly acknowledged
+//! records as it drops them with the lost ones, so between passes the slots `0..span` hold
+//! live records only (the head never moves, sending never compacts).
+//!
 //! Packets that are neither ack-eliciting nor in flight (ACK-only packets) need no recovery
 //! and are not stored: their packet number is only counted as sent, so the sender can
 //! always acknowledge even when the tracker is full.
@@ -89,6 +94,8 @@ pub struct Slot<T> {
 }
 
 impl<T: Copy> Slot<T> {
+    // Out of line on devices: three copies of the record copy were inlined (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn packet(&self) -> SentPacket<T> {
         SentPacket {
             pn: self.pn,
@@ -138,12 +145,22 @@ pub(crate) struct LossSummary {
 /// Initial/Handshake and Application Data spaces have different capacities).
 pub type SentPackets<T, const N: usize> = SentSpace<T, [Option<Slot<T>>; N]>;
 
+/// How settled records leave the ring: `false` (hosts) keeps acknowledged and lost records
+/// as tombstones until they reach the front or a full ring is compacted on send; `true`
+/// (device builds, no `std`) removes them at the end of the ACK, loss or eviction pass that
+/// settled them, by the one compaction scan that also reports the newly acknowledged
+/// records (in ascending packet-number order rather than range by range). Between passes
+/// the ring then holds live records only, so sending never compacts and tombstones are never
+/// popped (issue 8: the tombstone walks leave the device image). Both modes take the same
+/// decisions; `recovery::tests::eager_store_agrees_with_tombstones` drives them side by side.
+pub(crate) const EAGER: bool = cfg!(not(feature = "std"));
+
 /// [`SentPackets`] with its capacity erased: what the methods work on.
 pub type SentRecords<T> = SentSpace<T, [Option<Slot<T>>]>;
 
 /// The struct behind [`SentPackets`] and [`SentRecords`]; `S` is the slot storage.
 #[derive(Clone, Debug)]
-pub struct SentSpace<T, S: ?Sized> {
+pub struct SentSpace<T, S: ?Sized, const E: bool = EAGER> {
     /// Physical index of the oldest slot.
     head: usize,
     /// Slots in use, tombstones included.
@@ -153,7 +170,10 @@ pub struct SentSpace<T, S: ?Sized> {
     next_pn: u64,
     largest_acked: Option<u64>,
     skipped: [u64; SKIPPED_MEMORY],
-    skipped_next: usize,
+    skipped_next: u8,
+    /// Acknowledged records were removed after the newest record: the next record sent
+    /// starts with `acked_before` (keeps persistent congestion detection exact).
+    acked_gap: bool,
     ack_eliciting_in_flight: usize,
     bytes_in_flight: u64,
     time_of_last_ack_eliciting: Option<Instant>,
@@ -167,13 +187,13 @@ pub struct SentSpace<T, S: ?Sized> {
     slots: S,
 }
 
-impl<T: Copy, const N: usize> Default for SentPackets<T, N> {
+impl<T: Copy, const N: usize, const E: bool> Default for SentSpace<T, [Option<Slot<T>>; N], E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T: Copy, const N: usize> SentPackets<T, N> {
+impl<T: Copy, const N: usize, const E: bool> SentSpace<T, [Option<Slot<T>>; N], E> {
     /// An empty space whose first packet number is 0.
     pub const fn new() -> Self {
         Self {
@@ -186,6 +206,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             largest_acked: None,
             skipped: [NO_PN; SKIPPED_MEMORY],
             skipped_next: 0,
+            acked_gap: false,
             ack_eliciting_in_flight: 0,
             bytes_in_flight: 0,
             time_of_last_ack_eliciting: None,
@@ -196,7 +217,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     }
 }
 
-impl<T: Copy, const N: usize> SentPackets<T, N> {
+impl<T: Copy, const N: usize, const E: bool> SentSpace<T, [Option<Slot<T>>; N], E> {
     /// Writes an empty space (as [`SentPackets::new`]) to `dst` field by field and slot by
     /// slot: `new()` by value is a whole table on the stack before it is moved (issue 8: a
     /// device's Application Data space is ~1 KB).
@@ -209,10 +230,10 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
         // The same struct over a slice of the `N` slots: a pointer with the slice length as
         // its metadata, so the writing is compiled once for every capacity.
         let erased = core::ptr::slice_from_raw_parts_mut(dst.cast::<Option<Slot<T>>>(), N)
-            as *mut SentRecords<T>;
+            as *mut SentSpace<T, [Option<Slot<T>>], E>;
         // SAFETY: the caller's contract; `erased` addresses the same memory as `dst` (an
         // unsizing cast keeps the layout), with the slot count as its length.
-        unsafe { SentRecords::write_empty(erased) }
+        unsafe { SentSpace::write_empty(erased) }
     }
     /// Names every field (an exhaustive pattern, never called): a new field fails to build
     /// until `SentRecords::write_empty` writes it.
@@ -226,6 +247,7 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
             largest_acked: _,
             skipped: _,
             skipped_next: _,
+            acked_gap: _,
             ack_eliciting_in_flight: _,
             bytes_in_flight: _,
             time_of_last_ack_eliciting: _,
@@ -238,21 +260,25 @@ impl<T: Copy, const N: usize> SentPackets<T, N> {
     }
 }
 
-impl<T: Copy, const N: usize> core::ops::Deref for SentPackets<T, N> {
-    type Target = SentRecords<T>;
+impl<T: Copy, const N: usize, const E: bool> core::ops::Deref
+    for SentSpace<T, [Option<Slot<T>>; N], E>
+{
+    type Target = SentSpace<T, [Option<Slot<T>>], E>;
 
-    fn deref(&self) -> &SentRecords<T> {
+    fn deref(&self) -> &Self::Target {
         self
     }
 }
 
-impl<T: Copy, const N: usize> core::ops::DerefMut for SentPackets<T, N> {
-    fn deref_mut(&mut self) -> &mut SentRecords<T> {
+impl<T: Copy, const N: usize, const E: bool> core::ops::DerefMut
+    for SentSpace<T, [Option<Slot<T>>; N], E>
+{
+    fn deref_mut(&mut self) -> &mut Self::Target {
         self
     }
 }
 
-impl<T: Copy> SentRecords<T> {
+impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     /// Writes an empty space (as [`SentPackets::new`]) to `dst` field by field and slot by
     /// slot: `new()` by value is a whole table on the stack before it is moved (issue 8: a
     /// device's Application Data space is ~1 KB). Capacity-erased: one copy in the image.
@@ -274,6 +300,7 @@ impl<T: Copy> SentRecords<T> {
             addr_of_mut!((*dst).largest_acked).write(None);
             addr_of_mut!((*dst).skipped).write([NO_PN; SKIPPED_MEMORY]);
             addr_of_mut!((*dst).skipped_next).write(0);
+            addr_of_mut!((*dst).acked_gap).write(false);
             addr_of_mut!((*dst).ack_eliciting_in_flight).write(0);
             addr_of_mut!((*dst).bytes_in_flight).write(0);
             addr_of_mut!((*dst).time_of_last_ack_eliciting).write(None);
@@ -308,10 +335,10 @@ impl<T: Copy> SentRecords<T> {
         if pn >= MAX_PN {
             return Err(RecoveryError::PacketNumbersExhausted);
         }
-        if let Some(s) = self.skipped.get_mut(self.skipped_next) {
+        if let Some(s) = self.skipped.get_mut(usize::from(self.skipped_next)) {
             *s = pn;
         }
-        self.skipped_next = (self.skipped_next + 1) % SKIPPED_MEMORY;
+        self.skipped_next = (self.skipped_next + 1) % SKIPPED_MEMORY as u8;
         self.next_pn = pn + 1;
         Ok(pn)
     }
@@ -385,8 +412,9 @@ impl<T: Copy> SentRecords<T> {
         if self.live >= self.slots.len() {
             return Err(RecoveryError::Full);
         }
-        if self.span >= self.slots.len() {
-            self.compact();
+        // Eagerly settled rings hold live records only here (`span == live`).
+        if !E && self.span >= self.slots.len() {
+            self.compact(&mut |_| {});
         }
         let idx = self.phys(self.span);
         let Some(slot) = self.slots.get_mut(idx) else {
@@ -399,9 +427,10 @@ impl<T: Copy> SentRecords<T> {
             ack_eliciting: packet.ack_eliciting,
             in_flight,
             state: State::Live,
-            acked_before: false,
+            acked_before: self.acked_gap,
             payload: packet.payload,
         });
+        self.acked_gap = false;
         self.span += 1;
         self.live += 1;
         self.next_pn += 1;
@@ -437,7 +466,11 @@ impl<T: Copy> SentRecords<T> {
     // --- ring helpers ---
 
     /// Physical index of logical position `i` (< N): a conditional subtraction, no modulo.
+    /// An eagerly settled ring never moves its head (compaction starts at slot 0).
     fn phys(&self, i: usize) -> usize {
+        if E {
+            return i;
+        }
         let p = self.head + i;
         let n = self.slots.len();
         if p >= n {
@@ -447,6 +480,8 @@ impl<T: Copy> SentRecords<T> {
         }
     }
 
+    // Out of line on devices: inlined four times once `phys` became trivial (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn slot(&self, i: usize) -> Option<&Slot<T>> {
         if i >= self.span {
             return None;
@@ -492,30 +527,38 @@ impl<T: Copy> SentRecords<T> {
         }
     }
 
-    /// Moves the live records together at the front of the ring, O(N). Only called between
-    /// ACKs (no `NewlyAcked` slot exists). An acknowledged tombstone that disappears sets
-    /// `acked_before` on the next live record.
-    fn compact(&mut self) {
+    /// Moves the live records together at the front of the ring, O(N), reporting each
+    /// `NewlyAcked` record to `on_acked` (ascending packet numbers) as it leaves. An
+    /// acknowledged record that disappears sets `acked_before` on the next live record (or,
+    /// after the newest, on the next one sent).
+    fn compact(&mut self, on_acked: &mut dyn FnMut(SentPacket<T>)) {
         let mut w = 0;
         let mut acked_gap = false;
         for r in 0..self.span {
-            let rp = self.phys(r);
-            let Some(Some(slot)) = self.slots.get(rp).copied() else { continue };
+            let (rp, wp) = (self.phys(r), self.phys(w));
+            let Some(Some(slot)) = self.slots.get_mut(rp) else { continue };
             match slot.state {
                 State::Live => {
-                    let mut slot = slot;
                     slot.acked_before |= acked_gap;
                     acked_gap = false;
-                    let wp = self.phys(w);
-                    if let Some(dst) = self.slots.get_mut(wp) {
-                        *dst = Some(slot);
+                    if wp != rp {
+                        // The record moves down; its old slot is cleared below.
+                        let moved = *slot;
+                        if let Some(dst) = self.slots.get_mut(wp) {
+                            *dst = Some(moved);
+                        }
                     }
                     w += 1;
                 }
-                State::Acked | State::NewlyAcked => acked_gap = true,
+                State::NewlyAcked => {
+                    acked_gap = true;
+                    on_acked(slot.packet());
+                }
+                State::Acked => acked_gap = true,
                 State::Lost => {}
             }
         }
+        self.acked_gap |= acked_gap;
         for r in w..self.span {
             let rp = self.phys(r);
             if let Some(s) = self.slots.get_mut(rp) {
@@ -541,41 +584,56 @@ impl<T: Copy> SentRecords<T> {
     /// Marks the record at logical position `i` lost, takes it out of flight and returns
     /// it (loss detection and PTO eviction).
     fn declare_lost(&mut self, i: usize) -> Option<SentPacket<T>> {
+        self.retire(i, State::Lost).map(Slot::packet)
+    }
+
+    /// Moves the live record at logical position `i` to `state` (lost or newly
+    /// acknowledged) and takes it out of flight; `None` if it is not live.
+    // One copy for loss detection, eviction and ACK marking (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn retire(&mut self, i: usize, state: State) -> Option<&Slot<T>> {
         let slot = self.slot_mut(i)?;
-        slot.state = State::Lost;
-        let packet = slot.packet();
-        self.remove_live_accounting(packet.size, packet.in_flight, packet.ack_eliciting);
-        Some(packet)
+        if slot.state != State::Live {
+            return None;
+        }
+        slot.state = state;
+        let (size, in_flight, ack_eliciting) = (slot.size, slot.in_flight, slot.ack_eliciting);
+        self.remove_live_accounting(size, in_flight, ack_eliciting);
+        self.slot(i)
     }
 
     // --- ACK processing (driven by Recovery) ---
 
     /// RFC 9000 §13.1, §21.4: checks the first `cap` ranges before anything changes. Ranges
     /// must be non-empty, descending and disjoint; none may reach a packet number not yet
-    /// used, nor cover a remembered skipped one.
-    pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<(), RecoveryError>
+    /// used, nor cover a remembered skipped one. Returns the first range's largest (the
+    /// ACK's Largest Acknowledged).
+    pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<u64, RecoveryError>
     where
         I: Iterator<Item = (u64, u64)>,
     {
         let mut prev_smallest: Option<u64> = None;
-        let mut any = false;
+        let mut largest = 0;
         for (lo, hi) in ranges.take(cap) {
-            any = true;
-            if lo > hi || prev_smallest.is_some_and(|p| hi >= p) {
-                return Err(RecoveryError::InvalidAckRanges);
+            if prev_smallest.is_none() {
+                largest = hi;
             }
-            if hi >= self.next_pn {
-                return Err(RecoveryError::AckOfUnsentPacket);
+            // Only the first range can reach `next_pn`: the others are below it.
+            match prev_smallest {
+                _ if lo > hi => return Err(RecoveryError::InvalidAckRanges),
+                Some(p) if hi >= p => return Err(RecoveryError::InvalidAckRanges),
+                None if hi >= self.next_pn => return Err(RecoveryError::AckOfUnsentPacket),
+                _ => {}
             }
-            if self.skipped.iter().any(|&s| s != NO_PN && lo <= s && s <= hi) {
+            // `hi < next_pn <= MAX_PN` here, so the empty marker (`NO_PN`) never matches.
+            if self.skipped.iter().any(|&s| lo <= s && s <= hi) {
                 return Err(RecoveryError::AckOfSkippedPacket);
             }
             prev_smallest = Some(lo);
         }
-        if any {
-            Ok(())
-        } else {
-            Err(RecoveryError::InvalidAckRanges)
+        match prev_smallest {
+            Some(_) => Ok(largest),
+            None => Err(RecoveryError::InvalidAckRanges),
         }
     }
 
@@ -587,36 +645,63 @@ impl<T: Copy> SentRecords<T> {
     {
         self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
         let mut mark = AckMark::default();
-        for (lo, hi) in ranges.take(cap) {
+        let mut ranges = ranges.take(cap);
+        if E {
+            // One walk down the ring against the (descending) ranges, no search: a record
+            // below the current range moves on to the next range.
+            let mut range = ranges.next();
+            let mut i = self.span;
+            while let (Some((lo, hi)), Some(below)) = (range, i.checked_sub(1)) {
+                let Some(pn) = self.slot(below).map(|s| s.pn) else { break };
+                if pn < lo {
+                    range = ranges.next();
+                    continue;
+                }
+                if pn <= hi {
+                    self.mark_one(below, &mut mark);
+                }
+                i = below;
+            }
+            return mark;
+        }
+        for (lo, hi) in ranges {
             let mut i = self.lower_bound(lo);
-            while let Some(slot) = self.slot_mut(i) {
+            while let Some(slot) = self.slot(i) {
                 if slot.pn > hi {
                     break;
                 }
-                if slot.state == State::Live {
-                    slot.state = State::NewlyAcked;
-                    let (pn, t, size, inf, ae) =
-                        (slot.pn, slot.time_sent, slot.size, slot.in_flight, slot.ack_eliciting);
-                    self.remove_live_accounting(size, inf, ae);
-                    mark.newly_acked += 1;
-                    mark.any_ack_eliciting |= ae;
-                    if mark.largest.is_none_or(|(l, _, _)| pn > l) {
-                        mark.largest = Some((pn, t, ae));
-                    }
-                }
+                self.mark_one(i, &mut mark);
                 i += 1;
             }
         }
         mark
     }
 
+    /// Marks the record at logical position `i` newly acknowledged if it is live.
+    fn mark_one(&mut self, i: usize, mark: &mut AckMark) {
+        let Some(slot) = self.retire(i, State::NewlyAcked) else { return };
+        let (pn, t, ae) = (slot.pn, slot.time_sent, slot.ack_eliciting);
+        mark.newly_acked += 1;
+        mark.any_ack_eliciting |= ae;
+        // Eagerly, the ring is walked downwards: the first one marked is the largest.
+        if mark.largest.is_none_or(|(l, _, _)| !E && pn > l) {
+            mark.largest = Some((pn, t, ae));
+        }
+    }
+
     /// Reports the records [`Self::mark_acked`] marked, in the same ranges, then drops the
-    /// tombstones at the front.
+    /// tombstones at the front (eagerly: reports them in one scan of the ring, ascending,
+    /// and removes them with the lost records).
     pub(crate) fn finish_acked<I, F>(&mut self, ranges: I, cap: usize, mut on_acked: F)
     where
         I: Iterator<Item = (u64, u64)>,
         F: FnMut(SentPacket<T>),
     {
+        if E {
+            // One scan reports and removes them with the lost records of this ACK.
+            self.compact(&mut on_acked);
+            return;
+        }
         for (lo, hi) in ranges.take(cap) {
             let mut i = self.lower_bound(lo);
             while let Some(slot) = self.slot_mut(i) {
@@ -638,7 +723,8 @@ impl<T: Copy> SentRecords<T> {
     /// or below the largest acknowledged that is [`super::PACKET_THRESHOLD`] packets older,
     /// or was sent `loss_delay` before `now`; arms the space's loss timer for the others.
     /// Persistent congestion (RFC 9002 §7.6.2) is checked within this batch: needs
-    /// `first_rtt_sample` (the time of the first RTT sample) and the duration.
+    /// `first_rtt_sample` (the time of the first RTT sample) and the duration. The lost
+    /// records stay as tombstones until [`Self::finish_acked`] or [`Self::settle`].
     pub(crate) fn detect_lost<F>(
         &mut self,
         now: Instant,
@@ -701,9 +787,7 @@ impl<T: Copy> SentRecords<T> {
             }
             on_lost(packet);
         }
-        if summary.count > 0 {
-            self.pop_front();
-        }
+        // The lost records leave with the ACK's (`finish_acked`) or by `settle`.
         summary
     }
 
@@ -727,8 +811,18 @@ impl<T: Copy> SentRecords<T> {
             }
             i += 1;
         }
-        self.pop_front();
+        self.settle();
         evicted
+    }
+
+    /// Drops the records a loss pass outside an ACK (or an eviction) settled: tombstones at
+    /// the front, or, eagerly, every lost record (none is newly acknowledged here).
+    pub(crate) fn settle(&mut self) {
+        if E {
+            self.compact(&mut |_| {});
+        } else {
+            self.pop_front();
+        }
     }
 
     /// RFC 9002 §6.4: forgets every record when the space's keys are discarded; returns the
@@ -743,6 +837,7 @@ impl<T: Copy> SentRecords<T> {
         self.bytes_in_flight = 0;
         self.time_of_last_ack_eliciting = None;
         self.loss_time = None;
+        self.acked_gap = false;
         bytes
     }
 
