@@ -873,7 +873,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .filter(|s| self.suite_offered(*s))
             .ok_or(Error::IllegalParameter)?;
         if sh.is_hello_retry_request() {
-            self.hello_retry_request(&sh, msg.bytes, suite, hooks)?;
+            self.hello_retry_request(
+                sh.selected_group,
+                sh.cookie.is_some(),
+                msg.bytes,
+                suite,
+                hooks,
+            )?;
             return Ok(ServerHelloNext::Retry(Retry { cookie: sh.cookie }));
         }
         // RFC 8446 §4.1.4: the ServerHello after a HelloRetryRequest must keep its suite.
@@ -951,11 +957,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     /// RFC 8446 §4.1.4: checks a HelloRetryRequest and prepares the second ClientHello (the
     /// transcript's `message_hash`, a key share of the group asked for), which the caller
-    /// writes ([`Retry`]).
+    /// writes ([`Retry`]). Takes the two fields it checks, not the parsed message (issue 8:
+    /// the caller does not build the whole `ServerHello` in its frame to lend it).
     #[inline(never)]
     fn hello_retry_request<H: QuicHooks>(
         &mut self,
-        hrr: &ServerHello<'_>,
+        selected_group: Option<u16>,
+        cookie: bool,
         bytes: &[u8],
         suite: AeadAlgorithm,
         hooks: &mut H,
@@ -969,7 +977,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let current = self.kx.as_ref().ok_or_else(internal)?.group();
         // RFC 8446 §4.2.8: the selected group must be one the client supports and not the
         // one it already sent a share for (illegal_parameter).
-        let group = match hrr.selected_group {
+        let group = match selected_group {
             Some(cp) => {
                 // One offer: the one group offered is the one the share was sent for, so
                 // no group can be asked for.
@@ -984,7 +992,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         };
         // RFC 8446 §4.1.4: "Clients MUST abort the handshake with an "illegal_parameter"
         // alert if the HelloRetryRequest would not result in any change in the ClientHello."
-        if group.is_none() && hrr.cookie.is_none() {
+        if group.is_none() && !cookie {
             return Err(Error::IllegalParameter);
         }
         self.suite = Some(suite);
