@@ -1212,11 +1212,17 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let mut exporter = Secret::zeroed(0);
         master.derive_into(p, b"exp master", server_finished_hash.as_ref(), &mut exporter)?;
 
-        // The client's second flight, at the Handshake level.
-        if let Some(scheme) = self.cert_request {
-            self.send_client_certificate(scheme, hooks)?;
-        }
-        let client_finished_hash = self.send_client_finished(alg, hooks)?;
+        // The client's second flight, at the Handshake level: with a key to present (a
+        // CertificateRequest that allows its scheme), Certificate and CertificateVerify and
+        // Finished; otherwise (always, without `client-auth`) Finished, after an empty
+        // Certificate if one was requested, written in one go.
+        let client_finished_hash = match (self.cert_request, self.client_key()) {
+            (Some(Some(_)), Some(key)) => {
+                self.send_client_certificate(key, hooks)?;
+                self.send_client_finished(alg, hooks)?
+            }
+            (request, _) => self.send_finished_flight(alg, request.is_some(), hooks)?,
+        };
         let mut resumption_master = Secret::zeroed(0);
         let hash = client_finished_hash.as_ref();
         master.derive_into(&self.provider, b"res master", hash, &mut resumption_master)?;
@@ -1314,29 +1320,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
-    /// RFC 8446 §4.4.2/§4.4.3: the client's Certificate (its raw public key, or empty) and,
-    /// with a key, its CertificateVerify.
+    /// RFC 8446 §4.4.2/§4.4.3: the client's Certificate (its raw public key) and its
+    /// CertificateVerify.
     fn send_client_certificate<H: QuicHooks>(
         &mut self,
-        scheme: Option<SignatureScheme>,
+        key: &(dyn mote_crypto::SigningKey + Sync),
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let key = match (scheme, self.client_key()) {
-            (Some(_), Some(key)) => Some(key),
-            _ => None,
-        };
         let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
-        let Some(key) = key else {
-            // No key to present: the empty Certificate, always the same bytes (a device
-            // without `client-auth` builds only this).
-            return send_message(hooks, Level::Handshake, t, |out, _| {
-                let len = msgs::EMPTY_CERTIFICATE.len();
-                out.get_mut(..len)
-                    .ok_or(Error::BufferTooSmall)?
-                    .copy_from_slice(&msgs::EMPTY_CERTIFICATE);
-                Ok(len)
-            });
-        };
         let mut spki = [0u8; crate::P256_SPKI_LEN];
         let spki_len = crate::encode_spki(key.scheme(), key.public_key(), &mut spki)?;
         let spki = spki.get(..spki_len).ok_or_else(internal)?;
@@ -1351,6 +1342,40 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         send_message(hooks, Level::Handshake, t, |out, _| {
             msgs::emit_certificate_verify(key.scheme().codepoint(), sig, out)
         })
+    }
+
+    /// RFC 8446 §4.4.2, §4.4.4: the client's second flight without a key to present: an
+    /// empty Certificate if `empty_certificate` (a CertificateRequest came; always the same
+    /// bytes, [`msgs::EMPTY_CERTIFICATE`]), then its Finished, written into QUIC's send
+    /// buffer together and each added to the transcript; returns the transcript hash
+    /// through the Finished (for the resumption master secret). One send for both (issue 8:
+    /// a device, which never has a key, builds only this).
+    fn send_finished_flight<H: QuicHooks>(
+        &mut self,
+        alg: HashAlgorithm,
+        empty_certificate: bool,
+        hooks: &mut H,
+    ) -> Result<Digest, Error> {
+        let Stage::Handshake { client: client_hs, .. } = &self.secrets else {
+            return Err(internal());
+        };
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
+        let SendBuffer { space, .. } = hooks.send_buffer(Level::Handshake);
+        let mut len = 0;
+        if empty_certificate {
+            let certificate = &msgs::EMPTY_CERTIFICATE;
+            len = certificate.len();
+            space.get_mut(..len).ok_or(Error::BufferTooSmall)?.copy_from_slice(certificate);
+            t.update(certificate);
+        }
+        let hash = t.current_hash();
+        let verify_data =
+            finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
+        let out = space.get_mut(len..).ok_or(Error::BufferTooSmall)?;
+        let n = Finished::emit(verify_data.as_ref(), out)?;
+        t.update(out.get(..n).ok_or(Error::BufferTooSmall)?);
+        hooks.sent(Level::Handshake, len + n);
+        Ok(t.current_hash())
     }
 
     #[inline(never)]
