@@ -852,7 +852,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         msg: HandshakeMessage<'m>,
         hooks: &mut H,
     ) -> Result<ServerHelloNext<'m>, Error> {
-        let sh = ServerHello::parse(msg.body)?;
+        let (sh, hello_retry_request) = ServerHello::parse_hello(msg.body)?;
         // RFC 8446 §4.2.1: a ServerHello without supported_versions negotiates TLS 1.2 or
         // earlier, which this client does not speak (protocol_version); one naming another
         // version is illegal_parameter ("a version not offered by the client").
@@ -872,7 +872,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let suite = AeadAlgorithm::from_cipher_suite(sh.cipher_suite)
             .filter(|s| self.suite_offered(*s))
             .ok_or(Error::IllegalParameter)?;
-        if sh.is_hello_retry_request() {
+        if hello_retry_request {
             self.hello_retry_request(
                 sh.selected_group,
                 sh.cookie.is_some(),
