@@ -943,8 +943,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(internal());
         };
         let p = &self.provider;
-        hs.derive_into(p, b"c hs traffic", hello_hash.as_ref(), client)?;
-        hs.derive_into(p, b"s hs traffic", hello_hash.as_ref(), server)?;
+        let hello_hash = hello_hash.as_ref();
+        hs.derive_into(p, b"c hs traffic", hello_hash, client)?;
+        hs.derive_into(p, b"s hs traffic", hello_hash, server)?;
         hooks.install_secrets(Secrets {
             level: KeyLevel::Handshake,
             suite,
@@ -1204,13 +1205,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // Secret, "c ap traffic" / "s ap traffic", ClientHello...server Finished), written
         // into the caller's `app` (issue 8: no secret moved through a `Result`).
         app.suite = suite;
-        master.derive_into(p, b"c ap traffic", server_finished_hash.as_ref(), &mut app.client)?;
-        master.derive_into(p, b"s ap traffic", server_finished_hash.as_ref(), &mut app.server)?;
+        let server_finished_hash = server_finished_hash.as_ref();
+        master.derive_into(p, b"c ap traffic", server_finished_hash, &mut app.client)?;
+        master.derive_into(p, b"s ap traffic", server_finished_hash, &mut app.server)?;
         // RFC 8446 §7.1: exporter_master_secret ("exp master", same transcript) and, after
         // the client Finished, resumption_master_secret ("res master"), derived into locals
         // (not returned through a `Result`) and kept once both are whole.
         let mut exporter = Secret::zeroed(0);
-        master.derive_into(p, b"exp master", server_finished_hash.as_ref(), &mut exporter)?;
+        master.derive_into(p, b"exp master", server_finished_hash, &mut exporter)?;
 
         // The client's second flight, at the Handshake level: with a key to present (a
         // CertificateRequest that allows its scheme), Certificate and CertificateVerify and
