@@ -603,15 +603,16 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if early {
             self.early_data = EarlyData::Offered;
         }
-        let early_secret = self.emit_client_hello(hooks, None, early)?;
+        let mut early_secret = Secret::zeroed(0);
+        self.emit_client_hello(hooks, None, early.then_some(&mut early_secret))?;
         self.state = State::WaitServerHello;
         // Installed once the ClientHello's frame is gone (issue 8: the packet key setup is
         // not under it on a device's stack).
-        if let (Some(secret), Some(r)) = (early_secret, self.resumption) {
+        if let (true, Some(r)) = (early, self.resumption) {
             hooks.install_secrets(Secrets {
                 level: KeyLevel::ZeroRtt,
                 suite: r.ticket.suite,
-                client: &secret,
+                client: &early_secret,
                 server: None,
             })?;
         }
@@ -646,24 +647,26 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// RFC 8446 §4.1.2: writes a ClientHello (the second one after a HelloRetryRequest,
     /// with the same random and `cookie`), fills in the PSK binder (§4.2.11.2), adds it to
     /// the transcript(s), and with 0-RTT returns client_early_traffic_secret for the caller
-    /// to install.
+    /// to install, written into `early_secret` (offering 0-RTT when given; issue 8: no
+    /// secret returned through a `Result`).
     fn emit_client_hello<H: QuicHooks>(
         &mut self,
         hooks: &mut H,
         cookie: Option<&[u8]>,
-        early_data: bool,
-    ) -> Result<Option<Secret>, Error> {
+        early_secret: Option<&mut Secret>,
+    ) -> Result<(), Error> {
+        let early_data = early_secret.is_some();
         let psk = self.psk_source();
         let SendBuffer { space, transport_parameters } = hooks.send_buffer(Level::Initial);
         let emitted =
             self.write_client_hello(space, transport_parameters, cookie, early_data, psk)?;
-        let mut early_secret = None;
+        let mut early = None;
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
             let es = EarlySecret::new(&self.provider, p.hash, Some(p.key))?;
             self.write_psk_binder(&p, &es, space, offset)?;
-            early_secret = Some(es);
+            early = Some(es);
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
         for t in self.transcripts.iter_mut().flatten() {
@@ -672,18 +675,16 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         hooks.sent(Level::Initial, emitted.len);
         self.psk_offered = psk.is_some();
 
-        if early_data {
+        if let Some(out) = early_secret {
             // RFC 8446 §7.1: client_early_traffic_secret = Derive-Secret(Early Secret,
             // "c e traffic", ClientHello), with the ticket's suite (§4.2.10).
-            let (Some(es), Some(r)) = (early_secret, self.resumption) else {
+            let (Some(es), Some(r)) = (early, self.resumption) else {
                 return Err(internal());
             };
             let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
-            let mut secret = Secret::zeroed(0);
-            es.derive_into(&self.provider, b"c e traffic", hash.as_ref(), &mut secret)?;
-            return Ok(Some(secret));
+            es.derive_into(&self.provider, b"c e traffic", hash.as_ref(), out)?;
         }
-        Ok(None)
+        Ok(())
     }
 
     /// Whether this client's offer is one suite (TLS_AES_128_GCM_SHA256), one group
@@ -833,9 +834,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<(), Error> {
         match self.server_hello(msg, hooks)? {
             // RFC 8446 §4.2.10: no early data after a HelloRetryRequest, so no secret.
-            ServerHelloNext::Retry(Retry { cookie }) => {
-                self.emit_client_hello(hooks, cookie, false).map(drop)
-            }
+            ServerHelloNext::Retry(Retry { cookie }) => self.emit_client_hello(hooks, cookie, None),
             ServerHelloNext::HandshakeKeys { server_share } => {
                 self.handshake_keys(server_share, hooks)
             }
