@@ -664,9 +664,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
-            let es = EarlySecret::new(&self.provider, p.hash, Some(p.key))?;
-            self.write_psk_binder(&p, &es, space, offset)?;
-            early = Some(es);
+            let es = early.insert(EarlySecret::new(&self.provider, p.hash, Some(p.key))?);
+            self.write_psk_binder(&p, es, space, offset)?;
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
         for t in self.transcripts.iter_mut().flatten() {
@@ -678,7 +677,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if let Some(out) = early_secret {
             // RFC 8446 §7.1: client_early_traffic_secret = Derive-Secret(Early Secret,
             // "c e traffic", ClientHello), with the ticket's suite (§4.2.10).
-            let (Some(es), Some(r)) = (early, self.resumption) else {
+            let (Some(es), Some(r)) = (&early, self.resumption) else {
                 return Err(internal());
             };
             let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
