@@ -1207,12 +1207,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let server_finished_hash = server_finished_hash.as_ref();
         master.derive_into(p, b"c ap traffic", server_finished_hash, &mut app.client)?;
         master.derive_into(p, b"s ap traffic", server_finished_hash, &mut app.server)?;
-        // RFC 8446 §7.1: exporter_master_secret ("exp master", same transcript) and, after
-        // the client Finished, resumption_master_secret ("res master"), derived into locals
-        // (not returned through a `Result`) and kept once both are whole.
-        let mut exporter = Secret::zeroed(0);
-        master.derive_into(p, b"exp master", server_finished_hash, &mut exporter)?;
-
         // The client's second flight, at the Handshake level: with a key to present (a
         // CertificateRequest that allows its scheme), Certificate and CertificateVerify and
         // Finished; otherwise (always, without `client-auth`) Finished, after an empty
@@ -1224,11 +1218,30 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             }
             (request, _) => self.send_finished_flight(alg, request.is_some(), hooks)?,
         };
-        let mut resumption_master = Secret::zeroed(0);
-        let hash = client_finished_hash.as_ref();
-        master.derive_into(&self.provider, b"res master", hash, &mut resumption_master)?;
-        self.secrets = Stage::Connected { exporter, resumption_master };
-        Ok(())
+        // RFC 8446 §7.1: exporter_master_secret ("exp master", through the server Finished)
+        // and resumption_master_secret ("res master", through the client Finished), written
+        // where the session keeps them once the handshake secrets are no longer needed
+        // (issue 8: not derived into locals and moved). If either fails, neither is kept
+        // (`Start`, as [`Self::export`] finds before the handshake completes).
+        self.secrets =
+            Stage::Connected { exporter: Secret::zeroed(0), resumption_master: Secret::zeroed(0) };
+        let Stage::Connected { exporter, resumption_master } = &mut self.secrets else {
+            return Err(internal());
+        };
+        let p = &self.provider;
+        let derived =
+            master.derive_into(p, b"exp master", server_finished_hash, exporter).and_then(|()| {
+                master.derive_into(
+                    p,
+                    b"res master",
+                    client_finished_hash.as_ref(),
+                    resumption_master,
+                )
+            });
+        if derived.is_err() {
+            self.secrets = Stage::Start;
+        }
+        derived
     }
 
     /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
