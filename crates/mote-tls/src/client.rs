@@ -664,7 +664,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
-            let es = early.insert(EarlySecret::new(&self.provider, p.hash, Some(p.key))?);
+            let es = EarlySecret::new_in(&self.provider, p.hash, Some(p.key), &mut early)?;
             self.write_psk_binder(&p, es, space, offset)?;
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
