@@ -625,8 +625,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     fn start_transcripts(&mut self) -> Result<(), Error> {
         // One offer: the one suite's SHA-256 transcript, in slot 0.
         if self.one_offer() {
-            let t = Transcript::new(&self.provider, HashAlgorithm::Sha256)?;
-            *self.transcripts.first_mut().ok_or_else(internal)? = Some(t);
+            let slot = self.transcripts.first_mut().ok_or_else(internal)?;
+            *slot = Some(Transcript::new(&self.provider, HashAlgorithm::Sha256)?);
             return Ok(());
         }
         let suites = self.offered_suites();
