@@ -646,9 +646,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     /// RFC 8446 §4.1.2: writes a ClientHello (the second one after a HelloRetryRequest,
     /// with the same random and `cookie`), fills in the PSK binder (§4.2.11.2), adds it to
-    /// the transcript(s), and with 0-RTT returns client_early_traffic_secret for the caller
-    /// to install, written into `early_secret` (offering 0-RTT when given; issue 8: no
-    /// secret returned through a `Result`).
+    /// the transcript(s). Given `early_secret`, it offers 0-RTT and writes
+    /// client_early_traffic_secret there for the caller to install (issue 8: no secret
+    /// returned through a `Result`).
     fn emit_client_hello<H: QuicHooks>(
         &mut self,
         hooks: &mut H,
@@ -1222,7 +1222,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // and resumption_master_secret ("res master", through the client Finished), written
         // where the session keeps them once the handshake secrets are no longer needed
         // (issue 8: not derived into locals and moved). If either fails, neither is kept
-        // (`Start`, as [`Self::export`] finds before the handshake completes).
+        // (`Start`, which `ClientSession::export` treats as before completion).
         self.secrets =
             Stage::Connected { exporter: Secret::zeroed(0), resumption_master: Secret::zeroed(0) };
         let Stage::Connected { exporter, resumption_master } = &mut self.secrets else {
