@@ -1203,7 +1203,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // RFC 8446 §7.1: client_/server_application_traffic_secret_0 = Derive-Secret(Master
         // Secret, "c ap traffic" / "s ap traffic", ClientHello...server Finished), written
         // into the caller's `app` (issue 8: no secret moved through a `Result`).
-        app.suite = suite;
         let server_finished_hash = server_finished_hash.as_ref();
         master.derive_into(p, b"c ap traffic", server_finished_hash, &mut app.client)?;
         master.derive_into(p, b"s ap traffic", server_finished_hash, &mut app.server)?;
@@ -1306,11 +1305,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // Checked before `finished`'s frame exists: the check's key derivation is not under
         // it on a device's stack (issue 8).
         self.verify_server_finished(msg, suite.hash())?;
-        let mut app = ApplicationSecrets {
-            suite: AeadAlgorithm::Aes128Gcm,
-            client: Secret::zeroed(0),
-            server: Secret::zeroed(0),
-        };
+        let mut app =
+            ApplicationSecrets { suite, client: Secret::zeroed(0), server: Secret::zeroed(0) };
         self.finished(suite, hooks, &mut app)?;
         self.install_application_secrets(&app, hooks)
     }
