@@ -603,29 +603,30 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if early {
             self.early_data = EarlyData::Offered;
         }
-        let early_secret = self.emit_client_hello(hooks, None, early)?;
+        let mut early_secret = Secret::zeroed(0);
+        self.emit_client_hello(hooks, None, early.then_some(&mut early_secret))?;
         self.state = State::WaitServerHello;
         // Installed once the ClientHello's frame is gone (issue 8: the packet key setup is
         // not under it on a device's stack).
-        if let (Some(secret), Some(r)) = (early_secret, self.resumption) {
+        if let (true, Some(r)) = (early, self.resumption) {
             hooks.install_secrets(Secrets {
                 level: KeyLevel::ZeroRtt,
                 suite: r.ticket.suite,
-                client: &secret,
+                client: &early_secret,
                 server: None,
             })?;
         }
         Ok(())
     }
 
-    /// One transcript per hash of the offered suites (RFC 8446 §4.4.1). Out of line: the
-    /// hash states are built here, not in `start`'s frame under the ClientHello (issue 8).
-    #[inline(never)]
+    /// One transcript per hash of the offered suites (RFC 8446 §4.4.1). Inlined into
+    /// `start` (issue 8: −32 B of flash; the ClientHello's path stays under the
+    /// ServerHello's key installation, the deepest).
     fn start_transcripts(&mut self) -> Result<(), Error> {
         // One offer: the one suite's SHA-256 transcript, in slot 0.
         if self.one_offer() {
-            let t = Transcript::new(&self.provider, HashAlgorithm::Sha256)?;
-            *self.transcripts.first_mut().ok_or_else(internal)? = Some(t);
+            let slot = self.transcripts.first_mut().ok_or_else(internal)?;
+            *slot = Some(Transcript::new(&self.provider, HashAlgorithm::Sha256)?);
             return Ok(());
         }
         let suites = self.offered_suites();
@@ -645,25 +646,26 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     /// RFC 8446 §4.1.2: writes a ClientHello (the second one after a HelloRetryRequest,
     /// with the same random and `cookie`), fills in the PSK binder (§4.2.11.2), adds it to
-    /// the transcript(s), and with 0-RTT returns client_early_traffic_secret for the caller
-    /// to install.
+    /// the transcript(s). Given `early_secret`, it offers 0-RTT and writes
+    /// client_early_traffic_secret there for the caller to install (issue 8: no secret
+    /// returned through a `Result`).
     fn emit_client_hello<H: QuicHooks>(
         &mut self,
         hooks: &mut H,
         cookie: Option<&[u8]>,
-        early_data: bool,
-    ) -> Result<Option<Secret>, Error> {
+        early_secret: Option<&mut Secret>,
+    ) -> Result<(), Error> {
+        let early_data = early_secret.is_some();
         let psk = self.psk_source();
         let SendBuffer { space, transport_parameters } = hooks.send_buffer(Level::Initial);
         let emitted =
             self.write_client_hello(space, transport_parameters, cookie, early_data, psk)?;
-        let mut early_secret = None;
+        let mut early = None;
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
-            let es = EarlySecret::new(&self.provider, p.hash, Some(p.key))?;
-            self.write_psk_binder(&p, &es, space, offset)?;
-            early_secret = Some(es);
+            let es = EarlySecret::new_in(&self.provider, p.hash, Some(p.key), &mut early)?;
+            self.write_psk_binder(&p, es, space, offset)?;
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
         for t in self.transcripts.iter_mut().flatten() {
@@ -672,18 +674,16 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         hooks.sent(Level::Initial, emitted.len);
         self.psk_offered = psk.is_some();
 
-        if early_data {
+        if let Some(out) = early_secret {
             // RFC 8446 §7.1: client_early_traffic_secret = Derive-Secret(Early Secret,
             // "c e traffic", ClientHello), with the ticket's suite (§4.2.10).
-            let (Some(es), Some(r)) = (early_secret, self.resumption) else {
+            let (Some(es), Some(r)) = (&early, self.resumption) else {
                 return Err(internal());
             };
             let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
-            let mut secret = Secret::zeroed(0);
-            es.derive_into(&self.provider, b"c e traffic", hash.as_ref(), &mut secret)?;
-            return Ok(Some(secret));
+            es.derive_into(&self.provider, b"c e traffic", hash.as_ref(), out)?;
         }
-        Ok(None)
+        Ok(())
     }
 
     /// Whether this client's offer is one suite (TLS_AES_128_GCM_SHA256), one group
@@ -833,9 +833,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<(), Error> {
         match self.server_hello(msg, hooks)? {
             // RFC 8446 §4.2.10: no early data after a HelloRetryRequest, so no secret.
-            ServerHelloNext::Retry(Retry { cookie }) => {
-                self.emit_client_hello(hooks, cookie, false).map(drop)
-            }
+            ServerHelloNext::Retry(Retry { cookie }) => self.emit_client_hello(hooks, cookie, None),
             ServerHelloNext::HandshakeKeys { server_share } => {
                 self.handshake_keys(server_share, hooks)
             }
@@ -852,7 +850,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         msg: HandshakeMessage<'m>,
         hooks: &mut H,
     ) -> Result<ServerHelloNext<'m>, Error> {
-        let sh = ServerHello::parse(msg.body)?;
+        let (sh, hello_retry_request) = ServerHello::parse_hello(msg.body)?;
         // RFC 8446 §4.2.1: a ServerHello without supported_versions negotiates TLS 1.2 or
         // earlier, which this client does not speak (protocol_version); one naming another
         // version is illegal_parameter ("a version not offered by the client").
@@ -872,8 +870,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let suite = AeadAlgorithm::from_cipher_suite(sh.cipher_suite)
             .filter(|s| self.suite_offered(*s))
             .ok_or(Error::IllegalParameter)?;
-        if sh.is_hello_retry_request() {
-            self.hello_retry_request(&sh, msg.bytes, suite, hooks)?;
+        if hello_retry_request {
+            self.hello_retry_request(
+                sh.selected_group,
+                sh.cookie.is_some(),
+                msg.bytes,
+                suite,
+                hooks,
+            )?;
             return Ok(ServerHelloNext::Retry(Retry { cookie: sh.cookie }));
         }
         // RFC 8446 §4.1.4: the ServerHello after a HelloRetryRequest must keep its suite.
@@ -937,8 +941,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(internal());
         };
         let p = &self.provider;
-        hs.derive_into(p, b"c hs traffic", hello_hash.as_ref(), client)?;
-        hs.derive_into(p, b"s hs traffic", hello_hash.as_ref(), server)?;
+        let hello_hash = hello_hash.as_ref();
+        hs.derive_into(p, b"c hs traffic", hello_hash, client)?;
+        hs.derive_into(p, b"s hs traffic", hello_hash, server)?;
         hooks.install_secrets(Secrets {
             level: KeyLevel::Handshake,
             suite,
@@ -951,11 +956,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     /// RFC 8446 §4.1.4: checks a HelloRetryRequest and prepares the second ClientHello (the
     /// transcript's `message_hash`, a key share of the group asked for), which the caller
-    /// writes ([`Retry`]).
+    /// writes ([`Retry`]). Takes the two fields it checks, not the parsed message (issue 8:
+    /// the caller does not build the whole `ServerHello` in its frame to lend it). Out of
+    /// line: `cargo xtask stack` bounds the HelloRetryRequest path from it (inlined: −68 B).
     #[inline(never)]
     fn hello_retry_request<H: QuicHooks>(
         &mut self,
-        hrr: &ServerHello<'_>,
+        selected_group: Option<u16>,
+        cookie: bool,
         bytes: &[u8],
         suite: AeadAlgorithm,
         hooks: &mut H,
@@ -969,7 +977,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let current = self.kx.as_ref().ok_or_else(internal)?.group();
         // RFC 8446 §4.2.8: the selected group must be one the client supports and not the
         // one it already sent a share for (illegal_parameter).
-        let group = match hrr.selected_group {
+        let group = match selected_group {
             Some(cp) => {
                 // One offer: the one group offered is the one the share was sent for, so
                 // no group can be asked for.
@@ -984,7 +992,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         };
         // RFC 8446 §4.1.4: "Clients MUST abort the handshake with an "illegal_parameter"
         // alert if the HelloRetryRequest would not result in any change in the ClientHello."
-        if group.is_none() && hrr.cookie.is_none() {
+        if group.is_none() && !cookie {
             return Err(Error::IllegalParameter);
         }
         self.suite = Some(suite);
@@ -1195,33 +1203,51 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // RFC 8446 §7.1: client_/server_application_traffic_secret_0 = Derive-Secret(Master
         // Secret, "c ap traffic" / "s ap traffic", ClientHello...server Finished), written
         // into the caller's `app` (issue 8: no secret moved through a `Result`).
-        app.suite = suite;
-        master.derive_into(p, b"c ap traffic", server_finished_hash.as_ref(), &mut app.client)?;
-        master.derive_into(p, b"s ap traffic", server_finished_hash.as_ref(), &mut app.server)?;
-        // RFC 8446 §7.1: exporter_master_secret ("exp master", same transcript) and, after
-        // the client Finished, resumption_master_secret ("res master"), derived into locals
-        // (not returned through a `Result`) and kept once both are whole.
-        let mut exporter = Secret::zeroed(0);
-        master.derive_into(p, b"exp master", server_finished_hash.as_ref(), &mut exporter)?;
-
-        // The client's second flight, at the Handshake level.
-        if let Some(scheme) = self.cert_request {
-            self.send_client_certificate(scheme, hooks)?;
+        let server_finished_hash = server_finished_hash.as_ref();
+        master.derive_into(p, b"c ap traffic", server_finished_hash, &mut app.client)?;
+        master.derive_into(p, b"s ap traffic", server_finished_hash, &mut app.server)?;
+        // The client's second flight, at the Handshake level: with a key to present (a
+        // CertificateRequest that allows its scheme), Certificate and CertificateVerify and
+        // Finished; otherwise (always, without `client-auth`) Finished, after an empty
+        // Certificate if one was requested, written in one go.
+        let client_finished_hash = match (self.cert_request, self.client_key()) {
+            (Some(Some(_)), Some(key)) => {
+                self.send_client_certificate(key, hooks)?;
+                self.send_client_finished(alg, hooks)?
+            }
+            (request, _) => self.send_finished_flight(alg, request.is_some(), hooks)?,
+        };
+        // RFC 8446 §7.1: exporter_master_secret ("exp master", through the server Finished)
+        // and resumption_master_secret ("res master", through the client Finished), written
+        // where the session keeps them once the handshake secrets are no longer needed
+        // (issue 8: not derived into locals and moved). If either fails, neither is kept
+        // (`Start`, which `ClientSession::export` treats as before completion).
+        self.secrets =
+            Stage::Connected { exporter: Secret::zeroed(0), resumption_master: Secret::zeroed(0) };
+        let Stage::Connected { exporter, resumption_master } = &mut self.secrets else {
+            return Err(internal());
+        };
+        let p = &self.provider;
+        let derived =
+            master.derive_into(p, b"exp master", server_finished_hash, exporter).and_then(|()| {
+                master.derive_into(
+                    p,
+                    b"res master",
+                    client_finished_hash.as_ref(),
+                    resumption_master,
+                )
+            });
+        if derived.is_err() {
+            self.secrets = Stage::Start;
         }
-        let client_finished_hash = self.send_client_finished(alg, hooks)?;
-        let mut resumption_master = Secret::zeroed(0);
-        let hash = client_finished_hash.as_ref();
-        master.derive_into(&self.provider, b"res master", hash, &mut resumption_master)?;
-        self.secrets = Stage::Connected { exporter, resumption_master };
-        Ok(())
+        derived
     }
 
     /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
     /// decrypt_error) and adds it to the transcript; the client handshake traffic secret
-    /// stays in the session for the client's Finished. Out of line: the transcript hash and the server's
-    /// secret are not in `finished`'s frame while the key schedule runs (issue 8: a device's
-    /// stack).
-    #[inline(never)]
+    /// stays in the session for the client's Finished. Inlined into
+    /// [`Self::finished_then_keys`] (issue 8: −44 B of flash; its frame grows by 96 B, off
+    /// the deepest path, which is the ServerHello's key installation).
     fn verify_server_finished(
         &mut self,
         msg: HandshakeMessage<'_>,
@@ -1279,11 +1305,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // Checked before `finished`'s frame exists: the check's key derivation is not under
         // it on a device's stack (issue 8).
         self.verify_server_finished(msg, suite.hash())?;
-        let mut app = ApplicationSecrets {
-            suite: AeadAlgorithm::Aes128Gcm,
-            client: Secret::zeroed(0),
-            server: Secret::zeroed(0),
-        };
+        let mut app =
+            ApplicationSecrets { suite, client: Secret::zeroed(0), server: Secret::zeroed(0) };
         self.finished(suite, hooks, &mut app)?;
         self.install_application_secrets(&app, hooks)
     }
@@ -1306,29 +1329,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         Ok(())
     }
 
-    /// RFC 8446 §4.4.2/§4.4.3: the client's Certificate (its raw public key, or empty) and,
-    /// with a key, its CertificateVerify.
+    /// RFC 8446 §4.4.2/§4.4.3: the client's Certificate (its raw public key) and its
+    /// CertificateVerify.
     fn send_client_certificate<H: QuicHooks>(
         &mut self,
-        scheme: Option<SignatureScheme>,
+        key: &(dyn mote_crypto::SigningKey + Sync),
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let key = match (scheme, self.client_key()) {
-            (Some(_), Some(key)) => Some(key),
-            _ => None,
-        };
         let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
-        let Some(key) = key else {
-            // No key to present: the empty Certificate, always the same bytes (a device
-            // without `client-auth` builds only this).
-            return send_message(hooks, Level::Handshake, t, |out, _| {
-                let len = msgs::EMPTY_CERTIFICATE.len();
-                out.get_mut(..len)
-                    .ok_or(Error::BufferTooSmall)?
-                    .copy_from_slice(&msgs::EMPTY_CERTIFICATE);
-                Ok(len)
-            });
-        };
         let mut spki = [0u8; crate::P256_SPKI_LEN];
         let spki_len = crate::encode_spki(key.scheme(), key.public_key(), &mut spki)?;
         let spki = spki.get(..spki_len).ok_or_else(internal)?;
@@ -1343,6 +1351,40 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         send_message(hooks, Level::Handshake, t, |out, _| {
             msgs::emit_certificate_verify(key.scheme().codepoint(), sig, out)
         })
+    }
+
+    /// RFC 8446 §4.4.2, §4.4.4: the client's second flight without a key to present: an
+    /// empty Certificate if `empty_certificate` (a CertificateRequest came; always the same
+    /// bytes, [`msgs::EMPTY_CERTIFICATE`]), then its Finished, written into QUIC's send
+    /// buffer together and each added to the transcript; returns the transcript hash
+    /// through the Finished (for the resumption master secret). One send for both (issue 8:
+    /// a device, which never has a key, builds only this).
+    fn send_finished_flight<H: QuicHooks>(
+        &mut self,
+        alg: HashAlgorithm,
+        empty_certificate: bool,
+        hooks: &mut H,
+    ) -> Result<Digest, Error> {
+        let Stage::Handshake { client: client_hs, .. } = &self.secrets else {
+            return Err(internal());
+        };
+        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
+        let SendBuffer { space, .. } = hooks.send_buffer(Level::Handshake);
+        let mut len = 0;
+        if empty_certificate {
+            let certificate = &msgs::EMPTY_CERTIFICATE;
+            len = certificate.len();
+            space.get_mut(..len).ok_or(Error::BufferTooSmall)?.copy_from_slice(certificate);
+            t.update(certificate);
+        }
+        let hash = t.current_hash();
+        let verify_data =
+            finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
+        let out = space.get_mut(len..).ok_or(Error::BufferTooSmall)?;
+        let n = Finished::emit(verify_data.as_ref(), out)?;
+        t.update(out.get(..n).ok_or(Error::BufferTooSmall)?);
+        hooks.sent(Level::Handshake, len + n);
+        Ok(t.current_hash())
     }
 
     #[inline(never)]

@@ -158,6 +158,20 @@ impl EarlySecret {
         Ok(Self { alg, secret: hkdf::extract(provider, alg, zeros(alg), ikm)? })
     }
 
+    /// [`EarlySecret::new`] written into `slot` (not returned through a `Result` and moved:
+    /// issue 8); the slot is left empty on an error.
+    pub(crate) fn new_in<'s, P: CryptoProvider + ?Sized>(
+        provider: &P,
+        alg: HashAlgorithm,
+        psk: Option<&[u8]>,
+        slot: &'s mut Option<Self>,
+    ) -> Result<&'s Self, Error> {
+        *slot = None;
+        let ikm = psk.unwrap_or(zeros(alg));
+        let secret = hkdf::extract(provider, alg, zeros(alg), ikm)?;
+        Ok(slot.insert(Self { alg, secret }))
+    }
+
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg

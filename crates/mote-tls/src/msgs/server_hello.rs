@@ -58,6 +58,12 @@ impl<'a> ServerHello<'a> {
     /// legacy_compression_method (illegal_parameter); extensions are checked against the
     /// §4.2 table for ServerHello or HelloRetryRequest.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
+        Self::parse_hello(body).map(|(sh, _)| sh)
+    }
+
+    /// [`ServerHello::parse`], and whether it is a HelloRetryRequest (the random compared
+    /// once, for the client: issue 8).
+    pub(crate) fn parse_hello(body: &'a [u8]) -> Result<(Self, bool), Error> {
         // Every field read, each check recorded in wire order, one error check at the end
         // (issue 8: no early-return path per field on a device).
         let mut r = In::new(body);
@@ -101,7 +107,7 @@ impl<'a> ServerHello<'a> {
             r.end();
         }
         r.finish()?;
-        Ok(sh)
+        Ok((sh, hrr))
     }
 
     /// RFC 8446 §4.1.3: whether this is a HelloRetryRequest.

@@ -337,3 +337,57 @@ fn one_entry_resumes_with_early_data() {
         sep.secret(KeyLevel::OneRtt).map(|s| &s.client)
     );
 }
+
+/// RFC 8446 §4.4.2: a client whose key's scheme the CertificateRequest does not list answers
+/// with an empty Certificate; it and the Finished go out in one send (issue 8) and the
+/// server, with optional client authentication, completes the handshake. The server's
+/// provider verifies only ECDSA P-256, so its CertificateRequest lists only that.
+#[cfg(feature = "client-auth")]
+#[test]
+fn certificate_request_without_a_usable_key_gets_an_empty_certificate() {
+    use crate::msgs::handshake_type as ht;
+    use crate::ClientAuth;
+
+    let server_key = key(SignatureScheme::Ed25519, 1);
+    let spki = spki_of(&server_key);
+    let pinned = [spki.as_slice()];
+    let client_key = key(SignatureScheme::Ed25519, 2);
+    let mut ccfg = config(&pinned);
+    ccfg.client_key = Some(&client_key);
+    let allowed_spki = spki_of(&key(SignatureScheme::EcdsaSecp256r1Sha256, 0));
+    let allowed = [allowed_spki.as_slice()];
+    let scfg = ServerConfig {
+        cipher_suites: &[],
+        groups: &[],
+        alpn: &[b"h3"],
+        identity: Some(ServerIdentity { key: &server_key, x509_chain: &[] }),
+        external_psks: &[],
+        client_auth: Some(ClientAuth { allowed: &allowed, required: false }),
+        tickets: None,
+        early_data: None,
+        defer_signatures: false,
+    };
+    let mut client = ClientSession::<RustCrypto>::new(RustCrypto, &ccfg, None);
+    let mut server = ServerSession::<OneOfEachP256>::new(OneOfEachP256, &scfg, 1_700_000_000_000);
+    let mut cep = Endpoint::new(1, TP);
+    let mut sep = Endpoint::new(2, b"\x0f\x08server-tp");
+    client.start(&mut cep).unwrap();
+    let mut sent = Vec::new();
+    let mut record = |who: Who, level: Level, data: &mut Vec<u8>| {
+        if matches!(who, Who::Client) && level == Level::Handshake {
+            sent.extend_from_slice(data);
+        }
+    };
+    pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut record).unwrap();
+    assert!(client.is_handshake_complete() && server.is_handshake_complete());
+    assert!(sep.sent_types.contains(&(Level::Handshake, ht::CERTIFICATE_REQUEST)));
+    assert_eq!(server.client_key_index(), None);
+    let second_flight: Vec<_> =
+        cep.sent_types.iter().filter(|(level, _)| *level == Level::Handshake).collect();
+    assert_eq!(
+        second_flight,
+        [&(Level::Handshake, ht::CERTIFICATE), &(Level::Handshake, ht::FINISHED)]
+    );
+    assert_eq!(sent[..8], crate::msgs::EMPTY_CERTIFICATE);
+    assert_eq!(sent.len(), 8 + 4 + 32);
+}
