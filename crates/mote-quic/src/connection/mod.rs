@@ -41,16 +41,16 @@
 //! Key updates keep the previous read key for three PTOs and respect the AEAD limits
 //! ([`AeadLimits`]). DATAGRAM frames (feature `datagram`) use two bounded queues.
 
-mod cids;
-mod client_tp;
+pub(crate) mod cids;
+pub(crate) mod client_tp;
 mod config;
 mod counters;
 #[cfg(feature = "datagram")]
 mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
-mod init;
-mod key_slot;
+pub(crate) mod init;
+pub(crate) mod key_slot;
 #[cfg(feature = "keylog")]
 pub mod keylog;
 #[cfg(feature = "migration")]
@@ -63,7 +63,7 @@ mod recv;
 #[cfg(feature = "stateless-reset")]
 mod reset;
 pub mod rng;
-mod rotation;
+pub(crate) mod rotation;
 mod send;
 mod sent;
 pub mod tls;
@@ -1342,7 +1342,7 @@ pub enum StreamOpenError {
 }
 
 /// A random connection ID of `len` bytes (RFC 9000 §5.1).
-fn random_cid<P: CryptoProvider>(
+pub(crate) fn random_cid<P: CryptoProvider>(
     rng: &mut Drbg<P>,
     len: usize,
 ) -> Result<ConnectionId, ConnectError> {
