@@ -486,12 +486,12 @@ pub struct Connection<
     state: State,
     remote: SocketAddr,
     /// Everything the TLS hooks write: keys, CRYPTO send buffers, CIDs, the DRBG.
-    hs: Handshake<P, C>,
+    pub(crate) hs: Handshake<P, C>,
     crypto_recv: [CryptoRecv<C, CRYPTO_RANGES>; 3],
     rx_initial: ReceivedPackets<HANDSHAKE_RANGES>,
     rx_handshake: ReceivedPackets<HANDSHAKE_RANGES>,
     rx_data: ReceivedPackets<RANGES>,
-    recovery: Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, SENT>,
+    pub(crate) recovery: Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, SENT>,
     streams: Streams<S, N, RANGES>,
     controls: ControlTable,
     peer: Option<PeerParams>,
@@ -512,7 +512,7 @@ pub struct Connection<
     #[cfg(not(feature = "migration"))]
     path_response: Option<[u8; 8]>,
     /// Connection IDs we issued (RFC 9000 §5.1).
-    local_cids: cids::LocalCids,
+    pub(crate) local_cids: cids::LocalCids,
     /// Connection IDs the peer issued.
     remote_cids: cids::RemoteCids,
     /// ECN marking and validation (RFC 9000 §13.4).

@@ -70,6 +70,32 @@ where
         }
     }
 
+    /// [`Self::init_client`] returning the connection by value (hosts and tests; a device
+    /// builds it in place).
+    pub fn client(
+        config: &ConnectionConfig,
+        provider: P,
+        tls: T,
+        storage: DeviceStorage<C, S>,
+        now: Instant,
+        remote: SocketAddr,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<Self, ConnectError> {
+        let mut slot = MaybeUninit::uninit();
+        Self::init_client(
+            &mut slot,
+            config,
+            provider,
+            |s| s.write(tls),
+            storage,
+            now,
+            remote,
+            rng,
+        )?;
+        // SAFETY: `init_client` initializes the slot whenever it returns `Ok`.
+        Ok(unsafe { slot.assume_init() })
+    }
+
     /// Writes every field into `slot` (no keys yet). Out of line: its temporaries (the
     /// transport parameters) are gone before the key derivation and the ClientHello.
     #[allow(clippy::too_many_arguments)]
@@ -104,10 +130,8 @@ where
         let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
         let DeviceStorage { crypto, control, request, peer_uni } = storage;
         let [(cs0, cr0), (cs1, cr1), (cs2, cr2)] = crypto;
-        let recv_buf = peer_uni
-            .iter()
-            .map(|b| b.as_ref().len())
-            .fold(request.1.as_ref().len(), usize::min);
+        let recv_buf =
+            peer_uni.iter().map(|b| b.as_ref().len()).fold(request.1.as_ref().len(), usize::min);
         let version = config.version;
         let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
         // The streams this client can hold: none of the server's bidirectional ones, up to
@@ -132,8 +156,9 @@ where
             let hs = addr_of_mut!((*p).hs);
             let local_tp = addr_of_mut!((*hs).local_tp);
             local_tp.write([0; LOCAL_TP_MAX]);
-            let len = encode_client(&tp_config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
-                .map_err(|_| ConnectError::Config)?;
+            let len =
+                encode_client(&tp_config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
+                    .map_err(|_| ConnectError::Config)?;
             if !put_in_place(addr_of_mut!((*p).tls), tls) {
                 return Err(ConnectError::Config);
             }

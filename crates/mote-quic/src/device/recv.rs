@@ -19,9 +19,7 @@ use crate::packet::{
     self, check_reserved_bits, number, remove_header_protection, Header, PacketType, Unprotected,
     VersionNegotiation, KEY_PHASE_BIT,
 };
-use crate::recovery::{
-    PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction,
-};
+use crate::recovery::{PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction};
 use crate::stream::{CryptoSend, Insert};
 use crate::time::{Duration, Instant};
 use crate::token::TOKEN_MAX;
@@ -118,8 +116,11 @@ where
 /// RFC 9000 §13.3: the stream frames of a record acknowledged (`acked`) or lost: data and
 /// FIN, RESET_STREAM, STOP_SENDING, MAX_STREAM_DATA and MAX_DATA (the latter two sent
 /// again with their current value).
-pub(super) fn frames_delivered<S, const R: usize>(streams: &mut Streams<S, R>, f: &Sent, acked: bool)
-where
+pub(super) fn frames_delivered<S, const R: usize>(
+    streams: &mut Streams<S, R>,
+    f: &Sent,
+    acked: bool,
+) where
     S: AsRef<[u8]> + AsMut<[u8]>,
 {
     let fin = f.has(flag::FIN);
@@ -295,7 +296,10 @@ where
         // beyond that closes the connection (INTERNAL_ERROR) instead of being dropped as a
         // duplicate again and again.
         if !ReceivedRangeList::can_track(u.pn) {
-            self.enter_closing(ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None));
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::INTERNAL_ERROR,
+                None,
+            ));
             return None;
         }
         // RFC 9000 §12.3: a packet number already processed is a duplicate.
@@ -445,7 +449,12 @@ where
             return;
         }
         let provider = &self.hs.provider;
-        if self.hs.keys.install_initial(provider, version, &new_dcid, crate::transport_params::Side::Client).is_err() {
+        if self
+            .hs
+            .keys
+            .install_initial(provider, version, &new_dcid, crate::transport_params::Side::Client)
+            .is_err()
+        {
             // The old keys were replaced by nothing: a provider fault; the attempt fails.
             self.close_reason = Some(CloseReason::Local(ConnectionClose::transport(
                 TransportErrorCode::INTERNAL_ERROR,
@@ -578,7 +587,12 @@ where
                         let (code, frame_type, reason) = parsed!(frame::read_close(ty, &mut r));
                         let frame_type = frame_type.map(VarInt::into_inner);
                         let application = frame_type.is_none();
-                        let c = ConnectionClose::new(code.into_inner(), frame_type, application, reason);
+                        let c = ConnectionClose::new(
+                            code.into_inner(),
+                            frame_type,
+                            application,
+                            reason,
+                        );
                         self.enter_draining(now, c);
                         out.closed = true;
                         return Ok(out);

@@ -93,7 +93,12 @@ struct Built {
 /// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
 /// Largest Acknowledged.
 #[inline(never)]
-fn write_ack(rx: &ReceivedSpace, w: &mut Writer<'_>, now: Instant, max_ranges: usize) -> Option<u64> {
+fn write_ack(
+    rx: &ReceivedSpace,
+    w: &mut Writer<'_>,
+    now: Instant,
+    max_ranges: usize,
+) -> Option<u64> {
     let mut ranges = max_ranges.max(1);
     loop {
         let ack = rx.ack_frame(now, ACK_DELAY_EXPONENT, ranges)?;
@@ -244,8 +249,12 @@ where
             return false;
         }
         // RFC 9001 §6.6: count what the current 1-RTT send key protected.
-        if let Some(k) =
-            self.hs.keys.one_rtt.as_mut().filter(|_| b.space == PnSpace::ApplicationData && b.long.is_none())
+        if let Some(k) = self
+            .hs
+            .keys
+            .one_rtt
+            .as_mut()
+            .filter(|_| b.space == PnSpace::ApplicationData && b.long.is_none())
         {
             k.on_sent(b.pn);
         }
@@ -254,7 +263,10 @@ where
         let size = u16::try_from(b.len).unwrap_or(u16::MAX);
         let record = SentPacket::new(b.pn, now, size, b.ack_eliciting, in_flight, b.frames);
         if self.recovery.on_packet_sent(b.space, record).is_err() {
-            self.enter_closing(ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None));
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::INTERNAL_ERROR,
+                None,
+            ));
             return false;
         }
         // RFC 9000 §10.1: the first ack-eliciting packet since the last receipt restarts
@@ -296,15 +308,15 @@ where
         // RFC 9002 §7: congestion control and the record capacity hold back ack-eliciting
         // packets (probes excepted).
         let elicit_ok = !closing
-            && (probe
-                || (!self.recovery.is_full(space) && self.recovery.send_window() > 0));
+            && (probe || (!self.recovery.is_full(space) && self.recovery.send_window() > 0));
         // RFC 9000 §8.2.2: a PATH_RESPONSE is not held back by congestion control.
         let respond = space == PnSpace::ApplicationData
             && !closing
             && !zero_rtt
             && self.path_response.is_some()
             && !self.recovery.is_full(space);
-        let want = closing || ack_due || respond || (elicit_ok && (probe || self.has_eliciting(space)));
+        let want =
+            closing || ack_due || respond || (elicit_ok && (probe || self.has_eliciting(space)));
         if !want || region.len() < MIN_PACKET_ROOM {
             return None;
         }
@@ -513,7 +525,9 @@ where
         let mut any = false;
         let request = self.streams.request_id();
         let s = &mut self.streams;
-        for (which, bit) in [(Sender::Control, flag::CONTROL_RESET), (Sender::Request, flag::REQUEST_RESET)] {
+        for (which, bit) in
+            [(Sender::Control, flag::CONTROL_RESET), (Sender::Request, flag::REQUEST_RESET)]
+        {
             let id = match which {
                 Sender::Control => super::CONTROL_ID,
                 Sender::Request => match request {
@@ -582,11 +596,15 @@ where
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
         let Some(c) = self.local_close else { return };
         let (ty, fields, reason) = match (space, c.application) {
-            (PnSpace::ApplicationData, true) => (types::CONNECTION_CLOSE_APP, [c.code, 0], c.reason()),
+            (PnSpace::ApplicationData, true) => {
+                (types::CONNECTION_CLOSE_APP, [c.code, 0], c.reason())
+            }
             (_, true) => {
                 (types::CONNECTION_CLOSE, [TransportErrorCode::APPLICATION_ERROR.0, 0], &[][..])
             }
-            (_, false) => (types::CONNECTION_CLOSE, [c.code, c.frame_type.unwrap_or(0)], c.reason()),
+            (_, false) => {
+                (types::CONNECTION_CLOSE, [c.code, c.frame_type.unwrap_or(0)], c.reason())
+            }
         };
         let n = if ty == types::CONNECTION_CLOSE_APP { 1 } else { 2 };
         let _ = put_frame(w, ty, fields.get(..n).unwrap_or(&[]), reason, true);

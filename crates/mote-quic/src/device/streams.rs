@@ -9,8 +9,8 @@
 
 use crate::frame::StreamDir;
 use crate::stream::{
-    Chunk, Insert, Read, RecvCredit, RecvStream, SendCredit, SendStream, StreamConfig,
-    StreamError, WriteError,
+    Chunk, Insert, Read, RecvCredit, RecvStream, SendCredit, SendStream, StreamConfig, StreamError,
+    WriteError,
 };
 use crate::transport_params::TransportParameters;
 
@@ -261,9 +261,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         let control = self.control_open.then_some(CONTROL_ID);
         let request = self.request_id().filter(|_| !self.request_finished());
         let peer = (0..self.peer_uni_opened()).map(|i| (i << 2) | 3).filter(move |id| {
-            self.receiver(*id)
-                .and_then(|i| self.recv.get(i))
-                .is_some_and(|r| !r.is_closed())
+            self.receiver(*id).and_then(|i| self.recv.get(i)).is_some_and(|r| !r.is_closed())
         });
         control.into_iter().chain(request).chain(peer)
     }
@@ -335,7 +333,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
     }
 
     /// A RESET_STREAM for the receiving half `i`.
-    pub(crate) fn on_reset(&mut self, i: usize, code: u64, final_size: u64) -> Result<(), StreamError> {
+    pub(crate) fn on_reset(
+        &mut self,
+        i: usize,
+        code: u64,
+        final_size: u64,
+    ) -> Result<(), StreamError> {
         match self.recv.get_mut(i) {
             Some(r) => r.on_reset(&mut self.conn_recv, code, final_size),
             None => Ok(()),
