@@ -241,6 +241,8 @@ where
             addr_of_mut!((*p).token_state).write(TokenState::None);
             addr_of_mut!((*p).auth_failures).write(0);
             addr_of_mut!((*p).ptos).write(0);
+            #[cfg(feature = "stats")]
+            addr_of_mut!((*p).traffic).write(super::DeviceStats::default());
             #[cfg(feature = "resumption")]
             addr_of_mut!((*p).remembered_limits).write(None);
             addr_of_mut!((*p).skip_pn_at).write(SKIP_PN_GAP_MIN);
@@ -291,6 +293,8 @@ where
             token_state: _,
             auth_failures: _,
             ptos: _,
+            #[cfg(feature = "stats")]
+                traffic: _,
             #[cfg(feature = "resumption")]
                 remembered_limits: _,
             skip_pn_at: _,

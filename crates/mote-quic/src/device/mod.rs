@@ -100,6 +100,16 @@ pub struct DeviceStats {
     pub ptos: u32,
     /// Retry packets acted on (at most one).
     pub retries: u32,
+    /// Datagrams sent (feature `stats`; 0 without it).
+    pub datagrams_sent: u64,
+    /// UDP payload bytes sent (feature `stats`).
+    pub bytes_sent: u64,
+    /// Datagrams received (feature `stats`).
+    pub datagrams_received: u64,
+    /// UDP payload bytes received (feature `stats`).
+    pub bytes_received: u64,
+    /// Ack-eliciting packets declared lost (feature `stats`).
+    pub packets_lost: u64,
 }
 
 /// A device's QUIC client connection. See the [module documentation](self).
@@ -164,6 +174,9 @@ pub struct DeviceConnection<
     token_state: TokenState,
     auth_failures: u64,
     ptos: u32,
+    /// Traffic counters (feature `stats`).
+    #[cfg(feature = "stats")]
+    traffic: DeviceStats,
     /// RFC 9000 §7.4.1: the remembered limits our 0-RTT data relied on.
     #[cfg(feature = "resumption")]
     remembered_limits: Option<crate::connection::ZeroRttLimits>,
@@ -232,11 +245,16 @@ where
 
     /// The counters a device reports.
     pub fn stats(&self) -> DeviceStats {
+        #[cfg(feature = "stats")]
+        let s = self.traffic;
+        #[cfg(not(feature = "stats"))]
+        let s = DeviceStats::default();
         DeviceStats {
             key_updates: self.hs.keys.one_rtt.as_ref().map_or(0, |k| k.updates),
             auth_failures: self.auth_failures,
             ptos: self.ptos,
             retries: u32::from(self.retried),
+            ..s
         }
     }
 
@@ -424,7 +442,7 @@ where
     }
 
     /// Bytes [`DeviceConnection::write`] would take on `id` now.
-    pub fn capacity(&mut self, id: u64) -> u64 {
+    pub fn capacity(&self, id: u64) -> u64 {
         if self.is_closed() {
             return 0;
         }

@@ -71,6 +71,9 @@ pub(super) struct Sink<'a, C, S, const R: usize> {
     pub(super) crypto: &'a mut [CryptoSend<C, CRYPTO_RANGES>; 3],
     pub(super) rx: [&'a mut ReceivedSpace; 3],
     pub(super) remote_cids: &'a mut RemoteCids,
+    /// Ack-eliciting packets declared lost (feature `stats`).
+    #[cfg(feature = "stats")]
+    pub(super) lost: &'a mut u64,
 }
 
 impl<C, S, const R: usize> Sink<'_, C, S, R>
@@ -82,9 +85,14 @@ where
     pub(super) fn on_event(&mut self, ev: PacketEvent<Sent>) {
         let (space, packet, acked) = match &ev {
             PacketEvent::Acked { space, packet } => (*space, packet, true),
-            PacketEvent::Lost { space, packet } | PacketEvent::Evicted { space, packet } => {
+            PacketEvent::Lost { space, packet } => {
+                #[cfg(feature = "stats")]
+                if packet.ack_eliciting {
+                    *self.lost += 1;
+                }
                 (*space, packet, false)
             }
+            PacketEvent::Evicted { space, packet } => (*space, packet, false),
         };
         let f = &packet.payload;
         if f.has(flag::ACK) && acked {
@@ -210,6 +218,11 @@ where
             State::Draining { .. } | State::Drained => return,
         }
         let len = data.len();
+        #[cfg(feature = "stats")]
+        {
+            self.traffic.datagrams_received += 1;
+            self.traffic.bytes_received += len as u64;
+        }
         let mut off = 0;
         while off < len {
             let Some(rest) = data.get_mut(off..) else { break };
@@ -876,6 +889,8 @@ where
             crypto: &mut self.hs.crypto_send,
             rx: [&mut self.rx_initial, &mut self.rx_handshake, &mut self.rx_data],
             remote_cids: &mut self.remote_cids,
+            #[cfg(feature = "stats")]
+            lost: &mut self.traffic.packets_lost,
         };
         (&mut self.recovery, sink)
     }

@@ -140,6 +140,11 @@ where
         }
         let n = self.max_datagram_size().min(buf.len());
         let len = self.build_datagram(now, buf.get_mut(..n)?);
+        #[cfg(feature = "stats")]
+        if len > 0 {
+            self.traffic.datagrams_sent += 1;
+            self.traffic.bytes_sent += len as u64;
+        }
         (len > 0).then_some(Transmit {
             destination: self.remote,
             len,

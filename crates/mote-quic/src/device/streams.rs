@@ -197,15 +197,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
     }
 
     /// Bytes [`Streams::write`] would take on `id` now.
-    pub(crate) fn capacity(&mut self, id: u64) -> u64 {
-        let conn = self.conn_send.available();
-        match self.sender(id) {
-            Some((s, _)) => {
-                let buf = (s.capacity() as u64).saturating_sub(s.buffered());
-                buf.min(s.credit().available()).min(conn)
-            }
-            None => 0,
-        }
+    pub(crate) fn capacity(&self, id: u64) -> u64 {
+        let s = if id == CONTROL_ID && self.control_open {
+            &self.control
+        } else if Some(id) == self.request_id() {
+            &self.req_send
+        } else {
+            return 0;
+        };
+        let buf = (s.capacity() as u64).saturating_sub(s.buffered());
+        buf.min(s.credit().available()).min(self.conn_send.available())
     }
 
     /// Writes to our stream `id` (within its buffer and both credits).
