@@ -41,6 +41,19 @@ fn tls_close(e: mote_tls::Error) -> ConnectionClose {
     ConnectionClose::transport(TransportErrorCode(e.quic_error_code()), Some(types::CRYPTO))
 }
 
+/// RFC 9001 §5.8: whether a Retry's integrity tag is valid. Out of line: the fixed AEAD
+/// key's schedule is on the stack only while the tag is checked, not under the Initial key
+/// derivation that follows (the device's deepest chain otherwise).
+#[inline(never)]
+fn retry_verified<P: CryptoProvider>(
+    provider: &P,
+    version: Version,
+    original_dcid: &ConnectionId,
+    packet: &[u8],
+) -> bool {
+    packet::verify_retry(provider, version, original_dcid, packet).is_ok()
+}
+
 /// The header fields of one packet, copied out before protection is removed in place.
 #[derive(Clone, Copy)]
 struct Hdr {
@@ -458,7 +471,7 @@ where
             && scid != &c.original_dcid[..];
         let Some(new_dcid) = ConnectionId::new(scid).filter(|_| acceptable) else { return };
         // RFC 9001 §5.8: the integrity tag over the pseudo-packet with our original DCID.
-        if packet::verify_retry(&self.hs.provider, version, &c.original_dcid, packet).is_err() {
+        if !retry_verified(&self.hs.provider, version, &c.original_dcid, packet) {
             return;
         }
         let provider = &self.hs.provider;
