@@ -363,7 +363,7 @@ fn open_request(p: &mut DevPair) -> u64 {
 /// (FIN) answered by `response` bytes (FIN), and a server uni stream. Returns the request
 /// stream ID.
 fn exchange(p: &mut DevPair, upload: &[u8], response: &[u8]) -> u64 {
-    let control = p.client.open_uni().or(Some(CONTROL_ID)).unwrap();
+    let control = p.client.open_uni().unwrap_or(CONTROL_ID);
     if p.client.live_streams().all(|id| id != CONTROL_ID) {
         panic!("no control stream");
     }
@@ -539,7 +539,7 @@ fn zero_rtt_accepted() {
     let mut buf = vec![0u8; 1500];
     let now = q.now;
     let t = q.client.poll_transmit(now, &mut buf).unwrap();
-    q.enqueue(Dir::ToServer, &buf[..t.len].to_vec());
+    q.enqueue(Dir::ToServer, &buf[..t.len]);
     let mut req = Vec::new();
     let ok = q.run_until(Duration::from_secs(10), |q| {
         let Some(s) = q.server.as_mut() else { return false };
