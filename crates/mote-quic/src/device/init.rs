@@ -110,9 +110,12 @@ where
         remote: SocketAddr,
         rng: &mut dyn CryptoRng,
     ) -> Result<&'s mut Self, ConnectError> {
+        // The device connection holds none of the server's bidirectional streams (RFC 9000
+        // §4.6: it must not advertise any).
         if config.local_cid_len > crate::cid::MAX_CID_LEN
             || usize::from(config.max_datagram_size) < MIN_INITIAL_SIZE
             || !config.version.is_supported()
+            || config.streams.max_streams_bidi != 0
             || T::SIDE != Side::Client
         {
             return Err(ConnectError::Config);
@@ -134,13 +137,9 @@ where
             peer_uni.iter().map(|b| b.as_ref().len()).fold(request.1.as_ref().len(), usize::min);
         let version = config.version;
         let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
-        // The streams this client can hold: none of the server's bidirectional ones, up to
-        // PEER_UNI unidirectional ones (what the transport parameters advertise).
-        let mut streams = config.streams;
-        streams.max_streams_bidi = 0;
-        let streams = streams.for_slots(PEER_UNI);
-        let mut tp_config = *config;
-        tp_config.streams = streams;
+        // The streams this client can hold: up to PEER_UNI of the server's unidirectional
+        // ones (what the transport parameters advertise).
+        let streams = config.streams.for_slots(PEER_UNI);
         let max_ack_delay = config.max_ack_delay();
         let threshold = config.ack_eliciting_threshold;
         let mut recovery = config.recovery;
@@ -157,7 +156,7 @@ where
             let local_tp = addr_of_mut!((*hs).local_tp);
             local_tp.write([0; LOCAL_TP_MAX]);
             let len =
-                encode_client(&tp_config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
+                encode_client(config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
                     .map_err(|_| ConnectError::Config)?;
             if !put_in_place(addr_of_mut!((*p).tls), tls) {
                 return Err(ConnectError::Config);
