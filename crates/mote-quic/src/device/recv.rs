@@ -818,50 +818,50 @@ where
     fn on_stream_frame(&mut self, ty: u64, frame: &Frame<'_>) -> Res<bool> {
         let err = |e: crate::stream::StreamError| ConnectionClose::transport(e.code(), Some(ty));
         let s = &mut self.streams;
-        match *frame {
-            Frame::Stream { stream_id, offset, data, fin, .. } => {
-                let i = match s.check_id(stream_id.into_inner(), true).map_err(err)? {
-                    Place::Request => 0,
-                    Place::PeerUni(i) => i + 1,
-                    _ => return Ok(true),
-                };
-                let r = s.on_stream(i, offset.into_inner(), data, fin).map_err(err)?;
-                return Ok(r != Insert::Dropped);
-            }
-            Frame::ResetStream { stream_id, error_code, final_size } => {
-                let i = match s.check_id(stream_id.into_inner(), true).map_err(err)? {
-                    Place::Request => 0,
-                    Place::PeerUni(i) => i + 1,
-                    _ => return Ok(true),
-                };
-                s.on_reset(i, error_code.into_inner(), final_size.into_inner()).map_err(err)?;
-            }
-            Frame::StopSending { stream_id, error_code } => {
-                match s.check_id(stream_id.into_inner(), false).map_err(err)? {
-                    Place::Control => s.on_stop_sending(Sender::Control, error_code.into_inner()),
-                    Place::Request => s.on_stop_sending(Sender::Request, error_code.into_inner()),
-                    _ => {}
-                }
-            }
-            Frame::MaxStreamData { stream_id, max } => {
-                let which = match s.check_id(stream_id.into_inner(), false).map_err(err)? {
-                    Place::Control => Sender::Control,
-                    Place::Request => Sender::Request,
-                    _ => return Ok(true),
-                };
-                let id = stream_id.into_inner();
-                if let Some(snd) = s.sender_of(which, id) {
-                    snd.on_max_stream_data(max.into_inner());
-                }
-            }
-            Frame::StreamDataBlocked { stream_id, .. } => {
-                s.check_id(stream_id.into_inner(), true).map_err(err)?;
+        // The frames naming a stream check its ID against the fixed set through one call:
+        // STREAM, RESET_STREAM and STREAM_DATA_BLOCKED concern our receiving half,
+        // STOP_SENDING and MAX_STREAM_DATA our sending half.
+        let (id, receiving) = match *frame {
+            Frame::Stream { stream_id, .. }
+            | Frame::ResetStream { stream_id, .. }
+            | Frame::StreamDataBlocked { stream_id, .. } => (stream_id, true),
+            Frame::StopSending { stream_id, .. } | Frame::MaxStreamData { stream_id, .. } => {
+                (stream_id, false)
             }
             Frame::MaxData { max } => {
                 s.conn_send.on_max(max.into_inner());
+                return Ok(true);
             }
-            Frame::MaxStreams { dir, max } => s.on_max_streams(dir, max.into_inner()),
+            Frame::MaxStreams { dir, max } => {
+                s.on_max_streams(dir, max.into_inner());
+                return Ok(true);
+            }
             // DATA_BLOCKED, STREAMS_BLOCKED: informational (RFC 9000 §19.12, §19.14).
+            _ => return Ok(true),
+        };
+        let id = id.into_inner();
+        // The receiving half's index, or our sending half.
+        let (recv, send) = match s.check_id(id, receiving).map_err(err)? {
+            Place::Request => (0, Sender::Request),
+            Place::PeerUni(i) => (i + 1, Sender::Request),
+            Place::Control => (0, Sender::Control),
+            // A finished request stream: its frames are ignored.
+            Place::Gone => return Ok(true),
+        };
+        match *frame {
+            Frame::Stream { offset, data, fin, .. } => {
+                let r = s.on_stream(recv, offset.into_inner(), data, fin).map_err(err)?;
+                return Ok(r != Insert::Dropped);
+            }
+            Frame::ResetStream { error_code, final_size, .. } => {
+                s.on_reset(recv, error_code.into_inner(), final_size.into_inner()).map_err(err)?;
+            }
+            Frame::StopSending { error_code, .. } => s.on_stop_sending(send, error_code.into_inner()),
+            Frame::MaxStreamData { max, .. } => {
+                if let Some(snd) = s.sender_of(send, id) {
+                    snd.on_max_stream_data(max.into_inner());
+                }
+            }
             _ => {}
         }
         Ok(true)
