@@ -4,7 +4,7 @@
 
 use mote_crypto::{CryptoProvider, TAG_LEN};
 
-use super::streams::{Sender, RECVS};
+use super::streams::Sender;
 use super::{si, DeviceConnection, State, TokenState};
 use crate::coding::Writer;
 use crate::connection::tls::TlsSession;
@@ -525,71 +525,21 @@ where
     }
 
     /// RESET_STREAM, STOP_SENDING, MAX_STREAM_DATA and MAX_DATA frames that are due (RFC
-    /// 9000 §19.4, §19.5, §19.9, §19.10). A frame that does not fit stays due.
+    /// 9000 §19.4, §19.5, §19.9, §19.10), while the packet has room for the longest (a type
+    /// and three varints, 25 bytes).
     fn write_stream_controls(&mut self, w: &mut Writer<'_>, f: &mut Sent) -> bool {
         let mut any = false;
-        let request = self.streams.request_id();
-        let s = &mut self.streams;
-        for (which, bit) in
-            [(Sender::Control, flag::CONTROL_RESET), (Sender::Request, flag::REQUEST_RESET)]
-        {
-            let id = match which {
-                Sender::Control => super::CONTROL_ID,
-                Sender::Request => match request {
-                    Some(id) => id,
-                    None => continue,
-                },
-            };
-            let Some(snd) = s.sender_of(which, id) else { continue };
-            if w.remaining() < 32 {
+        while w.remaining() >= 25 {
+            let Some((ty, fields, bit)) = self.streams.poll_control() else { break };
+            let n = if ty == types::RESET_STREAM { 3 } else if ty == types::MAX_DATA { 1 } else { 2 };
+            if put_frame(w, ty, fields.get(..n).unwrap_or(&[]), &[], false) {
+                f.flags |= bit;
+                any = true;
+            } else {
+                // Cannot happen with the room checked; the frame stays due if it does.
+                let lost = Sent { flags: bit, request: f.request, ..Sent::default() };
+                super::recv::frames_delivered(&mut self.streams, &lost, false);
                 break;
-            }
-            if let Some((code, final_size)) = snd.poll_reset() {
-                if put_frame(w, types::RESET_STREAM, &[id, code, final_size], &[], false) {
-                    f.flags |= bit;
-                    any = true;
-                } else {
-                    snd.on_reset_lost();
-                }
-            }
-        }
-        for i in 0..RECVS {
-            let id = match i {
-                0 => match request {
-                    Some(id) => id,
-                    None => continue,
-                },
-                _ => ((i as u64 - 1) << 2) | 3,
-            };
-            let Some(r) = s.recv.get_mut(i) else { continue };
-            if w.remaining() < 32 {
-                break;
-            }
-            if let Some(code) = r.poll_stop_sending() {
-                if put_frame(w, types::STOP_SENDING, &[id, code], &[], false) {
-                    f.flags |= flag::stop_sending(i);
-                    any = true;
-                } else {
-                    r.on_stop_sending_lost();
-                }
-            }
-            if let Some(max) = r.poll_max_stream_data() {
-                if put_frame(w, types::MAX_STREAM_DATA, &[id, max], &[], false) {
-                    f.flags |= flag::max_stream_data(i);
-                    any = true;
-                } else {
-                    r.on_max_stream_data_lost(max);
-                }
-            }
-        }
-        if w.remaining() >= 16 {
-            if let Some(max) = s.conn_recv.poll_update() {
-                if put_frame(w, types::MAX_DATA, &[max], &[], false) {
-                    f.flags |= flag::MAX_DATA;
-                    any = true;
-                } else {
-                    s.conn_recv.on_update_lost(max);
-                }
             }
         }
         any

@@ -375,6 +375,40 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
             || self.recv.iter().any(RecvStream::wants_control)
     }
 
+    /// The next stream control frame due, marked sent: its type, fields and [`Sent`]
+    /// flag. RESET_STREAM first, then STOP_SENDING and MAX_STREAM_DATA of each receiving
+    /// half, then MAX_DATA.
+    ///
+    /// [`Sent`]: super::Sent
+    pub(crate) fn poll_control(&mut self) -> Option<(u64, [u64; 3], u32)> {
+        use super::send::flag;
+        use crate::frame::types;
+        let request = self.request_id();
+        if let Some((code, size)) = self.control.poll_reset() {
+            return Some((types::RESET_STREAM, [CONTROL_ID, code, size], flag::CONTROL_RESET));
+        }
+        if let Some(id) = request {
+            if let Some((code, size)) = self.req_send.poll_reset() {
+                return Some((types::RESET_STREAM, [id, code, size], flag::REQUEST_RESET));
+            }
+        }
+        for (i, r) in self.recv.iter_mut().enumerate() {
+            let id = match (i, request) {
+                (0, Some(id)) => id,
+                (0, None) => continue,
+                _ => ((i as u64 - 1) << 2) | 3,
+            };
+            if let Some(code) = r.poll_stop_sending() {
+                return Some((types::STOP_SENDING, [id, code, 0], flag::stop_sending(i)));
+            }
+            if let Some(max) = r.poll_max_stream_data() {
+                return Some((types::MAX_STREAM_DATA, [id, max, 0], flag::max_stream_data(i)));
+            }
+        }
+        let max = self.conn_recv.poll_update()?;
+        Some((types::MAX_DATA, [max, 0, 0], flag::MAX_DATA))
+    }
+
     /// The next chunk of stream data to send (control stream first), at most `max` bytes.
     pub(crate) fn next_chunk(&self, max: usize) -> Option<(Sender, u64, Chunk)> {
         if self.control_open {
