@@ -59,12 +59,12 @@ mod mtu;
 #[cfg(feature = "qlog")]
 pub mod packet_log;
 mod path;
-mod recv;
+pub(crate) mod recv;
 #[cfg(feature = "stateless-reset")]
 mod reset;
 pub mod rng;
 pub(crate) mod rotation;
-mod send;
+pub(crate) mod send;
 mod sent;
 pub mod tls;
 

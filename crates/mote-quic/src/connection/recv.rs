@@ -73,7 +73,7 @@ const fn level_of(space: PnSpace) -> Level {
 /// Out of line: the fixed AEAD key's schedule is on the stack only while the tag is
 /// checked, not under the Initial key derivation that follows.
 #[inline(never)]
-fn retry_verified<P: CryptoProvider>(
+pub(crate) fn retry_verified<P: CryptoProvider>(
     provider: &P,
     version: Version,
     original_dcid: &ConnectionId,

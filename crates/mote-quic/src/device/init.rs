@@ -155,9 +155,8 @@ where
             let hs = addr_of_mut!((*p).hs);
             let local_tp = addr_of_mut!((*hs).local_tp);
             local_tp.write([0; LOCAL_TP_MAX]);
-            let len =
-                encode_client(config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
-                    .map_err(|_| ConnectError::Config)?;
+            let len = encode_client(config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
+                .map_err(|_| ConnectError::Config)?;
             if !put_in_place(addr_of_mut!((*p).tls), tls) {
                 return Err(ConnectError::Config);
             }

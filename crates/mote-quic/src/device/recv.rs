@@ -11,6 +11,7 @@ use super::{si, DeviceConnection, Peer, Res, State, TokenState};
 use crate::cid::ConnectionId;
 use crate::coding::{Reader, VarInt};
 use crate::connection::cids::RemoteCids;
+use crate::connection::recv::retry_verified;
 use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
 use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
@@ -39,19 +40,6 @@ fn violation(frame_type: u64) -> ConnectionClose {
 /// the transport code the TLS layer chose.
 fn tls_close(e: mote_tls::Error) -> ConnectionClose {
     ConnectionClose::transport(TransportErrorCode(e.quic_error_code()), Some(types::CRYPTO))
-}
-
-/// RFC 9001 §5.8: whether a Retry's integrity tag is valid. Out of line: the fixed AEAD
-/// key's schedule is on the stack only while the tag is checked, not under the Initial key
-/// derivation that follows (the device's deepest chain otherwise).
-#[inline(never)]
-fn retry_verified<P: CryptoProvider>(
-    provider: &P,
-    version: Version,
-    original_dcid: &ConnectionId,
-    packet: &[u8],
-) -> bool {
-    packet::verify_retry(provider, version, original_dcid, packet).is_ok()
 }
 
 /// The header fields of one packet, copied out before protection is removed in place.
@@ -856,7 +844,9 @@ where
             Frame::ResetStream { error_code, final_size, .. } => {
                 s.on_reset(recv, error_code.into_inner(), final_size.into_inner()).map_err(err)?;
             }
-            Frame::StopSending { error_code, .. } => s.on_stop_sending(send, error_code.into_inner()),
+            Frame::StopSending { error_code, .. } => {
+                s.on_stop_sending(send, error_code.into_inner())
+            }
             Frame::MaxStreamData { max, .. } => {
                 if let Some(snd) = s.sender_of(send, id) {
                     snd.on_max_stream_data(max.into_inner());

@@ -7,21 +7,19 @@ use mote_crypto::{CryptoProvider, TAG_LEN};
 use super::streams::Sender;
 use super::{si, DeviceConnection, State, TokenState};
 use crate::coding::Writer;
+use crate::connection::send::write_ack;
 use crate::connection::tls::TlsSession;
 use crate::connection::{ConnectionClose, Transmit, MIN_INITIAL_SIZE};
 use crate::error::TransportErrorCode;
 use crate::frame::{put_frame, put_stream, types};
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
-use crate::recovery::{Ecn, PnSpace, ReceivedSpace, SentPacket};
+use crate::recovery::{Ecn, PnSpace, SentPacket};
 use crate::stream::{crypto_frame_room, stream_frame_room};
 use crate::time::Instant;
 
 /// Room below which no packet is started: the longest long header (54 bytes), the tag and
 /// a few bytes of frames.
 const MIN_PACKET_ROOM: usize = 54 + TAG_LEN + 8;
-
-/// The ack_delay_exponent we use (the RFC default).
-const ACK_DELAY_EXPONENT: u8 = 3;
 
 /// Below this many bytes left no STREAM frame is started.
 const STREAM_FRAME_MIN: usize = 8;
@@ -88,30 +86,6 @@ struct Built {
     frames: Sent,
     ack_eliciting: bool,
     padded: bool,
-}
-
-/// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
-/// Largest Acknowledged.
-#[inline(never)]
-fn write_ack(
-    rx: &ReceivedSpace,
-    w: &mut Writer<'_>,
-    now: Instant,
-    max_ranges: usize,
-) -> Option<u64> {
-    let mut ranges = max_ranges.max(1);
-    loop {
-        let ack = rx.ack_frame(now, ACK_DELAY_EXPONENT, ranges)?;
-        let start = w.position();
-        if ack.emit(w).is_ok() {
-            return Some(ack.largest());
-        }
-        w.rewind(start);
-        if ranges == 1 {
-            return None;
-        }
-        ranges /= 2;
-    }
 }
 
 impl<P, T, C, S, const SENT: usize, const RANGES: usize> DeviceConnection<P, T, C, S, SENT, RANGES>
@@ -531,7 +505,13 @@ where
         let mut any = false;
         while w.remaining() >= 25 {
             let Some((ty, fields, bit)) = self.streams.poll_control() else { break };
-            let n = if ty == types::RESET_STREAM { 3 } else if ty == types::MAX_DATA { 1 } else { 2 };
+            let n = if ty == types::RESET_STREAM {
+                3
+            } else if ty == types::MAX_DATA {
+                1
+            } else {
+                2
+            };
             if put_frame(w, ty, fields.get(..n).unwrap_or(&[]), &[], false) {
                 f.flags |= bit;
                 any = true;
