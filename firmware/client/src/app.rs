@@ -64,8 +64,14 @@ const H3_CONFIG: H3Config = H3Config {
 };
 
 /// The device connection (mote-quic's device connection type): caller-owned buffers.
-type Conn<'a> =
-    DeviceConnection<RustCrypto, ClientSession<'a, RustCrypto, TLS_RX>, &'a mut [u8], &'a mut [u8], 16, 4>;
+type Conn<'a> = DeviceConnection<
+    RustCrypto,
+    ClientSession<'a, RustCrypto, TLS_RX>,
+    &'a mut [u8],
+    &'a mut [u8],
+    16,
+    4,
+>;
 
 /// The server as the device addresses it (the bridge forwards everything to the real one).
 const SERVER: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 443));
