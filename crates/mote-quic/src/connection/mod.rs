@@ -1355,6 +1355,6 @@ pub(crate) fn random_cid<P: CryptoProvider>(
 /// `t` or the deadline `x` if it is earlier (`u64::MAX`: none). Out of line on devices: the
 /// timer scan of [`Connection::poll_timeout`] takes six of them (issue 8).
 #[cfg_attr(not(feature = "std"), inline(never))]
-fn earliest(t: u64, x: Option<Instant>) -> u64 {
+pub(crate) fn earliest(t: u64, x: Option<Instant>) -> u64 {
     t.min(x.map_or(u64::MAX, Instant::as_micros))
 }

@@ -37,7 +37,7 @@ use mote_crypto::CryptoProvider;
 use crate::connection::cids::RemoteCids;
 use crate::connection::tls::{Handshake, TlsSession, CRYPTO_RANGES};
 use crate::connection::{
-    AeadLimits, CloseReason, ConnectionClose, HANDSHAKE_RANGES, HANDSHAKE_SENT,
+    earliest, AeadLimits, CloseReason, ConnectionClose, HANDSHAKE_RANGES, HANDSHAKE_SENT,
 };
 use crate::error::TransportErrorCode;
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
@@ -376,15 +376,18 @@ where
             State::Closing { deadline } | State::Draining { deadline } => return Some(deadline),
             State::Open => {}
         }
-        let mut t = u64::MAX;
-        for x in [
-            self.idle_deadline(),
-            self.recovery.loss_detection_timer(),
-            self.rx_initial.ack_deadline().filter(|_| self.hs.keys.initial.is_some()),
-            self.rx_handshake.ack_deadline().filter(|_| self.hs.keys.handshake.is_some()),
-            self.rx_data.ack_deadline().filter(|_| self.hs.keys.one_rtt.is_some()),
-        ] {
-            t = t.min(x.map_or(u64::MAX, Instant::as_micros));
+        // The earliest deadline as microseconds (`u64::MAX`: none), one compare each.
+        let keys = &self.hs.keys;
+        let mut t = earliest(u64::MAX, self.idle_deadline());
+        t = earliest(t, self.recovery.loss_detection_timer());
+        if keys.initial.is_some() {
+            t = earliest(t, self.rx_initial.ack_deadline());
+        }
+        if keys.handshake.is_some() {
+            t = earliest(t, self.rx_handshake.ack_deadline());
+        }
+        if keys.one_rtt.is_some() {
+            t = earliest(t, self.rx_data.ack_deadline());
         }
         (t != u64::MAX).then_some(Instant(t))
     }
