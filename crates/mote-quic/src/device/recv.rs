@@ -780,9 +780,6 @@ where
     /// again.
     #[inline(never)]
     fn requeue_zero_rtt(&mut self, now: Instant) {
-        for p in self.recovery.application_packets().iter() {
-            frames_delivered(&mut self.streams, &p.payload, false);
-        }
         self.streams.requeue_all();
         self.recovery.discard_space(PnSpace::ApplicationData, now);
     }

@@ -420,10 +420,18 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         self.req_send.next_chunk(max).map(|c| (Sender::Request, id, c))
     }
 
-    /// Requeues every unacknowledged byte (0-RTT rejected or a Retry, RFC 9001 §4.6.2).
+    /// Nothing sent in 0-RTT packets was processed (0-RTT rejected, RFC 9001 §4.6.2, or a
+    /// Retry, RFC 9000 §17.2.5.3): every unacknowledged byte, RESET_STREAM and STOP_SENDING
+    /// is queued again. MAX_DATA and MAX_STREAM_DATA cannot have been among them: no
+    /// stream data is read before the server's 1-RTT packets, which come after the verdict.
     pub(crate) fn requeue_all(&mut self) {
-        self.control.requeue_unacked();
-        self.req_send.requeue_unacked();
+        for s in [&mut self.control, &mut self.req_send] {
+            s.requeue_unacked();
+            s.on_reset_lost();
+        }
+        for r in self.recv.iter_mut() {
+            r.on_stop_sending_lost();
+        }
     }
 
     /// The peer raised MAX_STREAMS for `dir` (RFC 9000 §19.11: smaller values ignored).
