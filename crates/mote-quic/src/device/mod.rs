@@ -65,7 +65,8 @@ enum State {
 /// What the connection keeps of its configuration ([`crate::ConnectionConfig`]).
 #[derive(Clone, Copy, Debug)]
 struct Settings {
-    idle_timeout_ms: u32,
+    /// Our max_idle_timeout, then the smaller non-zero one of both sides' (RFC 9000 §10.1).
+    idle_timeout_ms: u64,
     max_datagram_size: u16,
     max_ack_ranges: u8,
     aead_limits: AeadLimits,
@@ -74,7 +75,6 @@ struct Settings {
 /// What the connection keeps of the server's transport parameters.
 #[derive(Clone, Copy, Debug)]
 struct Peer {
-    idle_timeout_ms: u64,
     max_udp_payload_size: u64,
     ack_delay_exponent: u8,
 }
@@ -351,18 +351,12 @@ where
     // --- timers ---
 
     /// The effective idle timeout (RFC 9000 §10.1): the smaller of both sides' non-zero
-    /// max_idle_timeout, at least three PTOs.
+    /// max_idle_timeout (`Settings::idle_timeout_ms`, lowered to the server's when its
+    /// parameters arrive), at least three PTOs.
     fn idle_timeout(&self) -> Option<Duration> {
-        let local = u64::from(self.settings.idle_timeout_ms);
-        let peer = self.peer.map_or(0, |p| p.idle_timeout_ms);
-        let ms = match (local, peer) {
-            (0, 0) => return None,
-            (0, p) => p,
-            (l, 0) => l,
-            (l, p) => l.min(p),
-        };
+        let ms = self.settings.idle_timeout_ms;
         let pto3 = self.recovery.pto_period().saturating_mul(3);
-        Some(Duration::from_millis(ms).max(pto3))
+        (ms != 0).then(|| Duration::from_millis(ms).max(pto3))
     }
 
     fn idle_deadline(&self) -> Option<Instant> {

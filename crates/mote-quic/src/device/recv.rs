@@ -790,8 +790,13 @@ where
     fn apply_peer_params(&mut self, tp: &TransportParameters) {
         self.streams.on_peer_params(tp);
         self.recovery.set_peer_max_ack_delay(Duration::from_millis(u64::from(tp.max_ack_delay)));
+        // RFC 9000 §10.1: the smaller of both sides' non-zero max_idle_timeout.
+        let peer_idle = tp.max_idle_timeout.into_inner();
+        let idle = &mut self.settings.idle_timeout_ms;
+        if peer_idle != 0 && (*idle == 0 || peer_idle < *idle) {
+            *idle = peer_idle;
+        }
         self.peer = Some(Peer {
-            idle_timeout_ms: tp.max_idle_timeout.into_inner(),
             max_udp_payload_size: tp.max_udp_payload_size.into_inner(),
             ack_delay_exponent: tp.ack_delay_exponent,
         });
