@@ -21,6 +21,16 @@
 //! discovery, no server side. Toward a compliant server its bytes on the wire are the
 //! general client's in the device build (`--no-default-features --features resumption`):
 //! the first Initial is byte-equal (`tests::first_initial_is_the_general_connections`).
+//!
+//! What it leaves out, each off in the general connection's device build too or not
+//! needed by a client on one path: the server role and anti-amplification; issuing
+//! connection IDs (a RETIRE_CONNECTION_ID from the server is a PROTOCOL_VIOLATION, as it can
+//! only name the handshake connection ID); migration, path probing and PMTUD (it answers
+//! PATH_CHALLENGE); ECN marking, pacing, GSO; stateless-reset detection; DATAGRAM frames
+//! (received ones are a PROTOCOL_VIOLATION, RFC 9221 §3); compatible version negotiation
+//! (a Version Negotiation packet ends the attempt); the event queue (the application polls
+//! [`DeviceConnection::ticket_ready`], [`DeviceConnection::poll_stopped`] and the state
+//! queries).
 
 mod init;
 mod recv;
