@@ -13,7 +13,7 @@
 //! close(app_code, reason)
 //! ```
 //!
-//! It shares mote-quic's packet, frame, transport-parameter, TLS-hook ([`Handshake`]),
+//! It shares mote-quic's packet, frame, transport-parameter, TLS-hook (`connection::tls`),
 //! key ([`crate::connection`]'s key slots), loss-recovery ([`Recovery`]), received-packet
 //! ([`ReceivedPackets`]) and stream-buffer code with the general
 //! [`crate::connection::Connection`], and none of its generality: no stream table, no
