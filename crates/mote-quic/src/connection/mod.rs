@@ -63,7 +63,7 @@ pub(crate) mod recv;
 #[cfg(feature = "stateless-reset")]
 mod reset;
 pub mod rng;
-pub(crate) mod rotation;
+mod rotation;
 pub(crate) mod send;
 mod sent;
 pub mod tls;

@@ -18,7 +18,7 @@ use crate::transport_params::ResetToken;
 /// The stateless reset token of `cid` (RFC 9000 §10.3.2): HMAC-SHA-256 under the
 /// configured static key, truncated to 16 bytes, so a restarted server derives the same
 /// token; random when no key is configured (or without `stateless-reset`).
-pub(crate) fn reset_token<P: CryptoProvider>(
+pub(super) fn reset_token<P: CryptoProvider>(
     provider: &P,
     config: &ConnectionConfig,
     rng: &mut Drbg<P>,

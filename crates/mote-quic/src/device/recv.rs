@@ -11,7 +11,7 @@ use super::{si, DeviceConnection, Peer, Res, State, TokenState};
 use crate::cid::ConnectionId;
 use crate::coding::{Reader, VarInt};
 use crate::connection::cids::RemoteCids;
-use crate::connection::recv::retry_verified;
+use crate::connection::recv::{level_of, retry_verified, tls_close, violation, wire};
 use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
 use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
@@ -26,21 +26,6 @@ use crate::time::{Duration, Instant};
 use crate::token::TOKEN_MAX;
 use crate::transport_params::TransportParameters;
 use crate::version::Version;
-use mote_tls::Level;
-
-fn wire(e: WireError) -> ConnectionClose {
-    ConnectionClose::transport(e.code(), e.frame_type())
-}
-
-fn violation(frame_type: u64) -> ConnectionClose {
-    ConnectionClose::transport(TransportErrorCode::PROTOCOL_VIOLATION, Some(frame_type))
-}
-
-/// RFC 9001 §4.8: a TLS error closes the connection with CRYPTO_ERROR (0x100 + alert) or
-/// the transport code the TLS layer chose.
-fn tls_close(e: mote_tls::Error) -> ConnectionClose {
-    ConnectionClose::transport(TransportErrorCode(e.quic_error_code()), Some(types::CRYPTO))
-}
 
 /// The header fields of one packet, copied out before protection is removed in place.
 #[derive(Clone, Copy)]
@@ -182,15 +167,6 @@ pub(super) fn frames_delivered<S, const R: usize>(
     }
 }
 
-/// The level of a packet-number space.
-const fn level_of(space: PnSpace) -> Level {
-    match space {
-        PnSpace::Initial => Level::Initial,
-        PnSpace::Handshake => Level::Handshake,
-        PnSpace::ApplicationData => Level::OneRtt,
-    }
-}
-
 impl<P, T, C, S, const SENT: usize, const RANGES: usize> DeviceConnection<P, T, C, S, SENT, RANGES>
 where
     P: CryptoProvider + Clone,
@@ -227,7 +203,7 @@ where
         let mut off = 0;
         while off < len {
             let Some(rest) = data.get_mut(off..) else { break };
-            match self.on_packet(now, len, rest) {
+            match self.on_packet(now, rest) {
                 Some(n) if n > 0 => off += n,
                 _ => break,
             }
@@ -239,8 +215,7 @@ where
 
     /// Processes the packet at the start of `buf`; returns its length (the next coalesced
     /// packet starts there) or `None` when the rest of the datagram is dropped.
-    fn on_packet(&mut self, now: Instant, datagram_len: usize, buf: &mut [u8]) -> Option<usize> {
-        let _ = datagram_len;
+    fn on_packet(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let hdr = {
             let parsed = packet::parse(buf, self.hs.cids.local.len(), false).ok()?;
             let (ptype, long, version, dcid, scid, token_empty) = match parsed.header {
