@@ -468,29 +468,29 @@ where
                 }
             }
         }
-        // STREAM (RFC 9000 §19.8): one frame per packet, control stream first.
+        // STREAM (RFC 9000 §19.8): one frame per packet, control stream first; the chunk
+        // sized to what the frame's header leaves.
         if app && w.remaining() > STREAM_FRAME_MIN {
-            let room = w.remaining();
-            if let Some((which, id, first)) = self.streams.next_chunk(room) {
-                let room = stream_frame_room_for(id, first.offset, room);
-                if let Some((_, _, chunk)) =
-                    self.streams.next_chunk(room).filter(|(w2, _, _)| *w2 == which && room > 0)
+            let remaining = w.remaining();
+            if let Some((which, id, first)) = self.streams.next_chunk(remaining) {
+                let room = stream_frame_room_for(id, first.offset, remaining);
+                let s = self.streams.sender_of(which, id);
+                if let Some((s, chunk)) =
+                    s.and_then(|s| s.next_chunk(room).filter(|_| room > 0).map(|c| (s, c)))
                 {
-                    if let Some(s) = self.streams.sender_of(which, id) {
-                        let data = s.chunk_bytes(&chunk);
-                        if put_stream(w, id, chunk.offset, data, chunk.fin) {
-                            s.on_sent(&chunk);
-                            f.flags |= match which {
-                                Sender::Control => flag::CONTROL_DATA,
-                                Sender::Request => flag::REQUEST_DATA,
-                            };
-                            if chunk.fin {
-                                f.flags |= flag::FIN;
-                            }
-                            f.stream_offset = chunk.offset;
-                            f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
-                            any = true;
+                    let data = s.chunk_bytes(&chunk);
+                    if put_stream(w, id, chunk.offset, data, chunk.fin) {
+                        s.on_sent(&chunk);
+                        f.flags |= match which {
+                            Sender::Control => flag::CONTROL_DATA,
+                            Sender::Request => flag::REQUEST_DATA,
+                        };
+                        if chunk.fin {
+                            f.flags |= flag::FIN;
                         }
+                        f.stream_offset = chunk.offset;
+                        f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
+                        any = true;
                     }
                 }
             }
