@@ -74,7 +74,7 @@ where
             PacketEvent::Lost { space, packet } => {
                 #[cfg(feature = "stats")]
                 if packet.ack_eliciting {
-                    *self.lost += 1;
+                    *self.lost = self.lost.saturating_add(1);
                 }
                 (*space, packet, false)
             }
@@ -197,8 +197,8 @@ where
         let len = data.len();
         #[cfg(feature = "stats")]
         {
-            self.traffic.datagrams_received += 1;
-            self.traffic.bytes_received += len as u64;
+            self.traffic.datagrams_received = self.traffic.datagrams_received.saturating_add(1);
+            self.traffic.bytes_received = self.traffic.bytes_received.saturating_add(len as u64);
         }
         let mut off = 0;
         while off < len {

@@ -116,8 +116,8 @@ where
         let len = self.build_datagram(now, buf.get_mut(..n)?);
         #[cfg(feature = "stats")]
         if len > 0 {
-            self.traffic.datagrams_sent += 1;
-            self.traffic.bytes_sent += len as u64;
+            self.traffic.datagrams_sent = self.traffic.datagrams_sent.saturating_add(1);
+            self.traffic.bytes_sent = self.traffic.bytes_sent.saturating_add(len as u64);
         }
         (len > 0).then_some(Transmit {
             destination: self.remote,
