@@ -18,6 +18,8 @@ pub const CROSS_BUILDS: &[(&str, &str, &str)] = &[
     ("mote-crypto", "compact", "rustcrypto,compact"),
     ("mote-crypto", "full", "rustcrypto,aes256,chacha20,p256,ed25519,ecdsa-p256"),
     ("mote-quic", "minimal", ""),
+    // The device connection type, as the firmware builds it.
+    ("mote-quic", "device", "device,resumption"),
     (
         "mote-quic",
         "full",
@@ -69,6 +71,7 @@ const DEVICE_TESTS: &[(&str, &str)] = &[
     ("mote-crypto", "rustcrypto"),
     ("mote-crypto", "rustcrypto,compact,salty,ed25519"),
     ("mote-quic", ""),
+    ("mote-quic", "device,resumption"),
     ("mote-tls", ""),
     ("mote-h3", "device"),
 ];
@@ -196,7 +199,20 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
         }
         Step::Clippy => {
             util::run(util::cargo(&root, None).args(CLIPPY_WORKSPACE))?;
-            // mote-h3's device adapter (feature `device`), which no workspace crate enables.
+            // mote-quic's device connection type in its device configuration (the workspace
+            // build has it with the host features, through mote-scenarios).
+            util::run(util::cargo(&root, None).args([
+                "clippy",
+                "-p",
+                "mote-quic",
+                "--no-default-features",
+                "--features",
+                "device,resumption",
+                "--",
+                "-D",
+                "warnings",
+            ]))?;
+            // mote-h3's device adapter (feature `device`).
             util::run(util::cargo(&root, None).args([
                 "clippy",
                 "-p",

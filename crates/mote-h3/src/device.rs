@@ -7,4 +7,8 @@
 //! path is [`crate::client::Client`], a one-request-at-a-time client over it, in fixed
 //! storage (put it in a `static` on a device).
 
+//! [`DeviceTransport`] is the same over mote-quic's device connection type
+//! ([`mote_quic::device::DeviceConnection`]).
+
 pub use crate::adapter::QuicTransport;
+pub use crate::device_adapter::DeviceTransport;

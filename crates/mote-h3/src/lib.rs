@@ -39,6 +39,8 @@ pub mod coding;
 pub mod connection;
 #[cfg(feature = "device")]
 pub mod device;
+#[cfg(feature = "device")]
+mod device_adapter;
 pub mod error;
 pub mod frame;
 pub mod message;

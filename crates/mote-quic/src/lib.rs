@@ -17,6 +17,8 @@ mod arith;
 pub mod cid;
 pub mod coding;
 pub mod connection;
+#[cfg(feature = "device")]
+pub mod device;
 pub mod endpoint;
 pub mod error;
 pub mod frame;

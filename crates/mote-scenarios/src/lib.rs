@@ -15,6 +15,7 @@
 //! simulator's trace, both connections' counters, and what each side received, for
 //! byte-exact checks. The scenario test suite (`tests/`) builds on it.
 
+pub mod devconn;
 pub mod h3;
 pub mod pair;
 

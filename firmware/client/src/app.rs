@@ -14,13 +14,14 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
 use mote_h3::client::{Client, Event as H3Event};
-use mote_h3::device::QuicTransport;
+use mote_h3::device::DeviceTransport;
 use mote_h3::{Config as H3Config, Request};
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
 #[cfg(all(feature = "stats", feature = "selfmeasure"))]
-use mote_quic::connection::ConnectionStats;
-use mote_quic::{Connection, ConnectionConfig, Event, Instant, Storage};
+use mote_quic::device::DeviceStats;
+use mote_quic::device::{DeviceConnection, DeviceStorage, PEER_UNI};
+use mote_quic::{ConnectionConfig, Instant};
 use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket};
 
 use crate::board::Board;
@@ -33,12 +34,13 @@ compile_error!("choose a server authentication: rpk-ed25519, rpk-p256, psk or x5
 
 /// TLS receive buffer for one partial handshake message.
 const TLS_RX: usize = 1024;
-/// QUIC stream slots: our control stream, the server's three unidirectional streams (RFC
-/// 9114 §6.2) and two requests (the GET's slot is freed once QUIC forgets the stream).
-const STREAMS: usize = 6;
-/// Per-slot stream buffers: send (a 1 KB POST body goes out in pieces) and receive (the
-/// stream's flow-control window).
+/// Stream receive buffers: the request stream's and the server's three unidirectional
+/// streams' (RFC 9114 §6.2); each is the stream's flow-control window.
+const RECVS: usize = 1 + PEER_UNI;
+/// Stream buffers: the request's send buffer (a 1 KB POST body goes out in pieces), our
+/// control stream's (its type byte and SETTINGS: at most 40 bytes), and receive buffers.
 const STREAM_SEND: usize = 1024;
+const CONTROL_SEND: usize = 64;
 const STREAM_RECV: usize = 2048;
 /// CRYPTO buffers per level and direction (a raw-public-key handshake needs a few hundred
 /// bytes per level; a ticket's NewSessionTicket about 200).
@@ -61,13 +63,12 @@ const H3_CONFIG: H3Config = H3Config {
     grease: Some(1),
 };
 
-/// The device connection: minimal build, caller-owned buffers.
-type Conn<'a> = Connection<
+/// The device connection (mote-quic's device connection type): caller-owned buffers.
+type Conn<'a> = DeviceConnection<
     RustCrypto,
     ClientSession<'a, RustCrypto, TLS_RX>,
     &'a mut [u8],
     &'a mut [u8],
-    STREAMS,
     16,
     4,
 >;
@@ -173,8 +174,9 @@ impl OnceAnchors {
 /// The caller-owned memory of a transaction.
 pub struct Buffers {
     crypto: [[u8; CRYPTO_BUF]; 6],
-    streams: [[u8; STREAM_RECV]; STREAMS],
-    stream_send: [[u8; STREAM_SEND]; STREAMS],
+    streams: [[u8; STREAM_RECV]; RECVS],
+    stream_send: [u8; STREAM_SEND],
+    control_send: [u8; CONTROL_SEND],
     tx: [u8; DATAGRAM],
     ticket: [u8; TICKET],
     link: Decoder<FRAME>,
@@ -187,8 +189,9 @@ impl Buffers {
     pub const fn new() -> Self {
         Self {
             crypto: [[0; CRYPTO_BUF]; 6],
-            streams: [[0; STREAM_RECV]; STREAMS],
-            stream_send: [[0; STREAM_SEND]; STREAMS],
+            streams: [[0; STREAM_RECV]; RECVS],
+            stream_send: [0; STREAM_SEND],
+            control_send: [0; CONTROL_SEND],
             tx: [0; DATAGRAM],
             ticket: [0; TICKET],
             link: Decoder::new(),
@@ -205,7 +208,7 @@ impl Default for Buffers {
 
 /// The memory of a transaction's connection and HTTP/3 session: ~20 KB of state, so a
 /// static rather than stack (Quant keeps the same in its 16 KB heap). Both are written in
-/// place ([`Connection::init_client`]) and dropped in place after each transaction.
+/// place ([`DeviceConnection::init_client`]) and dropped in place after each transaction.
 pub struct Slots {
     conn: MaybeUninit<Conn<'static>>,
     h3: MaybeUninit<H3>,
@@ -319,7 +322,7 @@ struct Record {
     key_updates: u32,
     /// The connection's traffic counters (feature `stats`).
     #[cfg(feature = "stats")]
-    stats: ConnectionStats,
+    stats: DeviceStats,
     close_kind: u64,
     close_code: u64,
     h3_error: u64,
@@ -415,15 +418,19 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let config = init_config(config);
     #[cfg(not(feature = "x509"))]
     let config = init_config();
-    let Buffers { crypto, streams, stream_send, tx, ticket, link, scratch } = bufs;
+    let Buffers { crypto, streams, stream_send, control_send, tx, ticket, link, scratch } = bufs;
     let [first, second] = kept;
     // One `Transaction` for both (one slot in this frame).
     let mut t = Transaction { config, transport, resumption: None, which: 0 };
     // 1: full handshake; keeps the session ticket.
     let ticket_len = {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store =
-            Store { crypto: &mut *crypto, streams: &mut *streams, stream_send: &mut *stream_send };
+        let store = Store {
+            crypto: &mut *crypto,
+            streams: &mut *streams,
+            stream_send: &mut *stream_send,
+            control_send: &mut *control_send,
+        };
         let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
         transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
     };
@@ -437,7 +444,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let resumed = t.resumption.is_some() || cfg!(feature = "psk");
     {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto, streams, stream_send };
+        let store = Store { crypto, streams, stream_send, control_send };
         transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
     }
     let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
@@ -582,19 +589,21 @@ struct Io<'a> {
 /// only there, not copied through every frame above it.
 struct Store<'a> {
     crypto: &'a mut [[u8; CRYPTO_BUF]; 6],
-    streams: &'a mut [[u8; STREAM_RECV]; STREAMS],
-    stream_send: &'a mut [[u8; STREAM_SEND]; STREAMS],
+    streams: &'a mut [[u8; STREAM_RECV]; RECVS],
+    stream_send: &'a mut [u8; STREAM_SEND],
+    control_send: &'a mut [u8; CONTROL_SEND],
 }
 
 /// Splits the static buffers into the connection's storage.
-fn storage(store: Store<'_>) -> Storage<&'_ mut [u8], &'_ mut [u8], STREAMS> {
-    let Store { crypto, streams, stream_send } = store;
+fn storage(store: Store<'_>) -> DeviceStorage<&'_ mut [u8], &'_ mut [u8]> {
+    let Store { crypto, streams, stream_send, control_send } = store;
     let [c0, c1, c2, c3, c4, c5] = crypto;
-    let [r0, r1, r2, r3, r4, r5] = streams;
-    let [s0, s1, s2, s3, s4, s5] = stream_send;
-    Storage {
+    let [r0, r1, r2, r3] = streams;
+    DeviceStorage {
         crypto: [(c0, c1), (c2, c3), (c4, c5)],
-        streams: [(s0, r0), (s1, r1), (s2, r2), (s3, r3), (s4, r4), (s5, r5)],
+        control: control_send,
+        request: (stream_send, r0),
+        peer_uni: [r1, r2, r3],
     }
 }
 
@@ -628,7 +637,7 @@ fn report<B: Board>(board: &mut B, which: u64, ok: bool, o: &Record, dropped: u3
         r.put(tag::BYTES_SENT, o.stats.bytes_sent);
         r.put(tag::DATAGRAMS_RECEIVED, o.stats.datagrams_received);
         r.put(tag::BYTES_RECEIVED, o.stats.bytes_received);
-        r.put(tag::PTOS, o.stats.ptos);
+        r.put(tag::PTOS, u64::from(o.stats.ptos));
         r.put(tag::PACKETS_LOST, o.stats.packets_lost);
     }
     r.put(tag::FRAMES_DROPPED, u64::from(dropped));
@@ -818,20 +827,16 @@ fn event_loop<B: Board>(
         if conn.poll_timeout().is_some_and(|t| t <= now) {
             step(steps, 3, || on_timeout(conn, now));
         }
-        while let Some(e) = conn.poll_event() {
-            match e {
-                Event::NewTicket => {
-                    if let Some(buf) = ticket_out.as_deref_mut() {
-                        if let Some(n) = conn.take_ticket(buf) {
-                            ticket = Some((n, now_us));
-                        }
-                    }
+        // What the connection has for the application (no event queue: it is polled).
+        if conn.ticket_ready() {
+            if let Some(buf) = ticket_out.as_deref_mut() {
+                if let Some(n) = conn.take_ticket(buf) {
+                    ticket = Some((n, now_us));
                 }
-                Event::StreamStopped { id, code } => {
-                    let _ = h3.on_stop_sending(&mut QuicTransport { conn }, id.raw(), code);
-                }
-                _ => {}
             }
+        }
+        while let Some((id, code)) = conn.poll_stopped() {
+            let _ = h3.on_stop_sending(&mut DeviceTransport { conn: &mut *conn }, id, code);
         }
         if conn.is_closed() && !closing {
             break;
@@ -1005,7 +1010,7 @@ fn transmit<B: Board>(board: &mut B, conn: &mut Conn<'_>, tx: &mut [u8; DATAGRAM
 #[inline(never)]
 fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
     let id = h3.request_id();
-    let polled = h3.poll(&mut QuicTransport { conn }, |e| on_h3_event(req, id, e));
+    let polled = h3.poll(&mut DeviceTransport { conn }, |e| on_h3_event(req, id, e));
     if let Err(e) = polled {
         req.failed = true;
         req.h3_error = e.code();
@@ -1022,7 +1027,7 @@ fn drive_requests(
     body_buf: &mut [u8],
     scratch: &mut [u8],
 ) {
-    let t = &mut QuicTransport { conn };
+    let t = &mut DeviceTransport { conn };
     if !h3.is_open() && h3.open(t).is_err() {
         return;
     }

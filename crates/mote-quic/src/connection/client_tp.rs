@@ -25,7 +25,7 @@ use crate::version::Version;
 /// version in use, after `compatible` when there is one). Parameters at their defaults are
 /// left out, and no server-only parameter is written ("A client MUST NOT include any
 /// server-only transport parameter"). Returns the length written into `out`.
-pub(super) fn encode_client(
+pub(crate) fn encode_client(
     config: &ConnectionConfig,
     slots: usize,
     recv_buf: usize,

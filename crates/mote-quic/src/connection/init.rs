@@ -35,7 +35,7 @@ use crate::transport_params::{ResetToken, Side};
 /// # Safety
 /// `dst` must be valid and aligned for a write of `T`; what it held is not dropped.
 #[inline(never)]
-unsafe fn put<T>(dst: *mut T, make: impl FnOnce() -> T) {
+pub(crate) unsafe fn put<T>(dst: *mut T, make: impl FnOnce() -> T) {
     // SAFETY: the caller's contract.
     unsafe { dst.write(make()) }
 }
@@ -48,7 +48,10 @@ unsafe fn put<T>(dst: *mut T, make: impl FnOnce() -> T) {
 /// # Safety
 /// `dst` must be valid and aligned for a write of `T`; what it held is not dropped.
 #[inline(never)]
-unsafe fn put_in_place<T>(dst: *mut T, make: impl FnOnce(&mut MaybeUninit<T>) -> &mut T) -> bool {
+pub(crate) unsafe fn put_in_place<T>(
+    dst: *mut T,
+    make: impl FnOnce(&mut MaybeUninit<T>) -> &mut T,
+) -> bool {
     // SAFETY: the caller's contract; `MaybeUninit<T>` has `T`'s layout and no validity
     // requirement, so a reference to it may point to uninitialized memory.
     let slot = unsafe { &mut *dst.cast::<MaybeUninit<T>>() };

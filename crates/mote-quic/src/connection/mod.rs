@@ -41,16 +41,16 @@
 //! Key updates keep the previous read key for three PTOs and respect the AEAD limits
 //! ([`AeadLimits`]). DATAGRAM frames (feature `datagram`) use two bounded queues.
 
-mod cids;
-mod client_tp;
+pub(crate) mod cids;
+pub(crate) mod client_tp;
 mod config;
 mod counters;
 #[cfg(feature = "datagram")]
 mod datagram;
 #[cfg(feature = "server")]
 pub mod fuzz;
-mod init;
-mod key_slot;
+pub(crate) mod init;
+pub(crate) mod key_slot;
 #[cfg(feature = "keylog")]
 pub mod keylog;
 #[cfg(feature = "migration")]
@@ -59,12 +59,12 @@ mod mtu;
 #[cfg(feature = "qlog")]
 pub mod packet_log;
 mod path;
-mod recv;
+pub(crate) mod recv;
 #[cfg(feature = "stateless-reset")]
 mod reset;
 pub mod rng;
 mod rotation;
-mod send;
+pub(crate) mod send;
 mod sent;
 pub mod tls;
 
@@ -486,12 +486,12 @@ pub struct Connection<
     state: State,
     remote: SocketAddr,
     /// Everything the TLS hooks write: keys, CRYPTO send buffers, CIDs, the DRBG.
-    hs: Handshake<P, C>,
+    pub(crate) hs: Handshake<P, C>,
     crypto_recv: [CryptoRecv<C, CRYPTO_RANGES>; 3],
     rx_initial: ReceivedPackets<HANDSHAKE_RANGES>,
     rx_handshake: ReceivedPackets<HANDSHAKE_RANGES>,
     rx_data: ReceivedPackets<RANGES>,
-    recovery: Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, SENT>,
+    pub(crate) recovery: Recovery<SentFrames, NewReno, HANDSHAKE_SENT, HANDSHAKE_SENT, SENT>,
     streams: Streams<S, N, RANGES>,
     controls: ControlTable,
     peer: Option<PeerParams>,
@@ -512,7 +512,7 @@ pub struct Connection<
     #[cfg(not(feature = "migration"))]
     path_response: Option<[u8; 8]>,
     /// Connection IDs we issued (RFC 9000 §5.1).
-    local_cids: cids::LocalCids,
+    pub(crate) local_cids: cids::LocalCids,
     /// Connection IDs the peer issued.
     remote_cids: cids::RemoteCids,
     /// ECN marking and validation (RFC 9000 §13.4).
@@ -1342,7 +1342,7 @@ pub enum StreamOpenError {
 }
 
 /// A random connection ID of `len` bytes (RFC 9000 §5.1).
-fn random_cid<P: CryptoProvider>(
+pub(crate) fn random_cid<P: CryptoProvider>(
     rng: &mut Drbg<P>,
     len: usize,
 ) -> Result<ConnectionId, ConnectError> {
@@ -1355,6 +1355,6 @@ fn random_cid<P: CryptoProvider>(
 /// `t` or the deadline `x` if it is earlier (`u64::MAX`: none). Out of line on devices: the
 /// timer scan of [`Connection::poll_timeout`] takes six of them (issue 8).
 #[cfg_attr(not(feature = "std"), inline(never))]
-fn earliest(t: u64, x: Option<Instant>) -> u64 {
+pub(crate) fn earliest(t: u64, x: Option<Instant>) -> u64 {
     t.min(x.map_or(u64::MAX, Instant::as_micros))
 }

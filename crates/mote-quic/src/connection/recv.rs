@@ -59,7 +59,7 @@ struct FramesOutcome {
     closed: bool,
 }
 
-const fn level_of(space: PnSpace) -> Level {
+pub(crate) const fn level_of(space: PnSpace) -> Level {
     match space {
         PnSpace::Initial => Level::Initial,
         PnSpace::Handshake => Level::Handshake,
@@ -73,7 +73,7 @@ const fn level_of(space: PnSpace) -> Level {
 /// Out of line: the fixed AEAD key's schedule is on the stack only while the tag is
 /// checked, not under the Initial key derivation that follows.
 #[inline(never)]
-fn retry_verified<P: CryptoProvider>(
+pub(crate) fn retry_verified<P: CryptoProvider>(
     provider: &P,
     version: Version,
     original_dcid: &ConnectionId,
@@ -82,17 +82,17 @@ fn retry_verified<P: CryptoProvider>(
     packet::verify_retry(provider, version, original_dcid, packet).is_ok()
 }
 
-fn wire(e: WireError) -> ConnectionClose {
+pub(crate) fn wire(e: WireError) -> ConnectionClose {
     ConnectionClose::transport(e.code(), e.frame_type())
 }
 
-fn violation(frame_type: u64) -> ConnectionClose {
+pub(crate) fn violation(frame_type: u64) -> ConnectionClose {
     ConnectionClose::transport(TransportErrorCode::PROTOCOL_VIOLATION, Some(frame_type))
 }
 
 /// RFC 9001 §4.8: a TLS error closes the connection with CRYPTO_ERROR (0x100 + alert) or
 /// the transport code the TLS layer chose.
-fn tls_close(e: mote_tls::Error) -> ConnectionClose {
+pub(crate) fn tls_close(e: mote_tls::Error) -> ConnectionClose {
     ConnectionClose::transport(TransportErrorCode(e.quic_error_code()), Some(frame::types::CRYPTO))
 }
 

@@ -74,7 +74,7 @@ fn count_resent(stats: &mut Counters, sent_before: u64, offset: u64, end: u64) {
 /// Writes an ACK frame for `rx` with as many of its highest ranges as fit; returns its
 /// Largest Acknowledged. Out of line: inlined into the packet builder it is larger.
 #[inline(never)]
-fn write_ack(
+pub(crate) fn write_ack(
     rx: &ReceivedSpace,
     w: &mut Writer<'_>,
     now: Instant,

@@ -1,0 +1,304 @@
+//! In-place construction of a [`DeviceConnection`] (a device has ~3 KB of stack; the
+//! connection is ~15 KB): every field is written into the caller's `MaybeUninit` slot, in
+//! the order and with the random draws of the general connection's `init_client`, so both
+//! send the same first Initial for the same seed and configuration.
+#![allow(unsafe_code)]
+
+use core::mem::MaybeUninit;
+use core::net::SocketAddr;
+use core::ptr::addr_of_mut;
+
+use mote_crypto::{CryptoProvider, CryptoRng};
+
+use super::streams::{Bufs, DeviceStorage, Streams, PEER_UNI};
+use super::{DeviceConnection, Settings, State, TokenState};
+use crate::connection::cids::RemoteCids;
+use crate::connection::client_tp::encode_client;
+use crate::connection::init::{put, put_in_place};
+use crate::connection::key_slot::KeySlot;
+use crate::connection::rng::Drbg;
+use crate::connection::tls::{Cids, Handshake, HsSignals, TlsSession};
+use crate::connection::{
+    random_cid, ConnectError, ConnectionConfig, LOCAL_TP_MAX, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN,
+};
+use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
+use crate::stream::{CryptoRecv, CryptoSend};
+use crate::time::Instant;
+use crate::token::TOKEN_MAX;
+use crate::transport_params::Side;
+
+impl<P, T, C, S, const SENT: usize, const RANGES: usize> DeviceConnection<P, T, C, S, SENT, RANGES>
+where
+    P: CryptoProvider + Clone,
+    T: TlsSession,
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    /// Starts a client connection to `remote` written into `slot` (a `static` on a device):
+    /// picks connection IDs (RFC 9000 §7.2), derives the Initial keys (RFC 9001 §5.2) and
+    /// has the TLS session — written into the slot `tls` is given, e.g.
+    /// `ClientSession::write_new`, and returned — write the ClientHello. The first
+    /// [`DeviceConnection::poll_transmit`] sends it, padded to 1200 bytes. On failure
+    /// `slot` holds nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn init_client<'s>(
+        slot: &'s mut MaybeUninit<Self>,
+        config: &ConnectionConfig,
+        provider: P,
+        tls: impl FnOnce(&mut MaybeUninit<T>) -> &mut T,
+        storage: DeviceStorage<C, S>,
+        now: Instant,
+        remote: SocketAddr,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<&'s mut Self, ConnectError> {
+        let conn = Self::write_fields(slot, config, provider, tls, storage, now, remote, rng)?;
+        let version = conn.hs.version;
+        let dcid = conn.hs.cids.original_dcid;
+        let keyed = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, Side::Client);
+        let started = match keyed {
+            Ok(()) => conn.tls.start(&mut conn.hs).map_err(ConnectError::Tls),
+            Err(e) => Err(ConnectError::Crypto(e)),
+        };
+        match started {
+            Ok(()) => Ok(conn),
+            Err(e) => {
+                // SAFETY: `conn` is the initialized slot and is not used again; the slot
+                // is left uninitialized, as documented.
+                unsafe { core::ptr::drop_in_place(conn) };
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Self::init_client`] returning the connection by value (hosts and tests; a device
+    /// builds it in place).
+    pub fn client(
+        config: &ConnectionConfig,
+        provider: P,
+        tls: T,
+        storage: DeviceStorage<C, S>,
+        now: Instant,
+        remote: SocketAddr,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<Self, ConnectError> {
+        let mut slot = MaybeUninit::uninit();
+        Self::init_client(
+            &mut slot,
+            config,
+            provider,
+            |s| s.write(tls),
+            storage,
+            now,
+            remote,
+            rng,
+        )?;
+        // SAFETY: `init_client` initializes the slot whenever it returns `Ok`.
+        Ok(unsafe { slot.assume_init() })
+    }
+
+    /// Writes every field into `slot` (no keys yet). Out of line: its temporaries (the
+    /// transport parameters) are gone before the key derivation and the ClientHello.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn write_fields<'s>(
+        slot: &'s mut MaybeUninit<Self>,
+        config: &ConnectionConfig,
+        provider: P,
+        tls: impl FnOnce(&mut MaybeUninit<T>) -> &mut T,
+        storage: DeviceStorage<C, S>,
+        now: Instant,
+        remote: SocketAddr,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<&'s mut Self, ConnectError> {
+        // The device connection holds none of the server's bidirectional streams (RFC 9000
+        // §4.6: it must not advertise any).
+        if config.local_cid_len > crate::cid::MAX_CID_LEN
+            || usize::from(config.max_datagram_size) < MIN_INITIAL_SIZE
+            || !config.version.is_supported()
+            || config.streams.max_streams_bidi != 0
+            || T::SIDE != Side::Client
+        {
+            return Err(ConnectError::Config);
+        }
+        let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
+        // RFC 9000 §7.2: the client's first Destination Connection ID is unpredictable and
+        // at least 8 bytes long.
+        let original_dcid = random_cid(&mut drbg, 8)?;
+        let local = random_cid(&mut drbg, config.local_cid_len)?;
+        // The general connection draws its handshake connection ID's reset token here (a
+        // client never sends it, RFC 9000 §18.2); the draw keeps the DRBG in step with it,
+        // so both write the same ClientHello for the same seed.
+        let mut token0 = [0u8; 16];
+        drbg.fill(&mut token0).map_err(ConnectError::Crypto)?;
+        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
+        let DeviceStorage { crypto, control, request, peer_uni } = storage;
+        let [(cs0, cr0), (cs1, cr1), (cs2, cr2)] = crypto;
+        let recv_buf =
+            peer_uni.iter().map(|b| b.as_ref().len()).fold(request.1.as_ref().len(), usize::min);
+        let version = config.version;
+        let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
+        // The streams this client can hold: up to PEER_UNI of the server's unidirectional
+        // ones (what the transport parameters advertise).
+        let streams = config.streams.for_slots(PEER_UNI);
+        let max_ack_delay = config.max_ack_delay();
+        let threshold = config.ack_eliciting_threshold;
+        let mut recovery = config.recovery;
+        recovery.is_server = false;
+        recovery.max_datagram_size = config.max_datagram_size;
+
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` comes from a `&mut MaybeUninit<Self>`, valid and aligned for writes of
+        // every field; `addr_of_mut!` takes field addresses without references to
+        // uninitialized memory, and `write` drops nothing. References are made only to
+        // fields already written. `all_fields` keeps the list complete.
+        unsafe {
+            let hs = addr_of_mut!((*p).hs);
+            let local_tp = addr_of_mut!((*hs).local_tp);
+            local_tp.write([0; LOCAL_TP_MAX]);
+            let len = encode_client(config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
+                .map_err(|_| ConnectError::Config)?;
+            if !put_in_place(addr_of_mut!((*p).tls), tls) {
+                return Err(ConnectError::Config);
+            }
+            addr_of_mut!((*hs).rng).write(drbg);
+            addr_of_mut!((*hs).cids).write(cids);
+            addr_of_mut!((*hs).local_tp_len).write(len);
+            addr_of_mut!((*hs).provider).write(provider);
+            addr_of_mut!((*hs).side).write(Side::Client);
+            addr_of_mut!((*hs).version).write(version);
+            addr_of_mut!((*hs).original_version).write(version);
+            addr_of_mut!((*hs).compatible).write(compatible);
+            put(addr_of_mut!((*hs).crypto_send), || {
+                [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)]
+            });
+            let keys = addr_of_mut!((*hs).keys);
+            addr_of_mut!((*keys).initial).write(KeySlot::empty());
+            addr_of_mut!((*keys).handshake).write(KeySlot::empty());
+            addr_of_mut!((*keys).one_rtt).write(KeySlot::empty());
+            #[cfg(feature = "resumption")]
+            addr_of_mut!((*keys).zero_rtt).write(KeySlot::empty());
+            addr_of_mut!((*hs).peer_tp).write(None);
+            addr_of_mut!((*hs).signals).write(HsSignals::default());
+            #[cfg(feature = "resumption")]
+            {
+                use crate::connection::tls::{REMEMBERED_TP_MAX, TICKET_MAX};
+                addr_of_mut!((*hs).remembered_tp).write([0; REMEMBERED_TP_MAX]);
+                addr_of_mut!((*hs).remembered_tp_len).write(0);
+                addr_of_mut!((*hs).ticket).write([0; TICKET_MAX]);
+                addr_of_mut!((*hs).ticket_len).write(0);
+            }
+            #[cfg(feature = "keylog")]
+            addr_of_mut!((*hs).keylog).write(crate::connection::keylog::KeyLog::new());
+
+            put(addr_of_mut!((*p).crypto_recv), || {
+                [CryptoRecv::new(cr0), CryptoRecv::new(cr1), CryptoRecv::new(cr2)]
+            });
+            put(addr_of_mut!((*p).rx_initial), || {
+                ReceivedPackets::new(PnSpace::Initial, max_ack_delay)
+            });
+            put(addr_of_mut!((*p).rx_handshake), || {
+                ReceivedPackets::new(PnSpace::Handshake, max_ack_delay)
+            });
+            put(addr_of_mut!((*p).rx_data), || {
+                ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
+                    .with_ack_eliciting_threshold(threshold)
+            });
+            let cc = NewReno::new(config.max_datagram_size);
+            Recovery::write_new(addr_of_mut!((*p).recovery), recovery, cc);
+            let bufs = Bufs { control, request, peer_uni };
+            Streams::write_new(addr_of_mut!((*p).streams), &streams, bufs);
+            put(addr_of_mut!((*p).remote_cids), || RemoteCids::new(original_dcid));
+            addr_of_mut!((*p).remote).write(remote);
+            addr_of_mut!((*p).state).write(State::Open);
+            addr_of_mut!((*p).settings).write(Settings {
+                idle_timeout_ms: u64::from(config.idle_timeout_ms),
+                max_datagram_size: config.max_datagram_size,
+                max_ack_ranges: u8::try_from(config.max_ack_ranges).unwrap_or(u8::MAX),
+                aead_limits: config.aead_limits,
+            });
+            addr_of_mut!((*p).peer).write(None);
+            addr_of_mut!((*p).remote_cid_set).write(false);
+            addr_of_mut!((*p).handshake_complete).write(false);
+            addr_of_mut!((*p).handshake_confirmed).write(false);
+            addr_of_mut!((*p).any_packet).write(false);
+            addr_of_mut!((*p).retried).write(false);
+            addr_of_mut!((*p).early_params).write(false);
+            addr_of_mut!((*p).early_rejected).write(false);
+            addr_of_mut!((*p).ticket_ready).write(false);
+            addr_of_mut!((*p).probes).write([0; 3]);
+            addr_of_mut!((*p).path_response).write(None);
+            addr_of_mut!((*p).ping_pending).write(false);
+            addr_of_mut!((*p).idle_start).write(now);
+            addr_of_mut!((*p).ack_eliciting_since_recv).write(false);
+            addr_of_mut!((*p).last_now).write(now);
+            addr_of_mut!((*p).close_pending).write(false);
+            addr_of_mut!((*p).local_close).write(None);
+            addr_of_mut!((*p).close_reason).write(None);
+            addr_of_mut!((*p).token).write([0; TOKEN_MAX]);
+            addr_of_mut!((*p).token_len).write(0);
+            addr_of_mut!((*p).token_state).write(TokenState::None);
+            addr_of_mut!((*p).auth_failures).write(0);
+            addr_of_mut!((*p).ptos).write(0);
+            #[cfg(feature = "stats")]
+            addr_of_mut!((*p).traffic).write(super::DeviceStats::default());
+            #[cfg(feature = "resumption")]
+            addr_of_mut!((*p).remembered_limits).write(None);
+            addr_of_mut!((*p).skip_pn_at).write(SKIP_PN_GAP_MIN);
+            addr_of_mut!((*p).closing_received).write(0);
+            addr_of_mut!((*p).closing_answer_at).write(1);
+        }
+        // SAFETY: every field was written above.
+        Ok(unsafe { slot.assume_init_mut() })
+    }
+
+    /// Names every field (an exhaustive pattern, never called): adding a field fails to
+    /// build until [`Self::write_fields`] writes it too.
+    #[allow(dead_code)]
+    fn all_fields(&self) {
+        let Self {
+            tls: _,
+            hs: _,
+            crypto_recv: _,
+            rx_initial: _,
+            rx_handshake: _,
+            rx_data: _,
+            recovery: _,
+            streams: _,
+            remote_cids: _,
+            remote: _,
+            state: _,
+            settings: _,
+            peer: _,
+            remote_cid_set: _,
+            handshake_complete: _,
+            handshake_confirmed: _,
+            any_packet: _,
+            retried: _,
+            early_params: _,
+            early_rejected: _,
+            ticket_ready: _,
+            probes: _,
+            path_response: _,
+            ping_pending: _,
+            idle_start: _,
+            ack_eliciting_since_recv: _,
+            last_now: _,
+            close_pending: _,
+            local_close: _,
+            close_reason: _,
+            token: _,
+            token_len: _,
+            token_state: _,
+            auth_failures: _,
+            ptos: _,
+            #[cfg(feature = "stats")]
+                traffic: _,
+            #[cfg(feature = "resumption")]
+                remembered_limits: _,
+            skip_pn_at: _,
+            closing_received: _,
+            closing_answer_at: _,
+        } = self;
+        let Handshake { .. } = &self.hs;
+    }
+}

@@ -1,0 +1,943 @@
+//! The receive path of a device connection: datagrams → packets → frames (RFC 9000 §12,
+//! §13, §17; RFC 9001 §5), for a client with one path and one connection ID of its own.
+
+use core::net::SocketAddr;
+
+use mote_crypto::CryptoProvider;
+
+use super::send::{flag, Sent};
+use super::streams::{Place, Sender, Streams, RECVS};
+use super::{si, DeviceConnection, Peer, Res, State, TokenState};
+use crate::cid::ConnectionId;
+use crate::coding::{Reader, VarInt};
+use crate::connection::cids::RemoteCids;
+use crate::connection::recv::{level_of, retry_verified, tls_close, violation, wire};
+use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
+use crate::connection::{CloseReason, ConnectionClose};
+use crate::error::{TransportErrorCode, WireError};
+use crate::frame::{self, types, Ack, Frame};
+use crate::packet::{
+    self, check_reserved_bits, number, remove_header_protection, Header, PacketType, Unprotected,
+    VersionNegotiation, KEY_PHASE_BIT,
+};
+use crate::recovery::{PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction};
+use crate::stream::{CryptoSend, Insert};
+use crate::time::{Duration, Instant};
+use crate::token::TOKEN_MAX;
+use crate::transport_params::TransportParameters;
+use crate::version::Version;
+
+/// The header fields of one packet, copied out before protection is removed in place.
+#[derive(Clone, Copy)]
+struct Hdr {
+    ptype: PacketType,
+    long: bool,
+    version: Version,
+    dcid: ConnectionId,
+    scid: ConnectionId,
+    token_empty: bool,
+    pn_offset: usize,
+    len: usize,
+}
+
+/// What a packet's frames amounted to.
+#[derive(Clone, Copy)]
+struct Outcome {
+    ack_eliciting: bool,
+    /// False when STREAM or CRYPTO data could not be stored: the packet is not acknowledged
+    /// (RFC 9000 §13.1), so the server sends it again.
+    ackable: bool,
+    /// A CONNECTION_CLOSE ended processing.
+    closed: bool,
+}
+
+/// The parts of a device connection that acknowledgements and losses update.
+pub(super) struct Sink<'a, C, S, const R: usize> {
+    pub(super) streams: &'a mut Streams<S, R>,
+    pub(super) crypto: &'a mut [CryptoSend<C, CRYPTO_RANGES>; 3],
+    pub(super) rx: [&'a mut ReceivedSpace; 3],
+    pub(super) remote_cids: &'a mut RemoteCids,
+    /// Ack-eliciting packets declared lost (feature `stats`).
+    #[cfg(feature = "stats")]
+    pub(super) lost: &'a mut u64,
+}
+
+impl<C, S, const R: usize> Sink<'_, C, S, R>
+where
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    /// RFC 9000 §13.3: what an acknowledged or lost packet means for the frames it carried.
+    pub(super) fn on_event(&mut self, ev: PacketEvent<Sent>) {
+        let (space, packet, acked) = match &ev {
+            PacketEvent::Acked { space, packet } => (*space, packet, true),
+            PacketEvent::Lost { space, packet } => {
+                #[cfg(feature = "stats")]
+                if packet.ack_eliciting {
+                    *self.lost = self.lost.saturating_add(1);
+                }
+                (*space, packet, false)
+            }
+            PacketEvent::Evicted { space, packet } => (*space, packet, false),
+        };
+        let f = &packet.payload;
+        if f.has(flag::ACK) && acked {
+            // RFC 9000 §13.2.4: the peer has our ACK; stop acknowledging up to its largest.
+            if let Some(rx) = self.rx.get_mut(si(space)) {
+                rx.on_ack_acked(f.ack_largest);
+            }
+        }
+        if f.has(flag::CRYPTO) {
+            if let Some(c) = self.crypto.get_mut(si(space)) {
+                let (off, len) = (f.crypto_offset, usize::from(f.crypto_len));
+                if acked {
+                    c.on_ack(off, len);
+                } else {
+                    c.on_lost(off, len);
+                }
+            }
+        }
+        if space != PnSpace::ApplicationData {
+            return;
+        }
+        if f.has(flag::RETIRE) {
+            self.remote_cids.on_delivery(packet.pn, acked);
+        }
+        frames_delivered(self.streams, f, acked);
+    }
+}
+
+/// RFC 9000 §13.3: the stream frames of a record acknowledged (`acked`) or lost: data and
+/// FIN, RESET_STREAM, STOP_SENDING, MAX_STREAM_DATA and MAX_DATA (the latter two sent
+/// again with their current value).
+pub(super) fn frames_delivered<S, const R: usize>(
+    streams: &mut Streams<S, R>,
+    f: &Sent,
+    acked: bool,
+) where
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    let fin = f.has(flag::FIN);
+    for (which, data, reset) in [
+        (Sender::Control, flag::CONTROL_DATA, flag::CONTROL_RESET),
+        (Sender::Request, flag::REQUEST_DATA, flag::REQUEST_RESET),
+    ] {
+        if !f.has(data | reset) {
+            continue;
+        }
+        let Some(s) = streams.sender_of(which, f.request) else { continue };
+        if f.has(data) {
+            let (off, len) = (f.stream_offset, usize::from(f.stream_len));
+            if acked {
+                s.on_ack(off, len, fin);
+            } else {
+                s.on_lost(off, len, fin);
+            }
+        }
+        if f.has(reset) {
+            if acked {
+                s.on_reset_acked();
+            } else {
+                s.on_reset_lost();
+            }
+        }
+    }
+    if f.has(flag::MAX_DATA) && !acked {
+        let max = streams.conn_recv.max();
+        streams.conn_recv.on_update_lost(max);
+    }
+    let current = streams.request_id() == Some(f.request);
+    for i in 0..RECVS {
+        // The request's receiving half only while it is the request the record names.
+        if i == 0 && !current {
+            continue;
+        }
+        let Some(r) = streams.recv.get_mut(i) else { continue };
+        if f.has(flag::max_stream_data(i)) && !acked {
+            let max = r.credit().max();
+            r.on_max_stream_data_lost(max);
+        }
+        if f.has(flag::stop_sending(i)) {
+            if acked {
+                r.on_stop_sending_acked();
+            } else {
+                r.on_stop_sending_lost();
+            }
+        }
+    }
+}
+
+impl<P, T, C, S, const SENT: usize, const RANGES: usize> DeviceConnection<P, T, C, S, SENT, RANGES>
+where
+    P: CryptoProvider + Clone,
+    T: TlsSession,
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    /// A datagram from the server arrived; `data` is decrypted in place. The device has one
+    /// path: the address is not used (the connection sends disable_active_migration and
+    /// never migrates; a server does not migrate, RFC 9000 §9).
+    pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
+        let _ = remote;
+        self.last_now = now;
+        match self.state {
+            State::Open => {}
+            State::Closing { .. } => {
+                // RFC 9000 §10.2.1: answer with CONNECTION_CLOSE, at a progressively
+                // lower rate (the 1st, 2nd, 4th, 8th, … datagram).
+                self.closing_received = self.closing_received.saturating_add(1);
+                if self.closing_received >= self.closing_answer_at {
+                    self.closing_answer_at = self.closing_answer_at.saturating_mul(2);
+                    self.close_pending = true;
+                }
+                return;
+            }
+            State::Draining { .. } | State::Drained => return,
+        }
+        let len = data.len();
+        #[cfg(feature = "stats")]
+        {
+            self.traffic.datagrams_received = self.traffic.datagrams_received.saturating_add(1);
+            self.traffic.bytes_received = self.traffic.bytes_received.saturating_add(len as u64);
+        }
+        let mut off = 0;
+        while off < len {
+            let Some(rest) = data.get_mut(off..) else { break };
+            match self.on_packet(now, rest) {
+                Some(n) if n > 0 => off += n,
+                _ => break,
+            }
+            if self.is_closed() {
+                break;
+            }
+        }
+    }
+
+    /// Processes the packet at the start of `buf`; returns its length (the next coalesced
+    /// packet starts there) or `None` when the rest of the datagram is dropped.
+    fn on_packet(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let hdr = {
+            let parsed = packet::parse(buf, self.hs.cids.local.len(), false).ok()?;
+            let (ptype, long, version, dcid, scid, token_empty) = match parsed.header {
+                Header::Long(h) => {
+                    let ptype = parsed.header.packet_type()?;
+                    (ptype, true, h.version, h.dcid, h.scid, h.token.is_empty())
+                }
+                Header::Short(h) => {
+                    (PacketType::OneRtt, false, self.hs.version, h.dcid, &[][..], true)
+                }
+                Header::VersionNegotiation(vn) => {
+                    self.on_version_negotiation(&vn);
+                    return None;
+                }
+                Header::Retry(r) => {
+                    let n = parsed.len;
+                    let (version, dcid, scid, token) = (r.version, r.dcid, r.scid, r.token);
+                    self.on_retry(now, version, dcid, scid, token, buf.get(..n)?);
+                    return None;
+                }
+                // Packets of other versions are not ours.
+                Header::UnsupportedVersion(_) => return None,
+            };
+            Hdr {
+                ptype,
+                long,
+                version,
+                dcid: ConnectionId::new(dcid)?,
+                scid: ConnectionId::new(scid)?,
+                token_empty,
+                pn_offset: parsed.pn_offset?,
+                len: parsed.len,
+            }
+        };
+        let len = hdr.len;
+        if !self.accept_header(&hdr) {
+            return Some(len);
+        }
+        let pkt = buf.get_mut(..len)?;
+        let space = PnSpace::of(hdr.ptype);
+        let largest = self.rx(space).largest_received();
+        let u = match self.unprotect(now, hdr.ptype, pkt, hdr.pn_offset, largest) {
+            Ok(u) => u,
+            // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
+            Err(WireError::ReservedBitsSet) => {
+                self.enter_closing(wire(WireError::ReservedBitsSet));
+                return None;
+            }
+            // RFC 9001 §5.5: packets that fail to decrypt are discarded; §6.6: 1-RTT
+            // failures count against the integrity limit (AEAD_LIMIT_REACHED at it).
+            Err(_) => {
+                if hdr.ptype == PacketType::OneRtt && self.hs.keys.one_rtt.is_some() {
+                    self.auth_failures = self.auth_failures.saturating_add(1);
+                    if self.auth_failures >= self.integrity_limit() {
+                        self.enter_closing(ConnectionClose::transport(
+                            TransportErrorCode::AEAD_LIMIT_REACHED,
+                            None,
+                        ));
+                        return None;
+                    }
+                }
+                return Some(len);
+            }
+        };
+        // RFC 9000 §12.3 lets an endpoint close before packet numbers run out: received
+        // packet numbers are recorded in 32 bits on a device, so an authenticated packet
+        // beyond that closes the connection (INTERNAL_ERROR) instead of being dropped as a
+        // duplicate again and again.
+        if !ReceivedRangeList::can_track(u.pn) {
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::INTERNAL_ERROR,
+                None,
+            ));
+            return None;
+        }
+        // RFC 9000 §12.3: a packet number already processed is a duplicate.
+        if self.rx(space).is_duplicate(u.pn) {
+            return Some(len);
+        }
+        // RFC 9000 §7.2: the client adopts the Source Connection ID of the server's first
+        // (authenticated) packet as its Destination Connection ID.
+        if hdr.long && !self.remote_cid_set {
+            self.hs.cids.remote = hdr.scid;
+            self.remote_cids.set_handshake_cid(hdr.scid);
+            self.remote_cid_set = true;
+        }
+        self.any_packet = true;
+        let payload = pkt.get(u.payload_range())?;
+        match self.process_frames(now, space, hdr.ptype, payload) {
+            Err(close) => {
+                self.enter_closing(close);
+                return None;
+            }
+            Ok(o) => {
+                if o.ackable && !o.closed {
+                    let ecn = crate::recovery::Ecn::NotEct;
+                    let _ = self.rx_mut(space).on_packet_received(u.pn, now, o.ack_eliciting, ecn);
+                }
+                // RFC 9000 §10.1: a packet successfully processed restarts the idle timer.
+                self.idle_start = now;
+                self.ack_eliciting_since_recv = false;
+            }
+        }
+        Some(len)
+    }
+
+    /// The checks that need no keys: connection IDs, version, token (RFC 9000 §7.2,
+    /// §17.2.2, §17.2.3).
+    fn accept_header(&self, h: &Hdr) -> bool {
+        let c = &self.hs.cids;
+        // Every packet is addressed to our one connection ID (we issue no others).
+        if h.dcid != c.local {
+            return false;
+        }
+        if h.long {
+            // Long headers are in the version in use; a server sends no 0-RTT, and its
+            // Initials carry no token (RFC 9000 §17.2.2).
+            if h.version != self.hs.version
+                || h.ptype == PacketType::ZeroRtt
+                || (h.ptype == PacketType::Initial && !h.token_empty)
+            {
+                return false;
+            }
+            // After the first one, the server's long headers carry the SCID we adopted.
+            if self.remote_cid_set && h.scid != c.remote {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// RFC 9001 §5.4, §5.3: removes header, then packet protection with the receive keys of
+    /// the packet's type, following a key update the server initiated (RFC 9001 §6).
+    fn unprotect(
+        &mut self,
+        now: Instant,
+        ptype: PacketType,
+        pkt: &mut [u8],
+        pn_offset: usize,
+        largest: Option<u64>,
+    ) -> Result<Unprotected, WireError> {
+        let keys = &self.hs.keys;
+        let rx = match ptype {
+            PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
+            PacketType::Handshake => keys.handshake.as_ref().map(|k| &k.rx),
+            PacketType::ZeroRtt => None,
+            PacketType::OneRtt => keys.one_rtt.as_ref().map(|k| &k.keys.rx),
+        };
+        let rx = rx.ok_or(WireError::DecryptFailed)?;
+        let t = remove_header_protection(&rx.header, pkt, pn_offset)?;
+        let pn = number::decode(largest, t.value, t.len);
+        let header_len = pn_offset + t.len;
+        let phase = t.first_byte & KEY_PHASE_BIT != 0;
+        let other_phase = match keys.one_rtt.as_ref() {
+            Some(k) if ptype == PacketType::OneRtt => phase != k.rx_phase,
+            _ => false,
+        };
+        let payload_len = if other_phase {
+            self.open_other_phase(now, pkt, pn, header_len)?
+        } else {
+            rx.packet.open_in_place(pn, pkt, header_len)?
+        };
+        // Only now, with the packet authenticated.
+        check_reserved_bits(t.first_byte)?;
+        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+    }
+
+    /// RFC 9001 §6: a 1-RTT packet of the other Key Phase: the previous phase's, reordered
+    /// across an update (opened with the previous key for three PTOs, §6.5), or the
+    /// server's key update (tried with the next key and followed if it opens, §6.3, §6.2).
+    fn open_other_phase(
+        &mut self,
+        now: Instant,
+        pkt: &mut [u8],
+        pn: u64,
+        header_len: usize,
+    ) -> Result<usize, WireError> {
+        let version = self.hs.version;
+        let provider = &self.hs.provider;
+        let keep_until = now + self.recovery.pto_period().saturating_mul(3);
+        let Some(k) = self.hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
+        if pn < k.rx_phase_start_pn {
+            return match k.prev_rx(now) {
+                Some(prev) => prev.open_in_place(pn, pkt, header_len),
+                None => Err(WireError::DecryptFailed),
+            };
+        }
+        let slot = &mut self.hs.keys.one_rtt;
+        slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)
+    }
+
+    /// RFC 9000 §17.2.5.2, RFC 9001 §5.8: the client acts on the first valid Retry before
+    /// any other packet from the server: new DCID and Initial keys, its token in every
+    /// later Initial, and what the Initial and 0-RTT packets carried sent again (packet
+    /// numbers go on, §17.2.5.3).
+    #[inline(never)]
+    fn on_retry(
+        &mut self,
+        now: Instant,
+        version: Version,
+        dcid: &[u8],
+        scid: &[u8],
+        token: &[u8],
+        packet: &[u8],
+    ) {
+        let c = &self.hs.cids;
+        // RFC 9000 §17.2.5.2: at most one Retry, none after a server packet, addressed to
+        // us in our version with a non-empty token; §17.2.5.1: its SCID differs from the
+        // DCID we sent.
+        let acceptable = !self.retried
+            && !self.any_packet
+            && version == self.hs.version
+            && dcid == &c.local[..]
+            && !token.is_empty()
+            && token.len() <= TOKEN_MAX
+            && scid != &c.original_dcid[..];
+        let Some(new_dcid) = ConnectionId::new(scid).filter(|_| acceptable) else { return };
+        // RFC 9001 §5.8: the integrity tag over the pseudo-packet with our original DCID.
+        if !retry_verified(&self.hs.provider, version, &c.original_dcid, packet) {
+            return;
+        }
+        let provider = &self.hs.provider;
+        if self
+            .hs
+            .keys
+            .install_initial(provider, version, &new_dcid, crate::transport_params::Side::Client)
+            .is_err()
+        {
+            // The old keys were replaced by nothing: a provider fault; the attempt fails.
+            self.close_reason = Some(CloseReason::Local(ConnectionClose::transport(
+                TransportErrorCode::INTERNAL_ERROR,
+                None,
+            )));
+            self.state = State::Drained;
+            return;
+        }
+        self.hs.cids.retry_scid = Some(new_dcid);
+        self.retried = true;
+        self.hs.cids.remote = new_dcid;
+        self.remote_cids.set_handshake_cid(new_dcid);
+        if let Some(dst) = self.token.get_mut(..token.len()) {
+            dst.copy_from_slice(token);
+            self.token_len = token.len() as u8;
+            self.token_state = TokenState::Initial;
+        }
+        // RFC 9002 §6.3: a Retry resets loss recovery for the Initial space.
+        self.recovery.discard_space(PnSpace::Initial, now);
+        self.hs.crypto_send[0].requeue_unacked();
+        if self.hs.keys.zero_rtt().is_some() {
+            self.requeue_zero_rtt(now);
+        }
+    }
+
+    /// RFC 9000 §6.2: a Version Negotiation packet answering our first Initial and not
+    /// listing our version ends the attempt (the device speaks one version).
+    #[inline(never)]
+    fn on_version_negotiation(&mut self, vn: &VersionNegotiation<'_>) {
+        let c = &self.hs.cids;
+        if self.any_packet
+            || !vn.is_valid_for_client(self.hs.original_version, &c.original_dcid, &c.local)
+        {
+            return;
+        }
+        self.close_reason = Some(CloseReason::VersionNegotiation);
+        self.state = State::Drained;
+    }
+
+    pub(super) fn rx(&self, space: PnSpace) -> &ReceivedSpace {
+        match space {
+            PnSpace::Initial => &self.rx_initial,
+            PnSpace::Handshake => &self.rx_handshake,
+            PnSpace::ApplicationData => &self.rx_data,
+        }
+    }
+
+    pub(super) fn rx_mut(&mut self, space: PnSpace) -> &mut ReceivedSpace {
+        match space {
+            PnSpace::Initial => &mut self.rx_initial,
+            PnSpace::Handshake => &mut self.rx_handshake,
+            PnSpace::ApplicationData => &mut self.rx_data,
+        }
+    }
+
+    /// RFC 9000 §12.4: every frame of the packet, checked against the permission table of
+    /// its packet type (Table 3) and acted on as it is read; any malformed frame ends the
+    /// packet as one CONNECTION_CLOSE. An unknown frame type is FRAME_ENCODING_ERROR.
+    fn process_frames(
+        &mut self,
+        now: Instant,
+        space: PnSpace,
+        ptype: PacketType,
+        payload: &[u8],
+    ) -> Res<Outcome> {
+        let mut out = Outcome { ack_eliciting: false, ackable: true, closed: false };
+        let mut r = Reader::new(payload);
+        let malformed: WireError = 'parse: {
+            macro_rules! parsed {
+                ($e:expr) => {
+                    match $e {
+                        Ok(v) => v,
+                        Err(e) => break 'parse WireError::from(e),
+                    }
+                };
+            }
+            // RFC 9000 §12.4: a packet containing no frames is a PROTOCOL_VIOLATION.
+            if r.is_empty() {
+                break 'parse WireError::EmptyPacket;
+            }
+            while !r.is_empty() {
+                let ty = parsed!(frame::read_permitted_type(&mut r, ptype));
+                out.ack_eliciting |= frame::is_ack_eliciting(ty);
+                match ty {
+                    types::PADDING => {
+                        frame::skip_padding(&mut r);
+                    }
+                    types::PING => {}
+                    types::ACK | types::ACK_ECN => {
+                        let ack = parsed!(Ack::parse_body(ty, &mut r));
+                        self.on_ack(now, space, &ack)?;
+                    }
+                    types::CRYPTO => {
+                        let (offset, data) = parsed!(frame::read_crypto(&mut r));
+                        if self.on_crypto(now, space, offset.into_inner(), data)? == Insert::Dropped
+                        {
+                            out.ackable = false;
+                        }
+                    }
+                    // RFC 9000 §19.7, §8.1.3: the latest token is kept for the next
+                    // connection; one longer than we keep is ignored.
+                    types::NEW_TOKEN => {
+                        let token = parsed!(frame::read_new_token(&mut r));
+                        self.on_new_token(token);
+                    }
+                    types::NEW_CONNECTION_ID => {
+                        let (seq, rpt, cid, token) = parsed!(frame::read_new_connection_id(&mut r));
+                        self.on_new_connection_id(seq.into_inner(), rpt.into_inner(), cid, token)?;
+                    }
+                    // RFC 9000 §19.16: we issue no connection ID beyond the handshake one
+                    // (sequence 0), and every packet is addressed to it: a retirement names
+                    // a number never issued or the packet's own Destination Connection ID,
+                    // both a PROTOCOL_VIOLATION.
+                    types::RETIRE_CONNECTION_ID => {
+                        let _ = parsed!(r.varint());
+                        return Err(violation(ty));
+                    }
+                    // RFC 9000 §8.2.2: answer the newest PATH_CHALLENGE with PATH_RESPONSE.
+                    types::PATH_CHALLENGE => {
+                        let data: [u8; 8] = parsed!(r.array());
+                        self.path_response = Some(data);
+                    }
+                    // RFC 9000 §8.2.3: we send no PATH_CHALLENGE; an unsolicited response
+                    // is ignored.
+                    types::PATH_RESPONSE => {
+                        let _: [u8; 8] = parsed!(r.array());
+                    }
+                    // RFC 9000 §10.2.2: the server closed; drain.
+                    types::CONNECTION_CLOSE | types::CONNECTION_CLOSE_APP => {
+                        let (code, frame_type, reason) = parsed!(frame::read_close(ty, &mut r));
+                        let frame_type = frame_type.map(VarInt::into_inner);
+                        let application = frame_type.is_none();
+                        let c = ConnectionClose::new(
+                            code.into_inner(),
+                            frame_type,
+                            application,
+                            reason,
+                        );
+                        self.enter_draining(now, c);
+                        out.closed = true;
+                        return Ok(out);
+                    }
+                    types::HANDSHAKE_DONE => self.on_handshake_done(now, ty)?,
+                    // RFC 9221 §3: DATAGRAM frames without our max_datagram_frame_size (the
+                    // device offers none) are a PROTOCOL_VIOLATION.
+                    #[cfg(feature = "datagram")]
+                    types::DATAGRAM | types::DATAGRAM_LEN => return Err(violation(ty)),
+                    // The stream and flow-control frames.
+                    _ => {
+                        let frame = parsed!(Frame::parse_stream_body(ty, &mut r));
+                        if !self.on_stream_frame(ty, &frame)? {
+                            out.ackable = false;
+                        }
+                    }
+                }
+            }
+            return Ok(out);
+        };
+        Err(wire(malformed))
+    }
+
+    /// RFC 9000 §19.15, §5.1.1, §5.1.2: the server issued a connection ID; stored up to our
+    /// active_connection_id_limit, with Retire Prior To honoured (RETIRE_CONNECTION_ID).
+    #[inline(never)]
+    fn on_new_connection_id(
+        &mut self,
+        seq: u64,
+        retire_prior_to: u64,
+        cid: &[u8],
+        token: &crate::transport_params::ResetToken,
+    ) -> Res {
+        let ty = types::NEW_CONNECTION_ID;
+        // "An endpoint that is sending packets with a zero-length Destination Connection ID
+        // MUST treat receipt of a NEW_CONNECTION_ID frame as a connection error of type
+        // PROTOCOL_VIOLATION."
+        if self.hs.cids.remote.is_empty() {
+            return Err(violation(ty));
+        }
+        let before = self.remote_cids.active_seq();
+        self.remote_cids
+            .on_new_cid(seq, retire_prior_to, cid, token)
+            .map_err(|code| ConnectionClose::transport(code, Some(ty)))?;
+        // RFC 9000 §5.1.2: Retire Prior To retired the connection ID in use; address the
+        // server with the replacement from now on.
+        if self.remote_cids.active_seq() != before {
+            if let Some(now) = self.remote_cids.active() {
+                self.hs.cids.remote = now.cid;
+            }
+        }
+        Ok(())
+    }
+
+    /// RFC 9000 §8.1.3, §19.7: the server's latest NEW_TOKEN token, kept for the next
+    /// connection.
+    fn on_new_token(&mut self, token: &[u8]) {
+        let Some(dst) = self.token.get_mut(..token.len()) else { return };
+        dst.copy_from_slice(token);
+        self.token_len = token.len() as u8;
+        self.token_state = TokenState::Received;
+    }
+
+    /// RFC 9000 §19.20, RFC 9001 §4.1.2: HANDSHAKE_DONE confirms the handshake; one before
+    /// the TLS handshake completed cannot be genuine (PROTOCOL_VIOLATION).
+    fn on_handshake_done(&mut self, now: Instant, ty: u64) -> Res {
+        if !self.handshake_complete || !self.tls.is_handshake_complete() {
+            return Err(violation(ty));
+        }
+        if !self.handshake_confirmed {
+            self.handshake_confirmed = true;
+            // RFC 9001 §4.9.2: the Handshake keys go once the handshake is confirmed.
+            self.hs.keys.discard_zero_rtt();
+            self.recovery.on_handshake_confirmed(now);
+            self.discard_space(PnSpace::Handshake, now);
+        }
+        Ok(())
+    }
+
+    /// Discards the keys and state of `space` (RFC 9001 §4.9, RFC 9002 §6.4).
+    pub(super) fn discard_space(&mut self, space: PnSpace, now: Instant) {
+        let had = match space {
+            PnSpace::Initial => self.hs.keys.initial.clear(),
+            PnSpace::Handshake => self.hs.keys.handshake.clear(),
+            PnSpace::ApplicationData => false,
+        };
+        if !had {
+            return;
+        }
+        self.recovery.discard_space(space, now);
+        let i = si(space);
+        if let Some(c) = self.hs.crypto_send.get_mut(i) {
+            c.reset();
+        }
+        if let Some(c) = self.crypto_recv.get_mut(i) {
+            c.reset();
+        }
+        if let Some(p) = self.probes.get_mut(i) {
+            *p = 0;
+        }
+    }
+
+    /// A CRYPTO frame (RFC 9000 §19.6): buffered (§7.5: beyond the buffer is
+    /// CRYPTO_BUFFER_EXCEEDED, after the handshake too), in-order bytes handed to TLS.
+    fn on_crypto(&mut self, now: Instant, space: PnSpace, offset: u64, data: &[u8]) -> Res<Insert> {
+        let i = si(space);
+        let level = level_of(space);
+        let Some(recv) = self.crypto_recv.get_mut(i) else { return Ok(Insert::Dropped) };
+        let insert = recv
+            .on_crypto(offset, data)
+            .map_err(|e| ConnectionClose::transport(e.code(), Some(types::CRYPTO)))?;
+        while let Some(recv) = self.crypto_recv.get_mut(i) {
+            let chunk = recv.peek();
+            if chunk.is_empty() {
+                break;
+            }
+            let n = chunk.len();
+            let r = self.tls.read_handshake(level, chunk, &mut self.hs);
+            recv.consume(n);
+            r.map_err(tls_close)?;
+        }
+        self.on_handshake_progress(now)?;
+        Ok(insert)
+    }
+
+    /// Acts on what the TLS session reported.
+    #[inline(never)]
+    fn on_handshake_progress(&mut self, now: Instant) -> Res {
+        let sig = core::mem::take(&mut self.hs.signals);
+        if sig.handshake_keys {
+            self.recovery.on_handshake_keys_available(now);
+        }
+        if let Some(tp) = self.hs.peer_tp.take() {
+            // RFC 9000 §7.4.1: "a server that accepts 0-RTT data MUST NOT set values for
+            // the following parameters ... that are smaller than the remembered values".
+            #[cfg(feature = "resumption")]
+            if let Some(old) = self.remembered_limits {
+                let accepted =
+                    sig.early_data == Some(true) || self.tls.early_data_accepted() == Some(true);
+                let new = crate::connection::ZeroRttLimits::of(&tp);
+                if accepted && !old.kept_by(&new) {
+                    return Err(ConnectionClose::transport(
+                        TransportErrorCode::PROTOCOL_VIOLATION,
+                        None,
+                    ));
+                }
+            }
+            self.apply_peer_params(&tp);
+        }
+        if sig.tickets > 0 {
+            self.ticket_ready = true;
+        }
+        // RFC 9001 §4.9.3: a client discards its 0-RTT keys once it has 1-RTT keys.
+        if sig.one_rtt_keys {
+            self.hs.keys.discard_zero_rtt();
+        }
+        if sig.early_data == Some(false) {
+            // RFC 9001 §4.6.2: rejected 0-RTT data is sent again in 1-RTT packets.
+            self.requeue_zero_rtt(now);
+            self.hs.keys.discard_zero_rtt();
+            self.early_rejected = true;
+        }
+        if sig.complete {
+            self.handshake_complete = true;
+        }
+        Ok(())
+    }
+
+    /// The 0-RTT packets were not processed (a Retry, or rejected early data): their
+    /// records are forgotten without a congestion reaction and what they carried is queued
+    /// again.
+    #[inline(never)]
+    fn requeue_zero_rtt(&mut self, now: Instant) {
+        self.streams.requeue_all();
+        self.recovery.discard_space(PnSpace::ApplicationData, now);
+    }
+
+    /// RFC 9000 §7.4, §18.2: the server's transport parameters (validated by the TLS
+    /// hook): flow-control limits and stream counts, max_ack_delay, idle timeout.
+    #[inline(never)]
+    fn apply_peer_params(&mut self, tp: &TransportParameters) {
+        self.streams.on_peer_params(tp);
+        self.recovery.set_peer_max_ack_delay(Duration::from_millis(u64::from(tp.max_ack_delay)));
+        // RFC 9000 §10.1: the smaller of both sides' non-zero max_idle_timeout.
+        let peer_idle = tp.max_idle_timeout.into_inner();
+        let idle = &mut self.settings.idle_timeout_ms;
+        if peer_idle != 0 && (*idle == 0 || peer_idle < *idle) {
+            *idle = peer_idle;
+        }
+        self.peer = Some(Peer {
+            max_udp_payload_size: tp.max_udp_payload_size.into_inner(),
+            ack_delay_exponent: tp.ack_delay_exponent,
+        });
+    }
+
+    /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set.
+    /// Returns false when its data was dropped (the packet is then not acknowledged).
+    #[inline(never)]
+    fn on_stream_frame(&mut self, ty: u64, frame: &Frame<'_>) -> Res<bool> {
+        let err = |e: crate::stream::StreamError| ConnectionClose::transport(e.code(), Some(ty));
+        let s = &mut self.streams;
+        // The frames naming a stream check its ID against the fixed set through one call:
+        // STREAM, RESET_STREAM and STREAM_DATA_BLOCKED concern our receiving half,
+        // STOP_SENDING and MAX_STREAM_DATA our sending half.
+        let (id, receiving) = match *frame {
+            Frame::Stream { stream_id, .. }
+            | Frame::ResetStream { stream_id, .. }
+            | Frame::StreamDataBlocked { stream_id, .. } => (stream_id, true),
+            Frame::StopSending { stream_id, .. } | Frame::MaxStreamData { stream_id, .. } => {
+                (stream_id, false)
+            }
+            Frame::MaxData { max } => {
+                s.conn_send.on_max(max.into_inner());
+                return Ok(true);
+            }
+            Frame::MaxStreams { dir, max } => {
+                s.on_max_streams(dir, max.into_inner());
+                return Ok(true);
+            }
+            // DATA_BLOCKED, STREAMS_BLOCKED: informational (RFC 9000 §19.12, §19.14).
+            _ => return Ok(true),
+        };
+        let id = id.into_inner();
+        // The receiving half's index, or our sending half.
+        let (recv, send) = match s.check_id(id, receiving).map_err(err)? {
+            Place::Request => (0, Sender::Request),
+            Place::PeerUni(i) => (i + 1, Sender::Request),
+            Place::Control => (0, Sender::Control),
+            // A finished request stream: its frames are ignored.
+            Place::Gone => return Ok(true),
+        };
+        match *frame {
+            Frame::Stream { offset, data, fin, .. } => {
+                let r = s.on_stream(recv, offset.into_inner(), data, fin).map_err(err)?;
+                return Ok(r != Insert::Dropped);
+            }
+            Frame::ResetStream { error_code, final_size, .. } => {
+                s.on_reset(recv, error_code.into_inner(), final_size.into_inner()).map_err(err)?;
+            }
+            Frame::StopSending { error_code, .. } => {
+                s.on_stop_sending(send, error_code.into_inner())
+            }
+            Frame::MaxStreamData { max, .. } => {
+                if let Some(snd) = s.sender_of(send, id) {
+                    snd.on_max_stream_data(max.into_inner());
+                }
+            }
+            _ => {}
+        }
+        Ok(true)
+    }
+
+    /// The ACK frame of `space` (RFC 9000 §19.3; RFC 9002 §5, §6): acknowledged and lost
+    /// packets' frames delivered or queued again. An ACK of a packet never sent (or
+    /// skipped, §21.4) is a PROTOCOL_VIOLATION.
+    #[inline(never)]
+    fn on_ack(&mut self, now: Instant, space: PnSpace, ack: &Ack<'_>) -> Res {
+        let exp = self
+            .peer
+            .map_or(TransportParameters::DEFAULT_ACK_DELAY_EXPONENT, |p| p.ack_delay_exponent);
+        let ty = ack.frame_type();
+        let (recovery, mut sink) = self.recovery_and_sink();
+        recovery
+            .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
+            .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
+        Ok(())
+    }
+
+    /// Loss recovery and the parts its events update, borrowed together.
+    #[allow(clippy::type_complexity)]
+    fn recovery_and_sink(
+        &mut self,
+    ) -> (
+        &mut crate::recovery::Recovery<
+            Sent,
+            crate::recovery::NewReno,
+            { crate::connection::HANDSHAKE_SENT },
+            { crate::connection::HANDSHAKE_SENT },
+            SENT,
+        >,
+        Sink<'_, C, S, RANGES>,
+    ) {
+        let sink = Sink {
+            streams: &mut self.streams,
+            crypto: &mut self.hs.crypto_send,
+            rx: [&mut self.rx_initial, &mut self.rx_handshake, &mut self.rx_data],
+            remote_cids: &mut self.remote_cids,
+            #[cfg(feature = "stats")]
+            lost: &mut self.traffic.packets_lost,
+        };
+        (&mut self.recovery, sink)
+    }
+
+    /// The loss detection timer fired (RFC 9002 §6.1.2, §6.2).
+    pub(super) fn on_loss_timeout(&mut self, now: Instant) {
+        let (recovery, mut sink) = self.recovery_and_sink();
+        let action = recovery.on_timeout(now, |ev| sink.on_event(ev));
+        if let TimeoutAction::SendProbes { space, count, .. } = action {
+            self.ptos = self.ptos.saturating_add(1);
+            let i = si(space);
+            if let Some(p) = self.probes.get_mut(i) {
+                *p = (*p).max(count);
+            }
+            // RFC 9002 §6.2.4: a probe carries in-flight data; in the handshake spaces
+            // every unacknowledged CRYPTO byte.
+            if let Some(c) = self.hs.crypto_send.get_mut(i) {
+                c.requeue_unacked();
+            }
+            // RFC 9002 §6.2.1: the Initial PTO also covers Handshake data sent with it.
+            if space == PnSpace::Initial {
+                let h = si(PnSpace::Handshake);
+                if let Some(c) = self.hs.crypto_send.get_mut(h).filter(|c| c.has_unacked()) {
+                    c.requeue_unacked();
+                    if let Some(p) = self.probes.get_mut(h) {
+                        *p = (*p).max(1);
+                    }
+                }
+            }
+            // Stream data: the probes repeat the stream data and control frames of the
+            // oldest unacknowledged packets, one packet's worth per probe (a receiver
+            // without reassembly drops data past a gap, so new data alone would stall).
+            if space == PnSpace::ApplicationData {
+                self.requeue_oldest(usize::from(count.max(1)));
+            }
+        }
+    }
+
+    /// Queues again what the `n` oldest unacknowledged Application Data packets carried
+    /// (their records stay: an acknowledgement or loss of the original is handled as
+    /// usual).
+    fn requeue_oldest(&mut self, n: usize) {
+        let mut left = n;
+        let streams = &mut self.streams;
+        for f in self.recovery.application_packets().ack_eliciting_payloads() {
+            if left == 0 {
+                break;
+            }
+            let mut queued = false;
+            let fin = f.has(flag::FIN);
+            for (which, data) in
+                [(Sender::Control, flag::CONTROL_DATA), (Sender::Request, flag::REQUEST_DATA)]
+            {
+                if !f.has(data) {
+                    continue;
+                }
+                if let Some(s) = streams.sender_of(which, f.request) {
+                    queued |= s.requeue(f.stream_offset, usize::from(f.stream_len), fin);
+                }
+            }
+            if f.has(flag::CONTROLS) {
+                frames_delivered(streams, &Sent { flags: f.flags & flag::CONTROLS, ..*f }, false);
+                queued = true;
+            }
+            if queued {
+                left -= 1;
+            }
+        }
+    }
+}

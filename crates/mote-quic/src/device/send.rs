@@ -1,0 +1,555 @@
+//! The send path of a device connection: one datagram per call, a packet for each space
+//! with something to send, coalesced, padded where required, protected and recorded
+//! (RFC 9000 §12.2, §13, §14.1; RFC 9001 §5; RFC 9002 §6, §7).
+
+use mote_crypto::{CryptoProvider, TAG_LEN};
+
+use super::streams::Sender;
+use super::{si, DeviceConnection, State, TokenState};
+use crate::coding::Writer;
+use crate::connection::send::write_ack;
+use crate::connection::tls::TlsSession;
+use crate::connection::{ConnectionClose, Transmit, MIN_INITIAL_SIZE};
+use crate::error::TransportErrorCode;
+use crate::frame::{put_frame, put_stream, types};
+use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
+use crate::recovery::{Ecn, PnSpace, SentPacket};
+use crate::stream::{crypto_frame_room, stream_frame_room};
+use crate::time::Instant;
+
+/// Room below which no packet is started: the longest long header (54 bytes), the tag and
+/// a few bytes of frames.
+const MIN_PACKET_ROOM: usize = 54 + TAG_LEN + 8;
+
+/// Below this many bytes left no STREAM frame is started.
+const STREAM_FRAME_MIN: usize = 8;
+
+/// What a sent packet carried, for acknowledgement and loss (RFC 9000 §13.3): one CRYPTO
+/// range, one STREAM range (a device packet carries one STREAM frame), and flags for the
+/// control frames, which are sent again with their current values when lost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub(crate) flags: u32,
+    /// Largest Acknowledged of the ACK frame carried.
+    pub(crate) ack_largest: u64,
+    pub(crate) crypto_offset: u64,
+    pub(crate) crypto_len: u16,
+    pub(crate) stream_offset: u64,
+    pub(crate) stream_len: u16,
+    /// The request stream open when the packet left (its frames concern that one only).
+    pub(crate) request: u64,
+}
+
+impl Sent {
+    pub(crate) const fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// The flags of [`Sent`].
+pub(crate) mod flag {
+    pub(crate) const ACK: u32 = 1 << 0;
+    pub(crate) const CRYPTO: u32 = 1 << 1;
+    pub(crate) const CONTROL_DATA: u32 = 1 << 2;
+    pub(crate) const REQUEST_DATA: u32 = 1 << 3;
+    pub(crate) const FIN: u32 = 1 << 4;
+    pub(crate) const PING: u32 = 1 << 5;
+    pub(crate) const MAX_DATA: u32 = 1 << 6;
+    pub(crate) const RETIRE: u32 = 1 << 7;
+    pub(crate) const CONTROL_RESET: u32 = 1 << 8;
+    pub(crate) const REQUEST_RESET: u32 = 1 << 9;
+    /// PATH_RESPONSE (not sent again when lost, RFC 9000 §13.3).
+    pub(crate) const PATH: u32 = 1 << 18;
+    /// MAX_STREAM_DATA for receiving half `i` (bits 10..14).
+    pub(crate) const fn max_stream_data(i: usize) -> u32 {
+        1 << (10 + i)
+    }
+    /// STOP_SENDING for receiving half `i` (bits 14..18).
+    pub(crate) const fn stop_sending(i: usize) -> u32 {
+        1 << (14 + i)
+    }
+    /// Every stream control frame (RESET_STREAM, STOP_SENDING, MAX_STREAM_DATA, MAX_DATA).
+    pub(crate) const CONTROLS: u32 = MAX_DATA | CONTROL_RESET | REQUEST_RESET | (0xff << 10);
+}
+
+/// A packet written into the datagram but not yet protected.
+#[derive(Clone, Copy)]
+struct Built {
+    space: PnSpace,
+    start: usize,
+    /// Length including the AEAD tag.
+    len: usize,
+    pn: u64,
+    pn_offset: usize,
+    long: Option<LongHeaderOffsets>,
+    payload_end: usize,
+    frames: Sent,
+    ack_eliciting: bool,
+    padded: bool,
+}
+
+impl<P, T, C, S, const SENT: usize, const RANGES: usize> DeviceConnection<P, T, C, S, SENT, RANGES>
+where
+    P: CryptoProvider + Clone,
+    T: TlsSession,
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    /// The largest datagram we send: our configured size within the server's
+    /// max_udp_payload_size.
+    fn max_datagram_size(&self) -> usize {
+        let ours = usize::from(self.settings.max_datagram_size);
+        match self.peer {
+            Some(p) => ours.min(usize::try_from(p.max_udp_payload_size).unwrap_or(usize::MAX)),
+            None => ours,
+        }
+    }
+
+    /// Writes the next datagram into `buf`. `None` when nothing is due: check
+    /// [`DeviceConnection::poll_timeout`].
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.last_now = now;
+        if matches!(self.state, State::Drained | State::Draining { .. }) {
+            return None;
+        }
+        let n = self.max_datagram_size().min(buf.len());
+        let len = self.build_datagram(now, buf.get_mut(..n)?);
+        #[cfg(feature = "stats")]
+        if len > 0 {
+            self.traffic.datagrams_sent = self.traffic.datagrams_sent.saturating_add(1);
+            self.traffic.bytes_sent = self.traffic.bytes_sent.saturating_add(len as u64);
+        }
+        (len > 0).then_some(Transmit {
+            destination: self.remote,
+            len,
+            ecn: Ecn::NotEct,
+            segment_size: None,
+            src: None,
+        })
+    }
+
+    fn has_tx_keys(&self, space: PnSpace) -> bool {
+        match space {
+            PnSpace::Initial => self.hs.keys.initial.is_some(),
+            PnSpace::Handshake => self.hs.keys.handshake.is_some(),
+            PnSpace::ApplicationData => self.hs.keys.one_rtt.is_some() || self.sends_0rtt(),
+        }
+    }
+
+    /// Application Data goes out in 0-RTT packets (no 1-RTT keys yet).
+    fn sends_0rtt(&self) -> bool {
+        self.hs.keys.one_rtt.is_none() && self.can_send_early_data()
+    }
+
+    fn tx_keys(&self, space: PnSpace) -> Option<&PacketKeys<P>> {
+        match space {
+            PnSpace::Initial => self.hs.keys.initial.as_ref().map(|k| &k.tx),
+            PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
+            PnSpace::ApplicationData => match self.hs.keys.one_rtt.as_ref() {
+                Some(k) => Some(&k.keys.tx),
+                None => self.hs.keys.zero_rtt(),
+            },
+        }
+    }
+
+    /// One datagram: a packet per space with something to send, coalesced (RFC 9000
+    /// §12.2), padded to 1200 bytes when it carries an Initial (§14.1), protected and
+    /// recorded. Returns its length.
+    fn build_datagram(&mut self, now: Instant, out: &mut [u8]) -> usize {
+        if out.len() < MIN_PACKET_ROOM {
+            return 0;
+        }
+        let mut built: [Option<Built>; 3] = [None; 3];
+        let mut pos = 0usize;
+        for space in PnSpace::ALL {
+            if !self.has_tx_keys(space) {
+                continue;
+            }
+            let Some(region) = out.get_mut(pos..) else { break };
+            if region.len() < MIN_PACKET_ROOM {
+                break;
+            }
+            if let Some(mut b) = self.build_packet(now, space, region) {
+                b.start = pos;
+                pos += b.len;
+                if let Some(slot) = built.get_mut(si(space)) {
+                    *slot = Some(b);
+                }
+            }
+        }
+        if pos == 0 {
+            return 0;
+        }
+        // RFC 9000 §14.1: a client pads every datagram carrying an Initial packet to 1200
+        // bytes; §8.2.2: a datagram with PATH_RESPONSE is expanded to 1200 bytes too.
+        let path = built[2].is_some_and(|b| b.frames.has(flag::PATH));
+        if (built[0].is_some() || path) && pos < MIN_INITIAL_SIZE && MIN_INITIAL_SIZE <= out.len() {
+            let extra = MIN_INITIAL_SIZE - pos;
+            if let Some(last) = built.iter_mut().rev().flatten().next() {
+                let from = last.start + last.payload_end;
+                if let Some(z) = out.get_mut(from..from + extra) {
+                    z.fill(0);
+                }
+                last.payload_end += extra;
+                last.len += extra;
+                last.padded = true;
+                pos += extra;
+            }
+        }
+        for b in built.iter().flatten() {
+            if !self.finalize(now, out, b) {
+                return 0;
+            }
+        }
+        // RFC 9001 §4.9.1: a client discards its Initial keys when it first sends a
+        // Handshake packet.
+        if built[1].is_some() {
+            self.discard_space(PnSpace::Initial, now);
+        }
+        if matches!(self.state, State::Closing { .. }) {
+            self.close_pending = false;
+        } else if built[2].is_some_and(|b| b.long.is_none()) {
+            self.check_confidentiality_limit();
+        }
+        pos
+    }
+
+    /// Patches the Length field, protects the packet (RFC 9001 §5.3, §5.4) and records it
+    /// with loss recovery.
+    fn finalize(&mut self, now: Instant, out: &mut [u8], b: &Built) -> bool {
+        let Some(pkt) = out.get_mut(b.start..b.start + b.len) else { return false };
+        if let Some(off) = b.long {
+            if off.set_length(pkt, b.len).is_err() {
+                return false;
+            }
+        }
+        let Some(keys) = self.tx_keys(b.space) else { return false };
+        if keys.protect(pkt, b.pn_offset, b.pn).is_err() {
+            return false;
+        }
+        // RFC 9001 §6.6: count what the current 1-RTT send key protected.
+        if let Some(k) = self
+            .hs
+            .keys
+            .one_rtt
+            .as_mut()
+            .filter(|_| b.space == PnSpace::ApplicationData && b.long.is_none())
+        {
+            k.on_sent(b.pn);
+        }
+        // RFC 9002 §2: ack-eliciting or padded packets count in flight.
+        let in_flight = b.ack_eliciting || (b.padded && !self.recovery.is_full(b.space));
+        let size = u16::try_from(b.len).unwrap_or(u16::MAX);
+        let record = SentPacket::new(b.pn, now, size, b.ack_eliciting, in_flight, b.frames);
+        if self.recovery.on_packet_sent(b.space, record).is_err() {
+            self.enter_closing(ConnectionClose::transport(
+                TransportErrorCode::INTERNAL_ERROR,
+                None,
+            ));
+            return false;
+        }
+        // RFC 9000 §10.1: the first ack-eliciting packet since the last receipt restarts
+        // the idle timer.
+        if b.ack_eliciting && !self.ack_eliciting_since_recv {
+            self.idle_start = now;
+            self.ack_eliciting_since_recv = true;
+        }
+        true
+    }
+
+    /// Whether `space` has ack-eliciting frames waiting.
+    fn has_eliciting(&self, space: PnSpace) -> bool {
+        match space {
+            PnSpace::Initial => self.hs.crypto_send[0].wants_to_send(),
+            PnSpace::Handshake => self.hs.crypto_send[1].wants_to_send(),
+            PnSpace::ApplicationData => {
+                self.ping_pending
+                    || self.remote_cids.has_pending()
+                    || self.hs.crypto_send[2].wants_to_send()
+                    || self.streams.wants_control()
+                    || self.streams.wants_to_send()
+            }
+        }
+    }
+
+    /// Writes one packet of `space` at the start of `region` (header and frames, not yet
+    /// protected). `None` when nothing is due in this space.
+    fn build_packet(&mut self, now: Instant, space: PnSpace, region: &mut [u8]) -> Option<Built> {
+        let closing = matches!(self.state, State::Closing { .. });
+        if closing && !self.close_pending {
+            return None;
+        }
+        let rx = self.rx(space);
+        let (has_unacked, ack_due) = (rx.has_unacked(), rx.ack_due(now));
+        let i = si(space);
+        let probe = self.probes.get(i).copied().unwrap_or(0) > 0;
+        let zero_rtt = space == PnSpace::ApplicationData && self.sends_0rtt();
+        // RFC 9002 §7: congestion control and the record capacity hold back ack-eliciting
+        // packets (probes excepted).
+        let elicit_ok = !closing
+            && (probe || (!self.recovery.is_full(space) && self.recovery.send_window() > 0));
+        // RFC 9000 §8.2.2: a PATH_RESPONSE is not held back by congestion control.
+        let respond = space == PnSpace::ApplicationData
+            && !closing
+            && !zero_rtt
+            && self.path_response.is_some()
+            && !self.recovery.is_full(space);
+        let want =
+            closing || ack_due || respond || (elicit_ok && (probe || self.has_eliciting(space)));
+        if !want || region.len() < MIN_PACKET_ROOM {
+            return None;
+        }
+        // RFC 9000 §21.4: skip a 1-RTT packet number now and then, so an optimistic ACK
+        // covering numbers never sent is caught.
+        if space == PnSpace::ApplicationData
+            && self.handshake_confirmed
+            && !zero_rtt
+            && self.recovery.next_pn(space) >= self.skip_pn_at
+        {
+            self.skip_packet_number();
+        }
+        let pn = self.recovery.next_pn(space);
+        let pn_len = number::encoded_len(pn, self.recovery.largest_acked(space));
+        let body_end = region.len() - TAG_LEN;
+        let mut w = Writer::new(region.get_mut(..body_end)?);
+        let c = &self.hs.cids;
+        let long_type = match space {
+            PnSpace::Initial => Some(LongType::Initial),
+            PnSpace::Handshake => Some(LongType::Handshake),
+            PnSpace::ApplicationData if zero_rtt => Some(LongType::ZeroRtt),
+            PnSpace::ApplicationData => None,
+        };
+        let (pn_offset, long) = match long_type {
+            Some(ty) => {
+                // RFC 9000 §17.2.2: our Initials carry the address-validation token.
+                let token = match ty {
+                    LongType::Initial if self.token_state == TokenState::Initial => {
+                        self.token.get(..usize::from(self.token_len)).unwrap_or(&[])
+                    }
+                    _ => &[],
+                };
+                let version = self.hs.version;
+                let h = LongHeader { ty, version, dcid: &c.remote, scid: &c.local, token };
+                let off = h.emit(&mut w, pn, pn_len).ok()?;
+                (off.pn_offset, Some(off))
+            }
+            None => {
+                let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.tx_phase);
+                let h = ShortHeader { dcid: &c.remote, spin: false };
+                (h.emit(&mut w, phase, pn, pn_len).ok()?, None)
+            }
+        };
+        let payload_start = w.position();
+        let mut f = Sent { request: self.streams.request_id().unwrap_or(0), ..Sent::default() };
+        let mut eliciting = false;
+        if closing {
+            self.write_close(space, &mut w);
+        } else {
+            // RFC 9000 §13.2.1: an ACK when one is due, or piggybacked on any packet sent
+            // (never in 0-RTT packets, §12.4).
+            if has_unacked && !zero_rtt {
+                let max_ranges = usize::from(self.settings.max_ack_ranges);
+                if let Some(largest) = write_ack(self.rx(space), &mut w, now, max_ranges) {
+                    f.flags |= flag::ACK;
+                    f.ack_largest = largest;
+                    self.rx_mut(space).on_ack_sent();
+                }
+            }
+            if respond {
+                if let Some(data) = self.path_response {
+                    if put_frame(&mut w, types::PATH_RESPONSE, &[], &data, false) {
+                        self.path_response = None;
+                        f.flags |= flag::PATH;
+                        eliciting = true;
+                    }
+                }
+            }
+            if elicit_ok {
+                // RFC 9002 §6.2.4: probes of the handshake spaces repeat the
+                // unacknowledged CRYPTO data.
+                if probe && space != PnSpace::ApplicationData {
+                    if let Some(c) = self.hs.crypto_send.get_mut(i) {
+                        if !c.wants_to_send() && c.has_unacked() {
+                            c.requeue_unacked();
+                        }
+                    }
+                }
+                eliciting |= self.write_eliciting(pn, space, zero_rtt, &mut w, &mut f);
+                // RFC 9002 §6.2.4: a probe is ack-eliciting; PING when nothing else is.
+                let ping = probe || (space == PnSpace::ApplicationData && self.ping_pending);
+                if ping && !eliciting && put_frame(&mut w, types::PING, &[], &[], false) {
+                    f.flags |= flag::PING;
+                    eliciting = true;
+                }
+                if space == PnSpace::ApplicationData && eliciting {
+                    self.ping_pending = false;
+                }
+            }
+        }
+        if w.position() == payload_start {
+            return None;
+        }
+        // RFC 9001 §5.4.2: packet number and payload span at least 4 bytes (the sample).
+        let payload_len = w.position() - payload_start;
+        let min_payload = 4usize.saturating_sub(pn_len);
+        if payload_len < min_payload {
+            w.put_repeated(0, min_payload - payload_len).ok()?;
+        }
+        if eliciting && probe {
+            if let Some(p) = self.probes.get_mut(i) {
+                *p = p.saturating_sub(1);
+            }
+        }
+        let payload_end = w.position();
+        Some(Built {
+            space,
+            start: 0,
+            len: payload_end + TAG_LEN,
+            pn,
+            pn_offset,
+            long,
+            payload_end,
+            frames: f,
+            ack_eliciting: eliciting,
+            padded: false,
+        })
+    }
+
+    /// Skips the next Application Data packet number and draws the next gap.
+    #[inline(never)]
+    fn skip_packet_number(&mut self) {
+        use mote_crypto::CryptoRng as _;
+        let Ok(pn) = self.recovery.skip_pn(PnSpace::ApplicationData) else { return };
+        let mut r = [0u8; 1];
+        let _ = self.hs.rng.fill(&mut r);
+        self.skip_pn_at = pn + crate::connection::SKIP_PN_GAP_MIN + u64::from(r[0]);
+    }
+
+    /// The ack-eliciting frames of a packet, in order: RETIRE_CONNECTION_ID, stream control
+    /// frames, CRYPTO, STREAM. Returns whether any was written.
+    fn write_eliciting(
+        &mut self,
+        pn: u64,
+        space: PnSpace,
+        zero_rtt: bool,
+        w: &mut Writer<'_>,
+        f: &mut Sent,
+    ) -> bool {
+        let mut any = false;
+        let app = space == PnSpace::ApplicationData;
+        if app && !zero_rtt {
+            // RFC 9000 §19.16: the connection IDs Retire Prior To retired.
+            while let Some(seq) = self.remote_cids.poll_retire(pn) {
+                if !put_frame(w, types::RETIRE_CONNECTION_ID, &[seq], &[], false) {
+                    self.remote_cids.unpoll(seq);
+                    break;
+                }
+                f.flags |= flag::RETIRE;
+                any = true;
+            }
+        }
+        if app {
+            any |= self.write_stream_controls(w, f);
+        }
+        // CRYPTO (RFC 9000 §19.6; never in 0-RTT packets).
+        let i = si(space);
+        if let Some(cs) = self.hs.crypto_send.get_mut(i).filter(|_| !zero_rtt) {
+            if let Some(first) = cs.next_chunk(w.remaining()) {
+                let room = crypto_frame_room(first.offset, w.remaining());
+                if let Some(chunk) = cs.next_chunk(room).filter(|_| room > 0) {
+                    let data = cs.chunk_bytes(&chunk);
+                    if put_frame(w, types::CRYPTO, &[chunk.offset], data, true) {
+                        cs.on_sent(&chunk);
+                        f.flags |= flag::CRYPTO;
+                        f.crypto_offset = chunk.offset;
+                        f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
+                        any = true;
+                    }
+                }
+            }
+        }
+        // STREAM (RFC 9000 §19.8): one frame per packet, control stream first; the chunk
+        // sized to what the frame's header leaves.
+        if app && w.remaining() > STREAM_FRAME_MIN {
+            let remaining = w.remaining();
+            if let Some((which, id, first)) = self.streams.next_chunk(remaining) {
+                let room = stream_frame_room_for(id, first.offset, remaining);
+                let s = self.streams.sender_of(which, id);
+                if let Some((s, chunk)) =
+                    s.and_then(|s| s.next_chunk(room).filter(|_| room > 0).map(|c| (s, c)))
+                {
+                    let data = s.chunk_bytes(&chunk);
+                    if put_stream(w, id, chunk.offset, data, chunk.fin) {
+                        s.on_sent(&chunk);
+                        f.flags |= match which {
+                            Sender::Control => flag::CONTROL_DATA,
+                            Sender::Request => flag::REQUEST_DATA,
+                        };
+                        if chunk.fin {
+                            f.flags |= flag::FIN;
+                        }
+                        f.stream_offset = chunk.offset;
+                        f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
+                        any = true;
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// RESET_STREAM, STOP_SENDING, MAX_STREAM_DATA and MAX_DATA frames that are due (RFC
+    /// 9000 §19.4, §19.5, §19.9, §19.10), while the packet has room for the longest (a type
+    /// and three varints, 25 bytes).
+    fn write_stream_controls(&mut self, w: &mut Writer<'_>, f: &mut Sent) -> bool {
+        let mut any = false;
+        while w.remaining() >= 25 {
+            let Some((ty, fields, bit)) = self.streams.poll_control() else { break };
+            let n = if ty == types::RESET_STREAM {
+                3
+            } else if ty == types::MAX_DATA {
+                1
+            } else {
+                2
+            };
+            if put_frame(w, ty, fields.get(..n).unwrap_or(&[]), &[], false) {
+                f.flags |= bit;
+                any = true;
+            } else {
+                // Cannot happen with the room checked; the frame stays due if it does.
+                let lost = Sent { flags: bit, request: f.request, ..Sent::default() };
+                super::recv::frames_delivered(&mut self.streams, &lost, false);
+                break;
+            }
+        }
+        any
+    }
+
+    /// CONNECTION_CLOSE for `space` (RFC 9000 §10.2.3): an application close is 0x1d in
+    /// 1-RTT packets and 0x1c with APPLICATION_ERROR and no reason in Initial and
+    /// Handshake packets.
+    fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
+        let Some(c) = self.local_close else { return };
+        let (ty, fields, reason) = match (space, c.application) {
+            (PnSpace::ApplicationData, true) => {
+                (types::CONNECTION_CLOSE_APP, [c.code, 0], c.reason())
+            }
+            (_, true) => {
+                (types::CONNECTION_CLOSE, [TransportErrorCode::APPLICATION_ERROR.0, 0], &[][..])
+            }
+            (_, false) => {
+                (types::CONNECTION_CLOSE, [c.code, c.frame_type.unwrap_or(0)], c.reason())
+            }
+        };
+        let n = if ty == types::CONNECTION_CLOSE_APP { 1 } else { 2 };
+        let _ = put_frame(w, ty, fields.get(..n).unwrap_or(&[]), reason, true);
+    }
+}
+
+/// [`stream_frame_room`] for a raw stream ID.
+fn stream_frame_room_for(id: u64, offset: u64, space: usize) -> usize {
+    match crate::stream::StreamId::new(id) {
+        Some(sid) => stream_frame_room(sid, offset, space),
+        None => 0,
+    }
+}

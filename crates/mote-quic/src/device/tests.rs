@@ -1,0 +1,1041 @@
+//! The device connection (client) against mote's general `Connection` (server) over an
+//! in-memory link in virtual time, as `connection/tests.rs` pairs them: handshake, an
+//! HTTP/3-shaped exchange, 0-RTT, Retry, loss, reordering, key updates, connection IDs,
+//! idle timeout, the server's close, and bad input.
+
+#![allow(clippy::field_reassign_with_default)]
+
+use std::boxed::Box;
+use std::collections::VecDeque;
+use std::vec;
+use std::vec::Vec;
+
+use mote_crypto::rustcrypto::RustCrypto;
+use mote_crypto::AeadAlgorithm;
+use mote_tls::{
+    ClientConfig, ClientSession, EarlyDataConfig, ReplayCheck, Resumption, ServerConfig,
+    ServerSession, Ticket, TicketConfig, TicketKey,
+};
+
+use super::*;
+use crate::coding::Writer;
+use crate::connection::tests::{addr, configs, pattern, storage, Server, TestRng, P, SERVER_ADDR};
+use crate::connection::{Connection, ConnectionConfig, RecvInfo, Validation};
+use crate::frame::Frame;
+use crate::packet::{self, Header, LongHeader, LongType, ShortHeader, TAG_LEN};
+use crate::stream::StreamId;
+use crate::version::Version;
+
+type Dev =
+    DeviceConnection<RustCrypto, ClientSession<'static, RustCrypto>, Vec<u8>, Vec<u8>, 32, 8>;
+
+const CLIENT: &str = "10.0.0.2:5000";
+
+fn dev_storage(crypto: usize, stream: usize) -> DeviceStorage<Vec<u8>, Vec<u8>> {
+    DeviceStorage {
+        crypto: core::array::from_fn(|_| (vec![0; crypto], vec![0; crypto])),
+        control: vec![0; stream],
+        request: (vec![0; stream], vec![0; stream]),
+        peer_uni: core::array::from_fn(|_| vec![0; stream]),
+    }
+}
+
+/// The device's configuration with the HTTP/3 streams (RFC 9114 §6.2).
+fn dev_cfg() -> ConnectionConfig {
+    let mut c = ConnectionConfig::device();
+    c.streams.max_streams_uni = 3;
+    c
+}
+
+/// The server's configuration: of its 4 stream slots, one for the device's request, one
+/// for its control stream, two for the server's own streams.
+fn server_cfg() -> ConnectionConfig {
+    let mut c = ConnectionConfig::server();
+    c.streams.max_streams_bidi = 1;
+    c.streams.max_streams_uni = 1;
+    c
+}
+
+/// Always fresh: these tests resume each ticket once.
+struct NoReplay;
+impl mote_tls::AntiReplay for NoReplay {
+    fn check_and_insert(&self, _: &[u8; 16], _: u64, _: u64) -> ReplayCheck {
+        ReplayCheck::Fresh
+    }
+}
+
+/// Client and server TLS configurations; the server issues tickets and accepts 0-RTT
+/// under `context` (another context rejects the 0-RTT of its tickets).
+fn tls_configs(
+    context: &'static [u8],
+) -> (&'static ClientConfig<'static>, &'static ServerConfig<'static>) {
+    let base = configs();
+    let client = Box::leak(Box::new(ClientConfig { early_data: true, ..*base.client }));
+    let keys: &'static [TicketKey<'static>] = Box::leak(Box::new([TicketKey {
+        id: *b"test",
+        aead: AeadAlgorithm::Aes128Gcm,
+        key: &[7; 16],
+    }]));
+    let server = Box::leak(Box::new(ServerConfig {
+        tickets: Some(TicketConfig { keys, lifetime_s: 3600, count: 1, max_age_skew_ms: 60_000 }),
+        early_data: Some(EarlyDataConfig { anti_replay: &NoReplay, context }),
+        ..*base.server
+    }));
+    (client, server)
+}
+
+/// What happens to a datagram in flight.
+enum Fate {
+    Deliver,
+    Drop,
+    Delay(Duration),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    ToServer,
+    ToClient,
+}
+
+type Filter = Box<dyn FnMut(Dir, u64, &mut Vec<u8>) -> Fate>;
+
+/// The device client and a general server over a link with a fixed one-way delay.
+struct DevPair {
+    now: Instant,
+    client: Dev,
+    server: Option<Server>,
+    server_tls: &'static ServerConfig<'static>,
+    delay: Duration,
+    to_server: VecDeque<(Instant, Vec<u8>)>,
+    to_client: VecDeque<(Instant, Vec<u8>)>,
+    filter: Filter,
+    sent: [u64; 2],
+    rng: TestRng,
+    /// Answer the first Initial with a Retry (RFC 9000 §8.1.2).
+    retry: bool,
+    /// The first datagram of each direction.
+    first: [Option<Vec<u8>>; 2],
+}
+
+impl DevPair {
+    fn new() -> Self {
+        let (client, server) = tls_configs(b"ctx");
+        Self::with(client, server, None)
+    }
+
+    fn with(
+        client_tls: &'static ClientConfig<'static>,
+        server_tls: &'static ServerConfig<'static>,
+        resumption: Option<Resumption<'static>>,
+    ) -> Self {
+        let mut rng = TestRng(1);
+        let tls = ClientSession::new(P, client_tls, resumption);
+        let client = Dev::client(
+            &dev_cfg(),
+            P,
+            tls,
+            dev_storage(4096, 8192),
+            Instant::ZERO,
+            addr(SERVER_ADDR),
+            &mut rng,
+        )
+        .unwrap();
+        Self {
+            now: Instant::ZERO,
+            client,
+            server: None,
+            server_tls,
+            delay: Duration::from_millis(10),
+            to_server: VecDeque::new(),
+            to_client: VecDeque::new(),
+            filter: Box::new(|_, _, _| Fate::Deliver),
+            sent: [0; 2],
+            rng,
+            retry: false,
+            first: [None, None],
+        }
+    }
+
+    fn server(&mut self) -> &mut Server {
+        self.server.as_mut().expect("server connection")
+    }
+
+    /// A new server connection for the client's Initial `data` (after a Retry when asked).
+    fn accept(&mut self, data: &[u8]) {
+        let Ok(p) = packet::parse(data, 8, false) else { return };
+        let Header::Long(h) = p.header else { return };
+        let now_ms = self.now.as_micros() / 1000;
+        let tls = ServerSession::new(P, self.server_tls, now_ms);
+        let mut validation = Validation::None;
+        if self.retry {
+            if h.token.is_empty() {
+                // RFC 9000 §17.2.5: a Retry with a token and a new SCID.
+                let r = packet::Retry {
+                    version: h.version,
+                    dcid: h.scid,
+                    scid: &[0x5e; 8],
+                    token: b"retry-token",
+                };
+                let mut out = vec![0u8; 256];
+                let n = r.emit(&P, 0, h.dcid, &mut out).unwrap();
+                out.truncate(n);
+                self.to_client.push_back((self.now + self.delay, out));
+                return;
+            }
+            assert_eq!(h.token, b"retry-token", "the client's Initial carries the Retry token");
+            let odcid = self.client.hs.cids.original_dcid;
+            validation = Validation::Retry { original_dcid: odcid };
+        }
+        let conn = Server::server_validated(
+            &server_cfg(),
+            P,
+            tls,
+            storage(4096, 16384),
+            self.now,
+            addr(CLIENT),
+            h.dcid,
+            h.scid,
+            h.version,
+            validation,
+            &mut self.rng,
+        )
+        .unwrap();
+        self.server = Some(conn);
+    }
+
+    fn enqueue(&mut self, dir: Dir, d: &[u8]) {
+        let i = dir as usize;
+        let n = self.sent[i];
+        self.sent[i] += 1;
+        if self.first[i].is_none() {
+            self.first[i] = Some(d.to_vec());
+        }
+        let mut d = d.to_vec();
+        let extra = match (self.filter)(dir, n, &mut d) {
+            Fate::Drop => return,
+            Fate::Deliver => Duration::ZERO,
+            Fate::Delay(x) => x,
+        };
+        let at = self.now + self.delay + extra;
+        let q = match dir {
+            Dir::ToServer => &mut self.to_server,
+            Dir::ToClient => &mut self.to_client,
+        };
+        let i = q.iter().position(|x| x.0 > at).unwrap_or(q.len());
+        q.insert(i, (at, d));
+    }
+
+    fn flush(&mut self) {
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let mut any = false;
+            while let Some(t) = self.client.poll_transmit(self.now, &mut buf) {
+                assert!(t.len <= 1200, "the device sends at most 1200 bytes");
+                any = true;
+                let d = buf[..t.len].to_vec();
+                self.enqueue(Dir::ToServer, &d);
+            }
+            while let Some(t) =
+                self.server.as_mut().and_then(|s| s.poll_transmit(self.now, &mut buf))
+            {
+                any = true;
+                let d = buf[..t.len].to_vec();
+                for seg in d.chunks(t.segment_size.unwrap_or(t.len)) {
+                    self.enqueue(Dir::ToClient, seg);
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    fn next_time(&self) -> Option<Instant> {
+        [
+            self.client.poll_timeout(),
+            self.server.as_ref().and_then(|s| s.poll_timeout()),
+            self.to_server.front().map(|f| f.0),
+            self.to_client.front().map(|f| f.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn step(&mut self) -> bool {
+        self.flush();
+        let Some(t) = self.next_time() else { return false };
+        self.now = self.now.max(t);
+        let now = self.now;
+        while self.to_server.front().is_some_and(|f| f.0 <= now) {
+            let (_, mut d) = self.to_server.pop_front().unwrap();
+            if self.server.is_none() {
+                self.accept(&d);
+            }
+            if let Some(s) = self.server.as_mut() {
+                s.handle_recv(now, &RecvInfo::new(addr(CLIENT)), &mut d);
+            }
+        }
+        while self.to_client.front().is_some_and(|f| f.0 <= now) {
+            let (_, mut d) = self.to_client.pop_front().unwrap();
+            self.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+        }
+        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+            self.client.handle_timeout(now);
+        }
+        if let Some(s) = self.server.as_mut() {
+            if s.poll_timeout().is_some_and(|t| t <= now) {
+                s.handle_timeout(now);
+            }
+        }
+        self.flush();
+        true
+    }
+
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut DevPair) -> bool) -> bool {
+        let end = self.now + limit;
+        let mut steps = 0u64;
+        while self.now <= end {
+            if done(self) {
+                return true;
+            }
+            if !self.step() {
+                return done(self);
+            }
+            steps += 1;
+            assert!(steps < 1_000_000, "runaway");
+        }
+        done(self)
+    }
+
+    fn handshake(&mut self) {
+        let ok = self.run_until(Duration::from_secs(60), |p| {
+            p.client.is_handshake_confirmed()
+                && p.server.as_ref().is_some_and(|s| s.is_handshake_confirmed())
+        });
+        assert!(
+            ok,
+            "handshake: {:?} {:?}",
+            self.client.close_reason(),
+            self.server.as_ref().and_then(|s| s.close_reason())
+        );
+    }
+}
+
+/// Reads what the device has on `id` into `out`; true at FIN.
+fn dev_drain(c: &mut Dev, id: u64, out: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 1000];
+    loop {
+        match c.read(id, &mut buf) {
+            Some(Read::Data(n)) => out.extend_from_slice(&buf[..n]),
+            Some(Read::Fin) => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// Reads what the server has on `id` into `out`; true at FIN.
+fn srv_drain(s: &mut Server, id: u64, out: &mut Vec<u8>) -> bool {
+    let id = StreamId::new(id).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.stream_recv(id, &mut buf) {
+            Some(Read::Data(n)) => out.extend_from_slice(&buf[..n]),
+            Some(Read::Fin) => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// Opens the next request stream: once the previous one is finished both ways and the
+/// server's MAX_STREAMS allows it.
+fn open_request(p: &mut DevPair) -> u64 {
+    let mut opened = None;
+    let ok = p.run_until(Duration::from_secs(30), |p| {
+        opened = p.client.open_bidi();
+        opened.is_some()
+    });
+    assert!(ok, "no request stream: {:?}", p.client.streams.peer_max_streams);
+    opened.unwrap()
+}
+
+/// An HTTP/3-shaped exchange: the device's control stream, a request with `upload` bytes
+/// (FIN) answered by `response` bytes (FIN), and a server uni stream. Returns the request
+/// stream ID.
+fn exchange(p: &mut DevPair, upload: &[u8], response: &[u8]) -> u64 {
+    let control = p.client.open_uni().unwrap_or(CONTROL_ID);
+    if p.client.live_streams().all(|id| id != CONTROL_ID) {
+        panic!("no control stream");
+    }
+    let id = open_request(p);
+    let (mut up, mut ctl_written, mut resp_written) = (0usize, false, 0usize);
+    let (mut srv_req, mut srv_fin) = (Vec::new(), false);
+    let (mut got, mut got_fin) = (Vec::new(), false);
+    let (mut ctl_got, mut uni_got) = (Vec::new(), Vec::new());
+    // The server opens one uni stream of its own in the first exchange (the device allows
+    // it three, which never close).
+    let mut server_uni: Option<StreamId> = None;
+    let want_uni = p.client.streams.peer_uni_opened() == 0;
+    let ok = p.run_until(Duration::from_secs(120), |p| {
+        if !ctl_written && p.client.write(control, b"\x00\x04\x00").unwrap_or(0) == 3 {
+            ctl_written = true;
+        }
+        if up < upload.len() {
+            up += p.client.write(id, &upload[up..]).unwrap();
+            if up == upload.len() {
+                p.client.finish(id).unwrap();
+            }
+        } else if upload.is_empty() && up == 0 {
+            up = 1;
+            p.client.finish(id).unwrap();
+        }
+        let Some(s) = p.server.as_mut() else { return false };
+        if !s.is_handshake_complete() {
+            return false;
+        }
+        srv_fin |= srv_drain(s, id, &mut srv_req);
+        srv_drain(s, CONTROL_ID, &mut ctl_got);
+        if want_uni && server_uni.is_none() {
+            if let Ok(u) = s.stream_open(crate::frame::StreamDir::Uni) {
+                s.stream_send(u, b"\x00\x04\x00").unwrap();
+                server_uni = Some(u);
+            }
+        }
+        if srv_fin && resp_written < response.len() {
+            let sid = StreamId::new(id).unwrap();
+            resp_written += s.stream_send(sid, &response[resp_written..]).unwrap_or(0);
+            if resp_written == response.len() {
+                s.stream_finish(sid).unwrap();
+            }
+        }
+        if let Some(u) = server_uni {
+            dev_drain(&mut p.client, u.raw(), &mut uni_got);
+        }
+        got_fin |= dev_drain(&mut p.client, id, &mut got);
+        got_fin && (!want_uni || uni_got.len() == 3) && ctl_got.len() >= 3
+    });
+    assert!(
+        ok,
+        "exchange: up {up} srv_req {} got {} fin {got_fin} uni {} ctl {} close {:?} / {:?}",
+        srv_req.len(),
+        got.len(),
+        uni_got.len(),
+        ctl_got.len(),
+        p.client.close_reason(),
+        p.server.as_ref().and_then(|s| s.close_reason())
+    );
+    assert_eq!(srv_req, upload);
+    assert_eq!(got, response);
+    id
+}
+
+/// Runs until the request stream `id` is acknowledged both ways (the next may open).
+fn settle(p: &mut DevPair) {
+    p.run_until(Duration::from_secs(30), |p| p.client.recovery.bytes_in_flight() == 0);
+}
+
+#[test]
+fn handshake_and_http3_shaped_exchange() {
+    let mut p = DevPair::new();
+    p.handshake();
+    assert_eq!(p.client.tls().alpn(), Some(&b"mote"[..]));
+    // The first datagram is a padded Initial.
+    assert_eq!(p.first[0].as_ref().map(Vec::len), Some(1200));
+    // Initial and Handshake keys are gone (RFC 9001 §4.9).
+    assert!(p.client.hs.keys.initial.is_none() && p.client.hs.keys.handshake.is_none());
+    // A GET with a 5 KB response, then a POST of 1 KB.
+    let get = exchange(&mut p, b"GET /5120", &pattern(5120));
+    assert_eq!(get, 0);
+    settle(&mut p);
+    let post = exchange(&mut p, &pattern(1024), b"200");
+    assert_eq!(post, 4);
+    // One request at a time: a third opens only after the second finished both ways.
+    assert_eq!(open_request(&mut p), 8);
+    assert_eq!(p.client.open_bidi(), None);
+    assert!(p.client.ticket_ready());
+    let mut t = [0u8; 512];
+    assert!(p.client.take_ticket(&mut t).is_some());
+    p.client.close(0x100, b"");
+    p.run_until(Duration::from_secs(5), |p| p.server.as_ref().is_some_and(|s| s.is_closed()));
+    match p.server().close_reason() {
+        Some(CloseReason::Peer(c)) => assert_eq!((c.code, c.application), (0x100, true)),
+        r => panic!("server: {r:?}"),
+    }
+}
+
+/// The first Initial the device connection sends is the general connection's, byte for
+/// byte, for the same seed and configuration (the device's wire behaviour is the general
+/// client's).
+#[test]
+fn first_initial_is_the_general_connections() {
+    let (client_tls, _) = tls_configs(b"ctx");
+    let mut buf_dev = vec![0u8; 1500];
+    let mut dev = Dev::client(
+        &dev_cfg(),
+        P,
+        ClientSession::new(P, client_tls, None),
+        dev_storage(4096, 8192),
+        Instant::ZERO,
+        addr(SERVER_ADDR),
+        &mut TestRng(42),
+    )
+    .unwrap();
+    let n = dev.poll_transmit(Instant::ZERO, &mut buf_dev).unwrap().len;
+    type General =
+        Connection<RustCrypto, ClientSession<'static, RustCrypto>, Vec<u8>, Vec<u8>, 4, 32, 8>;
+    let mut general = General::client(
+        &dev_cfg(),
+        P,
+        ClientSession::new(P, client_tls, None),
+        crate::connection::Storage {
+            crypto: core::array::from_fn(|_| (vec![0; 4096], vec![0; 4096])),
+            streams: core::array::from_fn(|_| (vec![0; 8192], vec![0; 8192])),
+        },
+        Instant::ZERO,
+        addr(SERVER_ADDR),
+        &mut TestRng(42),
+    )
+    .unwrap();
+    let mut buf_gen = vec![0u8; 1500];
+    let m = general.poll_transmit(Instant::ZERO, &mut buf_gen).unwrap().len;
+    assert_eq!(n, 1200);
+    assert_eq!(buf_dev[..n], buf_gen[..m]);
+}
+
+/// Resumes from `p`'s ticket with 0-RTT; the server's ticket context decides acceptance.
+fn resumed(p: &mut DevPair, server_tls: &'static ServerConfig<'static>) -> DevPair {
+    let mut t = vec![0u8; 512];
+    let n = p.client.take_ticket(&mut t).expect("a ticket");
+    t.truncate(n);
+    let t: &'static [u8] = Box::leak(t.into_boxed_slice());
+    let ticket = Ticket::decode(t).unwrap();
+    let remembered = ticket.server_transport_parameters;
+    let (client_tls, _) = tls_configs(b"ctx");
+    let mut q = DevPair::with(client_tls, server_tls, Some(Resumption { ticket, age_ms: 10 }));
+    q.now = p.now;
+    assert!(q.client.apply_remembered_params(remembered));
+    assert!(q.client.can_send_early_data());
+    q
+}
+
+fn first_connection() -> DevPair {
+    let mut p = DevPair::new();
+    p.handshake();
+    p.run_until(Duration::from_secs(5), |p| p.client.ticket_ready());
+    p
+}
+
+#[test]
+fn zero_rtt_accepted() {
+    let mut p = first_connection();
+    let (_, server_tls) = tls_configs(b"ctx");
+    let _ = server_tls;
+    let same = p.server_tls;
+    let mut q = resumed(&mut p, same);
+    // The request goes out in 0-RTT, before the handshake completes.
+    let id = q.client.open_bidi().unwrap();
+    q.client.write(id, b"GET /early").unwrap();
+    q.client.finish(id).unwrap();
+    let mut buf = vec![0u8; 1500];
+    let now = q.now;
+    let t = q.client.poll_transmit(now, &mut buf).unwrap();
+    q.enqueue(Dir::ToServer, &buf[..t.len]);
+    let mut req = Vec::new();
+    let ok = q.run_until(Duration::from_secs(10), |q| {
+        let Some(s) = q.server.as_mut() else { return false };
+        srv_drain(s, id, &mut req)
+    });
+    assert!(ok);
+    assert_eq!(req, b"GET /early");
+    q.handshake();
+    assert_eq!(q.client.tls().early_data_accepted(), Some(true));
+    assert!(!q.client.early_data_rejected());
+}
+
+#[test]
+fn zero_rtt_rejected_is_sent_again() {
+    let mut p = first_connection();
+    // Another 0-RTT context: the server rejects early data (RFC 9001 §4.6.2).
+    let (_, other) = tls_configs(b"another context");
+    let other = Box::leak(Box::new(ServerConfig { tickets: p.server_tls.tickets, ..*other }));
+    let mut q = resumed(&mut p, other);
+    let id = q.client.open_bidi().unwrap();
+    q.client.write(id, b"GET /early").unwrap();
+    q.client.finish(id).unwrap();
+    let mut req = Vec::new();
+    let ok = q.run_until(Duration::from_secs(20), |q| {
+        let Some(s) = q.server.as_mut() else { return false };
+        s.is_handshake_complete() && srv_drain(s, id, &mut req)
+    });
+    assert!(ok, "{:?}", q.client.close_reason());
+    assert_eq!(req, b"GET /early");
+    assert_eq!(q.client.tls().early_data_accepted(), Some(false));
+    assert!(q.client.early_data_rejected());
+}
+
+#[test]
+fn retry_is_followed() {
+    let mut p = DevPair::new();
+    p.retry = true;
+    p.handshake();
+    assert_eq!(p.client.stats().retries, 1);
+    exchange(&mut p, b"GET", &pattern(2000));
+}
+
+/// A forged Retry (bad integrity tag) and a second Retry are ignored.
+#[test]
+fn bad_and_second_retry_are_ignored() {
+    let mut p = DevPair::new();
+    let mut buf = vec![0u8; 1500];
+    let now = p.now;
+    p.client.poll_transmit(now, &mut buf).unwrap();
+    let (local, odcid) = (*p.client.local_cid(), p.client.hs.cids.original_dcid);
+    let retry = |odcid: &[u8]| {
+        let r = packet::Retry { version: Version::V1, dcid: &local, scid: &[9; 8], token: b"t" };
+        let mut out = vec![0u8; 256];
+        let n = r.emit(&P, 0, odcid, &mut out).unwrap();
+        out.truncate(n);
+        out
+    };
+    let mut forged = retry(&[1; 8]);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut forged);
+    assert_eq!(p.client.stats().retries, 0);
+    let mut good = retry(&odcid);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut good);
+    assert_eq!(p.client.stats().retries, 1);
+    let mut second = retry(&odcid);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut second);
+    assert_eq!(p.client.stats().retries, 1);
+    assert_eq!(p.client.remote_cid()[..], [9; 8]);
+}
+
+#[test]
+fn version_negotiation_ends_the_attempt() {
+    let mut p = DevPair::new();
+    let mut buf = vec![0u8; 1500];
+    let now = p.now;
+    p.client.poll_transmit(now, &mut buf).unwrap();
+    let (local, odcid) = (*p.client.local_cid(), p.client.hs.cids.original_dcid);
+    let vn = |versions: &[Version]| {
+        let mut out = vec![0u8; 200];
+        let mut w = Writer::new(&mut out);
+        packet::emit_version_negotiation(&mut w, 0x33, &odcid, &local, versions).unwrap();
+        let n = w.position();
+        out.truncate(n);
+        out
+    };
+    // RFC 9000 §6.2: one listing our version is ignored.
+    let mut ignored = vn(&[Version::V1]);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut ignored);
+    assert!(!p.client.is_closed());
+    let mut d = vn(&[Version(0x1a2a_3a4a)]);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+    assert_eq!(p.client.close_reason(), Some(CloseReason::VersionNegotiation));
+    assert!(p.client.is_drained());
+}
+
+/// Each handshake flight lost once, in either direction: the handshake and a transfer
+/// complete.
+#[test]
+fn each_handshake_flight_lost() {
+    for dir in [Dir::ToServer, Dir::ToClient] {
+        for k in 0..4u64 {
+            let mut p = DevPair::new();
+            p.filter = Box::new(
+                move |d, n, _| if d == dir && n == k { Fate::Drop } else { Fate::Deliver },
+            );
+            p.handshake();
+            exchange(&mut p, b"GET", &pattern(3000));
+        }
+    }
+}
+
+fn lossy(seed: u64, loss_pct: u64, reorder_pct: u64) -> Filter {
+    let mut x = seed;
+    Box::new(move |_, _, _| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let r = (x >> 33) % 100;
+        if r < loss_pct {
+            Fate::Drop
+        } else if r < loss_pct + reorder_pct {
+            Fate::Delay(Duration::from_millis(15))
+        } else {
+            Fate::Deliver
+        }
+    })
+}
+
+/// Loss and reordering of 1-RTT packets both ways: the transfers complete intact.
+#[test]
+fn lossy_and_reordered_transfers_complete() {
+    for seed in 1..6 {
+        let mut p = DevPair::new();
+        p.handshake();
+        p.filter = lossy(seed, 10, 10);
+        exchange(&mut p, &pattern(1024), &pattern(5120));
+        settle(&mut p);
+        exchange(&mut p, &pattern(1024), &pattern(5120));
+    }
+}
+
+#[test]
+fn reordering_only() {
+    let mut p = DevPair::new();
+    p.filter = lossy(7, 0, 40);
+    p.handshake();
+    exchange(&mut p, &pattern(1024), &pattern(5120));
+}
+
+/// RFC 9001 §6: key updates initiated by the device and by the server, data flowing
+/// across each.
+#[test]
+fn key_updates_both_ways() {
+    let mut p = DevPair::new();
+    p.handshake();
+    exchange(&mut p, b"GET", &pattern(1000));
+    settle(&mut p);
+    assert!(p.client.initiate_key_update());
+    // A second one waits until a packet of the new phase is acknowledged (§6.1).
+    assert!(!p.client.initiate_key_update());
+    settle(&mut p);
+    exchange(&mut p, b"GET", &pattern(2000));
+    settle(&mut p);
+    assert_eq!(p.client.stats().key_updates, 1);
+    let ok = p.run_until(Duration::from_secs(5), |p| p.server().initiate_key_update());
+    assert!(ok);
+    exchange(&mut p, b"GET", &pattern(2000));
+    settle(&mut p);
+    assert_eq!(p.client.stats().key_updates, 2);
+    // RFC 9001 §6.1: once a packet of the current phase is acknowledged.
+    let ok = p.run_until(Duration::from_secs(5), |p| p.client.initiate_key_update());
+    assert!(ok);
+    exchange(&mut p, b"GET", &pattern(2000));
+    assert_eq!(p.client.stats().key_updates, 3);
+}
+
+/// A packet the server protects with its 1-RTT keys, numbered `pn`, carrying `payload`.
+fn forge_one_rtt(s: &Server, payload: &[u8], pn: u64) -> Vec<u8> {
+    let k = s.hs.keys.one_rtt.as_ref().expect("1-RTT keys");
+    let mut buf = vec![0u8; payload.len() + 64];
+    let mut w = Writer::new(&mut buf);
+    let pn_offset = ShortHeader { dcid: &s.hs.cids.remote, spin: false }
+        .emit(&mut w, k.tx_phase, pn, 4)
+        .unwrap();
+    w.put_slice(payload).unwrap();
+    w.put_repeated(0, 4).unwrap();
+    let len = w.position() + TAG_LEN;
+    k.keys.tx.protect(&mut buf[..len], pn_offset, pn).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+/// A long-header packet the server protects with its Initial or Handshake keys.
+fn forge_long(s: &Server, ty: LongType, payload: &[u8], pn: u64) -> Vec<u8> {
+    let k = match ty {
+        LongType::Initial => &s.hs.keys.initial.as_ref().expect("Initial keys").tx,
+        _ => &s.hs.keys.handshake.as_ref().expect("Handshake keys").tx,
+    };
+    let mut buf = vec![0u8; 1500];
+    let mut w = Writer::new(&mut buf);
+    let h = LongHeader {
+        ty,
+        version: Version::V1,
+        dcid: &s.hs.cids.remote,
+        scid: &s.hs.cids.local,
+        token: &[],
+    };
+    let off = h.emit(&mut w, pn, 4).unwrap();
+    w.put_slice(payload).unwrap();
+    w.put_repeated(0, 4).unwrap();
+    let len = w.position() + TAG_LEN;
+    off.set_length(&mut buf, len).unwrap();
+    k.protect(&mut buf[..len], off.pn_offset, pn).unwrap();
+    buf.truncate(len);
+    buf
+}
+
+fn frames(fs: &[Frame<'_>]) -> Vec<u8> {
+    let mut out = vec![0u8; 1400];
+    let mut w = Writer::new(&mut out);
+    for f in fs {
+        f.emit(&mut w).unwrap();
+    }
+    let n = w.position();
+    out.truncate(n);
+    out
+}
+
+/// The transport error the device closed with, and that its CONNECTION_CLOSE told the
+/// server.
+fn local_close(p: &mut DevPair) -> (u64, Option<u64>) {
+    let c = match p.client.close_reason() {
+        Some(CloseReason::Local(c)) => (c.code, c.frame_type),
+        r => panic!("not closed locally: {r:?}"),
+    };
+    p.run_until(Duration::from_secs(2), |p| p.server.as_ref().is_some_and(|s| s.is_closed()));
+    match p.server().close_reason() {
+        Some(CloseReason::Peer(s)) => assert_eq!(s.code, c.0),
+        r => panic!("server: {r:?}"),
+    }
+    c
+}
+
+/// A 1-RTT packet from the server carrying `payload`, delivered to the device. Its number
+/// is the server's next, recorded as sent there (not ack-eliciting), so the device's ACK
+/// of it is genuine.
+fn deliver(p: &mut DevPair, payload: &[u8]) {
+    let now = p.now;
+    let s = p.server.as_mut().unwrap();
+    let pn = s.recovery.next_pn(PnSpace::ApplicationData);
+    let mut d = forge_one_rtt(s, payload, pn);
+    let size = d.len() as u16;
+    let record = crate::recovery::SentPacket::new(
+        pn,
+        now,
+        size,
+        false,
+        false,
+        crate::connection::SentFrames::EMPTY,
+    );
+    s.recovery.on_packet_sent(PnSpace::ApplicationData, record).unwrap();
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+}
+
+fn established() -> DevPair {
+    let mut p = DevPair::new();
+    p.handshake();
+    exchange(&mut p, b"GET", b"ok");
+    settle(&mut p);
+    p
+}
+
+#[test]
+fn bad_frames_close_with_the_right_error() {
+    use crate::coding::VarInt;
+    use crate::error::TransportErrorCode as E;
+    let v = |x: u64| VarInt::new(x).unwrap();
+    let stream = |id: u64, off: u64, data: &'static [u8]| Frame::Stream {
+        stream_id: v(id),
+        offset: v(off),
+        data,
+        fin: false,
+        has_length: true,
+    };
+    let cases: Vec<(Vec<u8>, u64, u64)> = vec![
+        // RFC 9000 §12.4: an unknown frame type.
+        (vec![0x40, 0x99], E::FRAME_ENCODING_ERROR.0, 0x99),
+        // §4.6: a server bidirectional stream (we allow none).
+        (frames(&[stream(1, 0, b"x")]), E::STREAM_LIMIT_ERROR.0, 0x0a),
+        // §4.6: the fourth server uni stream.
+        (frames(&[stream(15, 0, b"x")]), E::STREAM_LIMIT_ERROR.0, 0x0a),
+        // §19.8: STREAM on our send-only stream.
+        (frames(&[stream(2, 0, b"x")]), E::STREAM_STATE_ERROR.0, 0x0a),
+        // §19.8: STREAM on a request stream we never opened.
+        (frames(&[stream(40, 0, b"x")]), E::STREAM_STATE_ERROR.0, 0x0a),
+        // §4.1: beyond the stream's flow-control window.
+        (frames(&[stream(3, 1 << 20, b"x")]), E::FLOW_CONTROL_ERROR.0, 0x0e),
+        // §19.10: MAX_STREAM_DATA for a receive-only stream.
+        (
+            frames(&[Frame::MaxStreamData { stream_id: v(3), max: v(10) }]),
+            E::STREAM_STATE_ERROR.0,
+            0x11,
+        ),
+        // §19.16: RETIRE_CONNECTION_ID of a number never issued.
+        (vec![0x19, 0x05], E::PROTOCOL_VIOLATION.0, 0x19),
+        // §19.7: a NEW_TOKEN with an empty token.
+        (vec![0x07, 0x00], E::FRAME_ENCODING_ERROR.0, 0x07),
+        // §19.3.1: an ACK of a packet never sent.
+        (vec![0x02, 0x80, 0x01, 0x86, 0xa0, 0x00, 0x00, 0x00], E::PROTOCOL_VIOLATION.0, 0x02),
+    ];
+    for (i, (payload, code, ty)) in cases.into_iter().enumerate() {
+        let mut p = established();
+        deliver(&mut p, &payload);
+        let (c, t) = local_close(&mut p);
+        assert_eq!((c, t), (code, Some(ty)), "case {i}");
+    }
+}
+
+/// RFC 9000 Table 3: frames a packet type may not carry are PROTOCOL_VIOLATIONs.
+#[test]
+fn forbidden_frames_per_packet_type() {
+    use crate::error::TransportErrorCode as E;
+    // STREAM in a Handshake packet.
+    let mut p = DevPair::new();
+    p.run_until(Duration::from_secs(5), |p| {
+        p.server.as_ref().is_some_and(|s| s.hs.keys.handshake.is_some())
+            && p.client.hs.keys.handshake.is_some()
+    });
+    let s = p.server.as_ref().unwrap();
+    let mut d = forge_long(s, LongType::Handshake, &[0x0a, 0x03, 0x01, b'x'], 900);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+    match p.client.close_reason() {
+        Some(CloseReason::Local(c)) => assert_eq!(c.code, E::PROTOCOL_VIOLATION.0),
+        r => panic!("{r:?}"),
+    }
+    // HANDSHAKE_DONE in an Initial packet.
+    let mut p = DevPair::new();
+    p.run_until(Duration::from_secs(5), |p| {
+        p.server.as_ref().is_some_and(|s| s.hs.keys.initial.is_some())
+    });
+    p.step();
+    if p.client.hs.keys.initial.is_some() {
+        let s = p.server.as_ref().unwrap();
+        let mut d = forge_long(s, LongType::Initial, &[0x1e], 900);
+        // Padded to 1200 bytes as a server Initial need not be; the client takes any size.
+        let now = p.now;
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+        match p.client.close_reason() {
+            Some(CloseReason::Local(c)) => assert_eq!(c.code, E::PROTOCOL_VIOLATION.0),
+            r => panic!("{r:?}"),
+        }
+    }
+    // PATH_RESPONSE is allowed in 1-RTT, and ignored unsolicited; PATH_CHALLENGE answered.
+    let mut p = established();
+    deliver(&mut p, &[0x1a, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert!(!p.client.is_closed());
+    assert_eq!(p.client.path_response, Some([1, 2, 3, 4, 5, 6, 7, 8]));
+    let mut buf = vec![0u8; 1500];
+    let now = p.now;
+    let t = p.client.poll_transmit(now, &mut buf).unwrap();
+    assert_eq!(t.len, 1200, "PATH_RESPONSE datagrams are expanded (RFC 9000 §8.2.2)");
+    assert_eq!(p.client.path_response, None);
+}
+
+#[test]
+fn garbage_datagrams_change_nothing() {
+    let mut p = DevPair::new();
+    p.handshake();
+    let mut x = 5u64;
+    for len in [0usize, 1, 5, 20, 40, 100, 1200, 1500] {
+        for _ in 0..20 {
+            let mut d: Vec<u8> = (0..len)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (x >> 40) as u8
+                })
+                .collect();
+            let now = p.now;
+            p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+            // A short header to our connection ID with garbage after it.
+            let mut d2 = vec![0x40];
+            d2.extend_from_slice(&p.client.local_cid()[..]);
+            d2.extend_from_slice(&d);
+            p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d2);
+        }
+    }
+    assert!(!p.client.is_closed());
+    assert!(p.client.stats().auth_failures > 0);
+    exchange(&mut p, b"GET", &pattern(1000));
+}
+
+/// RFC 9000 §5.1.1, §5.1.2: the server's NEW_CONNECTION_ID with Retire Prior To: the
+/// device switches to the new connection ID and retires the old one.
+#[test]
+fn new_connection_id_with_retire_prior_to() {
+    let mut p = established();
+    // The server issued sequence 1 after the handshake (cid-rotation on hosts).
+    let issued: Vec<(u64, crate::ConnectionId, [u8; 16])> =
+        p.server().local_cids.iter().map(|i| (i.seq, i.cid, i.token)).collect();
+    let Some(&(seq, cid, token)) = issued.iter().find(|i| i.0 == 1) else {
+        panic!("the server issued no connection ID: {issued:?}");
+    };
+    let old = *p.client.remote_cid();
+    assert_ne!(old, cid);
+    // The same connection ID again, now retiring everything before it.
+    let f = Frame::NewConnectionId {
+        sequence: crate::coding::VarInt::new(seq).unwrap(),
+        retire_prior_to: crate::coding::VarInt::new(seq).unwrap(),
+        cid,
+        reset_token: token,
+    };
+    deliver(&mut p, &frames(&[f]));
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(*p.client.remote_cid(), cid);
+    exchange(&mut p, b"GET", &pattern(2000));
+    settle(&mut p);
+    // The server got the RETIRE_CONNECTION_ID of sequence 0.
+    assert!(p.server().local_cids.iter().all(|i| i.seq != 0));
+    assert_eq!(p.client.remote_cids.retiring(), 0);
+    // A third connection ID beyond our active_connection_id_limit (2, RFC 9000 §5.1.1):
+    // CONNECTION_ID_LIMIT_ERROR.
+    let frames2: Vec<Frame<'_>> = (10..13)
+        .map(|s| Frame::NewConnectionId {
+            sequence: crate::coding::VarInt::new(s).unwrap(),
+            retire_prior_to: crate::coding::VarInt::new(0).unwrap(),
+            cid: crate::ConnectionId::new(&[s as u8; 8]).unwrap(),
+            reset_token: [s as u8; 16],
+        })
+        .collect();
+    deliver(&mut p, &frames(&frames2));
+    let (code, _) = local_close(&mut p);
+    assert_eq!(code, crate::error::TransportErrorCode::CONNECTION_ID_LIMIT_ERROR.0);
+}
+
+#[test]
+fn idle_timeout_closes_silently() {
+    let mut p = established();
+    // The server disappears.
+    p.server = None;
+    let start = p.now;
+    p.run_until(Duration::from_secs(120), |p| p.client.is_closed());
+    assert_eq!(p.client.close_reason(), Some(CloseReason::IdleTimeout));
+    assert!(p.client.is_drained());
+    let waited = p.now.as_micros() - start.as_micros();
+    assert!(waited >= 30_000_000, "{waited} µs");
+}
+
+#[test]
+fn server_close_drains() {
+    let mut p = established();
+    p.server().close(0x10c, b"bye");
+    p.run_until(Duration::from_secs(2), |p| p.client.is_closed());
+    match p.client.close_reason() {
+        Some(CloseReason::Peer(c)) => assert_eq!((c.code, c.application), (0x10c, true)),
+        r => panic!("{r:?}"),
+    }
+    // RFC 9000 §10.2.2: a draining endpoint sends nothing, then is drained.
+    let mut buf = vec![0u8; 1500];
+    let now = p.now;
+    assert!(p.client.poll_transmit(now, &mut buf).is_none());
+    assert!(!p.client.is_drained());
+    p.run_until(Duration::from_secs(10), |p| p.client.is_drained());
+    assert!(p.client.is_drained());
+}
+
+/// RFC 9000 §3.5, §19.4, §19.5: the server's STOP_SENDING is answered with RESET_STREAM
+/// and reported; the device's STOP_SENDING and RESET_STREAM reach the server.
+#[test]
+fn reset_and_stop_sending_both_ways() {
+    let mut p = established();
+    let id = open_request(&mut p);
+    p.client.write(id, b"partial").unwrap();
+    let mut v = Vec::new();
+    let ok = p.run_until(Duration::from_secs(2), |p| {
+        srv_drain(p.server.as_mut().unwrap(), id, &mut v);
+        v == b"partial"
+    });
+    assert!(ok);
+    p.server().stop_sending(StreamId::new(id).unwrap(), 0x10b);
+    let mut stopped = None;
+    let ok = p.run_until(Duration::from_secs(2), |p| {
+        stopped = p.client.poll_stopped();
+        stopped.is_some()
+    });
+    assert!(
+        ok,
+        "{:?} {:?}",
+        p.client.close_reason(),
+        p.server.as_ref().and_then(|s| s.close_reason())
+    );
+    assert_eq!(stopped, Some((id, 0x10b)));
+    // The device stops reading a server uni stream; the server's stream is reset.
+    p.server().stream_send(StreamId::new(id).unwrap(), b"resp").unwrap();
+    p.client.stop_sending(id, 0x10c);
+    let ok = p.run_until(Duration::from_secs(2), |p| {
+        p.server().stream_send(StreamId::new(id).unwrap(), b"x").is_err()
+            && p.client.recovery.bytes_in_flight() == 0
+    });
+    assert!(ok);
+    assert!(!p.client.is_closed());
+}
