@@ -10,6 +10,21 @@
 
 use salty::{FieldElement, FieldImplementation as _};
 
+/// A field element from its value as eight little-endian 32-bit words, at compile time, in
+/// salty's limbs: eight 32-bit limbs on Cortex-M4, sixteen 16-bit ones (in i64) elsewhere.
+const fn field_element(words: [u32; 8]) -> FieldElement {
+    let mut limbs = FieldElement::ZERO.0;
+    let bits = 256 / limbs.len();
+    let mut i = 0;
+    while i < limbs.len() {
+        let at = i * bits;
+        let piece = (words[at / 32] as u64 >> (at % 32)) & ((1u64 << bits) - 1);
+        limbs[i] = piece as _;
+        i += 1;
+    }
+    FieldElement(limbs)
+}
+
 /// A point in extended homogeneous coordinates (X : Y : Z : T), x = X/Z, y = Y/Z,
 /// x·y = T/Z (RFC 8032 §5.1.4).
 #[derive(Clone, Copy)]
@@ -29,12 +44,17 @@ impl Point {
         t: FieldElement::ZERO,
     };
 
-    /// RFC 8032 §5.1: the base point B.
-    pub(crate) fn base() -> Point {
-        let x = FieldElement::EDWARDS_BASEPOINT_X;
-        let y = FieldElement::EDWARDS_BASEPOINT_Y;
-        Point { t: &x * &y, x, y, z: FieldElement::ONE }
-    }
+    /// RFC 8032 §5.1: the base point B, with T = x·y precomputed (a constant, so the
+    /// verification's ladder adds it from flash and holds no copy).
+    pub(crate) const BASE: Point = Point {
+        x: FieldElement::EDWARDS_BASEPOINT_X,
+        y: FieldElement::EDWARDS_BASEPOINT_Y,
+        z: FieldElement::ONE,
+        t: field_element([
+            0xa5b7dda3, 0x6dde8ab3, 0x775152f5, 0x20f09f80, 0x64abe37d, 0x66ea4e8e, 0xd78b7665,
+            0x67875f0f,
+        ]),
+    };
 
     /// RFC 8032 §5.1.3: decodes a point into `out`; false (and `out` unspecified) if it is
     /// not on the curve, or x = 0 with the sign bit set. The caller has checked that y is
@@ -139,17 +159,21 @@ impl Point {
         self.z = f * g;
     }
 
-    /// `acc` = `acc` + [k]P, k a 256-bit little-endian scalar: double-and-add from the top
-    /// bit. Variable-time: only for public scalars and points (verification).
-    pub(crate) fn add_multiple(acc: &mut Point, k: &[u8; 32], p: &Point) {
-        let mut sum = Point::IDENTITY;
-        for bit in (0..256).rev() {
-            sum.double();
+    /// `acc` = [s]B + [k]P for scalars below L < 2^253 (little-endian): one double-and-add
+    /// from bit 252 down, adding B and P where their bits are set (Straus/Shamir: one chain
+    /// of doublings for both products). Variable-time: it branches on the scalars' bits, so
+    /// it is only for public scalars and points (signature verification).
+    pub(crate) fn double_scalar_mul(acc: &mut Point, s: &[u8; 32], k: &[u8; 32], p: &Point) {
+        *acc = Point::IDENTITY;
+        for bit in (0..253).rev() {
+            acc.double();
+            if (s[bit / 8] >> (bit % 8)) & 1 == 1 {
+                acc.add(&Point::BASE);
+            }
             if (k[bit / 8] >> (bit % 8)) & 1 == 1 {
-                sum.add(p);
+                acc.add(p);
             }
         }
-        acc.add(&sum);
     }
 }
 
@@ -168,36 +192,44 @@ mod tests {
 
     #[test]
     fn base_encodes_as_rfc8032() {
-        assert_eq!(
-            Point::base().encode(),
-            curve25519_dalek::constants::ED25519_BASEPOINT_POINT.compress().to_bytes()
-        );
+        let base = curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
+        assert_eq!(Point::BASE.encode(), base.compress().to_bytes());
+        // The precomputed T is x·y.
+        let b = Point::BASE;
+        assert_eq!(b.t.to_bytes(), (&b.x * &b.y).to_bytes());
         let mut one = [0u8; 32];
         one[0] = 1;
         assert_eq!(Point::IDENTITY.encode(), one);
     }
 
     #[test]
-    fn multiples_match_dalek() {
+    fn double_scalar_mul_matches_dalek() {
+        let base = curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
         for seed in 1u8..6 {
-            let k = scalar(seed);
-            let dalek_k = Scalar::from_bytes_mod_order(k);
-            // [k]B
-            let mut acc = Point::IDENTITY;
-            Point::add_multiple(&mut acc, &k, &Point::base());
-            let expected = curve25519_dalek::constants::ED25519_BASEPOINT_POINT * dalek_k;
-            assert_eq!(acc.encode(), expected.compress().to_bytes(), "[k]B, seed {seed}");
-            // [k]A for a decoded A, added to an accumulator, and negated.
-            let a_bytes = expected.compress().to_bytes();
+            let s = scalar(seed);
+            let k = scalar(seed + 17);
+            let (dalek_s, dalek_k) =
+                (Scalar::from_bytes_mod_order(s), Scalar::from_bytes_mod_order(k));
+            // A decoded from [s]B's encoding, then [s]B + [k]A, [s]B alone and [k]A alone.
+            let a_dalek = base * dalek_s;
+            let a_bytes = a_dalek.compress().to_bytes();
             let mut a = Point::IDENTITY;
             assert!(Point::decode(&a_bytes, &mut a));
             assert_eq!(a.encode(), a_bytes);
-            let k2 = scalar(seed + 17);
             let mut acc = a;
-            Point::add_multiple(&mut acc, &k2, &a);
-            let a_dalek = expected;
-            let want = a_dalek + a_dalek * Scalar::from_bytes_mod_order(k2);
-            assert_eq!(acc.encode(), want.compress().to_bytes(), "A + [k]A, seed {seed}");
+            Point::double_scalar_mul(&mut acc, &s, &k, &a);
+            let want = base * dalek_s + a_dalek * dalek_k;
+            assert_eq!(acc.encode(), want.compress().to_bytes(), "[s]B + [k]A, seed {seed}");
+            Point::double_scalar_mul(&mut acc, &s, &[0; 32], &a);
+            assert_eq!(acc.encode(), a_bytes, "[s]B, seed {seed}");
+            Point::double_scalar_mul(&mut acc, &[0; 32], &k, &a);
+            assert_eq!(acc.encode(), (a_dalek * dalek_k).compress().to_bytes(), "[k]A");
+            // The top bit a scalar below L can have (bit 252).
+            let mut top = [0u8; 32];
+            top[31] = 0x10;
+            Point::double_scalar_mul(&mut acc, &top, &top, &a);
+            let t = Scalar::from_bytes_mod_order(top);
+            assert_eq!(acc.encode(), (base * t + a_dalek * t).compress().to_bytes());
             let mut neg = a;
             neg.negate();
             assert_eq!(neg.encode(), (-a_dalek).compress().to_bytes());

@@ -292,48 +292,30 @@ fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(
     salty_verify(key, &k, sig)
 }
 
-/// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B + [k](-A) by encoding
-/// (`edwards.rs`: salty's field arithmetic, mote's point operations). S is below L (checked
-/// by the caller), so it is used as it is; k is reduced by [`challenge`].
-// The two products are separate frames (issue 8): only the accumulator is held here.
+/// RFC 8032 §5.1.7 steps 1 and 3: A decoded (a key not on the curve is refused), then
+/// [S]B == R + [k]A checked as R == [S]B + [k](-A) by encoding (`edwards.rs`: salty's
+/// field arithmetic, mote's point operations), so a non-canonical R never matches. S is
+/// below L (checked by the caller), so it is used as it is; k is reduced by [`challenge`].
+/// Variable-time (the ladder branches on S's and k's bits): every input is public.
+// Its own frame (issue 8): the point and the accumulator only, the field temporaries in
+// `add`'s and `double`'s frames below.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
 fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
     let s: &[u8; 32] = s.try_into().map_err(|_| Error::BadSignature)?;
-    let mut check = crate::edwards::Point::IDENTITY;
-    add_key_multiple(&mut check, key, k)?;
-    add_base_multiple(&mut check, s);
-    if check.encode() == *r {
-        Ok(())
-    } else {
-        Err(Error::BadSignature)
-    }
-}
-
-/// `acc` += [k](-A), with A decoded from its encoding (RFC 8032 §5.1.7 step 1: a key not on
-/// the curve is refused).
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-#[inline(never)]
-fn add_key_multiple(
-    acc: &mut crate::edwards::Point,
-    key: &[u8; 32],
-    k: &[u8; 32],
-) -> Result<(), Error> {
     let mut minus_a = crate::edwards::Point::IDENTITY;
     if !crate::edwards::Point::decode(key, &mut minus_a) {
         return Err(Error::BadSignature);
     }
     minus_a.negate();
-    crate::edwards::Point::add_multiple(acc, k, &minus_a);
-    Ok(())
-}
-
-/// `acc` += [S]B, B the base point.
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-#[inline(never)]
-fn add_base_multiple(acc: &mut crate::edwards::Point, s: &[u8; 32]) {
-    crate::edwards::Point::add_multiple(acc, s, &crate::edwards::Point::base());
+    let mut check = crate::edwards::Point::IDENTITY;
+    crate::edwards::Point::double_scalar_mul(&mut check, s, k, &minus_a);
+    if check.encode() == *r {
+        Ok(())
+    } else {
+        Err(Error::BadSignature)
+    }
 }
 
 /// RFC 8032 §5.1.7 step 2: k = SHA-512(R || A || M) mod L. SHA-512 is mote's
