@@ -80,7 +80,7 @@ impl Point {
         out.t *= &v;
         out.t *= &u; // u·v⁷
         out.x *= &u; // u·v³
-        out.t = out.t.pow2523();
+        out.t = crate::field25519::pow_p58(&out.t);
         out.x *= &out.t;
         // v·x² is u (x is the root), -u (x·sqrt(-1) is), or neither (no point).
         out.t = out.x.squared();
@@ -105,7 +105,7 @@ impl Point {
 
     /// RFC 8032 §5.1.2: the encoding of y with the sign of x in the top bit.
     pub(crate) fn encode(&self) -> [u8; 32] {
-        let z_inv = self.z.inverse();
+        let z_inv = crate::field25519::invert(&self.z);
         let x = (&self.x * &z_inv).to_bytes();
         let mut y = (&self.y * &z_inv).to_bytes();
         y[31] |= (x[0] & 1) << 7;

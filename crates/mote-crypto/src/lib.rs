@@ -31,6 +31,8 @@ mod secret;
 
 #[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
 mod edwards;
+#[cfg(all(feature = "rustcrypto", feature = "salty"))]
+mod field25519;
 #[cfg(feature = "rustcrypto")]
 mod gcm;
 #[cfg(feature = "rustcrypto")]

@@ -32,7 +32,7 @@ pub(crate) fn x25519(mut k: [u8; 32], u: [u8; 32]) -> [u8; 32] {
     }
     ladder.swap(Choice::from(swap));
     // x2 · z2^(p-2).
-    let out = &ladder.x2 * &ladder.z2.inverse();
+    let out = &ladder.x2 * &crate::field25519::invert(&ladder.z2);
     zeroize::Zeroize::zeroize(&mut k);
     out.to_bytes()
 }

@@ -1,0 +1,53 @@
+//! The two exponentiations the device's curve25519 code needs (inversion for X25519 and
+//! point encoding, the square root's (p-5)/8 power for point decoding), as one routine on
+//! salty's field arithmetic: salty has a loop for each.
+//!
+//! Both exponents are 2^250 - 1 followed by a few bits, so one square-and-multiply loop
+//! with a short tail serves both. The exponents are public constants: which steps multiply
+//! depends only on them, never on the base, so X25519's inversion of a secret stays
+//! constant time.
+
+use salty::{FieldElement, FieldImplementation as _};
+
+/// x^e for e = (2^250 - 1)·2^n + tail (tail < 2^n), by square-and-multiply from the top bit.
+#[inline(never)]
+fn pow(x: &FieldElement, tail: u8, n: u32) -> FieldElement {
+    let mut r = *x; // the leading 1
+    for i in (0..249 + n).rev() {
+        r = r.squared();
+        if i >= n || (tail >> i) & 1 == 1 {
+            r *= x;
+        }
+    }
+    r
+}
+
+/// 1/x = x^(p-2) (Fermat; 0 maps to 0): p - 2 = 2^255 - 21 = (2^250 - 1)·2^5 + 0b01011.
+pub(crate) fn invert(x: &FieldElement) -> FieldElement {
+    pow(x, 0b01011, 5)
+}
+
+/// x^((p-5)/8), the power in RFC 8032 §5.1.3's square root: (p-5)/8 = 2^252 - 3 =
+/// (2^250 - 1)·2^2 + 0b01.
+#[cfg(feature = "ed25519")]
+pub(crate) fn pow_p58(x: &FieldElement) -> FieldElement {
+    pow(x, 0b01, 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_as_salty() {
+        let mut x = FieldElement::D;
+        for _ in 0..8 {
+            assert_eq!(invert(&x).to_bytes(), x.inverse().to_bytes());
+            assert_eq!((&invert(&x) * &x).to_bytes(), FieldElement::ONE.to_bytes());
+            #[cfg(feature = "ed25519")]
+            assert_eq!(pow_p58(&x).to_bytes(), x.pow2523().to_bytes());
+            x = &x.squared() + &FieldElement::I;
+        }
+        assert_eq!(invert(&FieldElement::ZERO).to_bytes(), [0; 32]);
+    }
+}
