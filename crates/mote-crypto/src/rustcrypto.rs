@@ -335,44 +335,30 @@ fn challenge(r: &[u8], key: &[u8; 32], message: &[&[u8]]) -> [u8; 32] {
 }
 
 /// RFC 8032 §5.1.7 step 2 (and §5.1.6 step 5): a 64-byte digest as a little-endian integer,
-/// reduced mod L. Bit by bit from the top: r = 2r + bit, then r - L if r ≥ L (r < L < 2^253
-/// stays in eight words); branch-free. 512 steps of a few dozen instructions, small next to
-/// the two scalar multiplications of a verification.
+/// reduced mod L. Bit by bit from the top: r = 2r + bit, then r - L if r ≥ L (r < L < 2^253,
+/// so 2r + 1 fits in 32 bytes). Variable-time (the subtraction is a branch): the digest of
+/// a verification is public. 512 steps over bytes, small next to the scalar multiplication.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 fn reduce_mod_order(wide: &[u8; 64]) -> [u8; 32] {
-    let mut l = [0u32; 8];
-    for (w, b) in l.iter_mut().zip(ED25519_ORDER.chunks_exact(4)) {
-        *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    let mut r = [0u32; 8];
-    for byte in wide.iter().rev() {
-        for bit in (0..8).rev() {
-            let mut carry = u32::from((byte >> bit) & 1);
-            for w in r.iter_mut() {
-                let top = *w >> 31;
-                *w = (*w << 1) | carry;
-                carry = top;
-            }
-            // d = r - L; a final borrow means r < L, and r stays.
-            let mut d = [0u32; 8];
+    let mut r = [0u8; 32];
+    for bit in (0..512).rev() {
+        let mut carry = (wide[bit / 8] >> (bit % 8)) & 1;
+        for b in r.iter_mut() {
+            let top = *b >> 7;
+            *b = (*b << 1) | carry;
+            carry = top;
+        }
+        if !below(&r, &ED25519_ORDER) {
             let mut borrow = false;
-            for ((d, r), l) in d.iter_mut().zip(&r).zip(&l) {
-                let (x, b1) = r.overflowing_sub(*l);
-                let (x, b2) = x.overflowing_sub(u32::from(borrow));
-                *d = x;
+            for (b, l) in r.iter_mut().zip(&ED25519_ORDER) {
+                let (x, b1) = b.overflowing_sub(*l);
+                let (x, b2) = x.overflowing_sub(u8::from(borrow));
+                *b = x;
                 borrow = b1 | b2;
-            }
-            let keep = u32::from(borrow).wrapping_neg();
-            for (r, d) in r.iter_mut().zip(&d) {
-                *r = (*r & keep) | (*d & !keep);
             }
         }
     }
-    let mut out = [0u8; 32];
-    for (o, w) in out.chunks_exact_mut(4).zip(&r) {
-        o.copy_from_slice(&w.to_le_bytes());
-    }
-    out
+    r
 }
 
 /// The group order L = 2^252 + 27742317777372353535851937790883648493 (RFC 8032 §5.1),
