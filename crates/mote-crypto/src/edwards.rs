@@ -112,12 +112,6 @@ impl Point {
         y
     }
 
-    /// -P = (-x, y).
-    pub(crate) fn negate(&mut self) {
-        self.x = -&self.x;
-        self.t = -&self.t;
-    }
-
     /// RFC 8032 §5.1.4: P = P + Q (the unified addition formula, with k = 2d).
     #[inline(never)]
     pub(crate) fn add(&mut self, q: &Point) {
@@ -230,8 +224,11 @@ mod tests {
             Point::double_scalar_mul(&mut acc, &top, &top, &a);
             let t = Scalar::from_bytes_mod_order(top);
             assert_eq!(acc.encode(), (base * t + a_dalek * t).compress().to_bytes());
+            // -A from A's encoding with the sign bit flipped.
+            let mut flipped = a_bytes;
+            flipped[31] ^= 0x80;
             let mut neg = a;
-            neg.negate();
+            assert!(Point::decode(&flipped, &mut neg));
             assert_eq!(neg.encode(), (-a_dalek).compress().to_bytes());
         }
     }

@@ -304,11 +304,15 @@ fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(
 fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
     let s: &[u8; 32] = s.try_into().map_err(|_| Error::BadSignature)?;
+    // -A = (-x, y) decoded from A's encoding with the sign of x flipped: A is not of small
+    // order (checked by the caller), so x ≠ 0, and the flipped encoding decodes exactly
+    // when A's does (§5.1.3's x = 0 rule cannot tell them apart).
+    let mut minus_a_bytes = *key;
+    minus_a_bytes[31] ^= 0x80;
     let mut minus_a = crate::edwards::Point::IDENTITY;
-    if !crate::edwards::Point::decode(key, &mut minus_a) {
+    if !crate::edwards::Point::decode(&minus_a_bytes, &mut minus_a) {
         return Err(Error::BadSignature);
     }
-    minus_a.negate();
     let mut check = crate::edwards::Point::IDENTITY;
     crate::edwards::Point::double_scalar_mul(&mut check, s, k, &minus_a);
     if check.encode() == *r {
