@@ -1,5 +1,5 @@
 //! The two exponentiations the device's curve25519 code needs (inversion for X25519 and
-//! point encoding, the square root's (p-5)/8 power for point decoding), as one routine on
+//! point encoding, the square root's (p+3)/8 power for point decoding), as one routine on
 //! salty's field arithmetic: salty has a loop for each.
 //!
 //! Both exponents are 2^250 - 1 followed by a few bits, so one square-and-multiply loop
@@ -27,11 +27,11 @@ pub(crate) fn invert(x: &FieldElement) -> FieldElement {
     pow(x, 0b01011, 5)
 }
 
-/// x^((p-5)/8), the power in RFC 8032 §5.1.3's square root: (p-5)/8 = 2^252 - 3 =
-/// (2^250 - 1)·2^2 + 0b01.
+/// x^((p+3)/8), RFC 8032 §5.1.3's candidate square root of x: (p+3)/8 = 2^252 - 2 =
+/// (2^250 - 1)·2^2 + 0b10.
 #[cfg(feature = "ed25519")]
-pub(crate) fn pow_p58(x: &FieldElement) -> FieldElement {
-    pow(x, 0b01, 2)
+pub(crate) fn pow_p38(x: &FieldElement) -> FieldElement {
+    pow(x, 0b10, 2)
 }
 
 #[cfg(test)]
@@ -44,8 +44,9 @@ mod tests {
         for _ in 0..8 {
             assert_eq!(invert(&x).to_bytes(), x.inverse().to_bytes());
             assert_eq!((&invert(&x) * &x).to_bytes(), FieldElement::ONE.to_bytes());
+            // x^((p+3)/8) = x·x^((p-5)/8).
             #[cfg(feature = "ed25519")]
-            assert_eq!(pow_p58(&x).to_bytes(), x.pow2523().to_bytes());
+            assert_eq!(pow_p38(&x).to_bytes(), (&x * &x.pow2523()).to_bytes());
             x = &x.squared() + &FieldElement::I;
         }
         assert_eq!(invert(&FieldElement::ZERO).to_bytes(), [0; 32]);
