@@ -135,6 +135,17 @@ impl Point {
         self.z = f * g;
     }
 
+    /// P = [4]P, and whether x = 0 there: [4]P is then the identity or (0, -1), so P's order
+    /// divides 8 (P is of small order: the eight-torsion, which dalek's `verify_strict`
+    /// refuses as key and as R). Public data: variable-time.
+    pub(crate) fn quadruple_is_on_y_axis(&mut self) -> bool {
+        for _ in 0..2 {
+            let p = *self;
+            self.add(&p);
+        }
+        self.x.to_bytes() == [0; 32]
+    }
+
     /// `acc` = [s]B + [k]P for scalars below L < 2^253 (little-endian): one double-and-add
     /// from bit 252 down, adding B and P where their bits are set (Straus/Shamir: one chain
     /// of doublings for both products). Variable-time: it branches on the scalars' bits, so
@@ -144,8 +155,8 @@ impl Point {
         for bit in (0..253).rev() {
             // 2P as P + P: the addition formula is complete (RFC 8032 §5.1.4 gives a
             // cheaper doubling; one formula is less flash).
-            let p2 = *acc;
-            acc.add(&p2);
+            let twice = *acc;
+            acc.add(&twice);
             if (s[bit / 8] >> (bit % 8)) & 1 == 1 {
                 acc.add(&Point::BASE);
             }
@@ -215,6 +226,22 @@ mod tests {
             let mut neg = a;
             assert!(Point::decode(&flipped, &mut neg));
             assert_eq!(neg.encode(), (-a_dalek).compress().to_bytes());
+        }
+    }
+
+    #[test]
+    fn small_order_is_the_eight_torsion() {
+        let base = curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
+        for t in curve25519_dalek::constants::EIGHT_TORSION {
+            let mut p = Point::IDENTITY;
+            // (0, -1)'s and the identity's negatives encode with the sign bit set: refused
+            // by decoding, so only the canonical encodings are decoded here.
+            assert!(Point::decode(&t.compress().to_bytes(), &mut p), "{t:?}");
+            assert!(p.quadruple_is_on_y_axis(), "{t:?}");
+            // A point of order 8L, 4L, 2L or L is not of small order.
+            let mixed = (base * Scalar::from(3u8) + t).compress().to_bytes();
+            assert!(Point::decode(&mixed, &mut p));
+            assert!(!p.quadruple_is_on_y_axis(), "{t:?}");
         }
     }
 

@@ -277,7 +277,8 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
 /// being out of range), the signature is invalid"; salty reduces S instead), A must be a
 /// canonical encoding (§5.1.3: y < p; salty does not check) of a point not of small order,
 /// R must not be of small order either, and [S]B = R + [k]A is checked with R compared by
-/// its encoding, so a non-canonical R never matches.
+/// its encoding, so a non-canonical R never matches. The small orders are checked on the
+/// points, in [`salty_verify`].
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
@@ -285,7 +286,7 @@ fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(
     if let Some(top) = y.last_mut() {
         *top &= 0x7f; // the sign of x
     }
-    if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) || small_order(key) || small_order(r) {
+    if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) {
         return Err(Error::BadSignature);
     }
     let k = challenge(r, key, message);
@@ -304,18 +305,23 @@ fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(
 fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
     let s: &[u8; 32] = s.try_into().map_err(|_| Error::BadSignature)?;
-    // -A = (-x, y) decoded from A's encoding with the sign of x flipped: A is not of small
-    // order (checked by the caller), so x ≠ 0, and the flipped encoding decodes exactly
-    // when A's does (§5.1.3's x = 0 rule cannot tell them apart).
+    // -A = (-x, y) decoded from A's encoding with the sign of x flipped. Where x ≠ 0 the
+    // flipped encoding decodes exactly when A's does; x = 0 is (0, ±1), of small order:
+    // refused either way (by §5.1.3's x = 0 rule or as of small order below).
     let mut minus_a_bytes = *key;
     minus_a_bytes[31] ^= 0x80;
     let mut minus_a = crate::edwards::Point::IDENTITY;
     if !crate::edwards::Point::decode(&minus_a_bytes, &mut minus_a) {
         return Err(Error::BadSignature);
     }
-    let mut check = crate::edwards::Point::IDENTITY;
+    // A of small order is refused (as dalek's `verify_strict`): -A is iff A is.
+    let mut check = minus_a;
+    if check.quadruple_is_on_y_axis() {
+        return Err(Error::BadSignature);
+    }
     crate::edwards::Point::double_scalar_mul(&mut check, s, k, &minus_a);
-    if check.encode() == *r {
+    // R is refused if of small order: if it matches, it is `check`, so `check` is tested.
+    if check.encode() == *r && !check.quadruple_is_on_y_axis() {
         Ok(())
     } else {
         Err(Error::BadSignature)
@@ -379,42 +385,6 @@ const FIELD_PRIME: [u8; 32] = [
     0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
 ];
-
-/// The canonical encodings of the points of order 1, 2, 4 or 8, compared without the sign
-/// bit: y = 0, 1, p - 1 and the two y of the order-8 points (checked with exact point
-/// arithmetic when written). Their non-canonical aliases y + p (of 0 and 1, the only ones
-/// below 2^255) need no entry: A is refused unless y < p, and R is compared by its encoding
-/// with the canonical encoding of [S]B - [k]A, which an alias never equals.
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-const SMALL_ORDER_Y: [[u8; 32]; 5] = {
-    let mut t = [[0u8; 32]; 5];
-    t[1][0] = 1;
-    t[2] = [
-        0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98,
-        0xf0, 0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53,
-        0xfc, 0x05,
-    ];
-    t[3] = [
-        0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67,
-        0x0f, 0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac,
-        0x03, 0x7a,
-    ];
-    // p - 1.
-    t[4] = FIELD_PRIME;
-    t[4][0] = 0xec;
-    t
-};
-
-/// Whether the point encoding `enc` (32 bytes) is one of [`SMALL_ORDER_Y`], sign ignored.
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-fn small_order(enc: &[u8]) -> bool {
-    SMALL_ORDER_Y.iter().any(|y| {
-        y.iter().zip(enc).enumerate().all(|(i, (a, b))| {
-            let b = if i == 31 { b & 0x7f } else { *b };
-            *a == b
-        })
-    })
-}
 
 /// Whether the little-endian number `x` is below `bound` (both 32 bytes). Public data: no
 /// need for constant time.
@@ -982,6 +952,57 @@ mod ed25519_tests {
         assert!(!dalek(&key, b"any", &sig));
     }
 
+    /// Keys and R of small or mixed order, with [S]B = R + [k]A holding (S = r + k·a built
+    /// from chosen discrete logs): small orders are refused, a mixed-order key whose torsion
+    /// part [k] cancels is accepted, and the other is refused — each as dalek decides.
+    #[test]
+    fn small_and_mixed_orders_decide_as_ed25519_dalek() {
+        use curve25519_dalek::{constants, EdwardsPoint, Scalar};
+        use sha2::Digest as _;
+        let base = constants::ED25519_BASEPOINT_POINT;
+        // Sign for key `a_point` whose discrete log in the prime-order part is `a`.
+        let sign = |a: Scalar, a_point: EdwardsPoint, r: Scalar, r_point: EdwardsPoint, m: &[u8]| {
+            let (r_bytes, a_bytes) = (r_point.compress().to_bytes(), a_point.compress().to_bytes());
+            let mut h = sha2::Sha512::new();
+            h.update(r_bytes);
+            h.update(a_bytes);
+            h.update(m);
+            let k = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
+            let mut sig = [0u8; 64];
+            sig[..32].copy_from_slice(&r_bytes);
+            sig[32..].copy_from_slice((r + k * a).as_bytes());
+            (a_bytes, sig, k)
+        };
+        let a = Scalar::from(0x1234_5678u64);
+        let r = Scalar::from(0x9abc_def0u64);
+        let (mut accepted, mut refused) = (0, 0);
+        for (i, t) in constants::EIGHT_TORSION.iter().enumerate() {
+            for m in 0u8..6 {
+                let msg = [m, i as u8];
+                // Key of small order (a = 0), R = [r]B: refused.
+                let (key, sig, _) = sign(Scalar::ZERO, *t, r, base * r, &msg);
+                assert!(verify_strict(&key, &msg, &sig).is_err());
+                assert!(!dalek(&key, &msg, &sig));
+                // R of small order (r = 0, R = T) under a prime-order key: the equation
+                // holds only for T = identity, and is refused for every T.
+                let (key, sig, _) = sign(a, base * a, Scalar::ZERO, *t, &msg);
+                assert!(verify_strict(&key, &msg, &sig).is_err());
+                assert!(!dalek(&key, &msg, &sig));
+                // Mixed-order key A + T: accepted exactly when [k]T is the identity.
+                let (key, sig, k) = sign(a, base * a + t, r, base * r, &msg);
+                let ours = verify_strict(&key, &msg, &sig).is_ok();
+                assert_eq!(ours, dalek(&key, &msg, &sig), "T{i} m{m}");
+                assert_eq!(ours, t * k == EdwardsPoint::default(), "T{i} m{m}");
+                if ours {
+                    accepted += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+        }
+        assert!(accepted > 6 && refused > 6, "{accepted} {refused}");
+    }
+
     /// `verify_parts` decides on the concatenation of the parts, however it is split (the
     /// device's Ed25519 hashes them as they are; other paths concatenate).
     #[test]
@@ -1061,20 +1082,7 @@ mod write_key_tests {
 
 #[cfg(all(test, feature = "ed25519", feature = "salty"))]
 mod salty_tests {
-    use super::{reduce_mod_order, small_order, ED25519_ORDER, SMALL_ORDER_Y};
-
-    /// [`SMALL_ORDER_Y`] is exactly the eight torsion points' canonical encodings, sign bit
-    /// cleared: each of those is found, and each entry decodes to a point of small order.
-    #[test]
-    fn small_order_table_is_the_torsion_subgroup() {
-        for p in curve25519_dalek::constants::EIGHT_TORSION {
-            assert!(small_order(p.compress().as_bytes()), "{p:?}");
-        }
-        for y in SMALL_ORDER_Y {
-            let p = curve25519_dalek::edwards::CompressedEdwardsY(y).decompress();
-            assert!(p.is_some_and(|p| p.is_small_order()), "{y:02x?}");
-        }
-    }
+    use super::{reduce_mod_order, ED25519_ORDER};
 
     /// The device's reduction of a 64-byte digest mod L agrees with curve25519-dalek's
     /// `from_bytes_mod_order_wide` on edge values (0, L, L - 1, 2L, 2^512 - 1, L at the top)
