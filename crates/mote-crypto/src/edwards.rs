@@ -69,7 +69,7 @@ impl Point {
         out.y = FieldElement::from_bytes_unchecked(&y_bytes);
         out.z = FieldElement::ONE;
         // Step 2: x² = u / v with u = y² - 1, v = d·y² + 1.
-        let mut u = out.y.squared();
+        let mut u = crate::field25519::square(&out.y);
         let mut v = &u * &FieldElement::D;
         v += &FieldElement::ONE;
         u -= &FieldElement::ONE;
@@ -80,7 +80,7 @@ impl Point {
         out.t = &u * &crate::field25519::invert(&v); // u/v
         out.x = crate::field25519::pow_p38(&out.t);
         // x² is u/v (x is the root), -u/v (x·sqrt(-1) is), or neither (no point).
-        let x2 = out.x.squared();
+        let x2 = crate::field25519::square(&out.x);
         if x2.to_bytes() != out.t.to_bytes() {
             if (&x2 + &out.t).to_bytes() != [0; 32] {
                 return false;

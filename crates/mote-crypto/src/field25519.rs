@@ -1,20 +1,28 @@
 //! The two exponentiations the device's curve25519 code needs (inversion for X25519 and
 //! point encoding, the square root's (p+3)/8 power for point decoding), as one routine on
-//! salty's field arithmetic: salty has a loop for each.
+//! salty's field arithmetic: salty has a loop for each. Also the square both use.
 //!
 //! Both exponents are 2^250 - 1 followed by a few bits, so one square-and-multiply loop
 //! with a short tail serves both. The exponents are public constants: which steps multiply
 //! depends only on them, never on the base, so X25519's inversion of a secret stays
 //! constant time.
 
-use salty::{FieldElement, FieldImplementation as _};
+use salty::FieldElement;
+
+/// x² as x·x: salty's squaring is its own 410 B of assembly, ~30 % faster than its
+/// multiplication; only the multiplication is kept on the device (every square of mote's
+/// X25519 and Ed25519 goes through here, so the squaring routine is not linked).
+#[inline(always)]
+pub(crate) fn square(x: &FieldElement) -> FieldElement {
+    x * x
+}
 
 /// x^e for e = (2^250 - 1)·2^n + tail (tail < 2^n), by square-and-multiply from the top bit.
 #[inline(never)]
 fn pow(x: &FieldElement, tail: u8, n: u32) -> FieldElement {
     let mut r = *x; // the leading 1
     for i in (0..249 + n).rev() {
-        r = r.squared();
+        r = square(&r);
         if i >= n || (tail >> i) & 1 == 1 {
             r *= x;
         }
@@ -37,6 +45,7 @@ pub(crate) fn pow_p38(x: &FieldElement) -> FieldElement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use salty::FieldImplementation as _;
 
     #[test]
     fn same_as_salty() {
