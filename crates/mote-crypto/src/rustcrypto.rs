@@ -961,18 +961,20 @@ mod ed25519_tests {
         use sha2::Digest as _;
         let base = constants::ED25519_BASEPOINT_POINT;
         // Sign for key `a_point` whose discrete log in the prime-order part is `a`.
-        let sign = |a: Scalar, a_point: EdwardsPoint, r: Scalar, r_point: EdwardsPoint, m: &[u8]| {
-            let (r_bytes, a_bytes) = (r_point.compress().to_bytes(), a_point.compress().to_bytes());
-            let mut h = sha2::Sha512::new();
-            h.update(r_bytes);
-            h.update(a_bytes);
-            h.update(m);
-            let k = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
-            let mut sig = [0u8; 64];
-            sig[..32].copy_from_slice(&r_bytes);
-            sig[32..].copy_from_slice((r + k * a).as_bytes());
-            (a_bytes, sig, k)
-        };
+        let sign =
+            |a: Scalar, a_point: EdwardsPoint, r: Scalar, r_point: EdwardsPoint, m: &[u8]| {
+                let (r_bytes, a_bytes) =
+                    (r_point.compress().to_bytes(), a_point.compress().to_bytes());
+                let mut h = sha2::Sha512::new();
+                h.update(r_bytes);
+                h.update(a_bytes);
+                h.update(m);
+                let k = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
+                let mut sig = [0u8; 64];
+                sig[..32].copy_from_slice(&r_bytes);
+                sig[32..].copy_from_slice((r + k * a).as_bytes());
+                (a_bytes, sig, k)
+            };
         let a = Scalar::from(0x1234_5678u64);
         let r = Scalar::from(0x9abc_def0u64);
         let (mut accepted, mut refused) = (0, 0);
