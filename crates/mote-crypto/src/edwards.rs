@@ -135,14 +135,20 @@ impl Point {
         self.z = f * g;
     }
 
+    /// P = 2P as P + P: the addition formula is complete (RFC 8032 §5.1.4 gives a cheaper
+    /// doubling; one formula is less flash).
+    #[inline(never)]
+    fn double(&mut self) {
+        let p = *self;
+        self.add(&p);
+    }
+
     /// P = [4]P, and whether x = 0 there: [4]P is then the identity or (0, -1), so P's order
     /// divides 8 (P is of small order: the eight-torsion, which dalek's `verify_strict`
     /// refuses as key and as R). Public data: variable-time.
     pub(crate) fn quadruple_is_on_y_axis(&mut self) -> bool {
-        for _ in 0..2 {
-            let p = *self;
-            self.add(&p);
-        }
+        self.double();
+        self.double();
         self.x.to_bytes() == [0; 32]
     }
 
@@ -153,10 +159,7 @@ impl Point {
     pub(crate) fn double_scalar_mul(acc: &mut Point, s: &[u8; 32], k: &[u8; 32], p: &Point) {
         *acc = Point::IDENTITY;
         for bit in (0..253).rev() {
-            // 2P as P + P: the addition formula is complete (RFC 8032 §5.1.4 gives a
-            // cheaper doubling; one formula is less flash).
-            let twice = *acc;
-            acc.add(&twice);
+            acc.double();
             if (s[bit / 8] >> (bit % 8)) & 1 == 1 {
                 acc.add(&Point::BASE);
             }
