@@ -4,9 +4,11 @@
 //! salty's own point layer builds every intermediate value of an addition as a new field
 //! element and moves whole points through its scalar multiplication: 1 KB of stack for
 //! [k]A, at the bottom of the handshake's deepest chain (the server's CertificateVerify,
-//! issue 8). Here points are updated in place and a multiplication holds one accumulator.
-//! Verification has only public inputs (S, k, A, R), so the multiplication may branch on
-//! the scalar's bits. Checked against curve25519-dalek below and by `ed25519_tests`.
+//! issue 8). Here points are updated in place, and [S]B + [k](-A) is one double-and-add
+//! holding one accumulator. For flash (issue 8), one formula serves addition and doubling,
+//! and squares, inversion and the square root go through `field25519.rs`. Verification has
+//! only public inputs (S, k, A, R), so the multiplication may branch on the scalars' bits.
+//! Checked against curve25519-dalek below and by `ed25519_tests`.
 
 use salty::{FieldElement, FieldImplementation as _};
 
