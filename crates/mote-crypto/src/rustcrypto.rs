@@ -277,7 +277,8 @@ fn ed25519_verify(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> Result<(), 
 /// being out of range), the signature is invalid"; salty reduces S instead), A must be a
 /// canonical encoding (§5.1.3: y < p; salty does not check) of a point not of small order,
 /// R must not be of small order either, and [S]B = R + [k]A is checked with R compared by
-/// its encoding, so a non-canonical R never matches.
+/// its encoding, so a non-canonical R never matches. The small orders are checked on the
+/// points, in [`salty_verify`].
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
@@ -285,55 +286,46 @@ fn ed25519_verify(key: &[u8; 32], message: &[&[u8]], sig: &[u8; 64]) -> Result<(
     if let Some(top) = y.last_mut() {
         *top &= 0x7f; // the sign of x
     }
-    if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) || small_order(key) || small_order(r) {
+    if !below(s, &ED25519_ORDER) || !below(&y, &FIELD_PRIME) {
         return Err(Error::BadSignature);
     }
     let k = challenge(r, key, message);
     salty_verify(key, &k, sig)
 }
 
-/// RFC 8032 §5.1.7 step 3: [S]B == R + [k]A, checked as R == [S]B + [k](-A) by encoding
-/// (`edwards.rs`: salty's field arithmetic, mote's point operations). S is below L (checked
-/// by the caller), so it is used as it is; k is reduced by [`challenge`].
-// The two products are separate frames (issue 8): only the accumulator is held here.
+/// RFC 8032 §5.1.7 steps 1 and 3: A decoded (a key not on the curve is refused), then
+/// [S]B == R + [k]A checked as R == [S]B + [k](-A) by encoding (`edwards.rs`: salty's
+/// field arithmetic, mote's point operations), so a non-canonical R never matches. S is
+/// below L (checked by the caller), so it is used as it is; k is reduced by [`challenge`].
+/// Variable-time (the ladder branches on S's and k's bits): every input is public.
+// Its own frame (issue 8): the point and the accumulator only, the field temporaries in
+// `add`'s and `double`'s frames below.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 #[inline(never)]
 fn salty_verify(key: &[u8; 32], k: &[u8; 32], sig: &[u8; 64]) -> Result<(), Error> {
     let (r, s) = sig.split_at(32);
     let s: &[u8; 32] = s.try_into().map_err(|_| Error::BadSignature)?;
-    let mut check = crate::edwards::Point::IDENTITY;
-    add_key_multiple(&mut check, key, k)?;
-    add_base_multiple(&mut check, s);
-    if check.encode() == *r {
+    // -A = (-x, y) decoded from A's encoding with the sign of x flipped. Where x ≠ 0 the
+    // flipped encoding decodes exactly when A's does; x = 0 is (0, ±1), of small order:
+    // refused either way (by §5.1.3's x = 0 rule or as of small order below).
+    let mut minus_a_bytes = *key;
+    minus_a_bytes[31] ^= 0x80;
+    let mut minus_a = crate::edwards::Point::IDENTITY;
+    if !crate::edwards::Point::decode(&minus_a_bytes, &mut minus_a) {
+        return Err(Error::BadSignature);
+    }
+    // A of small order is refused (as dalek's `verify_strict`): -A is iff A is.
+    let mut check = minus_a;
+    if check.quadruple_is_on_y_axis() {
+        return Err(Error::BadSignature);
+    }
+    crate::edwards::Point::double_scalar_mul(&mut check, s, k, &minus_a);
+    // R is refused if of small order: if it matches, it is `check`, so `check` is tested.
+    if check.encode() == *r && !check.quadruple_is_on_y_axis() {
         Ok(())
     } else {
         Err(Error::BadSignature)
     }
-}
-
-/// `acc` += [k](-A), with A decoded from its encoding (RFC 8032 §5.1.7 step 1: a key not on
-/// the curve is refused).
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-#[inline(never)]
-fn add_key_multiple(
-    acc: &mut crate::edwards::Point,
-    key: &[u8; 32],
-    k: &[u8; 32],
-) -> Result<(), Error> {
-    let mut minus_a = crate::edwards::Point::IDENTITY;
-    if !crate::edwards::Point::decode(key, &mut minus_a) {
-        return Err(Error::BadSignature);
-    }
-    minus_a.negate();
-    crate::edwards::Point::add_multiple(acc, k, &minus_a);
-    Ok(())
-}
-
-/// `acc` += [S]B, B the base point.
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-#[inline(never)]
-fn add_base_multiple(acc: &mut crate::edwards::Point, s: &[u8; 32]) {
-    crate::edwards::Point::add_multiple(acc, s, &crate::edwards::Point::base());
 }
 
 /// RFC 8032 §5.1.7 step 2: k = SHA-512(R || A || M) mod L. SHA-512 is mote's
@@ -353,44 +345,30 @@ fn challenge(r: &[u8], key: &[u8; 32], message: &[&[u8]]) -> [u8; 32] {
 }
 
 /// RFC 8032 §5.1.7 step 2 (and §5.1.6 step 5): a 64-byte digest as a little-endian integer,
-/// reduced mod L. Bit by bit from the top: r = 2r + bit, then r - L if r ≥ L (r < L < 2^253
-/// stays in eight words); branch-free. 512 steps of a few dozen instructions, small next to
-/// the two scalar multiplications of a verification.
+/// reduced mod L. Bit by bit from the top: r = 2r + bit, then r - L if r ≥ L (r < L < 2^253,
+/// so 2r + 1 fits in 32 bytes). Variable-time (the subtraction is a branch): the digest of
+/// a verification is public. 512 steps over bytes, small next to the scalar multiplication.
 #[cfg(all(feature = "ed25519", feature = "salty"))]
 fn reduce_mod_order(wide: &[u8; 64]) -> [u8; 32] {
-    let mut l = [0u32; 8];
-    for (w, b) in l.iter_mut().zip(ED25519_ORDER.chunks_exact(4)) {
-        *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    let mut r = [0u32; 8];
-    for byte in wide.iter().rev() {
-        for bit in (0..8).rev() {
-            let mut carry = u32::from((byte >> bit) & 1);
-            for w in r.iter_mut() {
-                let top = *w >> 31;
-                *w = (*w << 1) | carry;
-                carry = top;
-            }
-            // d = r - L; a final borrow means r < L, and r stays.
-            let mut d = [0u32; 8];
+    let mut r = [0u8; 32];
+    for bit in (0..512).rev() {
+        let mut carry = (wide[bit / 8] >> (bit % 8)) & 1;
+        for b in r.iter_mut() {
+            let top = *b >> 7;
+            *b = (*b << 1) | carry;
+            carry = top;
+        }
+        if !below(&r, &ED25519_ORDER) {
             let mut borrow = false;
-            for ((d, r), l) in d.iter_mut().zip(&r).zip(&l) {
-                let (x, b1) = r.overflowing_sub(*l);
-                let (x, b2) = x.overflowing_sub(u32::from(borrow));
-                *d = x;
+            for (b, l) in r.iter_mut().zip(&ED25519_ORDER) {
+                let (x, b1) = b.overflowing_sub(*l);
+                let (x, b2) = x.overflowing_sub(u8::from(borrow));
+                *b = x;
                 borrow = b1 | b2;
-            }
-            let keep = u32::from(borrow).wrapping_neg();
-            for (r, d) in r.iter_mut().zip(&d) {
-                *r = (*r & keep) | (*d & !keep);
             }
         }
     }
-    let mut out = [0u8; 32];
-    for (o, w) in out.chunks_exact_mut(4).zip(&r) {
-        o.copy_from_slice(&w.to_le_bytes());
-    }
-    out
+    r
 }
 
 /// The group order L = 2^252 + 27742317777372353535851937790883648493 (RFC 8032 §5.1),
@@ -407,42 +385,6 @@ const FIELD_PRIME: [u8; 32] = [
     0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
 ];
-
-/// The canonical encodings of the points of order 1, 2, 4 or 8, compared without the sign
-/// bit: y = 0, 1, p - 1 and the two y of the order-8 points (checked with exact point
-/// arithmetic when written). Their non-canonical aliases y + p (of 0 and 1, the only ones
-/// below 2^255) need no entry: A is refused unless y < p, and R is compared by its encoding
-/// with the canonical encoding of [S]B - [k]A, which an alias never equals.
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-const SMALL_ORDER_Y: [[u8; 32]; 5] = {
-    let mut t = [[0u8; 32]; 5];
-    t[1][0] = 1;
-    t[2] = [
-        0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98,
-        0xf0, 0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53,
-        0xfc, 0x05,
-    ];
-    t[3] = [
-        0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67,
-        0x0f, 0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac,
-        0x03, 0x7a,
-    ];
-    // p - 1.
-    t[4] = FIELD_PRIME;
-    t[4][0] = 0xec;
-    t
-};
-
-/// Whether the point encoding `enc` (32 bytes) is one of [`SMALL_ORDER_Y`], sign ignored.
-#[cfg(all(feature = "ed25519", feature = "salty"))]
-fn small_order(enc: &[u8]) -> bool {
-    SMALL_ORDER_Y.iter().any(|y| {
-        y.iter().zip(enc).enumerate().all(|(i, (a, b))| {
-            let b = if i == 31 { b & 0x7f } else { *b };
-            *a == b
-        })
-    })
-}
 
 /// Whether the little-endian number `x` is below `bound` (both 32 bytes). Public data: no
 /// need for constant time.
@@ -1010,6 +952,59 @@ mod ed25519_tests {
         assert!(!dalek(&key, b"any", &sig));
     }
 
+    /// Keys and R of small or mixed order, with [S]B = R + [k]A holding (S = r + k·a built
+    /// from chosen discrete logs): small orders are refused, a mixed-order key whose torsion
+    /// part [k] cancels is accepted, and the other is refused — each as dalek decides.
+    #[test]
+    fn small_and_mixed_orders_decide_as_ed25519_dalek() {
+        use curve25519_dalek::{constants, EdwardsPoint, Scalar};
+        use sha2::Digest as _;
+        let base = constants::ED25519_BASEPOINT_POINT;
+        // Sign for key `a_point` whose discrete log in the prime-order part is `a`.
+        let sign =
+            |a: Scalar, a_point: EdwardsPoint, r: Scalar, r_point: EdwardsPoint, m: &[u8]| {
+                let (r_bytes, a_bytes) =
+                    (r_point.compress().to_bytes(), a_point.compress().to_bytes());
+                let mut h = sha2::Sha512::new();
+                h.update(r_bytes);
+                h.update(a_bytes);
+                h.update(m);
+                let k = Scalar::from_bytes_mod_order_wide(&h.finalize().into());
+                let mut sig = [0u8; 64];
+                sig[..32].copy_from_slice(&r_bytes);
+                sig[32..].copy_from_slice((r + k * a).as_bytes());
+                (a_bytes, sig, k)
+            };
+        let a = Scalar::from(0x1234_5678u64);
+        let r = Scalar::from(0x9abc_def0u64);
+        let (mut accepted, mut refused) = (0, 0);
+        for (i, t) in constants::EIGHT_TORSION.iter().enumerate() {
+            for m in 0u8..6 {
+                let msg = [m, i as u8];
+                // Key of small order (a = 0), R = [r]B: refused.
+                let (key, sig, _) = sign(Scalar::ZERO, *t, r, base * r, &msg);
+                assert!(verify_strict(&key, &msg, &sig).is_err());
+                assert!(!dalek(&key, &msg, &sig));
+                // R of small order (r = 0, R = T) under a prime-order key: the equation
+                // holds only for T = identity, and is refused for every T.
+                let (key, sig, _) = sign(a, base * a, Scalar::ZERO, *t, &msg);
+                assert!(verify_strict(&key, &msg, &sig).is_err());
+                assert!(!dalek(&key, &msg, &sig));
+                // Mixed-order key A + T: accepted exactly when [k]T is the identity.
+                let (key, sig, k) = sign(a, base * a + t, r, base * r, &msg);
+                let ours = verify_strict(&key, &msg, &sig).is_ok();
+                assert_eq!(ours, dalek(&key, &msg, &sig), "T{i} m{m}");
+                assert_eq!(ours, t * k == EdwardsPoint::default(), "T{i} m{m}");
+                if ours {
+                    accepted += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+        }
+        assert!(accepted > 6 && refused > 6, "{accepted} {refused}");
+    }
+
     /// `verify_parts` decides on the concatenation of the parts, however it is split (the
     /// device's Ed25519 hashes them as they are; other paths concatenate).
     #[test]
@@ -1089,20 +1084,7 @@ mod write_key_tests {
 
 #[cfg(all(test, feature = "ed25519", feature = "salty"))]
 mod salty_tests {
-    use super::{reduce_mod_order, small_order, ED25519_ORDER, SMALL_ORDER_Y};
-
-    /// [`SMALL_ORDER_Y`] is exactly the eight torsion points' canonical encodings, sign bit
-    /// cleared: each of those is found, and each entry decodes to a point of small order.
-    #[test]
-    fn small_order_table_is_the_torsion_subgroup() {
-        for p in curve25519_dalek::constants::EIGHT_TORSION {
-            assert!(small_order(p.compress().as_bytes()), "{p:?}");
-        }
-        for y in SMALL_ORDER_Y {
-            let p = curve25519_dalek::edwards::CompressedEdwardsY(y).decompress();
-            assert!(p.is_some_and(|p| p.is_small_order()), "{y:02x?}");
-        }
-    }
+    use super::{reduce_mod_order, ED25519_ORDER};
 
     /// The device's reduction of a 64-byte digest mod L agrees with curve25519-dalek's
     /// `from_bytes_mod_order_wide` on edge values (0, L, L - 1, 2L, 2^512 - 1, L at the top)

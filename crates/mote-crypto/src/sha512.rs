@@ -175,15 +175,17 @@ impl Sha512 {
         let total = self.absorbed.wrapping_add(self.buf_len as u64);
         let len = self.buf_len.min(BLOCK - 1);
         self.buf[len] = 0x80;
-        self.buf[len + 1..].fill(0);
+        for b in self.buf.iter_mut().skip(len + 1) {
+            *b = 0;
+        }
         if len >= BLOCK - 16 {
             compress(&mut self.state, &self.buf);
             self.buf.fill(0);
         }
         self.buf[BLOCK - 8..].copy_from_slice(&total.wrapping_mul(8).to_be_bytes());
         compress(&mut self.state, &self.buf);
-        for i in 0..8 {
-            out[8 * i..8 * i + 8].copy_from_slice(&self.state[i].to_be_bytes());
+        for (o, word) in out.chunks_exact_mut(8).zip(&self.state) {
+            o.copy_from_slice(&word.to_be_bytes());
         }
     }
 }

@@ -7,6 +7,7 @@
 //! conditional swaps, no branch or index depends on the scalar. Checked against
 //! x25519-dalek below and by RFC 7748's vectors (tests/vectors.rs).
 
+use crate::field25519::square;
 use salty::{FieldElement, FieldImplementation as _};
 use subtle::{Choice, ConditionallySelectable as _};
 
@@ -32,7 +33,7 @@ pub(crate) fn x25519(mut k: [u8; 32], u: [u8; 32]) -> [u8; 32] {
     }
     ladder.swap(Choice::from(swap));
     // x2 · z2^(p-2).
-    let out = &ladder.x2 * &ladder.z2.inverse();
+    let out = &ladder.x2 * &crate::field25519::invert(&ladder.z2);
     zeroize::Zeroize::zeroize(&mut k);
     out.to_bytes()
 }
@@ -64,12 +65,12 @@ impl Ladder {
         let da = &d * &a;
         let cb = &c * &b;
         // x3 = (DA + CB)², z3 = x1·(DA - CB)².
-        self.x3 = (&da + &cb).squared();
-        self.z3 = (&da - &cb).squared();
+        self.x3 = square(&(&da + &cb));
+        self.z3 = square(&(&da - &cb));
         self.z3 *= x1;
         // x2 = AA·BB, z2 = E·(BB + a24·E).
-        let aa = a.squared();
-        let bb = b.squared();
+        let aa = square(&a);
+        let bb = square(&b);
         let e = &aa - &bb;
         self.x2 = &aa * &bb;
         self.z2 = &e * &FieldElement::APLUS2_OVER_FOUR;
