@@ -78,7 +78,10 @@ pub const BUDGET_BYTES: u64 = 77_304 + 1_024;
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
 /// Quant's build matrix, applied cumulatively left to right: each row drops what its
-/// `drop` lists from the row before. Row 1 is the full default build.
+/// `drop` lists from the row before. Row 1 is the full default build. The rows up to
+/// `no-pacing-ecn` run the client on mote-quic's general `Connection` (firmware feature
+/// `general-connection`), whose code the dropped options gate; `device-conn` switches it to
+/// the device connection type the shipped client (and every authentication row) uses.
 const MATRIX: &[(&str, &str, &[&str])] = &[
     ("full", "full default: server code, QUIC v1+v2, DATAGRAM, every cipher, every option", &[]),
     ("client-only", "- server (mote-quic/mote-tls `server`)", &["server"]),
@@ -100,8 +103,14 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     (
         "no-pacing-ecn",
         "- pacing, ECN, BLOCKED frames, MAX_STREAMS updates (`pacing`, `ecn`, `blocked-frames`, \
-         `max-streams-updates`): the minimal client",
+         `max-streams-updates`)",
         &["pacing", "ecn", "blocked-frames", "max-streams-updates"],
+    ),
+    (
+        "device-conn",
+        "- the general connection: mote-quic's device connection type (client only, one path, \
+         fixed HTTP/3 stream set): the minimal client",
+        &["general-connection"],
     ),
 ];
 
@@ -136,6 +145,7 @@ const FULL: &[&str] = &[
     "ecn",
     "blocked-frames",
     "max-streams-updates",
+    "general-connection",
 ];
 
 /// One row per server authentication, each on the minimal client (features added to it),
@@ -1213,6 +1223,18 @@ mod tests {
             let mut plus: Vec<_> = budget.features.clone();
             plus.push(SELFMEASURE);
             assert_eq!(qemu.features, plus);
+        }
+    }
+
+    #[test]
+    fn only_the_general_rows_leave_the_device_connection() {
+        let rows = configs();
+        let device = MATRIX.iter().position(|(n, _, _)| *n == "device-conn").expect("row");
+        for target in TARGETS {
+            for c in rows.iter().filter(|c| c.target == *target) {
+                let general = MATRIX[..device].iter().any(|(n, _, _)| *n == c.name);
+                assert_eq!(c.features.contains(&"general-connection"), general, "{}", c.name);
+            }
         }
     }
 

@@ -224,7 +224,9 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
                 "warnings",
             ]))?;
             // The firmware: the footprint image, and the client in its largest and smallest
-            // configurations and each server authentication, on both targets.
+            // configurations on the general connection (`full`, `no-pacing-ecn`: firmware
+            // feature `general-connection`) and each server authentication (the device
+            // connection), on both targets.
             for target in footprint::TARGETS {
                 let mut cmd = util::cargo(&root.join("firmware"), None);
                 cmd.args(["clippy", "-p", "mote-footprint", "--target", target, "--"])
@@ -233,8 +235,9 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
                     util::run(&mut cmd)?;
                 }
             }
-            for config in
-                footprint::configs().iter().filter(|c| c.name == "full" || c.group == "auth")
+            for config in footprint::configs()
+                .iter()
+                .filter(|c| c.name == "full" || c.name == "no-pacing-ecn" || c.group == "auth")
             {
                 let mut cmd = util::cargo(&root.join("firmware"), None);
                 cmd.args(["clippy", "-p", "mote-client", "--target", config.target])

@@ -14,17 +14,16 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
 use mote_h3::client::{Client, Event as H3Event};
-use mote_h3::device::DeviceTransport;
 use mote_h3::{Config as H3Config, Request};
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
-#[cfg(all(feature = "stats", feature = "selfmeasure"))]
-use mote_quic::device::DeviceStats;
-use mote_quic::device::{DeviceConnection, DeviceStorage, PEER_UNI};
 use mote_quic::{ConnectionConfig, Instant};
 use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket};
 
 use crate::board::Board;
+#[cfg(all(feature = "stats", feature = "selfmeasure"))]
+use crate::conn::Stats;
+use crate::conn::{self, Conn, StreamBuffers};
 use crate::frame::{self, kind, Decoder};
 #[cfg(feature = "selfmeasure")]
 use crate::measure::{tag, Phase, Phases, Report};
@@ -33,18 +32,11 @@ use crate::measure::{tag, Phase, Phases, Report};
 compile_error!("choose a server authentication: rpk-ed25519, rpk-p256, psk or x509");
 
 /// TLS receive buffer for one partial handshake message.
-const TLS_RX: usize = 1024;
-/// Stream receive buffers: the request stream's and the server's three unidirectional
-/// streams' (RFC 9114 §6.2); each is the stream's flow-control window.
-const RECVS: usize = 1 + PEER_UNI;
-/// Stream buffers: the request's send buffer (a 1 KB POST body goes out in pieces), our
-/// control stream's (its type byte and SETTINGS: at most 40 bytes), and receive buffers.
-const STREAM_SEND: usize = 1024;
-const CONTROL_SEND: usize = 64;
-const STREAM_RECV: usize = 2048;
+pub(crate) const TLS_RX: usize = 1024;
 /// CRYPTO buffers per level and direction (a raw-public-key handshake needs a few hundred
-/// bytes per level; a ticket's NewSessionTicket about 200).
-const CRYPTO_BUF: usize = 1024;
+/// bytes per level; a ticket's NewSessionTicket about 200). The stream buffers are the
+/// connection type's ([`StreamBuffers`]).
+pub(crate) const CRYPTO_BUF: usize = 1024;
 /// Largest datagram (RFC 9000 §14: the client's Initial datagrams are 1200 bytes).
 const DATAGRAM: usize = 1200;
 /// Serial frames: type byte + datagram + CRC.
@@ -62,16 +54,6 @@ const H3_CONFIG: H3Config = H3Config {
     qpack_blocked_streams: 0,
     grease: Some(1),
 };
-
-/// The device connection (mote-quic's device connection type): caller-owned buffers.
-type Conn<'a> = DeviceConnection<
-    RustCrypto,
-    ClientSession<'a, RustCrypto, TLS_RX>,
-    &'a mut [u8],
-    &'a mut [u8],
-    16,
-    4,
->;
 
 /// The server as the device addresses it (the bridge forwards everything to the real one).
 const SERVER: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 443));
@@ -174,9 +156,7 @@ impl OnceAnchors {
 /// The caller-owned memory of a transaction.
 pub struct Buffers {
     crypto: [[u8; CRYPTO_BUF]; 6],
-    streams: [[u8; STREAM_RECV]; RECVS],
-    stream_send: [u8; STREAM_SEND],
-    control_send: [u8; CONTROL_SEND],
+    streams: StreamBuffers,
     tx: [u8; DATAGRAM],
     ticket: [u8; TICKET],
     link: Decoder<FRAME>,
@@ -189,9 +169,7 @@ impl Buffers {
     pub const fn new() -> Self {
         Self {
             crypto: [[0; CRYPTO_BUF]; 6],
-            streams: [[0; STREAM_RECV]; RECVS],
-            stream_send: [0; STREAM_SEND],
-            control_send: [0; CONTROL_SEND],
+            streams: StreamBuffers::new(),
             tx: [0; DATAGRAM],
             ticket: [0; TICKET],
             link: Decoder::new(),
@@ -208,7 +186,7 @@ impl Default for Buffers {
 
 /// The memory of a transaction's connection and HTTP/3 session: ~20 KB of state, so a
 /// static rather than stack (Quant keeps the same in its 16 KB heap). Both are written in
-/// place ([`DeviceConnection::init_client`]) and dropped in place after each transaction.
+/// place (`init_client`) and dropped in place after each transaction.
 pub struct Slots {
     conn: MaybeUninit<Conn<'static>>,
     h3: MaybeUninit<H3>,
@@ -322,7 +300,7 @@ struct Record {
     key_updates: u32,
     /// The connection's traffic counters (feature `stats`).
     #[cfg(feature = "stats")]
-    stats: DeviceStats,
+    stats: Stats,
     close_kind: u64,
     close_code: u64,
     h3_error: u64,
@@ -418,19 +396,14 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let config = init_config(config);
     #[cfg(not(feature = "x509"))]
     let config = init_config();
-    let Buffers { crypto, streams, stream_send, control_send, tx, ticket, link, scratch } = bufs;
+    let Buffers { crypto, streams, tx, ticket, link, scratch } = bufs;
     let [first, second] = kept;
     // One `Transaction` for both (one slot in this frame).
     let mut t = Transaction { config, transport, resumption: None, which: 0 };
     // 1: full handshake; keeps the session ticket.
     let ticket_len = {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store {
-            crypto: &mut *crypto,
-            streams: &mut *streams,
-            stream_send: &mut *stream_send,
-            control_send: &mut *control_send,
-        };
+        let store = Store { crypto: &mut *crypto, streams: &mut *streams };
         let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
         transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
     };
@@ -444,7 +417,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let resumed = t.resumption.is_some() || cfg!(feature = "psk");
     {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto, streams, stream_send, control_send };
+        let store = Store { crypto, streams };
         transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
     }
     let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
@@ -584,27 +557,12 @@ struct Io<'a> {
     scratch: &'a mut [u8; 128],
 }
 
-/// The static buffers a connection's storage is made of: three pointers, passed down to
-/// `connect`, which splits them ([`storage`]); the split `Storage` (18 slices) is built
-/// only there, not copied through every frame above it.
+/// The static buffers a connection's storage is made of: two pointers, passed down to
+/// `connect`, which splits them ([`conn::storage`]); the split storage (a dozen or more
+/// slices) is built only there, not copied through every frame above it.
 struct Store<'a> {
     crypto: &'a mut [[u8; CRYPTO_BUF]; 6],
-    streams: &'a mut [[u8; STREAM_RECV]; RECVS],
-    stream_send: &'a mut [u8; STREAM_SEND],
-    control_send: &'a mut [u8; CONTROL_SEND],
-}
-
-/// Splits the static buffers into the connection's storage.
-fn storage(store: Store<'_>) -> DeviceStorage<&'_ mut [u8], &'_ mut [u8]> {
-    let Store { crypto, streams, stream_send, control_send } = store;
-    let [c0, c1, c2, c3, c4, c5] = crypto;
-    let [r0, r1, r2, r3] = streams;
-    DeviceStorage {
-        crypto: [(c0, c1), (c2, c3), (c4, c5)],
-        control: control_send,
-        request: (stream_send, r0),
-        peer_uni: [r1, r2, r3],
-    }
+    streams: &'a mut StreamBuffers,
 }
 
 /// Adds `values` under the consecutive tags from `first` on.
@@ -637,7 +595,7 @@ fn report<B: Board>(board: &mut B, which: u64, ok: bool, o: &Record, dropped: u3
         r.put(tag::BYTES_SENT, o.stats.bytes_sent);
         r.put(tag::DATAGRAMS_RECEIVED, o.stats.datagrams_received);
         r.put(tag::BYTES_RECEIVED, o.stats.bytes_received);
-        r.put(tag::PTOS, u64::from(o.stats.ptos));
+        r.put(tag::PTOS, conn::ptos(&o.stats));
         r.put(tag::PACKETS_LOST, o.stats.packets_lost);
     }
     r.put(tag::FRAMES_DROPPED, u64::from(dropped));
@@ -827,17 +785,20 @@ fn event_loop<B: Board>(
         if conn.poll_timeout().is_some_and(|t| t <= now) {
             step(steps, 3, || on_timeout(conn, now));
         }
-        // What the connection has for the application (no event queue: it is polled).
-        if conn.ticket_ready() {
-            if let Some(buf) = ticket_out.as_deref_mut() {
-                if let Some(n) = conn.take_ticket(buf) {
-                    ticket = Some((n, now_us));
+        // What the connection has for the application: a session ticket, stopped streams.
+        conn::poll_news(
+            conn,
+            |conn| {
+                if let Some(buf) = ticket_out.as_deref_mut() {
+                    if let Some(n) = conn.take_ticket(buf) {
+                        ticket = Some((n, now_us));
+                    }
                 }
-            }
-        }
-        while let Some((id, code)) = conn.poll_stopped() {
-            let _ = h3.on_stop_sending(&mut DeviceTransport { conn: &mut *conn }, id, code);
-        }
+            },
+            |conn, id, code| {
+                let _ = h3.on_stop_sending(&mut conn::transport(conn), id, code);
+            },
+        );
         if conn.is_closed() && !closing {
             break;
         }
@@ -958,7 +919,7 @@ fn connect<'a, 's>(
             session.set_unix_time(_unix_time);
             session
         },
-        storage(store),
+        conn::storage(store.crypto, store.streams),
         now,
         SERVER,
         rng,
@@ -1010,7 +971,7 @@ fn transmit<B: Board>(board: &mut B, conn: &mut Conn<'_>, tx: &mut [u8; DATAGRAM
 #[inline(never)]
 fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
     let id = h3.request_id();
-    let polled = h3.poll(&mut DeviceTransport { conn }, |e| on_h3_event(req, id, e));
+    let polled = h3.poll(&mut conn::transport(conn), |e| on_h3_event(req, id, e));
     if let Err(e) = polled {
         req.failed = true;
         req.h3_error = e.code();
@@ -1027,7 +988,7 @@ fn drive_requests(
     body_buf: &mut [u8],
     scratch: &mut [u8],
 ) {
-    let t = &mut DeviceTransport { conn };
+    let t = &mut conn::transport(conn);
     if !h3.is_open() && h3.open(t).is_err() {
         return;
     }

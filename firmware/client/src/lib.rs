@@ -8,11 +8,14 @@
 //! - `heap` (feature `x509` only): the counting allocator rustls-webpki needs.
 //! - `mem` (Cortex-M only): compact `memcpy`/`memmove`/`memset`/`memcmp` replacing
 //!   compiler_builtins'.
+//! - [`conn`]: the QUIC connection the client runs on (mote-quic's device connection type;
+//!   its general `Connection` with feature `general-connection`).
 //! - [`app`]: the two transactions (HTTP/3 GET 5 KB + POST 1 KB; 1-RTT, then 0-RTT).
 #![cfg_attr(not(test), no_std)]
 
 pub mod app;
 pub mod board;
+pub mod conn;
 pub mod frame;
 #[cfg(feature = "x509")]
 pub mod heap;

@@ -96,6 +96,11 @@ pub struct QemuArgs {
     /// completed, the second resumed) and the static stack bounds are checked.
     #[arg(long, conflicts_with = "stack_steps")]
     uninstrumented: bool,
+    /// Run the client on mote-quic's general `Connection` (firmware feature
+    /// `general-connection`, the footprint matrix's rows above `device-conn`) instead of the
+    /// device connection type it ships with.
+    #[arg(long)]
+    general_connection: bool,
 }
 
 /// Server authentication of the firmware build.
@@ -117,6 +122,7 @@ impl Default for QemuArgs {
             auth: Auth::Rpk,
             stack_steps: false,
             uninstrumented: false,
+            general_connection: false,
         }
     }
 }
@@ -323,7 +329,8 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         args.profiles.clone()
     };
     ensure_qemu()?;
-    let elf = build_firmware(args.auth, args.stack_steps, !args.uninstrumented)?;
+    let elf =
+        build_firmware(args.auth, args.stack_steps, !args.uninstrumented, args.general_connection)?;
     let mut failed = false;
     // The paths the run does not take (or only in their cheap case), bounded statically
     // with the same budget: a key update's worst case, a HelloRetryRequest, and the whole
@@ -461,6 +468,7 @@ pub(crate) fn build_firmware(
     auth: Auth,
     stack_steps: bool,
     selfmeasure: bool,
+    general_connection: bool,
 ) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
@@ -476,6 +484,9 @@ pub(crate) fn build_firmware(
     }
     if stack_steps {
         features.push_str(",stack-steps");
+    }
+    if general_connection {
+        features.push_str(",general-connection");
     }
     cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
         .args(["--target", "thumbv7em-none-eabihf", "--no-default-features"])
