@@ -17,6 +17,7 @@
 //! - [`identity`]: certificates, keys and trust anchors from PEM files.
 
 pub mod client;
+pub mod device_client;
 pub mod clock;
 pub mod driver;
 pub mod error;
