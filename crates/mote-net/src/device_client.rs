@@ -224,6 +224,9 @@ impl Fetcher {
 impl Application<Device> for Fetcher {
     fn drive(&mut self, now: Instant, dev: &mut Device) -> Flow {
         let conn = &mut *dev.conn;
+        if std::env::var_os("DBG").is_some() {
+            eprintln!("drive {now:?} hs={} conf={} early={} cur={} sent={} h3open={} req={:?} closed={} stats={:?}", conn.is_handshake_complete(), conn.is_handshake_confirmed(), conn.can_send_early_data(), self.current, self.sent, self.h3.is_open(), conn.request_id(), conn.is_closed(), conn.stats());
+        }
         if conn.is_handshake_complete() && self.handshake_at.is_none() {
             self.handshake_at = Some(now);
         }
