@@ -46,10 +46,10 @@ use crate::{Error, ALPN_H3};
 const SENT: usize = 32;
 /// Received-packet ranges and reassembly ranges per stream (loss and reordering).
 const RANGES: usize = 32;
-/// The request stream's receive buffer: its flow-control window.
-const REQUEST_RECV: usize = 1 << 20;
-/// Receive buffers of the server's unidirectional streams (control, QPACK).
-const UNI_RECV: usize = 16 * 1024;
+/// Receive buffers of the request stream and the server's unidirectional streams (control,
+/// QPACK): each stream's flow-control window. Equal, as the connection advertises the
+/// smallest.
+const RECV: usize = 1 << 20;
 /// Send buffers of the request and our control stream (a GET's HEADERS frame; SETTINGS).
 const SEND: usize = 4 * 1024;
 /// The HTTP/3 client's per-stream buffer (response heads up to `H3_CAP - 16` bytes).
@@ -308,8 +308,8 @@ fn device_config() -> ConnectionConfig {
     // RFC 9114 §6.2: the server's control stream and its two QPACK streams.
     c.streams.max_streams_uni = 3;
     c.streams.max_data = 64 << 20;
-    c.streams.max_stream_data_bidi_local = REQUEST_RECV as u64;
-    c.streams.max_stream_data_uni = UNI_RECV as u64;
+    c.streams.max_stream_data_bidi_local = RECV as u64;
+    c.streams.max_stream_data_uni = RECV as u64;
     c.version = Version::V1;
     c
 }
@@ -384,8 +384,8 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
     let storage = DeviceStorage {
         crypto: [crypto(), crypto(), crypto()],
         control: vec![0u8; SEND],
-        request: (vec![0u8; SEND], vec![0u8; REQUEST_RECV]),
-        peer_uni: [vec![0u8; UNI_RECV], vec![0u8; UNI_RECV], vec![0u8; UNI_RECV]],
+        request: (vec![0u8; SEND], vec![0u8; RECV]),
+        peer_uni: [vec![0u8; RECV], vec![0u8; RECV], vec![0u8; RECV]],
     };
     let mut conn = Box::new(
         DevConn::client(&cc, Ring, tls, storage, clock.now(), remote, &mut SystemRng::new())
