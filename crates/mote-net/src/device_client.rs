@@ -12,9 +12,9 @@
 //! newest ticket and token back, as `mote get` does. `--key-update` starts one key update
 //! once the handshake is confirmed.
 //!
-//! The device connection keeps no key log and no packet log: `--keylog` and `--qlog-dir`
-//! write nothing here (the server's key log decrypts a trace). It cannot migrate, and it
-//! sends no ECN marks.
+//! `--keylog` appends the connection's TLS secrets (the device connection's `poll_keylog`,
+//! feature `keylog`); it keeps no packet log, so `--qlog-dir` writes nothing here. It
+//! cannot migrate, and it sends no ECN marks.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -36,6 +36,7 @@ use crate::client::{describe_close, GetOptions, GetReport, ServerAuthOption, MAX
 use crate::clock::{unix_millis, Clock};
 use crate::driver::{self, Application, Flow, SansIo};
 use crate::identity;
+use crate::keylog::KeyLogFile;
 use crate::session_file::SavedSession;
 use crate::socket::UdpSocket;
 use crate::types::{ClientTls, CRYPTO_BUFFER};
@@ -126,6 +127,7 @@ struct Fetcher {
     early_data: Option<bool>,
     retried: bool,
     scratch: Vec<u8>,
+    keylog: Option<KeyLogFile>,
 }
 
 impl Fetcher {
@@ -202,7 +204,9 @@ impl Fetcher {
                 f.file = None;
                 f.complete = problem.is_none();
             }
-            H3Event::StreamError(e) => problem = Some(format!("{}: HTTP/3 stream error {e:?}", f.path)),
+            H3Event::StreamError(e) => {
+                problem = Some(format!("{}: HTTP/3 stream error {e:?}", f.path))
+            }
             H3Event::Reset(code) => {
                 problem = Some(format!("{}: stream reset by the server (code {code:#x})", f.path));
             }
@@ -224,8 +228,8 @@ impl Fetcher {
 impl Application<Device> for Fetcher {
     fn drive(&mut self, now: Instant, dev: &mut Device) -> Flow {
         let conn = &mut *dev.conn;
-        if std::env::var_os("DBG").is_some() {
-            eprintln!("drive {now:?} hs={} conf={} early={} cur={} sent={} h3open={} req={:?} closed={} stats={:?}", conn.is_handshake_complete(), conn.is_handshake_confirmed(), conn.can_send_early_data(), self.current, self.sent, self.h3.is_open(), conn.request_id(), conn.is_closed(), conn.stats());
+        if let Some(k) = self.keylog.as_mut() {
+            k.drain(|| conn.poll_keylog());
         }
         if conn.is_handshake_complete() && self.handshake_at.is_none() {
             self.handshake_at = Some(now);
@@ -362,7 +366,8 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             .ok()
             .map(|ticket| Resumption { ticket, age_ms: u32::try_from(age).unwrap_or(u32::MAX) })
     });
-    let remembered = resumption.filter(|_| o.zero_rtt).map(|r| r.ticket.server_transport_parameters);
+    let remembered =
+        resumption.filter(|_| o.zero_rtt).map(|r| r.ticket.server_transport_parameters);
     let config: &'static ClientConfig<'static> = leak(ClientConfig {
         server_name: Some(Box::leak(first.host.clone().into_bytes().into_boxed_slice())),
         alpn: &[ALPN_H3],
@@ -437,12 +442,16 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         early_data: None,
         retried: false,
         scratch: vec![0u8; 1024],
+        keylog: o.keylog.as_deref().map(KeyLogFile::open).transpose()?,
     };
     let mut device = Device { conn };
     let transmit_buffer = usize::from(cc.max_datagram_size);
     let mut sockets = vec![socket];
     let run = driver::run(&mut sockets, &clock, &mut device, &mut app, transmit_buffer);
     let outcome = tokio::time::timeout(std::time::Duration::from_millis(o.timeout_ms), run).await;
+    if let Some(k) = app.keylog.as_mut() {
+        k.drain(|| device.conn.poll_keylog());
+    }
     let missing = app.fetches.iter().filter(|f| !f.complete).count();
     match outcome {
         Err(_) => {

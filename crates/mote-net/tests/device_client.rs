@@ -148,7 +148,14 @@ fn resumption_zero_rtt_and_key_update() {
         let mut o = options(server.port, &["10k.bin", "5k.bin"], &out);
         o.session_file = Some(session.clone());
         o.zero_rtt = true;
+        let keylog = out.join("keys.log");
+        o.keylog = Some(keylog.clone());
         let second = get(o).await.unwrap();
+        // The key log has the 0-RTT and 1-RTT secrets (a trace of it can be decrypted).
+        let keys = std::fs::read_to_string(&keylog).unwrap();
+        for label in ["CLIENT_EARLY_TRAFFIC_SECRET", "SERVER_TRAFFIC_SECRET_0"] {
+            assert!(keys.contains(label), "no {label} in {keys}");
+        }
         assert!(second.resumed, "not resumed");
         assert_eq!(second.early_data, Some(true), "0-RTT not accepted");
         assert_same(&www, &out, &["10k.bin", "5k.bin"]);
