@@ -297,6 +297,7 @@ fn short(name: &str) -> String {
         ("retry", "retry"),
         ("resumption", "resume"),
         ("zerortt", "0rtt"),
+        ("zerortt-1", "0rtt-1"),
         ("http3", "h3"),
         ("blackhole", "bh"),
         ("keyupdate", "ku"),

@@ -307,6 +307,9 @@ fn device_unsupported(get_help: &str, case: &super::cases::Case) -> Option<Strin
         "the device connection marks no packets ECT (feature ecn is the general connection's)"
     } else if case.name == "multiplexing" {
         "one request at a time: 1999 requests one after the other do not fit the case"
+    } else if case.name == "zerortt" {
+        "one request at a time: only the first of the 39 resumed requests can leave in 0-RTT \
+         (the case allows 5000 bytes of requests in 1-RTT); zerortt-1 is its one-request share"
     } else if case.chacha20 && !get_help.contains("--chacha20") {
         "this mote get has no --chacha20"
     } else {
