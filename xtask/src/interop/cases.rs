@@ -153,5 +153,15 @@ pub fn all() -> Vec<Case> {
 }
 
 /// The cases `cargo xtask test` runs against aioquic and quic-go.
-pub const CI_SUBSET: &[&str] =
-    &["handshake", "transfer", "retry", "resumption", "zerortt", "http3", "keyupdate", "v2", "ecn"];
+pub const CI_SUBSET: &[&str] = &[
+    "handshake",
+    "transfer",
+    "retry",
+    "resumption",
+    "zerortt",
+    "zerortt-1",
+    "http3",
+    "keyupdate",
+    "v2",
+    "ecn",
+];
