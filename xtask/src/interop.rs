@@ -40,8 +40,10 @@ pub struct InteropArgs {
     /// Test cases (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
-    /// mote's roles to test (comma-separated): client, server.
-    #[arg(long, value_delimiter = ',', default_value = "client,server")]
+    /// mote's roles to test (comma-separated): client, server, and device (`mote get
+    /// --device`, the firmware's connection and HTTP/3 client, as a client; cells named
+    /// `mote-dev`).
+    #[arg(long, value_delimiter = ',', default_value = "client,server,device")]
     pub roles: Vec<String>,
     /// Also run the peers against each other (useful before mote has serve/get; shows
     /// what the harness and the peers can do).
@@ -62,12 +64,13 @@ pub struct InteropArgs {
 }
 
 impl InteropArgs {
-    /// The CI subset: against aioquic and quic-go, both roles.
+    /// The CI subset: against aioquic and quic-go, both roles, and `mote get --device` as a
+    /// client (its cells add about 50 s).
     pub fn ci() -> Self {
         InteropArgs {
             peers: vec!["aioquic".into(), "quic-go".into()],
             cases: cases::CI_SUBSET.iter().map(|s| s.to_string()).collect(),
-            roles: vec!["client".into(), "server".into()],
+            roles: vec!["client".into(), "server".into(), "device".into()],
             peer_pairs: false,
             no_mote: false,
             json: None,
@@ -123,6 +126,17 @@ pub fn run(args: &InteropArgs) -> Result<()> {
     fs::create_dir_all(&work)?;
     let relay = build_relay(&root)?;
     let mote = if args.no_mote { None } else { Some(peers::mote(&root)?) };
+    let wants_device = args.roles.iter().any(|r| r == "device");
+    let mote_device = match &mote {
+        Some(m) if wants_device => {
+            let d = peers::mote_device(m);
+            if d.is_none() {
+                eprintln!("interop: this mote get has no --device; no mote-dev cells");
+            }
+            d
+        }
+        _ => None,
+    };
     let mut peer_list = Vec::new();
     for name in &args.peers {
         peer_list.push(peers::peer(name, &root, &work, &args.python)?);
@@ -141,6 +155,9 @@ pub fn run(args: &InteropArgs) -> Result<()> {
             }
             if args.roles.iter().any(|r| r == "server") {
                 pairs.push((p, m));
+            }
+            if let Some(d) = &mote_device {
+                pairs.push((d, p));
             }
         }
     }
@@ -281,6 +298,7 @@ fn short(name: &str) -> String {
         ("retry", "retry"),
         ("resumption", "resume"),
         ("zerortt", "0rtt"),
+        ("zerortt-1", "0rtt-1"),
         ("http3", "h3"),
         ("blackhole", "bh"),
         ("keyupdate", "ku"),
@@ -651,7 +669,12 @@ fn run_cell(
     let mut notes = Vec::new();
     let alpn = if client.h3_only() || server.h3_only() {
         if case.alpn != "h3" {
-            notes.push("run over h3: ngtcp2's gtlsclient/gtlsserver speak only h3".to_string());
+            let who = if client.kind == peers::Kind::MoteDevice {
+                "mote get --device (the HTTP/3 device client)"
+            } else {
+                "ngtcp2's gtlsclient/gtlsserver"
+            };
+            notes.push(format!("run over h3: {who} speaks only h3"));
         }
         "h3"
     } else {

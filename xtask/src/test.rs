@@ -57,7 +57,8 @@ pub enum Step {
     /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
     InteropTls,
     /// `cargo xtask interop` on the CI subset: handshake, transfer, retry, resumption,
-    /// zerortt, http3, keyupdate, v2, ecn between mote and aioquic and quic-go, both roles
+    /// zerortt, zerortt-1, http3, keyupdate, v2, ecn between mote and aioquic and quic-go,
+    /// both roles, and `mote get --device` (the firmware's stack) as a client
     Interop,
     /// every fuzz target for `--fuzz-seconds` each
     Fuzz,
@@ -181,7 +182,7 @@ fn describe(step: Step) -> &'static str {
         }
         Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
         Step::Interop => {
-            "cargo xtask interop, CI subset (mote against aioquic and quic-go, both roles)"
+            "cargo xtask interop, CI subset (mote against aioquic and quic-go, both roles and the device client)"
         }
         Step::Fuzz => "each fuzz target, bounded",
     }

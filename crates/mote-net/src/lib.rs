@@ -12,12 +12,16 @@
 //!   `mote_h3::quic`).
 //! - [`client`] (`mote get`): fetches URLs over one connection in parallel, resumes and sends
 //!   0-RTT from a session file, initiates key updates.
+//! - [`device_client`] (`mote get --device`): the firmware's stack (mote-quic's device
+//!   connection, mote-h3's one-request-at-a-time client) on a UDP socket, fetching one URL
+//!   after the other, for interop against servers nobody here wrote.
 //! - [`keylog`] (SSLKEYLOGFILE) and [`qlog`] (JSON-SEQ, the qvis schema): the observers QUIC
 //!   engineers debug with.
 //! - [`identity`]: certificates, keys and trust anchors from PEM files.
 
 pub mod client;
 pub mod clock;
+pub mod device_client;
 pub mod driver;
 pub mod error;
 pub mod identity;

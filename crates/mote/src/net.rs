@@ -113,6 +113,10 @@ pub struct GetArgs {
     /// Give up after this many milliseconds.
     #[arg(long, default_value_t = 60_000)]
     pub timeout_ms: u64,
+    /// Use the device connection and the HTTP/3 device client (the firmware's stack, one
+    /// request at a time) instead of the host's; needs `--alpn h3`.
+    #[arg(long, conflicts_with_all = ["migrate", "v2"])]
+    pub device: bool,
 }
 
 /// Runs `mote serve` until killed.
@@ -173,7 +177,14 @@ pub fn get(a: &GetArgs) -> Result<()> {
         migrate: a.migrate,
         timeout_ms: a.timeout_ms,
     };
-    let r = block_on(mote_net::client::get(options))??;
+    let r = if a.device {
+        if a.alpn != "h3" {
+            bail!("--device speaks HTTP/3 only: give --alpn h3");
+        }
+        block_on(mote_net::device_client::get(options))??
+    } else {
+        block_on(mote_net::client::get(options))??
+    };
     eprintln!(
         "mote get: {} files, {} bytes in {} ms (handshake {} ms, QUIC version {:#x}{}{}{}{}{}{}{}{}{})",
         r.files,

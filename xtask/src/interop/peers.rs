@@ -26,6 +26,9 @@ pub const PEERS: &[&str] = &["aioquic", "quic-go", "ngtcp2", "quinn"];
 pub enum Kind {
     /// mote's own `mote serve` / `mote get`.
     Mote,
+    /// `mote get --device`: the device connection and the HTTP/3 device client (the
+    /// firmware's stack, one request at a time, h3 only) as a client.
+    MoteDevice,
     /// aioquic (PyPI) through `aioquic_peer.py`.
     Aioquic,
     /// quic-go (Go module proxy) through the `quicgo-peer` harness.
@@ -104,13 +107,14 @@ impl Peer {
     /// Whether this implementation speaks only HTTP/3 (ngtcp2's Debian examples), so its
     /// cells run over h3 whatever the case's ALPN.
     pub fn h3_only(&self) -> bool {
-        self.kind == Kind::Ngtcp2
+        matches!(self.kind, Kind::Ngtcp2 | Kind::MoteDevice)
     }
 
     /// Why this implementation cannot do `case` in `role` ("client"/"server"), if so.
     pub fn unsupported(&self, role: &str, case: &super::cases::Case) -> Option<String> {
         let client = role == "client";
         match self.kind {
+            Kind::MoteDevice => device_unsupported(&self.get_help, case),
             Kind::Mote if client => {
                 let flags = [
                     (case.chacha20, "--chacha20"),
@@ -230,6 +234,9 @@ impl Peer {
             return cmd;
         }
         let mut cmd = self.command("get");
+        if self.kind == Kind::MoteDevice {
+            cmd.arg("--device");
+        }
         cmd.args(&c.urls);
         cmd.arg("--output").arg(c.output).arg("--ca").arg(c.ca);
         cmd.args(["--alpn", c.alpn]);
@@ -277,6 +284,38 @@ pub fn mote(root: &Path) -> Result<Peer> {
         prefix: vec![bin],
         get_help: String::from_utf8_lossy(&get.stdout).into_owned(),
     })
+}
+
+/// `mote get --device` as a client (the same binary as [`mote`]), if this build has it.
+pub fn mote_device(mote: &Peer) -> Option<Peer> {
+    mote.get_help.contains("--device").then(|| Peer {
+        name: "mote-dev",
+        kind: Kind::MoteDevice,
+        prefix: mote.prefix.clone(),
+        get_help: mote.get_help.clone(),
+    })
+}
+
+/// Why `mote get --device` cannot do `case`, if so: what the device connection and the
+/// one-request-at-a-time HTTP/3 device client leave out by design.
+fn device_unsupported(get_help: &str, case: &super::cases::Case) -> Option<String> {
+    let why = if case.v2 {
+        "the device connection offers no QUIC v2 (--device refuses --v2)"
+    } else if case.preferred_address {
+        "the device connection has one path: it does not move to a preferred address"
+    } else if case.name == "ecn" {
+        "the device connection marks no packets ECT (feature ecn is the general connection's)"
+    } else if case.name == "multiplexing" {
+        "one request at a time: 1999 requests one after the other do not fit the case"
+    } else if case.name == "zerortt" {
+        "one request at a time: only the first of the 39 resumed requests can leave in 0-RTT \
+         (the case allows 5000 bytes of requests in 1-RTT); zerortt-1 is its one-request share"
+    } else if case.chacha20 && !get_help.contains("--chacha20") {
+        "this mote get has no --chacha20"
+    } else {
+        return None;
+    };
+    Some(why.into())
 }
 
 /// Installs or builds one peer.

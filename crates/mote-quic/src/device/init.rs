@@ -139,7 +139,12 @@ where
         let compatible = config.compatible_version.filter(|v| v.is_supported() && *v != version);
         // The streams this client can hold: up to PEER_UNI of the server's unidirectional
         // ones (what the transport parameters advertise).
-        let streams = config.streams.for_slots(PEER_UNI);
+        let mut streams = config.streams.for_slots(PEER_UNI);
+        // RFC 9000 §4.1: the windows we enforce and extend are the ones the transport
+        // parameters advertise, which `encode_client` clamps to the smallest receive buffer.
+        let b = recv_buf as u64;
+        streams.max_stream_data_bidi_local = streams.max_stream_data_bidi_local.min(b);
+        streams.max_stream_data_uni = streams.max_stream_data_uni.min(b);
         let max_ack_delay = config.max_ack_delay();
         let threshold = config.ack_eliciting_threshold;
         let mut recovery = config.recovery;

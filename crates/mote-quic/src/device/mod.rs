@@ -310,6 +310,13 @@ where
         Some(n)
     }
 
+    /// The next TLS secret for an SSLKEYLOGFILE writer (feature `keylog`: debugging hosts,
+    /// e.g. so a trace of `mote get --device` can be decrypted).
+    #[cfg(feature = "keylog")]
+    pub fn poll_keylog(&mut self) -> Option<crate::connection::keylog::KeyLogEntry> {
+        self.hs.keylog.pop()
+    }
+
     /// Sets the address-validation token our Initials carry (a NEW_TOKEN token of an
     /// earlier connection, RFC 9000 §8.1.3). Only before the first datagram leaves.
     pub fn set_token(&mut self, token: &[u8]) -> bool {

@@ -1039,3 +1039,31 @@ fn reset_and_stop_sending_both_ways() {
     assert!(ok);
     assert!(!p.client.is_closed());
 }
+
+/// Receive buffers of different sizes (a request buffer larger than the server's uni
+/// streams'): the windows the connection holds to are the ones its transport parameters
+/// advertised (clamped to the smallest buffer), so a response larger than the advertised
+/// window still flows with MAX_STREAM_DATA (found by `mote get --device`: the request
+/// stream's 1 MB buffer was taken for the window while 16 KB was advertised, and the server
+/// stalled at 16 KB).
+#[test]
+fn unequal_receive_buffers_keep_the_advertised_windows() {
+    let mut p = DevPair::new();
+    let mut cfg = dev_cfg();
+    cfg.streams.max_stream_data_bidi_local = 64 * 1024;
+    cfg.streams.max_stream_data_uni = 64 * 1024;
+    let storage = DeviceStorage {
+        crypto: core::array::from_fn(|_| (vec![0; 4096], vec![0; 4096])),
+        control: vec![0; 8192],
+        request: (vec![0; 8192], vec![0; 64 * 1024]),
+        peer_uni: core::array::from_fn(|_| vec![0; 8192]),
+    };
+    let (client_tls, _) = tls_configs(b"ctx");
+    let tls = ClientSession::new(P, client_tls, None);
+    p.client =
+        Dev::client(&cfg, P, tls, storage, Instant::ZERO, addr(SERVER_ADDR), &mut TestRng(1))
+            .unwrap();
+    p.handshake();
+    // Three times the advertised 8 KB window.
+    exchange(&mut p, b"GET /24000", &pattern(24_000));
+}
