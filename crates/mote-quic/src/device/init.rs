@@ -213,6 +213,7 @@ where
             let bufs = Bufs { control, request, peer_uni };
             Streams::write_new(addr_of_mut!((*p).streams), &streams, bufs);
             put(addr_of_mut!((*p).remote_cids), || RemoteCids::new(original_dcid));
+            addr_of_mut!((*p).local_cids).write(super::local_cids::LocalCids::new());
             addr_of_mut!((*p).remote).write(remote);
             addr_of_mut!((*p).state).write(State::Open);
             addr_of_mut!((*p).settings).write(Settings {
@@ -270,6 +271,7 @@ where
             recovery: _,
             streams: _,
             remote_cids: _,
+            local_cids: _,
             remote: _,
             state: _,
             settings: _,

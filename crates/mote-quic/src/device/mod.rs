@@ -17,15 +17,14 @@
 //! key ([`crate::connection`]'s key slots), loss-recovery ([`Recovery`]), received-packet
 //! ([`ReceivedPackets`]) and stream-buffer code with the general
 //! [`crate::connection::Connection`], and none of its generality: no stream table, no
-//! control-frame table, no event ring, no connection-ID issuing, no migration, no path MTU
-//! discovery, no server side. Toward a compliant server its bytes on the wire are the
+//! control-frame table, no event ring, one spare connection ID ([`local_cids`]), no
+//! migration, no path MTU discovery, no server side. Toward a compliant server its bytes on the wire are the
 //! general client's in the device build (`--no-default-features --features resumption`):
 //! the first Initial is byte-equal (`tests::first_initial_is_the_general_connections`).
 //!
 //! What it leaves out, each off in the general connection's device build too or not
 //! needed by a client on one path: the server role and anti-amplification; issuing
-//! connection IDs (a RETIRE_CONNECTION_ID from the server is a PROTOCOL_VIOLATION, as it can
-//! only name the handshake connection ID); migration, path probing and PMTUD (it answers
+//! more than one spare connection ID; migration, path probing and PMTUD (it answers
 //! PATH_CHALLENGE); ECN marking, pacing, GSO; stateless-reset detection; DATAGRAM frames
 //! (received ones are a PROTOCOL_VIOLATION, RFC 9221 §3); compatible version negotiation
 //! (a Version Negotiation packet ends the attempt); the event queue (the application polls
@@ -33,6 +32,7 @@
 //! queries).
 
 mod init;
+mod local_cids;
 mod recv;
 mod send;
 pub mod streams;
@@ -148,6 +148,8 @@ pub struct DeviceConnection<
     /// The server's connection IDs (RFC 9000 §5.1.1, §5.1.2): stored up to our
     /// active_connection_id_limit, retired as Retire Prior To asks.
     remote_cids: RemoteCids,
+    /// Ours: the handshake connection ID and one spare (RFC 9000 §5.1.1).
+    local_cids: local_cids::LocalCids,
     remote: SocketAddr,
     state: State,
     settings: Settings,

@@ -57,6 +57,7 @@ pub(super) struct Sink<'a, C, S, const R: usize> {
     pub(super) crypto: &'a mut [CryptoSend<C, CRYPTO_RANGES>; 3],
     pub(super) rx: [&'a mut ReceivedSpace; 3],
     pub(super) remote_cids: &'a mut RemoteCids,
+    pub(super) local_cids: &'a mut super::local_cids::LocalCids,
     /// Ack-eliciting packets declared lost (feature `stats`).
     #[cfg(feature = "stats")]
     pub(super) lost: &'a mut u64,
@@ -102,6 +103,9 @@ where
         }
         if f.has(flag::RETIRE) {
             self.remote_cids.on_delivery(packet.pn, acked);
+        }
+        if f.has(flag::NEW_CID) {
+            self.local_cids.on_delivery(packet.pn, acked);
         }
         frames_delivered(self.streams, f, acked);
     }
@@ -304,6 +308,7 @@ where
         }
         self.any_packet = true;
         let payload = pkt.get(u.payload_range())?;
+        self.local_cids.received_on(&hdr.dcid);
         match self.process_frames(now, space, hdr.ptype, payload) {
             Err(close) => {
                 self.enter_closing(close);
@@ -326,8 +331,8 @@ where
     /// §17.2.2, §17.2.3).
     fn accept_header(&self, h: &Hdr) -> bool {
         let c = &self.hs.cids;
-        // Every packet is addressed to our one connection ID (we issue no others).
-        if h.dcid != c.local {
+        // Every packet is addressed to one of our connection IDs (RFC 9000 §5.1.1).
+        if !self.local_cids.accepts(&h.dcid, &c.local) {
             return false;
         }
         if h.long {
@@ -553,13 +558,9 @@ where
                         let (seq, rpt, cid, token) = parsed!(frame::read_new_connection_id(&mut r));
                         self.on_new_connection_id(seq.into_inner(), rpt.into_inner(), cid, token)?;
                     }
-                    // RFC 9000 §19.16: we issue no connection ID beyond the handshake one
-                    // (sequence 0), and every packet is addressed to it: a retirement names
-                    // a number never issued or the packet's own Destination Connection ID,
-                    // both a PROTOCOL_VIOLATION.
                     types::RETIRE_CONNECTION_ID => {
-                        let _ = parsed!(r.varint());
-                        return Err(violation(ty));
+                        let seq = parsed!(r.varint());
+                        self.on_retire_connection_id(seq.into_inner())?;
                     }
                     // RFC 9000 §8.2.2: answer the newest PATH_CHALLENGE with PATH_RESPONSE.
                     types::PATH_CHALLENGE => {
@@ -657,6 +658,7 @@ where
             self.hs.keys.discard_zero_rtt();
             self.recovery.on_handshake_confirmed(now);
             self.discard_space(PnSpace::Handshake, now);
+            self.issue_spare_cid();
         }
         Ok(())
     }
@@ -869,6 +871,7 @@ where
             crypto: &mut self.hs.crypto_send,
             rx: [&mut self.rx_initial, &mut self.rx_handshake, &mut self.rx_data],
             remote_cids: &mut self.remote_cids,
+            local_cids: &mut self.local_cids,
             #[cfg(feature = "stats")]
             lost: &mut self.traffic.packets_lost,
         };

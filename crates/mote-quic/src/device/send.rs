@@ -60,6 +60,8 @@ pub(crate) mod flag {
     pub(crate) const REQUEST_RESET: u32 = 1 << 9;
     /// PATH_RESPONSE (not sent again when lost, RFC 9000 §13.3).
     pub(crate) const PATH: u32 = 1 << 18;
+    /// NEW_CONNECTION_ID (the spare connection ID, [`super::local_cids`]).
+    pub(crate) const NEW_CID: u32 = 1 << 19;
     /// MAX_STREAM_DATA for receiving half `i` (bits 10..14).
     pub(crate) const fn max_stream_data(i: usize) -> u32 {
         1 << (10 + i)
@@ -265,6 +267,7 @@ where
             PnSpace::ApplicationData => {
                 self.ping_pending
                     || self.remote_cids.has_pending()
+                    || self.local_cids.has_pending()
                     || self.hs.crypto_send[2].wants_to_send()
                     || self.streams.wants_control()
                     || self.streams.wants_to_send()
@@ -447,6 +450,7 @@ where
                 f.flags |= flag::RETIRE;
                 any = true;
             }
+            any |= self.write_new_connection_id(pn, w, f);
         }
         if app {
             any |= self.write_stream_controls(w, f);

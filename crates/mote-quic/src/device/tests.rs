@@ -1067,3 +1067,172 @@ fn unequal_receive_buffers_keep_the_advertised_windows() {
     // Three times the advertised 8 KB window.
     exchange(&mut p, b"GET /24000", &pattern(24_000));
 }
+
+/// A 1-RTT packet from the server to the device's connection ID `dcid`, recorded as sent by
+/// the server as [`deliver`] does.
+fn deliver_to(p: &mut DevPair, dcid: &crate::ConnectionId, payload: &[u8]) {
+    let now = p.now;
+    let s = p.server.as_mut().unwrap();
+    let pn = s.recovery.next_pn(PnSpace::ApplicationData);
+    let k = s.hs.keys.one_rtt.as_ref().expect("1-RTT keys");
+    let mut buf = vec![0u8; payload.len() + 64];
+    let mut w = Writer::new(&mut buf);
+    let pn_offset = ShortHeader { dcid, spin: false }.emit(&mut w, k.tx_phase, pn, 4).unwrap();
+    w.put_slice(payload).unwrap();
+    w.put_repeated(0, 4).unwrap();
+    let len = w.position() + TAG_LEN;
+    k.keys.tx.protect(&mut buf[..len], pn_offset, pn).unwrap();
+    buf.truncate(len);
+    let record = crate::recovery::SentPacket::new(
+        pn,
+        now,
+        len as u16,
+        false,
+        false,
+        crate::connection::SentFrames::EMPTY,
+    );
+    s.recovery.on_packet_sent(PnSpace::ApplicationData, record).unwrap();
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut buf);
+}
+
+/// The device's connection ID of sequence `seq` (its handshake one or a spare it issued).
+fn dev_cid(p: &DevPair, seq: u64) -> crate::ConnectionId {
+    let lc = &p.client.local_cids;
+    lc.ids.iter().find(|i| i.0 == seq).map(|i| i.1).expect("issued")
+}
+
+/// Whether the device answers a PATH_CHALLENGE sent to `dcid`, i.e. accepts packets sent to
+/// it.
+fn accepts(p: &mut DevPair, dcid: &crate::ConnectionId, tag: u8) -> bool {
+    p.client.path_response = None;
+    deliver_to(p, dcid, &[0x1a, tag, 2, 3, 4, 5, 6, 7, 8]);
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    let answered = p.client.path_response == Some([tag, 2, 3, 4, 5, 6, 7, 8]);
+    settle(p);
+    answered
+}
+
+/// RFC 9000 §5.1.1: once the handshake is confirmed the device issues one spare connection
+/// ID (sequence 1, Retire Prior To 0, as long as the handshake one) in NEW_CONNECTION_ID;
+/// the server stores it and acknowledges the frame.
+#[test]
+fn spare_connection_id_reaches_the_server() {
+    let mut p = DevPair::new();
+    // Before the handshake is confirmed the device offers none.
+    p.run_until(Duration::from_secs(5), |p| p.client.is_handshake_complete());
+    assert!(!p.client.is_handshake_confirmed());
+    assert_eq!(p.client.local_cids.next, 0);
+    assert!(!p.client.local_cids.has_pending());
+    p.handshake();
+    exchange(&mut p, b"GET", b"ok");
+    settle(&mut p);
+    let lc = p.client.local_cids;
+    assert_eq!(lc.next, 2);
+    assert_eq!(lc.ids[0], (0, *p.client.local_cid()));
+    assert_eq!(lc.ids[1].0, 1);
+    assert_eq!(lc.ids[1].1.len(), p.client.local_cid().len());
+    assert_ne!(lc.ids[1].1, lc.ids[0].1);
+    assert_ne!(lc.token, [0; 16]);
+    assert!(lc.acked && !lc.pending, "NEW_CONNECTION_ID acknowledged");
+    assert!(p.server().has_spare_peer_cid(), "the server holds the spare");
+    assert!(!p.server().is_closed());
+}
+
+/// RFC 9000 §13.3: a lost NEW_CONNECTION_ID is sent again until acknowledged.
+#[test]
+fn spare_connection_id_lost_is_sent_again() {
+    // Every datagram the device sends from when the server confirmed the handshake until
+    // the device sent its NEW_CONNECTION_ID is lost.
+    let lose = std::rc::Rc::new(core::cell::Cell::new(false));
+    let l = lose.clone();
+    let mut p = DevPair::new();
+    p.filter = Box::new(
+        move |dir, _, _| {
+            if dir == Dir::ToServer && l.get() {
+                Fate::Drop
+            } else {
+                Fate::Deliver
+            }
+        },
+    );
+    p.run_until(Duration::from_secs(5), |p| {
+        p.server.as_ref().is_some_and(|s| s.is_handshake_confirmed())
+    });
+    lose.set(true);
+    p.run_until(Duration::from_secs(5), |p| p.client.local_cids.first_sent != u64::MAX);
+    lose.set(false);
+    let lc = p.client.local_cids;
+    assert!(!lc.pending && !lc.acked && lc.first_sent != u64::MAX);
+    assert!(!p.server().has_spare_peer_cid());
+    // Detected lost (RFC 9002 §6), sent again, acknowledged.
+    let ok = p.run_until(Duration::from_secs(10), |p| p.client.local_cids.acked);
+    assert!(ok, "{:?}", p.client.close_reason());
+    assert!(p.server().has_spare_peer_cid());
+    exchange(&mut p, b"GET", &pattern(3000));
+}
+
+/// RFC 9000 §5.1.1, §9.5: the server may address the device with the spare (as quic-go does
+/// on a NAT rebinding); packets to a connection ID never issued are dropped.
+#[test]
+fn server_can_switch_to_the_spare() {
+    let mut p = established();
+    let (cid0, cid1) = (dev_cid(&p, 0), dev_cid(&p, 1));
+    assert!(accepts(&mut p, &cid1, 1));
+    assert!(accepts(&mut p, &cid0, 2));
+    let unknown = crate::ConnectionId::new(&[0xee; 8]).unwrap();
+    assert!(!accepts(&mut p, &unknown, 3));
+    exchange(&mut p, b"GET", &pattern(1000));
+}
+
+/// RFC 9000 §19.16: RETIRE_CONNECTION_ID of a number never issued, or of the connection ID
+/// the packet was sent to, is a PROTOCOL_VIOLATION; a retirement of the other one is taken
+/// (packets to it dropped from then on), repeated retirements are ignored, and a new spare
+/// replaces the retired one.
+#[test]
+fn retire_connection_id_rules() {
+    use crate::error::TransportErrorCode as E;
+    let violation = (E::PROTOCOL_VIOLATION.0, Some(0x19));
+    // Sequence 2 was never issued.
+    let mut p = established();
+    deliver(&mut p, &[0x19, 0x02]);
+    assert_eq!(local_close(&mut p), violation);
+    // Sequence 0 in a packet sent to connection ID 0.
+    let mut p = established();
+    let cid0 = dev_cid(&p, 0);
+    deliver_to(&mut p, &cid0, &[0x19, 0x00]);
+    assert_eq!(local_close(&mut p), violation);
+    // Sequence 1 in a packet sent to connection ID 1.
+    let mut p = established();
+    let cid1 = dev_cid(&p, 1);
+    deliver_to(&mut p, &cid1, &[0x19, 0x01]);
+    assert_eq!(local_close(&mut p), violation);
+    // Sequence 0 in a packet sent to connection ID 1: retired, a spare (sequence 2)
+    // replaces it and reaches the server; again: ignored.
+    let mut p = established();
+    let (cid0, cid1) = (dev_cid(&p, 0), dev_cid(&p, 1));
+    // The server moves to connection ID 1 (as on a rebinding) and retires 0.
+    p.server().hs.cids.remote = cid1;
+    deliver_to(&mut p, &cid1, &[0x19, 0x00]);
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    deliver_to(&mut p, &cid1, &[0x19, 0x00]);
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    p.run_until(Duration::from_secs(5), |p| p.client.local_cids.acked);
+    let lc = p.client.local_cids;
+    assert_eq!((lc.ids[0], lc.ids[1].0, lc.next), ((1, cid1), 2, 3));
+    assert!(lc.acked, "the new spare's NEW_CONNECTION_ID was acknowledged");
+    assert!(p.server().has_spare_peer_cid());
+    assert!(!accepts(&mut p, &cid0, 1), "retired: dropped");
+    assert!(accepts(&mut p, &cid1, 2));
+    let cid2 = dev_cid(&p, 2);
+    assert!(accepts(&mut p, &cid2, 3));
+    // Sequence 1 (not the packet's) retired in a packet to connection ID 2.
+    p.server().hs.cids.remote = cid2;
+    deliver_to(&mut p, &cid2, &[0x19, 0x01]);
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(p.client.local_cids.ids[0].0, 2);
+    assert_eq!(p.client.local_cids.ids[1].0, 3);
+    exchange(&mut p, b"GET", &pattern(1000));
+    // Before the handshake is confirmed only sequence 0 exists: any retirement is a
+    // PROTOCOL_VIOLATION (bad_frames_close_with_the_right_error covers a number never
+    // issued after it).
+}

@@ -1,0 +1,189 @@
+//! The connection IDs a device connection issues (RFC 9000 §5.1.1): the handshake one
+//! (sequence 0) and, once the handshake is confirmed, one spare, so a server that validates
+//! a new client path only with an unused connection ID (quic-go) can follow a NAT
+//! rebinding (RFC 9000 §9.5). Two entries, not the general connection's
+//! [`crate::connection::cids::LocalCids`] table.
+
+use mote_crypto::{CryptoProvider, CryptoRng as _};
+
+use super::send::{flag, Sent};
+use super::{DeviceConnection, Res};
+use crate::cid::ConnectionId;
+use crate::coding::Writer;
+use crate::connection::random_cid;
+use crate::connection::recv::violation;
+use crate::connection::tls::TlsSession;
+use crate::frame::{put_frame, types};
+use crate::transport_params::ResetToken;
+
+/// No NEW_CONNECTION_ID frame sent yet for the newest connection ID.
+const NOT_SENT: u64 = u64::MAX;
+
+/// The two connection IDs the server may address and the delivery state of the newest one's
+/// NEW_CONNECTION_ID frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LocalCids {
+    /// `(sequence number, connection ID)`: the older one, then the newest. Unused until the
+    /// spare is issued (`next == 0`: only the handshake connection ID is valid).
+    pub(super) ids: [(u64, ConnectionId); 2],
+    /// The newest connection ID's stateless reset token (RFC 9000 §10.3).
+    pub(super) token: ResetToken,
+    /// The sequence number the next issued connection ID gets; 0 before the first.
+    pub(super) next: u64,
+    /// The first packet that carried the newest NEW_CONNECTION_ID frame (`NOT_SENT`).
+    pub(super) first_sent: u64,
+    /// The newest NEW_CONNECTION_ID frame waits to be sent (again).
+    pub(super) pending: bool,
+    /// The newest NEW_CONNECTION_ID frame was acknowledged.
+    pub(super) acked: bool,
+    /// The sequence number of the connection ID the packet being processed was sent to.
+    pub(super) current: u64,
+}
+
+impl LocalCids {
+    pub(crate) const fn new() -> Self {
+        Self {
+            ids: [(0, ConnectionId::EMPTY); 2],
+            token: [0; 16],
+            next: 0,
+            first_sent: NOT_SENT,
+            pending: false,
+            acked: false,
+            current: 0,
+        }
+    }
+
+    /// Whether a packet addressed to `dcid` is for us (`handshake`: our handshake
+    /// connection ID, the only one until the spare is issued).
+    pub(crate) fn accepts(&self, dcid: &ConnectionId, handshake: &ConnectionId) -> bool {
+        if self.next == 0 {
+            return dcid == handshake;
+        }
+        self.ids.iter().any(|(_, c)| c == dcid)
+    }
+
+    /// Notes the connection ID the packet about to be processed was sent to (accepted by
+    /// [`Self::accepts`]).
+    pub(crate) fn received_on(&mut self, dcid: &ConnectionId) {
+        self.current = self.ids.iter().find(|(_, c)| c == dcid).map_or(0, |&(s, _)| s);
+    }
+
+    /// Whether a NEW_CONNECTION_ID frame waits.
+    pub(crate) const fn has_pending(&self) -> bool {
+        self.pending
+    }
+
+    /// RFC 9000 §13.3: the NEW_CONNECTION_ID frame of packet `pn` was acknowledged or lost;
+    /// a lost one is sent again until one of its copies is acknowledged. Copies of an older
+    /// frame (before `first_sent`) no longer matter.
+    pub(crate) fn on_delivery(&mut self, pn: u64, acked: bool) {
+        if pn < self.first_sent || self.acked {
+            return;
+        }
+        self.acked = acked;
+        self.pending = !acked;
+    }
+}
+
+impl<P, T, C, S, const SENT: usize, const RANGES: usize> DeviceConnection<P, T, C, S, SENT, RANGES>
+where
+    P: CryptoProvider + Clone,
+    T: TlsSession,
+    C: AsRef<[u8]> + AsMut<[u8]>,
+    S: AsRef<[u8]> + AsMut<[u8]>,
+{
+    /// RFC 9000 §5.1.1: "An endpoint SHOULD ensure that its peer has a sufficient number of
+    /// available and unused connection IDs." A device offers one spare: with the handshake
+    /// one that is two, within any active_connection_id_limit (at least 2, §18.2). Called
+    /// when the handshake is confirmed and after each retirement, so the server always
+    /// holds one unused connection ID: quic-go switches to it on each NAT rebinding and
+    /// retires the old one (the interop relay rebinds every 5 s), so one spare issued once
+    /// would serve a single rebinding only. A zero-length connection ID cannot be changed
+    /// (§5.1.1); a DRBG failure leaves the server without a spare (a SHOULD).
+    pub(super) fn issue_spare_cid(&mut self) {
+        let lc = &mut self.local_cids;
+        let handshake = self.hs.cids.local;
+        if handshake.is_empty() {
+            return;
+        }
+        let Ok(cid) = random_cid(&mut self.hs.rng, handshake.len()) else { return };
+        let mut token = [0u8; 16];
+        if self.hs.rng.fill(&mut token).is_err() {
+            return;
+        }
+        if lc.next == 0 {
+            lc.ids[1] = (0, handshake);
+            lc.next = 1;
+        }
+        // The surviving one becomes the older entry (the caller retired `ids[0]` by moving
+        // `ids[1]` there, or this is the first spare).
+        lc.ids[0] = lc.ids[1];
+        lc.ids[1] = (lc.next, cid);
+        lc.next += 1;
+        lc.token = token;
+        lc.first_sent = NOT_SENT;
+        lc.pending = true;
+        lc.acked = false;
+    }
+
+    /// RFC 9000 §19.16: the server retired connection ID `seq`.
+    pub(super) fn on_retire_connection_id(&mut self, seq: u64) -> Res {
+        let ty = types::RETIRE_CONNECTION_ID;
+        let lc = &mut self.local_cids;
+        // "Receipt of a RETIRE_CONNECTION_ID frame containing a sequence number greater
+        // than any previously sent to the peer MUST be treated as a connection error of
+        // type PROTOCOL_VIOLATION." "The sequence number specified in a
+        // RETIRE_CONNECTION_ID frame MUST NOT refer to the Destination Connection ID field
+        // of the packet in which the frame is contained. The peer MAY treat this as a
+        // connection error of type PROTOCOL_VIOLATION." (Before the spare, every packet is
+        // sent to sequence 0, the only one issued.)
+        if lc.next == 0 || seq >= lc.next || seq == lc.current {
+            return Err(violation(ty));
+        }
+        let Some(i) = lc.ids.iter().position(|&(s, _)| s == seq) else {
+            // Retired before (a repeated frame).
+            return Ok(());
+        };
+        // Keep the other one as the older entry, then a new spare (see
+        // `issue_spare_cid`).
+        if i == 0 {
+            lc.ids[0] = lc.ids[1];
+        } else {
+            lc.ids[1] = lc.ids[0];
+        }
+        self.issue_spare_cid();
+        Ok(())
+    }
+
+    /// RFC 9000 §19.15: the newest connection ID's NEW_CONNECTION_ID frame (Retire Prior To
+    /// 0), when it waits. Returns whether it was written.
+    pub(super) fn write_new_connection_id(
+        &mut self,
+        pn: u64,
+        w: &mut Writer<'_>,
+        f: &mut Sent,
+    ) -> bool {
+        let lc = &mut self.local_cids;
+        if !lc.pending {
+            return false;
+        }
+        let (seq, cid) = lc.ids[1];
+        // Connection ID, then its token (the Length field is the one-byte varint of a
+        // length ≤ 20).
+        let mut body = [0u8; crate::cid::MAX_CID_LEN + 16];
+        let n = cid.len();
+        let (id, rest) = body.split_at_mut(n);
+        id.copy_from_slice(&cid);
+        if let Some(t) = rest.get_mut(..16) {
+            t.copy_from_slice(&lc.token);
+        }
+        let frame = body.get(..n + 16).unwrap_or(&[]);
+        if !put_frame(w, types::NEW_CONNECTION_ID, &[seq, 0, n as u64], frame, false) {
+            return false;
+        }
+        lc.pending = false;
+        lc.first_sent = lc.first_sent.min(pn);
+        f.flags |= flag::NEW_CID;
+        true
+    }
+}
