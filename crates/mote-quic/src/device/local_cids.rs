@@ -115,8 +115,8 @@ where
             lc.ids[1] = (0, handshake);
             lc.next = 1;
         }
-        // The surviving one becomes the older entry (the caller retired `ids[0]` by moving
-        // `ids[1]` there, or this is the first spare).
+        // The surviving one becomes the older entry (after a retirement the caller left it
+        // in both entries; for the first spare it is the handshake one).
         lc.ids[0] = lc.ids[1];
         lc.ids[1] = (lc.next, cid);
         lc.next += 1;
@@ -144,8 +144,8 @@ where
             // Retired before (a repeated frame).
             return Ok(());
         };
-        // Keep the other one as the older entry, then a new spare (see
-        // `issue_spare_cid`).
+        // Leave the other one in both entries; `issue_spare_cid` keeps it as the older one
+        // and adds a new spare.
         if i == 0 {
             lc.ids[0] = lc.ids[1];
         } else {
