@@ -483,8 +483,14 @@ where
     }
 
     /// Reads stream `id` into `out`; `None` for a stream that cannot be read.
+    /// Once the connection is closed, data already received can still be read, and a stream
+    /// with nothing more reads as gone (`None`): no more will come.
     pub fn read(&mut self, id: u64, out: &mut [u8]) -> Option<Read> {
-        self.streams.read(id, out)
+        let r = self.streams.read(id, out);
+        if self.is_closed() && r == Some(Read::Blocked) {
+            return None;
+        }
+        r
     }
 
     /// Abandons sending on `id` (RESET_STREAM with `code`).

@@ -1236,3 +1236,79 @@ fn retire_connection_id_rules() {
     // PROTOCOL_VIOLATION (bad_frames_close_with_the_right_error covers a number never
     // issued after it).
 }
+
+/// The server's STOP_SENDING resets our request: from then on the stream reports no
+/// capacity (the HTTP/3 client writes exactly what `capacity` reports), and a STOP_SENDING
+/// the application never took is not reported against the next request.
+#[test]
+fn a_stopped_request_has_no_capacity_and_its_stop_is_not_carried_over() {
+    let mut p = established();
+    let id = open_request(&mut p);
+    p.client.write(id, b"partial").unwrap();
+    let mut v = Vec::new();
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        srv_drain(p.server.as_mut().unwrap(), id, &mut v);
+        v == b"partial"
+    }));
+    let sid = StreamId::new(id).unwrap();
+    p.server().stop_sending(sid, 0x100);
+    p.server().stream_send(sid, b"early answer").unwrap();
+    p.server().stream_finish(sid).unwrap();
+    // Not polled: the reset shows in the capacity alone.
+    let mut got = Vec::new();
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        let fin = dev_drain(&mut p.client, id, &mut got);
+        fin && p.client.capacity(id) == 0 && p.client.recovery.bytes_in_flight() == 0
+    }));
+    assert_eq!(got, b"early answer");
+    assert_eq!(p.client.write(id, b"more").unwrap_or(0), 0);
+    let next = open_request(&mut p);
+    assert_ne!(next, id);
+    assert_eq!(p.client.poll_stopped(), None);
+    assert!(p.client.capacity(next) > 0);
+}
+
+/// After the connection closed, what arrived before can still be read, and then the stream
+/// reads as gone (`None`), not as waiting for more.
+#[test]
+fn streams_read_as_gone_once_the_connection_is_closed() {
+    let mut p = established();
+    let id = open_request(&mut p);
+    p.client.write(id, b"GET").unwrap();
+    let mut v = Vec::new();
+    assert!(p.run_until(Duration::from_secs(2), |p| {
+        srv_drain(p.server.as_mut().unwrap(), id, &mut v);
+        v == b"GET"
+    }));
+    let sid = StreamId::new(id).unwrap();
+    p.server().stream_send(sid, b"abc").unwrap();
+    // Sent, then acknowledged by the device: it holds the bytes.
+    assert!(p.run_until(Duration::from_secs(2), |p| p.server().recovery.bytes_in_flight() > 0));
+    assert!(p.run_until(Duration::from_secs(2), |p| p.server().recovery.bytes_in_flight() == 0));
+    p.server().close(0x10c, b"");
+    assert!(p.run_until(Duration::from_secs(2), |p| p.client.is_closed()));
+    let mut buf = [0u8; 16];
+    assert_eq!(p.client.read(id, &mut buf), Some(Read::Data(3)));
+    assert_eq!(&buf[..3], b"abc");
+    assert_eq!(p.client.read(id, &mut buf), None);
+}
+
+/// RFC 9000 §17.2.1: once a Retry was processed, a Version Negotiation packet is discarded.
+#[test]
+fn version_negotiation_after_a_retry_is_ignored() {
+    let mut p = DevPair::new();
+    p.retry = true;
+    assert!(p.run_until(Duration::from_secs(2), |p| p.client.stats().retries == 1));
+    let (local, odcid) = (*p.client.local_cid(), p.client.hs.cids.original_dcid);
+    let mut out = vec![0u8; 200];
+    let mut w = Writer::new(&mut out);
+    packet::emit_version_negotiation(&mut w, 0x33, &odcid, &local, &[Version(0x1a2a_3a4a)])
+        .unwrap();
+    let n = w.position();
+    out.truncate(n);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut out);
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    p.handshake();
+    assert!(p.client.is_handshake_complete());
+}

@@ -190,6 +190,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         matches!(self.state, SendState::DataRecvd | SendState::ResetRecvd)
     }
 
+    /// True while [`SendStream::write`] can take data: not finished and not reset.
+    pub fn is_writable(&self) -> bool {
+        self.check_writable().is_ok()
+    }
+
     fn check_writable(&self) -> Result<(), WriteError> {
         match self.state {
             SendState::ResetSent | SendState::ResetRecvd => Err(WriteError::Reset(self.reset_code)),
