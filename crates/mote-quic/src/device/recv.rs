@@ -89,7 +89,7 @@ where
         }
         if f.has(flag::CRYPTO) {
             if let Some(c) = self.crypto.get_mut(si(space)) {
-                let (off, len) = (f.crypto_offset, usize::from(f.crypto_len));
+                let (off, len) = (u64::from(f.crypto_offset), usize::from(f.crypto_len));
                 if acked {
                     c.on_ack(off, len);
                 } else {
@@ -127,7 +127,7 @@ pub(super) fn frames_delivered<S, const R: usize>(
         }
         let Some(s) = streams.sender_of(which, f.request) else { continue };
         if f.has(data) {
-            let (off, len) = (f.stream_offset, usize::from(f.stream_len));
+            let (off, len) = (u64::from(f.stream_offset), usize::from(f.stream_len));
             if acked {
                 s.on_ack(off, len, fin);
             } else {
@@ -928,7 +928,7 @@ where
                     continue;
                 }
                 if let Some(s) = streams.sender_of(which, f.request) {
-                    queued |= s.requeue(f.stream_offset, usize::from(f.stream_len), fin);
+                    queued |= s.requeue(u64::from(f.stream_offset), usize::from(f.stream_len), fin);
                 }
             }
             if f.has(flag::CONTROLS) {

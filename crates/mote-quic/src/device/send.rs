@@ -32,9 +32,11 @@ pub struct Sent {
     pub(crate) flags: u32,
     /// Largest Acknowledged of the ACK frame carried.
     pub(crate) ack_largest: u64,
-    pub(crate) crypto_offset: u64,
+    /// 32-bit: a client's CRYPTO data is a few kilobytes.
+    pub(crate) crypto_offset: u32,
     pub(crate) crypto_len: u16,
-    pub(crate) stream_offset: u64,
+    /// 32-bit: a device stream ends below 4 GiB ([`super::streams::Streams::write`]).
+    pub(crate) stream_offset: u32,
     pub(crate) stream_len: u16,
     /// The request stream open when the packet left (its frames concern that one only).
     pub(crate) request: u64,
@@ -456,12 +458,16 @@ where
         if let Some(cs) = self.hs.crypto_send.get_mut(i).filter(|_| !zero_rtt) {
             if let Some(first) = cs.next_chunk(w.remaining()) {
                 let room = crypto_frame_room(first.offset, w.remaining());
-                if let Some(chunk) = cs.next_chunk(room).filter(|_| room > 0) {
+                let chunk = cs.next_chunk(room).filter(|_| room > 0);
+                // A client's handshake messages never reach 4 GiB of CRYPTO data.
+                if let Some((chunk, off)) =
+                    chunk.and_then(|c| u32::try_from(c.offset).ok().map(|o| (c, o)))
+                {
                     let data = cs.chunk_bytes(&chunk);
                     if put_frame(w, types::CRYPTO, &[chunk.offset], data, true) {
                         cs.on_sent(&chunk);
                         f.flags |= flag::CRYPTO;
-                        f.crypto_offset = chunk.offset;
+                        f.crypto_offset = off;
                         f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
                         any = true;
                     }
@@ -475,9 +481,11 @@ where
             if let Some((which, id, first)) = self.streams.next_chunk(remaining) {
                 let room = stream_frame_room_for(id, first.offset, remaining);
                 let s = self.streams.sender_of(which, id);
-                if let Some((s, chunk)) =
-                    s.and_then(|s| s.next_chunk(room).filter(|_| room > 0).map(|c| (s, c)))
-                {
+                // The offset fits 32 bits: `Streams::write` stops a stream below 4 GiB.
+                if let Some((s, chunk, off)) = s.and_then(|s| {
+                    let c = s.next_chunk(room).filter(|_| room > 0)?;
+                    Some((s, c, u32::try_from(c.offset).ok()?))
+                }) {
                     let data = s.chunk_bytes(&chunk);
                     if put_stream(w, id, chunk.offset, data, chunk.fin) {
                         s.on_sent(&chunk);
@@ -488,7 +496,7 @@ where
                         if chunk.fin {
                             f.flags |= flag::FIN;
                         }
-                        f.stream_offset = chunk.offset;
+                        f.stream_offset = off;
                         f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
                         any = true;
                     }
