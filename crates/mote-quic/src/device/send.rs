@@ -526,7 +526,7 @@ where
             } else {
                 // Cannot happen with the room checked; the frame stays due if it does.
                 let lost = Sent { flags: bit, request: f.request, ..Sent::default() };
-                super::recv::frames_delivered(&mut self.streams, &lost, false);
+                let _ = super::recv::frames_delivered(&mut self.streams, &lost, false);
                 break;
             }
         }
