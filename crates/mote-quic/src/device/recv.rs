@@ -219,7 +219,9 @@ where
     }
 
     /// Processes the packet at the start of `buf`; returns its length (the next coalesced
-    /// packet starts there) or `None` when the rest of the datagram is dropped.
+    /// packet starts there) or `None` when the rest of the datagram is dropped. Out of
+    /// line: inlined into the application's receive call it took 0.8 KB more.
+    #[inline(never)]
     fn on_packet(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let hdr = {
             let parsed = packet::parse(buf, self.hs.cids.local.len(), false).ok()?;
