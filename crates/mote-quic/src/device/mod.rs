@@ -340,18 +340,20 @@ where
         if self.handshake_complete || self.hs.keys.zero_rtt().is_none() || self.early_params {
             return self.can_send_early_data();
         }
-        match TransportParameters::decode(encoded, Side::Server) {
-            Ok(tp) => {
-                self.streams.on_peer_params(&tp);
-                self.early_params = true;
-                #[cfg(feature = "resumption")]
-                {
-                    self.remembered_limits = Some(crate::connection::ZeroRttLimits::of(&tp));
-                }
+        // Decoded where the server's parameters go (empty between datagrams: the receive
+        // path takes them as they arrive), not into a copy on the stack.
+        let tp = self.hs.peer_tp.insert(TransportParameters::default());
+        let decoded = tp.decode_into(encoded, Side::Server).is_ok();
+        if decoded {
+            self.streams.on_peer_params(tp);
+            self.early_params = true;
+            #[cfg(feature = "resumption")]
+            {
+                self.remembered_limits = Some(crate::connection::ZeroRttLimits::of(tp));
             }
-            Err(_) => return false,
         }
-        self.can_send_early_data()
+        self.hs.peer_tp = None;
+        decoded && self.can_send_early_data()
     }
 
     /// Whether stream data can go out in 0-RTT packets now.

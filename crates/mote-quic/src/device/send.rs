@@ -32,9 +32,11 @@ pub struct Sent {
     pub(crate) flags: u32,
     /// Largest Acknowledged of the ACK frame carried.
     pub(crate) ack_largest: u64,
-    pub(crate) crypto_offset: u64,
+    /// 32-bit: a client's CRYPTO data is a few kilobytes.
+    pub(crate) crypto_offset: u32,
     pub(crate) crypto_len: u16,
-    pub(crate) stream_offset: u64,
+    /// 32-bit: a device stream ends below 4 GiB ([`super::streams::Streams::write`]).
+    pub(crate) stream_offset: u32,
     pub(crate) stream_len: u16,
     /// The request stream open when the packet left (its frames concern that one only).
     pub(crate) request: u64,
@@ -259,7 +261,9 @@ where
         true
     }
 
-    /// Whether `space` has ack-eliciting frames waiting.
+    /// Whether `space` has ack-eliciting frames waiting. Out of line: measured 116 B
+    /// smaller than inlined into the send path.
+    #[inline(never)]
     fn has_eliciting(&self, space: PnSpace) -> bool {
         match space {
             PnSpace::Initial => self.hs.crypto_send[0].wants_to_send(),
@@ -460,12 +464,16 @@ where
         if let Some(cs) = self.hs.crypto_send.get_mut(i).filter(|_| !zero_rtt) {
             if let Some(first) = cs.next_chunk(w.remaining()) {
                 let room = crypto_frame_room(first.offset, w.remaining());
-                if let Some(chunk) = cs.next_chunk(room).filter(|_| room > 0) {
+                let chunk = cs.next_chunk(room).filter(|_| room > 0);
+                // A client's handshake messages never reach 4 GiB of CRYPTO data.
+                if let Some((chunk, off)) =
+                    chunk.and_then(|c| u32::try_from(c.offset).ok().map(|o| (c, o)))
+                {
                     let data = cs.chunk_bytes(&chunk);
                     if put_frame(w, types::CRYPTO, &[chunk.offset], data, true) {
                         cs.on_sent(&chunk);
                         f.flags |= flag::CRYPTO;
-                        f.crypto_offset = chunk.offset;
+                        f.crypto_offset = off;
                         f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
                         any = true;
                     }
@@ -479,9 +487,11 @@ where
             if let Some((which, id, first)) = self.streams.next_chunk(remaining) {
                 let room = stream_frame_room_for(id, first.offset, remaining);
                 let s = self.streams.sender_of(which, id);
-                if let Some((s, chunk)) =
-                    s.and_then(|s| s.next_chunk(room).filter(|_| room > 0).map(|c| (s, c)))
-                {
+                // The offset fits 32 bits: `Streams::write` stops a stream below 4 GiB.
+                if let Some((s, chunk, off)) = s.and_then(|s| {
+                    let c = s.next_chunk(room).filter(|_| room > 0)?;
+                    Some((s, c, u32::try_from(c.offset).ok()?))
+                }) {
                     let data = s.chunk_bytes(&chunk);
                     if put_stream(w, id, chunk.offset, data, chunk.fin) {
                         s.on_sent(&chunk);
@@ -492,7 +502,7 @@ where
                         if chunk.fin {
                             f.flags |= flag::FIN;
                         }
-                        f.stream_offset = chunk.offset;
+                        f.stream_offset = off;
                         f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
                         any = true;
                     }
@@ -522,7 +532,7 @@ where
             } else {
                 // Cannot happen with the room checked; the frame stays due if it does.
                 let lost = Sent { flags: bit, request: f.request, ..Sent::default() };
-                super::recv::frames_delivered(&mut self.streams, &lost, false);
+                let _ = super::recv::frames_delivered(&mut self.streams, &lost, false);
                 break;
             }
         }
@@ -532,6 +542,7 @@ where
     /// CONNECTION_CLOSE for `space` (RFC 9000 §10.2.3): an application close is 0x1d in
     /// 1-RTT packets and 0x1c with APPLICATION_ERROR and no reason in Initial and
     /// Handshake packets.
+    #[inline(never)]
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
         let Some(c) = self.local_close else { return };
         let (ty, fields, reason) = match (space, c.application) {

@@ -209,7 +209,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         buf.min(s.credit().available()).min(self.conn_send.available())
     }
 
-    /// Writes to our stream `id` (within its buffer and both credits).
+    /// Writes to our stream `id` (within its buffer and both credits). A device stream ends
+    /// below 4 GiB (the sent records keep 32-bit offsets): past that it is full, and a
+    /// write that cannot add a byte is refused as on a finished stream.
     pub(crate) fn write(&mut self, id: u64, data: &[u8]) -> Result<usize, WriteError> {
         let conn = &mut self.conn_send;
         let s = if id == CONTROL_ID && self.control_open {
@@ -219,7 +221,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         } else {
             return Err(WriteError::UnknownStream);
         };
-        s.write(conn, data)
+        let room = u64::from(u32::MAX).saturating_sub(s.written());
+        if room == 0 && !data.is_empty() {
+            return Err(WriteError::Finished);
+        }
+        let n = usize::try_from(room).unwrap_or(usize::MAX).min(data.len());
+        s.write(conn, data.get(..n).unwrap_or(data))
     }
 
     /// Ends our stream `id` (FIN).

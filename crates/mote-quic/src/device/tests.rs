@@ -513,7 +513,13 @@ fn resumed(p: &mut DevPair, server_tls: &'static ServerConfig<'static>) -> DevPa
     let (client_tls, _) = tls_configs(b"ctx");
     let mut q = DevPair::with(client_tls, server_tls, Some(Resumption { ticket, age_ms: 10 }));
     q.now = p.now;
+    // Malformed remembered parameters (a truncated one) are refused and leave nothing
+    // behind; the good ones then apply.
+    assert!(!q.client.apply_remembered_params(&[0x04, 0x08, 0x40]));
+    assert!(!q.client.can_send_early_data());
+    assert!(q.client.hs.peer_tp.is_none());
     assert!(q.client.apply_remembered_params(remembered));
+    assert!(q.client.hs.peer_tp.is_none());
     assert!(q.client.can_send_early_data());
     q
 }
