@@ -486,7 +486,10 @@ where
     #[inline(never)]
     fn on_version_negotiation(&mut self, vn: &VersionNegotiation<'_>) {
         let c = &self.hs.cids;
+        // RFC 9000 §17.2.1: a client that processed any other packet, a Retry included,
+        // discards Version Negotiation.
         if self.any_packet
+            || self.retried
             || !vn.is_valid_for_client(self.hs.original_version, &c.original_dcid, &c.local)
         {
             return;

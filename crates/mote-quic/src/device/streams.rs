@@ -153,6 +153,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         }
         self.next_request = index + 1;
         self.request = Some(index);
+        // A STOP_SENDING the application did not take belonged to the previous request; it
+        // must not be reported against this one.
+        self.stopped[1] = None;
         self.req_send.reinit(self.peer_bidi);
         let window = self.window_bidi;
         if let Some(r) = self.recv.first_mut() {
@@ -205,6 +208,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         } else {
             return 0;
         };
+        // A finished or reset stream takes nothing: `write` would refuse it, and the HTTP/3
+        // client writes exactly what this reports.
+        if !s.is_writable() {
+            return 0;
+        }
         let buf = (s.capacity() as u64).saturating_sub(s.buffered());
         buf.min(s.credit().available()).min(self.conn_send.available())
     }
