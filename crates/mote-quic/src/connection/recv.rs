@@ -8,7 +8,7 @@ use super::cids::{LocalCids, RemoteCids};
 use super::counters::{bump, Counters};
 use super::path;
 use super::sent::{flag, ControlTable, SentFrames};
-use super::tls::{TlsSession, CRYPTO_RANGES};
+use super::tls::{Handshake, TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, Event, Events, PeerParams, RecvInfo, Res, State,
     TokenState, HANDSHAKE_RANGES, HANDSHAKE_SENT, MIN_INITIAL_SIZE,
@@ -65,6 +65,78 @@ pub(crate) const fn level_of(space: PnSpace) -> Level {
         PnSpace::Handshake => Level::Handshake,
         PnSpace::ApplicationData => Level::OneRtt,
     }
+}
+
+/// RFC 9001 §5.4, §5.3: removes header, then packet protection with the receive keys of the
+/// packet's type — one path for every level — following a key update the peer initiated
+/// (RFC 9001 §6: a 1-RTT Key Phase bit different from ours). `zero_rtt`: 0-RTT packets are
+/// opened (a server). Shared by the general and the device connection; `pto` is the
+/// caller's current PTO period (the previous key is kept for three of them, §6.5).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn unprotect<P: CryptoProvider + Clone, C>(
+    hs: &mut Handshake<P, C>,
+    pto: Duration,
+    now: Instant,
+    ptype: PacketType,
+    zero_rtt: bool,
+    pkt: &mut [u8],
+    pn_offset: usize,
+    largest: Option<u64>,
+) -> Result<Unprotected, WireError> {
+    let keys = &hs.keys;
+    let rx = match ptype {
+        PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
+        PacketType::Handshake => keys.handshake.as_ref().map(|k| &k.rx),
+        PacketType::ZeroRtt => keys.zero_rtt().filter(|_| zero_rtt),
+        PacketType::OneRtt => keys.one_rtt.as_ref().map(|k| &k.keys.rx),
+    };
+    let rx = rx.ok_or(WireError::DecryptFailed)?;
+    let t = remove_header_protection(&rx.header, pkt, pn_offset)?;
+    let pn = number::decode(largest, t.value, t.len);
+    let header_len = pn_offset + t.len;
+    let phase = t.first_byte & KEY_PHASE_BIT != 0;
+    // Only a 1-RTT packet has a Key Phase (the bit is reserved in long headers).
+    let other_phase = match keys.one_rtt.as_ref() {
+        Some(k) if ptype == PacketType::OneRtt => phase != k.rx_phase,
+        _ => false,
+    };
+    let payload_len = if other_phase {
+        open_other_phase(hs, pto, now, pkt, pn, header_len)?
+    } else {
+        rx.packet.open_in_place(pn, pkt, header_len)?
+    };
+    // Only now, with the packet authenticated (see `check_reserved_bits`).
+    check_reserved_bits(t.first_byte)?;
+    Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
+}
+
+/// RFC 9001 §6: opens a 1-RTT packet whose Key Phase differs from the current receive key's:
+/// a packet of the previous phase reordered across an update, or the peer's key update.
+fn open_other_phase<P: CryptoProvider + Clone, C>(
+    hs: &mut Handshake<P, C>,
+    pto: Duration,
+    now: Instant,
+    pkt: &mut [u8],
+    pn: u64,
+    header_len: usize,
+) -> Result<usize, WireError> {
+    let version = hs.version;
+    let provider = &hs.provider;
+    let keep_until = now + pto.saturating_mul(3);
+    let Some(k) = hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
+    if pn < k.rx_phase_start_pn {
+        // RFC 9001 §6.5: the other Key Phase below the first packet of the current phase is
+        // a packet of the previous phase, reordered across the update: opened with the
+        // previous key while it is kept (three PTOs), dropped after.
+        return match k.prev_rx(now) {
+            Some(prev) => prev.open_in_place(pn, pkt, header_len),
+            None => Err(WireError::DecryptFailed),
+        };
+    }
+    // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next generation's
+    // key; if it opens, the peer updated keys and we follow (§6.2).
+    let slot = &mut hs.keys.one_rtt;
+    slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)
 }
 
 /// RFC 9001 §5.8: whether a Retry's integrity tag over the pseudo-packet with our original
@@ -535,10 +607,8 @@ where
         true
     }
 
-    /// RFC 9001 §5.4, §5.3: removes header, then packet protection with the receive keys of
-    /// the packet's type — one path for every level (issue 8: the long-header levels and
-    /// 1-RTT shared only the key choice before) —, following a key update the peer
-    /// initiated (RFC 9001 §6: a 1-RTT Key Phase bit different from ours).
+    /// RFC 9001 §5.4, §5.3: removes header, then packet protection ([`unprotect`]); a server
+    /// opens 0-RTT packets too.
     fn unprotect(
         &mut self,
         now: Instant,
@@ -547,61 +617,9 @@ where
         pn_offset: usize,
         largest: Option<u64>,
     ) -> Result<Unprotected, WireError> {
-        let server = self.side() == Side::Server;
-        let keys = &self.hs.keys;
-        let rx = match ptype {
-            PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
-            PacketType::Handshake => keys.handshake.as_ref().map(|k| &k.rx),
-            PacketType::ZeroRtt => keys.zero_rtt().filter(|_| server),
-            PacketType::OneRtt => keys.one_rtt.as_ref().map(|k| &k.keys.rx),
-        };
-        let rx = rx.ok_or(WireError::DecryptFailed)?;
-        let t = remove_header_protection(&rx.header, pkt, pn_offset)?;
-        let pn = number::decode(largest, t.value, t.len);
-        let header_len = pn_offset + t.len;
-        let phase = t.first_byte & KEY_PHASE_BIT != 0;
-        // Only a 1-RTT packet has a Key Phase (the bit is reserved in long headers).
-        let other_phase = match keys.one_rtt.as_ref() {
-            Some(k) if ptype == PacketType::OneRtt => phase != k.rx_phase,
-            _ => false,
-        };
-        let payload_len = if other_phase {
-            self.open_other_phase(now, pkt, pn, header_len)?
-        } else {
-            rx.packet.open_in_place(pn, pkt, header_len)?
-        };
-        // Only now, with the packet authenticated (see `check_reserved_bits`).
-        check_reserved_bits(t.first_byte)?;
-        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
-    }
-
-    /// RFC 9001 §6: opens a 1-RTT packet whose Key Phase differs from the current receive
-    /// key's: a packet of the previous phase reordered across an update, or the peer's key
-    /// update.
-    fn open_other_phase(
-        &mut self,
-        now: Instant,
-        pkt: &mut [u8],
-        pn: u64,
-        header_len: usize,
-    ) -> Result<usize, WireError> {
-        let version = self.hs.version;
-        let provider = &self.hs.provider;
-        let keep_until = now + self.recovery.pto_period().saturating_mul(3);
-        let Some(k) = self.hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
-        if pn < k.rx_phase_start_pn {
-            // RFC 9001 §6.5: the other Key Phase below the first packet of the current phase
-            // is a packet of the previous phase, reordered across the update: opened with
-            // the previous key while it is kept (three PTOs), dropped after.
-            return match k.prev_rx(now) {
-                Some(prev) => prev.open_in_place(pn, pkt, header_len),
-                None => Err(WireError::DecryptFailed),
-            };
-        }
-        // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next
-        // generation's key; if it opens, the peer updated keys and we follow (§6.2).
-        let slot = &mut self.hs.keys.one_rtt;
-        slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)
+        let zero_rtt = self.side() == Side::Server;
+        let pto = self.recovery.pto_period();
+        unprotect(&mut self.hs, pto, now, ptype, zero_rtt, pkt, pn_offset, largest)
     }
 
     /// RFC 9368 §2.3: a client whose first flight offered a compatible version switches to

@@ -11,15 +11,12 @@ use super::{si, DeviceConnection, Peer, Res, State, TokenState};
 use crate::cid::ConnectionId;
 use crate::coding::{Reader, VarInt};
 use crate::connection::cids::RemoteCids;
-use crate::connection::recv::{level_of, retry_verified, tls_close, violation, wire};
+use crate::connection::recv::{level_of, retry_verified, tls_close, unprotect, violation, wire};
 use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
 use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
 use crate::frame::{self, types, Ack, Frame};
-use crate::packet::{
-    self, check_reserved_bits, number, remove_header_protection, Header, PacketType, Unprotected,
-    VersionNegotiation, KEY_PHASE_BIT,
-};
+use crate::packet::{self, Header, PacketType, Unprotected, VersionNegotiation};
 use crate::recovery::{PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction};
 use crate::stream::{CryptoSend, Insert};
 use crate::time::{Duration, Instant};
@@ -359,8 +356,8 @@ where
         true
     }
 
-    /// RFC 9001 §5.4, §5.3: removes header, then packet protection with the receive keys of
-    /// the packet's type, following a key update the server initiated (RFC 9001 §6).
+    /// RFC 9001 §5.4, §5.3, §6: removes header, then packet protection (the general
+    /// connection's [`unprotect`]; a client opens no 0-RTT packets).
     fn unprotect(
         &mut self,
         now: Instant,
@@ -369,54 +366,8 @@ where
         pn_offset: usize,
         largest: Option<u64>,
     ) -> Result<Unprotected, WireError> {
-        let keys = &self.hs.keys;
-        let rx = match ptype {
-            PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
-            PacketType::Handshake => keys.handshake.as_ref().map(|k| &k.rx),
-            PacketType::ZeroRtt => None,
-            PacketType::OneRtt => keys.one_rtt.as_ref().map(|k| &k.keys.rx),
-        };
-        let rx = rx.ok_or(WireError::DecryptFailed)?;
-        let t = remove_header_protection(&rx.header, pkt, pn_offset)?;
-        let pn = number::decode(largest, t.value, t.len);
-        let header_len = pn_offset + t.len;
-        let phase = t.first_byte & KEY_PHASE_BIT != 0;
-        let other_phase = match keys.one_rtt.as_ref() {
-            Some(k) if ptype == PacketType::OneRtt => phase != k.rx_phase,
-            _ => false,
-        };
-        let payload_len = if other_phase {
-            self.open_other_phase(now, pkt, pn, header_len)?
-        } else {
-            rx.packet.open_in_place(pn, pkt, header_len)?
-        };
-        // Only now, with the packet authenticated.
-        check_reserved_bits(t.first_byte)?;
-        Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
-    }
-
-    /// RFC 9001 §6: a 1-RTT packet of the other Key Phase: the previous phase's, reordered
-    /// across an update (opened with the previous key for three PTOs, §6.5), or the
-    /// server's key update (tried with the next key and followed if it opens, §6.3, §6.2).
-    fn open_other_phase(
-        &mut self,
-        now: Instant,
-        pkt: &mut [u8],
-        pn: u64,
-        header_len: usize,
-    ) -> Result<usize, WireError> {
-        let version = self.hs.version;
-        let provider = &self.hs.provider;
-        let keep_until = now + self.recovery.pto_period().saturating_mul(3);
-        let Some(k) = self.hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
-        if pn < k.rx_phase_start_pn {
-            return match k.prev_rx(now) {
-                Some(prev) => prev.open_in_place(pn, pkt, header_len),
-                None => Err(WireError::DecryptFailed),
-            };
-        }
-        let slot = &mut self.hs.keys.one_rtt;
-        slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)
+        let pto = self.recovery.pto_period();
+        unprotect(&mut self.hs, pto, now, ptype, false, pkt, pn_offset, largest)
     }
 
     /// RFC 9000 §17.2.5.2, RFC 9001 §5.8: the client acts on the first valid Retry before
