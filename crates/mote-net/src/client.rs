@@ -616,14 +616,19 @@ fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
 
-/// Runs `mote get` (call within a tokio runtime).
-pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
-    if o.urls.is_empty() {
-        return Err(Error::new("no URL to fetch"));
-    }
-    if o.alpn.as_slice() != ALPN_HQ && o.alpn.as_slice() != ALPN_H3 {
-        return Err(Error::new("--alpn: hq-interop or h3"));
-    }
+/// What `mote get` and `mote get --device` derive from their options alike: the URLs (one
+/// server), its address, the output directory made, the server authentication, and the
+/// resumption ticket saved for that server.
+pub(crate) struct Target {
+    pub(crate) urls: Vec<Url>,
+    pub(crate) remote: SocketAddr,
+    pub(crate) authority: String,
+    pub(crate) server_auth: ServerAuth<'static>,
+    pub(crate) saved: Option<SavedSession>,
+    pub(crate) resumption: Option<Resumption<'static>>,
+}
+
+pub(crate) fn target(o: &GetOptions) -> Result<Target, Error> {
     let urls: Vec<Url> = o.urls.iter().map(|u| Url::parse(u)).collect::<Result<_, _>>()?;
     let first = urls.first().ok_or_else(|| Error::new("no URL to fetch"))?;
     if let Some(u) = urls.iter().find(|u| u.host != first.host || u.port != first.port) {
@@ -658,6 +663,19 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             .ok()
             .map(|ticket| Resumption { ticket, age_ms: u32::try_from(age).unwrap_or(u32::MAX) })
     });
+    Ok(Target { urls, remote, authority, server_auth, saved, resumption })
+}
+
+/// Runs `mote get` (call within a tokio runtime).
+pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
+    if o.urls.is_empty() {
+        return Err(Error::new("no URL to fetch"));
+    }
+    if o.alpn.as_slice() != ALPN_HQ && o.alpn.as_slice() != ALPN_H3 {
+        return Err(Error::new("--alpn: hq-interop or h3"));
+    }
+    let Target { urls, remote, authority, server_auth, saved, resumption } = target(&o)?;
+    let first = urls.first().ok_or_else(|| Error::new("no URL to fetch"))?;
     let remembered =
         resumption.filter(|_| o.zero_rtt).map(|r| r.ticket.server_transport_parameters.to_vec());
     let alpn: &'static [u8] = Box::leak(o.alpn.clone().into_boxed_slice());

@@ -30,17 +30,15 @@ use mote_h3::{Config as H3Config, H3Error, Request};
 use mote_quic::connection::{CloseReason, RecvInfo, Transmit};
 use mote_quic::device::{DeviceConnection, DeviceStorage};
 use mote_quic::{ConnectionConfig, Instant, Version};
-use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket, X509Verifier};
+use mote_tls::{ClientConfig, ClientSession};
 
-use crate::client::{describe_close, GetOptions, GetReport, ServerAuthOption, MAX_SOURCES};
+use crate::client::{describe_close, target, GetOptions, GetReport, Target, MAX_SOURCES};
 use crate::clock::{unix_millis, Clock};
 use crate::driver::{self, Application, Flow, SansIo};
-use crate::identity;
 use crate::keylog::KeyLogFile;
 use crate::session_file::SavedSession;
 use crate::socket::UdpSocket;
 use crate::types::{ClientTls, CRYPTO_BUFFER};
-use crate::url::Url;
 use crate::{Error, ALPN_H3};
 
 /// Application Data sent-packet records: the device client sends requests and ACKs only.
@@ -333,39 +331,8 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             "--device: the device connection neither migrates nor offers QUIC v2 here",
         ));
     }
-    let urls: Vec<Url> = o.urls.iter().map(|u| Url::parse(u)).collect::<Result<_, _>>()?;
+    let Target { urls, remote, authority, server_auth, saved, resumption } = target(&o)?;
     let first = urls.first().ok_or_else(|| Error::new("no URL to fetch"))?;
-    if let Some(u) = urls.iter().find(|u| u.host != first.host || u.port != first.port) {
-        return Err(Error::new(format!(
-            "{}:{}: all URLs must name the same server (one connection)",
-            u.host, u.port
-        )));
-    }
-    let remote = first.resolve()?;
-    let authority = format!("{}:{}", first.host, first.port);
-    std::fs::create_dir_all(&o.output)
-        .map_err(|e| Error::new(format!("--output {}: {e}", o.output.display())))?;
-
-    // Server authentication: the host's (webpki X.509 chains, or a pinned key).
-    let server_auth = match &o.auth {
-        ServerAuthOption::Ca(path) => {
-            ServerAuth::X509(X509Verifier { anchors: identity::trust_anchors(path)? })
-        }
-        ServerAuthOption::PinKey(path) => {
-            ServerAuth::RawPublicKeys(leak([identity::pinned_key(path)?]))
-        }
-    };
-    let saved = match &o.session_file {
-        Some(p) => SavedSession::load(p)?.filter(|s| s.server == authority),
-        None => None,
-    };
-    let resumption = saved.as_ref().and_then(|s| {
-        let bytes: &'static [u8] = Box::leak(s.ticket.clone().into_boxed_slice());
-        let age = unix_millis().saturating_sub(s.received_unix_ms);
-        Ticket::decode(bytes)
-            .ok()
-            .map(|ticket| Resumption { ticket, age_ms: u32::try_from(age).unwrap_or(u32::MAX) })
-    });
     let remembered =
         resumption.filter(|_| o.zero_rtt).map(|r| r.ticket.server_transport_parameters);
     let config: &'static ClientConfig<'static> = leak(ClientConfig {
