@@ -13,8 +13,8 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
-use mote_h3::client::{Client, Event as H3Event};
-use mote_h3::{Config as H3Config, Request};
+use mote_h3::client::{Client, ClientRequest, Event as H3Event};
+use mote_h3::Config as H3Config;
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
 use mote_quic::{ConnectionConfig, Instant};
@@ -993,7 +993,7 @@ fn drive_requests(
         return;
     }
     if req.get.is_none() {
-        let get = Request::get(AUTHORITY, GET_PATH);
+        let get = ClientRequest::get(AUTHORITY, GET_PATH);
         req.get = h3.request(t, &get, true, scratch).ok();
         req.get_sent = req.get.is_some();
     }
@@ -1001,8 +1001,7 @@ fn drive_requests(
         return;
     }
     if req.post.is_none() {
-        let headers: [(&[u8], &[u8]); 1] = [(b"content-length", b"1024")];
-        let post = Request::post(AUTHORITY, POST_PATH).with_headers(&headers);
+        let post = ClientRequest::post(AUTHORITY, POST_PATH, POST_BYTES);
         req.post = h3.request(t, &post, false, scratch).ok();
         req.post_head_sent = req.post.is_some();
     }
