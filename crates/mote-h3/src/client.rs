@@ -222,7 +222,8 @@ impl Ctl {
         !matches!(self.kind, Kind::Free | Kind::Done)
     }
 
-    /// Takes this slot for stream `id`.
+    /// Takes this slot for stream `id` (out of line: one copy for both callers).
+    #[inline(never)]
     fn take(&mut self, id: u64, kind: Kind) {
         *self = Self { id, kind, ..Self::EMPTY };
     }
