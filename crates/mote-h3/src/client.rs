@@ -1178,6 +1178,14 @@ mod tests {
     }
 
     #[test]
+    fn content_length_digits() {
+        for n in [0, 7, 10, 1024, 99_999, usize::MAX] {
+            let mut buf = [0u8; 20];
+            assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
     fn wire_bytes_match_the_general_session() {
         // Our control stream, the GET's and the POST's bytes equal what
         // `connection::Connection` sends for the same configuration and requests.
