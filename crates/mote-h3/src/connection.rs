@@ -977,7 +977,8 @@ impl<'t> Connection<'t> {
         self.decoded(s.id(), &decoded)?;
         let fields = decoded.fields;
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
-        // (RFC 9110 §6.4.1, §8.6).
+        // (RFC 9110 §6.4.1, §8.6; RFC 9114 §4.1.2): content in DATA is malformed (empty
+        // DATA frames carry none), as the device client has it.
         let mut bodyless = false;
         let mut status = 0;
         let checked = if trailers {
@@ -985,14 +986,15 @@ impl<'t> Connection<'t> {
         } else if self.is_server() {
             message::parse_request(&fields).map(|_| HeadersKind::Message)
         } else {
-            message::parse_response(&fields).map(|code| {
+            message::parse_response(&fields).and_then(|code| {
+                // RFC 9114 §4.5: HTTP/3 has no 101 (Switching Protocols); such a head is
+                // malformed (§4.1.2), not an interim response.
+                if code == 101 {
+                    return Err(H3Error::MessageError);
+                }
                 status = code;
                 bodyless = s.head || code == 204 || code == 304;
-                if code < 200 {
-                    HeadersKind::Interim
-                } else {
-                    HeadersKind::Message
-                }
+                Ok(if code < 200 { HeadersKind::Interim } else { HeadersKind::Message })
             })
         };
         // §4.1.2: a message whose DATA frames do not add up to its content-length is
@@ -1001,7 +1003,7 @@ impl<'t> Connection<'t> {
         let checked = checked.and_then(|kind| match kind {
             HeadersKind::Message => {
                 let declared = message::content_length(&fields)?;
-                s.content_left = if bodyless { None } else { declared };
+                s.content_left = if bodyless { Some(0) } else { declared };
                 Ok(kind)
             }
             HeadersKind::Trailers if s.content_left.is_some_and(|l| l != 0) => {

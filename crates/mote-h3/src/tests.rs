@@ -853,6 +853,41 @@ fn attack_content_length_mismatch() {
     }
 }
 
+/// Review finding: the host client took a 101 head for an interim response and passed on
+/// DATA after the head of a response to HEAD, 204 or 304. RFC 9114 §4.5: HTTP/3 has no 101
+/// (malformed, H3_MESSAGE_ERROR); RFC 9110 §6.4.1: those responses have no content, so
+/// content in DATA is malformed (as content beyond a content-length is), while empty DATA
+/// frames carry none and are accepted. The device client does the same.
+#[test]
+fn no_101_and_no_content_after_bodyless_heads() {
+    let mut c = client();
+    let id = c.open_request();
+    let (conn, t, st) = c.parts(id);
+    conn.send_request(t, st, &Request::get(b"example.com", b"/"), true, &mut [0u8; 256]).unwrap();
+    c.feed(id, &headers_frame(&[(b":status", b"101")]), false);
+    let ev = c.take_events();
+    assert_eq!(ev, [Ev::StreamError(id, H3Error::MessageError)], "{ev:?}");
+    assert!(c.error.is_none() && c.t.stops.contains(&(id, 0x10e)));
+    for (method, status) in [(&b"HEAD"[..], &b"200"[..]), (b"GET", b"204"), (b"GET", b"304")] {
+        for (body, ok) in [(&hex!("00 00 00 00")[..], true), (&hex!("00 00 00 01 61"), false)] {
+            let mut c = client();
+            let id = c.open_request();
+            let req = Request { method, ..Request::get(b"example.com", b"/") };
+            let (conn, t, st) = c.parts(id);
+            conn.send_request(t, st, &req, true, &mut [0u8; 256]).unwrap();
+            let mut stream = headers_frame(&[(b":status", status)]);
+            stream.extend_from_slice(body);
+            c.feed(id, &stream, true);
+            let ev = c.take_events();
+            assert!(c.error.is_none());
+            assert!(bodies(&ev, id).is_empty(), "{ev:?}");
+            let end =
+                if ok { Ev::Finished(id) } else { Ev::StreamError(id, H3Error::MessageError) };
+            assert_eq!(ev.last(), Some(&end), "{method:?} {status:?} {body:02x?}: {ev:?}");
+        }
+    }
+}
+
 #[test]
 fn frames_after_trailers() {
     let mut stream = valid_request_headers();

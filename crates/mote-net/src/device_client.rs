@@ -23,10 +23,11 @@ use std::path::PathBuf;
 
 use mote_crypto::fast::{Ring, SystemRng};
 use mote_crypto::AeadAlgorithm;
+use mote_h3::client::ClientRequest;
 use mote_h3::client::{Client, Event as H3Event};
 use mote_h3::device::DeviceTransport;
 use mote_h3::SendError;
-use mote_h3::{Config as H3Config, H3Error, Request};
+use mote_h3::{Config as H3Config, H3Error};
 use mote_quic::connection::{CloseReason, RecvInfo, Transmit};
 use mote_quic::device::{DeviceConnection, DeviceStorage};
 use mote_quic::{ConnectionConfig, Instant, Version};
@@ -150,7 +151,7 @@ impl Fetcher {
             return;
         }
         let Some(f) = self.fetches.get(self.current) else { return };
-        let request = Request::get(self.authority.as_bytes(), f.path.as_bytes());
+        let request = ClientRequest::get(self.authority.as_bytes(), f.path.as_bytes());
         match self.h3.request(t, &request, true, &mut self.scratch) {
             Ok(_) => self.sent = true,
             // The previous request stream is not finished both ways yet, or no room: later.

@@ -85,7 +85,7 @@ impl DevConnNode {
         }
         // One request at a time: the next once the previous response finished.
         if self.sent.len() < self.requests && self.sent.len() == self.done {
-            let request = mote_h3::Request::get(b"server", &self.path);
+            let request = mote_h3::client::ClientRequest::get(b"server", &self.path);
             let mut scratch = [0u8; 128];
             if let Ok(id) = self.h3.request(t, &request, true, &mut scratch) {
                 self.sent.push(id);

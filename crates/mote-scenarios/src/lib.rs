@@ -538,7 +538,7 @@ impl DeviceApp {
             // One request at a time: the next once the previous one finished.
             let busy = self.streams.last().is_some_and(|(_, _, fin)| !*fin);
             if self.streams.len() < self.streams_wanted && !busy {
-                let request = mote_h3::Request::get(b"server", path);
+                let request = mote_h3::client::ClientRequest::get(b"server", path);
                 let mut scratch = [0u8; 256];
                 if let Ok(id) = client.request(t, &request, true, &mut scratch) {
                     if let Some(qid) = StreamId::new(id) {

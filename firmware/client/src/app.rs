@@ -13,8 +13,8 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mote_crypto::rustcrypto::RustCrypto;
 use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
-use mote_h3::client::{Client, Event as H3Event};
-use mote_h3::{Config as H3Config, Request};
+use mote_h3::client::{Client, ClientRequest, Event as H3Event};
+use mote_h3::Config as H3Config;
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
 use mote_quic::{ConnectionConfig, Instant};
@@ -335,22 +335,27 @@ fn step<R>(_deepest: &mut (), _which: usize, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The request side of a transaction.
+/// The request side of a transaction: per request ([`GET`], [`POST`], in that order) its
+/// stream, final status and whether its response is complete.
 #[derive(Default)]
 struct Requests {
-    get: Option<u64>,
-    get_sent: bool,
-    get_status: u16,
+    id: [Option<u64>; 2],
+    status: [u16; 2],
+    done: [bool; 2],
     get_bytes: usize,
-    get_done: bool,
-    post: Option<u64>,
-    post_head_sent: bool,
     post_body_sent: usize,
-    post_status: u16,
-    post_done: bool,
     failed: bool,
     h3_error: u64,
 }
+
+/// The transaction's requests: the GET, then the POST with its generated body.
+const REQUESTS: [ClientRequest<'static>; 2] = [
+    ClientRequest::get(AUTHORITY, GET_PATH),
+    ClientRequest::post(AUTHORITY, POST_PATH, POST_BYTES),
+];
+/// The GET's and the POST's index in [`Requests`].
+const GET: usize = 0;
+const POST: usize = 1;
 
 /// What `run` keeps of a transaction once it is reported: whether it succeeded and its
 /// stack depths (for the final memory report).
@@ -810,16 +815,16 @@ fn event_loop<B: Board>(
             // confidentiality limit is used), once per transaction after the GET: the
             // connection starts it once the handshake is confirmed and a packet of the
             // current phase acknowledged, so it is tried until it starts.
-            if req.get_done && !updated {
+            if req.done[GET] && !updated {
                 updated = conn.initiate_key_update();
             }
             #[cfg(feature = "selfmeasure")]
-            if req.get_sent && out.record.phases.current() == Some(Phase::Open) {
+            if req.id[GET].is_some() && out.record.phases.current() == Some(Phase::Open) {
                 out.record.phases.enter(board, Some(Phase::Transfer));
             }
             step(steps, 2, || poll_h3(conn, h3, req));
         }
-        if req.get_done && req.post_done && responses_at.is_none() {
+        if req.done == [true; 2] && responses_at.is_none() {
             responses_at = Some(now_us);
         }
         let finished = req.failed
@@ -845,15 +850,12 @@ fn event_loop<B: Board>(
     {
         let r = &mut out.record;
         r.phases.enter(board, None);
-        (r.get_status, r.post_status, r.get_bytes) =
-            (req.get_status, req.post_status, req.get_bytes);
+        ([r.get_status, r.post_status], r.get_bytes) = (req.status, req.get_bytes);
         r.h3_error = req.h3_error;
     }
     out.ok = !req.failed
-        && req.get_done
-        && req.post_done
-        && req.get_status == 200
-        && req.post_status == 200
+        && req.done == [true; 2]
+        && req.status == [200; 2]
         && req.get_bytes == OBJECT_BYTES;
     ticket
 }
@@ -992,21 +994,12 @@ fn drive_requests(
     if !h3.is_open() && h3.open(t).is_err() {
         return;
     }
-    if req.get.is_none() {
-        let get = Request::get(AUTHORITY, GET_PATH);
-        req.get = h3.request(t, &get, true, scratch).ok();
-        req.get_sent = req.get.is_some();
+    // The GET, and once its response is complete the POST.
+    let i = usize::from(req.done[GET]);
+    if let (Some(id @ None), Some(r)) = (req.id.get_mut(i), REQUESTS.get(i)) {
+        *id = h3.request(t, r, i == GET, scratch).ok();
     }
-    if !req.get_done {
-        return;
-    }
-    if req.post.is_none() {
-        let headers: [(&[u8], &[u8]); 1] = [(b"content-length", b"1024")];
-        let post = Request::post(AUTHORITY, POST_PATH).with_headers(&headers);
-        req.post = h3.request(t, &post, false, scratch).ok();
-        req.post_head_sent = req.post.is_some();
-    }
-    while req.post_head_sent && req.post_body_sent < POST_BYTES {
+    while req.id[POST].is_some() && req.post_body_sent < POST_BYTES {
         let rest = post_body(req.post_body_sent, body_buf);
         match h3.send_data(t, rest, true) {
             Ok(n) if n > 0 => req.post_body_sent += n,
@@ -1017,18 +1010,20 @@ fn drive_requests(
 
 /// Records what the server's responses carry.
 fn on_h3_event(req: &mut Requests, id: Option<u64>, e: H3Event<'_>) {
-    let get = req.get == id;
+    let get = req.id[GET] == id;
+    let i = usize::from(!get);
     match e {
         H3Event::Response { status, .. } if status >= 200 => {
-            if get {
-                req.get_status = status;
-            } else {
-                req.post_status = status;
+            if let Some(s) = req.status.get_mut(i) {
+                *s = status;
             }
         }
         H3Event::Data(d) if get => req.get_bytes += d.len(),
-        H3Event::Finished if get => req.get_done = true,
-        H3Event::Finished => req.post_done = true,
+        H3Event::Finished => {
+            if let Some(d) = req.done.get_mut(i) {
+                *d = true;
+            }
+        }
         H3Event::StreamError(e) => {
             req.failed = true;
             req.h3_error = e.code();

@@ -9,7 +9,7 @@ use crate::error::BufferTooSmall;
 use super::fields::FIELD_OVERHEAD;
 use super::prefix::{encode_int, encode_string};
 #[cfg(not(any(feature = "server", feature = "quic")))]
-use super::static_device::{find, get, Entry};
+use super::static_device::find;
 #[cfg(any(feature = "server", feature = "quic"))]
 use super::static_table::find;
 use super::static_table::Match;
@@ -105,60 +105,57 @@ fn put_str(out: &mut Out<'_>, s: &[u8], n: u8, flags: u8) -> Result<(), BufferTo
     out.put_slice(s)
 }
 
+/// A field with the static entry `index` (below 16; RFC 9204 Appendix A) for its name:
+/// an Indexed Field Line if `value` is the entry's value `known` (§4.5.2: `1 1 Index`),
+/// else a Literal Field Line referencing its name (§4.5.4: `0 1 0 1 Index(4+)`), the value
+/// not Huffman-coded. What [`FieldEncoder`] writes in a device-only build (the entry's
+/// name has no other entry with `value`).
 #[cfg(not(any(feature = "server", feature = "quic")))]
-fn known(out: &mut Out<'_>, first: u8, count: u8, value: &[u8]) -> Result<(), BufferTooSmall> {
-    for i in first..first + count {
-        if let Some(Entry::Known(_, v)) = get(u64::from(i)) {
-            if v == value {
-                return out.put_u8(0xc0 | i);
-            }
-        }
+fn known(out: &mut Out<'_>, index: u8, known: &[u8], value: &[u8]) -> Result<(), BufferTooSmall> {
+    if value == known {
+        return out.put_u8(0xc0 | index);
     }
-    put_int(out, usize::from(first), 4, 0x50)?;
+    out.put_u8(0x50 | index)?;
     put_str(out, value, 7, 0)
 }
 
 /// A device-only build's request head (RFC 9114 §4.3.1), written as one template: the
-/// prefix (no dynamic table), `:method`, `:scheme`, `:authority` and `:path` by their
-/// static entries, then `headers`: content-length by its static entry, any other name as
-/// a literal. The same bytes as [`FieldEncoder`] with [`crate::Request::encode`] (whose
-/// device table knows only the pseudo-headers and content-length); the one difference is
-/// a pseudo-header among `headers` (a malformed request, §4.3), which goes out as a
-/// literal name instead of a static reference: the same field. Returns the encoded
-/// length and the size as §4.2.2 counts it.
+/// prefix (no dynamic table), `:method` by its static index `method` (15..=21, RFC 9204
+/// Appendix A; its name `method_len` bytes long), `:scheme` `https` (23), `:authority` (0)
+/// and `:path` (1) by their static entries, then `content-length` (4) if given as its
+/// decimal digits. The same bytes as [`FieldEncoder`] with [`crate::Request::encode`] for
+/// the same request (test `request_template_matches_the_field_encoder`). Returns the
+/// encoded length and the size as §4.2.2 counts it.
 #[cfg(not(any(feature = "server", feature = "quic")))]
 pub(crate) fn encode_request(
-    request: &crate::Request<'_>,
+    method: u8,
+    method_len: usize,
+    authority: &[u8],
+    path: &[u8],
+    content_length: Option<&[u8]>,
     buf: &mut [u8],
 ) -> Result<(usize, u64), BufferTooSmall> {
     let mut out = Out::new(buf);
-    // Required Insert Count 0, Base 0.
-    out.put_slice(&[0, 0])?;
-    // `:method` (15..=21), `:scheme` (22, 23), `:authority` (0), `:path` (1). The size
-    // starts with their names' lengths and overheads; every length counted is that of
-    // bytes written to `buf`, so it cannot overflow.
-    let mut size = 7 + 7 + 10 + 5 + 4 * FIELD_OVERHEAD as usize;
-    for (first, count, value) in [
-        (15, 7, request.method),
-        (22, 2, request.scheme),
-        (0, 1, request.authority),
-        (1, 1, request.path),
-    ] {
-        known(&mut out, first, count, value)?;
-        size += value.len();
+    // Required Insert Count 0, Base 0; `:method`, `:scheme: https` indexed.
+    out.put_slice(&[0, 0, 0xc0 | method, 0xc0 | 23])?;
+    known(&mut out, 0, b"", authority)?;
+    known(&mut out, 1, b"/", path)?;
+    // Names, `https` and overheads; every length counted is that of bytes written to
+    // `buf`, so the sum cannot overflow.
+    let mut size = 7
+        + 7
+        + 10
+        + 5
+        + 5
+        + 4 * FIELD_OVERHEAD as usize
+        + method_len
+        + authority.len()
+        + path.len();
+    if let Some(digits) = content_length {
+        known(&mut out, 4, b"0", digits)?;
+        size += 14 + digits.len() + FIELD_OVERHEAD as usize;
     }
-    for (name, value) in request.headers {
-        if *name == b"content-length" {
-            known(&mut out, 4, 1, value)?;
-        } else {
-            // Literal Field Line with Literal Name (§4.5.6): 0 0 1 N=0 H NameLen(3+).
-            put_str(&mut out, name, 3, 0x20)?;
-            put_str(&mut out, value, 7, 0)?;
-        }
-        size += name.len() + value.len() + FIELD_OVERHEAD as usize;
-    }
-    let size = size as u64;
-    Ok((out.position(), size))
+    Ok((out.position(), size as u64))
 }
 
 /// Encodes `fields` as one field section into `out`, returning its length.
@@ -202,9 +199,9 @@ mod tests {
         }
     }
 
-    /// The device template writes what the field encoder writes, for the firmware's
-    /// requests and for every static method and scheme, other values, long strings and
-    /// other headers.
+    /// The device template writes what the field encoder writes (and counts the same
+    /// §4.2.2 size) for every static method, with values that are and are not the static
+    /// entries', long strings, and with and without content-length.
     #[cfg(not(any(feature = "server", feature = "quic")))]
     #[test]
     fn request_template_matches_the_field_encoder() {
@@ -230,46 +227,50 @@ mod tests {
             };
             assert!(expected, "{i}");
         }
-        const METHODS: [&[u8]; 7] =
-            [b"CONNECT", b"DELETE", b"GET", b"HEAD", b"OPTIONS", b"POST", b"PUT"];
-        const SCHEMES: [&[u8]; 2] = [b"http", b"https"];
         let long = [b'a'; 300];
-        let headers: &[&[(&[u8], &[u8])]] = &[
-            &[],
-            &[(b"content-length", b"1024")],
-            &[(b"content-length", b"0"), (b"x-long-header-name", &long), (b"te", b"")],
-            &[(b"authorization", b"secret"), (b":path", b"/")],
-        ];
-        let values: &[&[u8]] = &[b"", b"/", b"GET", b"https", b"PATCH", b"coap", &long];
-        for &method in METHODS.iter().chain(values) {
-            for &scheme in SCHEMES.iter().chain(values) {
-                for &authority in values {
-                    for &path in values {
-                        for &headers in headers {
-                            let r = Request { method, scheme, authority, path, headers };
-                            let mut a = [0u8; 2048];
-                            let mut enc = FieldEncoder::new(&mut a).unwrap();
-                            r.encode(&mut enc).unwrap();
-                            let size = enc.size();
-                            let n = enc.finish();
-                            let mut b = [0u8; 2048];
-                            let (m, template_size) = encode_request(&r, &mut b).unwrap();
-                            assert_eq!(template_size, size);
-                            if headers.iter().any(|(n, _)| n.starts_with(b":")) {
-                                // A pseudo-header among the headers: a literal name here.
-                                assert_ne!(&a[..n], &b[..m]);
-                            } else {
-                                assert_eq!(&a[..n], &b[..m], "{r:?}");
-                            }
-                        }
+        let values: &[&[u8]] = &[b"", b"/", b"0", b"GET", b"https", b"coap", &long];
+        let lengths: &[Option<&[u8]>] =
+            &[None, Some(b"0"), Some(b"1024"), Some(b"00"), Some(&long)];
+        for method in 15..=21u8 {
+            let name = STATIC_TABLE[usize::from(method)].1;
+            for &authority in values {
+                for &path in values {
+                    for &content_length in lengths {
+                        let cl = content_length.map(|v| (&b"content-length"[..], v));
+                        let headers: Vec<(&[u8], &[u8])> = cl.into_iter().collect();
+                        let r = Request {
+                            method: name,
+                            scheme: b"https",
+                            authority,
+                            path,
+                            headers: &headers,
+                        };
+                        let mut a = [0u8; 2048];
+                        let mut enc = FieldEncoder::new(&mut a).unwrap();
+                        r.encode(&mut enc).unwrap();
+                        let size = enc.size();
+                        let n = enc.finish();
+                        let mut b = [0u8; 2048];
+                        let (m, template_size) = encode_request(
+                            method,
+                            name.len(),
+                            authority,
+                            path,
+                            content_length,
+                            &mut b,
+                        )
+                        .unwrap();
+                        assert_eq!(template_size, size, "{r:?}");
+                        assert_eq!(&a[..n], &b[..m], "{r:?}");
                     }
                 }
             }
         }
         // Too small a buffer is refused, never overrun.
-        let r = Request::get(b"mote.example", b"/5120");
-        for len in 0..20 {
-            assert_eq!(encode_request(&r, &mut vec![0u8; len]), Err(BufferTooSmall), "{len}");
+        for len in 0..24 {
+            let mut buf = vec![0u8; len];
+            let r = encode_request(17, 3, b"mote.example", b"/5120", Some(b"1"), &mut buf);
+            assert_eq!(r, Err(BufferTooSmall), "{len}");
         }
     }
 
