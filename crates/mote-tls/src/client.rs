@@ -593,7 +593,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         hooks.rng().fill(&mut self.random)?;
         hooks.client_random(&self.random);
         let group = self.offered_groups().first().ok_or_else(internal)?;
-        self.kx = Some(self.provider.start_key_exchange(group, hooks.rng())?);
+        self.provider.start_key_exchange_in(group, hooks.rng(), &mut self.kx)?;
         let suites = self.offered_suites();
         if suites.first().is_none() {
             return Err(Error::Alert(Alert::HandshakeFailure));
@@ -924,8 +924,11 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let suite = self.suite.ok_or_else(internal)?;
         let alg = suite.hash();
         let psk = if self.psk_accepted { self.psk_source() } else { None };
-        let kx = self.kx.take().ok_or_else(internal)?;
-        let shared = kx.complete(server_share)?;
+        if self.kx.is_none() {
+            return Err(internal());
+        }
+        // The key is used where it lies and erased (issue 8: not moved out of its `Option`).
+        let shared = P::KeyExchange::complete_in(&mut self.kx, server_share)?;
         let hello_hash = self.transcript()?.current_hash();
         let es = EarlySecret::new(&self.provider, alg, psk.map(|p| p.key))?;
         let hs = es.into_handshake_secret_slot(
@@ -1003,7 +1006,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         t.replace_with_message_hash(provider)?;
         t.update(bytes);
         if let Some(g) = group {
-            self.kx = Some(self.provider.start_key_exchange(g, hooks.rng())?);
+            self.provider.start_key_exchange_in(g, hooks.rng(), &mut self.kx)?;
         }
         // RFC 8446 §4.2.10: a HelloRetryRequest rejects 0-RTT, and the second ClientHello
         // must not offer it.
