@@ -960,9 +960,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     /// RFC 8446 §4.1.4: checks a HelloRetryRequest and prepares the second ClientHello (the
     /// transcript's `message_hash`, a key share of the group asked for), which the caller
     /// writes ([`Retry`]). Takes the two fields it checks, not the parsed message (issue 8:
-    /// the caller does not build the whole `ServerHello` in its frame to lend it). Out of
-    /// line: `cargo xtask stack` bounds the HelloRetryRequest path from it (inlined: −68 B).
-    #[inline(never)]
+    /// the caller does not build the whole `ServerHello` in its frame to lend it). Inlined
+    /// into `server_hello` (issue 8: −68 B); `cargo xtask stack` bounds the HelloRetryRequest
+    /// path from `Client<P>::server_hello`, whose frame holds it.
     fn hello_retry_request<H: QuicHooks>(
         &mut self,
         selected_group: Option<u16>,
