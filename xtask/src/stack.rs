@@ -37,8 +37,10 @@ pub const DEFAULT_ROOTS: &[&str] = &[
     "OneRttKeys<P>>>::open_next_phase",
     // RFC 9001 §6.1: a key update this side initiates.
     "OneRttKeys<P>>>::initiate",
-    // RFC 8446 §4.1.4: a HelloRetryRequest and the second ClientHello.
-    "::hello_retry_request",
+    // RFC 8446 §4.1.4: a HelloRetryRequest (its checks inlined into the ServerHello's
+    // handler, `server_hello`, and `server_hello_or_retry` above it) and the second
+    // ClientHello.
+    "Client<P>::server_hello",
     // The ClientHello: the first (connection constructor) and, after a HelloRetryRequest,
     // the second (from the handshake's receive path, once the HelloRetryRequest's handlers
     // returned).

@@ -88,10 +88,13 @@ pub fn expand_label<P: CryptoProvider + ?Sized>(
     if label.len() + PREFIX.len() > 255 || context.len() > 255 || out.len() > u16::MAX as usize {
         return Err(Error::BadLength);
     }
-    let length = (out.len() as u16).to_be_bytes();
-    let label_len = [(PREFIX.len() + label.len()) as u8];
+    // HkdfLabel's fixed head (length, the label's length and "tls13 ") built in place: one
+    // info part instead of three (issue 8).
+    let [len_hi, len_lo] = (out.len() as u16).to_be_bytes();
+    let head =
+        [len_hi, len_lo, (PREFIX.len() + label.len()) as u8, b't', b'l', b's', b'1', b'3', b' '];
     let context_len = [context.len() as u8];
-    expand(provider, alg, secret, &[&length, &label_len, PREFIX, label, &context_len, context], out)
+    expand(provider, alg, secret, &[&head, label, &context_len, context], out)
 }
 
 /// [`expand_label`] producing a [`Secret`] as long as the hash output (the common case of

@@ -199,6 +199,13 @@ pub trait KeyExchange: Sized {
     /// Completes the exchange with the peer's share. Consumes the private key, which is
     /// erased. Rejects invalid points and the all-zero X25519 result (RFC 8446 §7.4.2).
     fn complete(self, peer_public_key: &[u8]) -> Result<SharedSecret, Error>;
+    /// [`complete`](Self::complete) for a key kept in `slot`, which is left `None` (the key
+    /// erased) whether it succeeds or not; `None` in the slot is `Unsupported`. Providers
+    /// override it to compute from the key where it lies, not moved out of the `Option`
+    /// first (issue 8: two 32-byte copies on the device's ServerHello path).
+    fn complete_in(slot: &mut Option<Self>, peer_public_key: &[u8]) -> Result<SharedSecret, Error> {
+        slot.take().ok_or(Error::Unsupported)?.complete(peer_public_key)
+    }
 }
 
 /// A private key that produces TLS 1.3 CertificateVerify signatures (RFC 8446 §4.4.3).
@@ -329,6 +336,19 @@ pub trait CryptoProvider {
         group: NamedGroup,
         rng: &mut dyn CryptoRng,
     ) -> Result<Self::KeyExchange, Error>;
+    /// Starts a key exchange as [`start_key_exchange`](Self::start_key_exchange) does, in
+    /// `slot` (left `None` on error): providers override it to generate the key where it
+    /// stays, not returned through a `Result` and moved in (issue 8).
+    fn start_key_exchange_in(
+        &self,
+        group: NamedGroup,
+        rng: &mut dyn CryptoRng,
+        slot: &mut Option<Self::KeyExchange>,
+    ) -> Result<(), Error> {
+        *slot = None;
+        *slot = Some(self.start_key_exchange(group, rng)?);
+        Ok(())
+    }
     /// Verifies a TLS 1.3 signature. `public_key` is raw (32-byte Ed25519, or a SEC1 P-256
     /// point); `signature` is in TLS wire format (DER for ECDSA).
     fn verify(

@@ -435,18 +435,24 @@ impl crate::KeyExchange for KeyExchange {
         }
     }
 
+    // Computed from the key where it lies in the slot, which is then emptied (its drop
+    // erases the private key).
+    fn complete_in(slot: &mut Option<Self>, peer_public_key: &[u8]) -> Result<SharedSecret, Error> {
+        let shared = match slot {
+            Some(Self::X25519 { private, .. }) => x25519_shared(private, peer_public_key),
+            #[cfg(feature = "p256")]
+            Some(Self::Secp256r1 { .. }) => {
+                return slot.take().ok_or(Error::Unsupported)?.complete(peer_public_key)
+            }
+            None => Err(Error::Unsupported),
+        };
+        *slot = None;
+        shared
+    }
+
     fn complete(self, peer_public_key: &[u8]) -> Result<SharedSecret, Error> {
         match self {
-            Self::X25519 { private, .. } => {
-                let peer: [u8; 32] = peer_public_key.try_into().map_err(|_| Error::BadPublicKey)?;
-                let shared = x25519(*private, peer);
-                // RFC 8446 §7.4.2 / RFC 7748 §6.1: an all-zero result means the peer sent a
-                // small-order point; abort.
-                if shared.iter().fold(0u8, |acc, b| acc | b) == 0 {
-                    return Err(Error::BadPublicKey);
-                }
-                Ok(SharedSecret(shared))
-            }
+            Self::X25519 { private, .. } => x25519_shared(&private, peer_public_key),
             #[cfg(feature = "p256")]
             Self::Secp256r1 { private, .. } => {
                 // RFC 8446 §4.2.8.2: only the uncompressed form is allowed.
@@ -464,6 +470,18 @@ impl crate::KeyExchange for KeyExchange {
             }
         }
     }
+}
+
+/// X25519's shared secret with the peer's share (RFC 7748 §6.1).
+fn x25519_shared(private: &[u8; 32], peer_public_key: &[u8]) -> Result<SharedSecret, Error> {
+    let peer: [u8; 32] = peer_public_key.try_into().map_err(|_| Error::BadPublicKey)?;
+    let shared = x25519(*private, peer);
+    // RFC 8446 §7.4.2 / RFC 7748 §6.1: an all-zero result means the peer sent a small-order
+    // point; abort.
+    if shared.iter().fold(0u8, |acc, b| acc | b) == 0 {
+        return Err(Error::BadPublicKey);
+    }
+    Ok(SharedSecret(shared))
 }
 
 /// A signing key for one of the enabled schemes (feature `sign` with `ed25519` and/or
@@ -694,6 +712,37 @@ impl CryptoProvider for RustCrypto {
             }
             _ => Ok(slot.insert(self.hmac(alg, key)?)),
         }
+    }
+
+    // X25519's key generated where it stays: the scalar drawn into the slot, the public key
+    // computed there (the slot is emptied, erasing the scalar, if the RNG fails).
+    fn start_key_exchange_in(
+        &self,
+        group: NamedGroup,
+        rng: &mut dyn CryptoRng,
+        slot: &mut Option<KeyExchange>,
+    ) -> Result<(), Error> {
+        if group != NamedGroup::X25519 {
+            *slot = None;
+            *slot = Some(self.start_key_exchange(group, rng)?);
+            return Ok(());
+        }
+        let kx = slot.insert(KeyExchange::X25519 {
+            private: zeroize::Zeroizing::new([0u8; 32]),
+            public: [0u8; 32],
+        });
+        let filled = match kx {
+            // RFC 7748 §5: any 32 random bytes are a valid scalar (clamped in `x25519`).
+            KeyExchange::X25519 { private, public } => rng.fill(&mut **private).map(|()| {
+                *public = x25519(**private, X25519_BASE_POINT);
+            }),
+            #[cfg(feature = "p256")]
+            KeyExchange::Secp256r1 { .. } => Err(Error::Unsupported),
+        };
+        if filled.is_err() {
+            *slot = None;
+        }
+        filled
     }
 
     #[allow(unreachable_patterns)]
