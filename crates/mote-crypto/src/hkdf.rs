@@ -84,15 +84,15 @@ pub fn expand_label<P: CryptoProvider + ?Sized>(
     context: &[u8],
     out: &mut [u8],
 ) -> Result<(), Error> {
-    const PREFIX: &[u8] = b"tls13 ";
+    const PREFIX: [u8; 6] = *b"tls13 ";
     if label.len() + PREFIX.len() > 255 || context.len() > 255 || out.len() > u16::MAX as usize {
         return Err(Error::BadLength);
     }
     // HkdfLabel's fixed head (length, the label's length and "tls13 ") built in place: one
     // info part instead of three (issue 8).
     let [len_hi, len_lo] = (out.len() as u16).to_be_bytes();
-    let head =
-        [len_hi, len_lo, (PREFIX.len() + label.len()) as u8, b't', b'l', b's', b'1', b'3', b' '];
+    let [t, l, s, one, three, space] = PREFIX;
+    let head = [len_hi, len_lo, (PREFIX.len() + label.len()) as u8, t, l, s, one, three, space];
     let context_len = [context.len() as u8];
     expand(provider, alg, secret, &[&head, label, &context_len, context], out)
 }

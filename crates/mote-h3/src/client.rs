@@ -58,7 +58,8 @@ impl Method {
 }
 
 /// A request as the client sends it (RFC 9114 §4.3.1): `method https://authority/path`,
-/// with a content-length if one is given and no other header field. The bytes on the wire
+/// with a content-length if one is given and no other header field. [`Client::request`]
+/// refuses an empty path and NUL, CR or LF in the authority or path. The bytes on the wire
 /// are those of the general encoder for the same [`crate::Request`] (test
 /// `request_template_matches_the_field_encoder`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -407,6 +408,13 @@ impl<const CAP: usize> Client<CAP> {
             _ => false,
         };
         if !reuse && !open_new {
+            return Err(SendError::InvalidState);
+        }
+        // RFC 9114 §4.3.1: an https request's :path is not empty; RFC 9110 §5.5: no field
+        // value carries NUL, CR or LF (the peer would find the request malformed).
+        if request.path.is_empty()
+            || request.path.iter().chain(request.authority).any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+        {
             return Err(SendError::InvalidState);
         }
         let body = scratch.get_mut(HEADERS_FRAME_HEADER..).ok_or(SendError::BufferTooSmall)?;
@@ -1183,6 +1191,37 @@ mod tests {
             let mut buf = [0u8; 20];
             assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
         }
+    }
+
+    #[test]
+    fn methods_are_their_static_entries() {
+        // RFC 9204 Appendix A: the index each method goes on the wire as.
+        for m in [Method::Get, Method::Head, Method::Post] {
+            let (name, value) = crate::qpack::static_table::STATIC_TABLE[m as usize];
+            assert_eq!((name, value), (&b":method"[..], m.name()), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn requests_with_an_empty_path_or_line_breaks_are_refused() {
+        let mut r = Run::new(1024);
+        r.feed(0, HEAD_200_LEN5, false);
+        r.feed(0, &hex!("00 05 68656c6c6f"), true);
+        assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
+        let mut scratch = [0u8; 128];
+        for (authority, path) in [
+            (&b"mote.example"[..], &b""[..]),
+            (b"mote.example", b"/a\r\nx: y"),
+            (b"mote.example", b"/a\0"),
+            (b"mote.example\n", b"/a"),
+        ] {
+            let bad = ClientRequest::get(authority, path);
+            let got = r.client.request(&mut r.t, &bad, true, &mut scratch);
+            assert_eq!(got, Err(SendError::InvalidState), "{path:?}");
+        }
+        assert!(!r.t.out.contains_key(&4), "nothing was sent");
+        let good = ClientRequest::get(b"mote.example", b"/a");
+        assert_eq!(r.client.request(&mut r.t, &good, true, &mut scratch), Ok(4));
     }
 
     #[test]

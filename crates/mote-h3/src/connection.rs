@@ -977,8 +977,9 @@ impl<'t> Connection<'t> {
         self.decoded(s.id(), &decoded)?;
         let fields = decoded.fields;
         // A response to HEAD, 204 or 304 has no content, whatever its content-length says
-        // (RFC 9110 §6.4.1, §8.6; RFC 9114 §4.1.2): content in DATA is malformed (empty
-        // DATA frames carry none), as the device client has it.
+        // (RFC 9110 §6.4.1, §9.3.2, §15.3.5, §15.4.5; RFC 9114 §4.1.2 allows the
+        // content-length): content in DATA is malformed (empty DATA frames carry none), as
+        // the device client has it.
         let mut bodyless = false;
         let mut status = 0;
         let checked = if trailers {

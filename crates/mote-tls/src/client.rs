@@ -819,9 +819,11 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         }
     }
 
-    // Each message handler out of line (issue 8): inlined into `handle`, their locals
-    // (ServerHello parse, key schedule, certificate and signature) would all add up in
-    // one frame under the deepest of them on a device.
+    // The handlers with large frames (ServerHello and its key schedule, CertificateVerify,
+    // Finished, NewSessionTicket) stay out of line (issue 8): inlined into `handle`, their
+    // locals would all add up in one frame under the deepest of them on a device. The
+    // small ones (HelloRetryRequest checks, EncryptedExtensions, CertificateRequest,
+    // Certificate) are inlined: that measured smaller and the stack bound did not move.
     /// A ServerHello, or a HelloRetryRequest and the second ClientHello: written once the
     /// ServerHello handlers' frames are gone (issue 8: not under them on a device's stack).
     /// Out of line: the retry is not in the frame of every message handler.

@@ -74,11 +74,6 @@ impl<'a> FieldEncoder<'a> {
     }
 }
 
-/// A field whose name has the static entries `first..first + count` (RFC 9204 Appendix
-/// A; the device table keeps their values): an Indexed Field Line if `value` is one of
-/// theirs (§4.5.2: `1 1 Index`, every index here is below 63), else a Literal Field Line
-/// referencing the first one's name (§4.5.4: `0 1 0 1 Index(4+)`), the value not
-/// Huffman-coded.
 /// RFC 9204 §4.1.1 (RFC 7541 §5.1): `v` as an integer with an `n`-bit prefix after the
 /// bits `flags`, as [`encode_int`] writes it; in machine words (a device's strings and
 /// static indices are far below 2^32).
@@ -267,7 +262,10 @@ mod tests {
             }
         }
         // Too small a buffer is refused, never overrun.
-        for len in 0..24 {
+        let mut full = [0u8; 64];
+        let (needed, _) =
+            encode_request(17, 3, b"mote.example", b"/5120", Some(b"1"), &mut full).unwrap();
+        for len in 0..needed {
             let mut buf = vec![0u8; len];
             let r = encode_request(17, 3, b"mote.example", b"/5120", Some(b"1"), &mut buf);
             assert_eq!(r, Err(BufferTooSmall), "{len}");
