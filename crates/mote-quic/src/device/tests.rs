@@ -1328,13 +1328,16 @@ fn a_pto_sends_two_probes_with_the_finished() {
     // Everything after the ClientHello is lost until the first PTO has fired.
     let lost = std::rc::Rc::new(core::cell::Cell::new(true));
     let l = lost.clone();
-    p.filter = Box::new(move |d, n, _| {
-        if d == Dir::ToServer && n >= 1 && l.get() {
-            Fate::Drop
-        } else {
-            Fate::Deliver
-        }
-    });
+    p.filter =
+        Box::new(
+            move |d, n, _| {
+                if d == Dir::ToServer && n >= 1 && l.get() {
+                    Fate::Drop
+                } else {
+                    Fate::Deliver
+                }
+            },
+        );
     assert!(p.run_until(Duration::from_secs(5), |p| p.client.is_handshake_complete()));
     p.flush();
     assert!(!p.server().is_handshake_complete());
