@@ -53,11 +53,12 @@ impl<P: CryptoProvider> Drbg<P> {
     }
 
     /// SP 800-90A §10.1.2.2 HMAC_DRBG_Update.
+    /// One loop for both rounds (0x00, then 0x01 when there is data): one call site per
+    /// HMAC instead of two (issue 8).
     fn update(&mut self, data: &[u8]) -> Result<(), Error> {
-        self.k = self.hmac(&[&self.v, &[0x00], data])?;
-        self.v = self.hmac(&[&self.v])?;
-        if !data.is_empty() {
-            self.k = self.hmac(&[&self.v, &[0x01], data])?;
+        let rounds: &[u8] = if data.is_empty() { &[0x00] } else { &[0x00, 0x01] };
+        for r in rounds {
+            self.k = self.hmac(&[&self.v, core::slice::from_ref(r), data])?;
             self.v = self.hmac(&[&self.v])?;
         }
         Ok(())
