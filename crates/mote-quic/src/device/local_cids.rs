@@ -168,17 +168,15 @@ where
             return false;
         }
         let (seq, cid) = lc.ids[1];
-        // Connection ID, then its token (the Length field is the one-byte varint of a
-        // length ≤ 20).
-        let mut body = [0u8; crate::cid::MAX_CID_LEN + 16];
-        let n = cid.len();
-        let (id, rest) = body.split_at_mut(n);
-        id.copy_from_slice(&cid);
-        if let Some(t) = rest.get_mut(..16) {
-            t.copy_from_slice(&lc.token);
-        }
-        let frame = body.get(..n + 16).unwrap_or(&[]);
-        if !put_frame(w, types::NEW_CONNECTION_ID, &[seq, 0, n as u64], frame, false) {
+        // Connection ID, then its token, written where they are (the Length field is the
+        // one-byte varint of a length ≤ 20); nothing stays written if the token does not
+        // fit.
+        let start = w.position();
+        let n = cid.len() as u64;
+        if !(put_frame(w, types::NEW_CONNECTION_ID, &[seq, 0, n], &cid, false)
+            && w.put_slice(&lc.token).is_ok())
+        {
+            w.rewind(start);
             return false;
         }
         lc.pending = false;
