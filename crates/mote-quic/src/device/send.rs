@@ -132,26 +132,23 @@ where
         })
     }
 
-    fn has_tx_keys(&self, space: PnSpace) -> bool {
-        match space {
-            PnSpace::Initial => self.hs.keys.initial.is_some(),
-            PnSpace::Handshake => self.hs.keys.handshake.is_some(),
-            PnSpace::ApplicationData => self.hs.keys.one_rtt.is_some() || self.sends_0rtt(),
-        }
-    }
 
     /// Application Data goes out in 0-RTT packets (no 1-RTT keys yet).
     fn sends_0rtt(&self) -> bool {
         self.hs.keys.one_rtt.is_none() && self.can_send_early_data()
     }
 
+    /// The keys packets of `space` are protected with now; `None`: nothing is sent in it.
+    /// Application Data goes out in 0-RTT packets before the 1-RTT keys, while 0-RTT is
+    /// allowed.
     fn tx_keys(&self, space: PnSpace) -> Option<&PacketKeys<P>> {
         match space {
             PnSpace::Initial => self.hs.keys.initial.as_ref().map(|k| &k.tx),
             PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
             PnSpace::ApplicationData => match self.hs.keys.one_rtt.as_ref() {
                 Some(k) => Some(&k.keys.tx),
-                None => self.hs.keys.zero_rtt(),
+                None if self.can_send_early_data() => self.hs.keys.zero_rtt(),
+                None => None,
             },
         }
     }
@@ -166,7 +163,7 @@ where
         let mut built: [Option<Built>; 3] = [None; 3];
         let mut pos = 0usize;
         for space in PnSpace::ALL {
-            if !self.has_tx_keys(space) {
+            if self.tx_keys(space).is_none() {
                 continue;
             }
             let Some(region) = out.get_mut(pos..) else { break };
