@@ -10,7 +10,6 @@ use super::send::{flag, Sent};
 use super::{DeviceConnection, Res};
 use crate::cid::ConnectionId;
 use crate::coding::Writer;
-use crate::connection::random_cid;
 use crate::connection::recv::violation;
 use crate::connection::tls::TlsSession;
 use crate::frame::{put_frame, types};
@@ -106,11 +105,18 @@ where
         if handshake.is_empty() {
             return;
         }
-        let Ok(cid) = random_cid(&mut self.hs.rng, handshake.len()) else { return };
-        let mut token = [0u8; 16];
-        if self.hs.rng.fill(&mut token).is_err() {
+        // The connection ID and its reset token from one DRBG request (two HMAC_DRBG
+        // generates cost 6 HMACs, one of up to 36 bytes 4).
+        let n = handshake.len();
+        let mut drawn = [0u8; crate::cid::MAX_CID_LEN + 16];
+        let Some(bytes) = drawn.get_mut(..n + 16) else { return };
+        if self.hs.rng.fill(bytes).is_err() {
             return;
         }
+        let (id, token) = bytes.split_at(n);
+        let (Some(cid), Ok(token)) = (ConnectionId::new(id), ResetToken::try_from(token)) else {
+            return;
+        };
         if lc.next == 0 {
             lc.ids[1] = (0, handshake);
             lc.next = 1;

@@ -132,7 +132,6 @@ where
         })
     }
 
-
     /// Application Data goes out in 0-RTT packets (no 1-RTT keys yet).
     fn sends_0rtt(&self) -> bool {
         self.hs.keys.one_rtt.is_none() && self.can_send_early_data()
