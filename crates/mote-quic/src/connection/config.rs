@@ -105,10 +105,14 @@ impl AeadLimits {
 
 impl ConnectionConfig {
     /// A device client on a WLAN-class link: small windows (the stream buffers bound them
-    /// anyway), 30 s idle timeout, RFC 9002 recovery defaults, one probe per PTO.
+    /// anyway), 30 s idle timeout, RFC 9002 recovery defaults with two probes per PTO.
     pub const fn device() -> Self {
+        // RFC 9002 §6.2.4: up to two probe datagrams per PTO. One was the device's choice
+        // (radio energy), but a lost or corrupted Finished then has only one retransmission
+        // per PTO, and quic-go's handshakecorruption interop case times out (5 s) before
+        // the third PTO when two single probes are corrupted: two per PTO cost one more
+        // datagram on a loss and no code.
         let mut recovery = RecoveryConfig::new(false);
-        recovery.probe_packets = 1;
         recovery.max_ack_ranges = 16;
         Self {
             version: Version::V1,

@@ -1378,6 +1378,14 @@ where
                     queued = true;
                 }
             }
+            // RFC 9000 §13.3: HANDSHAKE_DONE is repeated until acknowledged. A server's
+            // probes carry it again: if it was lost, PINGs alone leave the client
+            // unconfirmed, still probing its Finished in Handshake packets the server can
+            // no longer read, with its own 1-RTT data held back (RFC 9002 §6.2.1).
+            if f.has(flag::HANDSHAKE_DONE) {
+                self.handshake_done_pending = true;
+                queued = true;
+            }
             if queued {
                 left -= 1;
             }

@@ -53,11 +53,12 @@ impl<P: CryptoProvider> Drbg<P> {
     }
 
     /// SP 800-90A §10.1.2.2 HMAC_DRBG_Update.
+    /// One loop for both rounds (0x00, then 0x01 when there is data): one call site per
+    /// HMAC instead of two (issue 8).
     fn update(&mut self, data: &[u8]) -> Result<(), Error> {
-        self.k = self.hmac(&[&self.v, &[0x00], data])?;
-        self.v = self.hmac(&[&self.v])?;
-        if !data.is_empty() {
-            self.k = self.hmac(&[&self.v, &[0x01], data])?;
+        let rounds: &[u8] = if data.is_empty() { &[0x00] } else { &[0x00, 0x01] };
+        for r in rounds {
+            self.k = self.hmac(&[&self.v, core::slice::from_ref(r), data])?;
             self.v = self.hmac(&[&self.v])?;
         }
         Ok(())
@@ -104,5 +105,32 @@ mod tests {
         let mut x2 = [0u8; 70];
         a.fill(&mut x2).unwrap();
         assert_ne!(x, x2);
+    }
+
+    fn hex(s: &str) -> std::vec::Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+
+    /// NIST CAVP HMAC_DRBG SHA-256 (no prediction resistance, no reseed, no personalization
+    /// string, no additional input), COUNT = 0: instantiate with EntropyInput || Nonce,
+    /// generate 1024 bits twice, the second output is ReturnedBits.
+    #[test]
+    fn nist_cavp_sha256_count_0() {
+        let seed = hex(concat!(
+            "ca851911349384bffe89de1cbdc46e6831e44d34a4fb935ee285dd14b71a7488",
+            "659ba96c601dc69fc902940805ec0ca8"
+        ));
+        assert_eq!(seed.len(), SEED_LEN);
+        let mut d = Drbg::new(RustCrypto, &seed).unwrap();
+        let mut out = [0u8; 128];
+        d.fill(&mut out).unwrap();
+        d.fill(&mut out).unwrap();
+        let expected = hex(concat!(
+            "e528e9abf2dece54d47c7e75e5fe302149f817ea9fb4bee6f4199697d04d5b89",
+            "d54fbb978a15b5c443c9ec21036d2460b6f73ebad0dc2aba6e624abf07745bc1",
+            "07694bb7547bb0995f70de25d6b29e2d3011bb19d27676c07162c8b5ccde0668",
+            "961df86803482cb37ed6d5c0bb8d50cf1f50d476aa0458bdaba806f48be9dcb8"
+        ));
+        assert_eq!(out[..], expected[..]);
     }
 }

@@ -1870,6 +1870,45 @@ fn every_initial_probe_carries_the_client_hello() {
     p.handshake();
 }
 
+/// RFC 9000 §13.3, RFC 9002 §6.2.4: a server whose HANDSHAKE_DONE is lost repeats it in its
+/// PTO probes (not PINGs alone): until it arrives the client is not confirmed, keeps probing
+/// its Finished in Handshake packets the server can no longer read, and holds back its 1-RTT
+/// retransmissions (mote-scenarios' handshake_loss_50_connections_30_percent_bursts_of_3
+/// stalled so with two client probes per PTO).
+#[test]
+fn a_server_pto_probe_repeats_a_lost_handshake_done() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    let lost = std::rc::Rc::new(core::cell::Cell::new(false));
+    let l = lost.clone();
+    p.filter = Box::new(
+        move |dir, _, _| {
+            if dir == Dir::ToClient && l.get() {
+                Fate::Drop
+            } else {
+                Fate::Deliver
+            }
+        },
+    );
+    // The client has sent its Finished: everything the server sends from now on is lost.
+    assert!(p.run_until(Duration::from_secs(5), |p| p.client.is_handshake_complete()));
+    lost.set(true);
+    let ok = p.run_until(Duration::from_secs(20), |p| {
+        p.server.as_ref().is_some_and(|s| s.is_handshake_complete() && s.stats().ptos >= 1)
+    });
+    assert!(ok, "no server PTO");
+    let Some(server) = p.server.as_ref() else { panic!("no server") };
+    let done: Vec<_> = server
+        .recovery
+        .application_packets()
+        .iter()
+        .filter(|r| r.payload.has(super::sent::flag::HANDSHAKE_DONE))
+        .collect();
+    assert!(done.len() >= 2, "HANDSHAKE_DONE sent {} times", done.len());
+    assert!(!p.client.is_handshake_confirmed());
+    lost.set(false);
+    p.handshake();
+}
+
 /// Interop issue 6, ngtcp2 → mote handshakeloss: the server's whole first flight (Initial
 /// and Handshake) is lost; its Initial PTO probes repeat the Handshake CRYPTO data too
 /// (RFC 9002 §6.2.4), not only the ServerHello, so one delivered probe round lets the client

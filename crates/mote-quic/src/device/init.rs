@@ -19,12 +19,11 @@ use crate::connection::key_slot::KeySlot;
 use crate::connection::rng::Drbg;
 use crate::connection::tls::{Cids, Handshake, HsSignals, TlsSession};
 use crate::connection::{
-    random_cid, ConnectError, ConnectionConfig, LOCAL_TP_MAX, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN,
+    random_cid, ConnectError, ConnectionConfig, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN,
 };
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
 use crate::stream::{CryptoRecv, CryptoSend};
 use crate::time::Instant;
-use crate::token::TOKEN_MAX;
 use crate::transport_params::Side;
 
 impl<P, T, C, S, const SENT: usize, const RANGES: usize> DeviceConnection<P, T, C, S, SENT, RANGES>
@@ -157,9 +156,15 @@ where
         // uninitialized memory, and `write` drops nothing. References are made only to
         // fields already written. `all_fields` keeps the list complete.
         unsafe {
+            // Zeroed first, in one pass: the integer, `bool` and byte-array fields whose
+            // initial value is zero are not written one by one below (the byte arrays
+            // `local_tp`, `token`, `remembered_tp`, `ticket`; the lengths `token_len`,
+            // `remembered_tp_len`, `ticket_len`; the flags and counters from
+            // `remote_cid_set` to `closing_received`). Fields of other types (options,
+            // enums, structs) are written even when their value may be all zero bytes.
+            p.write_bytes(0, 1);
             let hs = addr_of_mut!((*p).hs);
             let local_tp = addr_of_mut!((*hs).local_tp);
-            local_tp.write([0; LOCAL_TP_MAX]);
             let len = encode_client(config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
                 .map_err(|_| ConnectError::Config)?;
             if !put_in_place(addr_of_mut!((*p).tls), tls) {
@@ -184,14 +189,6 @@ where
             addr_of_mut!((*keys).zero_rtt).write(KeySlot::empty());
             addr_of_mut!((*hs).peer_tp).write(None);
             addr_of_mut!((*hs).signals).write(HsSignals::default());
-            #[cfg(feature = "resumption")]
-            {
-                use crate::connection::tls::{REMEMBERED_TP_MAX, TICKET_MAX};
-                addr_of_mut!((*hs).remembered_tp).write([0; REMEMBERED_TP_MAX]);
-                addr_of_mut!((*hs).remembered_tp_len).write(0);
-                addr_of_mut!((*hs).ticket).write([0; TICKET_MAX]);
-                addr_of_mut!((*hs).ticket_len).write(0);
-            }
             #[cfg(feature = "keylog")]
             addr_of_mut!((*hs).keylog).write(crate::connection::keylog::KeyLog::new());
 
@@ -223,34 +220,17 @@ where
                 aead_limits: config.aead_limits,
             });
             addr_of_mut!((*p).peer).write(None);
-            addr_of_mut!((*p).remote_cid_set).write(false);
-            addr_of_mut!((*p).handshake_complete).write(false);
-            addr_of_mut!((*p).handshake_confirmed).write(false);
-            addr_of_mut!((*p).any_packet).write(false);
-            addr_of_mut!((*p).retried).write(false);
-            addr_of_mut!((*p).early_params).write(false);
-            addr_of_mut!((*p).early_rejected).write(false);
-            addr_of_mut!((*p).ticket_ready).write(false);
-            addr_of_mut!((*p).probes).write([0; 3]);
             addr_of_mut!((*p).path_response).write(None);
-            addr_of_mut!((*p).ping_pending).write(false);
             addr_of_mut!((*p).idle_start).write(now);
-            addr_of_mut!((*p).ack_eliciting_since_recv).write(false);
             addr_of_mut!((*p).last_now).write(now);
-            addr_of_mut!((*p).close_pending).write(false);
             addr_of_mut!((*p).local_close).write(None);
             addr_of_mut!((*p).close_reason).write(None);
-            addr_of_mut!((*p).token).write([0; TOKEN_MAX]);
-            addr_of_mut!((*p).token_len).write(0);
             addr_of_mut!((*p).token_state).write(TokenState::None);
-            addr_of_mut!((*p).auth_failures).write(0);
-            addr_of_mut!((*p).ptos).write(0);
             #[cfg(feature = "stats")]
             addr_of_mut!((*p).traffic).write(super::DeviceStats::default());
             #[cfg(feature = "resumption")]
             addr_of_mut!((*p).remembered_limits).write(None);
             addr_of_mut!((*p).skip_pn_at).write(SKIP_PN_GAP_MIN);
-            addr_of_mut!((*p).closing_received).write(0);
             addr_of_mut!((*p).closing_answer_at).write(1);
         }
         // SAFETY: every field was written above.

@@ -10,7 +10,6 @@ use super::send::{flag, Sent};
 use super::{DeviceConnection, Res};
 use crate::cid::ConnectionId;
 use crate::coding::Writer;
-use crate::connection::random_cid;
 use crate::connection::recv::violation;
 use crate::connection::tls::TlsSession;
 use crate::frame::{put_frame, types};
@@ -106,11 +105,18 @@ where
         if handshake.is_empty() {
             return;
         }
-        let Ok(cid) = random_cid(&mut self.hs.rng, handshake.len()) else { return };
-        let mut token = [0u8; 16];
-        if self.hs.rng.fill(&mut token).is_err() {
+        // The connection ID and its reset token from one DRBG request (two HMAC_DRBG
+        // generates cost 6 HMACs, one of up to 36 bytes 4).
+        let n = handshake.len();
+        let mut drawn = [0u8; crate::cid::MAX_CID_LEN + 16];
+        let Some(bytes) = drawn.get_mut(..n + 16) else { return };
+        if self.hs.rng.fill(bytes).is_err() {
             return;
         }
+        let (id, token) = bytes.split_at(n);
+        let (Some(cid), Ok(token)) = (ConnectionId::new(id), ResetToken::try_from(token)) else {
+            return;
+        };
         if lc.next == 0 {
             lc.ids[1] = (0, handshake);
             lc.next = 1;
@@ -168,17 +174,15 @@ where
             return false;
         }
         let (seq, cid) = lc.ids[1];
-        // Connection ID, then its token (the Length field is the one-byte varint of a
-        // length ≤ 20).
-        let mut body = [0u8; crate::cid::MAX_CID_LEN + 16];
-        let n = cid.len();
-        let (id, rest) = body.split_at_mut(n);
-        id.copy_from_slice(&cid);
-        if let Some(t) = rest.get_mut(..16) {
-            t.copy_from_slice(&lc.token);
-        }
-        let frame = body.get(..n + 16).unwrap_or(&[]);
-        if !put_frame(w, types::NEW_CONNECTION_ID, &[seq, 0, n as u64], frame, false) {
+        // Connection ID, then its token, written where they are (the Length field is the
+        // one-byte varint of a length ≤ 20); nothing stays written if the token does not
+        // fit.
+        let start = w.position();
+        let n = cid.len() as u64;
+        if !(put_frame(w, types::NEW_CONNECTION_ID, &[seq, 0, n], &cid, false)
+            && w.put_slice(&lc.token).is_ok())
+        {
+            w.rewind(start);
             return false;
         }
         lc.pending = false;

@@ -14,7 +14,7 @@ use crate::error::TransportErrorCode;
 use crate::frame::{put_frame, put_stream, types};
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
 use crate::recovery::{Ecn, PnSpace, SentPacket};
-use crate::stream::{crypto_frame_room, stream_frame_room};
+use crate::stream::{crypto_frame_room, stream_frame_room, Chunk};
 use crate::time::Instant;
 
 /// Room below which no packet is started: the longest long header (54 bytes), the tag and
@@ -132,26 +132,22 @@ where
         })
     }
 
-    fn has_tx_keys(&self, space: PnSpace) -> bool {
-        match space {
-            PnSpace::Initial => self.hs.keys.initial.is_some(),
-            PnSpace::Handshake => self.hs.keys.handshake.is_some(),
-            PnSpace::ApplicationData => self.hs.keys.one_rtt.is_some() || self.sends_0rtt(),
-        }
-    }
-
     /// Application Data goes out in 0-RTT packets (no 1-RTT keys yet).
     fn sends_0rtt(&self) -> bool {
         self.hs.keys.one_rtt.is_none() && self.can_send_early_data()
     }
 
+    /// The keys packets of `space` are protected with now; `None`: nothing is sent in it.
+    /// Application Data goes out in 0-RTT packets before the 1-RTT keys, while 0-RTT is
+    /// allowed.
     fn tx_keys(&self, space: PnSpace) -> Option<&PacketKeys<P>> {
         match space {
             PnSpace::Initial => self.hs.keys.initial.as_ref().map(|k| &k.tx),
             PnSpace::Handshake => self.hs.keys.handshake.as_ref().map(|k| &k.tx),
             PnSpace::ApplicationData => match self.hs.keys.one_rtt.as_ref() {
                 Some(k) => Some(&k.keys.tx),
-                None => self.hs.keys.zero_rtt(),
+                None if self.can_send_early_data() => self.hs.keys.zero_rtt(),
+                None => None,
             },
         }
     }
@@ -166,7 +162,7 @@ where
         let mut built: [Option<Built>; 3] = [None; 3];
         let mut pos = 0usize;
         for space in PnSpace::ALL {
-            if !self.has_tx_keys(space) {
+            if self.tx_keys(space).is_none() {
                 continue;
             }
             let Some(region) = out.get_mut(pos..) else { break };
@@ -464,7 +460,7 @@ where
         if let Some(cs) = self.hs.crypto_send.get_mut(i).filter(|_| !zero_rtt) {
             if let Some(first) = cs.next_chunk(w.remaining()) {
                 let room = crypto_frame_room(first.offset, w.remaining());
-                let chunk = cs.next_chunk(room).filter(|_| room > 0);
+                let chunk = clip(first, room);
                 // A client's handshake messages never reach 4 GiB of CRYPTO data.
                 if let Some((chunk, off)) =
                     chunk.and_then(|c| u32::try_from(c.offset).ok().map(|o| (c, o)))
@@ -489,7 +485,7 @@ where
                 let s = self.streams.sender_of(which, id);
                 // The offset fits 32 bits: `Streams::write` stops a stream below 4 GiB.
                 if let Some((s, chunk, off)) = s.and_then(|s| {
-                    let c = s.next_chunk(room).filter(|_| room > 0)?;
+                    let c = clip(first, room)?;
                     Some((s, c, u32::try_from(c.offset).ok()?))
                 }) {
                     let data = s.chunk_bytes(&chunk);
@@ -561,10 +557,74 @@ where
     }
 }
 
+/// `first` (a sender's next chunk with any room) cut to the `room` its frame header leaves:
+/// what the sender's `next_chunk(room)` returns, without asking it again. The data starts
+/// where it did; a cut chunk ends before the written data, so it carries no FIN; a
+/// FIN-only chunk stays one. `None` without room.
+fn clip(first: Chunk, room: usize) -> Option<Chunk> {
+    if room == 0 {
+        return None;
+    }
+    let len = first.len.min(room);
+    Some(Chunk { len, fin: first.fin && len == first.len, ..first })
+}
+
 /// [`stream_frame_room`] for a raw stream ID.
 fn stream_frame_room_for(id: u64, offset: u64, space: usize) -> usize {
     match crate::stream::StreamId::new(id) {
         Some(sid) => stream_frame_room(sid, offset, space),
         None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+    use crate::stream::{SendCredit, SendStream};
+
+    /// `clip` of the chunk for any room is what the sender gives for that room: new data,
+    /// with and without FIN, a retransmission in the middle, a FIN-only chunk, and the
+    /// buffer's wrap.
+    #[test]
+    fn clip_is_next_chunk_for_the_room() {
+        let mut credit = SendCredit::new(1 << 20);
+        let mut s: SendStream<[u8; 64], 4> = SendStream::new([0u8; 64], 1 << 20);
+        let check = |s: &SendStream<[u8; 64], 4>| {
+            for room in 0..80 {
+                let first = s.next_chunk(1000);
+                let want = s.next_chunk(room).filter(|_| room > 0);
+                assert_eq!(first.and_then(|c| clip(c, room)), want, "room {room}");
+            }
+        };
+        assert_eq!(s.write(&mut credit, &[7; 40]).unwrap(), 40);
+        check(&s);
+        s.finish().unwrap();
+        check(&s);
+        let c = s.next_chunk(10).unwrap();
+        s.on_sent(&c);
+        let c = s.next_chunk(1000).unwrap();
+        s.on_sent(&c);
+        // Bytes 0..10 acknowledged, 10..25 lost: a retransmission, then nothing new.
+        s.on_ack(0, 10, false);
+        s.on_lost(10, 15, false);
+        check(&s);
+        let c = s.next_chunk(1000).unwrap();
+        s.on_sent(&c);
+        s.on_ack(10, 30, true);
+        // Past the buffer's end: the next data wraps.
+        let mut s: SendStream<[u8; 64], 4> = SendStream::new([0u8; 64], 1 << 20);
+        assert_eq!(s.write(&mut credit, &[1; 50]).unwrap(), 50);
+        let c = s.next_chunk(1000).unwrap();
+        s.on_sent(&c);
+        s.on_ack(0, 50, false);
+        assert_eq!(s.write(&mut credit, &[2; 40]).unwrap(), 40);
+        check(&s);
+        // FIN only.
+        while let Some(c) = s.next_chunk(1000) {
+            s.on_sent(&c);
+        }
+        s.finish().unwrap();
+        check(&s);
+        assert_eq!(s.next_chunk(1000).map(|c| (c.len, c.fin)), Some((0, true)));
     }
 }

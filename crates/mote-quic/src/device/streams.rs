@@ -90,12 +90,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
             addr_of_mut!((*dst).control).write(SendStream::new(control, 0));
             addr_of_mut!((*dst).control_open).write(false);
             addr_of_mut!((*dst).req_send).write(SendStream::new(rs, 0));
+            // The request's receiving half (window 0 until the stream opens), then the
+            // server's unidirectional streams: one call site for the four.
             let recv = addr_of_mut!((*dst).recv).cast::<RecvStream<S, R>>();
-            recv.write(RecvStream::new(rr, 0));
             let uni = cfg.max_stream_data_uni;
-            recv.add(1).write(RecvStream::new(u0, uni));
-            recv.add(2).write(RecvStream::new(u1, uni));
-            recv.add(3).write(RecvStream::new(u2, uni));
+            for (i, buf) in [rr, u0, u1, u2].into_iter().enumerate() {
+                recv.add(i).write(RecvStream::new(buf, if i == 0 { 0 } else { uni }));
+            }
             addr_of_mut!((*dst).request).write(None);
             addr_of_mut!((*dst).next_request).write(0);
             addr_of_mut!((*dst).conn_send).write(SendCredit::new(0));

@@ -1318,3 +1318,42 @@ fn version_negotiation_after_a_retry_is_ignored() {
     p.handshake();
     assert!(p.client.is_handshake_complete());
 }
+
+/// RFC 9002 §6.2.4: a PTO sends two probes, each repeating the unacknowledged CRYPTO data
+/// (interop: quic-go's handshakecorruption case timed out when the client's Finished and
+/// its single probe per PTO were corrupted twice).
+#[test]
+fn a_pto_sends_two_probes_with_the_finished() {
+    let mut p = DevPair::new();
+    // Everything after the ClientHello is lost until the first PTO has fired.
+    let lost = std::rc::Rc::new(core::cell::Cell::new(true));
+    let l = lost.clone();
+    p.filter =
+        Box::new(
+            move |d, n, _| {
+                if d == Dir::ToServer && n >= 1 && l.get() {
+                    Fate::Drop
+                } else {
+                    Fate::Deliver
+                }
+            },
+        );
+    assert!(p.run_until(Duration::from_secs(5), |p| p.client.is_handshake_complete()));
+    p.flush();
+    assert!(!p.server().is_handshake_complete());
+    let pto = p.client.poll_timeout().expect("the PTO is armed");
+    p.now = pto;
+    p.client.handle_timeout(pto);
+    assert_eq!(p.client.ptos, 1);
+    let mut probes = Vec::new();
+    let mut buf = vec![0u8; 1500];
+    while let Some(t) = p.client.poll_transmit(pto, &mut buf) {
+        probes.push(buf[..t.len].to_vec());
+    }
+    assert_eq!(probes.len(), 2, "two probe datagrams");
+    // Only the second probe reaches the server: it completes the handshake on its own.
+    lost.set(false);
+    p.enqueue(Dir::ToServer, &probes[1]);
+    assert!(p.run_until(Duration::from_millis(50), |p| p.server().is_handshake_complete()));
+    assert_eq!(p.client.ptos, 1, "no second PTO was needed");
+}

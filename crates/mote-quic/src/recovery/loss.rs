@@ -48,11 +48,11 @@ impl RecoveryConfig {
         }
     }
 
-    /// A client on a ~2 s RTT link (NB-IoT): initial RTT 2 s, one probe per PTO, 16 ranges.
+    /// A client on a ~2 s RTT link (NB-IoT): initial RTT 2 s, two probes per PTO (as
+    /// [`crate::ConnectionConfig::device`]), 16 ranges.
     pub const fn nb_iot_client() -> Self {
         let mut c = Self::new(false);
         c.initial_rtt = super::NB_IOT_INITIAL_RTT;
-        c.probe_packets = 1;
         c.max_ack_ranges = 16;
         c
     }

@@ -286,6 +286,7 @@ fn pto_picks_the_earliest_space() {
 fn probe_count_is_configurable() {
     let mut cfg = RecoveryConfig::nb_iot_client();
     cfg.is_server = true;
+    cfg.probe_packets = 1;
     let mut r: Rec = Recovery::new(cfg, NewReno::new(MDS));
     send(&mut r, PnSpace::Initial, at(0));
     // Initial RTT 2 s: the first PTO fires after 6 s, not 1 s.
