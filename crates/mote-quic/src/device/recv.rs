@@ -307,6 +307,7 @@ where
         // (authenticated) packet as its Destination Connection ID.
         if hdr.long && !self.remote_cid_set {
             self.hs.cids.remote = hdr.scid;
+            self.hs.cids.peer_scid = hdr.scid;
             self.remote_cids.set_handshake_cid(hdr.scid);
             self.remote_cid_set = true;
         }
@@ -319,9 +320,16 @@ where
                 return None;
             }
             Ok(o) => {
-                if o.ackable && !o.closed {
-                    let ecn = crate::recovery::Ecn::NotEct;
-                    let _ = self.rx_mut(space).on_packet_received(u.pn, now, o.ack_eliciting, ecn);
+                if !o.closed {
+                    let rx = self.rx_mut(space);
+                    if o.ackable {
+                        let ecn = crate::recovery::Ecn::NotEct;
+                        let _ = rx.on_packet_received(u.pn, now, o.ack_eliciting, ecn);
+                    } else {
+                        // RFC 9000 §12.3, §13.1: processed, so a copy is a duplicate; its
+                        // dropped data unacknowledged, so the server sends it again.
+                        rx.on_packet_unacked(u.pn);
+                    }
                 }
                 // RFC 9000 §10.1: a packet successfully processed restarts the idle timer.
                 self.idle_start = now;
@@ -348,8 +356,9 @@ where
             {
                 return false;
             }
-            // After the first one, the server's long headers carry the SCID we adopted.
-            if self.remote_cid_set && h.scid != c.remote {
+            // After the first one, the server's long headers carry the SCID we adopted, even
+            // once Retire Prior To moved our DCID on (RFC 9000 §7.2, §5.1.2).
+            if self.remote_cid_set && h.scid != c.peer_scid {
                 return false;
             }
         }
