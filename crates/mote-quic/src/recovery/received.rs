@@ -343,19 +343,12 @@ pub struct ReceivedPacketsOf<S: ?Sized> {
     max_ack_delay: Duration,
     ack_eliciting_threshold: u32,
     ecn: [u64; 3],
-    /// Packets processed but not to be acknowledged ([`ReceivedSpace::on_packet_unacked`]):
-    /// duplicates all the same.
-    unacked_seen: ReceivedRanges<UNACKED_SEEN_RANGES>,
+    /// Packet numbers below this one are duplicates: one above the largest packet processed
+    /// but not acknowledged ([`ReceivedSpace::on_packet_unacked`]).
+    unacked_floor: TrackedPn,
     /// Last, so the storage can be unsized.
     ranges: ReceivedRangesOf<S>,
 }
-
-/// The ranges of [`ReceivedSpace::on_packet_unacked`] packets kept per space. They come
-/// in runs (every packet after a lost one until the peer repairs the gap), so two are
-/// plenty; when full, the smallest is forgotten and the floor makes everything below it a
-/// duplicate (those packets are not acknowledged either: the peer sends their frames
-/// again).
-const UNACKED_SEEN_RANGES: usize = 2;
 
 impl<const N: usize> ReceivedPackets<N> {
     /// Tracking for `space`; `max_ack_delay` is the value this endpoint advertises (RFC 9000
@@ -372,7 +365,7 @@ impl<const N: usize> ReceivedPackets<N> {
             max_ack_delay,
             ack_eliciting_threshold: 2,
             ecn: [0; 3],
-            unacked_seen: ReceivedRanges::new(),
+            unacked_floor: 0,
         }
     }
 
@@ -417,7 +410,7 @@ impl ReceivedSpace {
     /// Whether packet `pn` was already processed (or is below the forgotten floor) and must
     /// be discarded (RFC 9000 §12.3).
     pub fn is_duplicate(&self, pn: u64) -> bool {
-        self.ranges.is_duplicate(pn) || self.unacked_seen.is_duplicate(pn)
+        pn < widen(self.unacked_floor) || self.ranges.is_duplicate(pn)
     }
 
     /// Records a processed packet that must not be acknowledged: one whose STREAM or CRYPTO
@@ -427,9 +420,14 @@ impl ReceivedSpace {
     /// and an acknowledged packet's data is never sent again (§13.3), so this one is left
     /// out of every ACK. RFC 9000 §12.3: yet it was processed, and a copy of it (a replay)
     /// must be discarded as a duplicate, not processed again (idle timer, PATH_RESPONSE,
-    /// ...): its number is remembered apart from the acknowledged ones.
+    /// ...). §12.3 allows "a minimum packet number below which all packets are immediately
+    /// dropped": every number up to this one becomes a duplicate (no state per packet). A
+    /// packet reordered below it is dropped unacknowledged too, and the peer sends its
+    /// frames again; the packets already recorded stay in the ACKs.
     pub fn on_packet_unacked(&mut self, pn: u64) {
-        let _ = self.unacked_seen.insert(pn);
+        if let Some(p) = narrow(pn) {
+            self.unacked_floor = self.unacked_floor.max(p + 1);
+        }
     }
 
     /// Records a processed packet; false (and nothing changes) for a duplicate.
@@ -546,7 +544,5 @@ impl ReceivedSpace {
     /// peer retransmits what they carried). O(N).
     pub fn on_ack_acked(&mut self, largest: u64) {
         self.ranges.remove_up_to(largest);
-        // Below the new floor every number is a duplicate anyway.
-        self.unacked_seen.remove_up_to(largest);
     }
 }

@@ -831,28 +831,23 @@ fn duplicates_are_rejected_and_counted_once() {
 }
 
 /// RFC 9000 §12.3, §13.1: a packet processed without being acknowledged (its data was
-/// dropped) is a duplicate all the same, and stays out of every ACK.
+/// dropped) is a duplicate all the same, as is everything below it, and stays out of every
+/// ACK; the packets recorded before it are still acknowledged.
 #[test]
 fn unacked_packets_are_duplicates_but_not_acknowledged() {
     let mut r = rx(APP);
     r.on_packet_received(1, at(1), true, Ecn::NotEct);
-    r.on_packet_unacked(2);
     r.on_packet_unacked(3);
-    r.on_packet_received(4, at(2), true, Ecn::NotEct);
-    for pn in 1..=4 {
+    for pn in 0..=3 {
         assert!(r.is_duplicate(pn), "{pn}");
     }
-    assert!(!r.is_duplicate(5));
+    assert!(!r.is_duplicate(4));
+    r.on_packet_received(4, at(2), true, Ecn::NotEct);
     let frame = r.ack_frame(at(3), 3, 16).unwrap();
     assert_eq!(frame.ranges().collect::<Vec<_>>(), [(4, 4), (1, 1)]);
-    // Bounded: further runs forget the smallest, which stays a duplicate (the floor).
-    r.on_packet_unacked(7);
-    r.on_packet_unacked(9);
-    assert!(r.is_duplicate(2) && r.is_duplicate(7) && r.is_duplicate(9));
-    // ACK of ACK: everything up to 4 is a duplicate, 7 and 9 are still remembered.
-    r.on_ack_acked(4);
-    assert!(r.is_duplicate(3) && r.is_duplicate(7) && r.is_duplicate(9));
-    assert!(!r.is_duplicate(8) && !r.is_duplicate(10));
+    // An older one changes nothing.
+    r.on_packet_unacked(2);
+    assert!(!r.is_duplicate(5));
 }
 
 #[test]
@@ -920,14 +915,15 @@ fn memory_footprint() {
     assert_eq!(size_of::<SentPackets<u32, 32>>(), 32 * 32 + space);
     #[cfg(feature = "std")]
     assert_eq!(size_of::<ReceivedRanges<8>>(), 16 * 8 + 16);
-    // The space's own state includes two ranges of packets processed but not acknowledged.
+    // With the floor of packets processed but not acknowledged (host: 8 bytes more; a
+    // device's 4 fit in padding).
     #[cfg(feature = "std")]
-    assert_eq!(size_of::<ReceivedPackets<8>>(), 16 * 8 + 168);
+    assert_eq!(size_of::<ReceivedPackets<8>>(), 16 * 8 + 128);
     // Without `std` the ranges are 32-bit: half the bytes per range.
     #[cfg(not(feature = "std"))]
     assert_eq!(size_of::<ReceivedRanges<8>>(), 8 * 8 + 16);
     #[cfg(not(feature = "std"))]
-    assert_eq!(size_of::<ReceivedPackets<8>>(), 8 * 8 + 152);
+    assert_eq!(size_of::<ReceivedPackets<8>>(), 8 * 8 + 120);
     // 32-bit estimates without `std`.
     #[cfg(feature = "std")]
     assert_eq!(size_of::<RttEstimator>(), 48);
