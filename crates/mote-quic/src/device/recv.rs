@@ -15,7 +15,7 @@ use crate::connection::recv::{level_of, retry_verified, tls_close, unprotect, vi
 use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
 use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
-use crate::frame::{self, types, Ack, Frame};
+use crate::frame::{self, types, Ack};
 use crate::packet::{self, Header, PacketType, Unprotected, VersionNegotiation};
 use crate::recovery::{PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction};
 use crate::stream::{CryptoSend, Insert};
@@ -564,8 +564,8 @@ where
                     types::DATAGRAM | types::DATAGRAM_LEN => return Err(violation(ty)),
                     // The stream and flow-control frames.
                     _ => {
-                        let frame = parsed!(Frame::parse_stream_body(ty, &mut r));
-                        if !self.on_stream_frame(ty, &frame)? {
+                        let (fields, data) = parsed!(frame::read_stream_fields(ty, &mut r));
+                        if !self.on_stream_frame(ty, fields, data)? {
                             out.ackable = false;
                         }
                     }
@@ -749,56 +749,54 @@ where
         });
     }
 
-    /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set.
+    /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set, as
+    /// its fields ([`frame::read_stream_fields`]: `v` in the order sent, `data` for STREAM).
     /// Returns false when its data was dropped (the packet is then not acknowledged).
     #[inline(never)]
-    fn on_stream_frame(&mut self, ty: u64, frame: &Frame<'_>) -> Res<bool> {
+    fn on_stream_frame(&mut self, ty: u64, v: [VarInt; 3], data: &[u8]) -> Res<bool> {
         let err = |e: crate::stream::StreamError| ConnectionClose::transport(e.code(), Some(ty));
         let s = &mut self.streams;
+        let [a, b, c] = v.map(VarInt::into_inner);
         // The frames naming a stream check its ID against the fixed set through one call:
         // STREAM, RESET_STREAM and STREAM_DATA_BLOCKED concern our receiving half,
         // STOP_SENDING and MAX_STREAM_DATA our sending half.
-        let (id, receiving) = match *frame {
-            Frame::Stream { stream_id, .. }
-            | Frame::ResetStream { stream_id, .. }
-            | Frame::StreamDataBlocked { stream_id, .. } => (stream_id, true),
-            Frame::StopSending { stream_id, .. } | Frame::MaxStreamData { stream_id, .. } => {
-                (stream_id, false)
-            }
-            Frame::MaxData { max } => {
-                s.conn_send.on_max(max.into_inner());
+        let receiving = match ty {
+            types::STREAM..=types::STREAM_MAX
+            | types::RESET_STREAM
+            | types::STREAM_DATA_BLOCKED => true,
+            types::STOP_SENDING | types::MAX_STREAM_DATA => false,
+            // RFC 9000 §19.9: MAX_DATA.
+            types::MAX_DATA => {
+                s.conn_send.on_max(a);
                 return Ok(true);
             }
-            Frame::MaxStreams { dir, max } => {
-                s.on_max_streams(dir, max.into_inner());
+            // RFC 9000 §19.11: MAX_STREAMS.
+            types::MAX_STREAMS_BIDI | types::MAX_STREAMS_UNI => {
+                s.on_max_streams(frame::dir_of(ty), a);
                 return Ok(true);
             }
             // DATA_BLOCKED, STREAMS_BLOCKED: informational (RFC 9000 §19.12, §19.14).
             _ => return Ok(true),
         };
-        let id = id.into_inner();
         // The receiving half's index, or our sending half.
-        let (recv, send) = match s.check_id(id, receiving).map_err(err)? {
+        let (recv, send) = match s.check_id(a, receiving).map_err(err)? {
             Place::Request => (0, Sender::Request),
             Place::PeerUni(i) => (i + 1, Sender::Request),
             Place::Control => (0, Sender::Control),
             // A finished request stream: its frames are ignored.
             Place::Gone => return Ok(true),
         };
-        match *frame {
-            Frame::Stream { offset, data, fin, .. } => {
-                let r = s.on_stream(recv, offset.into_inner(), data, fin).map_err(err)?;
+        match ty {
+            types::STREAM..=types::STREAM_MAX => {
+                let fin = ty & types::STREAM_FIN != 0;
+                let r = s.on_stream(recv, b, data, fin).map_err(err)?;
                 return Ok(r != Insert::Dropped);
             }
-            Frame::ResetStream { error_code, final_size, .. } => {
-                s.on_reset(recv, error_code.into_inner(), final_size.into_inner()).map_err(err)?;
-            }
-            Frame::StopSending { error_code, .. } => {
-                s.on_stop_sending(send, error_code.into_inner())
-            }
-            Frame::MaxStreamData { max, .. } => {
-                if let Some(snd) = s.sender_of(send, id) {
-                    snd.on_max_stream_data(max.into_inner());
+            types::RESET_STREAM => s.on_reset(recv, b, c).map_err(err)?,
+            types::STOP_SENDING => s.on_stop_sending(send, b),
+            types::MAX_STREAM_DATA => {
+                if let Some(snd) = s.sender_of(send, a) {
+                    snd.on_max_stream_data(b);
                 }
             }
             _ => {}
