@@ -533,14 +533,12 @@ where
                         self.on_retire_connection_id(seq.into_inner())?;
                     }
                     // RFC 9000 §8.2.2: answer the newest PATH_CHALLENGE with PATH_RESPONSE.
-                    types::PATH_CHALLENGE => {
+                    // §8.2.3: we send no PATH_CHALLENGE; an unsolicited response is ignored.
+                    types::PATH_CHALLENGE | types::PATH_RESPONSE => {
                         let data: [u8; 8] = parsed!(r.array());
-                        self.path_response = Some(data);
-                    }
-                    // RFC 9000 §8.2.3: we send no PATH_CHALLENGE; an unsolicited response
-                    // is ignored.
-                    types::PATH_RESPONSE => {
-                        let _: [u8; 8] = parsed!(r.array());
+                        if ty == types::PATH_CHALLENGE {
+                            self.path_response = Some(data);
+                        }
                     }
                     // RFC 9000 §10.2.2: the server closed; drain.
                     types::CONNECTION_CLOSE | types::CONNECTION_CLOSE_APP => {
