@@ -180,34 +180,25 @@ impl ReceivedRangeList {
         let Some(pn) = narrow(pn).filter(|&p| !self.is_tracked_duplicate(p)) else {
             return false;
         };
-        let len = self.len;
         let idx = self.index_after(pn);
-        let prev = idx.checked_sub(1).and_then(|i| self.ranges.get(i).copied());
-        let next = if idx < len { self.ranges.get(idx).copied() } else { None };
-        let merge_prev = prev.is_some_and(|r| r.1 + 1 == pn);
-        let merge_next = next.is_some_and(|r| r.0 == pn + 1);
-        match (merge_prev, merge_next) {
-            (true, true) => {
-                let end = next.map_or(pn, |r| r.1);
-                if let Some(r) = self.ranges.get_mut(idx - 1) {
-                    r.1 = end;
-                }
-                if let Some(tail) = self.ranges.get_mut(idx..len) {
-                    shift_left(tail, 1);
-                }
+        // Below `idx` the ranges start at or below `pn` (and end below it: not a
+        // duplicate), from `idx` on above it.
+        let Some((lo, hi)) =
+            self.ranges.get_mut(..self.len).and_then(|s| s.split_at_mut_checked(idx))
+        else {
+            return false;
+        };
+        let prev = lo.last_mut().filter(|r| r.1 + 1 == pn);
+        let next = hi.first_mut().filter(|r| r.0 == pn + 1);
+        match (prev, next) {
+            (Some(p), Some(n)) => {
+                p.1 = n.1;
+                shift_left(hi, 1);
                 self.len -= 1;
             }
-            (true, false) => {
-                if let Some(r) = self.ranges.get_mut(idx - 1) {
-                    r.1 = pn;
-                }
-            }
-            (false, true) => {
-                if let Some(r) = self.ranges.get_mut(idx) {
-                    r.0 = pn;
-                }
-            }
-            (false, false) => self.insert_new(idx, pn),
+            (Some(p), None) => p.1 = pn,
+            (None, Some(n)) => n.0 = pn,
+            (None, None) => self.insert_new(idx, pn),
         }
         true
     }
