@@ -234,12 +234,18 @@ impl ReceivedRangeList {
     /// they become duplicates. O(N).
     pub fn remove_up_to(&mut self, pn: u64) {
         // Our ACKs never acknowledge more than what can be held.
-        let Some(new_floor) = narrow(pn).map(|p| p + 1) else { return };
+        let Some(p) = narrow(pn) else { return };
+        let new_floor = p + 1;
         if new_floor <= self.floor {
             return;
         }
         self.floor = new_floor;
-        let k = self.as_slice().partition_point(|r| r.1 < new_floor);
+        // The ranges starting at or below `p` go, but for the last of them if it reaches
+        // past `p` (cut below).
+        let idx = self.index_after(p);
+        let straddles =
+            idx.checked_sub(1).and_then(|i| self.ranges.get(i)).is_some_and(|r| r.1 > p);
+        let k = idx - usize::from(straddles);
         if let Some(s) = self.ranges.get_mut(..self.len) {
             shift_left(s, k);
         }
