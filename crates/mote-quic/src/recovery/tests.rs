@@ -726,6 +726,14 @@ fn received_ranges_prune() {
     s.remove_up_to(20);
     assert!(s.is_empty());
     assert!(s.insert(21));
+    // A range reaching past the pruned number is cut, not dropped.
+    let mut s = ReceivedRanges::<8>::new();
+    for pn in [1, 2, 3, 4, 5, 8, 9] {
+        s.insert(pn);
+    }
+    s.remove_up_to(3);
+    assert_eq!(s.as_slice(), [(4, 5), (8, 9)]);
+    assert!(s.is_duplicate(3) && !s.is_duplicate(6));
 }
 
 #[test]
