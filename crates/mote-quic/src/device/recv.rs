@@ -123,10 +123,14 @@ where
 {
     let mut queued = f.has(flag::CONTROLS);
     let fin = f.has(flag::FIN);
-    for (which, data, reset) in [
-        (Sender::Control, flag::CONTROL_DATA, flag::CONTROL_RESET),
-        (Sender::Request, flag::REQUEST_DATA, flag::REQUEST_RESET),
-    ] {
+    // The request's flags are the control stream's shifted by one (checked below).
+    const _: () = assert!(
+        flag::REQUEST_DATA == flag::CONTROL_DATA << 1
+            && flag::REQUEST_RESET == flag::CONTROL_RESET << 1
+    );
+    for k in 0..2 {
+        let which = if k == 0 { Sender::Control } else { Sender::Request };
+        let (data, reset) = (flag::CONTROL_DATA << k, flag::CONTROL_RESET << k);
         if !f.has(data | reset) {
             continue;
         }
