@@ -756,7 +756,17 @@ where
     /// Returns false when its data was dropped (the packet is then not acknowledged).
     #[inline(never)]
     fn on_stream_frame(&mut self, ty: u64, v: [VarInt; 3], data: &[u8]) -> Res<bool> {
-        let err = |e: crate::stream::StreamError| ConnectionClose::transport(e.code(), Some(ty));
+        // The stream errors become one CONNECTION_CLOSE here, not one per call.
+        self.stream_frame(ty, v, data).map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))
+    }
+
+    /// [`Self::on_stream_frame`] with the stream layer's error.
+    fn stream_frame(
+        &mut self,
+        ty: u64,
+        v: [VarInt; 3],
+        data: &[u8],
+    ) -> Result<bool, crate::stream::StreamError> {
         let s = &mut self.streams;
         let [a, b, c] = v.map(VarInt::into_inner);
         // The frames naming a stream check its ID against the fixed set through one call:
@@ -781,7 +791,7 @@ where
             _ => return Ok(true),
         };
         // The receiving half's index, or our sending half.
-        let (recv, send) = match s.check_id(a, receiving).map_err(err)? {
+        let (recv, send) = match s.check_id(a, receiving)? {
             Place::Request => (0, Sender::Request),
             Place::PeerUni(i) => (i + 1, Sender::Request),
             Place::Control => (0, Sender::Control),
@@ -791,10 +801,10 @@ where
         match ty {
             types::STREAM..=types::STREAM_MAX => {
                 let fin = ty & types::STREAM_FIN != 0;
-                let r = s.on_stream(recv, b, data, fin).map_err(err)?;
+                let r = s.on_stream(recv, b, data, fin)?;
                 return Ok(r != Insert::Dropped);
             }
-            types::RESET_STREAM => s.on_reset(recv, b, c).map_err(err)?,
+            types::RESET_STREAM => s.on_reset(recv, b, c)?,
             types::STOP_SENDING => s.on_stop_sending(send, b),
             types::MAX_STREAM_DATA => {
                 if let Some(snd) = s.sender_of(send, a) {
