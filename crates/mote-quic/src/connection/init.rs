@@ -121,7 +121,13 @@ where
         // at least 8 bytes long.
         let original_dcid = random_cid(&mut drbg, 8)?;
         let local = random_cid(&mut drbg, config.local_cid_len)?;
-        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
+        let cids = Cids {
+            local,
+            remote: original_dcid,
+            peer_scid: original_dcid,
+            original_dcid,
+            retry_scid: None,
+        };
         Self::init(slot, config, Side::Client, provider, tls, storage, now, remote, drbg, cids)
     }
 

@@ -692,10 +692,20 @@ where
         // After a Retry the client addresses us with our Retry SCID; the original DCID
         // comes from the token.
         let cids = match validation {
-            Validation::Retry { original_dcid } => {
-                Cids { local, remote: remote_cid, original_dcid, retry_scid: Some(client_dcid) }
-            }
-            _ => Cids { local, remote: remote_cid, original_dcid: client_dcid, retry_scid: None },
+            Validation::Retry { original_dcid } => Cids {
+                local,
+                remote: remote_cid,
+                peer_scid: remote_cid,
+                original_dcid,
+                retry_scid: Some(client_dcid),
+            },
+            _ => Cids {
+                local,
+                remote: remote_cid,
+                peer_scid: remote_cid,
+                original_dcid: client_dcid,
+                retry_scid: None,
+            },
         };
         let mut config = *config;
         config.version = version;

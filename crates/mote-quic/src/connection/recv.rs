@@ -525,6 +525,7 @@ where
         // (authenticated) packet as its Destination Connection ID.
         if self.side() == Side::Client && hdr.long && !self.remote_cid_set {
             self.hs.cids.remote = hdr.scid;
+            self.hs.cids.peer_scid = hdr.scid;
             self.remote_cids.set_handshake_cid(hdr.scid);
             self.remote_cid_set = true;
         }
@@ -542,6 +543,10 @@ where
                 bump(&mut self.stats.packets_received, 1);
                 if o.ackable && !o.closed {
                     self.rx_record(space, u.pn, now, o.ack_eliciting, info.ecn);
+                } else if !o.closed {
+                    // RFC 9000 §12.3, §13.1: processed, so a copy is a duplicate; its
+                    // dropped data unacknowledged, so the peer sends it again.
+                    self.rx_mut(space).on_packet_unacked(u.pn);
                 }
                 // RFC 9000 §10.1: a packet successfully processed restarts the idle timer.
                 self.idle_start = now;
@@ -597,10 +602,12 @@ where
             (Side::Server, PacketType::OneRtt) if !self.handshake_complete => return false,
             _ => {}
         }
+        // RFC 9000 §7.2: the peer's long headers carry the Source Connection ID it chose
+        // during the handshake, even once Retire Prior To moved our DCID on (§5.1.2).
         if h.long {
             match self.side() {
-                Side::Client if self.remote_cid_set && h.scid != c.remote => return false,
-                Side::Server if h.scid != c.remote => return false,
+                Side::Client if self.remote_cid_set && h.scid != c.peer_scid => return false,
+                Side::Server if h.scid != c.peer_scid => return false,
                 _ => {}
             }
         }

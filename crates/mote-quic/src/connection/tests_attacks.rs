@@ -375,6 +375,61 @@ fn attack_handshake_packets_replayed_after_confirmation_are_dropped() {
     let _ = id;
 }
 
+/// RFC 9000 §12.3, §13.1: a packet whose out-of-order STREAM data is dropped (builds
+/// without `reorder`) is not acknowledged, so the peer sends the data again; but it was
+/// processed, and a replayed copy is a duplicate: dropped, no idle-timer restart. (With
+/// `reorder` the data is kept and the packet acknowledged.)
+#[test]
+fn attack_replayed_packet_with_dropped_data_is_a_duplicate() {
+    let (mut p, id) = established();
+    let pn = p.server().recovery.next_pn(PnSpace::ApplicationData) + 1000;
+    let far = Frame::Stream {
+        stream_id: id.varint(),
+        offset: VarInt::from_u32(1000),
+        data: b"x",
+        fin: false,
+        has_length: true,
+    };
+    let pkt = one_rtt(p.server(), &[far, Frame::Ping], pn);
+    let now = p.now + Duration::from_millis(1);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt.clone());
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(p.client.idle_start, now);
+    assert_eq!(p.client.rx_data.ranges().contains(pn), cfg!(feature = "reorder"));
+    for i in 1..=10u64 {
+        let later = now + Duration::from_millis(i);
+        p.client.handle_datagram(later, addr(SERVER_ADDR), &mut pkt.clone());
+        assert_eq!(p.client.idle_start, now, "copy {i} was processed again");
+    }
+}
+
+/// RFC 9000 §7.2, §5.1.2: the server's NEW_CONNECTION_ID with Retire Prior To moves the
+/// client's Destination Connection ID on before the handshake is confirmed; the server's
+/// Handshake packets still carry the Source Connection ID it chose during the handshake and
+/// are processed (before, they were dropped).
+#[test]
+fn handshake_packets_keep_the_servers_scid_after_retire_prior_to() {
+    let mut p = Pair::new(ConnectionConfig::device(), ConnectionConfig::server());
+    p.run_until(Duration::from_secs(5), |p| p.client.hs.keys.one_rtt.is_some());
+    assert!(p.client.hs.keys.handshake.is_some());
+    let cid = crate::ConnectionId::new(&[0x5a; 8]).unwrap();
+    let ncid = Frame::NewConnectionId {
+        sequence: VarInt::from_u32(1),
+        retire_prior_to: VarInt::from_u32(1),
+        cid,
+        reset_token: [9; 16],
+    };
+    let mut pkt = one_rtt(p.server(), &[ncid], 1000);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(p.client.hs.cids.remote, cid);
+    let mut pkt = handshake(p.server(), &[Frame::Ping], 1000);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut pkt);
+    assert!(p.client.rx_handshake.is_duplicate(1000), "dropped");
+    assert!(!p.client.is_closed());
+}
+
 // --- ACK validation: optimistic ACKs and ACKs of packets never sent ---
 
 /// The server sends `bytes` to the client on a fresh stream; returns the pair.
@@ -680,7 +735,13 @@ fn handshake_with_client_params(encode: impl Fn(&[u8]) -> Vec<u8>) -> Option<u64
     let mut drbg = rng::Drbg::from_rng(P, &mut rng).unwrap();
     let original_dcid = random_cid(&mut drbg, 8).unwrap();
     let local = random_cid(&mut drbg, config.local_cid_len).unwrap();
-    let cids = tls::Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
+    let cids = tls::Cids {
+        local,
+        remote: original_dcid,
+        peer_scid: original_dcid,
+        original_dcid,
+        retry_scid: None,
+    };
     let tls = ClientSession::new(P, cfgs.client, None);
     let mut c = super::tests::Client::by_value(|slot| {
         super::tests::Client::init(

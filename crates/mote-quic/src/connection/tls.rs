@@ -371,6 +371,10 @@ pub(crate) struct Cids {
     pub(crate) local: ConnectionId,
     /// The peer's Source Connection ID: our Destination Connection ID.
     pub(crate) remote: ConnectionId,
+    /// The Source Connection ID the peer chose during the handshake (a client: from the
+    /// server's first packet). RFC 9000 §7.2: every long-header packet of the peer carries
+    /// it, even after `remote` moved to a connection ID from NEW_CONNECTION_ID (§5.1.2).
+    pub(crate) peer_scid: ConnectionId,
     /// The Destination Connection ID of the client's first Initial.
     pub(crate) original_dcid: ConnectionId,
     /// The Source Connection ID of the Retry packet (client: the one acted on; server: the

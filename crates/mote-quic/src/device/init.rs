@@ -129,7 +129,13 @@ where
         // so both write the same ClientHello for the same seed.
         let mut token0 = [0u8; 16];
         drbg.fill(&mut token0).map_err(ConnectError::Crypto)?;
-        let cids = Cids { local, remote: original_dcid, original_dcid, retry_scid: None };
+        let cids = Cids {
+            local,
+            remote: original_dcid,
+            peer_scid: original_dcid,
+            original_dcid,
+            retry_scid: None,
+        };
         let DeviceStorage { crypto, control, request, peer_uni } = storage;
         let [(cs0, cr0), (cs1, cr1), (cs2, cr2)] = crypto;
         let recv_buf =

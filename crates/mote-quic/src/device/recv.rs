@@ -15,7 +15,7 @@ use crate::connection::recv::{level_of, retry_verified, tls_close, unprotect, vi
 use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
 use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
-use crate::frame::{self, types, Ack, Frame};
+use crate::frame::{self, types, Ack};
 use crate::packet::{self, Header, PacketType, Unprotected, VersionNegotiation};
 use crate::recovery::{PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction};
 use crate::stream::{CryptoSend, Insert};
@@ -123,10 +123,14 @@ where
 {
     let mut queued = f.has(flag::CONTROLS);
     let fin = f.has(flag::FIN);
-    for (which, data, reset) in [
-        (Sender::Control, flag::CONTROL_DATA, flag::CONTROL_RESET),
-        (Sender::Request, flag::REQUEST_DATA, flag::REQUEST_RESET),
-    ] {
+    // The request's flags are the control stream's shifted by one (checked below).
+    const _: () = assert!(
+        flag::REQUEST_DATA == flag::CONTROL_DATA << 1
+            && flag::REQUEST_RESET == flag::CONTROL_RESET << 1
+    );
+    for k in 0..2 {
+        let which = if k == 0 { Sender::Control } else { Sender::Request };
+        let (data, reset) = (flag::CONTROL_DATA << k, flag::CONTROL_RESET << k);
         if !f.has(data | reset) {
             continue;
         }
@@ -307,6 +311,7 @@ where
         // (authenticated) packet as its Destination Connection ID.
         if hdr.long && !self.remote_cid_set {
             self.hs.cids.remote = hdr.scid;
+            self.hs.cids.peer_scid = hdr.scid;
             self.remote_cids.set_handshake_cid(hdr.scid);
             self.remote_cid_set = true;
         }
@@ -319,9 +324,16 @@ where
                 return None;
             }
             Ok(o) => {
-                if o.ackable && !o.closed {
-                    let ecn = crate::recovery::Ecn::NotEct;
-                    let _ = self.rx_mut(space).on_packet_received(u.pn, now, o.ack_eliciting, ecn);
+                if !o.closed {
+                    let rx = self.rx_mut(space);
+                    if o.ackable {
+                        let ecn = crate::recovery::Ecn::NotEct;
+                        let _ = rx.on_packet_received(u.pn, now, o.ack_eliciting, ecn);
+                    } else {
+                        // RFC 9000 §12.3, §13.1: processed, so a copy is a duplicate; its
+                        // dropped data unacknowledged, so the server sends it again.
+                        rx.on_packet_unacked(u.pn);
+                    }
                 }
                 // RFC 9000 §10.1: a packet successfully processed restarts the idle timer.
                 self.idle_start = now;
@@ -348,8 +360,9 @@ where
             {
                 return false;
             }
-            // After the first one, the server's long headers carry the SCID we adopted.
-            if self.remote_cid_set && h.scid != c.remote {
+            // After the first one, the server's long headers carry the SCID we adopted, even
+            // once Retire Prior To moved our DCID on (RFC 9000 §7.2, §5.1.2).
+            if self.remote_cid_set && h.scid != c.peer_scid {
                 return false;
             }
         }
@@ -524,14 +537,12 @@ where
                         self.on_retire_connection_id(seq.into_inner())?;
                     }
                     // RFC 9000 §8.2.2: answer the newest PATH_CHALLENGE with PATH_RESPONSE.
-                    types::PATH_CHALLENGE => {
+                    // §8.2.3: we send no PATH_CHALLENGE; an unsolicited response is ignored.
+                    types::PATH_CHALLENGE | types::PATH_RESPONSE => {
                         let data: [u8; 8] = parsed!(r.array());
-                        self.path_response = Some(data);
-                    }
-                    // RFC 9000 §8.2.3: we send no PATH_CHALLENGE; an unsolicited response
-                    // is ignored.
-                    types::PATH_RESPONSE => {
-                        let _: [u8; 8] = parsed!(r.array());
+                        if ty == types::PATH_CHALLENGE {
+                            self.path_response = Some(data);
+                        }
                     }
                     // RFC 9000 §10.2.2: the server closed; drain.
                     types::CONNECTION_CLOSE | types::CONNECTION_CLOSE_APP => {
@@ -555,8 +566,8 @@ where
                     types::DATAGRAM | types::DATAGRAM_LEN => return Err(violation(ty)),
                     // The stream and flow-control frames.
                     _ => {
-                        let frame = parsed!(Frame::parse_stream_body(ty, &mut r));
-                        if !self.on_stream_frame(ty, &frame)? {
+                        let (fields, data) = parsed!(frame::read_stream_fields(ty, &mut r));
+                        if !self.on_stream_frame(ty, fields, data)? {
                             out.ackable = false;
                         }
                     }
@@ -740,56 +751,64 @@ where
         });
     }
 
-    /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set.
+    /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set, as
+    /// its fields ([`frame::read_stream_fields`]: `v` in the order sent, `data` for STREAM).
     /// Returns false when its data was dropped (the packet is then not acknowledged).
     #[inline(never)]
-    fn on_stream_frame(&mut self, ty: u64, frame: &Frame<'_>) -> Res<bool> {
-        let err = |e: crate::stream::StreamError| ConnectionClose::transport(e.code(), Some(ty));
+    fn on_stream_frame(&mut self, ty: u64, v: [VarInt; 3], data: &[u8]) -> Res<bool> {
+        // The stream errors become one CONNECTION_CLOSE here, not one per call.
+        self.stream_frame(ty, v, data).map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))
+    }
+
+    /// [`Self::on_stream_frame`] with the stream layer's error.
+    fn stream_frame(
+        &mut self,
+        ty: u64,
+        v: [VarInt; 3],
+        data: &[u8],
+    ) -> Result<bool, crate::stream::StreamError> {
         let s = &mut self.streams;
+        let [a, b, c] = v.map(VarInt::into_inner);
         // The frames naming a stream check its ID against the fixed set through one call:
         // STREAM, RESET_STREAM and STREAM_DATA_BLOCKED concern our receiving half,
         // STOP_SENDING and MAX_STREAM_DATA our sending half.
-        let (id, receiving) = match *frame {
-            Frame::Stream { stream_id, .. }
-            | Frame::ResetStream { stream_id, .. }
-            | Frame::StreamDataBlocked { stream_id, .. } => (stream_id, true),
-            Frame::StopSending { stream_id, .. } | Frame::MaxStreamData { stream_id, .. } => {
-                (stream_id, false)
-            }
-            Frame::MaxData { max } => {
-                s.conn_send.on_max(max.into_inner());
+        let receiving = match ty {
+            types::STREAM..=types::STREAM_MAX
+            | types::RESET_STREAM
+            | types::STREAM_DATA_BLOCKED => true,
+            types::STOP_SENDING | types::MAX_STREAM_DATA => false,
+            // RFC 9000 §19.9: MAX_DATA.
+            types::MAX_DATA => {
+                s.conn_send.on_max(a);
                 return Ok(true);
             }
-            Frame::MaxStreams { dir, max } => {
-                s.on_max_streams(dir, max.into_inner());
+            // RFC 9000 §19.11: MAX_STREAMS.
+            types::MAX_STREAMS_BIDI | types::MAX_STREAMS_UNI => {
+                s.on_max_streams(frame::dir_of(ty), a);
                 return Ok(true);
             }
             // DATA_BLOCKED, STREAMS_BLOCKED: informational (RFC 9000 §19.12, §19.14).
             _ => return Ok(true),
         };
-        let id = id.into_inner();
         // The receiving half's index, or our sending half.
-        let (recv, send) = match s.check_id(id, receiving).map_err(err)? {
+        let (recv, send) = match s.check_id(a, receiving)? {
             Place::Request => (0, Sender::Request),
             Place::PeerUni(i) => (i + 1, Sender::Request),
             Place::Control => (0, Sender::Control),
             // A finished request stream: its frames are ignored.
             Place::Gone => return Ok(true),
         };
-        match *frame {
-            Frame::Stream { offset, data, fin, .. } => {
-                let r = s.on_stream(recv, offset.into_inner(), data, fin).map_err(err)?;
+        match ty {
+            types::STREAM..=types::STREAM_MAX => {
+                let fin = ty & types::STREAM_FIN != 0;
+                let r = s.on_stream(recv, b, data, fin)?;
                 return Ok(r != Insert::Dropped);
             }
-            Frame::ResetStream { error_code, final_size, .. } => {
-                s.on_reset(recv, error_code.into_inner(), final_size.into_inner()).map_err(err)?;
-            }
-            Frame::StopSending { error_code, .. } => {
-                s.on_stop_sending(send, error_code.into_inner())
-            }
-            Frame::MaxStreamData { max, .. } => {
-                if let Some(snd) = s.sender_of(send, id) {
-                    snd.on_max_stream_data(max.into_inner());
+            types::RESET_STREAM => s.on_reset(recv, b, c)?,
+            types::STOP_SENDING => s.on_stop_sending(send, b),
+            types::MAX_STREAM_DATA => {
+                if let Some(snd) = s.sender_of(send, a) {
+                    snd.on_max_stream_data(b);
                 }
             }
             _ => {}

@@ -737,19 +737,24 @@ fn forge_one_rtt(s: &Server, payload: &[u8], pn: u64) -> Vec<u8> {
 
 /// A long-header packet the server protects with its Initial or Handshake keys.
 fn forge_long(s: &Server, ty: LongType, payload: &[u8], pn: u64) -> Vec<u8> {
+    forge_long_from(s, ty, &s.hs.cids.local, payload, pn)
+}
+
+/// [`forge_long`] with the Source Connection ID `scid`.
+fn forge_long_from(
+    s: &Server,
+    ty: LongType,
+    scid: &crate::ConnectionId,
+    payload: &[u8],
+    pn: u64,
+) -> Vec<u8> {
     let k = match ty {
         LongType::Initial => &s.hs.keys.initial.as_ref().expect("Initial keys").tx,
         _ => &s.hs.keys.handshake.as_ref().expect("Handshake keys").tx,
     };
     let mut buf = vec![0u8; 1500];
     let mut w = Writer::new(&mut buf);
-    let h = LongHeader {
-        ty,
-        version: Version::V1,
-        dcid: &s.hs.cids.remote,
-        scid: &s.hs.cids.local,
-        token: &[],
-    };
+    let h = LongHeader { ty, version: Version::V1, dcid: &s.hs.cids.remote, scid, token: &[] };
     let off = h.emit(&mut w, pn, 4).unwrap();
     w.put_slice(payload).unwrap();
     w.put_repeated(0, 4).unwrap();
@@ -976,6 +981,74 @@ fn new_connection_id_with_retire_prior_to() {
     deliver(&mut p, &frames(&frames2));
     let (code, _) = local_close(&mut p);
     assert_eq!(code, crate::error::TransportErrorCode::CONNECTION_ID_LIMIT_ERROR.0);
+}
+
+/// RFC 9000 §7.2, §5.1.2: the server's NEW_CONNECTION_ID with Retire Prior To moves the
+/// device's Destination Connection ID on before the handshake is confirmed; the server's
+/// Handshake packets still carry the Source Connection ID it chose during the handshake and
+/// are processed (before, they were dropped, costing PTOs); another SCID is still refused.
+#[test]
+fn handshake_packets_keep_the_servers_scid_after_retire_prior_to() {
+    let v = |x: u64| crate::coding::VarInt::new(x).unwrap();
+    let mut p = DevPair::new();
+    p.run_until(Duration::from_secs(5), |p| p.client.hs.keys.one_rtt.is_some());
+    assert!(p.client.hs.keys.handshake.is_some() && !p.client.handshake_confirmed);
+    let s = p.server.as_ref().unwrap();
+    let cid = crate::ConnectionId::new(&[0x5a; 8]).unwrap();
+    let f =
+        Frame::NewConnectionId { sequence: v(1), retire_prior_to: v(1), cid, reset_token: [9; 16] };
+    let mut d = forge_one_rtt(s, &frames(&[f]), 1000);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(*p.client.remote_cid(), cid);
+    // A PING in a Handshake packet from the server's handshake SCID: processed.
+    let mut h = forge_long(s, LongType::Handshake, &[0x01], 1000);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut h);
+    assert!(p.client.rx(PnSpace::Handshake).is_duplicate(1000), "dropped");
+    // From the new connection ID (or any other): dropped.
+    let mut h = forge_long_from(s, LongType::Handshake, &cid, &[0x01], 1001);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut h);
+    assert!(!p.client.rx(PnSpace::Handshake).is_duplicate(1001));
+    assert!(!p.client.is_closed());
+}
+
+/// RFC 9000 §12.3, §13.1: a packet whose out-of-order STREAM data is dropped (builds
+/// without `reorder`) is not acknowledged, so the server sends the data again; but it was
+/// processed, and a copy of it is a duplicate: no second PATH_RESPONSE, no idle-timer
+/// restart. (With `reorder` the data is kept and the packet acknowledged.)
+#[test]
+fn replayed_packet_with_dropped_data_is_a_duplicate() {
+    let v = |x: u64| crate::coding::VarInt::new(x).unwrap();
+    let mut p = established();
+    let s = p.server.as_ref().unwrap();
+    let pn = s.recovery.next_pn(PnSpace::ApplicationData) + 5;
+    let payload = frames(&[
+        // The server's first unidirectional stream, far past what arrived.
+        Frame::Stream {
+            stream_id: v(3),
+            offset: v(1000),
+            data: b"x",
+            fin: false,
+            has_length: true,
+        },
+        Frame::PathChallenge { data: [1; 8] },
+    ]);
+    let d = forge_one_rtt(s, &payload, pn);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d.clone());
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(p.client.path_response, Some([1; 8]));
+    assert_eq!(p.client.idle_start, now);
+    assert_eq!(
+        p.client.rx(PnSpace::ApplicationData).ranges().contains(pn),
+        cfg!(feature = "reorder")
+    );
+    p.client.path_response = None;
+    let later = now + Duration::from_millis(10);
+    p.client.handle_datagram(later, addr(SERVER_ADDR), &mut d.clone());
+    assert_eq!(p.client.path_response, None, "the copy was processed again");
+    assert_eq!(p.client.idle_start, now);
 }
 
 #[test]

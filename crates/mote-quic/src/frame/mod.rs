@@ -309,7 +309,7 @@ fn check_count(ty: u64, count: VarInt) -> Result<VarInt, WireError> {
     Ok(count)
 }
 
-const fn dir_of(ty: u64) -> StreamDir {
+pub(crate) const fn dir_of(ty: u64) -> StreamDir {
     if ty & 1 == 0 {
         StreamDir::Bidi
     } else {
@@ -319,6 +319,43 @@ const fn dir_of(ty: u64) -> StreamDir {
 
 const fn vlen(v: VarInt) -> usize {
     v.size()
+}
+
+/// The body of a stream or flow-control frame (RFC 9000 §19.4, §19.5, §19.8–§19.14) after
+/// its type, as its fields: up to three varints in the order they are sent (STREAM: Stream
+/// ID and Offset, 0 without the OFF bit) and STREAM's data (empty for the others). One
+/// loop reads the varints of every type. RFC 9000 §19.8: STREAM data ending past 2^62 - 1,
+/// §19.11, §19.14: a stream count above 2^60 are FRAME_ENCODING_ERRORs. The one parser of
+/// these bodies: [`Frame::parse_stream_body`] builds its `Frame` from the fields, a device
+/// connection acts on them directly.
+pub(crate) fn read_stream_fields<'a>(
+    ty: u64,
+    r: &mut Reader<'a>,
+) -> Result<([VarInt; 3], &'a [u8]), WireError> {
+    let fields = match ty {
+        RESET_STREAM => 3,
+        STOP_SENDING | MAX_STREAM_DATA | STREAM_DATA_BLOCKED => 2,
+        MAX_DATA | MAX_STREAMS_BIDI | MAX_STREAMS_UNI | DATA_BLOCKED | STREAMS_BLOCKED_BIDI
+        | STREAMS_BLOCKED_UNI => 1,
+        STREAM..=STREAM_MAX => 1 + usize::from(ty & STREAM_OFF != 0),
+        _ => return Err(WireError::UnknownFrameType(ty)),
+    };
+    let mut v = [VarInt::ZERO; 3];
+    for x in v.iter_mut().take(fields) {
+        *x = r.varint()?;
+    }
+    let mut data: &'a [u8] = &[];
+    match ty {
+        STREAM..=STREAM_MAX => {
+            data = if ty & STREAM_LEN != 0 { r.varint_prefixed()? } else { r.rest() };
+            check_end(ty, v[1], data.len())?;
+        }
+        MAX_STREAMS_BIDI | MAX_STREAMS_UNI | STREAMS_BLOCKED_BIDI | STREAMS_BLOCKED_UNI => {
+            check_count(ty, v[0])?;
+        }
+        _ => {}
+    }
+    Ok((v, data))
 }
 
 /// RFC 9000 §19.1: skips the 0x00 bytes after a PADDING type (a run is one frame here);
@@ -447,20 +484,7 @@ impl<'a> Frame<'a> {
     /// [`crate::stream::Streams::on_frame`] takes. Any other type is
     /// [`WireError::UnknownFrameType`].
     pub(crate) fn parse_stream_body(ty: u64, r: &mut Reader<'a>) -> Result<Frame<'a>, WireError> {
-        // The frames whose body is one to three varints (RFC 9000 §19.4, §19.5, §19.9–§19.14)
-        // read them through one loop here, not one inlined read per field.
-        let fields = match ty {
-            RESET_STREAM => 3,
-            STOP_SENDING | MAX_STREAM_DATA | STREAM_DATA_BLOCKED => 2,
-            MAX_DATA | MAX_STREAMS_BIDI | MAX_STREAMS_UNI | DATA_BLOCKED | STREAMS_BLOCKED_BIDI
-            | STREAMS_BLOCKED_UNI => 1,
-            _ => 0,
-        };
-        let mut v = [VarInt::ZERO; 3];
-        for x in v.iter_mut().take(fields) {
-            *x = r.varint()?;
-        }
-        let [a, b, c] = v;
+        let ([a, b, c], data) = read_stream_fields(ty, r)?;
         let frame = match ty {
             // RFC 9000 §19.4: RESET_STREAM Frame { Type (i) = 0x04, Stream ID (i),
             //   Application Protocol Error Code (i), Final Size (i) }
@@ -471,14 +495,13 @@ impl<'a> Frame<'a> {
             // RFC 9000 §19.8: STREAM Frame { Type (i) = 0x08..0x0f, Stream ID (i),
             //   [Offset (i)], [Length (i)], Stream Data (..) }; offset + length must stay
             //   below 2^62.
-            STREAM..=STREAM_MAX => {
-                let stream_id = r.varint()?;
-                let offset = if ty & STREAM_OFF != 0 { r.varint()? } else { VarInt::ZERO };
-                let has_length = ty & STREAM_LEN != 0;
-                let data = if has_length { r.varint_prefixed()? } else { r.rest() };
-                check_end(ty, offset, data.len())?;
-                Frame::Stream { stream_id, offset, data, fin: ty & STREAM_FIN != 0, has_length }
-            }
+            STREAM..=STREAM_MAX => Frame::Stream {
+                stream_id: a,
+                offset: b,
+                data,
+                fin: ty & STREAM_FIN != 0,
+                has_length: ty & STREAM_LEN != 0,
+            },
             // RFC 9000 §19.9: MAX_DATA Frame { Type (i) = 0x10, Maximum Data (i) }
             MAX_DATA => Frame::MaxData { max: a },
             // RFC 9000 §19.10: MAX_STREAM_DATA Frame { Type (i) = 0x11, Stream ID (i),
@@ -486,9 +509,7 @@ impl<'a> Frame<'a> {
             MAX_STREAM_DATA => Frame::MaxStreamData { stream_id: a, max: b },
             // RFC 9000 §19.11: MAX_STREAMS Frame { Type (i) = 0x12..0x13,
             //   Maximum Streams (i) }; above 2^60 is a FRAME_ENCODING_ERROR.
-            MAX_STREAMS_BIDI | MAX_STREAMS_UNI => {
-                Frame::MaxStreams { dir: dir_of(ty), max: check_count(ty, a)? }
-            }
+            MAX_STREAMS_BIDI | MAX_STREAMS_UNI => Frame::MaxStreams { dir: dir_of(ty), max: a },
             // RFC 9000 §19.12: DATA_BLOCKED Frame { Type (i) = 0x14, Maximum Data (i) }
             DATA_BLOCKED => Frame::DataBlocked { limit: a },
             // RFC 9000 §19.13: STREAM_DATA_BLOCKED Frame { Type (i) = 0x15, Stream ID (i),
@@ -497,7 +518,7 @@ impl<'a> Frame<'a> {
             // RFC 9000 §19.14: STREAMS_BLOCKED Frame { Type (i) = 0x16..0x17,
             //   Maximum Streams (i) }; above 2^60 is a FRAME_ENCODING_ERROR.
             STREAMS_BLOCKED_BIDI | STREAMS_BLOCKED_UNI => {
-                Frame::StreamsBlocked { dir: dir_of(ty), limit: check_count(ty, a)? }
+                Frame::StreamsBlocked { dir: dir_of(ty), limit: a }
             }
             _ => return Err(WireError::UnknownFrameType(ty)),
         };

@@ -180,34 +180,25 @@ impl ReceivedRangeList {
         let Some(pn) = narrow(pn).filter(|&p| !self.is_tracked_duplicate(p)) else {
             return false;
         };
-        let len = self.len;
         let idx = self.index_after(pn);
-        let prev = idx.checked_sub(1).and_then(|i| self.ranges.get(i).copied());
-        let next = if idx < len { self.ranges.get(idx).copied() } else { None };
-        let merge_prev = prev.is_some_and(|r| r.1 + 1 == pn);
-        let merge_next = next.is_some_and(|r| r.0 == pn + 1);
-        match (merge_prev, merge_next) {
-            (true, true) => {
-                let end = next.map_or(pn, |r| r.1);
-                if let Some(r) = self.ranges.get_mut(idx - 1) {
-                    r.1 = end;
-                }
-                if let Some(tail) = self.ranges.get_mut(idx..len) {
-                    shift_left(tail, 1);
-                }
+        // Below `idx` the ranges start at or below `pn` (and end below it: not a
+        // duplicate), from `idx` on above it.
+        let Some((lo, hi)) =
+            self.ranges.get_mut(..self.len).and_then(|s| s.split_at_mut_checked(idx))
+        else {
+            return false;
+        };
+        let prev = lo.last_mut().filter(|r| r.1 + 1 == pn);
+        let next = hi.first_mut().filter(|r| r.0 == pn + 1);
+        match (prev, next) {
+            (Some(p), Some(n)) => {
+                p.1 = n.1;
+                shift_left(hi, 1);
                 self.len -= 1;
             }
-            (true, false) => {
-                if let Some(r) = self.ranges.get_mut(idx - 1) {
-                    r.1 = pn;
-                }
-            }
-            (false, true) => {
-                if let Some(r) = self.ranges.get_mut(idx) {
-                    r.0 = pn;
-                }
-            }
-            (false, false) => self.insert_new(idx, pn),
+            (Some(p), None) => p.1 = pn,
+            (None, Some(n)) => n.0 = pn,
+            (None, None) => self.insert_new(idx, pn),
         }
         true
     }
@@ -243,12 +234,18 @@ impl ReceivedRangeList {
     /// they become duplicates. O(N).
     pub fn remove_up_to(&mut self, pn: u64) {
         // Our ACKs never acknowledge more than what can be held.
-        let Some(new_floor) = narrow(pn).map(|p| p + 1) else { return };
+        let Some(p) = narrow(pn) else { return };
+        let new_floor = p + 1;
         if new_floor <= self.floor {
             return;
         }
         self.floor = new_floor;
-        let k = self.as_slice().partition_point(|r| r.1 < new_floor);
+        // The ranges starting at or below `p` go, but for the last of them if it reaches
+        // past `p` (cut below).
+        let idx = self.index_after(p);
+        let straddles =
+            idx.checked_sub(1).and_then(|i| self.ranges.get(i)).is_some_and(|r| r.1 > p);
+        let k = idx - usize::from(straddles);
         if let Some(s) = self.ranges.get_mut(..self.len) {
             shift_left(s, k);
         }
@@ -343,6 +340,9 @@ pub struct ReceivedPacketsOf<S: ?Sized> {
     max_ack_delay: Duration,
     ack_eliciting_threshold: u32,
     ecn: [u64; 3],
+    /// Packet numbers below this one are duplicates: one above the largest packet processed
+    /// but not acknowledged ([`ReceivedSpace::on_packet_unacked`]).
+    unacked_floor: TrackedPn,
     /// Last, so the storage can be unsized.
     ranges: ReceivedRangesOf<S>,
 }
@@ -362,6 +362,7 @@ impl<const N: usize> ReceivedPackets<N> {
             max_ack_delay,
             ack_eliciting_threshold: 2,
             ecn: [0; 3],
+            unacked_floor: 0,
         }
     }
 
@@ -406,7 +407,24 @@ impl ReceivedSpace {
     /// Whether packet `pn` was already processed (or is below the forgotten floor) and must
     /// be discarded (RFC 9000 §12.3).
     pub fn is_duplicate(&self, pn: u64) -> bool {
-        self.ranges.is_duplicate(pn)
+        pn < widen(self.unacked_floor) || self.ranges.is_duplicate(pn)
+    }
+
+    /// Records a processed packet that must not be acknowledged: one whose STREAM or CRYPTO
+    /// data was dropped (a build without `reorder` keeps only in-order data).
+    ///
+    /// RFC 9000 §13.1: a packet is acknowledged only once all its frames were processed,
+    /// and an acknowledged packet's data is never sent again (§13.3), so this one is left
+    /// out of every ACK. RFC 9000 §12.3: yet it was processed, and a copy of it (a replay)
+    /// must be discarded as a duplicate, not processed again (idle timer, PATH_RESPONSE,
+    /// ...). §12.3 allows "a minimum packet number below which all packets are immediately
+    /// dropped": every number up to this one becomes a duplicate (no state per packet). A
+    /// packet reordered below it is dropped unacknowledged too, and the peer sends its
+    /// frames again; the packets already recorded stay in the ACKs.
+    pub fn on_packet_unacked(&mut self, pn: u64) {
+        if let Some(p) = narrow(pn) {
+            self.unacked_floor = self.unacked_floor.max(p + 1);
+        }
     }
 
     /// Records a processed packet; false (and nothing changes) for a duplicate.

@@ -727,6 +727,14 @@ fn received_ranges_prune() {
     s.remove_up_to(20);
     assert!(s.is_empty());
     assert!(s.insert(21));
+    // A range reaching past the pruned number is cut, not dropped.
+    let mut s = ReceivedRanges::<8>::new();
+    for pn in [1, 2, 3, 4, 5, 8, 9] {
+        s.insert(pn);
+    }
+    s.remove_up_to(3);
+    assert_eq!(s.as_slice(), [(4, 5), (8, 9)]);
+    assert!(s.is_duplicate(3) && !s.is_duplicate(6));
 }
 
 #[test]
@@ -831,6 +839,26 @@ fn duplicates_are_rejected_and_counted_once() {
     assert_eq!(r.ack_deadline(), Some(at(26)));
 }
 
+/// RFC 9000 §12.3, §13.1: a packet processed without being acknowledged (its data was
+/// dropped) is a duplicate all the same, as is everything below it, and stays out of every
+/// ACK; the packets recorded before it are still acknowledged.
+#[test]
+fn unacked_packets_are_duplicates_but_not_acknowledged() {
+    let mut r = rx(APP);
+    r.on_packet_received(1, at(1), true, Ecn::NotEct);
+    r.on_packet_unacked(3);
+    for pn in 0..=3 {
+        assert!(r.is_duplicate(pn), "{pn}");
+    }
+    assert!(!r.is_duplicate(4));
+    r.on_packet_received(4, at(2), true, Ecn::NotEct);
+    let frame = r.ack_frame(at(3), 3, 16).unwrap();
+    assert_eq!(frame.ranges().collect::<Vec<_>>(), [(4, 4), (1, 1)]);
+    // An older one changes nothing.
+    r.on_packet_unacked(2);
+    assert!(!r.is_duplicate(5));
+}
+
 #[test]
 fn ack_frame_round_trip_into_recovery() {
     // Sender sends 0..=9; the receiver gets all but 3 and 6.
@@ -896,8 +924,10 @@ fn memory_footprint() {
     assert_eq!(size_of::<SentPackets<u32, 32>>(), 32 * 32 + space);
     #[cfg(feature = "std")]
     assert_eq!(size_of::<ReceivedRanges<8>>(), 16 * 8 + 16);
+    // With the floor of packets processed but not acknowledged (host: 8 bytes more; a
+    // device's 4 fit in padding).
     #[cfg(feature = "std")]
-    assert_eq!(size_of::<ReceivedPackets<8>>(), 16 * 8 + 120);
+    assert_eq!(size_of::<ReceivedPackets<8>>(), 16 * 8 + 128);
     // Without `std` the ranges are 32-bit: half the bytes per range.
     #[cfg(not(feature = "std"))]
     assert_eq!(size_of::<ReceivedRanges<8>>(), 8 * 8 + 16);

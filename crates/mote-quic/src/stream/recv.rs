@@ -147,9 +147,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
     }
 
     /// Final-size (§4.5) and flow-control (§4.1) checks for a frame that says the peer has
-    /// sent up to `end`, `fin` if it fixes the final size there. Returns the bytes that are
-    /// new to flow control.
-    fn check(&self, conn: &RecvCredit, end: u64, fin: bool) -> Result<u64, StreamError> {
+    /// sent up to `end`, `fin` if it fixes the final size there; the bytes new to flow
+    /// control are then counted against the stream's and the connection's credit (one place
+    /// for STREAM and RESET_STREAM).
+    fn check_and_count(
+        &mut self,
+        conn: &mut RecvCredit,
+        end: u64,
+        fin: bool,
+    ) -> Result<(), StreamError> {
         let highest = self.credit.received();
         if let Some(size) = self.final_size {
             // "Once a final size for a stream is known, it cannot change": a different
@@ -164,7 +170,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         let more = end.sat_sub(highest);
         self.credit.check(more)?;
         conn.check(more)?;
-        Ok(more)
+        self.credit.on_received(more);
+        conn.on_received(more);
+        Ok(())
     }
 
     /// Gives back connection credit for every byte below `upto` not yet released.
@@ -185,9 +193,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         fin: bool,
     ) -> Result<Insert, StreamError> {
         let end = offset.sat_add(data.len() as u64);
-        let more = self.check(conn, end, fin)?;
-        self.credit.on_received(more);
-        conn.on_received(more);
+        self.check_and_count(conn, end, fin)?;
         if fin && self.final_size.is_none() {
             self.final_size = Some(end);
             self.credit.cancel_update();
@@ -223,9 +229,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         error_code: u64,
         final_size: u64,
     ) -> Result<(), StreamError> {
-        let more = self.check(conn, final_size, true)?;
-        self.credit.on_received(more);
-        conn.on_received(more);
+        self.check_and_count(conn, final_size, true)?;
         self.final_size = Some(final_size);
         self.credit.cancel_update();
         match self.state {
