@@ -510,21 +510,12 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
         // (minus those that must not be reused) for 0-RTT.
         #[cfg(feature = "resumption")]
         if side == Side::Client {
-            // A client-only build copies the parameters to remember as they came (issue 8:
-            // no general encoder in that build).
-            #[cfg(not(feature = "server"))]
-            {
-                self.remembered_tp_len =
-                    super::client_tp::remember(params, &mut self.remembered_tp);
-            }
-            #[cfg(feature = "server")]
-            {
-                let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
-                self.remembered_tp_len = match tp.encode_remembered_for_0rtt(&mut w) {
-                    Ok(()) => w.position(),
-                    Err(_) => 0,
-                };
-            }
+            // Re-encoded from the bytes that came, each integer in its shortest form: a
+            // server sending long varints still fits REMEMBERED_TP_MAX, and a client-only
+            // build needs no general encoder (issue 8). Decoded, the same parameters as
+            // `encode_remembered_for_0rtt` writes.
+            self.remembered_tp_len =
+                crate::transport_params::remember_shortest(params, &mut self.remembered_tp);
         }
         let vi = tp.version_information;
         self.negotiate_version_information(vi.as_ref())

@@ -1318,3 +1318,57 @@ fn version_negotiation_after_a_retry_is_ignored() {
     p.handshake();
     assert!(p.client.is_handshake_complete());
 }
+
+/// RFC 9000 §7.4.1: a server whose transport parameters are longer than the client keeps
+/// with a ticket (every ID, length and integer as an 8-byte varint, defaults explicit: over
+/// 160 bytes as sent) still resumes with 0-RTT: what is remembered is re-encoded in
+/// shortest form. (Copied as sent, nothing would be remembered and the resumed client could
+/// open no stream in 0-RTT.)
+#[test]
+fn a_verbose_servers_parameters_still_resume_with_0rtt() {
+    use crate::connection::tls::REMEMBERED_TP_MAX;
+    use crate::transport_params::remember::tests::bloated;
+    use crate::transport_params::{id, put_bytes_param, Side};
+    use mote_tls::QuicHooks;
+    let mut p = first_connection();
+    // The server's parameters as remembered, with the connection IDs the handshake checks,
+    // sent again as long as they can be.
+    let hs = &p.client.hs;
+    let mut raw = hs.remembered_tp[..hs.remembered_tp_len].to_vec();
+    let mut cids = [0u8; 64];
+    let mut w = Writer::new(&mut cids);
+    put_bytes_param(&mut w, id::ORIGINAL_DESTINATION_CONNECTION_ID, &hs.cids.original_dcid)
+        .unwrap();
+    put_bytes_param(&mut w, id::INITIAL_SOURCE_CONNECTION_ID, &hs.cids.remote).unwrap();
+    raw.extend_from_slice(w.written());
+    let verbose = bloated(&raw);
+    assert!(verbose.len() > REMEMBERED_TP_MAX, "{} bytes", verbose.len());
+    let server = TransportParameters::decode(&verbose, Side::Server).unwrap();
+    p.client.hs.peer_transport_parameters(&verbose).unwrap();
+    p.client.hs.peer_tp = None;
+    // The ticket, encoded again with what the client now remembers.
+    let mut t = vec![0u8; 512];
+    let n = p.client.take_ticket(&mut t).expect("a ticket");
+    p.client.hs.new_ticket(&Ticket::decode(&t[..n]).unwrap());
+    let mut t = vec![0u8; 512];
+    let n = p.client.take_ticket(&mut t).expect("the ticket again");
+    let remembered = Ticket::decode(&t[..n]).unwrap().server_transport_parameters;
+    let remembered = TransportParameters::decode(remembered, Side::Server).unwrap();
+    assert_eq!(remembered, server.remembered_for_0rtt());
+    p.client.hs.new_ticket(&Ticket::decode(&t[..n]).unwrap());
+    // Resumed: the request goes out in 0-RTT and the server accepts it.
+    let same = p.server_tls;
+    let mut q = resumed(&mut p, same);
+    let id = q.client.open_bidi().expect("a stream within the remembered limits");
+    q.client.write(id, b"GET /early").unwrap();
+    q.client.finish(id).unwrap();
+    let mut req = Vec::new();
+    let ok = q.run_until(Duration::from_secs(10), |q| {
+        let Some(s) = q.server.as_mut() else { return false };
+        srv_drain(s, id, &mut req)
+    });
+    assert!(ok, "{:?}", q.client.close_reason());
+    assert_eq!(req, b"GET /early");
+    q.handshake();
+    assert_eq!(q.client.tls().early_data_accepted(), Some(true));
+}

@@ -34,6 +34,10 @@ use crate::coding::{BufferTooSmall, Reader, VarInt, Writer};
 use crate::error::WireError;
 use crate::version::Version;
 
+#[cfg(feature = "resumption")]
+pub(crate) mod remember;
+#[cfg(feature = "resumption")]
+pub use remember::remember_shortest;
 #[cfg(test)]
 pub(crate) mod tests;
 
