@@ -691,6 +691,14 @@ where
                         None,
                     ));
                 }
+                // RFC 9001 §4.6.2: rejected, the server's new limits replace the remembered
+                // ones, even lower ones (0-RTT data they cannot carry again ends it here).
+                if !accepted && !self.streams.replace_peer_params(&tp) {
+                    return Err(ConnectionClose::transport(
+                        TransportErrorCode::INTERNAL_ERROR,
+                        None,
+                    ));
+                }
             }
             self.apply_peer_params(&tp);
         }

@@ -126,6 +126,26 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         }
     }
 
+    /// RFC 9001 §4.6.2, RFC 9000 §7.4.1: the server rejected 0-RTT, so its new limits and
+    /// stream counts replace the remembered ones, even lower ones. Returns false when the
+    /// streams opened or bytes written in 0-RTT do not fit them.
+    pub(crate) fn replace_peer_params(&mut self, tp: &TransportParameters) -> bool {
+        let mut fits = self.conn_send.replace_max(tp.initial_max_data.into_inner());
+        self.peer_bidi = tp.initial_max_stream_data_bidi_remote.into_inner();
+        self.peer_uni = tp.initial_max_stream_data_uni.into_inner();
+        let (b, u) =
+            (tp.initial_max_streams_bidi.into_inner(), tp.initial_max_streams_uni.into_inner());
+        self.peer_max_streams = [b, u];
+        fits &= self.next_request <= b;
+        if self.control_open {
+            fits &= u != 0 && self.control.replace_max_stream_data(self.peer_uni);
+        }
+        if self.request.is_some() {
+            fits &= self.req_send.replace_max_stream_data(self.peer_bidi);
+        }
+        fits
+    }
+
     /// The current request's stream ID.
     pub(crate) fn request_id(&self) -> Option<u64> {
         self.request.map(|i| i << 2)

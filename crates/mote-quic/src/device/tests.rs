@@ -105,6 +105,8 @@ struct DevPair {
     client: Dev,
     server: Option<Server>,
     server_tls: &'static ServerConfig<'static>,
+    /// The server connection's configuration (its transport parameters).
+    server_cfg: ConnectionConfig,
     delay: Duration,
     to_server: VecDeque<(Instant, Vec<u8>)>,
     to_client: VecDeque<(Instant, Vec<u8>)>,
@@ -145,6 +147,7 @@ impl DevPair {
             client,
             server: None,
             server_tls,
+            server_cfg: server_cfg(),
             delay: Duration::from_millis(10),
             to_server: VecDeque::new(),
             to_client: VecDeque::new(),
@@ -187,7 +190,7 @@ impl DevPair {
             validation = Validation::Retry { original_dcid: odcid };
         }
         let conn = Server::server_validated(
-            &server_cfg(),
+            &self.server_cfg,
             P,
             tls,
             storage(4096, 16384),
@@ -1371,4 +1374,74 @@ fn a_verbose_servers_parameters_still_resume_with_0rtt() {
     assert_eq!(req, b"GET /early");
     q.handshake();
     assert_eq!(q.client.tls().early_data_accepted(), Some(true));
+}
+
+/// A resumed connection whose 0-RTT the server rejects, and whose server has `limits` now
+/// (max_data, max_stream_data_bidi_remote, max_stream_data_uni): lower than the ones the
+/// ticket remembers (1 MiB, 16 KiB, 16 KiB).
+fn rejected_with_lower_limits(limits: [u64; 3]) -> DevPair {
+    let mut p = first_connection();
+    let (_, other) = tls_configs(b"another context");
+    let other = Box::leak(Box::new(ServerConfig { tickets: p.server_tls.tickets, ..*other }));
+    let mut q = resumed(&mut p, other);
+    let s = &mut q.server_cfg.streams;
+    [s.max_data, s.max_stream_data_bidi_remote, s.max_stream_data_uni] = limits;
+    assert!(q.client.streams.conn_send.max() >= 1 << 20, "the remembered MAX_DATA");
+    q
+}
+
+/// RFC 9001 §4.6.2, RFC 9000 §7.4.1: the server rejected 0-RTT and lowered its limits: the
+/// client sends within the new ones only (not the remembered ones: the server would close
+/// with FLOW_CONTROL_ERROR), and the request body still arrives whole as the server raises
+/// them.
+#[test]
+fn zero_rtt_rejected_uses_the_servers_new_lower_limits() {
+    let mut q = rejected_with_lower_limits([3000, 2000, 2000]);
+    let id = q.client.open_bidi().unwrap();
+    q.client.write(id, b"POST /early ").unwrap();
+    q.handshake();
+    assert!(q.client.early_data_rejected());
+    // The server's new values, not the larger remembered ones.
+    assert_eq!(q.client.streams.conn_send.max(), 3000);
+    assert_eq!(q.client.streams.req_send.credit().max(), 2000);
+    let body = pattern(20_000);
+    let mut want = b"POST /early ".to_vec();
+    want.extend_from_slice(&body);
+    let (mut sent, mut got) = (0, Vec::new());
+    let ok = q.run_until(Duration::from_secs(60), |q| {
+        if sent < body.len() {
+            sent += q.client.write(id, &body[sent..]).unwrap();
+            if sent == body.len() {
+                q.client.finish(id).unwrap();
+            }
+        }
+        let Some(s) = q.server.as_mut() else { return false };
+        srv_drain(s, id, &mut got)
+    });
+    let server_close = q.server.as_ref().and_then(|s| s.close_reason());
+    assert!(ok, "client {:?}, server {:?}", q.client.close_reason(), server_close);
+    assert_eq!(got, want);
+}
+
+/// The rejected 0-RTT data itself does not fit the server's new limits: the client cannot
+/// send it again without breaking them, so it closes the connection (INTERNAL_ERROR) and
+/// sends none of it beyond them.
+#[test]
+fn zero_rtt_rejected_beyond_the_new_limits_closes() {
+    let mut q = rejected_with_lower_limits([3000, 1000, 2000]);
+    let id = q.client.open_bidi().unwrap();
+    assert_eq!(q.client.write(id, &pattern(1500)).unwrap(), 1500);
+    q.run_until(Duration::from_secs(10), |q| q.client.is_closed());
+    match q.client.close_reason() {
+        Some(CloseReason::Local(c)) => {
+            assert_eq!(c.code, crate::error::TransportErrorCode::INTERNAL_ERROR.0, "{c:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The server saw no flow-control violation: at most its stream limit arrived.
+    let s = q.server.as_mut().unwrap();
+    assert!(!matches!(s.close_reason(), Some(CloseReason::Local(_))), "{:?}", s.close_reason());
+    let mut got = Vec::new();
+    srv_drain(s, id, &mut got);
+    assert!(got.len() <= 1000);
 }
