@@ -691,16 +691,13 @@ where
                         None,
                     ));
                 }
-                // RFC 9001 §4.6.2: rejected, the server's new limits replace the remembered
-                // ones, even lower ones (0-RTT data they cannot carry again ends it here).
-                if !accepted && !self.streams.replace_peer_params(&tp) {
-                    return Err(ConnectionClose::transport(
-                        TransportErrorCode::INTERNAL_ERROR,
-                        None,
-                    ));
-                }
             }
-            self.apply_peer_params(&tp);
+            // RFC 9001 §4.6.2: after rejected 0-RTT the server's new limits replace the
+            // remembered ones, even lower ones; 0-RTT data they cannot carry again ends the
+            // connection here rather than break them.
+            if !self.apply_peer_params(&tp) {
+                return Err(ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None));
+            }
         }
         if sig.tickets > 0 {
             self.ticket_ready = true;
@@ -731,10 +728,11 @@ where
     }
 
     /// RFC 9000 §7.4, §18.2: the server's transport parameters (validated by the TLS
-    /// hook): flow-control limits and stream counts, max_ack_delay, idle timeout.
+    /// hook): flow-control limits and stream counts, max_ack_delay, idle timeout. False
+    /// when what the streams already took does not fit them ([`Streams::on_peer_params`]).
     #[inline(never)]
-    fn apply_peer_params(&mut self, tp: &TransportParameters) {
-        self.streams.on_peer_params(tp);
+    fn apply_peer_params(&mut self, tp: &TransportParameters) -> bool {
+        let fits = self.streams.on_peer_params(tp);
         self.recovery.set_peer_max_ack_delay(Duration::from_millis(u64::from(tp.max_ack_delay)));
         // RFC 9000 §10.1: the smaller of both sides' non-zero max_idle_timeout.
         let peer_idle = tp.max_idle_timeout.into_inner();
@@ -746,6 +744,7 @@ where
             max_udp_payload_size: tp.max_udp_payload_size.into_inner(),
             ack_delay_exponent: tp.ack_delay_exponent,
         });
+        fits
     }
 
     /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set.

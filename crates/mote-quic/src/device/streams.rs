@@ -109,27 +109,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         }
     }
 
-    /// RFC 9000 §7.4, §18.2: the peer's flow-control limits and stream counts (or, for
-    /// 0-RTT, the remembered ones, §7.4.1). Limits only grow.
-    pub(crate) fn on_peer_params(&mut self, tp: &TransportParameters) {
-        self.conn_send.on_max(tp.initial_max_data.into_inner());
-        self.peer_bidi = tp.initial_max_stream_data_bidi_remote.into_inner();
-        self.peer_uni = tp.initial_max_stream_data_uni.into_inner();
-        let [b, u] = &mut self.peer_max_streams;
-        *b = (*b).max(tp.initial_max_streams_bidi.into_inner());
-        *u = (*u).max(tp.initial_max_streams_uni.into_inner());
-        if self.control_open {
-            self.control.on_max_stream_data(self.peer_uni);
-        }
-        if self.request.is_some() {
-            self.req_send.on_max_stream_data(self.peer_bidi);
-        }
-    }
-
-    /// RFC 9001 §4.6.2, RFC 9000 §7.4.1: the server rejected 0-RTT, so its new limits and
-    /// stream counts replace the remembered ones, even lower ones. Returns false when the
-    /// streams opened or bytes written in 0-RTT do not fit them.
-    pub(crate) fn replace_peer_params(&mut self, tp: &TransportParameters) -> bool {
+    /// RFC 9000 §7.4, §18.2: the server's flow-control limits and stream counts (or, for
+    /// 0-RTT, the remembered ones, §7.4.1), set as they are. They come before any MAX_DATA,
+    /// MAX_STREAM_DATA or MAX_STREAMS frame can (those need 1-RTT keys), so they replace
+    /// nothing but zero or the remembered values: RFC 9000 §7.4.1 lets a server that accepts
+    /// 0-RTT only raise those (checked before), and when it rejects 0-RTT (RFC 9001 §4.6.2)
+    /// its new values replace them, even lower ones. Returns false when the streams opened
+    /// or bytes written (in 0-RTT) do not fit them.
+    pub(crate) fn on_peer_params(&mut self, tp: &TransportParameters) -> bool {
         let mut fits = self.conn_send.replace_max(tp.initial_max_data.into_inner());
         self.peer_bidi = tp.initial_max_stream_data_bidi_remote.into_inner();
         self.peer_uni = tp.initial_max_stream_data_uni.into_inner();
