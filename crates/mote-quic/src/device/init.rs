@@ -10,6 +10,7 @@ use core::ptr::addr_of_mut;
 
 use mote_crypto::{CryptoProvider, CryptoRng};
 
+use super::peer_params::DeviceHooks;
 use super::streams::{Bufs, DeviceStorage, Streams, PEER_UNI};
 use super::{DeviceConnection, Settings, State, TokenState};
 use crate::connection::cids::RemoteCids;
@@ -56,7 +57,11 @@ where
         let dcid = conn.hs.cids.original_dcid;
         let keyed = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, Side::Client);
         let started = match keyed {
-            Ok(()) => conn.tls.start(&mut conn.hs).map_err(ConnectError::Tls),
+            // The receive path's hooks (one instantiation of the TLS session's code).
+            Ok(()) => {
+                let hooks = &mut DeviceHooks { hs: &mut conn.hs, peer: &mut conn.peer_params };
+                conn.tls.start(hooks).map_err(ConnectError::Tls)
+            }
             Err(e) => Err(ConnectError::Crypto(e)),
         };
         match started {
@@ -249,6 +254,7 @@ where
             addr_of_mut!((*p).traffic).write(super::DeviceStats::default());
             #[cfg(feature = "resumption")]
             addr_of_mut!((*p).remembered_limits).write(None);
+            addr_of_mut!((*p).peer_params).write(None);
             addr_of_mut!((*p).skip_pn_at).write(SKIP_PN_GAP_MIN);
             addr_of_mut!((*p).closing_received).write(0);
             addr_of_mut!((*p).closing_answer_at).write(1);
@@ -302,6 +308,7 @@ where
                 traffic: _,
             #[cfg(feature = "resumption")]
                 remembered_limits: _,
+            peer_params: _,
             skip_pn_at: _,
             closing_received: _,
             closing_answer_at: _,

@@ -7,12 +7,12 @@
 //! one is STREAM_LIMIT_ERROR. Flow control is the shared [`SendCredit`] / [`RecvCredit`]
 //! and the stream halves are the shared [`SendStream`] / [`RecvStream`].
 
+use super::peer_params::PeerParams;
 use crate::frame::StreamDir;
 use crate::stream::{
     Chunk, Insert, Read, RecvCredit, RecvStream, SendCredit, SendStream, StreamConfig, StreamError,
     WriteError,
 };
-use crate::transport_params::TransportParameters;
 
 /// Unidirectional streams the server may open (RFC 9114 §6.2: control, QPACK encoder and
 /// decoder).
@@ -116,12 +116,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
     /// 0-RTT only raise those (checked before), and when it rejects 0-RTT (RFC 9001 §4.6.2)
     /// its new values replace them, even lower ones. Returns false when the streams opened
     /// or bytes written (in 0-RTT) do not fit them.
-    pub(crate) fn on_peer_params(&mut self, tp: &TransportParameters) -> bool {
-        let mut fits = self.conn_send.replace_max(tp.initial_max_data.into_inner());
-        self.peer_bidi = tp.initial_max_stream_data_bidi_remote.into_inner();
-        self.peer_uni = tp.initial_max_stream_data_uni.into_inner();
-        let (b, u) =
-            (tp.initial_max_streams_bidi.into_inner(), tp.initial_max_streams_uni.into_inner());
+    pub(crate) fn on_peer_params(&mut self, tp: &PeerParams) -> bool {
+        use super::peer_params::{BIDI_REMOTE, MAX_DATA, STREAMS_BIDI, STREAMS_UNI, UNI};
+        let mut fits = self.conn_send.replace_max(tp.get(MAX_DATA));
+        self.peer_bidi = tp.get(BIDI_REMOTE);
+        self.peer_uni = tp.get(UNI);
+        let (b, u) = (tp.get(STREAMS_BIDI), tp.get(STREAMS_UNI));
         self.peer_max_streams = [b, u];
         fits &= self.next_request <= b;
         if self.control_open {

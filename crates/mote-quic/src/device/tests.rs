@@ -520,9 +520,9 @@ fn resumed(p: &mut DevPair, server_tls: &'static ServerConfig<'static>) -> DevPa
     // behind; the good ones then apply.
     assert!(!q.client.apply_remembered_params(&[0x04, 0x08, 0x40]));
     assert!(!q.client.can_send_early_data());
-    assert!(q.client.hs.peer_tp.is_none());
+    assert!(q.client.peer_params.is_none());
     assert!(q.client.apply_remembered_params(remembered));
-    assert!(q.client.hs.peer_tp.is_none());
+    assert!(q.client.peer_params.is_none());
     assert!(q.client.can_send_early_data());
     q
 }
@@ -1331,7 +1331,7 @@ fn version_negotiation_after_a_retry_is_ignored() {
 fn a_verbose_servers_parameters_still_resume_with_0rtt() {
     use crate::connection::tls::REMEMBERED_TP_MAX;
     use crate::transport_params::remember::tests::bloated;
-    use crate::transport_params::{id, put_bytes_param, Side};
+    use crate::transport_params::{id, put_bytes_param, Side, TransportParameters};
     use mote_tls::QuicHooks;
     let mut p = first_connection();
     // The server's parameters as remembered, with the connection IDs the handshake checks,
@@ -1347,8 +1347,10 @@ fn a_verbose_servers_parameters_still_resume_with_0rtt() {
     let verbose = bloated(&raw);
     assert!(verbose.len() > REMEMBERED_TP_MAX, "{} bytes", verbose.len());
     let server = TransportParameters::decode(&verbose, Side::Server).unwrap();
-    p.client.hs.peer_transport_parameters(&verbose).unwrap();
-    p.client.hs.peer_tp = None;
+    let c = &mut p.client;
+    let mut hooks = peer_params::DeviceHooks { hs: &mut c.hs, peer: &mut c.peer_params };
+    hooks.peer_transport_parameters(&verbose).unwrap();
+    c.peer_params = None;
     // The ticket, encoded again with what the client now remembers.
     let mut t = vec![0u8; 512];
     let n = p.client.take_ticket(&mut t).expect("a ticket");
