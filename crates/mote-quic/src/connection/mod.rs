@@ -1289,6 +1289,7 @@ pub(crate) struct ZeroRttLimits([u64; 8]);
 #[cfg(feature = "resumption")]
 impl ZeroRttLimits {
     /// From the values in [`Self::of`]'s order (the device's own decoding).
+    #[cfg(feature = "device")]
     pub(crate) const fn new(limits: [u64; 8]) -> Self {
         Self(limits)
     }

@@ -11,6 +11,7 @@ use mote_tls::{transport_error, Error as TlsError, Level, QuicHooks, Secrets, Se
 use crate::cid::MAX_CID_LEN;
 use crate::coding::Reader;
 use crate::connection::tls::{Cids, Handshake};
+#[cfg(feature = "resumption")]
 use crate::connection::ZeroRttLimits;
 use crate::transport_params::{
     decode_preferred_address, id, known_bit, varint_value, Side, TransportParameters as Tp,
@@ -26,6 +27,8 @@ pub(crate) const BIDI_REMOTE: usize = 3;
 pub(crate) const UNI: usize = 4;
 pub(crate) const STREAMS_BIDI: usize = 5;
 pub(crate) const STREAMS_UNI: usize = 6;
+// Set only with feature `datagram` (RFC 9221); the slot is ZeroRttLimits' either way.
+#[cfg_attr(not(feature = "datagram"), allow(dead_code))]
 pub(crate) const DATAGRAM: usize = 7;
 pub(crate) const IDLE_TIMEOUT: usize = 8;
 pub(crate) const MAX_UDP_PAYLOAD_SIZE: usize = 9;
@@ -58,6 +61,7 @@ impl PeerParams {
     };
 
     /// The limits 0-RTT data relies on (RFC 9000 §7.4.1).
+    #[cfg(feature = "resumption")]
     pub(crate) fn zero_rtt_limits(&self) -> ZeroRttLimits {
         let [a, b, c, d, e, f, g, h, ..] = self.ints;
         ZeroRttLimits::new([a, b, c, d, e, f, g, h])
