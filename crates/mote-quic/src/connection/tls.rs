@@ -418,7 +418,8 @@ pub(crate) struct Handshake<P: CryptoProvider, C> {
     pub(crate) keys: Keys<P>,
     pub(crate) cids: Cids,
     /// The peer's transport parameters, decoded and validated, until the connection applies
-    /// them.
+    /// them (the general connection; the device connection keeps its own through
+    /// `device::peer_params::DeviceHooks`).
     pub(crate) peer_tp: Option<TransportParameters>,
     pub(crate) signals: HsSignals,
     /// Client: the server's transport parameters to remember with tickets, encoded.

@@ -393,9 +393,8 @@ impl TransportParameters {
     /// parameter's ID ([`id::TRUNCATED`] if the ID itself is cut off), i.e. a
     /// TRANSPORT_PARAMETER_ERROR. Connection-ID authentication (RFC 9000 §7.3) is left to
     /// [`Self::validate_client_cids`] / [`Self::validate_server_cids`].
-    // Out of line (issue 8): on a client-only device its one caller is the 0-RTT setup
-    // (`apply_remembered_params`, in the firmware's connect), where inlined it puts a second
-    // copy of the parameters in that frame, under the connection constructor's.
+    // Out of line (issue 8): inlined, it puts a second copy of the parameters in its
+    // caller's frame. (The device connection decodes with its own `device::peer_params`.)
     #[inline(never)]
     pub fn decode(bytes: &[u8], sender: Side) -> Result<Self, WireError> {
         let mut params = Self::default();
