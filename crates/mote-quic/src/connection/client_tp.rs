@@ -4,8 +4,8 @@
 //! ([`TransportParameters::encode`], a branch per parameter of either side):
 //! - [`encode_client`] writes the client's parameters straight from its configuration, the
 //!   same bytes as the general encoder given what the constructor would put in the struct;
-//! - [`remember`] copies the server's encoded parameters a client may remember, as they
-//!   came (they were decoded and checked just before), and leaves the others out.
+//! - the remembered ones are re-encoded from the server's bytes in shortest form
+//!   ([`crate::transport_params::remember_shortest`], `connection/tls.rs`).
 //!
 //! Server builds keep the general encoder for both (`connection/init.rs`, `connection/tls.rs`);
 //! the tests below pin these to it in every build.
@@ -14,7 +14,7 @@
 use super::cids::REMOTE_CIDS;
 use super::config::ConnectionConfig;
 use crate::cid::ConnectionId;
-use crate::coding::{BufferTooSmall, Reader, VarInt, Writer};
+use crate::coding::{BufferTooSmall, VarInt, Writer};
 use crate::transport_params::TransportParameters as Tp;
 use crate::transport_params::{id, put_bytes_param, put_param, put_varint_param};
 use crate::version::Version;
@@ -95,47 +95,11 @@ fn put_int(w: &mut Writer<'_>, param: u64, v: u64, default: u32) -> Result<(), B
     put_varint_param(w, param, VarInt::new(v).unwrap_or(VarInt::MAX), default.into())
 }
 
-/// RFC 9000 §7.4.1: whether a client remembers parameter `param` of the server with a
-/// ticket. Not the connection-ID parameters, ack_delay_exponent, max_ack_delay,
-/// preferred_address or stateless_reset_token; nor what this build does not know.
-const fn remembered(param: u64) -> bool {
-    matches!(
-        param,
-        id::MAX_IDLE_TIMEOUT | id::MAX_UDP_PAYLOAD_SIZE
-            ..=id::INITIAL_MAX_STREAMS_UNI
-                | id::DISABLE_ACTIVE_MIGRATION
-                | id::ACTIVE_CONNECTION_ID_LIMIT
-                | id::VERSION_INFORMATION
-                | id::GREASE_QUIC_BIT
-    ) || (cfg!(feature = "datagram") && param == id::MAX_DATAGRAM_FRAME_SIZE)
-}
-
-/// RFC 9000 §7.4.1: the parameters of the server's encoded `params` (already decoded and
-/// checked) a client remembers for 0-RTT, copied as they came into `out`; returns their
-/// length, or 0 (nothing remembered, so no 0-RTT) if they do not fit. Decoded, they give
-/// what [`Tp::encode_remembered_for_0rtt`] would have written.
-pub(super) fn remember(params: &[u8], out: &mut [u8]) -> usize {
-    let mut r = Reader::new(params);
-    let mut w = Writer::new(out);
-    while !r.is_empty() {
-        let start = r.position();
-        let Ok(param) = r.varint_u64() else { return 0 };
-        if r.varint_prefixed().is_err() {
-            return 0;
-        }
-        let whole = params.get(start..r.position()).unwrap_or(&[]);
-        if remembered(param) && w.put_slice(whole).is_err() {
-            return 0;
-        }
-    }
-    w.position()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::StreamConfig;
-    use crate::transport_params::{Side, TransportParameters, VersionInformation};
+    use crate::transport_params::{TransportParameters, VersionInformation};
     use std::vec;
     use std::vec::Vec;
 
@@ -216,61 +180,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    fn decoded(bytes: &[u8]) -> TransportParameters {
-        TransportParameters::decode(bytes, Side::Server).unwrap()
-    }
-
-    proptest::proptest! {
-        /// Decoded, what `remember` keeps of a server's parameters is what the general
-        /// encoder's remembered subset decodes to.
-        #[test]
-        fn remembered_subset_decodes_like_the_general_encoders(
-            tp in crate::transport_params::tests::params(Side::Server),
-            explicit_defaults in proptest::bool::ANY,
-            grease in 0u32..1000,
-        ) {
-            let mut raw = [0u8; 512];
-            let mut w = Writer::new(&mut raw);
-            // A server may send defaults explicitly and parameters we do not know.
-            if explicit_defaults {
-                if tp.ack_delay_exponent == 3 {
-                    put_param(&mut w, id::ACK_DELAY_EXPONENT, 1).unwrap();
-                    w.put_u8(3).unwrap();
-                }
-                // Remembered, at its default (0), in a non-minimal encoding.
-                if tp.max_idle_timeout == VarInt::ZERO {
-                    put_param(&mut w, id::MAX_IDLE_TIMEOUT, 2).unwrap();
-                    w.put_u16(0x4000).unwrap();
-                }
-                put_param(&mut w, 0x41, 1).unwrap();
-                w.put_u8(0).unwrap();
-            }
-            TransportParameters::encode_grease(&mut w, grease).unwrap();
-            tp.encode(&mut w).unwrap();
-            let raw = w.written();
-            let mut general = [0u8; 512];
-            let mut w = Writer::new(&mut general);
-            decoded(raw).encode_remembered_for_0rtt(&mut w).unwrap();
-            let want = decoded(w.written());
-            let mut out = [0u8; 512];
-            let n = remember(raw, &mut out);
-            proptest::prop_assert_eq!(decoded(&out[..n]), want);
-        }
-    }
-
-    #[test]
-    fn remember_keeps_nothing_that_does_not_fit_or_parse() {
-        let mut raw = [0u8; 64];
-        let mut w = Writer::new(&mut raw);
-        put_varint_param(&mut w, id::INITIAL_MAX_DATA, VarInt::from_u32(1 << 20), 0).unwrap();
-        put_bytes_param(&mut w, id::INITIAL_SOURCE_CONNECTION_ID, &[1; 8]).unwrap();
-        let n = w.position();
-        let mut out = [0u8; 64];
-        // The connection ID is not remembered: 6 bytes of MAX_DATA.
-        assert_eq!(remember(&raw[..n], &mut out), 6);
-        assert_eq!(remember(&raw[..n], &mut out[..5]), 0);
-        assert_eq!(remember(&raw[..n - 1], &mut out), 0);
     }
 }

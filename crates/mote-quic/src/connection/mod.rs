@@ -1298,6 +1298,12 @@ pub(crate) struct ZeroRttLimits([u64; 8]);
 
 #[cfg(feature = "resumption")]
 impl ZeroRttLimits {
+    /// From the values in [`Self::of`]'s order (the device's own decoding).
+    #[cfg(feature = "device")]
+    pub(crate) const fn new(limits: [u64; 8]) -> Self {
+        Self(limits)
+    }
+
     pub(crate) fn of(tp: &TransportParameters) -> Self {
         #[cfg(feature = "datagram")]
         let datagram = tp.max_datagram_frame_size.into_inner();

@@ -1126,6 +1126,15 @@ where
                         None,
                     ));
                 }
+                // RFC 9001 §4.6.2: rejected, the remembered limits no longer hold; the
+                // server's new ones replace them, even lower ones. 0-RTT data they cannot
+                // carry again ends the connection here rather than break them.
+                if !accepted && !self.streams.replace_peer_params(&tp) {
+                    return Err(ConnectionClose::transport(
+                        TransportErrorCode::INTERNAL_ERROR,
+                        None,
+                    ));
+                }
             }
             self.apply_peer_params(&tp);
         }

@@ -23,6 +23,9 @@ use crate::stream::Read;
 
 // Connection IDs, paths, PMTU, ECN, stateless reset.
 mod paths;
+// 0-RTT: the remembered limits against the server's new ones.
+#[cfg(feature = "resumption")]
+mod zero_rtt;
 
 pub(crate) const P: RustCrypto = RustCrypto;
 

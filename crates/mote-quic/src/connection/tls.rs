@@ -422,7 +422,8 @@ pub(crate) struct Handshake<P: CryptoProvider, C> {
     pub(crate) keys: Keys<P>,
     pub(crate) cids: Cids,
     /// The peer's transport parameters, decoded and validated, until the connection applies
-    /// them.
+    /// them (the general connection; the device connection keeps its own through
+    /// `device::peer_params::DeviceHooks`).
     pub(crate) peer_tp: Option<TransportParameters>,
     pub(crate) signals: HsSignals,
     /// Client: the server's transport parameters to remember with tickets, encoded.
@@ -497,38 +498,30 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
         let c = &self.cids;
         match side {
             // RFC 9000 §7.3: the server's initial_source_connection_id must be the Source
-            // Connection ID of its Initial (our DCID now), original_destination_connection_id
-            // the DCID of our first Initial, and retry_source_connection_id present exactly
-            // when we acted on a Retry, equal to its Source Connection ID.
+            // Connection ID of its Initial (the one it chose in the handshake, §7.2),
+            // original_destination_connection_id the DCID of our first Initial, and
+            // retry_source_connection_id present exactly when we acted on a Retry, equal to
+            // its Source Connection ID.
             Side::Client => tp.validate_server_cids(
-                &c.remote,
+                &c.peer_scid,
                 &c.original_dcid,
                 c.retry_scid.as_ref().map(|r| &r[..]),
             ),
             // RFC 9000 §7.3: the client's initial_source_connection_id must be the Source
             // Connection ID of its Initial.
-            Side::Server => tp.validate_client_cids(&c.remote),
+            Side::Server => tp.validate_client_cids(&c.peer_scid),
         }
         .map_err(|_| tp_error())?;
         // RFC 9000 §7.4.1: a client remembers the server's parameters with its tickets
         // (minus those that must not be reused) for 0-RTT.
         #[cfg(feature = "resumption")]
         if side == Side::Client {
-            // A client-only build copies the parameters to remember as they came (issue 8:
-            // no general encoder in that build).
-            #[cfg(not(feature = "server"))]
-            {
-                self.remembered_tp_len =
-                    super::client_tp::remember(params, &mut self.remembered_tp);
-            }
-            #[cfg(feature = "server")]
-            {
-                let mut w = crate::coding::Writer::new(&mut self.remembered_tp);
-                self.remembered_tp_len = match tp.encode_remembered_for_0rtt(&mut w) {
-                    Ok(()) => w.position(),
-                    Err(_) => 0,
-                };
-            }
+            // Re-encoded from the bytes that came, each integer in its shortest form: a
+            // server sending long varints still fits REMEMBERED_TP_MAX, and a client-only
+            // build needs no general encoder (issue 8). Decoded, the same parameters as
+            // `encode_remembered_for_0rtt` writes.
+            self.remembered_tp_len =
+                crate::transport_params::remember_shortest(params, &mut self.remembered_tp);
         }
         let vi = tp.version_information;
         self.negotiate_version_information(vi.as_ref())

@@ -10,6 +10,7 @@ use core::ptr::addr_of_mut;
 
 use mote_crypto::{CryptoProvider, CryptoRng};
 
+use super::peer_params::DeviceHooks;
 use super::streams::{Bufs, DeviceStorage, Streams, PEER_UNI};
 use super::{DeviceConnection, Settings, State, TokenState};
 use crate::connection::cids::RemoteCids;
@@ -55,7 +56,11 @@ where
         let dcid = conn.hs.cids.original_dcid;
         let keyed = conn.hs.keys.install_initial(&conn.hs.provider, version, &dcid, Side::Client);
         let started = match keyed {
-            Ok(()) => conn.tls.start(&mut conn.hs).map_err(ConnectError::Tls),
+            // The receive path's hooks (one instantiation of the TLS session's code).
+            Ok(()) => {
+                let hooks = &mut DeviceHooks { hs: &mut conn.hs, peer: &mut conn.peer_params };
+                conn.tls.start(hooks).map_err(ConnectError::Tls)
+            }
             Err(e) => Err(ConnectError::Crypto(e)),
         };
         match started {
@@ -160,7 +165,8 @@ where
         // SAFETY: `p` comes from a `&mut MaybeUninit<Self>`, valid and aligned for writes of
         // every field; `addr_of_mut!` takes field addresses without references to
         // uninitialized memory, and `write` drops nothing. References are made only to
-        // fields already written. `all_fields` keeps the list complete.
+        // fields already written. Only integer, `bool` and byte-array fields may be left to the
+        // zeroing below (their all-zero bytes are valid values); see `all_fields`.
         unsafe {
             // Zeroed first, in one pass: the integer, `bool` and byte-array fields whose
             // initial value is zero are not written one by one below (the byte arrays
@@ -236,6 +242,7 @@ where
             addr_of_mut!((*p).traffic).write(super::DeviceStats::default());
             #[cfg(feature = "resumption")]
             addr_of_mut!((*p).remembered_limits).write(None);
+            addr_of_mut!((*p).peer_params).write(None);
             addr_of_mut!((*p).skip_pn_at).write(SKIP_PN_GAP_MIN);
             addr_of_mut!((*p).closing_answer_at).write(1);
         }
@@ -243,8 +250,11 @@ where
         Ok(unsafe { slot.assume_init_mut() })
     }
 
-    /// Names every field (an exhaustive pattern, never called): adding a field fails to
-    /// build until [`Self::write_fields`] writes it too.
+    /// Names every field (an exhaustive pattern, never called), so that adding a field
+    /// brings the reader here and to [`Self::write_fields`]. The compiler does not check that
+    /// `write_fields` writes it: the slot is zeroed first, and only integer, `bool` and
+    /// byte-array fields (whose all-zero bytes are a valid value) may be left to the
+    /// zeroing; every other field must be written explicitly.
     #[allow(dead_code)]
     fn all_fields(&self) {
         let Self {
@@ -288,6 +298,7 @@ where
                 traffic: _,
             #[cfg(feature = "resumption")]
                 remembered_limits: _,
+            peer_params: _,
             skip_pn_at: _,
             closing_received: _,
             closing_answer_at: _,

@@ -33,6 +33,7 @@
 
 mod init;
 mod local_cids;
+mod peer_params;
 mod recv;
 mod send;
 pub mod streams;
@@ -54,7 +55,6 @@ use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
 use crate::stream::{CryptoRecv, Read, WriteError};
 use crate::time::{Duration, Instant};
 use crate::token::TOKEN_MAX;
-use crate::transport_params::{Side, TransportParameters};
 
 pub use send::Sent;
 pub use streams::{DeviceStorage, CONTROL_ID, PEER_UNI};
@@ -192,6 +192,8 @@ pub struct DeviceConnection<
     /// RFC 9000 §7.4.1: the remembered limits our 0-RTT data relied on.
     #[cfg(feature = "resumption")]
     remembered_limits: Option<crate::connection::ZeroRttLimits>,
+    /// The server's transport parameters, decoded and checked, until they are applied.
+    peer_params: Option<peer_params::PeerParams>,
     /// RFC 9000 §21.4: the next Application Data packet number to skip.
     skip_pn_at: u64,
     /// RFC 9000 §10.2.1: datagrams received while closing, and the count at which the
@@ -342,17 +344,17 @@ where
         }
         // Decoded where the server's parameters go (empty between datagrams: the receive
         // path takes them as they arrive), not into a copy on the stack.
-        let tp = self.hs.peer_tp.insert(TransportParameters::default());
-        let decoded = tp.decode_into(encoded, Side::Server).is_ok();
+        let tp = self.peer_params.insert(peer_params::PeerParams::DEFAULT);
+        let decoded = peer_params::decode(encoded, None, tp).is_some();
         if decoded {
             self.streams.on_peer_params(tp);
             self.early_params = true;
             #[cfg(feature = "resumption")]
             {
-                self.remembered_limits = Some(crate::connection::ZeroRttLimits::of(tp));
+                self.remembered_limits = Some(tp.zero_rtt_limits());
             }
         }
-        self.hs.peer_tp = None;
+        self.peer_params = None;
         decoded && self.can_send_early_data()
     }
 

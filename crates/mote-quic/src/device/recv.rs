@@ -5,6 +5,7 @@ use core::net::SocketAddr;
 
 use mote_crypto::CryptoProvider;
 
+use super::peer_params::{DeviceHooks, PeerParams};
 use super::send::{flag, Sent};
 use super::streams::{Place, Sender, Streams, RECVS};
 use super::{si, DeviceConnection, Peer, Res, State, TokenState};
@@ -673,7 +674,8 @@ where
                 break;
             }
             let n = chunk.len();
-            let r = self.tls.read_handshake(level, chunk, &mut self.hs);
+            let hooks = &mut DeviceHooks { hs: &mut self.hs, peer: &mut self.peer_params };
+            let r = self.tls.read_handshake(level, chunk, hooks);
             recv.consume(n);
             r.map_err(tls_close)?;
         }
@@ -688,14 +690,14 @@ where
         if sig.handshake_keys {
             self.recovery.on_handshake_keys_available(now);
         }
-        if let Some(tp) = self.hs.peer_tp.take() {
+        if let Some(tp) = self.peer_params.take() {
             // RFC 9000 §7.4.1: "a server that accepts 0-RTT data MUST NOT set values for
             // the following parameters ... that are smaller than the remembered values".
             #[cfg(feature = "resumption")]
             if let Some(old) = self.remembered_limits {
                 let accepted =
                     sig.early_data == Some(true) || self.tls.early_data_accepted() == Some(true);
-                let new = crate::connection::ZeroRttLimits::of(&tp);
+                let new = tp.zero_rtt_limits();
                 if accepted && !old.kept_by(&new) {
                     return Err(ConnectionClose::transport(
                         TransportErrorCode::PROTOCOL_VIOLATION,
@@ -703,7 +705,12 @@ where
                     ));
                 }
             }
-            self.apply_peer_params(&tp);
+            // RFC 9001 §4.6.2: after rejected 0-RTT the server's new limits replace the
+            // remembered ones, even lower ones; 0-RTT data they cannot carry again ends the
+            // connection here rather than break them.
+            if !self.apply_peer_params(&tp) {
+                return Err(ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None));
+            }
         }
         if sig.tickets > 0 {
             self.ticket_ready = true;
@@ -734,21 +741,25 @@ where
     }
 
     /// RFC 9000 §7.4, §18.2: the server's transport parameters (validated by the TLS
-    /// hook): flow-control limits and stream counts, max_ack_delay, idle timeout.
+    /// hook): flow-control limits and stream counts, max_ack_delay, idle timeout. False
+    /// when what the streams already took does not fit them ([`Streams::on_peer_params`]).
     #[inline(never)]
-    fn apply_peer_params(&mut self, tp: &TransportParameters) {
-        self.streams.on_peer_params(tp);
-        self.recovery.set_peer_max_ack_delay(Duration::from_millis(u64::from(tp.max_ack_delay)));
+    fn apply_peer_params(&mut self, tp: &PeerParams) -> bool {
+        use super::peer_params::{ACK_DELAY_EXPONENT, IDLE_TIMEOUT, MAX_ACK_DELAY};
+        let fits = self.streams.on_peer_params(tp);
+        self.recovery.set_peer_max_ack_delay(Duration::from_millis(tp.get(MAX_ACK_DELAY)));
         // RFC 9000 §10.1: the smaller of both sides' non-zero max_idle_timeout.
-        let peer_idle = tp.max_idle_timeout.into_inner();
+        let peer_idle = tp.get(IDLE_TIMEOUT);
         let idle = &mut self.settings.idle_timeout_ms;
         if peer_idle != 0 && (*idle == 0 || peer_idle < *idle) {
             *idle = peer_idle;
         }
         self.peer = Some(Peer {
-            max_udp_payload_size: tp.max_udp_payload_size.into_inner(),
-            ack_delay_exponent: tp.ack_delay_exponent,
+            max_udp_payload_size: tp.get(super::peer_params::MAX_UDP_PAYLOAD_SIZE),
+            // At most 20 (checked by the decoder).
+            ack_delay_exponent: tp.get(ACK_DELAY_EXPONENT) as u8,
         });
+        fits
     }
 
     /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set, as

@@ -7,12 +7,12 @@
 //! one is STREAM_LIMIT_ERROR. Flow control is the shared [`SendCredit`] / [`RecvCredit`]
 //! and the stream halves are the shared [`SendStream`] / [`RecvStream`].
 
+use super::peer_params::PeerParams;
 use crate::frame::StreamDir;
 use crate::stream::{
     Chunk, Insert, Read, RecvCredit, RecvStream, SendCredit, SendStream, StreamConfig, StreamError,
     WriteError,
 };
-use crate::transport_params::TransportParameters;
 
 /// Unidirectional streams the server may open (RFC 9114 §6.2: control, QPACK encoder and
 /// decoder).
@@ -110,21 +110,28 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         }
     }
 
-    /// RFC 9000 §7.4, §18.2: the peer's flow-control limits and stream counts (or, for
-    /// 0-RTT, the remembered ones, §7.4.1). Limits only grow.
-    pub(crate) fn on_peer_params(&mut self, tp: &TransportParameters) {
-        self.conn_send.on_max(tp.initial_max_data.into_inner());
-        self.peer_bidi = tp.initial_max_stream_data_bidi_remote.into_inner();
-        self.peer_uni = tp.initial_max_stream_data_uni.into_inner();
-        let [b, u] = &mut self.peer_max_streams;
-        *b = (*b).max(tp.initial_max_streams_bidi.into_inner());
-        *u = (*u).max(tp.initial_max_streams_uni.into_inner());
+    /// RFC 9000 §7.4, §18.2: the server's flow-control limits and stream counts (or, for
+    /// 0-RTT, the remembered ones, §7.4.1), set as they are. They come before any MAX_DATA,
+    /// MAX_STREAM_DATA or MAX_STREAMS frame can (those need 1-RTT keys), so they replace
+    /// nothing but zero or the remembered values: RFC 9000 §7.4.1 lets a server that accepts
+    /// 0-RTT only raise those (checked before), and when it rejects 0-RTT (RFC 9001 §4.6.2)
+    /// its new values replace them, even lower ones. Returns false when the streams opened
+    /// or bytes written (in 0-RTT) do not fit them.
+    pub(crate) fn on_peer_params(&mut self, tp: &PeerParams) -> bool {
+        use super::peer_params::{BIDI_REMOTE, MAX_DATA, STREAMS_BIDI, STREAMS_UNI, UNI};
+        let mut fits = self.conn_send.replace_max(tp.get(MAX_DATA));
+        self.peer_bidi = tp.get(BIDI_REMOTE);
+        self.peer_uni = tp.get(UNI);
+        let (b, u) = (tp.get(STREAMS_BIDI), tp.get(STREAMS_UNI));
+        self.peer_max_streams = [b, u];
+        fits &= self.next_request <= b;
         if self.control_open {
-            self.control.on_max_stream_data(self.peer_uni);
+            fits &= u != 0 && self.control.replace_max_stream_data(self.peer_uni);
         }
         if self.request.is_some() {
-            self.req_send.on_max_stream_data(self.peer_bidi);
+            fits &= self.req_send.replace_max_stream_data(self.peer_bidi);
         }
+        fits
     }
 
     /// The current request's stream ID.

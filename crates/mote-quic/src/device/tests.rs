@@ -105,6 +105,8 @@ struct DevPair {
     client: Dev,
     server: Option<Server>,
     server_tls: &'static ServerConfig<'static>,
+    /// The server connection's configuration (its transport parameters).
+    server_cfg: ConnectionConfig,
     delay: Duration,
     to_server: VecDeque<(Instant, Vec<u8>)>,
     to_client: VecDeque<(Instant, Vec<u8>)>,
@@ -145,6 +147,7 @@ impl DevPair {
             client,
             server: None,
             server_tls,
+            server_cfg: server_cfg(),
             delay: Duration::from_millis(10),
             to_server: VecDeque::new(),
             to_client: VecDeque::new(),
@@ -187,7 +190,7 @@ impl DevPair {
             validation = Validation::Retry { original_dcid: odcid };
         }
         let conn = Server::server_validated(
-            &server_cfg(),
+            &self.server_cfg,
             P,
             tls,
             storage(4096, 16384),
@@ -517,9 +520,9 @@ fn resumed(p: &mut DevPair, server_tls: &'static ServerConfig<'static>) -> DevPa
     // behind; the good ones then apply.
     assert!(!q.client.apply_remembered_params(&[0x04, 0x08, 0x40]));
     assert!(!q.client.can_send_early_data());
-    assert!(q.client.hs.peer_tp.is_none());
+    assert!(q.client.peer_params.is_none());
     assert!(q.client.apply_remembered_params(remembered));
-    assert!(q.client.hs.peer_tp.is_none());
+    assert!(q.client.peer_params.is_none());
     assert!(q.client.can_send_early_data());
     q
 }
@@ -1429,4 +1432,130 @@ fn a_pto_sends_two_probes_with_the_finished() {
     p.enqueue(Dir::ToServer, &probes[1]);
     assert!(p.run_until(Duration::from_millis(50), |p| p.server().is_handshake_complete()));
     assert_eq!(p.client.ptos, 1, "no second PTO was needed");
+}
+
+/// RFC 9000 §7.4.1: a server whose transport parameters are longer than the client keeps
+/// with a ticket (every ID, length and integer as an 8-byte varint, defaults explicit: over
+/// 160 bytes as sent) still resumes with 0-RTT: what is remembered is re-encoded in
+/// shortest form. (Copied as sent, nothing would be remembered and the resumed client could
+/// open no stream in 0-RTT.)
+#[test]
+fn a_verbose_servers_parameters_still_resume_with_0rtt() {
+    use crate::connection::tls::REMEMBERED_TP_MAX;
+    use crate::transport_params::remember::tests::bloated;
+    use crate::transport_params::{id, put_bytes_param, Side, TransportParameters};
+    use mote_tls::QuicHooks;
+    let mut p = first_connection();
+    // The server's parameters as remembered, with the connection IDs the handshake checks,
+    // sent again as long as they can be.
+    let hs = &p.client.hs;
+    let mut raw = hs.remembered_tp[..hs.remembered_tp_len].to_vec();
+    let mut cids = [0u8; 64];
+    let mut w = Writer::new(&mut cids);
+    put_bytes_param(&mut w, id::ORIGINAL_DESTINATION_CONNECTION_ID, &hs.cids.original_dcid)
+        .unwrap();
+    put_bytes_param(&mut w, id::INITIAL_SOURCE_CONNECTION_ID, &hs.cids.remote).unwrap();
+    raw.extend_from_slice(w.written());
+    let verbose = bloated(&raw);
+    assert!(verbose.len() > REMEMBERED_TP_MAX, "{} bytes", verbose.len());
+    let server = TransportParameters::decode(&verbose, Side::Server).unwrap();
+    let c = &mut p.client;
+    let mut hooks = peer_params::DeviceHooks { hs: &mut c.hs, peer: &mut c.peer_params };
+    hooks.peer_transport_parameters(&verbose).unwrap();
+    c.peer_params = None;
+    // The ticket, encoded again with what the client now remembers.
+    let mut t = vec![0u8; 512];
+    let n = p.client.take_ticket(&mut t).expect("a ticket");
+    p.client.hs.new_ticket(&Ticket::decode(&t[..n]).unwrap());
+    let mut t = vec![0u8; 512];
+    let n = p.client.take_ticket(&mut t).expect("the ticket again");
+    let remembered = Ticket::decode(&t[..n]).unwrap().server_transport_parameters;
+    let remembered = TransportParameters::decode(remembered, Side::Server).unwrap();
+    assert_eq!(remembered, server.remembered_for_0rtt());
+    p.client.hs.new_ticket(&Ticket::decode(&t[..n]).unwrap());
+    // Resumed: the request goes out in 0-RTT and the server accepts it.
+    let same = p.server_tls;
+    let mut q = resumed(&mut p, same);
+    let id = q.client.open_bidi().expect("a stream within the remembered limits");
+    q.client.write(id, b"GET /early").unwrap();
+    q.client.finish(id).unwrap();
+    let mut req = Vec::new();
+    let ok = q.run_until(Duration::from_secs(10), |q| {
+        let Some(s) = q.server.as_mut() else { return false };
+        srv_drain(s, id, &mut req)
+    });
+    assert!(ok, "{:?}", q.client.close_reason());
+    assert_eq!(req, b"GET /early");
+    q.handshake();
+    assert_eq!(q.client.tls().early_data_accepted(), Some(true));
+}
+
+/// A resumed connection whose 0-RTT the server rejects, and whose server has `limits` now
+/// (max_data, max_stream_data_bidi_remote, max_stream_data_uni): lower than the ones the
+/// ticket remembers (1 MiB, 16 KiB, 16 KiB).
+fn rejected_with_lower_limits(limits: [u64; 3]) -> DevPair {
+    let mut p = first_connection();
+    let (_, other) = tls_configs(b"another context");
+    let other = Box::leak(Box::new(ServerConfig { tickets: p.server_tls.tickets, ..*other }));
+    let mut q = resumed(&mut p, other);
+    let s = &mut q.server_cfg.streams;
+    [s.max_data, s.max_stream_data_bidi_remote, s.max_stream_data_uni] = limits;
+    assert!(q.client.streams.conn_send.max() >= 1 << 20, "the remembered MAX_DATA");
+    q
+}
+
+/// RFC 9001 §4.6.2, RFC 9000 §7.4.1: the server rejected 0-RTT and lowered its limits: the
+/// client sends within the new ones only (not the remembered ones: the server would close
+/// with FLOW_CONTROL_ERROR), and the request body still arrives whole as the server raises
+/// them.
+#[test]
+fn zero_rtt_rejected_uses_the_servers_new_lower_limits() {
+    let mut q = rejected_with_lower_limits([3000, 2000, 2000]);
+    let id = q.client.open_bidi().unwrap();
+    q.client.write(id, b"POST /early ").unwrap();
+    q.handshake();
+    assert!(q.client.early_data_rejected());
+    // The server's new values, not the larger remembered ones.
+    assert_eq!(q.client.streams.conn_send.max(), 3000);
+    assert_eq!(q.client.streams.req_send.credit().max(), 2000);
+    let body = pattern(20_000);
+    let mut want = b"POST /early ".to_vec();
+    want.extend_from_slice(&body);
+    let (mut sent, mut got) = (0, Vec::new());
+    let ok = q.run_until(Duration::from_secs(60), |q| {
+        if sent < body.len() {
+            sent += q.client.write(id, &body[sent..]).unwrap();
+            if sent == body.len() {
+                q.client.finish(id).unwrap();
+            }
+        }
+        let Some(s) = q.server.as_mut() else { return false };
+        srv_drain(s, id, &mut got)
+    });
+    let server_close = q.server.as_ref().and_then(|s| s.close_reason());
+    assert!(ok, "client {:?}, server {:?}", q.client.close_reason(), server_close);
+    assert_eq!(got, want);
+}
+
+/// The rejected 0-RTT data itself does not fit the server's new limits: the client cannot
+/// send it again without breaking them, so it closes the connection (INTERNAL_ERROR) and
+/// sends none of it beyond them.
+#[test]
+fn zero_rtt_rejected_beyond_the_new_limits_closes() {
+    let mut q = rejected_with_lower_limits([3000, 1000, 2000]);
+    let id = q.client.open_bidi().unwrap();
+    assert_eq!(q.client.write(id, &pattern(1500)).unwrap(), 1500);
+    q.run_until(Duration::from_secs(10), |q| q.client.is_closed());
+    match q.client.close_reason() {
+        Some(CloseReason::Local(c)) => {
+            assert_eq!(c.code, crate::error::TransportErrorCode::INTERNAL_ERROR.0, "{c:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The server saw no flow-control violation: at most its stream limit arrived.
+    let s = q.server.as_mut().unwrap();
+    assert!(!matches!(s.close_reason(), Some(CloseReason::Local(_))), "{:?}", s.close_reason());
+    let mut got = Vec::new();
+    srv_drain(s, id, &mut got);
+    assert!(got.len() <= 1000);
 }

@@ -856,6 +856,7 @@ fn unacked_packets_are_duplicates_but_not_acknowledged() {
     assert_eq!(frame.ranges().collect::<Vec<_>>(), [(4, 4), (1, 1)]);
     // An older one changes nothing.
     r.on_packet_unacked(2);
+    assert!(r.is_duplicate(3), "the minimum stays");
     assert!(!r.is_duplicate(5));
 }
 

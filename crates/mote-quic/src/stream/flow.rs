@@ -60,6 +60,14 @@ impl SendCredit {
         }
     }
 
+    /// RFC 9001 §4.6.2, RFC 9000 §7.4.1: the server rejected 0-RTT, so its new limit
+    /// replaces the remembered one the credit was charged under, even a lower one. Returns
+    /// whether what was charged fits it.
+    pub fn replace_max(&mut self, max: u64) -> bool {
+        self.max = max;
+        self.used <= max
+    }
+
     /// The sender wanted to send more than the credit allowed: queue a blocked frame unless
     /// one was already sent for this limit.
     pub fn mark_blocked(&mut self) {

@@ -215,6 +215,15 @@ impl StreamLimits {
         }
     }
 
+    /// The server rejected 0-RTT: its new initial_max_streams of `dir` replaces the
+    /// remembered one (RFC 9001 §4.6.2, RFC 9000 §7.4.1). Returns whether the streams we
+    /// opened fit it.
+    pub fn replace_local_max(&mut self, dir: StreamDir, max: u64) -> bool {
+        let l = &mut self.local[di(dir)];
+        l.max = max.min(MAX_STREAM_COUNT);
+        l.opened <= l.max
+    }
+
     /// A peer stream of `dir` fully closed: its credit may come back (only with
     /// `max-streams-updates`; without it the initial limit is all the peer gets).
     pub fn on_remote_closed(&mut self, dir: StreamDir) {

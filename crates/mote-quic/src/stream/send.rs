@@ -501,6 +501,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         }
     }
 
+    /// The server rejected 0-RTT: its new limit for this stream replaces the remembered one
+    /// ([`SendCredit::replace_max`]). Returns whether the bytes written fit it.
+    pub fn replace_max_stream_data(&mut self, max: u64) -> bool {
+        self.credit.replace_max(max)
+    }
+
     /// A MAX_STREAM_DATA frame arrived (RFC 9000 §19.10); smaller limits are ignored.
     pub fn on_max_stream_data(&mut self, max: u64) {
         self.credit.on_max(max);

@@ -399,6 +399,33 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const N: usize, const R: usize> Streams<S, N,
         }
     }
 
+    /// RFC 9001 §4.6.2: "When 0-RTT is rejected, all connection characteristics that the
+    /// client assumed might be incorrect", and RFC 9000 §7.4.1 lets only a server that
+    /// accepts 0-RTT data promise not to reduce limits: the server's new MAX_DATA, stream
+    /// limits and stream counts replace the remembered ones, even lower ones. Returns false
+    /// when the streams opened or bytes written in 0-RTT do not fit them (that data cannot
+    /// be sent again within them).
+    pub fn replace_peer_params(&mut self, tp: &TransportParameters) -> bool {
+        let mut fits = self.conn_send.replace_max(tp.initial_max_data.into_inner());
+        self.peer_stream_data = [
+            tp.initial_max_stream_data_bidi_local.into_inner(),
+            tp.initial_max_stream_data_bidi_remote.into_inner(),
+            tp.initial_max_stream_data_uni.into_inner(),
+        ];
+        fits &= self
+            .limits
+            .replace_local_max(StreamDir::Bidi, tp.initial_max_streams_bidi.into_inner());
+        fits &=
+            self.limits.replace_local_max(StreamDir::Uni, tp.initial_max_streams_uni.into_inner());
+        let (side, limits) = (self.side, self.peer_stream_data);
+        for slot in self.slots.iter_mut() {
+            if let Some(id) = slot.id.filter(|id| id.is_local(side)) {
+                fits &= slot.send.replace_max_stream_data(send_credit_for(side, limits, id));
+            }
+        }
+        fits
+    }
+
     /// The peer's initial limit for our sending part of `id`.
     fn send_credit_for(&self, id: StreamId) -> u64 {
         send_credit_for(self.side, self.peer_stream_data, id)

@@ -34,6 +34,10 @@ use crate::coding::{BufferTooSmall, Reader, VarInt, Writer};
 use crate::error::WireError;
 use crate::version::Version;
 
+#[cfg(feature = "resumption")]
+pub(crate) mod remember;
+#[cfg(feature = "resumption")]
+pub use remember::remember_shortest;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -202,7 +206,7 @@ impl VersionInformation {
     // RFC 9368 §3, Figure 1: Chosen Version (32), Available Versions (32) ...
     // RFC 9368 §4: a length not a multiple of 4, a zero Chosen or Available Version, or (from
     // a client) a Chosen Version missing from Available Versions is a parsing failure.
-    fn decode(value: &[u8], sender: Side) -> Option<Self> {
+    pub(crate) fn decode(value: &[u8], sender: Side) -> Option<Self> {
         if value.is_empty() || value.len() & 3 != 0 {
             return None;
         }
@@ -314,7 +318,7 @@ impl Default for TransportParameters {
 }
 
 // RFC 9000 §18.2: a varint parameter whose value is a single varint filling its Length.
-fn varint_value(value: &[u8]) -> Option<VarInt> {
+pub(crate) fn varint_value(value: &[u8]) -> Option<VarInt> {
     let mut r = Reader::new(value);
     let v = r.varint().ok()?;
     r.is_empty().then_some(v)
@@ -363,7 +367,7 @@ fn put_cid_param(
 
 // RFC 9000 §7.4: bit of each known parameter in the duplicate-detection mask, or 0 for
 // parameters this build does not know (skipped, duplicates allowed).
-const fn known_bit(id: u64) -> u32 {
+pub(crate) const fn known_bit(id: u64) -> u32 {
     match id {
         0x00..=0x11 => 1 << id,
         #[cfg(feature = "datagram")]
@@ -389,9 +393,8 @@ impl TransportParameters {
     /// parameter's ID ([`id::TRUNCATED`] if the ID itself is cut off), i.e. a
     /// TRANSPORT_PARAMETER_ERROR. Connection-ID authentication (RFC 9000 §7.3) is left to
     /// [`Self::validate_client_cids`] / [`Self::validate_server_cids`].
-    // Out of line (issue 8): on a client-only device its one caller is the 0-RTT setup
-    // (`apply_remembered_params`, in the firmware's connect), where inlined it puts a second
-    // copy of the parameters in that frame, under the connection constructor's.
+    // Out of line (issue 8): inlined, it puts a second copy of the parameters in its
+    // caller's frame. (The device connection decodes with its own `device::peer_params`.)
     #[inline(never)]
     pub fn decode(bytes: &[u8], sender: Side) -> Result<Self, WireError> {
         let mut params = Self::default();
@@ -742,7 +745,7 @@ fn check_cid(
 // RFC 9000 §18.2, Figure 22. "A server MUST NOT include a zero-length connection ID in this
 // transport parameter. A client MUST treat a violation of these requirements as a
 // connection error of type TRANSPORT_PARAMETER_ERROR."
-fn decode_preferred_address(value: &[u8]) -> Option<PreferredAddress> {
+pub(crate) fn decode_preferred_address(value: &[u8]) -> Option<PreferredAddress> {
     // The value's length is fixed by its CID Length byte (offset 24): checked once, then
     // the fields are read at their offsets (issue 8: no reader state per field).
     let cid_len = usize::from(*value.get(24)?);

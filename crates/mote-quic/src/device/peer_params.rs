@@ -1,0 +1,387 @@
+//! The server's transport parameters as the device connection keeps them (RFC 9000 §7.4,
+//! §18.2): only the integers it uses, decoded straight from the wire by [`decode`] with every
+//! check of the general decoder ([`TransportParameters::decode`] and
+//! [`TransportParameters::validate_server_cids`]), instead of the general struct (issue 8).
+//! The TLS session reaches [`decode`] through [`DeviceHooks`], which passes every other hook
+//! to the connection's [`Handshake`].
+
+use mote_crypto::{CryptoProvider, CryptoRng};
+use mote_tls::{transport_error, Error as TlsError, Level, QuicHooks, Secrets, SendBuffer};
+
+use crate::cid::MAX_CID_LEN;
+use crate::coding::Reader;
+use crate::connection::tls::{Cids, Handshake};
+#[cfg(feature = "resumption")]
+use crate::connection::ZeroRttLimits;
+use crate::transport_params::{
+    decode_preferred_address, id, known_bit, varint_value, Side, TransportParameters as Tp,
+    VersionInformation,
+};
+
+/// Index in [`PeerParams::ints`] of each integer parameter the device uses; the first eight
+/// are [`ZeroRttLimits`]' (RFC 9000 §7.4.1).
+pub(crate) const ACTIVE_CONNECTION_ID_LIMIT: usize = 0;
+pub(crate) const MAX_DATA: usize = 1;
+pub(crate) const BIDI_LOCAL: usize = 2;
+pub(crate) const BIDI_REMOTE: usize = 3;
+pub(crate) const UNI: usize = 4;
+pub(crate) const STREAMS_BIDI: usize = 5;
+pub(crate) const STREAMS_UNI: usize = 6;
+// Set only with feature `datagram` (RFC 9221); the slot is ZeroRttLimits' either way.
+#[cfg_attr(not(feature = "datagram"), allow(dead_code))]
+pub(crate) const DATAGRAM: usize = 7;
+pub(crate) const IDLE_TIMEOUT: usize = 8;
+pub(crate) const MAX_UDP_PAYLOAD_SIZE: usize = 9;
+pub(crate) const ACK_DELAY_EXPONENT: usize = 10;
+pub(crate) const MAX_ACK_DELAY: usize = 11;
+
+/// The server's integer transport parameters the device uses, by the indices above.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PeerParams {
+    pub(crate) ints: [u64; 12],
+}
+
+impl PeerParams {
+    /// RFC 9000 §18.2: every parameter at its default.
+    pub(crate) const DEFAULT: Self = Self {
+        ints: [
+            Tp::DEFAULT_ACTIVE_CONNECTION_ID_LIMIT,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            Tp::DEFAULT_MAX_UDP_PAYLOAD_SIZE,
+            Tp::DEFAULT_ACK_DELAY_EXPONENT as u64,
+            Tp::DEFAULT_MAX_ACK_DELAY as u64,
+        ],
+    };
+
+    /// The limits 0-RTT data relies on (RFC 9000 §7.4.1).
+    #[cfg(feature = "resumption")]
+    pub(crate) fn zero_rtt_limits(&self) -> ZeroRttLimits {
+        let [a, b, c, d, e, f, g, h, ..] = self.ints;
+        ZeroRttLimits::new([a, b, c, d, e, f, g, h])
+    }
+
+    /// Integer `i` (one of the indices above).
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        self.ints.get(i).copied().unwrap_or(0)
+    }
+}
+
+/// RFC 9000 §18.2: where an integer parameter goes and its range. "Values below 1200 are
+/// invalid" (max_udp_payload_size); max_streams above 2^60: "the connection MUST be closed
+/// immediately with a connection error of type TRANSPORT_PARAMETER_ERROR";
+/// ack_delay_exponent: "Values above 20 are invalid"; max_ack_delay: "Values of 2^14 or
+/// greater are invalid"; active_connection_id_limit "MUST be at least 2". RFC 9221 §3:
+/// max_datagram_frame_size is any varint.
+fn int_slot(param: u64) -> Option<(usize, u64, u64)> {
+    Some(match param {
+        id::MAX_IDLE_TIMEOUT => (IDLE_TIMEOUT, 0, u64::MAX),
+        id::MAX_UDP_PAYLOAD_SIZE => (MAX_UDP_PAYLOAD_SIZE, 1200, u64::MAX),
+        id::INITIAL_MAX_DATA => (MAX_DATA, 0, u64::MAX),
+        id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL => (BIDI_LOCAL, 0, u64::MAX),
+        id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE => (BIDI_REMOTE, 0, u64::MAX),
+        id::INITIAL_MAX_STREAM_DATA_UNI => (UNI, 0, u64::MAX),
+        id::INITIAL_MAX_STREAMS_BIDI => (STREAMS_BIDI, 0, 1 << 60),
+        id::INITIAL_MAX_STREAMS_UNI => (STREAMS_UNI, 0, 1 << 60),
+        id::ACK_DELAY_EXPONENT => (ACK_DELAY_EXPONENT, 0, 20),
+        id::MAX_ACK_DELAY => (MAX_ACK_DELAY, 0, (1 << 14) - 1),
+        id::ACTIVE_CONNECTION_ID_LIMIT => (ACTIVE_CONNECTION_ID_LIMIT, 2, u64::MAX),
+        #[cfg(feature = "datagram")]
+        id::MAX_DATAGRAM_FRAME_SIZE => (DATAGRAM, 0, u64::MAX),
+        _ => return None,
+    })
+}
+
+/// Decodes the server's transport parameters `bytes` into `out` (which holds
+/// [`PeerParams::DEFAULT`]) with the general decoder's checks: RFC 9000 §18 framing, §7.4
+/// duplicates, §18.2 lengths and ranges, RFC 9368 §4 version_information, RFC 9287 §3
+/// grease_quic_bit. With `cids` (the handshake's connection IDs), also RFC 9000 §7.3: the
+/// server's initial_source_connection_id must be the Source Connection ID of its Initial,
+/// original_destination_connection_id the Destination Connection ID of our first Initial,
+/// and retry_source_connection_id present exactly when we acted on a Retry, equal to its
+/// Source Connection ID; §18.2: no preferred_address from a server using a zero-length
+/// connection ID. Without (remembered parameters) connection IDs are only checked to be at
+/// most 20 bytes. Returns the version_information, if any, for RFC 9368 §4's check; `None`
+/// on any failure (a TRANSPORT_PARAMETER_ERROR).
+pub(crate) fn decode(
+    bytes: &[u8],
+    cids: Option<&Cids>,
+    out: &mut PeerParams,
+) -> Option<Option<VersionInformation>> {
+    let mut seen: u32 = 0;
+    let mut vi = None;
+    let mut r = Reader::new(bytes);
+    // RFC 9000 §18: Transport Parameter { ID (i), Length (i), Value (..) } ...
+    while !r.is_empty() {
+        let param = r.varint_u64().ok()?;
+        let value = r.varint_prefixed().ok()?;
+        // RFC 9000 §7.4.2, §18.1: unknown and reserved parameters are ignored.
+        let bit = known_bit(param);
+        if bit == 0 {
+            continue;
+        }
+        // RFC 9000 §7.4: duplicates SHOULD be a TRANSPORT_PARAMETER_ERROR.
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        if let Some((slot, lo, hi)) = int_slot(param) {
+            let n = varint_value(value)?.into_inner();
+            if n < lo || n > hi {
+                return None;
+            }
+            *out.ints.get_mut(slot)? = n;
+            continue;
+        }
+        // RFC 9000 §18.2: the connection-ID parameters, at most 20 bytes (§17.2), and
+        // (§7.3) the ones of this handshake.
+        let cid = |want: fn(&Cids) -> Option<&[u8]>| match cids {
+            Some(c) => want(c) == Some(value),
+            None => value.len() <= MAX_CID_LEN,
+        };
+        let ok = match param {
+            id::ORIGINAL_DESTINATION_CONNECTION_ID => cid(|c| Some(&c.original_dcid[..])),
+            id::INITIAL_SOURCE_CONNECTION_ID => cid(|c| Some(&c.peer_scid[..])),
+            id::RETRY_SOURCE_CONNECTION_ID => cid(|c| c.retry_scid.as_ref().map(|r| &r[..])),
+            // "This parameter is a sequence of 16 bytes."
+            id::STATELESS_RESET_TOKEN => value.len() == 16,
+            // "This parameter is a zero-length value"; RFC 9287 §3: "an endpoint that
+            // understands this transport parameter MUST treat receipt of a non-empty value
+            // of the transport parameter as a connection error".
+            id::DISABLE_ACTIVE_MIGRATION | id::GREASE_QUIC_BIT => value.is_empty(),
+            id::PREFERRED_ADDRESS => decode_preferred_address(value).is_some(),
+            id::VERSION_INFORMATION => {
+                vi = Some(VersionInformation::decode(value, Side::Server)?);
+                true
+            }
+            // `known_bit` filters out everything else.
+            _ => true,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    if let Some(c) = cids {
+        // RFC 9000 §7.3: "An endpoint MUST treat the absence of the
+        // initial_source_connection_id transport parameter from either endpoint or the
+        // absence of the original_destination_connection_id transport parameter from the
+        // server as a connection error"; retry_source_connection_id exactly after a Retry.
+        let has = |param: u64| seen & known_bit(param) != 0;
+        if !has(id::INITIAL_SOURCE_CONNECTION_ID)
+            || !has(id::ORIGINAL_DESTINATION_CONNECTION_ID)
+            || has(id::RETRY_SOURCE_CONNECTION_ID) != c.retry_scid.is_some()
+            // RFC 9000 §18.2: "A server that chooses a zero-length connection ID MUST NOT
+            // provide a preferred address."
+            || (has(id::PREFERRED_ADDRESS) && c.peer_scid.is_empty())
+        {
+            return None;
+        }
+    }
+    Some(vi)
+}
+
+/// The device connection's TLS hooks: the connection's [`Handshake`] for all but the
+/// server's transport parameters, which [`decode`] checks and keeps in `peer`.
+pub(crate) struct DeviceHooks<'a, P: CryptoProvider, C> {
+    pub(crate) hs: &'a mut Handshake<P, C>,
+    pub(crate) peer: &'a mut Option<PeerParams>,
+}
+
+impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for DeviceHooks<'_, P, C> {
+    fn rng(&mut self) -> &mut dyn CryptoRng {
+        self.hs.rng()
+    }
+
+    fn send_buffer(&mut self, level: Level) -> SendBuffer<'_> {
+        self.hs.send_buffer(level)
+    }
+
+    fn sent(&mut self, level: Level, len: usize) {
+        self.hs.sent(level, len);
+    }
+
+    fn install_secrets(&mut self, s: Secrets<'_>) -> Result<(), TlsError> {
+        self.hs.install_secrets(s)
+    }
+
+    // RFC 9000 §7.3, §7.4, §18: decoded, range-checked and the connection IDs
+    // authenticated; any failure is TRANSPORT_PARAMETER_ERROR. Then RFC 9368 §4's version
+    // check and (feature `resumption`) what a ticket remembers (RFC 9000 §7.4.1). Out of
+    // line: not under the TLS message handler's frame.
+    #[inline(never)]
+    fn peer_transport_parameters(&mut self, params: &[u8]) -> Result<(), TlsError> {
+        let peer = self.peer.insert(PeerParams::DEFAULT);
+        let Some(vi) = decode(params, Some(&self.hs.cids), peer) else {
+            *self.peer = None;
+            return Err(TlsError::Transport(transport_error::TRANSPORT_PARAMETER_ERROR));
+        };
+        #[cfg(feature = "resumption")]
+        {
+            self.hs.remembered_tp_len =
+                crate::transport_params::remember_shortest(params, &mut self.hs.remembered_tp);
+        }
+        let checked = self.hs.negotiate_version_information(vi.as_ref());
+        if checked.is_err() {
+            *self.peer = None;
+        }
+        checked
+    }
+
+    fn early_data(&mut self, accepted: bool) {
+        self.hs.early_data(accepted);
+    }
+
+    fn handshake_complete(&mut self) {
+        self.hs.handshake_complete();
+    }
+
+    fn new_ticket(&mut self, ticket: &mote_tls::Ticket<'_>) {
+        self.hs.new_ticket(ticket);
+    }
+
+    #[cfg(feature = "keylog")]
+    fn client_random(&mut self, random: &[u8; 32]) {
+        self.hs.client_random(random);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use crate::cid::ConnectionId;
+    use crate::coding::Writer;
+    use crate::transport_params::tests::params;
+    use std::vec::Vec;
+
+    /// What the general decoder and CID check make of `bytes`: the device's integers, or
+    /// `None` on any failure.
+    fn general(
+        bytes: &[u8],
+        cids: Option<&Cids>,
+    ) -> Option<(PeerParams, Option<VersionInformation>)> {
+        let tp = Tp::decode(bytes, Side::Server).ok()?;
+        if let Some(c) = cids {
+            tp.validate_server_cids(
+                &c.peer_scid,
+                &c.original_dcid,
+                c.retry_scid.as_ref().map(|r| &r[..]),
+            )
+            .ok()?;
+        }
+        #[cfg(feature = "datagram")]
+        let datagram = tp.max_datagram_frame_size.into_inner();
+        #[cfg(not(feature = "datagram"))]
+        let datagram = 0;
+        let ints = [
+            tp.active_connection_id_limit.into_inner(),
+            tp.initial_max_data.into_inner(),
+            tp.initial_max_stream_data_bidi_local.into_inner(),
+            tp.initial_max_stream_data_bidi_remote.into_inner(),
+            tp.initial_max_stream_data_uni.into_inner(),
+            tp.initial_max_streams_bidi.into_inner(),
+            tp.initial_max_streams_uni.into_inner(),
+            datagram,
+            tp.max_idle_timeout.into_inner(),
+            tp.max_udp_payload_size.into_inner(),
+            tp.ack_delay_exponent.into(),
+            tp.max_ack_delay.into(),
+        ];
+        Some((PeerParams { ints }, tp.version_information))
+    }
+
+    fn device(
+        bytes: &[u8],
+        cids: Option<&Cids>,
+    ) -> Option<(PeerParams, Option<VersionInformation>)> {
+        let mut out = PeerParams::DEFAULT;
+        let vi = decode(bytes, cids, &mut out)?;
+        Some((out, vi))
+    }
+
+    fn cid(b: &[u8]) -> ConnectionId {
+        ConnectionId::new(b).unwrap()
+    }
+
+    /// The handshake's IDs to check against: those of `tp` or, by `pick`, slightly off.
+    fn cids_for(tp: &Tp, pick: u8) -> Cids {
+        let odcid = tp.original_destination_connection_id.unwrap_or(cid(&[9; 8]));
+        let mut c = Cids {
+            local: cid(&[1; 8]),
+            remote: tp.initial_source_connection_id.unwrap_or(cid(&[])),
+            peer_scid: tp.initial_source_connection_id.unwrap_or(cid(&[])),
+            original_dcid: odcid,
+            retry_scid: tp.retry_source_connection_id,
+        };
+        match pick % 6 {
+            1 => c.peer_scid = cid(&[0xee; 4]),
+            2 => c.original_dcid = cid(&[0xee; 5]),
+            3 => c.retry_scid = c.retry_scid.map_or(Some(cid(&[3; 3])), |_| None),
+            4 => c.peer_scid = cid(&[]),
+            _ => {}
+        }
+        c
+    }
+
+    proptest::proptest! {
+        /// Valid server parameters (and grease), with the handshake's IDs right or off: the
+        /// device decoder accepts exactly what the general decoder and CID check accept,
+        /// with the same integers and version_information.
+        #[test]
+        fn device_decoder_matches_the_general_one(
+            tp in params(Side::Server),
+            grease in 0u32..1000,
+            pick in 0u8..12,
+        ) {
+            let mut buf = [0u8; 1024];
+            let mut w = Writer::new(&mut buf);
+            Tp::encode_grease(&mut w, grease).unwrap();
+            tp.encode(&mut w).unwrap();
+            let bytes = w.written();
+            let c = cids_for(&tp, pick);
+            proptest::prop_assert_eq!(device(bytes, Some(&c)), general(bytes, Some(&c)));
+            proptest::prop_assert_eq!(device(bytes, None), general(bytes, None));
+        }
+
+        /// The same parameters cut short, with a byte changed or repeated: same verdict.
+        #[test]
+        fn device_decoder_matches_the_general_one_on_damage(
+            tp in params(Side::Server),
+            cut in 0usize..400,
+            at in 0usize..400,
+            byte in proptest::num::u8::ANY,
+            twice in proptest::bool::ANY,
+        ) {
+            let mut buf = [0u8; 1024];
+            let mut w = Writer::new(&mut buf);
+            tp.encode(&mut w).unwrap();
+            let mut bytes: Vec<u8> = w.written().to_vec();
+            if twice {
+                let again = bytes.clone();
+                bytes.extend_from_slice(&again[..again.len().min(at)]);
+            }
+            if let Some(b) = bytes.get_mut(at) {
+                *b = byte;
+            }
+            bytes.truncate(cut.max(bytes.len() / 2));
+            let c = cids_for(&tp, 0);
+            proptest::prop_assert_eq!(device(&bytes, Some(&c)), general(&bytes, Some(&c)));
+            proptest::prop_assert_eq!(device(&bytes, None), general(&bytes, None));
+        }
+
+        /// Arbitrary bytes: the same verdict.
+        #[test]
+        fn device_decoder_matches_the_general_one_on_noise(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+        ) {
+            proptest::prop_assert_eq!(device(&bytes, None), general(&bytes, None));
+        }
+    }
+}
