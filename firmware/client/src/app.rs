@@ -12,9 +12,11 @@ use core::mem::MaybeUninit;
 use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mote_crypto::rustcrypto::RustCrypto;
-use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
+#[cfg(feature = "psk")]
+use mote_crypto::HashAlgorithm;
 use mote_h3::client::{Client, ClientRequest, Event as H3Event};
 use mote_h3::Config as H3Config;
+use mote_quic::connection::rng::Drbg;
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
 use mote_quic::{ConnectionConfig, Instant};
@@ -201,7 +203,8 @@ pub struct Slots {
     config: MaybeUninit<ClientConfig<'static>>,
     /// The connection's configuration for the announced link profile.
     transport: MaybeUninit<ConnectionConfig>,
-    rng: SeedRng,
+    /// The device's random generator, instantiated at boot ([`seed_rng`]).
+    rng: MaybeUninit<Rng>,
 }
 
 impl Slots {
@@ -215,7 +218,7 @@ impl Slots {
             #[cfg(feature = "x509")]
             config: MaybeUninit::uninit(),
             transport: MaybeUninit::uninit(),
-            rng: SeedRng { seed: [0; 32], counter: 0 },
+            rng: MaybeUninit::uninit(),
         }
     }
 
@@ -246,29 +249,11 @@ enum Profile {
     NbIot,
 }
 
-/// The device's random generator: SHA-256 over a 32-byte seed and a counter. The
-/// connection seeds its own HMAC_DRBG from it (SP 800-90A).
-struct SeedRng {
-    seed: [u8; 32],
-    counter: u32,
-}
-
-impl CryptoRng for SeedRng {
-    // Out of line: the SHA-256 state is not in the caller's frame.
-    #[inline(never)]
-    fn fill(&mut self, dest: &mut [u8]) -> Result<(), CryptoError> {
-        for chunk in dest.chunks_mut(32) {
-            let mut h = RustCrypto.hash(HashAlgorithm::Sha256)?;
-            h.update(&self.seed);
-            h.update(&self.counter.to_le_bytes());
-            self.counter = self.counter.wrapping_add(1);
-            let d = h.finish();
-            let n = chunk.len();
-            chunk.copy_from_slice(d.as_ref().get(..n).ok_or(CryptoError::BufferTooSmall)?);
-        }
-        Ok(())
-    }
-}
+/// The device's random generator: the same HMAC_DRBG (SP 800-90A §10.1.2, HMAC-SHA-256)
+/// each connection seeds its own from, instantiated once at boot with the board's entropy
+/// as entropy input and the host's CONFIG nonce as nonce (§8.6.7). One DRBG implementation
+/// in the image (the connection's), no second SHA-256 counter generator.
+type Rng = Drbg<RustCrypto>;
 
 /// Sends one frame over the serial line.
 fn send_frame<B: Board>(board: &mut B, kind: u8, payload: &[u8]) {
@@ -395,7 +380,10 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let Slots { conn, h3, outcome, kept, config, transport, rng } = slots;
     #[cfg(not(feature = "x509"))]
     let Slots { conn, h3, outcome, kept, transport, rng } = slots;
-    let profile = seed_rng(board, &mut bufs.link, rng);
+    let Some((profile, rng)) = seed_rng(board, &mut bufs.link, rng) else {
+        send_frame(board, kind::DONE, &[3]);
+        return 3;
+    };
     let transport = transport_config(transport, profile);
     #[cfg(feature = "x509")]
     let config = init_config(config);
@@ -448,18 +436,24 @@ fn resume<'t>(
     }
 }
 
-/// Waits for the host's CONFIG frame and seeds `rng` from the board's entropy and the
-/// host's nonce; returns the link profile.
+/// Waits for the host's CONFIG frame and instantiates the random generator in `slot`
+/// (SP 800-90A §10.1.2.3: the board's entropy as entropy input, the host's nonce as
+/// nonce); returns the link profile and the generator, `None` if it could not be
+/// instantiated.
 #[inline(never)]
-fn seed_rng<B: Board>(board: &mut B, link: &mut Decoder<FRAME>, rng: &mut SeedRng) -> Profile {
+fn seed_rng<'r, B: Board>(
+    board: &mut B,
+    link: &mut Decoder<FRAME>,
+    slot: &'r mut MaybeUninit<Rng>,
+) -> Option<(Profile, &'r mut Rng)> {
     // The host announces the link profile and a nonce first (CONFIG frame).
     let (profile, nonce) = wait_config(board, link);
-    rng.seed = board.entropy();
-    for (s, n) in rng.seed.iter_mut().zip(nonce.iter()) {
-        *s ^= n;
-    }
-    rng.counter = 0;
-    profile
+    let mut seed = [0u8; 64];
+    let (entropy, host) = seed.split_at_mut(32);
+    entropy.copy_from_slice(&board.entropy());
+    host.copy_from_slice(&nonce);
+    let rng = Drbg::new(RustCrypto, &seed).ok()?;
+    Some((profile, slot.write(rng)))
 }
 
 /// The TLS client configuration for `server_auth`.
@@ -647,7 +641,7 @@ fn transaction<'a, B: Board>(
     io: Io<'_>,
     store: Store<'a>,
     t: &Transaction<'a>,
-    rng: &mut SeedRng,
+    rng: &mut Rng,
     ticket_out: Option<&mut [u8; TICKET]>,
 ) -> Option<(usize, u64)> {
     let out = fresh_outcome(outcome);
@@ -699,7 +693,7 @@ fn connected<'a, B: Board>(
     io: Io<'_>,
     store: Store<'a>,
     t: &Transaction<'a>,
-    rng: &mut SeedRng,
+    rng: &mut Rng,
     ticket_out: Option<&mut [u8; TICKET]>,
     out: &mut Outcome,
 ) -> Option<(usize, u64)> {
@@ -903,7 +897,7 @@ fn connect<'a, 's>(
     _unix_time: u64,
     store: Store<'a>,
     now: Instant,
-    rng: &mut SeedRng,
+    rng: &mut Rng,
 ) -> Option<&'s mut Conn<'a>> {
     // Static, not built on the stack.
     let qcfg = t.transport;
