@@ -763,10 +763,12 @@ fn event_loop<B: Board>(
 ) -> Option<(usize, u64)> {
     let req = &mut out.req;
     let mut ticket: Option<(usize, u64)> = None;
-    let mut responses_at: Option<u64> = None;
-    let mut closing = false;
+    // Both responses are complete (the ticket wait has begun).
+    let mut responded = false;
     let mut updated = false;
-    let start = board.now_us();
+    // The transaction ends by this time: its limit, and once both responses are complete
+    // at the latest the end of the ticket wait.
+    let mut deadline = board.now_us() + TRANSACTION_LIMIT_US;
     #[cfg(feature = "selfmeasure")]
     {
         out.record.frame = crate::measure::frame_marker();
@@ -798,12 +800,12 @@ fn event_loop<B: Board>(
                 let _ = h3.on_stop_sending(&mut conn::transport(conn), id, code);
             },
         );
-        if conn.is_closed() && !closing {
+        if conn.is_closed() {
             break;
         }
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
-        if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
+        if conn.is_handshake_complete() || conn.can_send_early_data() {
             drive_requests(conn, h3, req, tx, scratch);
             // RFC 9001 §6.1, §6.6: the device's own key update (as when half its AEAD
             // confidentiality limit is used), once per transaction after the GET: the
@@ -818,22 +820,20 @@ fn event_loop<B: Board>(
             }
             step(steps, 2, || poll_h3(conn, h3, req));
         }
-        if req.done == [true; 2] && responses_at.is_none() {
-            responses_at = Some(now_us);
+        if req.done == [true; 2] && !responded {
+            responded = true;
+            deadline = deadline.min(now_us + TICKET_WAIT_US);
         }
         let finished = req.failed
-            || responses_at.is_some_and(|at| {
-                ticket.is_some() || ticket_out.is_none() || now_us - at > TICKET_WAIT_US
-            })
-            || now_us - start > TRANSACTION_LIMIT_US;
-        if finished && !closing {
+            || now_us > deadline
+            || responded && (ticket.is_some() || ticket_out.is_none());
+        if finished {
             #[cfg(feature = "selfmeasure")]
             out.record.phases.enter(board, Some(Phase::Close));
-            closing = true;
             conn.close(H3_NO_ERROR, b"");
         }
         step(steps, 1, || transmit(board, conn, tx, now));
-        if closing {
+        if finished {
             // CONNECTION_CLOSE is out; the closing period needs no more from the device
             // (RFC 9000 §10.2: it may discard state and answer nothing).
             break;
