@@ -36,22 +36,36 @@ pub fn crc16(mut crc: u16, data: &[u8]) -> u16 {
 
 /// Writes one frame of `kind` with `payload` through `put` (one byte at a time).
 pub fn encode(kind: u8, payload: &[u8], mut put: impl FnMut(u8)) {
-    let crc = crc16(crc16(0xffff, &[kind]), payload);
     // A leading END flushes line noise received before the frame (RFC 1055).
     put(END);
-    // The three parts through one escaping loop (one copy of it and of `put`).
-    for part in [&[kind][..], payload, &crc.to_be_bytes()] {
-        for &b in part {
-            let escaped = match b {
-                END => ESC_END,
-                ESC => ESC_ESC,
-                b => b,
-            };
-            if escaped != b {
-                put(ESC);
-            }
-            put(escaped);
+    // Type, payload and the CRC (big-endian) through one escaping loop, the CRC computed
+    // on the way: one copy of the loop and of `put`, no pass over the payload before it.
+    let mut crc: u16 = 0xffff;
+    for i in 0..payload.len() + 3 {
+        let b = match i.checked_sub(1) {
+            None => kind,
+            Some(j) => match payload.get(j) {
+                Some(&b) => b,
+                // The CRC's high byte, then (shifted up) its low byte.
+                None => {
+                    let [hi, _] = crc.to_be_bytes();
+                    crc <<= 8;
+                    hi
+                }
+            },
+        };
+        if i <= payload.len() {
+            crc = crc16(crc, &[b]);
         }
+        let escaped = match b {
+            END => ESC_END,
+            ESC => ESC_ESC,
+            b => b,
+        };
+        if escaped != b {
+            put(ESC);
+        }
+        put(escaped);
     }
     put(END);
 }
@@ -155,6 +169,22 @@ mod tests {
         let payload = [0xc0, 0xdb, 0x00, 0xdc, 0xdd, 0xc0];
         assert_eq!(roundtrip(kind::DATAGRAM, &payload), Some((0, payload.to_vec())));
         assert_eq!(roundtrip(kind::DONE, &[]), Some((2, vec![])));
+    }
+
+    #[test]
+    fn frame_ends_with_the_crc_of_type_and_payload() {
+        // No byte here needs escaping: the wire is END, type, payload, CRC (big-endian), END.
+        for payload in [&b""[..], b"hello", &[7; 300]] {
+            let mut wire = Vec::new();
+            encode(kind::REPORT, payload, |b| wire.push(b));
+            let mut want = vec![END, kind::REPORT];
+            want.extend_from_slice(payload);
+            want.extend_from_slice(&crc16(crc16(0xffff, &[kind::REPORT]), payload).to_be_bytes());
+            want.push(END);
+            if want[2..want.len() - 1].iter().all(|&b| b != END && b != ESC) {
+                assert_eq!(wire, want);
+            }
+        }
     }
 
     #[test]
