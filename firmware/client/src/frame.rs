@@ -112,8 +112,9 @@ impl<const N: usize> Decoder<N> {
                 self.dropped += 1;
                 return None;
             }
-            let (body, crc) = self.buf.get(..len)?.split_at(len - 2);
-            if crc16(0xffff, body).to_be_bytes() != [crc[0], crc[1]] {
+            // The CRC over type, payload and the CRC itself (big-endian) is 0 for an intact
+            // frame (CRC-16/CCITT-FALSE has no final XOR).
+            if crc16(0xffff, self.buf.get(..len)?) != 0 {
                 self.dropped += 1;
                 return None;
             }
@@ -191,6 +192,9 @@ mod tests {
     fn crc_check_value() {
         // CRC-16/CCITT-FALSE check value over "123456789".
         assert_eq!(crc16(0xffff, b"123456789"), 0x29b1);
+        // The residue the decoder checks: data followed by its CRC gives 0.
+        assert_eq!(crc16(0xffff, b"123456789\x29\xb1"), 0);
+        assert_ne!(crc16(0xffff, b"123456789\xb1\x29"), 0);
     }
 
     #[test]
