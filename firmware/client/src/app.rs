@@ -446,12 +446,24 @@ fn seed_rng<'r, B: Board>(
     link: &mut Decoder<FRAME>,
     slot: &'r mut MaybeUninit<Rng>,
 ) -> Option<(Profile, &'r mut Rng)> {
-    // The host announces the link profile and a nonce first (CONFIG frame).
-    let (profile, nonce) = wait_config(board, link);
     let mut seed = [0u8; 64];
     let (entropy, host) = seed.split_at_mut(32);
+    // The host announces the link profile and a nonce first: the CONFIG frame, profile
+    // byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
+    let profile = 'config: loop {
+        while let Some(b) = board.read_byte() {
+            if let Some(n) = link.push(b) {
+                if let [kind::CONFIG, profile, nonce @ ..] = &*link.frame(n) {
+                    if nonce.len() == host.len() {
+                        host.copy_from_slice(nonce);
+                        break 'config if *profile == 1 { Profile::NbIot } else { Profile::Wlan };
+                    }
+                }
+            }
+        }
+        board.sleep_until(None);
+    };
     entropy.copy_from_slice(&board.entropy());
-    host.copy_from_slice(&nonce);
     let rng = Drbg::new(RustCrypto, &seed).ok()?;
     Some((profile, slot.write(rng)))
 }
@@ -528,25 +540,6 @@ fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
     #[cfg(feature = "stack-steps")]
     put_each(&mut sizes, tag::STEP_RECEIVE, &steps.map(|b| b as u64));
     send_frame(board, kind::REPORT, sizes.bytes());
-}
-
-/// Waits for the host's CONFIG frame: profile byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
-#[inline(never)]
-fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, [u8; 32]) {
-    loop {
-        while let Some(b) = board.read_byte() {
-            if let Some(n) = link.push(b) {
-                let f = link.frame(n);
-                if let [kind::CONFIG, profile, rest @ ..] = f {
-                    if let Ok(nonce) = <[u8; 32]>::try_from(&*rest) {
-                        let profile = if *profile == 1 { Profile::NbIot } else { Profile::Wlan };
-                        return (profile, nonce);
-                    }
-                }
-            }
-        }
-        board.sleep_until(None);
-    }
 }
 
 /// The serial link and the datagram buffer.
