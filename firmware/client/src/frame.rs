@@ -74,9 +74,10 @@ pub fn encode(kind: u8, payload: &[u8], mut put: impl FnMut(u8)) {
 #[derive(Debug)]
 pub struct Decoder<const N: usize> {
     buf: [u8; N],
+    /// Bytes of the frame so far; above `N` once the frame is bad (too long, or a bad
+    /// escape): it is then dropped at its END.
     len: usize,
     escaped: bool,
-    overflow: bool,
     /// Frames dropped: CRC mismatch, too long, or a bad escape.
     pub dropped: u32,
 }
@@ -90,7 +91,7 @@ impl<const N: usize> Default for Decoder<N> {
 impl<const N: usize> Decoder<N> {
     /// An empty decoder.
     pub const fn new() -> Self {
-        Self { buf: [0; N], len: 0, escaped: false, overflow: false, dropped: 0 }
+        Self { buf: [0; N], len: 0, escaped: false, dropped: 0 }
     }
 
     /// The last complete frame (type byte first), valid until the next [`Decoder::push`].
@@ -103,22 +104,19 @@ impl<const N: usize> Decoder<N> {
     pub fn push(&mut self, b: u8) -> Option<usize> {
         if b == END {
             let len = core::mem::replace(&mut self.len, 0);
-            let bad = core::mem::replace(&mut self.overflow, false) || self.escaped;
-            self.escaped = false;
+            let escaped = core::mem::replace(&mut self.escaped, false);
             if len == 0 {
-                return None;
-            }
-            if bad || len < 3 {
-                self.dropped += 1;
                 return None;
             }
             // The CRC over type, payload and the CRC itself (big-endian) is 0 for an intact
             // frame (CRC-16/CCITT-FALSE has no final XOR).
-            if crc16(0xffff, self.buf.get(..len)?) != 0 {
-                self.dropped += 1;
-                return None;
-            }
-            return Some(len - 2);
+            return match self.buf.get(..len) {
+                Some(f) if !escaped && len >= 3 && crc16(0xffff, f) == 0 => Some(len - 2),
+                _ => {
+                    self.dropped += 1;
+                    None
+                }
+            };
         }
         let b = if self.escaped {
             self.escaped = false;
@@ -126,7 +124,7 @@ impl<const N: usize> Decoder<N> {
                 ESC_END => END,
                 ESC_ESC => ESC,
                 _ => {
-                    self.overflow = true;
+                    self.len = N + 1;
                     return None;
                 }
             }
@@ -141,7 +139,7 @@ impl<const N: usize> Decoder<N> {
                 *slot = b;
                 self.len += 1;
             }
-            None => self.overflow = true,
+            None => self.len = N + 1,
         }
         None
     }
@@ -209,6 +207,15 @@ mod tests {
         encode(kind::DATAGRAM, &[7; 40], |b| wire.push(b));
         assert!(wire.iter().all(|&b| d.push(b).is_none()));
         assert_eq!(d.dropped, 2);
+        // A bad escape (ESC not followed by ESC_END or ESC_ESC) drops the frame.
+        let mut wire = Vec::new();
+        encode(kind::DATAGRAM, b"ok", |b| wire.push(b));
+        wire.insert(2, ESC);
+        assert!(wire.iter().all(|&b| d.push(b).is_none()));
+        assert_eq!(d.dropped, 3);
+        // An escape pending at END drops the frame.
+        assert!([END, 1, 2, 3, ESC, END].iter().all(|&b| d.push(b).is_none()));
+        assert_eq!(d.dropped, 4);
         // The decoder recovers for the next frame.
         let mut wire = Vec::new();
         encode(kind::DATAGRAM, b"ok", |b| wire.push(b));
