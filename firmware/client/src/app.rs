@@ -692,7 +692,6 @@ fn connected<'a, B: Board>(
 ) -> Option<(usize, u64)> {
     #[cfg(feature = "selfmeasure")]
     out.record.phases.enter(board, Some(Phase::Init));
-    let remembered = t.resumption.map(|r| r.ticket.server_transport_parameters);
     let now = Instant(board.now_us());
     #[cfg(feature = "x509")]
     let unix_time = crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000;
@@ -700,7 +699,7 @@ fn connected<'a, B: Board>(
     let unix_time = 0;
     let h3 = init_h3(h3_slot);
     let slot = Slots::typed(conn_slot);
-    let conn = connect(slot, t, remembered, unix_time, store, now, rng)?;
+    let conn = connect(slot, t, unix_time, store, now, rng)?;
     let ticket = event_loop(board, conn, h3, io, ticket_out, out);
     #[cfg(feature = "selfmeasure")]
     record_connection(&mut out.record, conn);
@@ -887,7 +886,6 @@ const fn with_h3_streams(mut c: ConnectionConfig) -> ConnectionConfig {
 fn connect<'a, 's>(
     slot: &'s mut MaybeUninit<Conn<'a>>,
     t: &Transaction<'a>,
-    remembered: Option<&[u8]>,
     _unix_time: u64,
     store: Store<'a>,
     now: Instant,
@@ -915,9 +913,9 @@ fn connect<'a, 's>(
         rng,
     )
     .ok()?;
-    if let Some(tp) = remembered {
+    if let Some(r) = t.resumption {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
-        conn.apply_remembered_params(tp);
+        conn.apply_remembered_params(r.ticket.server_transport_parameters);
     }
     Some(conn)
 }
