@@ -74,7 +74,7 @@ pub fn encode(kind: u8, payload: &[u8], mut put: impl FnMut(u8)) {
 #[derive(Debug)]
 pub struct Decoder<const N: usize> {
     buf: [u8; N],
-    /// Bytes of the frame so far; above `N` once the frame is bad (too long, or a bad
+    /// Bytes of the frame so far; `usize::MAX` once the frame is bad (too long, or a bad
     /// escape): it is then dropped at its END.
     len: usize,
     escaped: bool,
@@ -124,7 +124,7 @@ impl<const N: usize> Decoder<N> {
                 ESC_END => END,
                 ESC_ESC => ESC,
                 _ => {
-                    self.len = N + 1;
+                    self.len = usize::MAX;
                     return None;
                 }
             }
@@ -139,7 +139,7 @@ impl<const N: usize> Decoder<N> {
                 *slot = b;
                 self.len += 1;
             }
-            None => self.len = N + 1,
+            None => self.len = usize::MAX,
         }
         None
     }
