@@ -392,7 +392,13 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let Buffers { crypto, streams, tx, ticket, link, scratch } = bufs;
     let [first, second] = kept;
     // One `Transaction` for both (one slot in this frame).
-    let mut t = Transaction { config, transport, resumption: None, which: 0 };
+    let mut t = Transaction {
+        config,
+        transport,
+        resumption: None,
+        #[cfg(feature = "selfmeasure")]
+        which: 0,
+    };
     // 1: full handshake; keeps the session ticket.
     let ticket_len = {
         let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
@@ -404,7 +410,10 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     if let Some((len, at)) = ticket_len {
         resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
     }
-    t.which = 1;
+    #[cfg(feature = "selfmeasure")]
+    {
+        t.which = 1;
+    }
     // With an external PSK the session resumes nothing (tickets are not used in that mode):
     // the second transaction is another PSK handshake.
     let resumed = t.resumption.is_some() || cfg!(feature = "psk");
@@ -618,8 +627,8 @@ struct Transaction<'a> {
     resumption: Option<Resumption<'a>>,
     /// The connection's configuration (the link profile's).
     transport: &'a ConnectionConfig,
-    /// 0: the 1-RTT transaction, 1: the resumed one (for the report).
-    #[cfg_attr(not(feature = "selfmeasure"), allow(dead_code))]
+    /// 0: the 1-RTT transaction, 1: the resumed one (for the report, feature `selfmeasure`).
+    #[cfg(feature = "selfmeasure")]
     which: u64,
 }
 
