@@ -330,7 +330,20 @@ struct Requests {
     get_bytes: usize,
     post_body_sent: usize,
     failed: bool,
+    /// The HTTP/3 error that failed it (for the report, feature `selfmeasure`).
+    #[cfg(feature = "selfmeasure")]
     h3_error: u64,
+}
+
+impl Requests {
+    /// Records that the transaction failed with HTTP/3 error `code`.
+    fn fail(&mut self, _code: u64) {
+        self.failed = true;
+        #[cfg(feature = "selfmeasure")]
+        {
+            self.h3_error = _code;
+        }
+    }
 }
 
 /// The transaction's requests: the GET, then the POST with its generated body.
@@ -978,8 +991,7 @@ fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
     let id = h3.request_id();
     let polled = h3.poll(&mut conn::transport(conn), |e| on_h3_event(req, id, e));
     if let Err(e) = polled {
-        req.failed = true;
-        req.h3_error = e.code();
+        req.fail(e.code());
     }
 }
 
@@ -1027,14 +1039,8 @@ fn on_h3_event(req: &mut Requests, id: Option<u64>, e: H3Event<'_>) {
                 *d = true;
             }
         }
-        H3Event::StreamError(e) => {
-            req.failed = true;
-            req.h3_error = e.code();
-        }
-        H3Event::Reset(code) => {
-            req.failed = true;
-            req.h3_error = code;
-        }
+        H3Event::StreamError(e) => req.fail(e.code()),
+        H3Event::Reset(code) => req.fail(code),
         _ => {}
     }
 }
