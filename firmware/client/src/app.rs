@@ -393,9 +393,10 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let Slots { conn, h3, outcome, kept, config, transport, rng } = slots;
     #[cfg(not(feature = "x509"))]
     let Slots { conn, h3, outcome, kept, transport, rng } = slots;
+    // One DONE frame for every outcome (3: no random generator, nothing run).
+    let status = 'run: {
     let Some((profile, rng)) = seed_rng(board, &mut bufs.link, rng) else {
-        send_frame(board, kind::DONE, &[3]);
-        return 3;
+        break 'run 3;
     };
     let transport = transport_config(transport, profile);
     #[cfg(feature = "x509")]
@@ -435,9 +436,10 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         let store = Store { crypto, streams };
         transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
     }
-    let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
     #[cfg(feature = "selfmeasure")]
     report_memory(board, boot_busy, kept);
+    u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1
+    };
     send_frame(board, kind::DONE, &[status as u8]);
     status
 }
