@@ -395,50 +395,51 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let Slots { conn, h3, outcome, kept, transport, rng } = slots;
     // One DONE frame for every outcome (3: no random generator, nothing run).
     let status = 'run: {
-    let Some((profile, rng)) = seed_rng(board, &mut bufs.link, rng) else {
-        break 'run 3;
-    };
-    let transport = transport_config(transport, profile);
-    #[cfg(feature = "x509")]
-    let config = init_config(config);
-    #[cfg(not(feature = "x509"))]
-    let config = init_config();
-    let Buffers { crypto, streams, tx, ticket, link, scratch } = bufs;
-    let [first, second] = kept;
-    // One `Transaction` for both (one slot in this frame).
-    let mut t = Transaction {
-        config,
-        transport,
-        resumption: None,
+        let Some((profile, rng)) = seed_rng(board, &mut bufs.link, rng) else {
+            break 'run 3;
+        };
+        let transport = transport_config(transport, profile);
+        #[cfg(feature = "x509")]
+        let config = init_config(config);
+        #[cfg(not(feature = "x509"))]
+        let config = init_config();
+        let Buffers { crypto, streams, tx, ticket, link, scratch } = bufs;
+        let [first, second] = kept;
+        // One `Transaction` for both (one slot in this frame).
+        let mut t = Transaction {
+            config,
+            transport,
+            resumption: None,
+            #[cfg(feature = "selfmeasure")]
+            which: 0,
+        };
+        // 1: full handshake; keeps the session ticket.
+        let ticket_len = {
+            let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+            let store = Store { crypto: &mut *crypto, streams: &mut *streams };
+            let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
+            transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
+        };
+        // 2: resumed with the ticket, GET in 0-RTT.
+        if let Some((len, at)) = ticket_len {
+            resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
+        }
         #[cfg(feature = "selfmeasure")]
-        which: 0,
-    };
-    // 1: full handshake; keeps the session ticket.
-    let ticket_len = {
-        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto: &mut *crypto, streams: &mut *streams };
-        let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
-        transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
-    };
-    // 2: resumed with the ticket, GET in 0-RTT.
-    if let Some((len, at)) = ticket_len {
-        resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
-    }
-    #[cfg(feature = "selfmeasure")]
-    {
-        t.which = 1;
-    }
-    // With an external PSK the session resumes nothing (tickets are not used in that mode):
-    // the second transaction is another PSK handshake.
-    let resumed = t.resumption.is_some() || cfg!(feature = "psk");
-    {
-        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto, streams };
-        transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
-    }
-    #[cfg(feature = "selfmeasure")]
-    report_memory(board, boot_busy, kept);
-    u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1
+        {
+            t.which = 1;
+        }
+        // With an external PSK the session resumes nothing (tickets are not used in that mode):
+        // the second transaction is another PSK handshake.
+        let resumed = t.resumption.is_some() || cfg!(feature = "psk");
+        {
+            let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+            let store = Store { crypto, streams };
+            transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
+        }
+        let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
+        #[cfg(feature = "selfmeasure")]
+        report_memory(board, boot_busy, kept);
+        status
     };
     send_frame(board, kind::DONE, &[status as u8]);
     status
