@@ -320,11 +320,13 @@ fn step<R>(_deepest: &mut (), _which: usize, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The request side of a transaction: per request ([`GET`], [`POST`], in that order) its
-/// stream, final status and whether its response is complete.
+/// The request side of a transaction: per request ([`GET`], [`POST`], in that order)
+/// whether it is sent, its final status and whether its response is complete. One request
+/// at a time (the POST goes out once the GET's response is complete), so the HTTP/3 client's
+/// request events are the GET's until its response is complete, then the POST's.
 #[derive(Default)]
 struct Requests {
-    id: [Option<u64>; 2],
+    sent: [bool; 2],
     status: [u16; 2],
     done: [bool; 2],
     get_bytes: usize,
@@ -832,7 +834,7 @@ fn event_loop<B: Board>(
                 updated = conn.initiate_key_update();
             }
             #[cfg(feature = "selfmeasure")]
-            if req.id[GET].is_some() && out.record.phases.current() == Some(Phase::Open) {
+            if req.sent[GET] && out.record.phases.current() == Some(Phase::Open) {
                 out.record.phases.enter(board, Some(Phase::Transfer));
             }
             step(steps, 2, || poll_h3(conn, h3, req));
@@ -991,8 +993,7 @@ fn transmit<B: Board>(
 /// Reads the HTTP/3 streams and records the responses.
 #[inline(never)]
 fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
-    let id = h3.request_id();
-    let polled = h3.poll(&mut conn::transport(conn), |e| on_h3_event(req, id, e));
+    let polled = h3.poll(&mut conn::transport(conn), |e| on_h3_event(req, e));
     if let Err(e) = polled {
         req.fail(e.code());
     }
@@ -1014,10 +1015,10 @@ fn drive_requests(
     }
     // The GET, and once its response is complete the POST.
     let i = usize::from(req.done[GET]);
-    if let (Some(id @ None), Some(r)) = (req.id.get_mut(i), REQUESTS.get(i)) {
-        *id = h3.request(t, r, i == GET, scratch).ok();
+    if let (Some(sent @ false), Some(r)) = (req.sent.get_mut(i), REQUESTS.get(i)) {
+        *sent = h3.request(t, r, i == GET, scratch).is_ok();
     }
-    while req.id[POST].is_some() && req.post_body_sent < POST_BYTES {
+    while req.sent[POST] && req.post_body_sent < POST_BYTES {
         let rest = post_body(req.post_body_sent, body_buf);
         match h3.send_data(t, rest, true) {
             Ok(n) if n > 0 => req.post_body_sent += n,
@@ -1027,9 +1028,10 @@ fn drive_requests(
 }
 
 /// Records what the server's responses carry.
-fn on_h3_event(req: &mut Requests, id: Option<u64>, e: H3Event<'_>) {
-    let get = req.id[GET] == id;
-    let i = usize::from(!get);
+fn on_h3_event(req: &mut Requests, e: H3Event<'_>) {
+    // The current request (see [`Requests`]).
+    let i = usize::from(req.done[GET]);
+    let get = i == GET;
     match e {
         H3Event::Response { status, .. } if status >= 200 => {
             if let Some(s) = req.status.get_mut(i) {
