@@ -12,9 +12,11 @@ use core::mem::MaybeUninit;
 use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mote_crypto::rustcrypto::RustCrypto;
-use mote_crypto::{CryptoProvider, CryptoRng, Error as CryptoError, Hash, HashAlgorithm};
+#[cfg(feature = "psk")]
+use mote_crypto::HashAlgorithm;
 use mote_h3::client::{Client, ClientRequest, Event as H3Event};
 use mote_h3::Config as H3Config;
+use mote_quic::connection::rng::Drbg;
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
 use mote_quic::{ConnectionConfig, Instant};
@@ -201,7 +203,8 @@ pub struct Slots {
     config: MaybeUninit<ClientConfig<'static>>,
     /// The connection's configuration for the announced link profile.
     transport: MaybeUninit<ConnectionConfig>,
-    rng: SeedRng,
+    /// The device's random generator, instantiated at boot ([`seed_rng`]).
+    rng: MaybeUninit<Rng>,
 }
 
 impl Slots {
@@ -215,7 +218,7 @@ impl Slots {
             #[cfg(feature = "x509")]
             config: MaybeUninit::uninit(),
             transport: MaybeUninit::uninit(),
-            rng: SeedRng { seed: [0; 32], counter: 0 },
+            rng: MaybeUninit::uninit(),
         }
     }
 
@@ -246,29 +249,11 @@ enum Profile {
     NbIot,
 }
 
-/// The device's random generator: SHA-256 over a 32-byte seed and a counter. The
-/// connection seeds its own HMAC_DRBG from it (SP 800-90A).
-struct SeedRng {
-    seed: [u8; 32],
-    counter: u32,
-}
-
-impl CryptoRng for SeedRng {
-    // Out of line: the SHA-256 state is not in the caller's frame.
-    #[inline(never)]
-    fn fill(&mut self, dest: &mut [u8]) -> Result<(), CryptoError> {
-        for chunk in dest.chunks_mut(32) {
-            let mut h = RustCrypto.hash(HashAlgorithm::Sha256)?;
-            h.update(&self.seed);
-            h.update(&self.counter.to_le_bytes());
-            self.counter = self.counter.wrapping_add(1);
-            let d = h.finish();
-            let n = chunk.len();
-            chunk.copy_from_slice(d.as_ref().get(..n).ok_or(CryptoError::BufferTooSmall)?);
-        }
-        Ok(())
-    }
-}
+/// The device's random generator: the same HMAC_DRBG (SP 800-90A §10.1.2, HMAC-SHA-256)
+/// each connection seeds its own from, instantiated once at boot with the board's entropy
+/// as entropy input and the host's CONFIG nonce as nonce (§8.6.7). One DRBG implementation
+/// in the image (the connection's), no second SHA-256 counter generator.
+type Rng = Drbg<RustCrypto>;
 
 /// Sends one frame over the serial line.
 fn send_frame<B: Board>(board: &mut B, kind: u8, payload: &[u8]) {
@@ -335,17 +320,32 @@ fn step<R>(_deepest: &mut (), _which: usize, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The request side of a transaction: per request ([`GET`], [`POST`], in that order) its
-/// stream, final status and whether its response is complete.
+/// The request side of a transaction: per request ([`GET`], [`POST`], in that order)
+/// whether it is sent, its final status and whether its response is complete. One request
+/// at a time (the POST goes out once the GET's response is complete), so the HTTP/3 client's
+/// request events are the GET's until its response is complete, then the POST's.
 #[derive(Default)]
 struct Requests {
-    id: [Option<u64>; 2],
+    sent: [bool; 2],
     status: [u16; 2],
     done: [bool; 2],
     get_bytes: usize,
     post_body_sent: usize,
     failed: bool,
+    /// The HTTP/3 error that failed it (for the report, feature `selfmeasure`).
+    #[cfg(feature = "selfmeasure")]
     h3_error: u64,
+}
+
+impl Requests {
+    /// Records that the transaction failed with HTTP/3 error `code`.
+    fn fail(&mut self, _code: u64) {
+        self.failed = true;
+        #[cfg(feature = "selfmeasure")]
+        {
+            self.h3_error = _code;
+        }
+    }
 }
 
 /// The transaction's requests: the GET, then the POST with its generated body.
@@ -395,39 +395,54 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     let Slots { conn, h3, outcome, kept, config, transport, rng } = slots;
     #[cfg(not(feature = "x509"))]
     let Slots { conn, h3, outcome, kept, transport, rng } = slots;
-    let profile = seed_rng(board, &mut bufs.link, rng);
-    let transport = transport_config(transport, profile);
-    #[cfg(feature = "x509")]
-    let config = init_config(config);
-    #[cfg(not(feature = "x509"))]
-    let config = init_config();
-    let Buffers { crypto, streams, tx, ticket, link, scratch } = bufs;
-    let [first, second] = kept;
-    // One `Transaction` for both (one slot in this frame).
-    let mut t = Transaction { config, transport, resumption: None, which: 0 };
-    // 1: full handshake; keeps the session ticket.
-    let ticket_len = {
-        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto: &mut *crypto, streams: &mut *streams };
-        let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
-        transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
+    // One DONE frame for every outcome (3: no random generator, nothing run).
+    let status = 'run: {
+        let Some((profile, rng)) = seed_rng(board, &mut bufs.link, rng) else {
+            break 'run 3;
+        };
+        let transport = transport_config(transport, profile);
+        #[cfg(feature = "x509")]
+        let config = init_config(config);
+        #[cfg(not(feature = "x509"))]
+        let config = init_config();
+        let Buffers { crypto, streams, tx, ticket, link, scratch } = bufs;
+        let [first, second] = kept;
+        // One `Transaction` for both (one slot in this frame).
+        let mut t = Transaction {
+            config,
+            transport,
+            resumption: None,
+            #[cfg(feature = "selfmeasure")]
+            which: 0,
+        };
+        // 1: full handshake; keeps the session ticket.
+        let ticket_len = {
+            let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+            let store = Store { crypto: &mut *crypto, streams: &mut *streams };
+            let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
+            transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
+        };
+        // 2: resumed with the ticket, GET in 0-RTT.
+        if let Some((len, at)) = ticket_len {
+            resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
+        }
+        #[cfg(feature = "selfmeasure")]
+        {
+            t.which = 1;
+        }
+        // With an external PSK the session resumes nothing (tickets are not used in that mode):
+        // the second transaction is another PSK handshake.
+        let resumed = t.resumption.is_some() || cfg!(feature = "psk");
+        {
+            let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+            let store = Store { crypto, streams };
+            transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
+        }
+        let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
+        #[cfg(feature = "selfmeasure")]
+        report_memory(board, boot_busy, kept);
+        status
     };
-    // 2: resumed with the ticket, GET in 0-RTT.
-    if let Some((len, at)) = ticket_len {
-        resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
-    }
-    t.which = 1;
-    // With an external PSK the session resumes nothing (tickets are not used in that mode):
-    // the second transaction is another PSK handshake.
-    let resumed = t.resumption.is_some() || cfg!(feature = "psk");
-    {
-        let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
-        let store = Store { crypto, streams };
-        transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
-    }
-    let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
-    #[cfg(feature = "selfmeasure")]
-    report_memory(board, boot_busy, kept);
     send_frame(board, kind::DONE, &[status as u8]);
     status
 }
@@ -448,18 +463,36 @@ fn resume<'t>(
     }
 }
 
-/// Waits for the host's CONFIG frame and seeds `rng` from the board's entropy and the
-/// host's nonce; returns the link profile.
+/// Waits for the host's CONFIG frame and instantiates the random generator in `slot`
+/// (SP 800-90A §10.1.2.3: the board's entropy as entropy input, the host's nonce as
+/// nonce); returns the link profile and the generator, `None` if it could not be
+/// instantiated.
 #[inline(never)]
-fn seed_rng<B: Board>(board: &mut B, link: &mut Decoder<FRAME>, rng: &mut SeedRng) -> Profile {
-    // The host announces the link profile and a nonce first (CONFIG frame).
-    let (profile, nonce) = wait_config(board, link);
-    rng.seed = board.entropy();
-    for (s, n) in rng.seed.iter_mut().zip(nonce.iter()) {
-        *s ^= n;
-    }
-    rng.counter = 0;
-    profile
+fn seed_rng<'r, B: Board>(
+    board: &mut B,
+    link: &mut Decoder<FRAME>,
+    slot: &'r mut MaybeUninit<Rng>,
+) -> Option<(Profile, &'r mut Rng)> {
+    let mut seed = [0u8; 64];
+    let (entropy, host) = seed.split_at_mut(32);
+    // The host announces the link profile and a nonce first: the CONFIG frame, profile
+    // byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
+    let profile = 'config: loop {
+        while let Some(b) = board.read_byte() {
+            if let Some(n) = link.push(b) {
+                if let [kind::CONFIG, profile, nonce @ ..] = &*link.frame(n) {
+                    if nonce.len() == host.len() {
+                        host.copy_from_slice(nonce);
+                        break 'config if *profile == 1 { Profile::NbIot } else { Profile::Wlan };
+                    }
+                }
+            }
+        }
+        board.sleep_until(None);
+    };
+    entropy.copy_from_slice(&board.entropy());
+    let rng = Drbg::new(RustCrypto, &seed).ok()?;
+    Some((profile, slot.write(rng)))
 }
 
 /// The TLS client configuration for `server_auth`.
@@ -534,25 +567,6 @@ fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
     #[cfg(feature = "stack-steps")]
     put_each(&mut sizes, tag::STEP_RECEIVE, &steps.map(|b| b as u64));
     send_frame(board, kind::REPORT, sizes.bytes());
-}
-
-/// Waits for the host's CONFIG frame: profile byte (0 WLAN, 1 NB-IoT) and a 32-byte nonce.
-#[inline(never)]
-fn wait_config<B: Board>(board: &mut B, link: &mut Decoder<FRAME>) -> (Profile, [u8; 32]) {
-    loop {
-        while let Some(b) = board.read_byte() {
-            if let Some(n) = link.push(b) {
-                let f = link.frame(n);
-                if let [kind::CONFIG, profile, rest @ ..] = f {
-                    if let Ok(nonce) = <[u8; 32]>::try_from(&*rest) {
-                        let profile = if *profile == 1 { Profile::NbIot } else { Profile::Wlan };
-                        return (profile, nonce);
-                    }
-                }
-            }
-        }
-        board.sleep_until(None);
-    }
 }
 
 /// The serial link and the datagram buffer.
@@ -631,8 +645,8 @@ struct Transaction<'a> {
     resumption: Option<Resumption<'a>>,
     /// The connection's configuration (the link profile's).
     transport: &'a ConnectionConfig,
-    /// 0: the 1-RTT transaction, 1: the resumed one (for the report).
-    #[cfg_attr(not(feature = "selfmeasure"), allow(dead_code))]
+    /// 0: the 1-RTT transaction, 1: the resumed one (for the report, feature `selfmeasure`).
+    #[cfg(feature = "selfmeasure")]
     which: u64,
 }
 
@@ -647,7 +661,7 @@ fn transaction<'a, B: Board>(
     io: Io<'_>,
     store: Store<'a>,
     t: &Transaction<'a>,
-    rng: &mut SeedRng,
+    rng: &mut Rng,
     ticket_out: Option<&mut [u8; TICKET]>,
 ) -> Option<(usize, u64)> {
     let out = fresh_outcome(outcome);
@@ -699,13 +713,12 @@ fn connected<'a, B: Board>(
     io: Io<'_>,
     store: Store<'a>,
     t: &Transaction<'a>,
-    rng: &mut SeedRng,
+    rng: &mut Rng,
     ticket_out: Option<&mut [u8; TICKET]>,
     out: &mut Outcome,
 ) -> Option<(usize, u64)> {
     #[cfg(feature = "selfmeasure")]
     out.record.phases.enter(board, Some(Phase::Init));
-    let remembered = t.resumption.map(|r| r.ticket.server_transport_parameters);
     let now = Instant(board.now_us());
     #[cfg(feature = "x509")]
     let unix_time = crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000;
@@ -713,7 +726,7 @@ fn connected<'a, B: Board>(
     let unix_time = 0;
     let h3 = init_h3(h3_slot);
     let slot = Slots::typed(conn_slot);
-    let conn = connect(slot, t, remembered, unix_time, store, now, rng)?;
+    let conn = connect(slot, t, unix_time, store, now, rng)?;
     let ticket = event_loop(board, conn, h3, io, ticket_out, out);
     #[cfg(feature = "selfmeasure")]
     record_connection(&mut out.record, conn);
@@ -769,10 +782,12 @@ fn event_loop<B: Board>(
 ) -> Option<(usize, u64)> {
     let req = &mut out.req;
     let mut ticket: Option<(usize, u64)> = None;
-    let mut responses_at: Option<u64> = None;
-    let mut closing = false;
+    // Both responses are complete (the ticket wait has begun).
+    let mut responded = false;
     let mut updated = false;
-    let start = board.now_us();
+    // The transaction ends by this time: its limit, and once both responses are complete
+    // at the latest the end of the ticket wait.
+    let mut deadline = board.now_us() + TRANSACTION_LIMIT_US;
     #[cfg(feature = "selfmeasure")]
     {
         out.record.frame = crate::measure::frame_marker();
@@ -804,12 +819,12 @@ fn event_loop<B: Board>(
                 let _ = h3.on_stop_sending(&mut conn::transport(conn), id, code);
             },
         );
-        if conn.is_closed() && !closing {
+        if conn.is_closed() {
             break;
         }
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
-        if !closing && (conn.is_handshake_complete() || conn.can_send_early_data()) {
+        if conn.is_handshake_complete() || conn.can_send_early_data() {
             drive_requests(conn, h3, req, tx, scratch);
             // RFC 9001 §6.1, §6.6: the device's own key update (as when half its AEAD
             // confidentiality limit is used), once per transaction after the GET: the
@@ -819,27 +834,26 @@ fn event_loop<B: Board>(
                 updated = conn.initiate_key_update();
             }
             #[cfg(feature = "selfmeasure")]
-            if req.id[GET].is_some() && out.record.phases.current() == Some(Phase::Open) {
+            if req.sent[GET] && out.record.phases.current() == Some(Phase::Open) {
                 out.record.phases.enter(board, Some(Phase::Transfer));
             }
             step(steps, 2, || poll_h3(conn, h3, req));
         }
-        if req.done == [true; 2] && responses_at.is_none() {
-            responses_at = Some(now_us);
+        if req.done == [true; 2] && !responded {
+            responded = true;
+            deadline = deadline.min(now_us + TICKET_WAIT_US);
         }
         let finished = req.failed
-            || responses_at.is_some_and(|at| {
-                ticket.is_some() || ticket_out.is_none() || now_us - at > TICKET_WAIT_US
-            })
-            || now_us - start > TRANSACTION_LIMIT_US;
-        if finished && !closing {
+            || now_us > deadline
+            || responded && (ticket.is_some() || ticket_out.is_none());
+        if finished {
             #[cfg(feature = "selfmeasure")]
             out.record.phases.enter(board, Some(Phase::Close));
-            closing = true;
             conn.close(H3_NO_ERROR, b"");
         }
-        step(steps, 1, || transmit(board, conn, tx, now));
-        if closing {
+        // Every datagram the connection has.
+        step(steps, 1, || while transmit(board, conn, tx, now) {});
+        if finished {
             // CONNECTION_CLOSE is out; the closing period needs no more from the device
             // (RFC 9000 §10.2: it may discard state and answer nothing).
             break;
@@ -899,11 +913,10 @@ const fn with_h3_streams(mut c: ConnectionConfig) -> ConnectionConfig {
 fn connect<'a, 's>(
     slot: &'s mut MaybeUninit<Conn<'a>>,
     t: &Transaction<'a>,
-    remembered: Option<&[u8]>,
     _unix_time: u64,
     store: Store<'a>,
     now: Instant,
-    rng: &mut SeedRng,
+    rng: &mut Rng,
 ) -> Option<&'s mut Conn<'a>> {
     // Static, not built on the stack.
     let qcfg = t.transport;
@@ -927,9 +940,9 @@ fn connect<'a, 's>(
         rng,
     )
     .ok()?;
-    if let Some(tp) = remembered {
+    if let Some(r) = t.resumption {
         // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
-        conn.apply_remembered_params(tp);
+        conn.apply_remembered_params(r.ticket.server_transport_parameters);
     }
     Some(conn)
 }
@@ -959,24 +972,30 @@ fn on_timeout(conn: &mut Conn<'_>, now: Instant) {
     conn.handle_timeout(now);
 }
 
-/// Sends every datagram the connection has.
+/// Sends the connection's next datagram; `false` if it has none. One datagram per call,
+/// the loop in the caller: in a loop around the inlined `poll_transmit` the compiler
+/// hoisted some twenty field addresses of the connection into stack slots (188 B of
+/// prologue).
 #[inline(never)]
-fn transmit<B: Board>(board: &mut B, conn: &mut Conn<'_>, tx: &mut [u8; DATAGRAM], now: Instant) {
-    while let Some(t) = conn.poll_transmit(now, tx) {
-        if let Some(d) = tx.get(..t.len) {
-            send_frame(board, kind::DATAGRAM, d);
-        }
+fn transmit<B: Board>(
+    board: &mut B,
+    conn: &mut Conn<'_>,
+    tx: &mut [u8; DATAGRAM],
+    now: Instant,
+) -> bool {
+    let Some(t) = conn.poll_transmit(now, tx) else { return false };
+    if let Some(d) = tx.get(..t.len) {
+        send_frame(board, kind::DATAGRAM, d);
     }
+    true
 }
 
 /// Reads the HTTP/3 streams and records the responses.
 #[inline(never)]
 fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
-    let id = h3.request_id();
-    let polled = h3.poll(&mut conn::transport(conn), |e| on_h3_event(req, id, e));
+    let polled = h3.poll(&mut conn::transport(conn), |e| on_h3_event(req, e));
     if let Err(e) = polled {
-        req.failed = true;
-        req.h3_error = e.code();
+        req.fail(e.code());
     }
 }
 
@@ -996,10 +1015,10 @@ fn drive_requests(
     }
     // The GET, and once its response is complete the POST.
     let i = usize::from(req.done[GET]);
-    if let (Some(id @ None), Some(r)) = (req.id.get_mut(i), REQUESTS.get(i)) {
-        *id = h3.request(t, r, i == GET, scratch).ok();
+    if let (Some(sent @ false), Some(r)) = (req.sent.get_mut(i), REQUESTS.get(i)) {
+        *sent = h3.request(t, r, i == GET, scratch).is_ok();
     }
-    while req.id[POST].is_some() && req.post_body_sent < POST_BYTES {
+    while req.sent[POST] && req.post_body_sent < POST_BYTES {
         let rest = post_body(req.post_body_sent, body_buf);
         match h3.send_data(t, rest, true) {
             Ok(n) if n > 0 => req.post_body_sent += n,
@@ -1009,9 +1028,10 @@ fn drive_requests(
 }
 
 /// Records what the server's responses carry.
-fn on_h3_event(req: &mut Requests, id: Option<u64>, e: H3Event<'_>) {
-    let get = req.id[GET] == id;
-    let i = usize::from(!get);
+fn on_h3_event(req: &mut Requests, e: H3Event<'_>) {
+    // The current request (see [`Requests`]).
+    let i = usize::from(req.done[GET]);
+    let get = i == GET;
     match e {
         H3Event::Response { status, .. } if status >= 200 => {
             if let Some(s) = req.status.get_mut(i) {
@@ -1024,14 +1044,8 @@ fn on_h3_event(req: &mut Requests, id: Option<u64>, e: H3Event<'_>) {
                 *d = true;
             }
         }
-        H3Event::StreamError(e) => {
-            req.failed = true;
-            req.h3_error = e.code();
-        }
-        H3Event::Reset(code) => {
-            req.failed = true;
-            req.h3_error = code;
-        }
+        H3Event::StreamError(e) => req.fail(e.code()),
+        H3Event::Reset(code) => req.fail(code),
         _ => {}
     }
 }

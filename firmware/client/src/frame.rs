@@ -36,22 +36,36 @@ pub fn crc16(mut crc: u16, data: &[u8]) -> u16 {
 
 /// Writes one frame of `kind` with `payload` through `put` (one byte at a time).
 pub fn encode(kind: u8, payload: &[u8], mut put: impl FnMut(u8)) {
-    let crc = crc16(crc16(0xffff, &[kind]), payload);
     // A leading END flushes line noise received before the frame (RFC 1055).
     put(END);
-    // The three parts through one escaping loop (one copy of it and of `put`).
-    for part in [&[kind][..], payload, &crc.to_be_bytes()] {
-        for &b in part {
-            let escaped = match b {
-                END => ESC_END,
-                ESC => ESC_ESC,
-                b => b,
-            };
-            if escaped != b {
-                put(ESC);
-            }
-            put(escaped);
+    // Type, payload and the CRC (big-endian) through one escaping loop, the CRC computed
+    // on the way: one copy of the loop and of `put`, no pass over the payload before it.
+    let mut crc: u16 = 0xffff;
+    for i in 0..payload.len() + 3 {
+        let b = match i.checked_sub(1) {
+            None => kind,
+            Some(j) => match payload.get(j) {
+                Some(&b) => b,
+                // The CRC's high byte, then (shifted up) its low byte.
+                None => {
+                    let [hi, _] = crc.to_be_bytes();
+                    crc <<= 8;
+                    hi
+                }
+            },
+        };
+        if i <= payload.len() {
+            crc = crc16(crc, &[b]);
         }
+        let escaped = match b {
+            END => ESC_END,
+            ESC => ESC_ESC,
+            b => b,
+        };
+        if escaped != b {
+            put(ESC);
+        }
+        put(escaped);
     }
     put(END);
 }
@@ -60,9 +74,10 @@ pub fn encode(kind: u8, payload: &[u8], mut put: impl FnMut(u8)) {
 #[derive(Debug)]
 pub struct Decoder<const N: usize> {
     buf: [u8; N],
+    /// Bytes of the frame so far; `usize::MAX` once the frame is bad (too long, or a bad
+    /// escape): it is then dropped at its END.
     len: usize,
     escaped: bool,
-    overflow: bool,
     /// Frames dropped: CRC mismatch, too long, or a bad escape.
     pub dropped: u32,
 }
@@ -76,7 +91,7 @@ impl<const N: usize> Default for Decoder<N> {
 impl<const N: usize> Decoder<N> {
     /// An empty decoder.
     pub const fn new() -> Self {
-        Self { buf: [0; N], len: 0, escaped: false, overflow: false, dropped: 0 }
+        Self { buf: [0; N], len: 0, escaped: false, dropped: 0 }
     }
 
     /// The last complete frame (type byte first), valid until the next [`Decoder::push`].
@@ -89,21 +104,19 @@ impl<const N: usize> Decoder<N> {
     pub fn push(&mut self, b: u8) -> Option<usize> {
         if b == END {
             let len = core::mem::replace(&mut self.len, 0);
-            let bad = core::mem::replace(&mut self.overflow, false) || self.escaped;
-            self.escaped = false;
+            let escaped = core::mem::replace(&mut self.escaped, false);
             if len == 0 {
                 return None;
             }
-            if bad || len < 3 {
-                self.dropped += 1;
-                return None;
-            }
-            let (body, crc) = self.buf.get(..len)?.split_at(len - 2);
-            if crc16(0xffff, body).to_be_bytes() != [crc[0], crc[1]] {
-                self.dropped += 1;
-                return None;
-            }
-            return Some(len - 2);
+            // The CRC over type, payload and the CRC itself (big-endian) is 0 for an intact
+            // frame (CRC-16/CCITT-FALSE has no final XOR).
+            return match self.buf.get(..len) {
+                Some(f) if !escaped && len >= 3 && crc16(0xffff, f) == 0 => Some(len - 2),
+                _ => {
+                    self.dropped += 1;
+                    None
+                }
+            };
         }
         let b = if self.escaped {
             self.escaped = false;
@@ -111,7 +124,7 @@ impl<const N: usize> Decoder<N> {
                 ESC_END => END,
                 ESC_ESC => ESC,
                 _ => {
-                    self.overflow = true;
+                    self.len = usize::MAX;
                     return None;
                 }
             }
@@ -126,7 +139,7 @@ impl<const N: usize> Decoder<N> {
                 *slot = b;
                 self.len += 1;
             }
-            None => self.overflow = true,
+            None => self.len = usize::MAX,
         }
         None
     }
@@ -158,9 +171,28 @@ mod tests {
     }
 
     #[test]
+    fn frame_ends_with_the_crc_of_type_and_payload() {
+        // No byte here needs escaping: the wire is END, type, payload, CRC (big-endian), END.
+        for payload in [&b""[..], b"hello", &[7; 300]] {
+            let mut wire = Vec::new();
+            encode(kind::REPORT, payload, |b| wire.push(b));
+            let mut want = vec![END, kind::REPORT];
+            want.extend_from_slice(payload);
+            want.extend_from_slice(&crc16(crc16(0xffff, &[kind::REPORT]), payload).to_be_bytes());
+            want.push(END);
+            if want[2..want.len() - 1].iter().all(|&b| b != END && b != ESC) {
+                assert_eq!(wire, want);
+            }
+        }
+    }
+
+    #[test]
     fn crc_check_value() {
         // CRC-16/CCITT-FALSE check value over "123456789".
         assert_eq!(crc16(0xffff, b"123456789"), 0x29b1);
+        // The residue the decoder checks: data followed by its CRC gives 0.
+        assert_eq!(crc16(0xffff, b"123456789\x29\xb1"), 0);
+        assert_ne!(crc16(0xffff, b"123456789\xb1\x29"), 0);
     }
 
     #[test]
@@ -175,6 +207,15 @@ mod tests {
         encode(kind::DATAGRAM, &[7; 40], |b| wire.push(b));
         assert!(wire.iter().all(|&b| d.push(b).is_none()));
         assert_eq!(d.dropped, 2);
+        // A bad escape (ESC not followed by ESC_END or ESC_ESC) drops the frame.
+        let mut wire = Vec::new();
+        encode(kind::DATAGRAM, b"ok", |b| wire.push(b));
+        wire.insert(2, ESC);
+        assert!(wire.iter().all(|&b| d.push(b).is_none()));
+        assert_eq!(d.dropped, 3);
+        // An escape pending at END drops the frame.
+        assert!([END, 1, 2, 3, ESC, END].iter().all(|&b| d.push(b).is_none()));
+        assert_eq!(d.dropped, 4);
         // The decoder recovers for the next frame.
         let mut wire = Vec::new();
         encode(kind::DATAGRAM, b"ok", |b| wire.push(b));

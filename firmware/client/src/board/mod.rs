@@ -107,10 +107,11 @@ pub fn sleep_span(now_us: u64, deadline_us: Option<u64>) -> Option<u64> {
 /// The device seed for the random generator: the seed provisioned in flash
 /// ([`crate::DEVICE_SEED`]) mixed with the timer's bytes (the boards have no TRNG; under
 /// QEMU the timer depends on the host's timing of the serial line). A real device reads its
-/// TRNG instead.
+/// TRNG instead. The timer's bytes go into the seed's first bytes once (repeating them over
+/// all 32 would add no entropy).
 pub fn seed_with_timer(timer: &[u8]) -> [u8; 32] {
     let mut seed = *crate::DEVICE_SEED;
-    for (s, t) in seed.iter_mut().zip(timer.iter().cycle()) {
+    for (s, t) in seed.iter_mut().zip(timer) {
         *s ^= *t;
     }
     seed
@@ -133,6 +134,14 @@ mod tests {
             c.slept(25);
             assert_eq!(c.busy_ns(), (75 - 25) * 40);
         }
+    }
+
+    #[test]
+    fn the_timer_changes_the_seed() {
+        let seed = seed_with_timer(&0x0102_0304u32.to_le_bytes());
+        assert_eq!(seed[..4], [b'm' ^ 4, b'o' ^ 3, b't' ^ 2, b'e' ^ 1]);
+        assert_eq!(seed[4..], crate::DEVICE_SEED[4..]);
+        assert_ne!(seed_with_timer(&[1]), seed_with_timer(&[2]));
     }
 
     #[test]
