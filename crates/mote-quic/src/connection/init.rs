@@ -117,18 +117,42 @@ where
         rng: &mut dyn CryptoRng,
     ) -> Result<&'s mut Self, ConnectError> {
         let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
-        // RFC 9000 §7.2: the client's first Destination Connection ID is unpredictable and
-        // at least 8 bytes long.
-        let original_dcid = random_cid(&mut drbg, 8)?;
-        let local = random_cid(&mut drbg, config.local_cid_len)?;
+        // RFC 9000 §7.2, §5.1, §10.3: the first Destination Connection ID, ours and its
+        // reset token from one DRBG request, as the device connection draws them.
+        let draw = random_cid::client_draw(&mut drbg, config.local_cid_len)?;
+        let original_dcid = draw.original_dcid;
         let cids = Cids {
-            local,
+            local: draw.local,
             remote: original_dcid,
             peer_scid: original_dcid,
             original_dcid,
             retry_scid: None,
         };
-        Self::init(slot, config, Side::Client, provider, tls, storage, now, remote, drbg, cids)
+        // A configured stateless reset key still decides the token (as for a server); the
+        // drawn one is used otherwise. A client never sends it (RFC 9000 §18.2).
+        #[cfg(feature = "stateless-reset")]
+        let draw = match &config.stateless_reset_key {
+            Some(key) => random_cid::ClientDraw {
+                token: crate::endpoint::reset::derive_token(&provider, key, &draw.local)
+                    .map_err(ConnectError::Crypto)?,
+                ..draw
+            },
+            None => draw,
+        };
+        let token0 = Some(draw.token);
+        Self::init(
+            slot,
+            config,
+            Side::Client,
+            provider,
+            tls,
+            storage,
+            now,
+            remote,
+            drbg,
+            cids,
+            token0,
+        )
     }
 
     /// Runs an `init_*` function on a local slot and returns the connection by value.
@@ -155,12 +179,17 @@ where
         remote: SocketAddr,
         drbg: Drbg<P>,
         cids: Cids,
+        token0: Option<ResetToken>,
     ) -> Result<&'s mut Self, ConnectError> {
-        // RFC 9000 §10.3: the token of our handshake connection ID. Drawn here, before
-        // `write_fields`, so the DRBG's HMAC chain is not under that ~2 KB frame (issue 8).
+        // RFC 9000 §10.3: the token of our handshake connection ID (`token0`, a client's,
+        // drawn with its connection IDs). Drawn here, before `write_fields`, so the DRBG's
+        // HMAC chain is not under that ~2 KB frame (issue 8).
         let mut drbg = drbg;
-        let token0 = rotation::reset_token(&provider, config, &mut drbg, &cids.local)
-            .map_err(ConnectError::Crypto)?;
+        let token0 = match token0 {
+            Some(t) => t,
+            None => rotation::reset_token(&provider, config, &mut drbg, &cids.local)
+                .map_err(ConnectError::Crypto)?,
+        };
         let conn = Self::write_fields(
             slot, config, side, provider, tls, storage, now, remote, drbg, cids, token0,
         )?;

@@ -59,6 +59,7 @@ mod mtu;
 #[cfg(feature = "qlog")]
 pub mod packet_log;
 mod path;
+pub(crate) mod random_cid;
 pub(crate) mod recv;
 #[cfg(feature = "stateless-reset")]
 mod reset;
@@ -721,6 +722,7 @@ where
                 remote,
                 drbg,
                 cids,
+                None,
             )?;
             conn.address_validated = validation != Validation::None;
             Ok(conn)

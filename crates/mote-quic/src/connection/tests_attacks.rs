@@ -733,10 +733,10 @@ fn handshake_with_client_params(encode: impl Fn(&[u8]) -> Vec<u8>) -> Option<u64
     let config = ConnectionConfig::device();
     let mut rng = TestRng(77);
     let mut drbg = rng::Drbg::from_rng(P, &mut rng).unwrap();
-    let original_dcid = random_cid(&mut drbg, 8).unwrap();
-    let local = random_cid(&mut drbg, config.local_cid_len).unwrap();
+    let draw = super::random_cid::client_draw(&mut drbg, config.local_cid_len).unwrap();
+    let original_dcid = draw.original_dcid;
     let cids = tls::Cids {
-        local,
+        local: draw.local,
         remote: original_dcid,
         peer_scid: original_dcid,
         original_dcid,
@@ -755,10 +755,11 @@ fn handshake_with_client_params(encode: impl Fn(&[u8]) -> Vec<u8>) -> Option<u64
             addr(SERVER_ADDR),
             drbg,
             cids,
+            Some(draw.token),
         )
     })
     .unwrap();
-    let params = encode(&local);
+    let params = encode(&draw.local);
     c.hs.local_tp[..params.len()].copy_from_slice(&params);
     c.hs.local_tp_len = params.len();
     c.tls.start(&mut c.hs).unwrap();

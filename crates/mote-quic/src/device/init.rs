@@ -17,11 +17,10 @@ use crate::connection::cids::RemoteCids;
 use crate::connection::client_tp::encode_client;
 use crate::connection::init::{put, put_in_place};
 use crate::connection::key_slot::KeySlot;
+use crate::connection::random_cid::client_draw;
 use crate::connection::rng::Drbg;
 use crate::connection::tls::{Cids, Handshake, HsSignals, TlsSession};
-use crate::connection::{
-    random_cid, ConnectError, ConnectionConfig, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN,
-};
+use crate::connection::{ConnectError, ConnectionConfig, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN};
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
 use crate::stream::{CryptoRecv, CryptoSend};
 use crate::time::Instant;
@@ -125,15 +124,12 @@ where
             return Err(ConnectError::Config);
         }
         let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
-        // RFC 9000 §7.2: the client's first Destination Connection ID is unpredictable and
-        // at least 8 bytes long.
-        let original_dcid = random_cid(&mut drbg, 8)?;
-        let local = random_cid(&mut drbg, config.local_cid_len)?;
-        // The general connection draws its handshake connection ID's reset token here (a
-        // client never sends it, RFC 9000 §18.2); the draw keeps the DRBG in step with it,
-        // so both write the same ClientHello for the same seed.
-        let mut token0 = [0u8; 16];
-        drbg.fill(&mut token0).map_err(ConnectError::Crypto)?;
+        // RFC 9000 §7.2, §5.1: the first Destination Connection ID and ours, from the same
+        // one DRBG request as the general connection's `init_client` (which keeps the reset
+        // token drawn with them; a client never sends it, RFC 9000 §18.2), so both write the
+        // same ClientHello for the same seed.
+        let draw = client_draw(&mut drbg, config.local_cid_len)?;
+        let (original_dcid, local) = (draw.original_dcid, draw.local);
         let cids = Cids {
             local,
             remote: original_dcid,
