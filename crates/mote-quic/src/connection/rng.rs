@@ -32,9 +32,25 @@ impl<P: CryptoProvider> Drbg<P> {
 
     /// Draws [`SEED_LEN`] bytes from `rng` and instantiates.
     pub fn from_rng(provider: P, rng: &mut dyn CryptoRng) -> Result<Self, Error> {
+        let mut d = Self::unseeded(provider);
+        d.seed_from(rng)?;
+        Ok(d)
+    }
+
+    /// SP 800-90A §10.1.2.3 steps 2–3 only (`K = 0x00…`, `V = 0x01…`): a generator to be
+    /// placed where it lives and instantiated there by [`Self::seed_from`], so the device
+    /// constructor does not build it on its stack and copy it (issue 8). Not to be drawn
+    /// from before that.
+    pub(crate) const fn unseeded(provider: P) -> Self {
+        Self { provider, k: [0; 32], v: [1; 32] }
+    }
+
+    /// SP 800-90A §10.1.2.3 step 4 for an [`Self::unseeded`] generator: updates with
+    /// [`SEED_LEN`] bytes drawn from `rng`.
+    pub(crate) fn seed_from(&mut self, rng: &mut dyn CryptoRng) -> Result<(), Error> {
         let mut seed = [0u8; SEED_LEN];
         rng.fill(&mut seed)?;
-        Self::new(provider, &seed)
+        self.update(&seed)
     }
 
     fn hmac(&self, parts: &[&[u8]]) -> Result<[u8; 32], Error> {

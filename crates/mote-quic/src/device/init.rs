@@ -123,20 +123,6 @@ where
         {
             return Err(ConnectError::Config);
         }
-        let mut drbg = Drbg::from_rng(provider.clone(), rng).map_err(ConnectError::Crypto)?;
-        // RFC 9000 §7.2, §5.1: the first Destination Connection ID and ours, from the same
-        // one DRBG request as the general connection's `init_client` (which keeps the reset
-        // token drawn with them; a client never sends it, RFC 9000 §18.2), so both write the
-        // same ClientHello for the same seed.
-        let draw = client_draw(&mut drbg, config.local_cid_len)?;
-        let (original_dcid, local) = (draw.original_dcid, draw.local);
-        let cids = Cids {
-            local,
-            remote: original_dcid,
-            peer_scid: original_dcid,
-            original_dcid,
-            retry_scid: None,
-        };
         let DeviceStorage { crypto, control, request, peer_uni } = storage;
         let [(cs0, cr0), (cs1, cr1), (cs2, cr2)] = crypto;
         let recv_buf =
@@ -172,14 +158,45 @@ where
             // enums, structs) are written even when their value may be all zero bytes.
             p.write_bytes(0, 1);
             let hs = addr_of_mut!((*p).hs);
+            // The DRBG is instantiated in its place, not built here and copied (issue 8).
+            // On a failure below it is dropped (its state wiped); nothing else written holds
+            // anything to release.
+            let drbg = addr_of_mut!((*hs).rng);
+            drbg.write(Drbg::unseeded(provider.clone()));
+            // RFC 9000 §7.2, §5.1: the first Destination Connection ID and ours, from the
+            // same one DRBG request as the general connection's `init_client` (which keeps
+            // the reset token drawn with them; a client never sends it, RFC 9000 §18.2), so
+            // both write the same ClientHello for the same seed.
+            let drawn = match (*drbg).seed_from(rng) {
+                Ok(()) => client_draw(&mut *drbg, config.local_cid_len),
+                Err(e) => Err(ConnectError::Crypto(e)),
+            };
             let local_tp = addr_of_mut!((*hs).local_tp);
-            let len = encode_client(config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
-                .map_err(|_| ConnectError::Config)?;
-            if !put_in_place(addr_of_mut!((*p).tls), tls) {
-                return Err(ConnectError::Config);
-            }
-            addr_of_mut!((*hs).rng).write(drbg);
-            addr_of_mut!((*hs).cids).write(cids);
+            let encoded = drawn.and_then(|draw| {
+                let local = draw.local;
+                encode_client(config, PEER_UNI, recv_buf, &local, compatible, &mut *local_tp)
+                    .map(|len| (draw, len))
+                    .map_err(|_| ConnectError::Config)
+            });
+            let (draw, len) = match encoded {
+                Ok(done) if put_in_place(addr_of_mut!((*p).tls), tls) => done,
+                Ok(_) => {
+                    core::ptr::drop_in_place(drbg);
+                    return Err(ConnectError::Config);
+                }
+                Err(e) => {
+                    core::ptr::drop_in_place(drbg);
+                    return Err(e);
+                }
+            };
+            let original_dcid = draw.original_dcid;
+            addr_of_mut!((*hs).cids).write(Cids {
+                local: draw.local,
+                remote: original_dcid,
+                peer_scid: original_dcid,
+                original_dcid,
+                retry_scid: None,
+            });
             addr_of_mut!((*hs).local_tp_len).write(len);
             addr_of_mut!((*hs).provider).write(provider);
             addr_of_mut!((*hs).side).write(Side::Client);
