@@ -505,6 +505,47 @@ fn first_initial_is_the_general_connections() {
     assert_eq!(buf_dev[..n], buf_gen[..m]);
 }
 
+/// A configuration the device connection cannot serve is refused with
+/// [`ConnectError::Config`] (no panic): a local connection ID over 20 bytes (RFC 9000
+/// §17.2, refused by the one DRBG request that draws it), bidirectional streams for the
+/// server (RFC 9000 §4.6), an Initial smaller than 1,200 bytes (RFC 9000 §14.1). A good
+/// configuration still connects after them from the same generator.
+#[test]
+fn bad_configurations_are_refused() {
+    let (client_tls, _) = tls_configs(b"ctx");
+    let mut rng = TestRng(42);
+    let mut long_cid = dev_cfg();
+    long_cid.local_cid_len = crate::cid::MAX_CID_LEN + 1;
+    let mut bidi = dev_cfg();
+    bidi.streams.max_streams_bidi = 1;
+    let mut small = dev_cfg();
+    small.max_datagram_size = 1199;
+    for cfg in [long_cid, bidi, small] {
+        let r = Dev::client(
+            &cfg,
+            P,
+            ClientSession::new(P, client_tls, None),
+            dev_storage(4096, 8192),
+            Instant::ZERO,
+            addr(SERVER_ADDR),
+            &mut rng,
+        );
+        assert!(matches!(r, Err(crate::connection::ConnectError::Config)));
+    }
+    let mut max_cid = dev_cfg();
+    max_cid.local_cid_len = crate::cid::MAX_CID_LEN;
+    let dev = Dev::client(
+        &max_cid,
+        P,
+        ClientSession::new(P, client_tls, None),
+        dev_storage(4096, 8192),
+        Instant::ZERO,
+        addr(SERVER_ADDR),
+        &mut rng,
+    );
+    assert_eq!(dev.unwrap().hs.cids.local.len(), crate::cid::MAX_CID_LEN);
+}
+
 /// Resumes from `p`'s ticket with 0-RTT; the server's ticket context decides acceptance.
 fn resumed(p: &mut DevPair, server_tls: &'static ServerConfig<'static>) -> DevPair {
     let mut t = vec![0u8; 512];
