@@ -507,7 +507,7 @@ fn first_initial_is_the_general_connections() {
 
 /// A configuration the device connection cannot serve is refused with
 /// [`ConnectError::Config`] (no panic): a local connection ID over 20 bytes (RFC 9000
-/// §17.2, refused by the one DRBG request that draws it), bidirectional streams for the
+/// §17.2), bidirectional streams for the
 /// server (RFC 9000 §4.6), an Initial smaller than 1,200 bytes (RFC 9000 §14.1). A good
 /// configuration still connects after them from the same generator.
 #[test]
