@@ -30,18 +30,21 @@ pub(crate) struct ClientDraw {
     pub token: ResetToken,
 }
 
-/// One DRBG request of `8 + local_len + 16` bytes split into the original DCID, the local
-/// connection ID and its token. [`ConnectError::Config`] if `local_len` exceeds
-/// [`MAX_CID_LEN`] (RFC 9000 §17.2).
+/// Bytes of the request before the local connection ID: the original DCID and the token.
+const FIXED_LEN: usize = ORIGINAL_DCID_LEN + 16;
+
+/// One DRBG request of `8 + 16 + local_len` bytes split into the original DCID, the token
+/// and the local connection ID (in that order: the fixed-size pieces at fixed offsets).
+/// [`ConnectError::Config`] if `local_len` exceeds [`MAX_CID_LEN`] (RFC 9000 §17.2).
 pub(crate) fn client_draw<P: CryptoProvider>(
     drbg: &mut Drbg<P>,
     local_len: usize,
 ) -> Result<ClientDraw, ConnectError> {
-    let mut b = [0u8; ORIGINAL_DCID_LEN + MAX_CID_LEN + 16];
-    let bytes = b.get_mut(..ORIGINAL_DCID_LEN + local_len + 16).ok_or(ConnectError::Config)?;
+    let mut b = [0u8; FIXED_LEN + MAX_CID_LEN];
+    let bytes = b.get_mut(..FIXED_LEN + local_len).ok_or(ConnectError::Config)?;
     drbg.fill(bytes).map_err(ConnectError::Crypto)?;
-    let (dcid, rest) = bytes.split_at(ORIGINAL_DCID_LEN);
-    let (local, token) = rest.split_at(local_len);
+    let (fixed, local) = bytes.split_first_chunk::<FIXED_LEN>().ok_or(ConnectError::Config)?;
+    let (dcid, token) = fixed.split_at(ORIGINAL_DCID_LEN);
     match (ConnectionId::new(dcid), ConnectionId::new(local), ResetToken::try_from(token)) {
         (Some(original_dcid), Some(local), Ok(token)) => {
             Ok(ClientDraw { original_dcid, local, token })
@@ -64,12 +67,12 @@ mod tests {
             let mut a = Drbg::new(RustCrypto, &[3; SEED_LEN]).unwrap();
             let mut b = Drbg::new(RustCrypto, &[3; SEED_LEN]).unwrap();
             let d = client_draw(&mut a, local_len).unwrap();
-            let mut whole = [0u8; 8 + MAX_CID_LEN + 16];
-            let n = 8 + local_len + 16;
+            let mut whole = [0u8; 8 + 16 + MAX_CID_LEN];
+            let n = 8 + 16 + local_len;
             b.fill(&mut whole[..n]).unwrap();
             assert_eq!(d.original_dcid.as_ref(), &whole[..8]);
-            assert_eq!(d.local.as_ref(), &whole[8..8 + local_len]);
-            assert_eq!(d.token[..], whole[8 + local_len..n]);
+            assert_eq!(d.token[..], whole[8..24]);
+            assert_eq!(d.local.as_ref(), &whole[24..n]);
             let (mut x, mut y) = ([0u8; 32], [0u8; 32]);
             a.fill(&mut x).unwrap();
             b.fill(&mut y).unwrap();
