@@ -34,6 +34,8 @@ use crate::response_lines::{ResponseLines, ResponseSection};
 #[cfg(any(feature = "server", feature = "quic"))]
 use crate::Request;
 
+mod init;
+
 /// The methods the client sends (RFC 9110 §9.3), each numbered by its QPACK static table
 /// index (RFC 9204 Appendix A), which is how it goes on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,27 +277,35 @@ pub struct Client<const CAP: usize> {
 
 impl<const CAP: usize> Client<CAP> {
     /// A client with `config` (no dynamic table; `qpack_blocked_streams` is not used).
+    /// [`Client::init`] writes the same client into a slot in place.
     pub const fn new(config: Config) -> Self {
+        Self { st: Self::state(config), slots: [Ctl::EMPTY; SLOTS], bufs: [[0; CAP]; SLOTS] }
+    }
+
+    /// Caps `config`'s largest HEADERS payload to what a stream buffer holds.
+    const fn cap(config: &mut Config) {
         // The largest SETTINGS frame accepted, and any HEADERS frame accepted, must fit a
         // stream buffer whole (or the stream would wait for bytes it has no room for).
         const { assert!(CAP as u64 >= MAX_SETTINGS_LEN + MAX_FRAME_HEADER as u64) };
-        let mut config = config;
         let fit = (CAP - MAX_FRAME_HEADER) as u64;
         if config.max_encoded_field_section > fit {
             config.max_encoded_field_section = fit;
         }
-        Self {
-            st: State {
-                config,
-                closed: None,
-                control: None,
-                control_written: false,
-                peer_settings: None,
-                goaway: None,
-                seen: 0,
-            },
-            slots: [Ctl::EMPTY; SLOTS],
-            bufs: [[0; CAP]; SLOTS],
+    }
+
+    /// A new client's connection-wide state: `config` (capped to the stream buffer) and
+    /// nothing seen or sent.
+    const fn state(config: Config) -> State {
+        let mut config = config;
+        Self::cap(&mut config);
+        State {
+            config,
+            closed: None,
+            control: None,
+            control_written: false,
+            peer_settings: None,
+            goaway: None,
+            seen: 0,
         }
     }
 
@@ -1277,6 +1287,35 @@ mod tests {
             let mut scratch = [0u8; 128];
             assert_eq!(r.client.request(&mut r.t, &get(), true, &mut scratch), Ok(4));
         });
+    }
+
+    /// `Client::init` over a used client (state, stream slots and buffers all dirty) gives
+    /// exactly `Client::new`'s client (including the capped HEADERS limit), and that client
+    /// runs a request.
+    #[test]
+    fn init_writes_a_new_client_in_place() {
+        for config in [CONFIG, Config::DEVICE, Config::SERVER] {
+            let mut r = Run::new(1);
+            r.feed(0, &HEAD_200_LEN5[..5], false);
+            r.feed(3, &hex!("07 01 00"), false); // GOAWAY 0
+            assert_eq!(r.client.goaway_received(), Some(0));
+            let mut slot = core::mem::MaybeUninit::new(r.client);
+            let fresh = Dev::init(&mut slot, config);
+            assert_eq!(format!("{fresh:?}"), format!("{:?}", Dev::new(config)));
+            assert!(fresh.st.config.max_encoded_field_section <= 256);
+        }
+        let mut slot = core::mem::MaybeUninit::new(Run::new(1).client);
+        let mut r = Run::bare(7);
+        r.client = core::mem::replace(Dev::init(&mut slot, CONFIG), Dev::new(CONFIG));
+        r.client.open(&mut r.t).unwrap();
+        r.t.push(3, SERVER_CONTROL, false);
+        let mut scratch = [0u8; 128];
+        assert_eq!(r.client.request(&mut r.t, &get(), true, &mut scratch), Ok(0));
+        r.feed(0, HEAD_200_LEN5, false);
+        r.feed(0, &hex!("00 05 68656c6c6f"), true);
+        assert_eq!(r.error, None);
+        assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
+        assert_eq!(r.body(), b"hello");
     }
 
     #[test]
