@@ -34,6 +34,8 @@ use crate::response_lines::{ResponseLines, ResponseSection};
 #[cfg(any(feature = "server", feature = "quic"))]
 use crate::Request;
 
+mod init;
+
 /// The methods the client sends (RFC 9110 §9.3), each numbered by its QPACK static table
 /// index (RFC 9204 Appendix A), which is how it goes on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +125,18 @@ pub trait Streams: Transport {
     fn read(&mut self, id: u64, out: &mut [u8]) -> Read;
     /// The IDs of the open streams (ours and the peer's).
     fn live_streams(&self) -> impl Iterator<Item = u64> + '_;
+    /// How many unidirectional streams the peer has opened (RFC 9000 §3.2: opening one
+    /// opens every lower-numbered one), for a transport that counts them and whose QUIC
+    /// stream limits let the peer open no bidirectional stream (so one is a QUIC
+    /// connection error, STREAM_LIMIT_ERROR, before the client could see it) and at most
+    /// three unidirectional ones (the client's slots; a device's limits). The client then
+    /// gives the peer's stream i (ID 4i + 3) its own slot instead of scanning
+    /// [`Streams::live_streams`]; streams beyond the three would not be read. `None` (the
+    /// default): scan, refusing bidirectional streams (RFC 9114 §6.1) and the
+    /// unidirectional ones beyond the free slots (H3_EXCESSIVE_LOAD).
+    fn peer_uni_opened(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What [`Client::poll`] found on the request stream.
@@ -275,27 +289,35 @@ pub struct Client<const CAP: usize> {
 
 impl<const CAP: usize> Client<CAP> {
     /// A client with `config` (no dynamic table; `qpack_blocked_streams` is not used).
+    /// [`Client::init`] writes the same client into a slot in place.
     pub const fn new(config: Config) -> Self {
+        Self { st: Self::state(config), slots: [Ctl::EMPTY; SLOTS], bufs: [[0; CAP]; SLOTS] }
+    }
+
+    /// Caps `config`'s largest HEADERS payload to what a stream buffer holds.
+    const fn cap(config: &mut Config) {
         // The largest SETTINGS frame accepted, and any HEADERS frame accepted, must fit a
         // stream buffer whole (or the stream would wait for bytes it has no room for).
         const { assert!(CAP as u64 >= MAX_SETTINGS_LEN + MAX_FRAME_HEADER as u64) };
-        let mut config = config;
         let fit = (CAP - MAX_FRAME_HEADER) as u64;
         if config.max_encoded_field_section > fit {
             config.max_encoded_field_section = fit;
         }
-        Self {
-            st: State {
-                config,
-                closed: None,
-                control: None,
-                control_written: false,
-                peer_settings: None,
-                goaway: None,
-                seen: 0,
-            },
-            slots: [Ctl::EMPTY; SLOTS],
-            bufs: [[0; CAP]; SLOTS],
+    }
+
+    /// A new client's connection-wide state: `config` (capped to the stream buffer) and
+    /// nothing seen or sent.
+    const fn state(config: Config) -> State {
+        let mut config = config;
+        Self::cap(&mut config);
+        State {
+            config,
+            closed: None,
+            control: None,
+            control_written: false,
+            peer_settings: None,
+            goaway: None,
+            seen: 0,
         }
     }
 
@@ -552,18 +574,30 @@ impl<const CAP: usize> Client<CAP> {
     ) -> Result<(), H3Error> {
         // The peer's new streams.
         let mut refused = None;
-        for id in t.live_streams() {
-            // RFC 9000 §2.1: the low bit is the initiator; client-initiated streams are ours.
-            if id & 1 == 0 || self.slots.iter().any(|c| c.in_use() && c.id == id) {
-                continue;
+        if let Some(opened) = t.peer_uni_opened() {
+            // A transport that counts them (and allows the peer no bidirectional stream and
+            // at most one unidirectional stream per slot): the peer's unidirectional stream
+            // i (RFC 9000 §2.1: ID 4i + 3) has slot 1 + i, taken once.
+            for (i, c) in (0..opened).zip(self.slots.iter_mut().skip(1)) {
+                if c.kind == Kind::Free {
+                    c.take((i << 2) | 3, Kind::UniType);
+                }
             }
-            // RFC 9114 §6.1: server-initiated bidirectional streams need an extension.
-            if id & 2 == 0 {
-                return Err(H3Error::StreamCreationError);
-            }
-            match self.slots.iter_mut().skip(1).find(|c| !c.in_use()) {
-                Some(c) => c.take(id, Kind::UniType),
-                None => refused = Some(id),
+        } else {
+            for id in t.live_streams() {
+                // RFC 9000 §2.1: the low bit is the initiator; client-initiated streams are
+                // ours.
+                if id & 1 == 0 || self.slots.iter().any(|c| c.in_use() && c.id == id) {
+                    continue;
+                }
+                // RFC 9114 §6.1: server-initiated bidirectional streams need an extension.
+                if id & 2 == 0 {
+                    return Err(H3Error::StreamCreationError);
+                }
+                match self.slots.iter_mut().skip(1).find(|c| !c.in_use()) {
+                    Some(c) => c.take(id, Kind::UniType),
+                    None => refused = Some(id),
+                }
             }
         }
         if let Some(id) = refused {
@@ -961,6 +995,9 @@ mod tests {
         stops: Vec<(u64, u64)>,
         resets: Vec<(u64, u64)>,
         closed: Option<u64>,
+        /// Count the peer's unidirectional streams (`Streams::peer_uni_opened`, as the
+        /// device adapter does) instead of listing them.
+        count: bool,
     }
 
     impl Mem {
@@ -975,10 +1012,22 @@ mod tests {
                 stops: Vec::new(),
                 resets: Vec::new(),
                 closed: None,
+                count: false,
             }
         }
 
+        /// Counting the peer's unidirectional streams, as the device adapter does.
+        fn counting(chunk: usize) -> Self {
+            Self { count: true, ..Self::new(chunk) }
+        }
+
         fn push(&mut self, id: u64, bytes: &[u8], fin: bool) {
+            if self.count && id & 3 == 3 {
+                // RFC 9000 §3.2: a stream opens every lower-numbered one of its type.
+                for lower in (3..id).step_by(4) {
+                    self.incoming.entry(lower).or_default();
+                }
+            }
             let s = self.incoming.entry(id).or_default();
             s.data.extend_from_slice(bytes);
             s.fin |= fin;
@@ -1043,7 +1092,12 @@ mod tests {
             Read::Blocked
         }
         fn live_streams(&self) -> impl Iterator<Item = u64> + '_ {
+            assert!(!self.count, "a transport that counts the peer's streams is not scanned");
             self.incoming.iter().filter(|(_, s)| !s.over).map(|(id, _)| *id)
+        }
+        fn peer_uni_opened(&self) -> Option<u64> {
+            let mut uni = self.incoming.keys().filter(|id| *id & 3 == 3);
+            self.count.then(|| uni.next_back().map_or(0, |id| (id >> 2) + 1))
         }
     }
 
@@ -1086,12 +1140,11 @@ mod tests {
     impl Run {
         /// A client with its control stream open and nothing else.
         fn bare(chunk: usize) -> Self {
-            let mut r = Self {
-                client: Dev::new(CONFIG),
-                t: Mem::new(chunk),
-                events: Vec::new(),
-                error: None,
-            };
+            Self::bare_over(Mem::new(chunk))
+        }
+
+        fn bare_over(t: Mem) -> Self {
+            let mut r = Self { client: Dev::new(CONFIG), t, events: Vec::new(), error: None };
             r.client.open(&mut r.t).unwrap();
             r
         }
@@ -1099,12 +1152,12 @@ mod tests {
         /// A client with its control stream open, its GET sent, and the server's control and
         /// QPACK streams delivered `chunk` bytes per read.
         fn new(chunk: usize) -> Self {
-            let mut r = Self {
-                client: Dev::new(CONFIG),
-                t: Mem::new(chunk),
-                events: Vec::new(),
-                error: None,
-            };
+            Self::over(Mem::new(chunk))
+        }
+
+        /// [`Run::new`] over `t`.
+        fn over(t: Mem) -> Self {
+            let mut r = Self { client: Dev::new(CONFIG), t, events: Vec::new(), error: None };
             r.client.open(&mut r.t).unwrap();
             assert!(r.client.is_open());
             r.t.push(3, SERVER_CONTROL, false);
@@ -1277,6 +1330,35 @@ mod tests {
             let mut scratch = [0u8; 128];
             assert_eq!(r.client.request(&mut r.t, &get(), true, &mut scratch), Ok(4));
         });
+    }
+
+    /// `Client::init` over a used client (state, stream slots and buffers all dirty) gives
+    /// exactly `Client::new`'s client (including the capped HEADERS limit), and that client
+    /// runs a request.
+    #[test]
+    fn init_writes_a_new_client_in_place() {
+        for config in [CONFIG, Config::DEVICE, Config::SERVER] {
+            let mut r = Run::new(1);
+            r.feed(0, &HEAD_200_LEN5[..5], false);
+            r.feed(3, &hex!("07 01 00"), false); // GOAWAY 0
+            assert_eq!(r.client.goaway_received(), Some(0));
+            let mut slot = core::mem::MaybeUninit::new(r.client);
+            let fresh = Dev::init(&mut slot, config);
+            assert_eq!(format!("{fresh:?}"), format!("{:?}", Dev::new(config)));
+            assert!(fresh.st.config.max_encoded_field_section <= 256);
+        }
+        let mut slot = core::mem::MaybeUninit::new(Run::new(1).client);
+        let mut r = Run::bare(7);
+        r.client = core::mem::replace(Dev::init(&mut slot, CONFIG), Dev::new(CONFIG));
+        r.client.open(&mut r.t).unwrap();
+        r.t.push(3, SERVER_CONTROL, false);
+        let mut scratch = [0u8; 128];
+        assert_eq!(r.client.request(&mut r.t, &get(), true, &mut scratch), Ok(0));
+        r.feed(0, HEAD_200_LEN5, false);
+        r.feed(0, &hex!("00 05 68656c6c6f"), true);
+        assert_eq!(r.error, None);
+        assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
+        assert_eq!(r.body(), b"hello");
     }
 
     #[test]
@@ -1650,6 +1732,71 @@ mod tests {
         for (first, second, e) in cases {
             each_chunk(|chunk| {
                 let mut r = Run::bare(chunk);
+                r.feed(3, first, false);
+                assert_eq!(r.error, None);
+                r.feed(7, second, false);
+                r.assert_connection_error(*e);
+            });
+        }
+    }
+
+    /// A transport that counts the peer's unidirectional streams (the device adapter): the
+    /// same stream rules as over a listing one, each stream in its own slot.
+    #[test]
+    fn counted_peer_streams() {
+        each_chunk(|chunk| {
+            let mut r = Run::over(Mem::counting(chunk));
+            r.feed(7, &hex!("20 20"), false);
+            r.feed(11, &hex!("41 7f 80 01"), false);
+            r.feed(0, HEAD_200_LEN5, false);
+            r.feed(0, &hex!("00 05 68656c6c6f"), true);
+            assert_eq!(r.error, None);
+            assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
+            assert_eq!(r.body(), b"hello");
+            assert!(r.t.stops.is_empty());
+        });
+        // A grease stream type first (refused with STOP_SENDING, read to its end), a stream
+        // that ends before its type, then the control stream: read.
+        each_chunk(|chunk| {
+            let mut r = Run::bare_over(Mem::counting(chunk));
+            r.feed(3, &hex!("21 0102030405"), true);
+            r.feed(7, &[], true);
+            assert_eq!(r.t.stops, [(3, H3Error::StreamCreationError.code())]);
+            r.feed(11, SERVER_CONTROL, false);
+            assert_eq!(r.error, None);
+            assert!(r.client.peer_settings_received());
+        });
+        // Streams opened by a later one (RFC 9000 §3.2) are read once their bytes come.
+        let mut r = Run::bare_over(Mem::counting(1));
+        r.feed(11, SERVER_DECODER, false);
+        r.feed(3, SERVER_CONTROL, false);
+        assert_eq!(r.error, None);
+        assert!(r.client.peer_settings_received());
+        // Connection errors on the peer's streams.
+        let cases: &[(u64, &[u8], bool, H3Error)] = &[
+            (7, &hex!("c0 01 61"), false, H3Error::QpackEncoderStreamError),
+            (11, &hex!("80"), false, H3Error::QpackDecoderStreamError),
+            (3, &hex!(""), true, H3Error::ClosedCriticalStream),
+            (7, &hex!(""), true, H3Error::ClosedCriticalStream),
+            (3, &hex!("01 03 0000 d9"), false, H3Error::FrameUnexpected),
+        ];
+        for (id, bytes, fin, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::over(Mem::counting(chunk));
+                r.feed(*id, bytes, *fin);
+                r.assert_connection_error(*e);
+            });
+        }
+        // A second control / encoder / decoder stream, a push stream.
+        let cases: &[(&[u8], &[u8], H3Error)] = &[
+            (SERVER_CONTROL, SERVER_CONTROL, H3Error::StreamCreationError),
+            (SERVER_ENCODER, SERVER_ENCODER, H3Error::StreamCreationError),
+            (SERVER_DECODER, SERVER_DECODER, H3Error::StreamCreationError),
+            (SERVER_DECODER, &hex!("01 00"), H3Error::IdError),
+        ];
+        for (first, second, e) in cases {
+            each_chunk(|chunk| {
+                let mut r = Run::bare_over(Mem::counting(chunk));
                 r.feed(3, first, false);
                 assert_eq!(r.error, None);
                 r.feed(7, second, false);

@@ -87,4 +87,10 @@ where
     fn live_streams(&self) -> impl Iterator<Item = u64> + '_ {
         self.conn.live_streams()
     }
+
+    // The device connection allows the server no bidirectional stream (STREAM_LIMIT_ERROR,
+    // RFC 9000 §4.6) and counts its unidirectional ones.
+    fn peer_uni_opened(&self) -> Option<u64> {
+        Some(self.conn.peer_uni_opened())
+    }
 }

@@ -947,10 +947,9 @@ fn connect<'a, 's>(
     Some(conn)
 }
 
-/// A new HTTP/3 session in `slot`.
-#[inline(never)]
+/// A new HTTP/3 session in `slot`, written in place.
 fn init_h3(slot: &mut MaybeUninit<H3>) -> &mut H3 {
-    slot.write(H3::new(H3_CONFIG))
+    H3::init(slot, H3_CONFIG)
 }
 
 /// Feeds every datagram waiting on the serial line to the connection.

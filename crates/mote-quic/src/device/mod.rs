@@ -512,6 +512,13 @@ where
         self.streams.live()
     }
 
+    /// How many unidirectional streams the server has opened (RFC 9000 §3.2: opening one
+    /// opens every lower-numbered one; at most the three the device allows), for the HTTP/3
+    /// client's discovery of the server's streams: they are IDs 3, 7 and 11 in that order.
+    pub fn peer_uni_opened(&self) -> u64 {
+        self.streams.peer_uni_opened()
+    }
+
     /// A STOP_SENDING the server sent for one of our streams (already answered with
     /// RESET_STREAM), once: `(stream, code)`.
     pub fn poll_stopped(&mut self) -> Option<(u64, u64)> {

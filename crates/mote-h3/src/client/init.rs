@@ -1,0 +1,44 @@
+//! [`Client::init`]: the client written in place into the caller's `MaybeUninit` slot. A
+//! device keeps the ~1.4 KB client in a static; [`Client::new`] returns it by value, which
+//! the compiler builds in a stack frame of that size and then copies into the slot.
+#![allow(unsafe_code)]
+
+use core::mem::MaybeUninit;
+use core::ptr::addr_of_mut;
+
+use super::{Client, Ctl, Kind, Phase, SLOTS};
+use crate::connection::Config;
+
+impl<const CAP: usize> Client<CAP> {
+    /// Writes a new client with `config` into `slot` (what it held is not dropped; a client
+    /// owns nothing that needs dropping) and returns it: the same client as
+    /// [`Client::new`], field by field.
+    #[inline(never)]
+    pub fn init(slot: &mut MaybeUninit<Self>, config: Config) -> &mut Self {
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` comes from an exclusive borrow of the slot, so it is valid and
+        // aligned for a write of `Self`. The slot is zeroed first; then every field that is
+        // not an integer, a bool or a byte array (for which all-zero is a valid value, the
+        // zeroing rule of mote-quic's device constructor) is written through its address
+        // with the value `new` gives it (the compiler drops the stores that write zero
+        // bytes again). The whole client is then initialized as by `new`.
+        unsafe {
+            p.write_bytes(0, 1);
+            let st = addr_of_mut!((*p).st);
+            addr_of_mut!((*st).config).write(config);
+            Self::cap(&mut (*st).config);
+            addr_of_mut!((*st).closed).write(None);
+            addr_of_mut!((*st).control).write(None);
+            addr_of_mut!((*st).peer_settings).write(None);
+            addr_of_mut!((*st).goaway).write(None);
+            let slots = addr_of_mut!((*p).slots).cast::<Ctl>();
+            for i in 0..SLOTS {
+                let c = slots.add(i);
+                addr_of_mut!((*c).kind).write(Kind::Free);
+                addr_of_mut!((*c).phase).write(Phase::Head);
+                addr_of_mut!((*c).content_left).write(None);
+            }
+            slot.assume_init_mut()
+        }
+    }
+}
