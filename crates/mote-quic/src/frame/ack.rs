@@ -234,12 +234,11 @@ impl<'a> Ack<'a> {
             let gap = r.varint_u64()?;
             let len = r.varint_u64()?;
             // RFC 9000 §19.3.1: largest = previous smallest - Gap - 2, smallest = largest -
-            // ACK Range Length; either going negative is a FRAME_ENCODING_ERROR.
-            let largest_i = smallest
-                .checked_sub(gap)
-                .and_then(|v| v.checked_sub(2))
+            // ACK Range Length; either going negative is a FRAME_ENCODING_ERROR. (Gap and
+            // Length are varints, below 2^62: the sums cannot overflow.)
+            smallest = smallest
+                .checked_sub(gap + 2 + len)
                 .ok_or(WireError::InvalidFrame(ty))?;
-            smallest = largest_i.checked_sub(len).ok_or(WireError::InvalidFrame(ty))?;
             i += 1;
         }
         let used = before.saturating_sub(r.remaining());
