@@ -218,10 +218,15 @@ impl<'a> Ack<'a> {
 
     /// Parses the body of an ACK frame whose type `ty` (0x02 or 0x03) was already read.
     pub(crate) fn parse_body(ty: u64, r: &mut Reader<'a>) -> Result<Self, WireError> {
-        let largest = r.varint_u64()?;
-        let ack_delay = r.varint()?;
-        let count = r.varint_u64()?;
-        let first_range = r.varint_u64()?;
+        // Largest Acknowledged, ACK Delay, ACK Range Count, First ACK Range: read by one
+        // loop (issue 8: one inlined varint read, not four).
+        let mut fields = [VarInt::ZERO; 4];
+        for f in &mut fields {
+            *f = r.varint()?;
+        }
+        let [largest, ack_delay, count, first_range] = fields;
+        let (largest, count, first_range) =
+            (largest.into_inner(), count.into_inner(), first_range.into_inner());
         // RFC 9000 §19.3.1: the First ACK Range's smallest packet number is Largest
         // Acknowledged - First ACK Range; a negative result is a FRAME_ENCODING_ERROR.
         let mut smallest = largest.checked_sub(first_range).ok_or(WireError::InvalidFrame(ty))?;
