@@ -250,7 +250,12 @@ impl<'a> Ack<'a> {
         let bytes = section.get(..used).ok_or(WireError::Truncated)?;
         // RFC 9000 §19.3.2: the three ECN counts follow in a frame of type 0x03.
         let ecn = if ty == types::ACK_ECN {
-            Some(EcnCounts { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
+            let mut counts = [VarInt::ZERO; 3];
+            for c in &mut counts {
+                *c = r.varint()?;
+            }
+            let [ect0, ect1, ce] = counts;
+            Some(EcnCounts { ect0, ect1, ce })
         } else {
             None
         };
