@@ -227,23 +227,24 @@ impl<'a> Ack<'a> {
         let [largest, ack_delay, count, first_range] = fields;
         let (largest, count, first_range) =
             (largest.into_inner(), count.into_inner(), first_range.into_inner());
-        // RFC 9000 §19.3.1: the First ACK Range's smallest packet number is Largest
-        // Acknowledged - First ACK Range; a negative result is a FRAME_ENCODING_ERROR.
-        let mut smallest = largest.checked_sub(first_range).ok_or(WireError::InvalidFrame(ty))?;
         let section = r.peek_rest();
         let before = r.remaining();
+        // RFC 9000 §19.3.1: the First ACK Range's smallest packet number is Largest
+        // Acknowledged - First ACK Range; each next range's largest is the previous smallest
+        // - Gap - 2, its smallest that largest - ACK Range Length. Any of them negative is a
+        // FRAME_ENCODING_ERROR: checked by one subtraction per range (Gap and Length are
+        // varints, below 2^62, so Gap + 2 + Length cannot overflow).
         // Each pair takes at least two bytes, so a huge count ends in Truncated after at
         // most len/2 iterations: linear in the input, whatever the count claims.
+        let mut smallest = largest;
+        let mut step = first_range;
         let mut i = 0u64;
-        while i < count {
-            let gap = r.varint_u64()?;
-            let len = r.varint_u64()?;
-            // RFC 9000 §19.3.1: largest = previous smallest - Gap - 2, smallest = largest -
-            // ACK Range Length; either going negative is a FRAME_ENCODING_ERROR. (Gap and
-            // Length are varints, below 2^62: the sums cannot overflow.)
-            smallest = smallest
-                .checked_sub(gap + 2 + len)
-                .ok_or(WireError::InvalidFrame(ty))?;
+        loop {
+            smallest = smallest.checked_sub(step).ok_or(WireError::InvalidFrame(ty))?;
+            if i == count {
+                break;
+            }
+            step = r.varint_u64()? + 2 + r.varint_u64()?;
             i += 1;
         }
         let used = before.saturating_sub(r.remaining());
