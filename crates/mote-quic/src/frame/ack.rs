@@ -286,8 +286,11 @@ pub struct AckRanges<'a> {
 #[derive(Clone, Debug)]
 enum Inner<'a> {
     Wire {
-        first: Option<(u64, u64)>,
-        smallest: u64,
+        /// The Largest Acknowledged, then the smallest of the range last yielded.
+        edge: u64,
+        /// The First ACK Range until the first range is yielded.
+        first_len: Option<u64>,
+        /// The Gap/ACK Range Length pairs not yet read.
         remaining: u64,
         r: Reader<'a>,
     },
@@ -299,11 +302,13 @@ enum Inner<'a> {
 
 impl<'a> AckRanges<'a> {
     /// `largest` is the ACK's Largest Acknowledged; only a received ACK needs it here.
+    // One copy on a device (the ACK sender and the ACK processing).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn new(largest: u64, source: Source<'a>) -> Self {
         let inner = match source {
             Source::Wire { first_range, count, bytes } => Inner::Wire {
-                first: Some((largest.sat_sub(first_range), largest)),
-                smallest: largest.sat_sub(first_range),
+                edge: largest,
+                first_len: Some(first_range),
                 remaining: count,
                 r: Reader::new(bytes),
             },
@@ -329,32 +334,28 @@ impl Iterator for AckRanges<'_> {
             Inner::Ascending(it) => it.next().copied(),
             #[cfg(not(feature = "std"))]
             Inner::Received(it) => it.next().map(|r| (u64::from(r.0), u64::from(r.1))),
-            Inner::Wire { first, smallest, remaining, r } => {
-                if let Some(range) = first.take() {
-                    return Some(range);
-                }
-                if *remaining == 0 {
-                    return None;
-                }
+            Inner::Wire { edge, first_len, remaining, r } => {
                 // Validated at parse time (no range goes below zero, so the saturating
                 // subtractions are exact); a failure here only ends the iteration.
-                let step = (|| {
-                    let gap = r.varint_u64().ok()?;
-                    let len = r.varint_u64().ok()?;
-                    let largest = smallest.sat_sub(gap).sat_sub(2);
-                    Some((largest.sat_sub(len), largest))
-                })();
-                match step {
-                    Some((s, l)) => {
-                        *smallest = s;
-                        *remaining -= 1;
-                        Some((s, l))
-                    }
+                // RFC 9000 §19.3.1: the first range is Largest Acknowledged - First ACK
+                // Range ..= Largest Acknowledged; each next one's largest is the previous
+                // smallest - Gap - 2, its smallest that largest - ACK Range Length.
+                let (top, len) = match first_len.take() {
+                    Some(len) => (*edge, len),
                     None => {
-                        *remaining = 0;
-                        None
+                        if *remaining == 0 {
+                            return None;
+                        }
+                        *remaining -= 1;
+                        let (Ok(gap), Ok(len)) = (r.varint_u64(), r.varint_u64()) else {
+                            *remaining = 0;
+                            return None;
+                        };
+                        (edge.sat_sub(gap).sat_sub(2), len)
                     }
-                }
+                };
+                *edge = top.sat_sub(len);
+                Some((*edge, top))
             }
         }
     }
@@ -365,9 +366,9 @@ impl Iterator for AckRanges<'_> {
             Inner::Ascending(it) => it.len(),
             #[cfg(not(feature = "std"))]
             Inner::Received(it) => it.len(),
-            Inner::Wire { first, remaining, .. } => usize::try_from(*remaining)
+            Inner::Wire { first_len, remaining, .. } => usize::try_from(*remaining)
                 .unwrap_or(usize::MAX)
-                .saturating_add(usize::from(first.is_some())),
+                .saturating_add(usize::from(first_len.is_some())),
         };
         (n, Some(n))
     }
