@@ -218,35 +218,45 @@ impl<'a> Ack<'a> {
 
     /// Parses the body of an ACK frame whose type `ty` (0x02 or 0x03) was already read.
     pub(crate) fn parse_body(ty: u64, r: &mut Reader<'a>) -> Result<Self, WireError> {
-        let largest = r.varint_u64()?;
-        let ack_delay = r.varint()?;
-        let count = r.varint_u64()?;
-        let first_range = r.varint_u64()?;
-        // RFC 9000 §19.3.1: the First ACK Range's smallest packet number is Largest
-        // Acknowledged - First ACK Range; a negative result is a FRAME_ENCODING_ERROR.
-        let mut smallest = largest.checked_sub(first_range).ok_or(WireError::InvalidFrame(ty))?;
+        // Largest Acknowledged, ACK Delay, ACK Range Count, First ACK Range: read by one
+        // loop (issue 8: one inlined varint read, not four).
+        let mut fields = [VarInt::ZERO; 4];
+        for f in &mut fields {
+            *f = r.varint()?;
+        }
+        let [largest, ack_delay, count, first_range] = fields;
+        let (largest, count, first_range) =
+            (largest.into_inner(), count.into_inner(), first_range.into_inner());
         let section = r.peek_rest();
         let before = r.remaining();
+        // RFC 9000 §19.3.1: the First ACK Range's smallest packet number is Largest
+        // Acknowledged - First ACK Range; each next range's largest is the previous smallest
+        // - Gap - 2, its smallest that largest - ACK Range Length. Any of them negative is a
+        // FRAME_ENCODING_ERROR: checked by one subtraction per range (Gap and Length are
+        // varints, below 2^62, so Gap + 2 + Length cannot overflow).
         // Each pair takes at least two bytes, so a huge count ends in Truncated after at
         // most len/2 iterations: linear in the input, whatever the count claims.
+        let mut smallest = largest;
+        let mut step = first_range;
         let mut i = 0u64;
-        while i < count {
-            let gap = r.varint_u64()?;
-            let len = r.varint_u64()?;
-            // RFC 9000 §19.3.1: largest = previous smallest - Gap - 2, smallest = largest -
-            // ACK Range Length; either going negative is a FRAME_ENCODING_ERROR.
-            let largest_i = smallest
-                .checked_sub(gap)
-                .and_then(|v| v.checked_sub(2))
-                .ok_or(WireError::InvalidFrame(ty))?;
-            smallest = largest_i.checked_sub(len).ok_or(WireError::InvalidFrame(ty))?;
+        loop {
+            smallest = smallest.checked_sub(step).ok_or(WireError::InvalidFrame(ty))?;
+            if i == count {
+                break;
+            }
+            step = r.varint_u64()? + 2 + r.varint_u64()?;
             i += 1;
         }
         let used = before.saturating_sub(r.remaining());
         let bytes = section.get(..used).ok_or(WireError::Truncated)?;
         // RFC 9000 §19.3.2: the three ECN counts follow in a frame of type 0x03.
         let ecn = if ty == types::ACK_ECN {
-            Some(EcnCounts { ect0: r.varint()?, ect1: r.varint()?, ce: r.varint()? })
+            let mut counts = [VarInt::ZERO; 3];
+            for c in &mut counts {
+                *c = r.varint()?;
+            }
+            let [ect0, ect1, ce] = counts;
+            Some(EcnCounts { ect0, ect1, ce })
         } else {
             None
         };
@@ -276,8 +286,11 @@ pub struct AckRanges<'a> {
 #[derive(Clone, Debug)]
 enum Inner<'a> {
     Wire {
-        first: Option<(u64, u64)>,
-        smallest: u64,
+        /// The Largest Acknowledged, then the smallest of the range last yielded.
+        edge: u64,
+        /// The First ACK Range until the first range is yielded.
+        first_len: Option<u64>,
+        /// The Gap/ACK Range Length pairs not yet read.
         remaining: u64,
         r: Reader<'a>,
     },
@@ -289,11 +302,13 @@ enum Inner<'a> {
 
 impl<'a> AckRanges<'a> {
     /// `largest` is the ACK's Largest Acknowledged; only a received ACK needs it here.
+    // One copy on a device (the ACK sender and the ACK processing).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn new(largest: u64, source: Source<'a>) -> Self {
         let inner = match source {
             Source::Wire { first_range, count, bytes } => Inner::Wire {
-                first: Some((largest.sat_sub(first_range), largest)),
-                smallest: largest.sat_sub(first_range),
+                edge: largest,
+                first_len: Some(first_range),
                 remaining: count,
                 r: Reader::new(bytes),
             },
@@ -319,32 +334,28 @@ impl Iterator for AckRanges<'_> {
             Inner::Ascending(it) => it.next().copied(),
             #[cfg(not(feature = "std"))]
             Inner::Received(it) => it.next().map(|r| (u64::from(r.0), u64::from(r.1))),
-            Inner::Wire { first, smallest, remaining, r } => {
-                if let Some(range) = first.take() {
-                    return Some(range);
-                }
-                if *remaining == 0 {
-                    return None;
-                }
+            Inner::Wire { edge, first_len, remaining, r } => {
                 // Validated at parse time (no range goes below zero, so the saturating
                 // subtractions are exact); a failure here only ends the iteration.
-                let step = (|| {
-                    let gap = r.varint_u64().ok()?;
-                    let len = r.varint_u64().ok()?;
-                    let largest = smallest.sat_sub(gap).sat_sub(2);
-                    Some((largest.sat_sub(len), largest))
-                })();
-                match step {
-                    Some((s, l)) => {
-                        *smallest = s;
-                        *remaining -= 1;
-                        Some((s, l))
-                    }
+                // RFC 9000 §19.3.1: the first range is Largest Acknowledged - First ACK
+                // Range ..= Largest Acknowledged; each next one's largest is the previous
+                // smallest - Gap - 2, its smallest that largest - ACK Range Length.
+                let (top, len) = match first_len.take() {
+                    Some(len) => (*edge, len),
                     None => {
-                        *remaining = 0;
-                        None
+                        if *remaining == 0 {
+                            return None;
+                        }
+                        *remaining -= 1;
+                        let (Ok(gap), Ok(len)) = (r.varint_u64(), r.varint_u64()) else {
+                            *remaining = 0;
+                            return None;
+                        };
+                        (edge.sat_sub(gap).sat_sub(2), len)
                     }
-                }
+                };
+                *edge = top.sat_sub(len);
+                Some((*edge, top))
             }
         }
     }
@@ -355,9 +366,9 @@ impl Iterator for AckRanges<'_> {
             Inner::Ascending(it) => it.len(),
             #[cfg(not(feature = "std"))]
             Inner::Received(it) => it.len(),
-            Inner::Wire { first, remaining, .. } => usize::try_from(*remaining)
+            Inner::Wire { first_len, remaining, .. } => usize::try_from(*remaining)
                 .unwrap_or(usize::MAX)
-                .saturating_add(usize::from(first.is_some())),
+                .saturating_add(usize::from(first_len.is_some())),
         };
         (n, Some(n))
     }

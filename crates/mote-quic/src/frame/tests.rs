@@ -325,6 +325,22 @@ fn ack_range_underflow() {
     assert_err(&hex!("03 0a 00 01 00 00 09 00 00 00"), WireError::InvalidFrame(0x03), FEE);
     // A huge gap must not wrap.
     assert_err(&hex!("02 0a 00 01 00 ffffffffffffffff 00"), WireError::InvalidFrame(0x02), FEE);
+    // Nor the largest Gap and Length together (Gap + 2 + Length is checked as one sum).
+    assert_err(
+        &hex!("02 ffffffffffffffff 00 01 00 ffffffffffffffff ffffffffffffffff"),
+        WireError::InvalidFrame(0x02),
+        FEE,
+    );
+    // A range exactly down to 0 from the top: Largest 2^62 - 1, Gap 0, Length 2^62 - 3.
+    let Frame::Ack(ack) =
+        parse_all(&hex!("02 ffffffffffffffff 00 01 00 00 fffffffffffffffd")).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        ack.ranges().collect::<Vec<_>>(),
+        [((1 << 62) - 1, (1 << 62) - 1), (0, (1 << 62) - 3)]
+    );
 }
 
 /// A range count far beyond the bytes ends in Truncated after reading what is there.

@@ -612,29 +612,26 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     where
         I: Iterator<Item = (u64, u64)>,
     {
-        let mut prev_smallest: Option<u64> = None;
-        let mut largest = 0;
+        // The first range is checked against `next_pn`, the others against the previous
+        // range's smallest: `bound` is the lowest packet number a range may not reach.
+        let mut bound = self.next_pn;
+        let mut largest = None;
         for (lo, hi) in ranges.take(cap) {
-            if prev_smallest.is_none() {
-                largest = hi;
-            }
-            // Only the first range can reach `next_pn`: the others are below it.
-            match prev_smallest {
-                _ if lo > hi => return Err(RecoveryError::InvalidAckRanges),
-                Some(p) if hi >= p => return Err(RecoveryError::InvalidAckRanges),
-                None if hi >= self.next_pn => return Err(RecoveryError::AckOfUnsentPacket),
-                _ => {}
+            if lo > hi || hi >= bound {
+                return Err(match largest {
+                    // Only the first range can reach `next_pn`: the others are below it.
+                    None if lo <= hi => RecoveryError::AckOfUnsentPacket,
+                    _ => RecoveryError::InvalidAckRanges,
+                });
             }
             // `hi < next_pn <= MAX_PN` here, so the empty marker (`NO_PN`) never matches.
             if self.skipped.iter().any(|&s| lo <= s && s <= hi) {
                 return Err(RecoveryError::AckOfSkippedPacket);
             }
-            prev_smallest = Some(lo);
+            largest.get_or_insert(hi);
+            bound = lo;
         }
-        match prev_smallest {
-            Some(_) => Ok(largest),
-            None => Err(RecoveryError::InvalidAckRanges),
-        }
+        largest.ok_or(RecoveryError::InvalidAckRanges)
     }
 
     /// Marks the live records inside the first `cap` (validated) ranges as newly acked and
