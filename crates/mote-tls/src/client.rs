@@ -1111,7 +1111,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     }
 
     // Inlined into the handshake reader (issue 8, with the CertificateRequest's: −88 B;
-    // see `encrypted_extensions` for the stack).
+    // see `encrypted_extensions` for the stack) — except with X.509, whose chain check's
+    // locals would add ~3.3 KB to the reader's frame, under every later handler.
+    #[cfg_attr(feature = "x509", inline(never))]
     fn certificate(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
         let cert = Certificate::parse(msg.body)?;
         // RFC 8446 §4.4.2: the server's certificate_request_context is empty.
