@@ -170,7 +170,7 @@ pub struct DeviceConnection<
     /// PTO probes to send, per space.
     probes: [u8; 3],
     /// Unacknowledged CRYPTO data resent early on a duplicate of the server's (RFC 9002
-    /// §6.2.3), at most [`FAST_RESENDS`] times.
+    /// §6.2.3), at most [`crate::connection::FAST_RESENDS`] times.
     fast_resends: u8,
     /// The newest PATH_CHALLENGE's data, to answer (RFC 9000 §8.2.2).
     path_response: Option<[u8; 8]>,
@@ -206,11 +206,6 @@ pub struct DeviceConnection<
 }
 
 type Res<T = ()> = Result<T, ConnectionClose>;
-
-/// RFC 9002 §6.2.3: how often per connection a duplicate of the server's CRYPTO data makes
-/// us resend ours before the PTO ("a limited number of times per connection"). A server
-/// repeats its flight on its PTO, so this covers a few lost Finished in a row.
-const FAST_RESENDS: u8 = 8;
 
 /// Index of a packet number space in per-space arrays.
 const fn si(space: PnSpace) -> usize {

@@ -19,7 +19,9 @@ use mote_tls::{
 
 use super::*;
 use crate::coding::Writer;
-use crate::connection::tests::{addr, configs, pattern, storage, Server, TestRng, P, SERVER_ADDR};
+use crate::connection::tests::{
+    addr, configs, corrupt_handshake_packet, pattern, storage, Server, TestRng, P, SERVER_ADDR,
+};
 use crate::connection::{Connection, ConnectionConfig, RecvInfo, Validation};
 use crate::frame::Frame;
 use crate::packet::{self, Header, LongHeader, LongType, ShortHeader, TAG_LEN};
@@ -1611,14 +1613,12 @@ fn a_repeated_server_flight_brings_the_finished_again() {
     let mut p = DevPair::new();
     // The ClientHello takes 100 ms longer: the client's RTT estimate (and PTO) is larger
     // than the server's, whose PTO thus fires first. The datagram with the client's
-    // Finished (Initial ACK + Handshake) has its last byte, in the Handshake packet's tag,
-    // flipped: the server still gets the Initial ACK (an RTT sample), not the Finished.
+    // Finished (Initial ACK + Handshake) has its Handshake packet corrupted: the server
+    // still gets the Initial ACK (an RTT sample), not the Finished.
     p.filter = Box::new(|d, n, data| match (d, n) {
         (Dir::ToServer, 0) => Fate::Delay(Duration::from_millis(100)),
         (Dir::ToServer, 1) => {
-            if let Some(b) = data.last_mut() {
-                *b ^= 1;
-            }
+            assert!(corrupt_handshake_packet(data), "the Finished datagram");
             Fate::Deliver
         }
         _ => Fate::Deliver,
