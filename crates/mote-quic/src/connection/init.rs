@@ -347,6 +347,7 @@ where
             addr_of_mut!((*p).amp_received).write(0);
             addr_of_mut!((*p).amp_sent).write(0);
             addr_of_mut!((*p).probes).write([0; 3]);
+            addr_of_mut!((*p).fast_resends).write(0);
             #[cfg(not(feature = "migration"))]
             addr_of_mut!((*p).path_response).write(None);
             put(addr_of_mut!((*p).remote_cids), || cids::RemoteCids::new(remote_cid));
@@ -532,6 +533,7 @@ where
             amp_received: _,
             amp_sent: _,
             probes: _,
+            fast_resends: _,
             #[cfg(not(feature = "migration"))]
                 path_response: _,
             local_cids: _,

@@ -113,6 +113,10 @@ use tls::Handshake;
 pub const HANDSHAKE_SENT: usize = 8;
 /// Received-packet ranges kept for the Initial and the Handshake space.
 pub const HANDSHAKE_RANGES: usize = 4;
+/// RFC 9002 §6.2.3: how often per connection a duplicate of the server's CRYPTO data makes
+/// a client resend its own before the PTO ("a limited number of times per connection"). A
+/// server repeats its flight on its PTO, so this covers a few lost Finished in a row.
+pub(crate) const FAST_RESENDS: u8 = 8;
 /// Events queued at most; further events of a kind already queued are merged.
 pub const EVENT_CAPACITY: usize = 16;
 /// Bytes of a CONNECTION_CLOSE reason phrase kept (ours and the peer's). Without the
@@ -509,6 +513,9 @@ pub struct Connection<
     amp_sent: u64,
     /// PTO probes to send, per space.
     probes: [u8; 3],
+    /// Client: unacknowledged CRYPTO data resent early on a duplicate of the server's (RFC
+    /// 9002 §6.2.3), at most [`FAST_RESENDS`] times.
+    fast_resends: u8,
     /// A PATH_CHALLENGE to answer (without `migration`: only the newest is kept).
     #[cfg(not(feature = "migration"))]
     path_response: Option<[u8; 8]>,

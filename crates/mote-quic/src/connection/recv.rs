@@ -11,7 +11,7 @@ use super::sent::{flag, ControlTable, SentFrames};
 use super::tls::{Handshake, TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, Event, Events, PeerParams, RecvInfo, Res, State,
-    TokenState, HANDSHAKE_RANGES, HANDSHAKE_SENT, MIN_INITIAL_SIZE,
+    TokenState, FAST_RESENDS, HANDSHAKE_RANGES, HANDSHAKE_SENT, MIN_INITIAL_SIZE,
 };
 use crate::arith::Sat64 as _;
 use crate::cid::ConnectionId;
@@ -1083,6 +1083,9 @@ where
         let insert = recv
             .on_crypto(offset, data)
             .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
+        if insert == Insert::Duplicate {
+            self.resend_crypto_early(i);
+        }
         self.tls.set_time(now);
         while let Some(recv) = self.crypto_recv.get_mut(i) {
             let chunk = recv.peek();
@@ -1355,6 +1358,24 @@ where
             if space == PnSpace::ApplicationData {
                 self.requeue_oldest(usize::from(count.max(1)));
             }
+        }
+    }
+
+    /// RFC 9002 §6.2.3: a duplicate of the server's CRYPTO data means it did not get ours
+    /// (or our RTT estimate is too small); "an endpoint MAY, for a limited number of times
+    /// per connection, send a packet containing unacknowledged CRYPTO data earlier than the
+    /// PTO expiry". A client queues its unacknowledged CRYPTO data of space `i` for the next
+    /// datagram, without arming or backing off the PTO: at most one per duplicate the server
+    /// sends, and at most [`FAST_RESENDS`] per connection (no endless exchange). A server
+    /// keeps waiting for its PTO (its sending is bounded by anti-amplification).
+    #[inline(never)]
+    fn resend_crypto_early(&mut self, i: usize) {
+        if self.side() != Side::Client || self.fast_resends >= FAST_RESENDS {
+            return;
+        }
+        if let Some(c) = self.hs.crypto_send.get_mut(i).filter(|c| c.has_unacked()) {
+            c.requeue_unacked();
+            self.fast_resends += 1;
         }
     }
 

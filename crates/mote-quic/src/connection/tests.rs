@@ -1445,6 +1445,61 @@ fn tls_alert_becomes_crypto_error() {
     assert!(matches!(p.server().close_reason(), Some(CloseReason::Peer(c)) if c.code == code));
 }
 
+/// Flips the last byte (in the AEAD tag) of the Handshake packet coalesced in `datagram`;
+/// false if there is none.
+pub(crate) fn corrupt_handshake_packet(datagram: &mut [u8]) -> bool {
+    let mut at = 0;
+    while let Some(Ok(p)) = datagram.get(at..).map(|d| packet::parse(d, 8, false)) {
+        let Header::Long(h) = p.header else { return false };
+        let (handshake, len) = (h.ty == packet::LongType::Handshake, p.len);
+        if len == 0 {
+            return false;
+        }
+        at += len;
+        if handshake {
+            datagram[at - 1] ^= 1;
+            return true;
+        }
+    }
+    false
+}
+
+/// RFC 9002 §6.2.3: the client's Finished is corrupted (interop: quic-go's
+/// handshakecorruption case, where the client answered each of the server's repeated
+/// flights with an ACK alone). The server's PTO repetition of its Handshake flight is a
+/// duplicate, so the client sends its Finished again at once, and the server completes the
+/// handshake before the client's PTO fires.
+#[test]
+fn a_repeated_server_flight_brings_the_finished_again() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    // The ClientHello takes 100 ms longer: the client's RTT estimate (and PTO) is larger
+    // than the server's, whose PTO thus fires first. The datagram with the client's
+    // Finished (Initial ACK + Handshake) has its Handshake packet corrupted: the server
+    // still gets the Initial ACK (an RTT sample), not the Finished.
+    p.filter = Box::new(|d, n, data| match (d, n) {
+        (Dir::ToServer, 0) => Fate::Delay(Duration::from_millis(100)),
+        (Dir::ToServer, 1) => {
+            assert!(corrupt_handshake_packet(data), "the Finished datagram");
+            Fate::Deliver
+        }
+        _ => Fate::Deliver,
+    });
+    assert!(p.run_until(Duration::from_secs(5), |p| p.client.is_handshake_complete()));
+    p.flush();
+    let client_pto = p.client.poll_timeout().expect("the PTO is armed");
+    assert!(p.run_until(Duration::from_secs(5), |p| p
+        .server
+        .as_ref()
+        .is_some_and(|s| s.is_handshake_complete())));
+    assert!(p.now < client_pto, "completed before the client's PTO");
+    if cfg!(feature = "stats") {
+        assert_eq!(p.client.stats().ptos, 0, "the client's PTO never fired");
+        assert!(p.server().stats().ptos >= 1, "the server repeated its flight");
+    }
+    p.handshake();
+    transfer(&mut p, &pattern(3000), Duration::from_secs(5));
+}
+
 /// Client datagrams stashed by a filter instead of being delivered.
 type Stash = std::rc::Rc<std::cell::RefCell<Vec<Vec<u8>>>>;
 

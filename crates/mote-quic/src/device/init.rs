@@ -294,6 +294,7 @@ where
             early_rejected: _,
             ticket_ready: _,
             probes: _,
+            fast_resends: _,
             path_response: _,
             ping_pending: _,
             idle_start: _,

@@ -169,6 +169,9 @@ pub struct DeviceConnection<
     ticket_ready: bool,
     /// PTO probes to send, per space.
     probes: [u8; 3],
+    /// Unacknowledged CRYPTO data resent early on a duplicate of the server's (RFC 9002
+    /// §6.2.3), at most [`crate::connection::FAST_RESENDS`] times.
+    fast_resends: u8,
     /// The newest PATH_CHALLENGE's data, to answer (RFC 9000 §8.2.2).
     path_response: Option<[u8; 8]>,
     ping_pending: bool,

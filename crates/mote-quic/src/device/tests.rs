@@ -19,7 +19,9 @@ use mote_tls::{
 
 use super::*;
 use crate::coding::Writer;
-use crate::connection::tests::{addr, configs, pattern, storage, Server, TestRng, P, SERVER_ADDR};
+use crate::connection::tests::{
+    addr, configs, corrupt_handshake_packet, pattern, storage, Server, TestRng, P, SERVER_ADDR,
+};
 use crate::connection::{Connection, ConnectionConfig, RecvInfo, Validation};
 use crate::frame::Frame;
 use crate::packet::{self, Header, LongHeader, LongType, ShortHeader, TAG_LEN};
@@ -1599,4 +1601,38 @@ fn zero_rtt_rejected_beyond_the_new_limits_closes() {
     let mut got = Vec::new();
     srv_drain(s, id, &mut got);
     assert!(got.len() <= 1000);
+}
+
+/// RFC 9002 §6.2.3: the client's Finished is corrupted (interop: quic-go's
+/// handshakecorruption case, where the client answered each of the server's repeated
+/// flights with an ACK alone and its own PTO probes came too late). The server's PTO
+/// repetition of its Handshake flight is a duplicate, so the client sends its Finished
+/// again at once, and the server completes the handshake before the client's PTO fires.
+#[test]
+fn a_repeated_server_flight_brings_the_finished_again() {
+    let mut p = DevPair::new();
+    // The ClientHello takes 100 ms longer: the client's RTT estimate (and PTO) is larger
+    // than the server's, whose PTO thus fires first. The datagram with the client's
+    // Finished (Initial ACK + Handshake) has its Handshake packet corrupted: the server
+    // still gets the Initial ACK (an RTT sample), not the Finished.
+    p.filter = Box::new(|d, n, data| match (d, n) {
+        (Dir::ToServer, 0) => Fate::Delay(Duration::from_millis(100)),
+        (Dir::ToServer, 1) => {
+            assert!(corrupt_handshake_packet(data), "the Finished datagram");
+            Fate::Deliver
+        }
+        _ => Fate::Deliver,
+    });
+    assert!(p.run_until(Duration::from_secs(5), |p| p.client.is_handshake_complete()));
+    p.flush();
+    let client_pto = p.client.poll_timeout().expect("the PTO is armed");
+    assert!(p.run_until(Duration::from_secs(5), |p| p
+        .server
+        .as_ref()
+        .is_some_and(|s| s.is_handshake_complete())));
+    assert!(p.now < client_pto, "completed before the client's PTO");
+    assert_eq!(p.client.ptos, 0, "the client's PTO never fired");
+    assert!(p.server().stats().ptos >= 1, "the server repeated its flight");
+    p.handshake();
+    exchange(&mut p, b"GET", &pattern(3000));
 }
