@@ -389,7 +389,7 @@ pub const STACK_BUDGET: u64 =
     if STACK_PEAK_MEASURED + 256 < STACK_GOAL { STACK_PEAK_MEASURED + 256 } else { STACK_GOAL };
 /// The peak the budget was recorded from (`cargo xtask qemu`, both profiles, both
 /// transactions).
-const STACK_PEAK_MEASURED: u64 = 2_676;
+const STACK_PEAK_MEASURED: u64 = 2_684;
 /// Issue 8's memory goal: heap high-water mark, packet buffers excluded (they are static).
 pub const HEAP_GOAL: u64 = 8192;
 
