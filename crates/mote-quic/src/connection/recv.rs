@@ -1374,8 +1374,12 @@ where
             return;
         }
         if let Some(c) = self.hs.crypto_send.get_mut(i).filter(|c| c.has_unacked()) {
+            // Counted only when it queues something: the other packets of the same repeated
+            // flight find our data already queued.
+            if !c.wants_to_send() {
+                self.fast_resends += 1;
+            }
             c.requeue_unacked();
-            self.fast_resends += 1;
         }
     }
 

@@ -677,8 +677,12 @@ where
         // CRYPTO, so only the handshake spaces can have unacknowledged data here.
         if insert == Insert::Duplicate && self.fast_resends < FAST_RESENDS {
             if let Some(c) = self.hs.crypto_send.get_mut(i).filter(|c| c.has_unacked()) {
+                // Counted only when it queues something: the other packets of the same
+                // repeated flight find our data already queued.
+                if !c.wants_to_send() {
+                    self.fast_resends += 1;
+                }
                 c.requeue_unacked();
-                self.fast_resends += 1;
             }
         }
         while let Some(recv) = self.crypto_recv.get_mut(i) {
