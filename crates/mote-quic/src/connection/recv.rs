@@ -11,7 +11,7 @@ use super::sent::{flag, ControlTable, SentFrames};
 use super::tls::{Handshake, TlsSession, CRYPTO_RANGES};
 use super::{
     si, CloseReason, Connection, ConnectionClose, Event, Events, PeerParams, RecvInfo, Res, State,
-    TokenState, FAST_RESENDS, HANDSHAKE_RANGES, HANDSHAKE_SENT, MIN_INITIAL_SIZE,
+    TokenState, HANDSHAKE_RANGES, HANDSHAKE_SENT, MIN_INITIAL_SIZE,
 };
 use crate::arith::Sat64 as _;
 use crate::cid::ConnectionId;
@@ -1361,25 +1361,12 @@ where
         }
     }
 
-    /// RFC 9002 §6.2.3: a duplicate of the server's CRYPTO data means it did not get ours
-    /// (or our RTT estimate is too small); "an endpoint MAY, for a limited number of times
-    /// per connection, send a packet containing unacknowledged CRYPTO data earlier than the
-    /// PTO expiry". A client queues its unacknowledged CRYPTO data of space `i` for the next
-    /// datagram, without arming or backing off the PTO: at most one per duplicate the server
-    /// sends, and at most [`FAST_RESENDS`] per connection (no endless exchange). A server
-    /// keeps waiting for its PTO (its sending is bounded by anti-amplification).
+    /// RFC 9002 §6.2.3 (`Handshake::resend_crypto_early`) for a client; a server keeps
+    /// waiting for its PTO (its sending is bounded by anti-amplification).
     #[inline(never)]
     fn resend_crypto_early(&mut self, i: usize) {
-        if self.side() != Side::Client || self.fast_resends >= FAST_RESENDS {
-            return;
-        }
-        if let Some(c) = self.hs.crypto_send.get_mut(i).filter(|c| c.has_unacked()) {
-            // Counted only when it queues something: the other packets of the same repeated
-            // flight find our data already queued.
-            if !c.wants_to_send() {
-                self.fast_resends += 1;
-            }
-            c.requeue_unacked();
+        if self.side() == Side::Client {
+            self.hs.resend_crypto_early(i, &mut self.fast_resends);
         }
     }
 

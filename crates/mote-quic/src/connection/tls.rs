@@ -10,6 +10,7 @@ use mote_tls::{
 
 use super::key_slot::KeySlot;
 use super::rng::Drbg;
+use super::FAST_RESENDS;
 use crate::cid::ConnectionId;
 use crate::error::WireError;
 use crate::packet::{next_secret, PacketKey, PacketKeys};
@@ -470,6 +471,26 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
             0 => &mut self.crypto_send[0],
             1 => &mut self.crypto_send[1],
             _ => &mut self.crypto_send[2],
+        }
+    }
+
+    /// RFC 9002 §6.2.3: a duplicate of the peer's CRYPTO data means it did not get ours
+    /// (or our RTT estimate is too small); "an endpoint MAY, for a limited number of times
+    /// per connection, send a packet containing unacknowledged CRYPTO data earlier than the
+    /// PTO expiry". Queues our unacknowledged CRYPTO data of space `i` for the next
+    /// datagram, without arming or backing off the PTO; `resends` counts against
+    /// [`FAST_RESENDS`] per connection (no endless exchange), and only when something is
+    /// queued: the other packets of the same repeated flight find our data already queued.
+    /// Clients only (the device connection and the general client share this).
+    pub(crate) fn resend_crypto_early(&mut self, i: usize, resends: &mut u8) {
+        if *resends >= FAST_RESENDS {
+            return;
+        }
+        if let Some(c) = self.crypto_send.get_mut(i).filter(|c| c.has_unacked()) {
+            if !c.wants_to_send() {
+                *resends += 1;
+            }
+            c.requeue_unacked();
         }
     }
 

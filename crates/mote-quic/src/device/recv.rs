@@ -14,7 +14,7 @@ use crate::coding::{Reader, VarInt};
 use crate::connection::cids::RemoteCids;
 use crate::connection::recv::{level_of, retry_verified, tls_close, unprotect, violation, wire};
 use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
-use crate::connection::{CloseReason, ConnectionClose, FAST_RESENDS};
+use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
 use crate::frame::{self, types, Ack};
 use crate::packet::{self, Header, PacketType, Unprotected, VersionNegotiation};
@@ -668,22 +668,10 @@ where
         let insert = recv
             .on_crypto(offset, data)
             .map_err(|e| ConnectionClose::transport(e.code(), Some(types::CRYPTO)))?;
-        // RFC 9002 §6.2.3: a duplicate of the server's CRYPTO data means it did not get
-        // ours (or our RTT estimate is too small); "an endpoint MAY, for a limited number
-        // of times per connection, send a packet containing unacknowledged CRYPTO data
-        // earlier than the PTO expiry". Queued for the next datagram without arming or
-        // backing off the PTO: at most one per duplicate the server sends, and at most
-        // FAST_RESENDS per connection (no endless exchange). A client never sends 1-RTT
-        // CRYPTO, so only the handshake spaces can have unacknowledged data here.
-        if insert == Insert::Duplicate && self.fast_resends < FAST_RESENDS {
-            if let Some(c) = self.hs.crypto_send.get_mut(i).filter(|c| c.has_unacked()) {
-                // Counted only when it queues something: the other packets of the same
-                // repeated flight find our data already queued.
-                if !c.wants_to_send() {
-                    self.fast_resends += 1;
-                }
-                c.requeue_unacked();
-            }
+        // RFC 9002 §6.2.3: the server's CRYPTO data again means it did not get ours (a
+        // client never sends 1-RTT CRYPTO, so only the handshake spaces have any).
+        if insert == Insert::Duplicate {
+            self.hs.resend_crypto_early(i, &mut self.fast_resends);
         }
         while let Some(recv) = self.crypto_recv.get_mut(i) {
             let chunk = recv.peek();
