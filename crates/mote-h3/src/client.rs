@@ -30,7 +30,7 @@ use crate::qpack::prefix::{decode_int, PrefixError};
 use crate::qpack::DecodeError;
 #[cfg(any(feature = "server", feature = "quic"))]
 use crate::qpack::FieldEncoder;
-use crate::response_lines::{ResponseLines, ResponseSection};
+use crate::response_lines::ResponseLines;
 #[cfg(any(feature = "server", feature = "quic"))]
 use crate::Request;
 
@@ -885,21 +885,14 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 pos += hl + payload.len();
                 match h.ty {
                     frame_type::HEADERS => {
-                        let limit = st.config.max_field_section_size;
-                        // Each line is checked as it is decoded (nothing is stored).
-                        let mut lines = ResponseLines::new(limit, c.phase == Phase::Body);
-                        match decode_lines(payload, &mut lines) {
-                            Ok(()) => {
-                                if let Err(e) = response_head(c, lines.finish(), on) {
-                                    stream_error(c, t, on, e);
-                                }
-                            }
-                            Err(DecodeError::TooLarge) => {
-                                stream_error(c, t, on, H3Error::ExcessiveLoad)
-                            }
+                        match headers(c, payload, st.config.max_field_section_size) {
+                            Ok(event) => on(event),
                             // No dynamic table: a section that needs one cannot be decoded
-                            // (RFC 9204 §2.2.3).
-                            Err(_) => return Err(H3Error::QpackDecompressionFailed),
+                            // (RFC 9204 §2.2.3), a connection error.
+                            Err(H3Error::QpackDecompressionFailed) => {
+                                return Err(H3Error::QpackDecompressionFailed)
+                            }
+                            Err(e) => stream_error(c, t, on, e),
                         }
                     }
                     frame_type::SETTINGS => {
@@ -928,21 +921,26 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
     }
 }
 
-/// Checks a received head or trailer section (RFC 9114 §4.1.2, §4.3.2) and hands it on.
-fn response_head<F: FnMut(Event<'_>)>(
-    c: &mut Ctl,
-    checked: Result<ResponseSection, H3Error>,
-    on: &mut F,
-) -> Result<(), H3Error> {
-    let checked = checked?;
+/// Decodes and checks a received head or trailer section (RFC 9204 §4.5, RFC 9114 §4.1.2,
+/// §4.3.2) and returns its event. Errors: QPACK_DECOMPRESSION_FAILED (a connection error),
+/// H3_EXCESSIVE_LOAD (above our SETTINGS_MAX_FIELD_SECTION_SIZE, §4.2.2) and
+/// H3_MESSAGE_ERROR (malformed) fail the stream.
+fn headers(c: &mut Ctl, payload: &[u8], limit: u64) -> Result<Event<'static>, H3Error> {
+    // Each line is checked as it is decoded (nothing is stored).
+    let mut lines = ResponseLines::new(limit, c.phase == Phase::Body);
+    match decode_lines(payload, &mut lines) {
+        Ok(()) => {}
+        Err(DecodeError::TooLarge) => return Err(H3Error::ExcessiveLoad),
+        Err(_) => return Err(H3Error::QpackDecompressionFailed),
+    }
+    let checked = lines.finish()?;
     let Some(status) = checked.status else {
         // §4.1.2: the content must add up to the content-length by the trailers.
         if c.content_left.is_some_and(|l| l != 0) {
             return Err(H3Error::MessageError);
         }
         c.phase = Phase::Trailers;
-        on(Event::Trailers);
-        return Ok(());
+        return Ok(Event::Trailers);
     };
     // RFC 9114 §4.5: HTTP/3 has no 101 (Switching Protocols); such a head is malformed.
     if status == 101 {
@@ -957,8 +955,7 @@ fn response_head<F: FnMut(Event<'_>)>(
         c.content_left = if bodyless { Some(0) } else { declared };
         c.phase = Phase::Body;
     }
-    on(Event::Response { status });
-    Ok(())
+    Ok(Event::Response { status })
 }
 
 #[cfg(test)]
