@@ -578,9 +578,10 @@ impl<const CAP: usize> Client<CAP> {
             // A transport that counts them (and allows the peer no bidirectional stream and
             // at most one unidirectional stream per slot): the peer's unidirectional stream
             // i (RFC 9000 §2.1: ID 4i + 3) has slot 1 + i, taken once.
-            for (i, c) in (0..opened).zip(self.slots.iter_mut().skip(1)) {
+            let peer = self.slots.get_mut(1..).unwrap_or(&mut []);
+            for (i, c) in peer.iter_mut().enumerate().take(opened.min(3) as usize) {
                 if c.kind == Kind::Free {
-                    c.take((i << 2) | 3, Kind::UniType);
+                    c.take(((i as u64) << 2) | 3, Kind::UniType);
                 }
             }
         } else {
@@ -665,7 +666,18 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
             }
         }
         let input = buf.get(..c.len).unwrap_or(&[]);
-        let consumed = process(st, c, input, t, on)?.min(c.len);
+        let consumed = match process(st, c, input, t, on) {
+            Ok(n) => n.min(c.len),
+            // A malformed or too large response fails the request stream only (RFC 9114
+            // §4.1.2, §4.2.2); `Discard` then drops what is left of it.
+            Err(e @ (H3Error::MessageError | H3Error::ExcessiveLoad))
+                if c.kind == Kind::Request =>
+            {
+                stream_error(c, t, on, e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         buf.copy_within(consumed..c.len, 0);
         c.len -= consumed;
         if read == 0 && consumed == 0 {
@@ -696,7 +708,9 @@ fn stream_error<T: Transport, F: FnMut(Event<'_>)>(
     on(Event::StreamError(code));
 }
 
-/// Acts on `input`, the buffered bytes of stream `c`; returns how many were consumed.
+/// Acts on `input`, the buffered bytes of stream `c`; returns how many were consumed. On the
+/// request stream H3_MESSAGE_ERROR and H3_EXCESSIVE_LOAD are stream errors (`pump` fails
+/// the stream); every other error is a connection error.
 fn process<T: Streams, F: FnMut(Event<'_>)>(
     st: &mut State,
     c: &mut Ctl,
@@ -805,11 +819,10 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                     // §4.1.2: a response without a final head, or with less content than
                     // its content-length declared, is malformed.
                     if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
-                        stream_error(c, t, on, H3Error::MessageError);
-                    } else {
-                        c.kind = Kind::Done;
-                        on(Event::Finished);
+                        return Err(H3Error::MessageError);
                     }
+                    c.kind = Kind::Done;
+                    on(Event::Finished);
                     continue;
                 };
                 // §6.2.1: the control stream's first frame must be SETTINGS, whatever else
@@ -836,10 +849,8 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                         c.data = true;
                         // §4.1.2: more content than the content-length declared.
                         if let Some(left) = c.content_left {
-                            match left.checked_sub(h.len) {
-                                Some(l) => c.content_left = Some(l),
-                                None => stream_error(c, t, on, H3Error::MessageError),
-                            }
+                            let left = left.checked_sub(h.len).ok_or(H3Error::MessageError)?;
+                            c.content_left = Some(left);
                         }
                         continue;
                     }
@@ -851,8 +862,7 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                         // §4.2.2, §10.5: a section above our limit, refused before it
                         // arrives.
                         if h.len > st.config.max_encoded_field_section {
-                            stream_error(c, t, on, H3Error::ExcessiveLoad);
-                            continue;
+                            return Err(H3Error::ExcessiveLoad);
                         }
                         h.len
                     }
@@ -884,16 +894,9 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 };
                 pos += hl + payload.len();
                 match h.ty {
+                    // A stream error (malformed, too large) or QPACK_DECOMPRESSION_FAILED.
                     frame_type::HEADERS => {
-                        match headers(c, payload, st.config.max_field_section_size) {
-                            Ok(event) => on(event),
-                            // No dynamic table: a section that needs one cannot be decoded
-                            // (RFC 9204 §2.2.3), a connection error.
-                            Err(H3Error::QpackDecompressionFailed) => {
-                                return Err(H3Error::QpackDecompressionFailed)
-                            }
-                            Err(e) => stream_error(c, t, on, e),
-                        }
+                        on(headers(c, payload, st.config.max_field_section_size)?)
                     }
                     frame_type::SETTINGS => {
                         let max = Settings::parse_max_field_section_size(payload)?;
@@ -922,9 +925,10 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
 }
 
 /// Decodes and checks a received head or trailer section (RFC 9204 §4.5, RFC 9114 §4.1.2,
-/// §4.3.2) and returns its event. Errors: QPACK_DECOMPRESSION_FAILED (a connection error),
+/// §4.3.2) and returns its event. Errors: QPACK_DECOMPRESSION_FAILED (a connection error:
+/// without a dynamic table a section that needs one cannot be decoded, RFC 9204 §2.2.3);
 /// H3_EXCESSIVE_LOAD (above our SETTINGS_MAX_FIELD_SECTION_SIZE, §4.2.2) and
-/// H3_MESSAGE_ERROR (malformed) fail the stream.
+/// H3_MESSAGE_ERROR (malformed), which fail the stream.
 fn headers(c: &mut Ctl, payload: &[u8], limit: u64) -> Result<Event<'static>, H3Error> {
     // Each line is checked as it is decoded (nothing is stored).
     let mut lines = ResponseLines::new(limit, c.phase == Phase::Body);
