@@ -301,12 +301,13 @@ fn add_content_length(declared: &mut Option<u64>, value: &[u8]) -> Result<(), H3
 /// `v` followed by the decimal digit `c`, if `c` is a digit and the result is below 2^62
 /// (a content-length no stream can carry is malformed).
 pub(crate) fn push_digit(v: u64, c: u8) -> Option<u64> {
-    if !c.is_ascii_digit() {
+    // Up to this, `v * 10 + 9` cannot wrap (a constant: no division at run time).
+    const MAX_BEFORE_DIGIT: u64 = crate::coding::VARINT_MAX / 10;
+    let d = c.wrapping_sub(b'0');
+    if d > 9 || v > MAX_BEFORE_DIGIT {
         return None;
     }
-    v.checked_mul(10)
-        .and_then(|v| v.checked_add(u64::from(c - b'0')))
-        .filter(|v| *v <= crate::coding::VARINT_MAX)
+    Some(v * 10 + u64::from(d)).filter(|v| *v <= crate::coding::VARINT_MAX)
 }
 
 /// Checks a received trailer section: no pseudo-header fields (§4.3).
@@ -324,6 +325,23 @@ pub fn check_trailers(fields: &FieldSection<'_>) -> Result<(), H3Error> {
 mod tests {
     use super::*;
     use crate::qpack::{decode_field_section, encode_field_section};
+
+    /// `push_digit` is `v * 10 + digit` below 2^62, checked arithmetic's result, at the
+    /// edges of its no-wrap bound and for every byte.
+    #[test]
+    fn push_digit_matches_checked_arithmetic() {
+        let max = crate::coding::VARINT_MAX;
+        for v in [0, 1, 9, max / 10 - 1, max / 10, max / 10 + 1, max - 1, max, u64::MAX] {
+            for c in 0..=255u8 {
+                let expected = c
+                    .is_ascii_digit()
+                    .then(|| v.checked_mul(10)?.checked_add(u64::from(c - b'0')))
+                    .flatten()
+                    .filter(|r| *r <= max);
+                assert_eq!(push_digit(v, c), expected, "{v} {c}");
+            }
+        }
+    }
 
     fn section<'o>(fields: &[(&[u8], &[u8])], out: &'o mut [u8]) -> FieldSection<'o> {
         let mut enc = [0u8; 512];
