@@ -164,10 +164,41 @@ fn valid_value(v: &[u8]) -> bool {
         && !matches!(v.last(), Some(b' ' | b'\t'))
 }
 
-/// The connection-specific fields, malformed in HTTP/3 (RFC 9114 §4.2), each after its
-/// length (one table and one loop rather than a string comparison per name).
-const CONNECTION_SPECIFIC: &[u8] =
-    b"\x0aconnection\x0akeep-alive\x10proxy-connection\x11transfer-encoding\x07upgrade";
+/// The names the response checks single out, each after its length (one table and one
+/// loop rather than a string comparison per name): `:status`, `te`, `content-length`, then
+/// the connection-specific fields, malformed in HTTP/3 (RFC 9114 §4.2).
+const NAMES: &[u8] = b"\x07:status\x02te\x0econtent-length\x0aconnection\x0akeep-alive\x10proxy-connection\x11transfer-encoding\x07upgrade";
+
+/// [`known_name`]: `:status`.
+pub(crate) const STATUS: usize = 0;
+/// [`known_name`]: `te`.
+pub(crate) const TE: usize = 1;
+/// [`known_name`]: `content-length`.
+pub(crate) const CONTENT_LENGTH: usize = 2;
+/// [`known_name`]: the first connection-specific name; every index from here on is one.
+const CONNECTION_SPECIFIC: usize = 3;
+/// [`known_name`]: none of the names (or a name longer than all of them).
+pub(crate) const OTHER: usize = 8;
+
+/// Which of [`NAMES`] `name` is (its index), or [`OTHER`].
+pub(crate) fn known_name(name: &[u8]) -> usize {
+    let mut rest = NAMES;
+    let mut i = 0;
+    while let Some((&len, tail)) = rest.split_first() {
+        let Some((known, tail)) = tail.split_at_checked(usize::from(len)) else { break };
+        if name == known {
+            return i;
+        }
+        rest = tail;
+        i += 1;
+    }
+    OTHER
+}
+
+/// Whether a name is connection-specific, by its [`known_name`] index.
+pub(crate) fn is_connection_specific(known: usize) -> bool {
+    (CONNECTION_SPECIFIC..OTHER).contains(&known)
+}
 
 /// Connection-specific fields are malformed in HTTP/3 (§4.2); `te` may only say
 /// "trailers".
@@ -181,17 +212,9 @@ pub(crate) fn regular_field_ok(name: &[u8], value: &[u8]) -> bool {
     valid_name(name) && valid_value(value)
 }
 
-/// Whether `name` is one of [`CONNECTION_SPECIFIC`] (at most 17 bytes long).
+/// Whether `name` is one of the connection-specific fields (RFC 9114 §4.2).
 pub(crate) fn connection_specific(name: &[u8]) -> bool {
-    let mut rest = CONNECTION_SPECIFIC;
-    while let Some((&len, tail)) = rest.split_first() {
-        let Some((banned, tail)) = tail.split_at_checked(usize::from(len)) else { break };
-        if name == banned {
-            return true;
-        }
-        rest = tail;
-    }
-    false
+    is_connection_specific(known_name(name))
 }
 
 /// A regular field line (no pseudo-header: `regular_field_ok` refuses a `:`). A device

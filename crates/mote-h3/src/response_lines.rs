@@ -5,7 +5,9 @@
 //! stored section); test `streamed_check_matches_the_stored_checks` compares them.
 
 use crate::error::H3Error;
-use crate::message::{connection_specific, name_byte_ok, push_digit};
+use crate::message::{
+    is_connection_specific, known_name, name_byte_ok, push_digit, CONTENT_LENGTH, OTHER, STATUS, TE,
+};
 use crate::qpack::decoder::LineSink;
 use crate::qpack::fields::{PushError, Src};
 use crate::qpack::huffman::{self, HuffmanError};
@@ -142,16 +144,16 @@ impl ResponseLines {
         Ok(ResponseSection { status: self.status, content_length: self.content_length })
     }
 
-    /// Whether a regular line is well-formed (as `message::regular_line_ok`); a device
-    /// build's opaque static name is a valid, ordinary one.
-    fn regular_ok(name: Option<&Seen>, value: &Seen) -> bool {
+    /// Whether a regular line is well-formed (as `message::regular_line_ok`); `known` is
+    /// the name's `message::known_name` index. A device build's opaque static name is a
+    /// valid, ordinary one.
+    fn regular_ok(known: usize, name: Option<&Seen>, value: &Seen) -> bool {
         let Some(name) = name else { return value.valid_value() };
-        let short = name.short();
         // §4.2: connection-specific fields are malformed; `te` may only say "trailers".
-        if short.is_some_and(connection_specific) {
+        if is_connection_specific(known) {
             return false;
         }
-        if short == Some(b"te") {
+        if known == TE {
             return value.short() == Some(b"trailers");
         }
         name.len != 0 && name.token && value.valid_value()
@@ -166,6 +168,11 @@ impl LineSink for ResponseLines {
         let name_seen = self.read(name, &mut n)?;
         let mut v = Seen::new();
         self.read(value, &mut v)?;
+        // Which of the names the checks single out this is (none if it was not seen).
+        let known = match n.short() {
+            Some(short) if name_seen => known_name(short),
+            _ => OTHER,
+        };
         if name_seen && n.len != 0 && n.head[0] == b':' {
             // §4.3: pseudo-header fields come first; a response has `:status` only, once,
             // three digits (RFC 9110 §15); trailers have none.
@@ -174,7 +181,7 @@ impl LineSink for ResponseLines {
                 Some(s)
                     if !self.trailers
                         && !self.regular
-                        && n.short() == Some(b":status")
+                        && known == STATUS
                         && self.status.is_none() =>
                 {
                     // Three digits: below 1,000.
@@ -185,9 +192,9 @@ impl LineSink for ResponseLines {
             return Ok(());
         }
         self.regular = true;
-        if !Self::regular_ok(name_seen.then_some(&n), &v) {
+        if !Self::regular_ok(known, name_seen.then_some(&n), &v) {
             self.malformed = true;
-        } else if n.short() == Some(b"content-length") && self.status.is_some_and(|s| s >= 200) {
+        } else if known == CONTENT_LENGTH && self.status.is_some_and(|s| s >= 200) {
             // §4.1.2: the content length of a final response, checked against DATA later;
             // several lines must agree (RFC 9110 §8.6).
             match v.decimal() {
@@ -246,6 +253,13 @@ mod tests {
             &[(b"content-length", b"3")],
             &[(b":status", b"200"), (b"Upper", b"y")],
             &[(b":status", b"200"), (b"connection", b"close")],
+            &[(b":status", b"200"), (b"keep-alive", b"1")],
+            &[(b":status", b"200"), (b"proxy-connection", b"x")],
+            &[(b":status", b"200"), (b"transfer-encoding", b"chunked")],
+            &[(b":status", b"200"), (b"upgrade", b"h2")],
+            &[(b":status", b"200"), (b"upgrades", b"h2"), (b"connections", b"x")],
+            &[(b":statu", b"200")],
+            &[(b":status", b"200"), (b"content-lengt", b"x"), (b"tes", b"x")],
             &[(b":status", b"200"), (b"te", b"gzip")],
             &[(b":status", b"200"), (b"te", b"trailers")],
             &[(b":status", b"200"), (b"x", b" y")],
