@@ -148,15 +148,16 @@ impl ResponseLines {
     /// the name's `message::known_name` index. A device build's opaque static name is a
     /// valid, ordinary one.
     fn regular_ok(known: usize, name: Option<&Seen>, value: &Seen) -> bool {
-        let Some(name) = name else { return value.valid_value() };
-        // §4.2: connection-specific fields are malformed; `te` may only say "trailers".
-        if is_connection_specific(known) {
-            return false;
+        if let Some(name) = name {
+            // §4.2: connection-specific fields are malformed; `te` may only say "trailers".
+            if is_connection_specific(known) || name.len == 0 || !name.token {
+                return false;
+            }
+            if known == TE {
+                return value.short() == Some(b"trailers");
+            }
         }
-        if known == TE {
-            return value.short() == Some(b"trailers");
-        }
-        name.len != 0 && name.token && value.valid_value()
+        value.valid_value()
     }
 }
 
