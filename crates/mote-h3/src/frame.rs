@@ -139,25 +139,25 @@ impl Settings {
     #[inline(never)]
     pub fn parse_max_field_section_size(payload: &[u8]) -> Result<Option<u64>, H3Error> {
         let mut max = None;
-        let mut at = 0;
-        while let Some(rest) = payload.get(at..).filter(|r| !r.is_empty()) {
+        let mut rest = payload;
+        while !rest.is_empty() {
             let (id, value, n) = two_varints(rest).ok_or(H3Error::FrameError)?;
             if setting_id::is_http2_only(id) {
                 return Err(H3Error::SettingsError);
             }
-            // A duplicate is found at its second occurrence (`each` looks ahead and finds
-            // it at the first): the same error, as only the last pair can be truncated.
-            let mut before = payload.get(..at).unwrap_or(&[]);
-            while let Some((earlier, _, m)) = two_varints(before) {
-                if earlier == id {
+            rest = rest.get(n..).unwrap_or(&[]);
+            // A duplicate is found at its first occurrence, as `each` does (the later
+            // pairs up to a truncated one are compared; the truncated one fails later).
+            let mut later = rest;
+            while let Some((other, _, m)) = two_varints(later) {
+                if other == id {
                     return Err(H3Error::SettingsError);
                 }
-                before = before.get(m..).unwrap_or(&[]);
+                later = later.get(m..).unwrap_or(&[]);
             }
             if id == setting_id::MAX_FIELD_SECTION_SIZE {
                 max = Some(value);
             }
-            at += n;
         }
         Ok(max)
     }
