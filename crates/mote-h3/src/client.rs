@@ -161,16 +161,18 @@ pub enum Event<'a> {
     Reset(u64),
 }
 
+/// The critical streams' values are their bits in `State::seen`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Kind {
     /// No stream.
-    Free,
+    Free = 0,
+    Control = 1,
+    Encoder = 2,
+    Decoder = 4,
     /// A peer unidirectional stream whose type has not arrived yet.
-    UniType,
-    Control,
-    Encoder,
-    Decoder,
-    Request,
+    UniType = 3,
+    Request = 5,
     /// Read and dropped until it ends: an unknown stream type, a failed request.
     Discard,
     /// Nothing more comes (FIN read, reset, or stopped).
@@ -736,17 +738,21 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 None => return Ok(pos),
                 Some((ty, n)) => {
                     pos += n;
-                    let (bit, kind) = match ty {
-                        stream_type::CONTROL => (1, Kind::Control),
-                        stream_type::QPACK_ENCODER => (2, Kind::Encoder),
-                        stream_type::QPACK_DECODER => (4, Kind::Decoder),
+                    let kind = match ty {
+                        stream_type::CONTROL => Kind::Control,
+                        stream_type::QPACK_ENCODER => Kind::Encoder,
+                        stream_type::QPACK_DECODER => Kind::Decoder,
                         // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
                         stream_type::PUSH => return Err(H3Error::IdError),
                         _ => {
                             // §6.2, §9: unknown and reserved types: abort reading.
                             stop_sending(t, c.id, H3Error::StreamCreationError);
-                            (0, Kind::Discard)
+                            Kind::Discard
                         }
+                    };
+                    let bit = match kind {
+                        Kind::Control | Kind::Encoder | Kind::Decoder => kind as u8,
+                        _ => 0,
                     };
                     // §6.2.1, RFC 9204 §4.2: only one stream of each critical type.
                     if st.seen & bit != 0 {
