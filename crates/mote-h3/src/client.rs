@@ -254,15 +254,18 @@ struct State {
     /// Our control stream, and whether its bytes went out.
     control: Option<u64>,
     control_written: bool,
-    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE; outer `None`: no SETTINGS yet.
-    peer_settings: Option<Option<u64>>,
+    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if its SETTINGS had one.
+    peer_max: Option<u64>,
     goaway: Option<u64>,
-    /// The peer's critical streams seen (bits: control, QPACK encoder, QPACK decoder).
+    /// The peer's critical streams seen (bits: control, QPACK encoder, QPACK decoder) and
+    /// whether its SETTINGS arrived ([`SETTINGS_SEEN`]).
     seen: u8,
 }
 
 /// The request stream's slot; the others hold peer unidirectional streams.
 const REQ: usize = 0;
+/// `State::seen`: the peer's SETTINGS arrived (the bits below are the critical streams').
+const SETTINGS_SEEN: u8 = 8;
 /// Slots: the request stream and three peer unidirectional streams.
 const SLOTS: usize = 4;
 /// Room for the control stream's bytes: stream type, SETTINGS header (3 bytes with the
@@ -317,7 +320,7 @@ impl<const CAP: usize> Client<CAP> {
             closed: None,
             control: None,
             control_written: false,
-            peer_settings: None,
+            peer_max: None,
             goaway: None,
             seen: 0,
         }
@@ -340,12 +343,12 @@ impl<const CAP: usize> Client<CAP> {
 
     /// Whether the peer's SETTINGS arrived.
     pub const fn peer_settings_received(&self) -> bool {
-        self.st.peer_settings.is_some()
+        self.st.seen & SETTINGS_SEEN != 0
     }
 
     /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if it sent one (RFC 9114 §4.2.2).
-    pub fn peer_max_field_section_size(&self) -> Option<u64> {
-        self.st.peer_settings.flatten()
+    pub const fn peer_max_field_section_size(&self) -> Option<u64> {
+        self.st.peer_max
     }
 
     /// The request stream's ID, while one is open.
@@ -833,7 +836,7 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 };
                 // §6.2.1: the control stream's first frame must be SETTINGS, whatever else
                 // it is.
-                if !request && st.peer_settings.is_none() && h.ty != frame_type::SETTINGS {
+                if !request && st.seen & SETTINGS_SEEN == 0 && h.ty != frame_type::SETTINGS {
                     return Err(H3Error::MissingSettings);
                 }
                 // §7.2.8: types with no meaning here (reserved, unknown) are skipped.
@@ -907,10 +910,11 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                     frame_type::SETTINGS => {
                         let max = Settings::parse_max_field_section_size(payload)?;
                         // §7.2.4: SETTINGS only once.
-                        if st.peer_settings.is_some() {
+                        if st.seen & SETTINGS_SEEN != 0 {
                             return Err(H3Error::FrameUnexpected);
                         }
-                        st.peer_settings = Some(max);
+                        st.seen |= SETTINGS_SEEN;
+                        st.peer_max = max;
                     }
                     _ => {
                         // GOAWAY (§5.2): a server's names a client-initiated bidirectional

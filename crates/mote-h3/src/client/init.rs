@@ -29,7 +29,7 @@ impl<const CAP: usize> Client<CAP> {
             Self::cap(&mut (*st).config);
             addr_of_mut!((*st).closed).write(None);
             addr_of_mut!((*st).control).write(None);
-            addr_of_mut!((*st).peer_settings).write(None);
+            addr_of_mut!((*st).peer_max).write(None);
             addr_of_mut!((*st).goaway).write(None);
             let slots = addr_of_mut!((*p).slots).cast::<Ctl>();
             for i in 0..SLOTS {
@@ -53,7 +53,7 @@ impl<const CAP: usize> Client<CAP> {
             closed: _,
             control: _,
             control_written: _,
-            peer_settings: _,
+            peer_max: _,
             goaway: _,
             seen: _,
         } = st;
