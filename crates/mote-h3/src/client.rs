@@ -256,7 +256,9 @@ struct State {
     control_written: bool,
     /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if its SETTINGS had one.
     peer_max: Option<u64>,
-    goaway: Option<u64>,
+    /// The ID in the last GOAWAY received, [`NO_GOAWAY`] before one (above every
+    /// varint, so "may not increase" needs no separate case).
+    goaway: u64,
     /// The peer's critical streams seen (bits: control, QPACK encoder, QPACK decoder) and
     /// whether its SETTINGS arrived ([`SETTINGS_SEEN`]).
     seen: u8,
@@ -266,6 +268,8 @@ struct State {
 const REQ: usize = 0;
 /// `State::seen`: the peer's SETTINGS arrived (the bits below are the critical streams').
 const SETTINGS_SEEN: u8 = 8;
+/// `State::goaway` before a GOAWAY arrived.
+const NO_GOAWAY: u64 = u64::MAX;
 /// Slots: the request stream and three peer unidirectional streams.
 const SLOTS: usize = 4;
 /// Room for the control stream's bytes: stream type, SETTINGS header (3 bytes with the
@@ -321,7 +325,7 @@ impl<const CAP: usize> Client<CAP> {
             control: None,
             control_written: false,
             peer_max: None,
-            goaway: None,
+            goaway: NO_GOAWAY,
             seen: 0,
         }
     }
@@ -338,7 +342,10 @@ impl<const CAP: usize> Client<CAP> {
 
     /// The ID in the last GOAWAY received.
     pub const fn goaway_received(&self) -> Option<u64> {
-        self.st.goaway
+        match self.st.goaway {
+            NO_GOAWAY => None,
+            id => Some(id),
+        }
     }
 
     /// Whether the peer's SETTINGS arrived.
@@ -422,7 +429,7 @@ impl<const CAP: usize> Client<CAP> {
     ) -> Result<u64, SendError> {
         self.check_open()?;
         // RFC 9114 §5.2: no new request after GOAWAY.
-        if self.st.goaway.is_some() {
+        if self.st.goaway != NO_GOAWAY {
             return Err(SendError::GoingAway);
         }
         let peer_max = self.peer_max_field_section_size();
@@ -923,10 +930,10 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                             Some((id, n)) if n == payload.len() => id,
                             _ => return Err(H3Error::FrameError),
                         };
-                        if id & 0x3 != 0 || st.goaway.is_some_and(|prev| id > prev) {
+                        if id & 0x3 != 0 || id > st.goaway {
                             return Err(H3Error::IdError);
                         }
-                        st.goaway = Some(id);
+                        st.goaway = id;
                     }
                 }
             }

@@ -21,7 +21,8 @@ impl<const CAP: usize> Client<CAP> {
         // not an integer, a bool or a byte array (for which all-zero is a valid value, the
         // zeroing rule of mote-quic's device constructor) is written through its address
         // with the value `new` gives it (the compiler drops the stores that write zero
-        // bytes again). The whole client is then initialized as by `new`.
+        // bytes again), and so is an integer `new` does not set to 0 (`goaway`). The
+        // whole client is then initialized as by `new`.
         unsafe {
             p.write_bytes(0, 1);
             let st = addr_of_mut!((*p).st);
@@ -30,7 +31,7 @@ impl<const CAP: usize> Client<CAP> {
             addr_of_mut!((*st).closed).write(None);
             addr_of_mut!((*st).control).write(None);
             addr_of_mut!((*st).peer_max).write(None);
-            addr_of_mut!((*st).goaway).write(None);
+            addr_of_mut!((*st).goaway).write(super::NO_GOAWAY);
             let slots = addr_of_mut!((*p).slots).cast::<Ctl>();
             for i in 0..SLOTS {
                 let c = slots.add(i);
@@ -44,7 +45,8 @@ impl<const CAP: usize> Client<CAP> {
 
     /// Names every field (an exhaustive pattern, never called), so that adding a field
     /// brings the reader here and to [`Client::init`]: only integer, bool and byte-array
-    /// fields may be left to its zeroing; every other field must be written there.
+    /// fields that `new` sets to 0 may be left to its zeroing; every other field must be
+    /// written there.
     #[allow(dead_code)]
     fn all_fields(&self) {
         let Self { st, slots, bufs: _ } = self;
