@@ -251,8 +251,9 @@ impl Ctl {
 struct State {
     config: Config,
     closed: Option<H3Error>,
-    /// Our control stream, and whether its bytes went out.
-    control: Option<u64>,
+    /// Our control stream ([`NO_STREAM`] before it is open), and whether its bytes went
+    /// out.
+    control: u64,
     control_written: bool,
     /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if its SETTINGS had one.
     peer_max: Option<u64>,
@@ -270,6 +271,8 @@ const REQ: usize = 0;
 const SETTINGS_SEEN: u8 = 8;
 /// `State::goaway` before a GOAWAY arrived.
 const NO_GOAWAY: u64 = u64::MAX;
+/// `State::control` before the stream is open (no stream ID is this large).
+const NO_STREAM: u64 = u64::MAX;
 /// Slots: the request stream and three peer unidirectional streams.
 const SLOTS: usize = 4;
 /// Room for the control stream's bytes: stream type, SETTINGS header (3 bytes with the
@@ -322,7 +325,7 @@ impl<const CAP: usize> Client<CAP> {
         State {
             config,
             closed: None,
-            control: None,
+            control: NO_STREAM,
             control_written: false,
             peer_max: None,
             goaway: NO_GOAWAY,
@@ -380,10 +383,10 @@ impl<const CAP: usize> Client<CAP> {
         if self.st.control_written {
             return Ok(());
         }
-        let id = match self.st.control {
-            Some(id) => id,
-            None => *self.st.control.insert(t.open_uni().ok_or(SendError::StreamLimit)?),
-        };
+        if self.st.control == NO_STREAM {
+            self.st.control = t.open_uni().ok_or(SendError::StreamLimit)?;
+        }
+        let id = self.st.control;
         // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 25
         // bytes, below 64), its payload, then the grease frame.
         let mut buf = [0u8; CONTROL_BYTES];
@@ -553,7 +556,7 @@ impl<const CAP: usize> Client<CAP> {
         if let Some(e) = self.st.closed {
             return Err(e);
         }
-        if self.st.control == Some(id) {
+        if self.st.control == id {
             return Err(fail(&mut self.st, t, H3Error::ClosedCriticalStream));
         }
         if let Some(c) = self.slots.get_mut(REQ) {

@@ -21,7 +21,7 @@ impl<const CAP: usize> Client<CAP> {
         // not an integer, a bool or a byte array (for which all-zero is a valid value, the
         // zeroing rule of mote-quic's device constructor) is written through its address
         // with the value `new` gives it (the compiler drops the stores that write zero
-        // bytes again), and so is an integer `new` does not set to 0 (`goaway`). The
+        // bytes again), and so is an integer `new` does not set to 0 (`control`, `goaway`). The
         // whole client is then initialized as by `new`.
         unsafe {
             p.write_bytes(0, 1);
@@ -29,7 +29,7 @@ impl<const CAP: usize> Client<CAP> {
             addr_of_mut!((*st).config).write(config);
             Self::cap(&mut (*st).config);
             addr_of_mut!((*st).closed).write(None);
-            addr_of_mut!((*st).control).write(None);
+            addr_of_mut!((*st).control).write(super::NO_STREAM);
             addr_of_mut!((*st).peer_max).write(None);
             addr_of_mut!((*st).goaway).write(super::NO_GOAWAY);
             let slots = addr_of_mut!((*p).slots).cast::<Ctl>();
