@@ -450,7 +450,9 @@ impl<const CAP: usize> Client<CAP> {
         // RFC 9114 §4.3.1: an https request's :path is not empty; RFC 9110 §5.5: no field
         // value carries NUL, CR or LF (the peer would find the request malformed).
         if request.path.is_empty()
-            || request.path.iter().chain(request.authority).any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+            || [request.path, request.authority]
+                .iter()
+                .any(|v| v.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n')))
         {
             return Err(SendError::InvalidState);
         }
