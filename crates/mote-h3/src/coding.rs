@@ -108,6 +108,15 @@ impl<'a> Out<'a> {
         Ok(())
     }
 
+    /// Appends `n` bytes for the caller to fill.
+    #[cfg(not(any(feature = "server", feature = "quic")))]
+    pub(crate) fn reserve(&mut self, n: usize) -> Result<&mut [u8], BufferTooSmall> {
+        let end = self.pos.checked_add(n).ok_or(BufferTooSmall)?;
+        let dst = self.buf.get_mut(self.pos..end).ok_or(BufferTooSmall)?;
+        self.pos = end;
+        Ok(dst)
+    }
+
     /// Appends `v` in its shortest varint encoding; values of 2^62 or more are refused.
     pub fn put_varint(&mut self, v: u64) -> Result<(), BufferTooSmall> {
         #[cfg(any(feature = "device", feature = "quic"))]

@@ -114,6 +114,31 @@ fn known(out: &mut Out<'_>, index: u8, known: &[u8], value: &[u8]) -> Result<(),
     put_str(out, value, 7, 0)
 }
 
+/// `content-length: n` (RFC 9110 §8.6: decimal digits), as [`known`] writes it for the
+/// digits of `n`: static entry 4 itself if `n` is 0, else a literal referencing its name
+/// with the digits as a plain string (at most 20, so a one-byte length). Returns the number
+/// of digits.
+#[cfg(not(any(feature = "server", feature = "quic")))]
+fn put_content_length(out: &mut Out<'_>, n: usize) -> Result<usize, BufferTooSmall> {
+    if n == 0 {
+        out.put_u8(0xc0 | 4)?;
+        return Ok(1);
+    }
+    let mut digits = 0;
+    let mut rest = n;
+    while rest != 0 {
+        rest /= 10;
+        digits += 1;
+    }
+    out.put_slice(&[0x50 | 4, digits as u8])?;
+    let mut rest = n;
+    for d in out.reserve(digits)?.iter_mut().rev() {
+        *d = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    Ok(digits)
+}
+
 /// A device-only build's request head (RFC 9114 §4.3.1), written as one template: the
 /// prefix (no dynamic table), `:method` by its static index `method` (15..=21, RFC 9204
 /// Appendix A; its name `method_len` bytes long), `:scheme` `https` (23), `:authority` (0)
@@ -127,7 +152,7 @@ pub(crate) fn encode_request(
     method_len: usize,
     authority: &[u8],
     path: &[u8],
-    content_length: Option<&[u8]>,
+    content_length: Option<usize>,
     buf: &mut [u8],
 ) -> Result<(usize, u64), BufferTooSmall> {
     let mut out = Out::new(buf);
@@ -146,9 +171,9 @@ pub(crate) fn encode_request(
         + method_len
         + authority.len()
         + path.len();
-    if let Some(digits) = content_length {
-        known(&mut out, 4, b"0", digits)?;
-        size += 14 + digits.len() + FIELD_OVERHEAD as usize;
+    if let Some(n) = content_length {
+        let digits = put_content_length(&mut out, n)?;
+        size += 14 + digits + FIELD_OVERHEAD as usize;
     }
     Ok((out.position(), size as u64))
 }
@@ -224,14 +249,14 @@ mod tests {
         }
         let long = [b'a'; 300];
         let values: &[&[u8]] = &[b"", b"/", b"0", b"GET", b"https", b"coap", &long];
-        let lengths: &[Option<&[u8]>] =
-            &[None, Some(b"0"), Some(b"1024"), Some(b"00"), Some(&long)];
+        let lengths = [None, Some(0), Some(1), Some(9), Some(10), Some(1024), Some(usize::MAX)];
         for method in 15..=21u8 {
             let name = STATIC_TABLE[usize::from(method)].1;
             for &authority in values {
                 for &path in values {
-                    for &content_length in lengths {
-                        let cl = content_length.map(|v| (&b"content-length"[..], v));
+                    for content_length in lengths {
+                        let digits = content_length.map(|n: usize| n.to_string());
+                        let cl = digits.as_ref().map(|v| (&b"content-length"[..], v.as_bytes()));
                         let headers: Vec<(&[u8], &[u8])> = cl.into_iter().collect();
                         let r = Request {
                             method: name,
@@ -264,10 +289,10 @@ mod tests {
         // Too small a buffer is refused, never overrun.
         let mut full = [0u8; 64];
         let (needed, _) =
-            encode_request(17, 3, b"mote.example", b"/5120", Some(b"1"), &mut full).unwrap();
+            encode_request(17, 3, b"mote.example", b"/5120", Some(1), &mut full).unwrap();
         for len in 0..needed {
             let mut buf = vec![0u8; len];
-            let r = encode_request(17, 3, b"mote.example", b"/5120", Some(b"1"), &mut buf);
+            let r = encode_request(17, 3, b"mote.example", b"/5120", Some(1), &mut buf);
             assert_eq!(r, Err(BufferTooSmall), "{len}");
         }
     }
