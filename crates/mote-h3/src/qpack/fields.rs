@@ -161,10 +161,11 @@ impl<'s> Src<'s> {
 /// Why a field could not be added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PushError {
+    /// A Huffman string was invalid. (First, as in `HuffmanError` and as `Failed` in
+    /// `DecodeError`: the conversions between them are then no-ops.)
+    Invalid,
     /// The section outgrew its limit or the output buffer.
     TooLarge,
-    /// A Huffman string was invalid.
-    Invalid,
 }
 
 /// Writes decoded fields into the caller's buffer, enforcing the size limit field by field
