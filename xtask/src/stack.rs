@@ -425,7 +425,13 @@ pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
 pub fn run(args: &StackArgs) -> Result<()> {
     let elf = match &args.elf {
         Some(e) => e.clone(),
-        None => crate::qemu::build_firmware(crate::qemu::Auth::Rpk, false, true, false)?,
+        None => crate::qemu::build_firmware(
+            crate::qemu::Target::CortexM4,
+            crate::qemu::Auth::Rpk,
+            false,
+            true,
+            false,
+        )?,
     };
     let graph = Graph::of_elf(&elf)?;
     let roots: Vec<String> = if args.roots.is_empty() {

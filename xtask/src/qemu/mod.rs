@@ -66,9 +66,50 @@ impl Profile {
     }
 }
 
+/// The emulated board, by the firmware's target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    /// Cortex-M4 on QEMU's Arm MPS2+ AN386 (`firmware/client/src/board/mps2.rs`).
+    #[value(name = "thumbv7em-none-eabihf")]
+    CortexM4,
+    /// ESP32-C3-class `riscv32imc` on QEMU's RISC-V `virt` machine
+    /// (`firmware/client/src/board/riscv.rs`).
+    #[value(name = "riscv32imc-unknown-none-elf")]
+    Riscv32,
+}
+
+impl Target {
+    /// The Rust target triple.
+    pub fn triple(self) -> &'static str {
+        match self {
+            Target::CortexM4 => crate::footprint::CORTEX_M4,
+            Target::Riscv32 => crate::footprint::RISCV32,
+        }
+    }
+
+    /// The QEMU binary and its Debian package.
+    fn qemu(self) -> (&'static str, &'static str) {
+        match self {
+            Target::CortexM4 => ("qemu-system-arm", "qemu-system-arm"),
+            Target::Riscv32 => ("qemu-system-riscv32", "qemu-system-misc"),
+        }
+    }
+
+    /// The board, as printed.
+    fn board(self) -> &'static str {
+        match self {
+            Target::CortexM4 => "qemu mps2-an386 (Cortex-M4",
+            Target::Riscv32 => "qemu virt (riscv32imc",
+        }
+    }
+}
+
 /// Arguments of `cargo xtask qemu`.
 #[derive(Args, Debug)]
 pub struct QemuArgs {
+    /// The firmware's target: Cortex-M4 on mps2-an386 (default) or riscv32imc on virt.
+    #[arg(long, value_enum, default_value = "thumbv7em-none-eabihf")]
+    pub target: Target,
     /// Link profile(s) to run (repeatable). Default: wlan and nbiot.
     #[arg(long = "profile", value_enum)]
     profiles: Vec<Profile>,
@@ -115,6 +156,7 @@ pub enum Auth {
 impl Default for QemuArgs {
     fn default() -> Self {
         Self {
+            target: Target::CortexM4,
             profiles: vec![Profile::Wlan],
             json: false,
             server: None,
@@ -303,6 +345,7 @@ impl Direction {
 
 /// What one firmware run produced.
 struct Run {
+    target: Target,
     profile: Profile,
     auth: Auth,
     /// The per-transaction reports, then the final one.
@@ -328,14 +371,24 @@ pub fn run(args: &QemuArgs) -> Result<()> {
     } else {
         args.profiles.clone()
     };
-    ensure_qemu()?;
-    let elf =
-        build_firmware(args.auth, args.stack_steps, !args.uninstrumented, args.general_connection)?;
+    ensure_qemu(args.target)?;
+    let elf = build_firmware(
+        args.target,
+        args.auth,
+        args.stack_steps,
+        !args.uninstrumented,
+        args.general_connection,
+    )?;
     let mut failed = false;
     // The paths the run does not take (or only in their cheap case), bounded statically
     // with the same budget: a key update's worst case, a HelloRetryRequest, and the whole
-    // program (a Retry, any other path).
-    let mut over = crate::stack::check_defaults(&elf, Some(STACK_BUDGET.max(STACK_GOAL)))?;
+    // program (a Retry, any other path). The static analysis reads Thumb code only.
+    let mut over = match args.target {
+        Target::CortexM4 => {
+            crate::stack::check_defaults(&elf, Some(STACK_BUDGET.max(STACK_GOAL)))?
+        }
+        Target::Riscv32 => Vec::new(),
+    };
     let mut gaps = Vec::new();
     for profile in profiles {
         let run = run_once(&elf, profile, args)?;
@@ -343,7 +396,8 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         if args.uninstrumented {
             // No reports: the status is all there is.
             println!(
-                "== qemu mps2-an386, profile {}, uninstrumented image (no selfmeasure): {} ==",
+                "== {}), profile {}, uninstrumented image (no selfmeasure): {} ==",
+                args.target.board(),
                 profile.name(),
                 if run.status == Some(0) {
                     "status ok".to_owned()
@@ -452,19 +506,23 @@ fn stack_gap(run: &Run) -> Option<String> {
     })
 }
 
-/// Installs qemu-system-arm with apt-get if it is missing.
-fn ensure_qemu() -> Result<()> {
-    if util::probe(Command::new("qemu-system-arm").arg("--version")) {
+/// Installs the target's QEMU (qemu-system-arm, or qemu-system-riscv32 from
+/// qemu-system-misc) with apt-get if it is missing.
+fn ensure_qemu(target: Target) -> Result<()> {
+    let (bin, package) = target.qemu();
+    if util::probe(Command::new(bin).arg("--version")) {
         return Ok(());
     }
-    eprintln!("qemu-system-arm not found; installing it (apt-get install qemu-system-arm)");
+    eprintln!("{bin} not found; installing it (apt-get install {package})");
     util::run(Command::new("apt-get").arg("update"))?;
-    util::run(Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]))
+    util::run(Command::new("apt-get").args(["install", "-y", package]))
 }
 
-/// Builds the client firmware (RPK Ed25519 or PSK) with semihosting for exit and, with
-/// `selfmeasure`, its self-measurement.
+/// Builds the client firmware (RPK Ed25519 or PSK) for `target` with a way to exit QEMU
+/// (Cortex-M4: semihosting; RISC-V virt: its test device, always) and, with `selfmeasure`,
+/// its self-measurement.
 pub(crate) fn build_firmware(
+    target: Target,
     auth: Auth,
     stack_steps: bool,
     selfmeasure: bool,
@@ -473,10 +531,13 @@ pub(crate) fn build_firmware(
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
     let mut features = match auth {
-        Auth::Rpk => "rpk-ed25519,semihosting",
-        Auth::Psk => "psk,semihosting",
+        Auth::Rpk => "rpk-ed25519",
+        Auth::Psk => "psk",
     }
     .to_owned();
+    if target == Target::CortexM4 {
+        features.push_str(",semihosting");
+    }
     // `selfmeasure`: the instrumentation this harness reads (stack painting, phase counters,
     // report frames); the footprint's rows but `qemu` are measured without it.
     if selfmeasure {
@@ -489,11 +550,11 @@ pub(crate) fn build_firmware(
         features.push_str(",general-connection");
     }
     cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
-        .args(["--target", "thumbv7em-none-eabihf", "--no-default-features"])
+        .args(["--target", target.triple(), "--no-default-features"])
         .args(["--features", &features]);
     eprintln!("$ (cd firmware && {})", util::display(&cmd));
     util::run(&mut cmd)?;
-    Ok(dir.join("target/thumbv7em-none-eabihf/release/mote-client"))
+    Ok(dir.join("target").join(target.triple()).join("release/mote-client"))
 }
 
 enum Input {
@@ -526,7 +587,7 @@ fn run_once(elf: &std::path::Path, profile: Profile, args: &QemuArgs) -> Result<
     // QEMU connects its UART0 to our listener.
     let listener = TcpListener::bind("127.0.0.1:0").context("bind serial listener")?;
     let port = listener.local_addr()?.port();
-    let mut qemu = spawn_qemu(elf, port)?;
+    let mut qemu = spawn_qemu(args.target, elf, port)?;
     let serial = accept_with_timeout(&listener, &mut qemu, Duration::from_secs(20))?;
     serial.set_nodelay(true)?;
 
@@ -657,6 +718,7 @@ fn run_once(elf: &std::path::Path, profile: Profile, args: &QemuArgs) -> Result<
         bail!("the firmware closed the serial line without finishing (qemu: {exit:?})");
     }
     Ok(Run {
+        target: args.target,
         profile,
         auth: args.auth,
         reports,
@@ -679,13 +741,19 @@ fn getrandom(out: &mut [u8]) {
     }
 }
 
-fn spawn_qemu(elf: &std::path::Path, port: u16) -> Result<Child> {
-    let mut cmd = Command::new("qemu-system-arm");
-    cmd.args(["-machine", "mps2-an386", "-cpu", "cortex-m4", "-nographic", "-monitor", "none"])
+fn spawn_qemu(target: Target, elf: &std::path::Path, port: u16) -> Result<Child> {
+    let mut cmd = Command::new(target.qemu().0);
+    match target {
+        Target::CortexM4 => cmd
+            .args(["-machine", "mps2-an386", "-cpu", "cortex-m4"])
+            .args(["-semihosting-config", "enable=on,target=native"]),
+        // `-bios none`: the boot ROM jumps straight to DRAM, where the image is linked.
+        Target::Riscv32 => cmd.args(["-machine", "virt", "-bios", "none", "-smp", "1"]),
+    };
+    cmd.args(["-nographic", "-monitor", "none"])
         // One instruction = 1 ns of virtual time: instruction counts from the timer are
         // exact; the CPU sleeps (WFI) in real time.
         .args(["-icount", "shift=0,sleep=on"])
-        .args(["-semihosting-config", "enable=on,target=native"])
         .args(["-serial", &format!("tcp:127.0.0.1:{port}")])
         .arg("-kernel")
         .arg(elf)
@@ -693,7 +761,7 @@ fn spawn_qemu(elf: &std::path::Path, port: u16) -> Result<Child> {
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit());
     eprintln!("$ {}", util::display(&cmd));
-    cmd.spawn().context("starting qemu-system-arm")
+    cmd.spawn().with_context(|| format!("starting {}", target.qemu().0))
 }
 
 fn accept_with_timeout(l: &TcpListener, qemu: &mut Child, limit: Duration) -> Result<TcpStream> {
@@ -784,6 +852,7 @@ fn to_json(run: &Run) -> serde_json::Value {
         .map(|r| r.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
         .unwrap_or_default();
     json!({
+        "target": run.target.triple(),
         "profile": run.profile.name(),
         "auth": match run.auth { Auth::Rpk => "rpk-ed25519", Auth::Psk => "psk" },
         "status": run.status,
@@ -806,7 +875,8 @@ fn to_json(run: &Run) -> serde_json::Value {
 fn print_run(run: &Run) {
     println!();
     println!(
-        "== qemu mps2-an386 (Cortex-M4, -icount shift=0), profile {}: status {} ==",
+        "== {}, -icount shift=0), profile {}: status {} ==",
+        run.target.board(),
         run.profile.name(),
         match run.status {
             Some(0) => "ok".to_owned(),
@@ -953,6 +1023,7 @@ mod tests {
     #[test]
     fn memory_goal_is_checked() {
         let run = |stack: u64, heap: u64| Run {
+            target: Target::CortexM4,
             profile: Profile::Nbiot,
             auth: Auth::Rpk,
             reports: vec![vec![("stack_peak".to_owned(), stack), ("heap_peak".to_owned(), heap)]],
