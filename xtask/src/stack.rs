@@ -431,6 +431,7 @@ pub fn run(args: &StackArgs) -> Result<()> {
             false,
             true,
             false,
+            false,
         )?,
     };
     let graph = Graph::of_elf(&elf)?;

@@ -1,4 +1,6 @@
-//! `cargo xtask qemu`: the client firmware on an emulated Cortex-M4 against a real server.
+//! `cargo xtask qemu`: the client firmware on an emulated Cortex-M4 (mps2-an386) or, with
+//! `--target riscv32imc-unknown-none-elf`, an emulated ESP32-C3-class RISC-V core (`virt`)
+//! against a real server.
 //!
 //! ```text
 //! qemu-system-arm -M mps2-an386 -icount shift=0      xtask (this process)                host
@@ -142,6 +144,10 @@ pub struct QemuArgs {
     /// device connection type it ships with.
     #[arg(long)]
     general_connection: bool,
+    /// riscv32imc only: X25519/Ed25519 on salty's portable field (firmware feature
+    /// `salty-portable`) instead of the dalek crates; Cortex-M4 always uses salty.
+    #[arg(long)]
+    salty_portable: bool,
 }
 
 /// Server authentication of the firmware build.
@@ -151,6 +157,13 @@ pub enum Auth {
     Rpk,
     /// External PSK (`psk`).
     Psk,
+}
+
+impl QemuArgs {
+    /// What `cargo xtask test` runs: the wlan profile on Cortex-M4, then on riscv32imc.
+    pub fn ci() -> Vec<Self> {
+        vec![Self::default(), Self { target: Target::Riscv32, ..Self::default() }]
+    }
 }
 
 impl Default for QemuArgs {
@@ -165,6 +178,7 @@ impl Default for QemuArgs {
             stack_steps: false,
             uninstrumented: false,
             general_connection: false,
+            salty_portable: false,
         }
     }
 }
@@ -378,6 +392,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         args.stack_steps,
         !args.uninstrumented,
         args.general_connection,
+        args.salty_portable,
     )?;
     let mut failed = false;
     // The paths the run does not take (or only in their cheap case), bounded statically
@@ -414,7 +429,9 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         }
         over.extend(over_budget(&run));
         over.extend(missing_key_updates(&run));
-        gaps.extend(stack_gap(&run));
+        if args.target == Target::CortexM4 {
+            gaps.extend(stack_gap(&run));
+        }
     }
     for g in &gaps {
         eprintln!("stack goal (issue 8) not met yet: {g}");
@@ -444,6 +461,12 @@ pub const STACK_BUDGET: u64 =
 /// The peak the budget was recorded from (`cargo xtask qemu`, both profiles, both
 /// transactions).
 const STACK_PEAK_MEASURED: u64 = 2_684;
+/// The riscv32imc client's stack budget: its measured peak plus 256 B. Issue 8's 3 KB goal is
+/// the Cortex-M4's; on RISC-V the dalek crates' Ed25519 verification and X25519 (the default
+/// there, firmware/client/Cargo.toml) are deeper than salty's, and the budget only keeps the
+/// depth from growing unnoticed (painted peak 6,716 B, both profiles, dalek; 4,948 B with
+/// `--salty-portable`).
+pub const RISCV_STACK_BUDGET: u64 = 6_716 + 256;
 /// Issue 8's memory goal: heap high-water mark, packet buffers excluded (they are static).
 pub const HEAP_GOAL: u64 = 8192;
 
@@ -454,10 +477,15 @@ fn over_budget(run: &Run) -> Vec<String> {
     };
     let mut over = Vec::new();
     let stack = get(f, "stack_peak");
-    let stack_limit = STACK_BUDGET.max(STACK_GOAL);
+    let stack_limit = match run.target {
+        Target::CortexM4 => STACK_BUDGET.max(STACK_GOAL),
+        Target::Riscv32 => RISCV_STACK_BUDGET,
+    };
     if stack > stack_limit {
         over.push(format!(
-            "{}: peak stack {stack} B > budget {stack_limit} B (goal {STACK_GOAL} B)",
+            "{} {}: peak stack {stack} B > budget {stack_limit} B (goal {STACK_GOAL} B on \
+             Cortex-M4)",
+            run.target.triple(),
             run.profile.name()
         ));
     }
@@ -527,6 +555,7 @@ pub(crate) fn build_firmware(
     stack_steps: bool,
     selfmeasure: bool,
     general_connection: bool,
+    salty_portable: bool,
 ) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
@@ -548,6 +577,9 @@ pub(crate) fn build_firmware(
     }
     if general_connection {
         features.push_str(",general-connection");
+    }
+    if salty_portable {
+        features.push_str(",salty-portable");
     }
     cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
         .args(["--target", target.triple(), "--no-default-features"])
@@ -823,7 +855,7 @@ fn final_report(run: &Run) -> Option<&Vec<(String, u64)>> {
 }
 
 fn to_json(run: &Run) -> serde_json::Value {
-    let model = energy::Model::for_profile(run.profile);
+    let model = energy::Model::for_run(run.target, run.profile);
     let txs: Vec<serde_json::Value> = transactions(run)
         .iter()
         .enumerate()
@@ -868,7 +900,7 @@ fn to_json(run: &Run) -> serde_json::Value {
             "early_data_accepted": l.early_data_accepted, "closes": l.closes,
             "key_updates_initiated": l.key_updates_initiated, "key_updates": l.key_updates,
         })),
-        "energy_constants": energy::Model::for_profile(run.profile).constants_json(),
+        "energy_constants": energy::Model::for_run(run.target, run.profile).constants_json(),
     })
 }
 
@@ -901,7 +933,7 @@ fn print_run(run: &Run) {
         "down B",
         "energy"
     );
-    let model = energy::Model::for_profile(run.profile);
+    let model = energy::Model::for_run(run.target, run.profile);
     for (i, r) in transactions(run).iter().enumerate() {
         let (ub, ud, db, dd) = run.per_transaction.get(i).copied().unwrap_or_default();
         let insn: u64 = ["insn_init", "insn_open", "insn_transfer", "insn_close"]
@@ -978,7 +1010,7 @@ fn print_run(run: &Run) {
     println!("  ku = key updates the device completed (RFC 9001 §6; the built-in server initiates one, the device one);");
     println!("  insn = instructions (QEMU icount, 1 insn = 1 ns of virtual time, sleep excluded);");
     println!("  duration = device clock from the first datagram to CONNECTION_CLOSE; bytes incl. 28 B IPv4+UDP per datagram.");
-    energy::Model::for_profile(run.profile).print_constants();
+    model.print_constants();
 }
 
 #[cfg(test)]
@@ -1059,7 +1091,7 @@ mod tests {
 
     #[test]
     fn energy_model_terms() {
-        let m = energy::Model::for_profile(Profile::Wlan);
+        let m = energy::Model::for_run(Target::CortexM4, Profile::Wlan);
         // 1e6 instructions at 0.3 nJ; 2500 bytes up and down at 20 Mbit/s = 1 ms each.
         let e = m.estimate(1_000_000, 2500, 2500);
         let expected = 1e6 * 0.3e-9 + 1e-3 * 0.210 * 3.3 + 1e-3 * 0.085 * 3.3;
