@@ -399,9 +399,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
     // with the same budget: a key update's worst case, a HelloRetryRequest, and the whole
     // program (a Retry, any other path). The static analysis reads Thumb code only.
     let mut over = match args.target {
-        Target::CortexM4 => {
-            crate::stack::check_defaults(&elf, Some(STACK_BUDGET.max(STACK_GOAL)))?
-        }
+        Target::CortexM4 => crate::stack::check_defaults(&elf, Some(STACK_BUDGET.max(STACK_GOAL)))?,
         Target::Riscv32 => Vec::new(),
     };
     let mut gaps = Vec::new();
@@ -1080,9 +1078,19 @@ mod tests {
         assert!(stack_gap(&run(STACK_GOAL, HEAP_GOAL)).is_none());
         let over = over_budget(&run(limit + 1, HEAP_GOAL + 1));
         assert_eq!(over.len(), 2);
-        let expected = format!("peak stack {} B > budget {limit} B (goal 3072 B)", limit + 1);
+        let expected = format!(
+            "thumbv7em-none-eabihf nbiot: peak stack {} B > budget {limit} B (goal 3072 B on \
+             Cortex-M4)",
+            limit + 1
+        );
         assert!(over[0].contains(&expected), "{over:?}");
         assert!(over[1].contains("heap high-water mark 8193 B > goal 8192 B"), "{over:?}");
+        // The riscv32imc client has its own stack budget.
+        let riscv = |stack: u64| Run { target: Target::Riscv32, ..run(stack, HEAP_GOAL) };
+        assert!(over_budget(&riscv(RISCV_STACK_BUDGET)).is_empty());
+        let over = over_budget(&riscv(RISCV_STACK_BUDGET + 1));
+        assert_eq!(over.len(), 1);
+        assert!(over[0].starts_with("riscv32imc-unknown-none-elf nbiot: peak stack"), "{over:?}");
         // A run without a memory report fails the check too.
         let mut silent = run(0, 0);
         silent.reports.clear();
