@@ -738,7 +738,7 @@ fn run_once(elf: &std::path::Path, profile: Profile, args: &QemuArgs) -> Result<
             serial_w.write_all(&encode(DATAGRAM, &d))?;
         }
     }
-    // The firmware exits through semihosting after DONE.
+    // The firmware exits after DONE (Cortex-M4: semihosting; RISC-V virt: its test device).
     let exit = wait_with_timeout(&mut qemu, Duration::from_secs(10));
     udp_done.store(true, Ordering::Relaxed);
     stop.store(true, Ordering::Relaxed);
