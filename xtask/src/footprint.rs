@@ -178,6 +178,11 @@ pub const SELFMEASURE: &str = "selfmeasure";
 /// The row of the image `cargo xtask qemu` runs: the budget's client plus [`SELFMEASURE`].
 pub const INSTRUMENTED_CONFIG: &str = "qemu";
 
+/// RISC-V only: the minimal client with X25519/Ed25519 on salty's portable field (mote's
+/// curve code) instead of the dalek crates, the measurement behind the riscv32 default
+/// (firmware/client/Cargo.toml). Cortex-M4 always builds with salty.
+pub const SALTY_PORTABLE_CONFIG: &str = "rpk-ed25519-salty";
+
 /// The configurations measured, in report order: the matrix, then the authentication rows,
 /// for each target.
 pub fn configs() -> Vec<Config> {
@@ -204,6 +209,17 @@ pub fn configs() -> Vec<Config> {
                 features: f,
                 target,
                 description: (*description).to_owned(),
+                group: "auth",
+            });
+        }
+        if *target == RISCV32 {
+            out.push(Config {
+                name: SALTY_PORTABLE_CONFIG.to_owned(),
+                features: vec!["rpk-ed25519", "salty-portable"],
+                target,
+                description: "minimal client, RPK Ed25519, X25519/Ed25519 on salty's portable \
+                              field instead of the dalek crates"
+                    .to_owned(),
                 group: "auth",
             });
         }

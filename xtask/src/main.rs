@@ -7,8 +7,10 @@
 //!   (both device targets) and reports its flash size, split by crate and by component.
 //! * `cargo xtask fuzz <target> [--seconds N]` / `cargo xtask fuzz --list` — runs a
 //!   cargo-fuzz target (installing cargo-fuzz and a nightly toolchain if needed).
-//! * `cargo xtask qemu [--profile wlan|nbiot] [--json]` — the client firmware on QEMU's
-//!   Cortex-M4 against an HTTP/3 server through a serial-to-UDP bridge with a link model.
+//! * `cargo xtask qemu [--target T] [--profile wlan|nbiot] [--json]` — the client firmware
+//!   on QEMU's Cortex-M4 (or, with `--target riscv32imc-unknown-none-elf`, its RISC-V
+//!   `virt` machine) against an HTTP/3 server through a serial-to-UDP bridge with a link
+//!   model.
 //! * `cargo xtask stack [--elf E] [--root NAME].. [--limit B]` — static stack bounds of the
 //!   client firmware below given functions (frames and calls from `llvm-objdump -d`).
 //! * `cargo xtask interop-tls [--case S] [--repeat N]` — mote-tls against aioquic's TLS

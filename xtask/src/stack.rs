@@ -8,6 +8,11 @@
 //!
 //! A lower bound where the code calls through a pointer (`blx rN`: trait objects, function
 //! pointers) or recurses: both are counted and named in the output.
+//!
+//! RISC-V images (riscv32imc) are read the same way: frames from `addi sp, sp, -n`, calls
+//! from `jal`/`jalr ... <sym>` (the machine outliner's calls link through `t0`), tail calls
+//! from `j`/`jr ... <sym>`; a register jump other than a return (`jr aN`: a jump table or a
+//! call through a pointer) makes the bound a lower bound.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -21,6 +26,9 @@ pub struct StackArgs {
     /// The firmware ELF (default: build the QEMU firmware, RPK Ed25519).
     #[arg(long)]
     pub elf: Option<PathBuf>,
+    /// The target of the QEMU firmware built when no `--elf` is given (default: Cortex-M4).
+    #[arg(long, value_enum)]
+    pub target: Option<crate::qemu::Target>,
     /// A root function: a substring of its demangled path (repeatable; default: the key
     /// update and HelloRetryRequest paths, and the whole program).
     #[arg(long = "root")]
@@ -48,8 +56,9 @@ pub const DEFAULT_ROOTS: &[&str] = &[
 ];
 
 /// The entry point of the firmware image (cortex-m-rt's `Reset`, which llvm-objdump labels
-/// by the section symbol at its address).
-const ENTRY: &[&str] = &["Reset", "__stext"];
+/// by the section symbol at its address; riscv-rt's `_start_rust`, entered once the
+/// assembly start-up has set the stack pointer).
+const ENTRY: &[&str] = &["Reset", "__stext", "_start_rust"];
 
 /// One function of the image.
 #[derive(Debug, Default)]
@@ -132,6 +141,19 @@ fn branch_target(ops: &str) -> Option<u64> {
     u64::from_str_radix(addr, 16).ok()
 }
 
+/// The symbol a RISC-V jump lands on when it is a symbol's start (`-0x1e0(ra) <name>`, not
+/// `<name+0x10>`): `jalr` operands are PC-relative, so the name is what resolves them.
+fn target_symbol(ops: &str) -> Option<&str> {
+    let sym = ops.split_once('<')?.1.strip_suffix('>')?;
+    (!sym.contains('+')).then_some(sym)
+}
+
+/// Where a branch goes: an address, or (RISC-V) a symbol resolved once every label is known.
+enum Target {
+    Addr(u64),
+    Symbol(String),
+}
+
 impl Graph {
     /// Disassembles `elf` with llvm-objdump.
     pub fn of_elf(elf: &Path) -> Result<Self> {
@@ -153,16 +175,20 @@ impl Graph {
     pub fn parse(disassembly: &str) -> Self {
         let mut functions: HashMap<u64, Function> = HashMap::new();
         // Branch targets per function, resolved to calls once every start is known.
-        let mut branches: Vec<(u64, u64, bool)> = Vec::new();
+        let mut branches: Vec<(u64, Target, bool)> = Vec::new();
+        // Raw label names and their addresses (RISC-V jumps name their target).
+        let mut labels: HashMap<String, u64> = HashMap::new();
         let mut current: Option<u64> = None;
         for line in disassembly.lines() {
-            // A label: `00001234 <name>:`. Mapping symbols (`$t`, `$d`) do not start a
-            // function: the code around them is one.
+            // A label: `00001234 <name>:`. Mapping symbols (`$t`, `$d`) and local labels
+            // (`.Lpcrel_hi0`: RISC-V's PC-relative address pairs) do not start a function:
+            // the code around them is one.
             if let Some((addr, rest)) = line.split_once(" <") {
                 if let (Ok(addr), Some(name)) =
                     (u64::from_str_radix(addr.trim(), 16), rest.strip_suffix(">:"))
                 {
-                    if !name.starts_with('$') {
+                    if !name.starts_with('$') && !name.starts_with(".L") {
+                        labels.insert(name.to_owned(), addr);
                         // `{:#}`: without the hash.
                         let name = format!("{:#}", rustc_demangle::demangle(name));
                         functions.insert(addr, Function { name, ..Function::default() });
@@ -198,19 +224,42 @@ impl Graph {
                 "bx" if ops == "lr" => {}
                 "bl" | "blx" => {
                     if let (Some(t), Some(a)) = (branch_target(ops), current) {
-                        branches.push((a, t, true));
+                        branches.push((a, Target::Addr(t), true));
                     }
                 }
                 m if m.starts_with('b') && ops.contains('<') && !m.starts_with("bic") => {
                     // A branch: a tail call when it lands on another function's start.
                     if let (Some(t), Some(a)) = (branch_target(ops), current) {
-                        branches.push((a, t, false));
+                        branches.push((a, Target::Addr(t), false));
                     }
                 }
+                // RISC-V.
+                "addi" if ops.starts_with("sp, sp, -") => {
+                    f.frame += immediate(ops.trim_start_matches("sp, sp, -")).unwrap_or(0);
+                }
+                // A call (`jal`, `jalr` linking `ra`, or `t0` for outlined code) or a tail
+                // call / jump (`j`, `jr`) to a symbol's start.
+                "jal" | "jalr" | "j" | "jr" if ops.contains('<') => {
+                    if let (Some(t), Some(a)) = (target_symbol(ops), current) {
+                        let call = matches!(mnemonic, "jal" | "jalr");
+                        branches.push((a, Target::Symbol(t.to_owned()), call));
+                    }
+                }
+                // Returns: `ret`, and `jr t0` from outlined code.
+                "jr" if ops == "t0" || ops == "ra" => {}
+                // Through a register: a call through a pointer, or a jump table.
+                "jalr" | "jr" => f.indirect = true,
                 _ => {}
             }
         }
         for (from, to, call) in branches {
+            let to = match to {
+                Target::Addr(a) => a,
+                Target::Symbol(name) => match labels.get(&name) {
+                    Some(a) => *a,
+                    None => continue,
+                },
+            };
             if to != from && (call || functions.contains_key(&to)) {
                 if let Some(f) = functions.get_mut(&from) {
                     f.calls.insert(to);
@@ -425,7 +474,14 @@ pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
 pub fn run(args: &StackArgs) -> Result<()> {
     let elf = match &args.elf {
         Some(e) => e.clone(),
-        None => crate::qemu::build_firmware(crate::qemu::Auth::Rpk, false, true, false)?,
+        None => crate::qemu::build_firmware(
+            args.target.unwrap_or(crate::qemu::Target::CortexM4),
+            crate::qemu::Auth::Rpk,
+            false,
+            true,
+            false,
+            false,
+        )?,
     };
     let graph = Graph::of_elf(&elf)?;
     let roots: Vec<String> = if args.roots.is_empty() {
@@ -487,6 +543,50 @@ mod tests {
      40c:      \tblx\tr3
      40e:      \tbl\t0x400 <deep>
 ";
+
+    const DIS_RISCV: &str = "\
+800000c0 <_start_rust>:
+800000c0:      \taddi\tsp, sp, -0x10
+800000cc:      \tjalr\t0x24(ra) <main>
+800000e4 <main>:
+800000e4:      \taddi\tsp, sp, -0x20
+800000e8 <.Lpcrel_hi3>:
+800000e8:      \tauipc\tra, 0x0
+800000ec:      \tjalr\t0x18(ra) <leaf>
+800000f0:      \tjalr\tt0, 0x20(t0) <OUTLINED_FUNCTION_1>
+800000f4:      \tbnez\ta0, 0x800000e8 <.Lpcrel_hi3>
+800000f8:      \tj\t0x800000fc <main+0x18>
+800000fc:      \tjr\t0x1c(t1) <deep>
+80000100 <leaf>:
+80000100:      \taddi\tsp, sp, -0x7f0
+80000104:      \taddi\tsp, sp, -0x10
+80000108:      \taddi\tsp, sp, 0x7f0
+8000010c:      \tret
+80000110 <OUTLINED_FUNCTION_1>:
+80000110:      \tjr\tt0
+80000118 <deep>:
+80000118:      \taddi\tsp, sp, -0x30
+8000011c:      \tjalr\ta1
+";
+
+    #[test]
+    fn riscv_frames_calls_and_tail_calls() {
+        let g = Graph::parse(DIS_RISCV);
+        let main = &g.functions[&0x800000e4];
+        assert_eq!(main.frame, 0x20);
+        // The local label does not split `main`; its loop branch is no call.
+        assert_eq!(
+            main.calls.iter().copied().collect::<Vec<_>>(),
+            vec![0x80000100, 0x80000110, 0x80000118]
+        );
+        assert!(!main.indirect);
+        assert_eq!(g.functions[&0x80000100].frame, 0x800);
+        assert!(!g.functions[&0x80000110].indirect);
+        assert!(g.functions[&0x80000118].indirect);
+        let b = g.bounds("main");
+        assert_eq!((b[0].above, b[0].below), (0x10, 0x20 + 0x800));
+        assert_eq!(g.program().map(|p| p.total()), Some(0x10 + 0x20 + 0x800));
+    }
 
     #[test]
     fn frames_calls_and_tail_calls() {

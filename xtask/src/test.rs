@@ -52,7 +52,8 @@ pub enum Step {
     Cross,
     /// `cargo xtask footprint` (builds the firmware image in every configuration)
     Footprint,
-    /// `cargo xtask qemu --profile wlan`: the client firmware on QEMU against the server
+    /// `cargo xtask qemu --profile wlan`: the client firmware on QEMU against the server,
+    /// on Cortex-M4 (mps2-an386) and riscv32imc (virt)
     Qemu,
     /// `cargo xtask interop-tls`: mote-tls against aioquic's TLS engine, both roles
     InteropTls,
@@ -178,7 +179,7 @@ fn describe(step: Step) -> &'static str {
             "cargo xtask footprint (client matrix on both targets, budget check) and the client's host tests"
         }
         Step::Qemu => {
-            "cargo xtask qemu --profile wlan (client firmware on QEMU mps2-an386: GET + POST, 1-RTT and 0-RTT)"
+            "cargo xtask qemu --profile wlan (client firmware on QEMU mps2-an386 and riscv32 virt: GET + POST, 1-RTT and 0-RTT)"
         }
         Step::InteropTls => "cargo xtask interop-tls (mote-tls against aioquic, both roles)",
         Step::Interop => {
@@ -296,7 +297,7 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
             util::run(&mut cmd)?;
             footprint::FootprintArgs::ci().iter().try_for_each(footprint::run)
         }
-        Step::Qemu => qemu::run(&qemu::QemuArgs::default()),
+        Step::Qemu => qemu::QemuArgs::ci().iter().try_for_each(qemu::run),
         Step::InteropTls => interop_tls::run(&interop_tls::InteropTlsArgs::default()),
         Step::Interop => interop::run(&interop::InteropArgs::ci()),
         Step::Fuzz => {
