@@ -235,6 +235,7 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
     /// is derived for it; a packet that does not open changes nothing. Returns the
     /// plaintext length.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn open_other_phase(
         &mut self,
         provider: &P,
