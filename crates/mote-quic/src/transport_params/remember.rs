@@ -8,11 +8,13 @@
 //! than the client's buffer as sent (160 bytes) costs the client its 0-RTT.
 //! [`remember_shortest`] writes each remembered integer parameter in its shortest form and
 //! leaves out those at their default, so the remembered integers, flags and IDs take at most
-//! 105 bytes whatever the server sent: they fit 160 bytes unless version_information (copied
-//! as sent) lists more than 12 Available Versions.
+//! 105 bytes whatever the server sent, and version_information keeps only the versions a
+//! client processes (at most 18 bytes): they fit 160 bytes however many Available Versions
+//! the server lists (copied as sent, more than 12 once cost the ticket its 0-RTT).
 
 use super::{id, put_param, TransportParameters};
 use crate::coding::{Reader, Writer};
+use crate::version::Version;
 
 /// RFC 9000 §7.4.1: writes the parameters of the server's encoded `params` a client remembers
 /// for 0-RTT into `out` and returns their length, or 0 (nothing remembered, so no 0-RTT) if
@@ -21,15 +23,15 @@ use crate::coding::{Reader, Writer};
 ///
 /// Remembered: max_idle_timeout, max_udp_payload_size, the initial flow-control and stream
 /// limits, active_connection_id_limit, max_datagram_frame_size (feature `datagram`) as
-/// varints in their shortest form, left out at their default; disable_active_migration,
-/// grease_quic_bit and version_information as sent. Not remembered ("A client MUST NOT use
+/// varints in their shortest form, left out at their default; disable_active_migration and
+/// grease_quic_bit as sent; version_information's Chosen Version and the Available Versions
+/// this build supports ([`super::VersionInformation::remembered`]). Not remembered ("A client MUST NOT use
 /// remembered values for the following parameters"): ack_delay_exponent, max_ack_delay,
 /// initial_source_connection_id, original_destination_connection_id, preferred_address,
 /// retry_source_connection_id, stateless_reset_token; nor any parameter this build does not
 /// know. Decoded, the result equals what
 /// [`TransportParameters::encode_remembered_for_0rtt`] writes of the decoded `params` (the
-/// same bytes when the server listed no more Available Versions than
-/// [`super::MAX_AVAILABLE_VERSIONS`] and sent its parameters in ID order).
+/// same bytes when the server sent its parameters in ID order).
 pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
     let mut r = Reader::new(params);
     let mut w = Writer::new(out);
@@ -42,7 +44,8 @@ pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
             | id::ACTIVE_CONNECTION_ID_LIMIT => put_int(&mut w, param, value),
             #[cfg(feature = "datagram")]
             id::MAX_DATAGRAM_FRAME_SIZE => put_int(&mut w, param, value),
-            id::DISABLE_ACTIVE_MIGRATION | id::VERSION_INFORMATION | id::GREASE_QUIC_BIT => {
+            id::VERSION_INFORMATION => put_version_information(&mut w, value),
+            id::DISABLE_ACTIVE_MIGRATION | id::GREASE_QUIC_BIT => {
                 put_param(&mut w, param, value.len()).is_ok() && w.put_slice(value).is_ok()
             }
             _ => true,
@@ -52,6 +55,32 @@ pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
         }
     }
     w.position()
+}
+
+// RFC 9000 §7.4.1, RFC 9368 §3: version_information as
+// [`super::VersionInformation::remembered`] has it: the Chosen Version, then the Available
+// Versions this build supports or equal to the Chosen Version, in the server's order, once
+// each (at most three: v1, v2, the Chosen Version), so it fits whatever the server listed.
+// `value` was checked when decoded (a non-zero multiple of four bytes).
+fn put_version_information(w: &mut Writer, value: &[u8]) -> bool {
+    let mut versions = value.chunks_exact(4).map(|c| {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(c);
+        Version(u32::from_be_bytes(b))
+    });
+    let Some(chosen) = versions.next() else { return false };
+    let mut kept = [Version(0); 3];
+    let mut n = 0;
+    for v in versions {
+        if (v.is_supported() || v == chosen) && !kept[..n].contains(&v) {
+            if let Some(slot) = kept.get_mut(n) {
+                *slot = v;
+                n += 1;
+            }
+        }
+    }
+    put_param(w, id::VERSION_INFORMATION, 4 + 4 * n).is_ok()
+        && [chosen].iter().chain(&kept[..n]).all(|v| w.put_u32(v.0).is_ok())
 }
 
 // RFC 9000 §18.2: an integer parameter (`value` is one varint), in its shortest form, unless
@@ -209,6 +238,44 @@ pub(crate) mod tests {
         assert_eq!(remembered, decoded(&raw).remembered_for_0rtt());
         // One byte short: nothing remembered rather than a partial set.
         assert_eq!(remember_shortest(&raw, &mut out[..n - 1]), 0);
+    }
+
+    /// RFC 9000 §7.4.1, RFC 9368 §3: a server listing many Available Versions (here 40,
+    /// with v1 repeated) is still remembered, so its tickets still allow 0-RTT: of the list
+    /// only the Chosen Version and the versions this build supports (what a client
+    /// processes) are kept, once each.
+    #[test]
+    fn many_available_versions_still_remembered() {
+        let tp = TransportParameters {
+            initial_max_data: VarInt::from_u32(1 << 20),
+            initial_max_streams_bidi: VarInt::from_u32(100),
+            ..TransportParameters::default()
+        };
+        let mut buf = [0u8; 1024];
+        let mut w = Writer::new(&mut buf);
+        tp.encode(&mut w).unwrap();
+        let mut versions = [0u8; 4 * 41];
+        for (i, v) in versions.chunks_mut(4).enumerate() {
+            v.copy_from_slice(&(0x1a2a_3a4a_u32 + i as u32).to_be_bytes());
+        }
+        versions[..4].copy_from_slice(&1u32.to_be_bytes());
+        versions[20..24].copy_from_slice(&1u32.to_be_bytes());
+        versions[100..104].copy_from_slice(&1u32.to_be_bytes());
+        put_bytes_param(&mut w, id::VERSION_INFORMATION, &versions).unwrap();
+        let raw = w.written().to_vec();
+        let mut out = [0u8; crate::connection::tls::REMEMBERED_TP_MAX];
+        let n = remember_shortest(&raw, &mut out);
+        assert!(n > 0, "nothing remembered: no 0-RTT");
+        let remembered = decoded(&out[..n]);
+        assert_eq!(remembered, decoded(&raw).remembered_for_0rtt());
+        assert_eq!(remembered, general_remembered_decoded(&decoded(&raw)));
+        let vi = remembered.version_information.unwrap();
+        assert_eq!((vi.chosen, vi.available()), (crate::Version::V1, &[crate::Version::V1][..]));
+        assert_eq!(remembered.initial_max_data, tp.initial_max_data);
+    }
+
+    fn general_remembered_decoded(p: &TransportParameters) -> TransportParameters {
+        decoded(&general_remembered(p))
     }
 
     #[test]
