@@ -147,18 +147,11 @@ pub struct VersionInformation {
 
 impl VersionInformation {
     /// RFC 9000 §7.4.1: what a client remembers of the server's version_information for
-    /// 0-RTT: the Chosen Version, and of the Available Versions those this build supports
-    /// (with the Chosen Version), once each — the ones a client processes ("A client need
-    /// not store a transport parameter it cannot process"). Bounded whatever the server
-    /// listed, so a long list does not cost the ticket its 0-RTT.
+    /// 0-RTT: the Chosen Version, the part a client processes (RFC 9368 §4; "A client need
+    /// not store a transport parameter it cannot process"), not the Available Versions. So
+    /// a server listing many versions does not cost its tickets their 0-RTT.
     pub fn remembered(&self) -> Self {
-        let mut vi = Self::new(self.chosen, &[]);
-        for v in self.available() {
-            if v.is_supported() || *v == self.chosen {
-                vi.record(*v);
-            }
-        }
-        vi
+        Self::new(self.chosen, &[])
     }
 
     /// Builds version information to send. Entries beyond [`MAX_AVAILABLE_VERSIONS`] are

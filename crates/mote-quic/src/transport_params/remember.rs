@@ -8,13 +8,12 @@
 //! than the client's buffer as sent (160 bytes) costs the client its 0-RTT.
 //! [`remember_shortest`] writes each remembered integer parameter in its shortest form and
 //! leaves out those at their default, so the remembered integers, flags and IDs take at most
-//! 105 bytes whatever the server sent, and version_information keeps only the versions a
-//! client processes (at most 18 bytes): they fit 160 bytes however many Available Versions
-//! the server lists (copied as sent, more than 12 once cost the ticket its 0-RTT).
+//! 105 bytes whatever the server sent, and version_information keeps only its Chosen Version
+//! (6 bytes): they fit 160 bytes however many Available Versions the server lists (copied
+//! as sent, more than 12 once cost the ticket its 0-RTT).
 
 use super::{id, put_param, TransportParameters};
 use crate::coding::{Reader, Writer};
-use crate::version::Version;
 
 /// RFC 9000 §7.4.1: writes the parameters of the server's encoded `params` a client remembers
 /// for 0-RTT into `out` and returns their length, or 0 (nothing remembered, so no 0-RTT) if
@@ -24,8 +23,8 @@ use crate::version::Version;
 /// Remembered: max_idle_timeout, max_udp_payload_size, the initial flow-control and stream
 /// limits, active_connection_id_limit, max_datagram_frame_size (feature `datagram`) as
 /// varints in their shortest form, left out at their default; disable_active_migration and
-/// grease_quic_bit as sent; version_information's Chosen Version and the Available Versions
-/// this build supports ([`super::VersionInformation::remembered`]). Not remembered ("A client MUST NOT use
+/// grease_quic_bit as sent; version_information's Chosen Version
+/// ([`super::VersionInformation::remembered`]). Not remembered ("A client MUST NOT use
 /// remembered values for the following parameters"): ack_delay_exponent, max_ack_delay,
 /// initial_source_connection_id, original_destination_connection_id, preferred_address,
 /// retry_source_connection_id, stateless_reset_token; nor any parameter this build does not
@@ -44,8 +43,13 @@ pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
             | id::ACTIVE_CONNECTION_ID_LIMIT => put_int(&mut w, param, value),
             #[cfg(feature = "datagram")]
             id::MAX_DATAGRAM_FRAME_SIZE => put_int(&mut w, param, value),
-            id::VERSION_INFORMATION => put_version_information(&mut w, value),
-            id::DISABLE_ACTIVE_MIGRATION | id::GREASE_QUIC_BIT => {
+            id::DISABLE_ACTIVE_MIGRATION | id::VERSION_INFORMATION | id::GREASE_QUIC_BIT => {
+                // The flags are empty (checked when decoded). RFC 9368 §3, §4: of
+                // version_information a client processes the Chosen Version (its first four
+                // bytes), not the server's Available Versions, and remembers only that ("A
+                // client need not store a transport parameter it cannot process"): however
+                // many versions the server lists, the remembered set fits.
+                let value = value.get(..4).unwrap_or(value);
                 put_param(&mut w, param, value.len()).is_ok() && w.put_slice(value).is_ok()
             }
             _ => true,
@@ -55,32 +59,6 @@ pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
         }
     }
     w.position()
-}
-
-// RFC 9000 §7.4.1, RFC 9368 §3: version_information as
-// [`super::VersionInformation::remembered`] has it: the Chosen Version, then the Available
-// Versions this build supports or equal to the Chosen Version, in the server's order, once
-// each (at most three: v1, v2, the Chosen Version), so it fits whatever the server listed.
-// `value` was checked when decoded (a non-zero multiple of four bytes).
-fn put_version_information(w: &mut Writer, value: &[u8]) -> bool {
-    let mut versions = value.chunks_exact(4).map(|c| {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(c);
-        Version(u32::from_be_bytes(b))
-    });
-    let Some(chosen) = versions.next() else { return false };
-    let mut kept = [Version(0); 3];
-    let mut n = 0;
-    for v in versions {
-        if (v.is_supported() || v == chosen) && !kept[..n].contains(&v) {
-            if let Some(slot) = kept.get_mut(n) {
-                *slot = v;
-                n += 1;
-            }
-        }
-    }
-    put_param(w, id::VERSION_INFORMATION, 4 + 4 * n).is_ok()
-        && [chosen].iter().chain(&kept[..n]).all(|v| w.put_u32(v.0).is_ok())
 }
 
 // RFC 9000 §18.2: an integer parameter (`value` is one varint), in its shortest form, unless
@@ -240,10 +218,9 @@ pub(crate) mod tests {
         assert_eq!(remember_shortest(&raw, &mut out[..n - 1]), 0);
     }
 
-    /// RFC 9000 §7.4.1, RFC 9368 §3: a server listing many Available Versions (here 40,
-    /// with v1 repeated) is still remembered, so its tickets still allow 0-RTT: of the list
-    /// only the Chosen Version and the versions this build supports (what a client
-    /// processes) are kept, once each.
+    /// RFC 9000 §7.4.1, RFC 9368 §3: a server listing many Available Versions (here 40) is
+    /// still remembered, so its tickets still allow 0-RTT: of version_information only the
+    /// Chosen Version (what a client processes) is kept.
     #[test]
     fn many_available_versions_still_remembered() {
         let tp = TransportParameters {
@@ -270,7 +247,7 @@ pub(crate) mod tests {
         assert_eq!(remembered, decoded(&raw).remembered_for_0rtt());
         assert_eq!(remembered, general_remembered_decoded(&decoded(&raw)));
         let vi = remembered.version_information.unwrap();
-        assert_eq!((vi.chosen, vi.available()), (crate::Version::V1, &[crate::Version::V1][..]));
+        assert_eq!((vi.chosen, vi.available()), (crate::Version::V1, &[][..]));
         assert_eq!(remembered.initial_max_data, tp.initial_max_data);
     }
 
