@@ -220,8 +220,8 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
     #[inline(never)]
     fn derive_next_rx(&mut self, provider: &P, version: Version) {
         let Some(k) = self.as_mut() else { return };
+        // The slot is empty: not derived yet, or emptied when its key became current.
         k.next_rx_ready = true;
-        k.next_rx.clear();
         if let Ok(secret) = next_secret(provider, version, k.suite.hash(), k.rx_secret.as_ref()) {
             k.rx_secret = secret;
             let _ = k.next_rx.derive(provider, version, k.suite, k.rx_secret.as_ref());
