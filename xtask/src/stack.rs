@@ -41,8 +41,12 @@ pub struct StackArgs {
 /// The roots `cargo xtask stack` and `cargo xtask qemu` bound by default: the paths the
 /// QEMU run does not take, or takes in their cheap case only.
 pub const DEFAULT_ROOTS: &[&str] = &[
-    // RFC 9001 §6: a key update the peer initiated (the next receive key and the send key).
-    "OneRttKeys<P>>>::open_next_phase",
+    // RFC 9001 §6: a key update the peer initiated (opened with the next receive key, the
+    // send key derived).
+    "OneRttKeys<P>>>::open_other_phase",
+    // RFC 9001 §6.3: the next receive key, derived ahead on the first 1-RTT packet of each
+    // phase (the QEMU run takes it once).
+    "OneRttKeys<P>>>::derive_next_rx",
     // RFC 9001 §6.1: a key update this side initiates.
     "OneRttKeys<P>>>::initiate",
     // RFC 8446 §4.1.4: a HelloRetryRequest (its checks inlined into the ServerHello's

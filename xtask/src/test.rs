@@ -43,7 +43,8 @@ const DEFAULT_FUZZ_SECONDS: u64 = 20;
 pub enum Step {
     /// `cargo fmt --all --check` in the workspace, `firmware/` and `fuzz/`
     Fmt,
-    /// `cargo clippy --workspace --all-targets -- -D warnings`, and clippy on the firmware
+    /// `cargo clippy --workspace --all-targets -- -D warnings`, the core crates (tests
+    /// included) in their device configurations, and clippy on the firmware
     Clippy,
     /// `cargo test --workspace`, then the core crates' tests in their device configuration
     /// (`--no-default-features`), so feature-gated code paths are tested as devices build them
@@ -169,7 +170,7 @@ fn describe(step: Step) -> &'static str {
     match step {
         Step::Fmt => "cargo fmt --all --check (workspace, firmware/, fuzz/)",
         Step::Clippy => {
-            "cargo clippy --workspace --all-targets -- -D warnings; firmware in each configuration"
+            "cargo clippy --workspace --all-targets -- -D warnings; core crates with device features; firmware in each configuration"
         }
         Step::Test => "cargo test --workspace; core crates again with device features",
         Step::Cross => {
@@ -201,19 +202,19 @@ fn run_step(step: Step, args: &TestArgs) -> Result<()> {
         }
         Step::Clippy => {
             util::run(util::cargo(&root, None).args(CLIPPY_WORKSPACE))?;
-            // mote-quic's device connection type in its device configuration (the workspace
-            // build has it with the host features, through mote-scenarios).
-            util::run(util::cargo(&root, None).args([
-                "clippy",
-                "-p",
-                "mote-quic",
-                "--no-default-features",
-                "--features",
-                "device,resumption",
-                "--",
-                "-D",
-                "warnings",
-            ]))?;
+            // The core crates, tests included, in each device configuration the test step
+            // runs (feature-gated code and tests: e.g. mote-quic's device connection type,
+            // which the workspace build has with the host features, through
+            // mote-scenarios).
+            for (package, features) in DEVICE_TESTS {
+                let mut cmd = util::cargo(&root, None);
+                cmd.args(["clippy", "-p", package, "--all-targets", "--no-default-features"]);
+                if !features.is_empty() {
+                    cmd.args(["--features", features]);
+                }
+                eprintln!("--- {package} clippy, device features [{features}]");
+                util::run(cmd.args(["--", "-D", "warnings"]))?;
+            }
             // mote-h3's device adapter (feature `device`).
             util::run(util::cargo(&root, None).args([
                 "clippy",

@@ -94,6 +94,10 @@ pub enum WireError {
     /// A stream ID, offset or length broke a rule enforced at parse time (e.g. offset +
     /// length ≥ 2^62, RFC 9000 §19.8: FRAME_ENCODING_ERROR).
     FrameLimit(u64),
+    /// A 1-RTT packet opened with a key older than one that opened a lower-numbered packet,
+    /// or newer than one that opened a higher-numbered one (RFC 9001 §6.4:
+    /// KEY_UPDATE_ERROR).
+    KeyUpdate,
 }
 
 impl WireError {
@@ -111,6 +115,7 @@ impl WireError {
             | Self::ReservedBitsSet
             | Self::DecryptFailed => TransportErrorCode::PROTOCOL_VIOLATION,
             Self::InvalidTransportParameter(_) => TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
+            Self::KeyUpdate => TransportErrorCode::KEY_UPDATE_ERROR,
         }
     }
 

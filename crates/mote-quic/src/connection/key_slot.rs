@@ -264,7 +264,10 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
             addr_of_mut!((*p).updates).write(0);
             addr_of_mut!((*p).prev_rx).write(KeySlot::empty());
             addr_of_mut!((*p).prev_rx_until).write(Instant::ZERO);
-            addr_of_mut!((*p).prev_rx_secret).write(Secret::zeroed(0));
+            // RFC 9001 §6.3: derived before the first 1-RTT packet is opened
+            // (`prepare_next_rx`).
+            addr_of_mut!((*p).next_rx).write(KeySlot::empty());
+            addr_of_mut!((*p).next_rx_ready).write(false);
             addr_of_mut!((*p).rx_phase_start_pn).write(0);
             addr_of_mut!((*p).tx_phase_start_pn).write(None);
             addr_of_mut!((*p).tx_packets).write(0);
@@ -303,9 +306,9 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
                 core::ptr::drop_in_place(addr_of_mut!((*p).keys.tx.header));
                 core::ptr::drop_in_place(addr_of_mut!((*p).keys.rx));
                 core::ptr::drop_in_place(addr_of_mut!((*p).prev_rx));
+                core::ptr::drop_in_place(addr_of_mut!((*p).next_rx));
                 core::ptr::drop_in_place(addr_of_mut!((*p).tx_secret));
                 core::ptr::drop_in_place(addr_of_mut!((*p).rx_secret));
-                core::ptr::drop_in_place(addr_of_mut!((*p).prev_rx_secret));
                 return Err(e);
             }
         }
@@ -329,7 +332,8 @@ fn one_rtt_fields<P: CryptoProvider>(k: &OneRttKeys<P>) {
         updates: _,
         prev_rx: _,
         prev_rx_until: _,
-        prev_rx_secret: _,
+        next_rx: _,
+        next_rx_ready: _,
         rx_phase_start_pn: _,
         tx_phase_start_pn: _,
         tx_packets: _,
@@ -345,10 +349,10 @@ mod tests {
     use crate::error::WireError;
 
     /// RFC 9001 §A.1: the client's Initial secret for DCID 0x8394c8f03e515708.
-    const CLIENT_IN: [u8; 32] =
+    pub(super) const CLIENT_IN: [u8; 32] =
         hex_literal::hex!("c00cf151ca5be075ed0ebfb5c80323c42d6b7db67881289af4008f1f6c357aea");
     /// RFC 9001 §A.1: the server's Initial secret.
-    const SERVER_IN: [u8; 32] =
+    pub(super) const SERVER_IN: [u8; 32] =
         hex_literal::hex!("3c199828fd139efd216c155ad844cc81fb82fa8d7446fa7d78be803acdda951b");
 
     /// Seals a fixed packet and masks a fixed sample: equal outputs mean equal keys.
@@ -416,37 +420,208 @@ mod tests {
         slot.derive(&p, v, alg, &tx, &rx).unwrap();
         let (now, until) = (Instant(1_000), Instant(2_000));
         let next_secret = |s: &[u8]| crate::packet::next_secret(&p, v, alg.hash(), s).unwrap();
-        let rx1 = next_secret(&SERVER_IN);
+        let (rx1, rx2) = (next_secret(&SERVER_IN), next_secret(next_secret(&SERVER_IN).as_ref()));
         let rx0_key = PacketKey::from_secret(&p, v, alg, &SERVER_IN).unwrap();
         let rx1_key = PacketKey::from_secret(&p, v, alg, rx1.as_ref()).unwrap();
-        // RFC 9001 §6.3: a packet with the next generation's key is opened, and followed.
+        let rx2_key = PacketKey::from_secret(&p, v, alg, rx2.as_ref()).unwrap();
+        // RFC 9001 §6.3: the next phase's key is derived ahead, and a packet with it is
+        // opened and followed.
+        slot.prepare_next_rx(&p, v);
+        assert!(slot.as_ref().unwrap().next_rx.is_some());
         let mut pkt = sealed(&rx1_key, 10, b"next phase");
-        assert_eq!(slot.open_next_phase(&p, v, 10, &mut pkt, 8, now, until), Ok(10));
+        assert_eq!(slot.open_other_phase(&p, v, 10, &mut pkt, 8, now, until), Ok(10));
         assert_eq!(&pkt[8..18], b"next phase");
         let k = slot.as_ref().unwrap();
         assert!(k.rx_phase && k.tx_phase && k.updates == 1 && k.rx_phase_start_pn == 10);
-        assert_eq!(k.rx_secret.as_ref(), rx1.as_ref());
+        assert!(!k.next_rx_ready && k.next_rx.is_none() && k.prev_rx_until == until);
         // RFC 9001 §6.2: the send key followed (in place), the header key stayed.
         let tx1_key = PacketKey::from_secret(&p, v, alg, next_secret(&CLIENT_IN).as_ref());
         let mut a = sealed(&k.keys.tx.packet, 3, b"x");
         assert!(tx1_key.unwrap().open_in_place(3, &mut a, 8).is_ok());
         let mut b = sealed(&rx1_key, 11, b"current");
         assert!(k.keys.rx.packet.open_in_place(11, &mut b, 8).is_ok());
-        // RFC 9001 §6.5: the previous key is kept, and survives a packet of the other
-        // phase that does not open (forged, or of a generation that does not exist).
-        let mut forged = sealed(&rx0_key, 12, b"forged");
-        let r = slot.open_next_phase(&p, v, 12, &mut forged, 8, now, until);
+        // The next packet derives the key after; a forgery of the other phase leaves the
+        // keys as they are.
+        slot.prepare_next_rx(&p, v);
+        assert_eq!(slot.as_ref().unwrap().rx_secret.as_ref(), rx2.as_ref());
+        let mut forged = sealed(&rx1_key, 12, b"forged");
+        let r = slot.open_other_phase(&p, v, 12, &mut forged, 8, now, until);
         assert_eq!(r, Err(WireError::DecryptFailed));
         let k = slot.as_ref().unwrap();
         assert_eq!((k.updates, k.rx_phase_start_pn), (1, 10));
+        // RFC 9001 §6.5: a late packet of the previous phase opens until the deadline.
         let mut late = sealed(&rx0_key, 9, b"late");
-        assert!(k.prev_rx(now).unwrap().open_in_place(9, &mut late, 8).is_ok());
-        assert!(k.prev_rx(until).is_none(), "gone after the deadline");
-        let mut c = sealed(&rx1_key, 13, b"current");
-        assert!(k.keys.rx.packet.open_in_place(13, &mut c, 8).is_ok());
-        // After the deadline a forgery leaves no previous key behind.
-        let mut forged = sealed(&rx0_key, 14, b"forged");
-        assert!(slot.open_next_phase(&p, v, 14, &mut forged, 8, until, until).is_err());
-        assert!(slot.as_ref().unwrap().prev_rx.is_none());
+        assert_eq!(slot.open_other_phase(&p, v, 9, &mut late, 8, now, until), Ok(4));
+        let mut late = sealed(&rx0_key, 8, b"late");
+        assert!(slot.open_other_phase(&p, v, 8, &mut late, 8, until, until).is_err());
+        // RFC 9001 §6.4: the next key opening a packet below the current phase's first is
+        // KEY_UPDATE_ERROR.
+        let mut early = sealed(&rx2_key, 5, b"early");
+        let r = slot.open_other_phase(&p, v, 5, &mut early, 8, until, until);
+        assert_eq!(r, Err(WireError::KeyUpdate));
+        // The peer's second update, right after the first (within three PTOs).
+        let mut pkt = sealed(&rx2_key, 30, b"second");
+        assert_eq!(slot.open_other_phase(&p, v, 30, &mut pkt, 8, now, until), Ok(6));
+        let k = slot.as_ref().unwrap();
+        assert!(!k.rx_phase && !k.tx_phase && k.updates == 2 && k.rx_phase_start_pn == 30);
+        let mut c = sealed(&rx1_key, 29, b"late");
+        assert!(k.prev_rx.as_ref().unwrap().open_in_place(29, &mut c, 8).is_ok());
+    }
+}
+
+/// RFC 9001 §6.3, §9.5: a packet of the other Key Phase costs no key derivation, forged or
+/// real, so its timing does not tell the Key Phase; the keys are derived ahead.
+#[cfg(test)]
+mod timing_tests {
+    use core::cell::Cell;
+
+    use mote_crypto::rustcrypto::RustCrypto;
+    use mote_crypto::{CryptoRng, HashAlgorithm, NamedGroup, SignatureScheme};
+
+    use super::*;
+    use crate::error::WireError;
+
+    std::thread_local! {
+        /// AEAD keys set up on this thread (each test runs on its own thread).
+        static AEAD_KEYS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// RustCrypto, counting the AEAD keys it sets up (the expensive half of a derivation).
+    #[derive(Clone, Copy)]
+    struct Counting;
+
+    impl CryptoProvider for Counting {
+        type AeadKey = <RustCrypto as CryptoProvider>::AeadKey;
+        type HeaderKey = <RustCrypto as CryptoProvider>::HeaderKey;
+        type Hash = <RustCrypto as CryptoProvider>::Hash;
+        type Hmac = <RustCrypto as CryptoProvider>::Hmac;
+        type KeyExchange = <RustCrypto as CryptoProvider>::KeyExchange;
+        type SigningKey = <RustCrypto as CryptoProvider>::SigningKey;
+
+        fn aead_algorithms(&self) -> &'static [AeadAlgorithm] {
+            RustCrypto.aead_algorithms()
+        }
+        fn groups(&self) -> &'static [NamedGroup] {
+            RustCrypto.groups()
+        }
+        fn verify_schemes(&self) -> &'static [SignatureScheme] {
+            RustCrypto.verify_schemes()
+        }
+        fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::AeadKey, Error> {
+            AEAD_KEYS.with(|c| c.set(c.get() + 1));
+            RustCrypto.aead_key(alg, key)
+        }
+        fn write_aead_key<'d>(
+            &self,
+            alg: AeadAlgorithm,
+            key: &[u8],
+            dst: &'d mut MaybeUninit<Self::AeadKey>,
+        ) -> Result<&'d mut Self::AeadKey, Error> {
+            AEAD_KEYS.with(|c| c.set(c.get() + 1));
+            RustCrypto.write_aead_key(alg, key, dst)
+        }
+        fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::HeaderKey, Error> {
+            RustCrypto.header_key(alg, key)
+        }
+        fn hash(&self, alg: HashAlgorithm) -> Result<Self::Hash, Error> {
+            RustCrypto.hash(alg)
+        }
+        fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, Error> {
+            RustCrypto.hmac(alg, key)
+        }
+        fn start_key_exchange(
+            &self,
+            group: NamedGroup,
+            rng: &mut dyn CryptoRng,
+        ) -> Result<Self::KeyExchange, Error> {
+            RustCrypto.start_key_exchange(group, rng)
+        }
+        fn verify(
+            &self,
+            scheme: SignatureScheme,
+            public_key: &[u8],
+            message: &[u8],
+            signature: &[u8],
+        ) -> Result<(), Error> {
+            RustCrypto.verify(scheme, public_key, message, signature)
+        }
+        fn signing_key(
+            &self,
+            scheme: SignatureScheme,
+            der: &[u8],
+        ) -> Result<Self::SigningKey, Error> {
+            RustCrypto.signing_key(scheme, der)
+        }
+    }
+
+    fn derivations() -> u32 {
+        AEAD_KEYS.with(Cell::get)
+    }
+
+    const CLIENT_IN: [u8; 32] = super::tests::CLIENT_IN;
+    const SERVER_IN: [u8; 32] = super::tests::SERVER_IN;
+
+    /// Seals `payload` as packet `pn` with the key of `secret`, with Key Phase `phase` in
+    /// the (8-byte) header: the header is the associated data.
+    fn sealed(secret: &[u8], phase: bool, pn: u64, payload: &[u8]) -> std::vec::Vec<u8> {
+        let key = PacketKey::from_secret(&RustCrypto, Version::V1, ALG, secret).unwrap();
+        let mut pkt = std::vec![0u8; 8 + payload.len() + mote_crypto::TAG_LEN];
+        pkt[..8].copy_from_slice(b"header!!");
+        pkt[0] = u8::from(phase);
+        pkt[8..8 + payload.len()].copy_from_slice(payload);
+        key.seal_in_place(pn, &mut pkt, 8).unwrap();
+        pkt
+    }
+
+    const ALG: AeadAlgorithm = AeadAlgorithm::Aes128Gcm;
+
+    /// What the receive path does with a 1-RTT packet (`unprotect`): prepares, then opens
+    /// with the key of the packet's Key Phase.
+    fn receive(
+        slot: &mut KeySlot<OneRttKeys<Counting>>,
+        pn: u64,
+        pkt: &mut [u8],
+        now: Instant,
+    ) -> Result<usize, WireError> {
+        let (p, v) = (Counting, Version::V1);
+        slot.prepare_next_rx(&p, v);
+        let k = slot.as_ref().ok_or(WireError::DecryptFailed)?;
+        if (pkt[0] == 1) == k.rx_phase {
+            return k.keys.rx.packet.open_in_place(pn, pkt, 8);
+        }
+        slot.open_other_phase(&p, v, pn, pkt, 8, now, now + crate::time::Duration::from_millis(300))
+    }
+
+    #[test]
+    fn forged_other_phase_packets_cost_no_derivation() {
+        let (p, v) = (Counting, Version::V1);
+        let next = |s: &[u8]| crate::packet::next_secret(&RustCrypto, v, ALG.hash(), s).unwrap();
+        let (tx, rx) = (Secret::new(&CLIENT_IN), Secret::new(&SERVER_IN));
+        let mut slot = KeySlot::<OneRttKeys<Counting>>::empty();
+        slot.derive(&p, v, ALG, &tx, &rx).unwrap();
+        let now = Instant(1_000);
+        // The first packet (of the current phase) opens; the next phase's key is ready.
+        let mut pkt = sealed(&SERVER_IN, false, 1, b"first");
+        assert_eq!(receive(&mut slot, 1, &mut pkt, now), Ok(5));
+        let before = derivations();
+        // RFC 9001 §6.3: forged packets of the other phase (a flipped Key Phase bit, or a
+        // key that does not exist) derive nothing and change nothing.
+        for pn in 2..12 {
+            let mut forged = sealed(&SERVER_IN, true, pn, b"forged");
+            assert_eq!(receive(&mut slot, pn, &mut forged, now), Err(WireError::DecryptFailed));
+            let mut forged = sealed(&CLIENT_IN, true, pn, b"forged");
+            assert_eq!(receive(&mut slot, pn, &mut forged, now), Err(WireError::DecryptFailed));
+        }
+        assert_eq!(derivations(), before, "no key derived for a forged packet");
+        let k = slot.as_ref().unwrap();
+        assert!(!k.rx_phase && !k.tx_phase && k.updates == 0);
+        // The peer's real update opens with the key derived ahead; only the send key is
+        // derived (RFC 9001 §6.2: the answer), not the receive key.
+        let rx1 = next(&SERVER_IN);
+        let mut real = sealed(rx1.as_ref(), true, 20, b"update");
+        assert_eq!(receive(&mut slot, 20, &mut real, now), Ok(6));
+        assert_eq!(derivations(), before + 1, "the send key only");
+        let k = slot.as_ref().unwrap();
+        assert!(k.rx_phase && k.tx_phase && k.updates == 1);
     }
 }

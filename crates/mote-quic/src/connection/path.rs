@@ -562,11 +562,14 @@ impl Migration {
     }
 }
 
-#[cfg(test)]
+// Each test needs its feature.
+#[cfg(all(test, any(feature = "ecn", feature = "pmtud", feature = "migration")))]
 mod tests {
     use super::*;
+    #[cfg(feature = "ecn")]
     use crate::coding::VarInt;
 
+    #[cfg(feature = "ecn")]
     fn counts(e0: u32, e1: u32, ce: u32) -> Option<EcnCounts> {
         Some(EcnCounts {
             ect0: VarInt::from_u32(e0),

@@ -83,6 +83,11 @@ pub(crate) fn unprotect<P: CryptoProvider + Clone, C>(
     pn_offset: usize,
     largest: Option<u64>,
 ) -> Result<Unprotected, WireError> {
+    // RFC 9001 §6.3, §9.5: the next phase's receive key is made ready before any 1-RTT
+    // packet's Key Phase is read, so the bit changes no work done for the packet.
+    if ptype == PacketType::OneRtt {
+        hs.keys.one_rtt.prepare_next_rx(&hs.provider, hs.version);
+    }
     let keys = &hs.keys;
     let rx = match ptype {
         PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
@@ -101,42 +106,17 @@ pub(crate) fn unprotect<P: CryptoProvider + Clone, C>(
         _ => false,
     };
     let payload_len = if other_phase {
-        open_other_phase(hs, pto, now, pkt, pn, header_len)?
+        // RFC 9001 §6.5: a key that is replaced is kept for three PTOs.
+        let keep_until = now + pto.saturating_mul(3);
+        let (provider, version) = (&hs.provider, hs.version);
+        let slot = &mut hs.keys.one_rtt;
+        slot.open_other_phase(provider, version, pn, pkt, header_len, now, keep_until)?
     } else {
         rx.packet.open_in_place(pn, pkt, header_len)?
     };
     // Only now, with the packet authenticated (see `check_reserved_bits`).
     check_reserved_bits(t.first_byte)?;
     Ok(Unprotected { pn, first_byte: t.first_byte, header_len, payload_len })
-}
-
-/// RFC 9001 §6: opens a 1-RTT packet whose Key Phase differs from the current receive key's:
-/// a packet of the previous phase reordered across an update, or the peer's key update.
-fn open_other_phase<P: CryptoProvider + Clone, C>(
-    hs: &mut Handshake<P, C>,
-    pto: Duration,
-    now: Instant,
-    pkt: &mut [u8],
-    pn: u64,
-    header_len: usize,
-) -> Result<usize, WireError> {
-    let version = hs.version;
-    let provider = &hs.provider;
-    let keep_until = now + pto.saturating_mul(3);
-    let Some(k) = hs.keys.one_rtt.as_mut() else { return Err(WireError::DecryptFailed) };
-    if pn < k.rx_phase_start_pn {
-        // RFC 9001 §6.5: the other Key Phase below the first packet of the current phase is
-        // a packet of the previous phase, reordered across the update: opened with the
-        // previous key while it is kept (three PTOs), dropped after.
-        return match k.prev_rx(now) {
-            Some(prev) => prev.open_in_place(pn, pkt, header_len),
-            None => Err(WireError::DecryptFailed),
-        };
-    }
-    // RFC 9001 §6.3: a packet with the other Key Phase is tried with the next generation's
-    // key; if it opens, the peer updated keys and we follow (§6.2).
-    let slot = &mut hs.keys.one_rtt;
-    slot.open_next_phase(provider, version, pn, pkt, header_len, now, keep_until)
 }
 
 /// RFC 9001 §5.8: whether a Retry's integrity tag over the pseudo-packet with our original
@@ -473,8 +453,9 @@ where
         let u = match unprotected {
             Ok(u) => u,
             // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
-            Err(WireError::ReservedBitsSet) => {
-                self.enter_closing(wire(WireError::ReservedBitsSet));
+            // RFC 9001 §6.4: a packet opened with keys out of packet-number order.
+            Err(e @ (WireError::ReservedBitsSet | WireError::KeyUpdate)) => {
+                self.enter_closing(wire(e));
                 return None;
             }
             Err(_) if switched_from.is_some() => {

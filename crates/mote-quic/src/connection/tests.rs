@@ -1145,7 +1145,7 @@ fn memory_footprint() {
     // Packet keys of three levels at once dominate; the rest is bounded by the const
     // generics. Fail loudly if a change makes the state grow by more than a few percent.
     // Host (x86-64, all test algorithms): about 25 KB, 6 × 2000 B of packet keys plus the
-    // previous 1-RTT read key kept across a key update (RFC 9001 §6.5); with `datagram`
+    // previous and the next 1-RTT read keys (RFC 9001 §6.5, §6.3); with `datagram`
     // the two bounded DATAGRAM queues come on top, and the path state (connection-ID
     // tables 680 B, ECN, PMTUD, migration: about 1.3 KB with every feature; migration
     // keeps the local address of each queued PATH_RESPONSE and the challenge sent to a
@@ -1171,10 +1171,13 @@ fn memory_footprint() {
     // (seven more STREAM chunks); the device build does not have it.
     let packing = (size_of::<SentFrames>() - 40) * (16 + 2 * HANDSHAKE_SENT);
     // 27,600 + 256: the migration path state above (+104 B in this host build), issue 8's
-    // in-place key slots (a state word per slot) and capacity-erased record views.
+    // in-place key slots (a state word per slot) and capacity-erased record views; and the
+    // next phase's 1-RTT read key derived ahead (RFC 9001 §6.3, §9.5: three read keys across
+    // a key update; its size depends on the suites built).
+    let next_rx = size_of::<super::key_slot::KeySlot<crate::packet::PacketKey<RustCrypto>>>();
     assert!(
-        conn - debug < 27_856 + queues + packing,
-        "{conn} ({queues} of DATAGRAM queues, debugging queues {debug}, packing {packing})"
+        conn - debug < 27_856 + next_rx + queues + packing,
+        "{conn} ({queues} of DATAGRAM queues, debugging queues {debug}, packing {packing}, next read key {next_rx})"
     );
     #[cfg(all(target_pointer_width = "64", not(feature = "stream-packing")))]
     assert_eq!(recovery, 2744);
@@ -1559,6 +1562,37 @@ fn key_update_keeps_previous_read_key_for_three_ptos() {
     let data = pattern(20_000);
     let (got, _) = transfer(&mut p, &data, Duration::from_secs(10));
     assert!(got == data);
+}
+
+/// RFC 9001 §6.3, §9.5: packets with the Key Phase bit flipped (a captured packet
+/// modified on the path) are dropped, leave the keys as they are, and a real key update
+/// afterwards is followed. (That they cost no key derivation is counted in
+/// `key_slot::timing_tests`.)
+#[test]
+fn flipped_key_phase_changes_nothing() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    transfer(&mut p, b"warm up", Duration::from_secs(5));
+    for i in 0..8u64 {
+        let mut pkt = craft(&p.client, &[Frame::Ping], 10 + i);
+        // The Key Phase bit under header protection: flipping the protected bit flips it.
+        pkt[0] ^= crate::packet::KEY_PHASE_BIT;
+        let (now, dropped) = (p.now, p.server().stats().packets_dropped);
+        p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
+        assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+    }
+    let s = p.server();
+    assert!(!s.is_closed());
+    let k = s.hs.keys.one_rtt.as_ref().unwrap();
+    assert!(!k.rx_phase && !k.tx_phase && k.updates == 0 && k.next_rx.is_some());
+    let acked =
+        |p: &mut Pair| p.client.recovery().largest_acked(PnSpace::ApplicationData).is_some();
+    assert!(p.run_until(Duration::from_secs(1), acked));
+    assert!(p.client.initiate_key_update());
+    let data = pattern(5_000);
+    let (got, _) = transfer(&mut p, &data, Duration::from_secs(10));
+    assert!(got == data);
+    assert_eq!(p.server().stats().key_updates, 1);
 }
 
 #[test]

@@ -163,17 +163,22 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
     /// generation ahead of the receive key.
     pub(crate) tx_ahead: bool,
     pub(crate) tx_secret: Secret,
+    /// The secret of the newest receive key: the current one's, then (once it is derived)
+    /// the next phase's, from which the one after is derived.
     pub(crate) rx_secret: Secret,
     /// Key updates completed (for statistics).
     pub(crate) updates: u32,
     /// RFC 9001 §6.5: the receive key of the previous phase, kept until `prev_rx_until`
-    /// (three PTOs after the update) to open packets reordered across the update. During a
-    /// key update the slot first holds the candidate next key (RFC 9001 §6.3), built there.
+    /// (three PTOs after the update) to open packets reordered across the update.
     pub(crate) prev_rx: KeySlot<PacketKey<P>>,
     pub(crate) prev_rx_until: Instant,
-    /// The secret of the previous receive key: a packet that fails to open with the next
-    /// key must not cost the kept previous key, which is re-derived from it.
-    pub(crate) prev_rx_secret: Secret,
+    /// RFC 9001 §6.3, §9.5: the receive key of the next phase, derived ahead (see
+    /// `prepare_next_rx`) so that no packet — a peer's update or a forgery with the Key
+    /// Phase bit flipped — costs a derivation, a timing signal of the Key Phase.
+    pub(crate) next_rx: KeySlot<PacketKey<P>>,
+    /// `next_rx` was derived for the current phase (it may be empty after a provider
+    /// fault: then it is not derived again for every packet).
+    pub(crate) next_rx_ready: bool,
     /// The smallest packet number opened with the current receive key: a packet of the
     /// other Key Phase below it belongs to the previous phase, above it to the next.
     pub(crate) rx_phase_start_pn: u64,
@@ -184,11 +189,6 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
 }
 
 impl<P: CryptoProvider> OneRttKeys<P> {
-    /// The previous phase's receive key, if it is still kept at `now`.
-    pub(crate) fn prev_rx(&self, now: Instant) -> Option<&PacketKey<P>> {
-        self.prev_rx.as_ref().filter(|_| now < self.prev_rx_until)
-    }
-
     /// A packet `pn` was protected with the current send key.
     pub(crate) fn on_sent(&mut self, pn: u64) {
         if self.tx_phase_start_pn.is_none() {
@@ -200,17 +200,43 @@ impl<P: CryptoProvider> OneRttKeys<P> {
 
 // RFC 9001 §6: key updates. Every key of the next generation is built where it stays (a
 // device has no stack for a by-value key: an AES key schedule and GHASH key, ~0.4 KB, and
-// each `Result` or move of one); the receive key's candidate in the previous key's slot,
-// the send key over the old one.
+// each `Result` or move of one); the next receive key in the other phase's slot, the send
+// key over the old one.
 impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
-    /// RFC 9001 §6.3, §6.2: opens a packet of the other Key Phase (numbered at or above the
-    /// current phase's first) with the next generation's receive key and, if it opens,
-    /// follows the peer's key update. Returns the plaintext length. A packet that does not
-    /// open changes nothing: a previous key still kept is derived again. Out of line: the
-    /// next secret is on the stack only during a key update, not in every receive.
+    /// RFC 9001 §6.3, §9.5: derives the next phase's receive key if the current phase has
+    /// none yet (from the start, and after each update). Called for every 1-RTT packet
+    /// before its Key Phase is looked at, so the bit changes no work done for the packet:
+    /// "By generating new keys before a key update is received, receipt of packets will
+    /// not create timing signals that leak the value of the Key Phase." Once per phase:
+    /// should the provider fail, packets of the next phase are dropped.
+    pub(crate) fn prepare_next_rx(&mut self, provider: &P, version: Version) {
+        if self.as_ref().is_some_and(|k| !k.next_rx_ready) {
+            self.derive_next_rx(provider, version);
+        }
+    }
+
+    /// RFC 9001 §6.1, §6.3: the next phase's receive key, derived in its slot. Out of line:
+    /// the next secret is on the stack only here.
+    #[inline(never)]
+    fn derive_next_rx(&mut self, provider: &P, version: Version) {
+        let Some(k) = self.as_mut() else { return };
+        // The slot is empty: not derived yet, or emptied when its key became current.
+        k.next_rx_ready = true;
+        if let Ok(secret) = next_secret(provider, version, k.suite.hash(), k.rx_secret.as_ref()) {
+            k.rx_secret = secret;
+            let _ = k.next_rx.derive(provider, version, k.suite, k.rx_secret.as_ref());
+        }
+    }
+
+    /// RFC 9001 §6.2, §6.5: opens a 1-RTT packet whose Key Phase differs from the current
+    /// receive key's: below the current phase's first packet number with the previous
+    /// phase's key while it is kept (a packet reordered across an update), else with the
+    /// next phase's key derived ahead — the peer's key update, which is followed. Nothing
+    /// is derived for it; a packet that does not open changes nothing. Returns the
+    /// plaintext length.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn open_next_phase(
+    pub(crate) fn open_other_phase(
         &mut self,
         provider: &P,
         version: Version,
@@ -221,39 +247,30 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         keep_until: Instant,
     ) -> Result<usize, WireError> {
         let k = self.as_mut().ok_or(WireError::DecryptFailed)?;
-        let hash = k.suite.hash();
-        let secret = next_secret(provider, version, hash, k.rx_secret.as_ref())
-            .map_err(|_| WireError::DecryptFailed)?;
-        let keep_prev = k.prev_rx(now).is_some();
-        // The candidate is built in the previous key's slot.
-        let opened = match k.prev_rx.derive(provider, version, k.suite, secret.as_ref()) {
-            Ok(()) => match k.prev_rx.as_ref() {
-                Some(next) => next.open_in_place(pn, pkt, header_len),
-                None => Err(WireError::DecryptFailed),
-            },
-            Err(_) => Err(WireError::DecryptFailed),
-        };
-        let n = match opened {
-            Ok(n) => n,
-            Err(e) => {
-                if keep_prev {
-                    // The same derivation as before: it fails only on a provider fault,
-                    // which leaves the slot empty (late packets are dropped).
-                    let _ = k.prev_rx.derive(provider, version, k.suite, k.prev_rx_secret.as_ref());
-                } else {
-                    k.prev_rx.clear();
-                }
-                return Err(e);
-            }
-        };
+        let below = pn < k.rx_phase_start_pn;
+        let prev = k.prev_rx.as_ref().filter(|_| below && now < k.prev_rx_until);
+        if let Some(prev) = prev {
+            return prev.open_in_place(pn, pkt, header_len);
+        }
+        let next = k.next_rx.as_ref().ok_or(WireError::DecryptFailed)?;
+        let n = next.open_in_place(pn, pkt, header_len)?;
+        // RFC 9001 §6.4: "Packets with higher packet numbers MUST be protected with either
+        // the same or newer packet protection keys than packets with lower packet numbers."
+        // The next key opened a packet below the first of the current phase.
+        if below {
+            return Err(WireError::KeyUpdate);
+        }
         // RFC 9001 §6.2, §6.5: the next key becomes the current one and the current one
-        // the previous, kept until `keep_until` (swapped where they are, in small chunks).
-        // The header-protection keys stay (RFC 9001 §6.1).
-        if let Some(next) = k.prev_rx.as_mut() {
+        // the previous, kept until `keep_until` (swapped where they are, in small chunks);
+        // the next one after is derived with the next packet (`prepare_next_rx`). The
+        // header-protection keys stay (RFC 9001 §6.1).
+        if let Some(next) = k.next_rx.as_mut() {
             core::mem::swap(next, &mut k.keys.rx.packet);
         }
+        core::mem::swap(&mut k.prev_rx, &mut k.next_rx);
+        k.next_rx.clear();
+        k.next_rx_ready = false;
         k.prev_rx_until = keep_until;
-        k.prev_rx_secret = core::mem::replace(&mut k.rx_secret, secret);
         k.rx_phase_start_pn = pn;
         k.rx_phase = !k.rx_phase;
         k.updates = k.updates.saturating_add(1);

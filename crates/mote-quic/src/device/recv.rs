@@ -273,8 +273,9 @@ where
         let u = match self.unprotect(now, hdr.ptype, pkt, hdr.pn_offset, largest) {
             Ok(u) => u,
             // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
-            Err(WireError::ReservedBitsSet) => {
-                self.enter_closing(wire(WireError::ReservedBitsSet));
+            // RFC 9001 §6.4: a packet opened with keys out of packet-number order.
+            Err(e @ (WireError::ReservedBitsSet | WireError::KeyUpdate)) => {
+                self.enter_closing(wire(e));
                 return None;
             }
             // RFC 9001 §5.5: packets that fail to decrypt are discarded; §6.6: 1-RTT

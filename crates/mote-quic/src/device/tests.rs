@@ -765,6 +765,52 @@ fn key_updates_both_ways() {
     assert_eq!(p.client.stats().key_updates, 3);
 }
 
+/// RFC 9001 §6.3, §9.5 (the shared `unprotect`): server packets with the protected Key Phase
+/// bit flipped are dropped as authentication failures, leave the device's keys as they are
+/// (the next read key was derived ahead, nothing is derived for them), and a real key update
+/// afterwards is followed; a packet the next key opens below the current phase's first is
+/// KEY_UPDATE_ERROR (RFC 9001 §6.4).
+#[test]
+fn flipped_key_phase_changes_nothing() {
+    let mut p = established();
+    let pn = p.server().recovery.next_pn(PnSpace::ApplicationData) + 100;
+    let failures = p.client.stats().auth_failures;
+    for i in 0..8 {
+        let mut d = forge_one_rtt(p.server(), &[0x01], pn + i);
+        d[0] ^= crate::packet::KEY_PHASE_BIT;
+        let now = p.now;
+        p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+    }
+    assert!(!p.client.is_closed());
+    assert_eq!(p.client.stats().auth_failures, failures + 8);
+    let k = p.client.hs.keys.one_rtt.as_ref().unwrap();
+    assert!(!k.rx_phase && !k.tx_phase && k.updates == 0 && k.next_rx.is_some());
+    let ok = p.run_until(Duration::from_secs(5), |p| p.server().initiate_key_update());
+    assert!(ok);
+    exchange(&mut p, b"GET", &pattern(2000));
+    settle(&mut p);
+    assert_eq!(p.client.stats().key_updates, 1);
+    // The server's next phase (its key derived ahead by the device) on a packet numbered
+    // below the device's current phase, once the previous key is gone (three PTOs): newer
+    // keys on an older packet number.
+    let k = p.client.hs.keys.one_rtt.as_ref().unwrap();
+    let (below, until) = (k.rx_phase_start_pn - 1, k.prev_rx_until);
+    p.now = p.now.max(until);
+    let s = p.server.as_mut().unwrap();
+    let k = s.hs.keys.one_rtt.as_mut().unwrap();
+    let v = s.hs.version;
+    let next = crate::packet::next_secret(&RustCrypto, v, k.suite.hash(), k.tx_secret.as_ref());
+    let key =
+        crate::packet::PacketKey::from_secret(&RustCrypto, v, k.suite, next.unwrap().as_ref());
+    k.keys.tx.packet = key.unwrap();
+    k.tx_phase = !k.tx_phase;
+    let mut d = forge_one_rtt(s, &[0x01], below);
+    let now = p.now;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+    let code = crate::error::TransportErrorCode::KEY_UPDATE_ERROR.0;
+    assert_eq!(local_close(&mut p), (code, None));
+}
+
 /// A packet the server protects with its 1-RTT keys, numbered `pn`, carrying `payload`.
 fn forge_one_rtt(s: &Server, payload: &[u8], pn: u64) -> Vec<u8> {
     let k = s.hs.keys.one_rtt.as_ref().expect("1-RTT keys");

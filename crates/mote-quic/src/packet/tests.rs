@@ -140,26 +140,37 @@ const V1_CHACHA_PACKET: [u8; 21] = hex!("4cfe4189655e5cd55c41f69080575d7999c25a5
 
 // ---- RFC 9369 (v2) ----
 
+#[cfg(feature = "v2")]
 const V2_INITIAL_SECRET: [u8; 32] = hex!(
     "2062e8b3cd8d52092614b8071d0aa1fb"
     "7c2e3ac193f78b280e72d8f5751f6aba"
 );
+#[cfg(feature = "v2")]
 const V2_CLIENT_SECRET: [u8; 32] = hex!(
     "14ec9d6eb9fd7af83bf5a668bc17a7e2"
     "83766aade7ecd0891f70f9ff7f4bf47b"
 );
+#[cfg(feature = "v2")]
 const V2_CLIENT_KEY: [u8; 16] = hex!("8b1a0bc121284290a29e0971b5cd045d");
+#[cfg(feature = "v2")]
 const V2_CLIENT_IV: [u8; 12] = hex!("91f73e2351d8fa91660e909f");
+#[cfg(feature = "v2")]
 const V2_CLIENT_HP: [u8; 16] = hex!("45b95e15235d6f45a6b19cbcb0294ba9");
+#[cfg(feature = "v2")]
 const V2_SERVER_SECRET: [u8; 32] = hex!(
     "0263db1782731bf4588e7e4d93b74639"
     "07cb8cd8200b5da55a8bd488eafc37c1"
 );
+#[cfg(feature = "v2")]
 const V2_SERVER_KEY: [u8; 16] = hex!("82db637861d55e1d011f19ea71d5d2a7");
+#[cfg(feature = "v2")]
 const V2_SERVER_IV: [u8; 12] = hex!("dd13c276499c0249d3310652");
+#[cfg(feature = "v2")]
 const V2_SERVER_HP: [u8; 16] = hex!("edf6d05c83121201b436e16877593c3a");
 
+#[cfg(feature = "v2")]
 const V2_CLIENT_HEADER: [u8; 22] = hex!("d36b3343cf088394c8f03e5157080000449e00000002");
+#[cfg(feature = "v2")]
 const V2_CLIENT_PROTECTED: [u8; 1200] = hex!(
     "d76b3343cf088394c8f03e5157080000 449ea0c95e82ffe67b6abcdb4298b485"
     "dd04de806071bf03dceebfa162e75d6c 96058bdbfb127cdfcbf903388e99ad04"
@@ -201,7 +212,9 @@ const V2_CLIENT_PROTECTED: [u8; 1200] = hex!(
     "a18b2faa745b6fe189cf772a9f84cbfc"
 );
 
+#[cfg(feature = "v2")]
 const V2_SERVER_HEADER: [u8; 20] = hex!("d16b3343cf0008f067a5502a4262b50040750001");
+#[cfg(feature = "v2")]
 const V2_SERVER_PROTECTED: [u8; 135] = hex!(
     "dc6b3343cf0008f067a5502a4262b500 4075d92faaf16f05d8a4398c47089698"
     "baeea26b91eb761d9b89237bbf872630 17915358230035f7fd3945d88965cf17"
@@ -210,25 +223,32 @@ const V2_SERVER_PROTECTED: [u8; 135] = hex!(
     "4bed8521e2e140"
 );
 
+#[cfg(feature = "v2")]
 const V2_RETRY: [u8; 36] = hex!(
     "cf6b3343cf0008f067a5502a4262b574 6f6b656ec8646ce8bfe33952d9555436"
     "65dcc7b6"
 );
 
+#[cfg(feature = "v2")]
 const V2_CHACHA_KEY: [u8; 32] = hex!(
     "3bfcddd72bcf02541d7fa0dd1f5f9eee"
     "a817e09a6963a0e6c7df0f9a1bab90f2"
 );
+#[cfg(feature = "v2")]
 const V2_CHACHA_IV: [u8; 12] = hex!("a6b5bc6ab7dafce30ffff5dd");
+#[cfg(feature = "v2")]
 const V2_CHACHA_HP: [u8; 32] = hex!(
     "d659760d2ba434a226fd37b35c69e2da"
     "8211d10c4f12538787d65645d5d1b8e2"
 );
+#[cfg(feature = "v2")]
 const V2_CHACHA_KU: [u8; 32] = hex!(
     "c69374c49e3d2a9466fa689e49d476db"
     "5d0dfbc87d32ceeaa6343fd0ae4c7d88"
 );
+#[cfg(feature = "v2")]
 const V2_CHACHA_NONCE: [u8; 12] = hex!("a6b5bc6ab7dafce328ff4a29");
+#[cfg(feature = "v2")]
 const V2_CHACHA_PACKET: [u8; 21] = hex!("5558b1c60ae7b6b932bc27d786f4bc2bb20f2162ba");
 
 // ---- Shared checks ----

@@ -146,6 +146,14 @@ pub struct VersionInformation {
 }
 
 impl VersionInformation {
+    /// RFC 9000 §7.4.1: what a client remembers of the server's version_information for
+    /// 0-RTT: the Chosen Version, the part a client processes (RFC 9368 §4; "A client need
+    /// not store a transport parameter it cannot process"), not the Available Versions. So
+    /// a server listing many versions does not cost its tickets their 0-RTT.
+    pub fn remembered(&self) -> Self {
+        Self::new(self.chosen, &[])
+    }
+
     /// Builds version information to send. Entries beyond [`MAX_AVAILABLE_VERSIONS`] are
     /// handled as when decoding (see the type's documentation); repeated ones are kept once.
     /// A client must list `chosen` among `available` (RFC 9368 §4); neither may be 0.
@@ -648,6 +656,7 @@ impl TransportParameters {
             &forget(&self.retry_source_connection_id),
         )?;
         if let Some(vi) = &self.version_information {
+            let vi = if remembered { vi.remembered() } else { *vi };
             // RFC 9368 §3, Figure 1.
             let available = vi.available();
             put_param(w, id::VERSION_INFORMATION, 4 + 4 * available.len())?;
@@ -724,6 +733,7 @@ impl TransportParameters {
             preferred_address: None,
             retry_source_connection_id: None,
             stateless_reset_token: None,
+            version_information: self.version_information.as_ref().map(|v| v.remembered()),
             ..self.clone()
         }
     }

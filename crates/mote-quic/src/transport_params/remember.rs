@@ -8,8 +8,9 @@
 //! than the client's buffer as sent (160 bytes) costs the client its 0-RTT.
 //! [`remember_shortest`] writes each remembered integer parameter in its shortest form and
 //! leaves out those at their default, so the remembered integers, flags and IDs take at most
-//! 105 bytes whatever the server sent: they fit 160 bytes unless version_information (copied
-//! as sent) lists more than 12 Available Versions.
+//! 105 bytes whatever the server sent, and version_information keeps only its Chosen Version
+//! (6 bytes): they fit 160 bytes however many Available Versions the server lists (copied
+//! as sent, more than 12 once cost the ticket its 0-RTT).
 
 use super::{id, put_param, TransportParameters};
 use crate::coding::{Reader, Writer};
@@ -21,15 +22,15 @@ use crate::coding::{Reader, Writer};
 ///
 /// Remembered: max_idle_timeout, max_udp_payload_size, the initial flow-control and stream
 /// limits, active_connection_id_limit, max_datagram_frame_size (feature `datagram`) as
-/// varints in their shortest form, left out at their default; disable_active_migration,
-/// grease_quic_bit and version_information as sent. Not remembered ("A client MUST NOT use
+/// varints in their shortest form, left out at their default; disable_active_migration and
+/// grease_quic_bit as sent; version_information's Chosen Version
+/// ([`super::VersionInformation::remembered`]). Not remembered ("A client MUST NOT use
 /// remembered values for the following parameters"): ack_delay_exponent, max_ack_delay,
 /// initial_source_connection_id, original_destination_connection_id, preferred_address,
 /// retry_source_connection_id, stateless_reset_token; nor any parameter this build does not
 /// know. Decoded, the result equals what
 /// [`TransportParameters::encode_remembered_for_0rtt`] writes of the decoded `params` (the
-/// same bytes when the server listed no more Available Versions than
-/// [`super::MAX_AVAILABLE_VERSIONS`] and sent its parameters in ID order).
+/// same bytes when the server sent its parameters in ID order).
 pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
     let mut r = Reader::new(params);
     let mut w = Writer::new(out);
@@ -43,6 +44,12 @@ pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
             #[cfg(feature = "datagram")]
             id::MAX_DATAGRAM_FRAME_SIZE => put_int(&mut w, param, value),
             id::DISABLE_ACTIVE_MIGRATION | id::VERSION_INFORMATION | id::GREASE_QUIC_BIT => {
+                // The flags are empty (checked when decoded). RFC 9368 §3, §4: of
+                // version_information a client processes the Chosen Version (its first four
+                // bytes), not the server's Available Versions, and remembers only that ("A
+                // client need not store a transport parameter it cannot process"): however
+                // many versions the server lists, the remembered set fits.
+                let value = value.get(..4).unwrap_or(value);
                 put_param(&mut w, param, value.len()).is_ok() && w.put_slice(value).is_ok()
             }
             _ => true,
@@ -209,6 +216,43 @@ pub(crate) mod tests {
         assert_eq!(remembered, decoded(&raw).remembered_for_0rtt());
         // One byte short: nothing remembered rather than a partial set.
         assert_eq!(remember_shortest(&raw, &mut out[..n - 1]), 0);
+    }
+
+    /// RFC 9000 §7.4.1, RFC 9368 §3: a server listing many Available Versions (here 40) is
+    /// still remembered, so its tickets still allow 0-RTT: of version_information only the
+    /// Chosen Version (what a client processes) is kept.
+    #[test]
+    fn many_available_versions_still_remembered() {
+        let tp = TransportParameters {
+            initial_max_data: VarInt::from_u32(1 << 20),
+            initial_max_streams_bidi: VarInt::from_u32(100),
+            ..TransportParameters::default()
+        };
+        let mut buf = [0u8; 1024];
+        let mut w = Writer::new(&mut buf);
+        tp.encode(&mut w).unwrap();
+        let mut versions = [0u8; 4 * 41];
+        for (i, v) in versions.chunks_mut(4).enumerate() {
+            v.copy_from_slice(&(0x1a2a_3a4a_u32 + i as u32).to_be_bytes());
+        }
+        versions[..4].copy_from_slice(&1u32.to_be_bytes());
+        versions[20..24].copy_from_slice(&1u32.to_be_bytes());
+        versions[100..104].copy_from_slice(&1u32.to_be_bytes());
+        put_bytes_param(&mut w, id::VERSION_INFORMATION, &versions).unwrap();
+        let raw = w.written().to_vec();
+        let mut out = [0u8; crate::connection::tls::REMEMBERED_TP_MAX];
+        let n = remember_shortest(&raw, &mut out);
+        assert!(n > 0, "nothing remembered: no 0-RTT");
+        let remembered = decoded(&out[..n]);
+        assert_eq!(remembered, decoded(&raw).remembered_for_0rtt());
+        assert_eq!(remembered, general_remembered_decoded(&decoded(&raw)));
+        let vi = remembered.version_information.unwrap();
+        assert_eq!((vi.chosen, vi.available()), (crate::Version::V1, &[][..]));
+        assert_eq!(remembered.initial_max_data, tp.initial_max_data);
+    }
+
+    fn general_remembered_decoded(p: &TransportParameters) -> TransportParameters {
+        decoded(&general_remembered(p))
     }
 
     #[test]
