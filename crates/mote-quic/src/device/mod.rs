@@ -31,6 +31,7 @@
 //! [`DeviceConnection::ticket_ready`], [`DeviceConnection::poll_stopped`] and the state
 //! queries).
 
+mod error;
 mod init;
 mod local_cids;
 mod peer_params;
@@ -205,7 +206,9 @@ pub struct DeviceConnection<
     closing_answer_at: u32,
 }
 
-type Res<T = ()> = Result<T, ConnectionClose>;
+/// A handler's result: its compact error becomes a [`ConnectionClose`] where the
+/// connection enters closing ([`DeviceConnection::fail`]).
+type Res<T = ()> = Result<T, error::Error>;
 
 /// Index of a packet number space in per-space arrays.
 const fn si(space: PnSpace) -> usize {
@@ -561,10 +564,7 @@ where
             return;
         }
         if !self.initiate_key_update() && used >= limit {
-            self.enter_closing(ConnectionClose::transport(
-                TransportErrorCode::AEAD_LIMIT_REACHED,
-                None,
-            ));
+            self.fail(error::Error::bare(TransportErrorCode::AEAD_LIMIT_REACHED));
         }
     }
 
@@ -573,6 +573,13 @@ where
     /// Handshake packets (§10.2.3). The connection then stays closing for three PTOs.
     pub fn close(&mut self, app_code: u64, reason: &[u8]) {
         self.enter_closing(ConnectionClose::new(app_code, None, true, reason));
+    }
+
+    /// Enters the closing state with a transport error (RFC 9000 §10.2.1); out of line:
+    /// the [`ConnectionClose`] is built here once.
+    #[inline(never)]
+    fn fail(&mut self, e: error::Error) {
+        self.enter_closing(e.into());
     }
 
     /// Enters the closing state with `close` (RFC 9000 §10.2.1).
