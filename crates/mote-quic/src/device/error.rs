@@ -13,7 +13,7 @@ use crate::frame::types;
 /// Bits 0–14 hold the error code (every code the device raises is one of RFC 9000 §20.1's
 /// 0x00–0x10 or RFC 9001 §4.8's CRYPTO_ERROR 0x0100–0x01ff); bit 15 is always set (the
 /// value is never zero, so `Result<(), Error>` is one register); bits 16–31 hold the frame
-/// type plus one, 0 for none. Frame types up to [`Error::FRAME_TYPE_MAX`] fit: every type
+/// type plus one, 0 for none. Frame types up to 0xfffe fit: every type
 /// the device acts on. A larger one (an unknown frame type, up to 2^62 - 1) does not fit:
 /// the frame loop closes with it as a [`ConnectionClose`] directly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,11 +23,8 @@ const SET: u32 = 1 << 15;
 const CODE_MASK: u32 = SET - 1;
 
 impl Error {
-    /// The largest frame type an [`Error`] carries.
-    pub(crate) const FRAME_TYPE_MAX: u64 = 0xfffe;
-
-    /// `code` caused by a frame of type `frame_type` (at most [`Self::FRAME_TYPE_MAX`]: a
-    /// type the device handles).
+    /// `code` caused by a frame of type `frame_type` (at most 0xfffe: a type the
+    /// device handles).
     pub(crate) const fn frame(code: TransportErrorCode, frame_type: u64) -> Self {
         Self::pack(code, (frame_type as u32).wrapping_add(1) << 16)
     }
@@ -96,7 +93,7 @@ mod tests {
 
     #[test]
     fn largest_frame_type_round_trips() {
-        let e = Error::frame(TransportErrorCode::FRAME_ENCODING_ERROR, Error::FRAME_TYPE_MAX);
+        let e = Error::frame(TransportErrorCode::FRAME_ENCODING_ERROR, 0xfffe);
         assert_eq!(close(e), (0x07, Some(0xfffe), false));
         // The device's own largest types: DATAGRAM, HANDSHAKE_DONE, STREAM with every flag.
         for t in [types::DATAGRAM_LEN, types::HANDSHAKE_DONE, types::STREAM_MAX] {
