@@ -183,7 +183,8 @@ pub struct DeviceConnection<
     /// The latest time the caller passed in.
     last_now: Instant,
     close_pending: bool,
-    local_close: Option<ConnectionClose>,
+    /// Why the connection closed; while closing, the CONNECTION_CLOSE we send
+    /// ([`CloseReason::Local`]).
     close_reason: Option<CloseReason>,
     token: [u8; TOKEN_MAX],
     token_len: u8,
@@ -587,7 +588,6 @@ where
         if self.is_closed() {
             return;
         }
-        self.local_close = Some(close);
         self.close_reason = Some(CloseReason::Local(close));
         let deadline = self.last_now + self.recovery.pto_period().saturating_mul(3);
         self.state = State::Closing { deadline };

@@ -9,7 +9,7 @@ use super::{si, DeviceConnection, State, TokenState};
 use crate::coding::Writer;
 use crate::connection::send::write_ack;
 use crate::connection::tls::TlsSession;
-use crate::connection::{Transmit, MIN_INITIAL_SIZE};
+use crate::connection::{CloseReason, Transmit, MIN_INITIAL_SIZE};
 use crate::error::TransportErrorCode;
 use crate::frame::{put_frame, put_stream, types};
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
@@ -537,7 +537,8 @@ where
     /// Handshake packets.
     #[inline(never)]
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
-        let Some(c) = self.local_close else { return };
+        // Only `enter_closing` enters the closing state, with a local close.
+        let Some(CloseReason::Local(c)) = self.close_reason else { return };
         let (ty, fields, reason) = match (space, c.application) {
             (PnSpace::ApplicationData, true) => {
                 (types::CONNECTION_CLOSE_APP, [c.code, 0], c.reason())
