@@ -46,7 +46,8 @@ struct Outcome {
     /// False when STREAM or CRYPTO data could not be stored: the packet is not acknowledged
     /// (RFC 9000 §13.1), so the server sends it again.
     ackable: bool,
-    /// A CONNECTION_CLOSE ended processing.
+    /// The packet ended the connection (the server's CONNECTION_CLOSE, or a malformed
+    /// frame): it is not recorded.
     closed: bool,
 }
 
@@ -569,10 +570,11 @@ where
             }
             return Ok(out);
         };
-        // The connection closes here: an unknown frame type may be too large for `Error`
-        // (RFC 9000 §12.4: a varint up to 2^62 - 1); the caller's close is then ignored.
+        // The connection closes here, with the full frame type: an unknown one may be too
+        // large for `Error` (RFC 9000 §12.4: a varint up to 2^62 - 1).
         self.enter_closing(wire(malformed));
-        Err(Error::bare(malformed.code()))
+        out.closed = true;
+        Ok(out)
     }
 
     /// RFC 9000 §19.15, §5.1.1, §5.1.2: the server issued a connection ID; stored up to our
