@@ -418,8 +418,8 @@ where
             .is_err()
         {
             // The old keys were replaced by nothing: a provider fault; the attempt fails.
-            let internal = Error::bare(TransportErrorCode::INTERNAL_ERROR);
-            self.close_reason = Some(CloseReason::Local(internal.into()));
+            let internal = ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None);
+            self.close_reason = Some(CloseReason::Local(internal));
             self.state = State::Drained;
             return;
         }
