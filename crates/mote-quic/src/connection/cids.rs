@@ -198,6 +198,23 @@ struct Retire {
     frame: Delivery,
 }
 
+/// A NEW_CONNECTION_ID rule the peer broke (RFC 9000 §19.15, §5.1.1), its transport error
+/// code as the discriminant: one byte, returned in a register by the helpers (a
+/// `TransportErrorCode` result went through memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum CidError {
+    FrameEncoding = TransportErrorCode::FRAME_ENCODING_ERROR.0 as u8,
+    ConnectionIdLimit = TransportErrorCode::CONNECTION_ID_LIMIT_ERROR.0 as u8,
+    ProtocolViolation = TransportErrorCode::PROTOCOL_VIOLATION.0 as u8,
+}
+
+impl CidError {
+    const fn code(self) -> TransportErrorCode {
+        TransportErrorCode(self as u64)
+    }
+}
+
 /// The peer's connection IDs we may address it with, and our retirements of old ones.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RemoteCids {
@@ -284,6 +301,17 @@ impl RemoteCids {
         cid: &[u8],
         token: &ResetToken,
     ) -> Result<(), TransportErrorCode> {
+        self.new_cid(seq, retire_prior_to, cid, token).map_err(CidError::code)
+    }
+
+    /// [`Self::on_new_cid`] with the one-byte error.
+    fn new_cid(
+        &mut self,
+        seq: u64,
+        retire_prior_to: u64,
+        cid: &[u8],
+        token: &ResetToken,
+    ) -> Result<(), CidError> {
         // "If an endpoint receives a NEW_CONNECTION_ID frame that repeats a previously
         // issued connection ID with a different Stateless Reset Token field value or a
         // different Sequence Number field value, or if a sequence number is used for
@@ -298,7 +326,7 @@ impl RemoteCids {
                 return self.pick_active();
             }
             if same_seq || same_cid {
-                return Err(TransportErrorCode::PROTOCOL_VIOLATION);
+                return Err(CidError::ProtocolViolation);
             }
         }
         self.raise_retire_prior_to(retire_prior_to)?;
@@ -313,27 +341,27 @@ impl RemoteCids {
         // RFC 9000 §5.1.1: more than our active_connection_id_limit is
         // CONNECTION_ID_LIMIT_ERROR (counted after the retirements this frame asked for).
         let Some(slot) = self.slots.iter_mut().find(|s| s.is_none()) else {
-            return Err(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR);
+            return Err(CidError::ConnectionIdLimit);
         };
         // The frame's parser checked the length (1 to 20 bytes).
-        let cid = ConnectionId::new(cid).ok_or(TransportErrorCode::FRAME_ENCODING_ERROR)?;
+        let cid = ConnectionId::new(cid).ok_or(CidError::FrameEncoding)?;
         *slot = Some(PeerCid { seq, cid, token: Some(*token) });
         self.pick_active()
     }
 
     /// If the connection ID in use was retired, moves to the lowest stored one (the peer
     /// must supply replacements with Retire Prior To, RFC 9000 §5.1.2).
-    fn pick_active(&mut self) -> Result<(), TransportErrorCode> {
+    fn pick_active(&mut self) -> Result<(), CidError> {
         if self.slots.iter().flatten().any(|p| p.seq == self.active) {
             return Ok(());
         }
         let next = self.slots.iter().flatten().map(|p| p.seq).min();
-        self.active = next.ok_or(TransportErrorCode::PROTOCOL_VIOLATION)?;
+        self.active = next.ok_or(CidError::ProtocolViolation)?;
         Ok(())
     }
 
     /// Retires every stored connection ID below `rpt` (RFC 9000 §5.1.2).
-    fn raise_retire_prior_to(&mut self, rpt: u64) -> Result<(), TransportErrorCode> {
+    fn raise_retire_prior_to(&mut self, rpt: u64) -> Result<(), CidError> {
         if rpt <= self.retire_prior_to {
             return Ok(());
         }
@@ -350,7 +378,7 @@ impl RemoteCids {
         Ok(())
     }
 
-    fn queue_retire(&mut self, seq: u64) -> Result<(), TransportErrorCode> {
+    fn queue_retire(&mut self, seq: u64) -> Result<(), CidError> {
         if self.retire.iter().flatten().any(|r| r.seq == seq && r.frame != Delivery::Acked) {
             return Ok(());
         }
@@ -359,7 +387,7 @@ impl RemoteCids {
             .retire
             .iter_mut()
             .find(|r| r.is_none_or(|r| r.frame == Delivery::Acked))
-            .ok_or(TransportErrorCode::CONNECTION_ID_LIMIT_ERROR)?;
+            .ok_or(CidError::ConnectionIdLimit)?;
         *slot = Some(Retire { seq, frame: Delivery::Pending });
         Ok(())
     }
@@ -396,7 +424,7 @@ impl RemoteCids {
         }
         if let Some(s) = self.slots.iter_mut().find(|s| s.is_some_and(|p| p.seq == seq)) {
             *s = None;
-            return self.queue_retire(seq);
+            return self.queue_retire(seq).map_err(CidError::code);
         }
         Ok(())
     }

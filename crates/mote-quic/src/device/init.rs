@@ -248,7 +248,6 @@ where
             addr_of_mut!((*p).path_response).write(None);
             addr_of_mut!((*p).idle_start).write(now);
             addr_of_mut!((*p).last_now).write(now);
-            addr_of_mut!((*p).local_close).write(None);
             addr_of_mut!((*p).close_reason).write(None);
             addr_of_mut!((*p).token_state).write(TokenState::None);
             #[cfg(feature = "stats")]
@@ -301,7 +300,6 @@ where
             ack_eliciting_since_recv: _,
             last_now: _,
             close_pending: _,
-            local_close: _,
             close_reason: _,
             token: _,
             token_len: _,

@@ -6,11 +6,11 @@
 
 use mote_crypto::{CryptoProvider, CryptoRng as _};
 
+use super::error::Error;
 use super::send::{flag, Sent};
 use super::{DeviceConnection, Res};
 use crate::cid::ConnectionId;
 use crate::coding::Writer;
-use crate::connection::recv::violation;
 use crate::connection::tls::TlsSession;
 use crate::frame::{put_frame, types};
 use crate::transport_params::ResetToken;
@@ -144,7 +144,7 @@ where
         // connection error of type PROTOCOL_VIOLATION." (Before the spare, every packet is
         // sent to sequence 0, the only one issued.)
         if lc.next == 0 || seq >= lc.next || seq == lc.current {
-            return Err(violation(ty));
+            return Err(Error::violation(ty));
         }
         let Some(i) = lc.ids.iter().position(|&(s, _)| s == seq) else {
             // Retired before (a repeated frame).

@@ -31,6 +31,7 @@
 //! [`DeviceConnection::ticket_ready`], [`DeviceConnection::poll_stopped`] and the state
 //! queries).
 
+mod error;
 mod init;
 mod local_cids;
 mod peer_params;
@@ -182,7 +183,8 @@ pub struct DeviceConnection<
     /// The latest time the caller passed in.
     last_now: Instant,
     close_pending: bool,
-    local_close: Option<ConnectionClose>,
+    /// Why the connection closed; while closing, the CONNECTION_CLOSE we send
+    /// ([`CloseReason::Local`]).
     close_reason: Option<CloseReason>,
     token: [u8; TOKEN_MAX],
     token_len: u8,
@@ -205,7 +207,9 @@ pub struct DeviceConnection<
     closing_answer_at: u32,
 }
 
-type Res<T = ()> = Result<T, ConnectionClose>;
+/// A handler's result: its compact error becomes a [`ConnectionClose`] where the
+/// connection enters closing ([`DeviceConnection::fail`]).
+type Res<T = ()> = Result<T, error::Error>;
 
 /// Index of a packet number space in per-space arrays.
 const fn si(space: PnSpace) -> usize {
@@ -561,10 +565,7 @@ where
             return;
         }
         if !self.initiate_key_update() && used >= limit {
-            self.enter_closing(ConnectionClose::transport(
-                TransportErrorCode::AEAD_LIMIT_REACHED,
-                None,
-            ));
+            self.fail(error::Error::bare(TransportErrorCode::AEAD_LIMIT_REACHED));
         }
     }
 
@@ -575,12 +576,18 @@ where
         self.enter_closing(ConnectionClose::new(app_code, None, true, reason));
     }
 
+    /// Enters the closing state with a transport error (RFC 9000 §10.2.1); out of line:
+    /// the [`ConnectionClose`] is built here once.
+    #[inline(never)]
+    fn fail(&mut self, e: error::Error) {
+        self.enter_closing(e.into());
+    }
+
     /// Enters the closing state with `close` (RFC 9000 §10.2.1).
     fn enter_closing(&mut self, close: ConnectionClose) {
         if self.is_closed() {
             return;
         }
-        self.local_close = Some(close);
         self.close_reason = Some(CloseReason::Local(close));
         let deadline = self.last_now + self.recovery.pto_period().saturating_mul(3);
         self.state = State::Closing { deadline };

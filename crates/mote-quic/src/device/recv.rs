@@ -5,6 +5,7 @@ use core::net::SocketAddr;
 
 use mote_crypto::CryptoProvider;
 
+use super::error::Error;
 use super::peer_params::{DeviceHooks, PeerParams};
 use super::send::{flag, Sent};
 use super::streams::{Place, Sender, Streams, RECVS};
@@ -12,7 +13,7 @@ use super::{si, DeviceConnection, Peer, Res, State, TokenState};
 use crate::cid::ConnectionId;
 use crate::coding::{Reader, VarInt};
 use crate::connection::cids::RemoteCids;
-use crate::connection::recv::{level_of, retry_verified, tls_close, unprotect, violation, wire};
+use crate::connection::recv::{level_of, retry_verified, unprotect, wire};
 use crate::connection::tls::{TlsSession, CRYPTO_RANGES};
 use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
@@ -45,7 +46,8 @@ struct Outcome {
     /// False when STREAM or CRYPTO data could not be stored: the packet is not acknowledged
     /// (RFC 9000 §13.1), so the server sends it again.
     ackable: bool,
-    /// A CONNECTION_CLOSE ended processing.
+    /// The packet ended the connection (the server's CONNECTION_CLOSE, or a malformed
+    /// frame): it is not recorded.
     closed: bool,
 }
 
@@ -275,7 +277,7 @@ where
             // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
             // RFC 9001 §6.4: a packet opened with keys out of packet-number order.
             Err(e @ (WireError::ReservedBitsSet | WireError::KeyUpdate)) => {
-                self.enter_closing(wire(e));
+                self.fail(Error::bare(e.code()));
                 return None;
             }
             // RFC 9001 §5.5: packets that fail to decrypt are discarded; §6.6: 1-RTT
@@ -284,10 +286,7 @@ where
                 if hdr.ptype == PacketType::OneRtt && self.hs.keys.one_rtt.is_some() {
                     self.auth_failures = self.auth_failures.saturating_add(1);
                     if self.auth_failures >= self.integrity_limit() {
-                        self.enter_closing(ConnectionClose::transport(
-                            TransportErrorCode::AEAD_LIMIT_REACHED,
-                            None,
-                        ));
+                        self.fail(Error::bare(TransportErrorCode::AEAD_LIMIT_REACHED));
                         return None;
                     }
                 }
@@ -299,10 +298,7 @@ where
         // beyond that closes the connection (INTERNAL_ERROR) instead of being dropped as a
         // duplicate again and again.
         if !ReceivedRangeList::can_track(u.pn) {
-            self.enter_closing(ConnectionClose::transport(
-                TransportErrorCode::INTERNAL_ERROR,
-                None,
-            ));
+            self.fail(Error::bare(TransportErrorCode::INTERNAL_ERROR));
             return None;
         }
         // RFC 9000 §12.3: a packet number already processed is a duplicate.
@@ -321,8 +317,8 @@ where
         let payload = pkt.get(u.payload_range())?;
         self.local_cids.received_on(&hdr.dcid);
         match self.process_frames(now, space, hdr.ptype, payload) {
-            Err(close) => {
-                self.enter_closing(close);
+            Err(e) => {
+                self.fail(e);
                 return None;
             }
             Ok(o) => {
@@ -423,10 +419,8 @@ where
             .is_err()
         {
             // The old keys were replaced by nothing: a provider fault; the attempt fails.
-            self.close_reason = Some(CloseReason::Local(ConnectionClose::transport(
-                TransportErrorCode::INTERNAL_ERROR,
-                None,
-            )));
+            let internal = ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None);
+            self.close_reason = Some(CloseReason::Local(internal));
             self.state = State::Drained;
             return;
         }
@@ -565,7 +559,7 @@ where
                     // RFC 9221 §3: DATAGRAM frames without our max_datagram_frame_size (the
                     // device offers none) are a PROTOCOL_VIOLATION.
                     #[cfg(feature = "datagram")]
-                    types::DATAGRAM | types::DATAGRAM_LEN => return Err(violation(ty)),
+                    types::DATAGRAM | types::DATAGRAM_LEN => return Err(Error::violation(ty)),
                     // The stream and flow-control frames.
                     _ => {
                         let (fields, data) = parsed!(frame::read_stream_fields(ty, &mut r));
@@ -577,7 +571,11 @@ where
             }
             return Ok(out);
         };
-        Err(wire(malformed))
+        // The connection closes here, with the full frame type: an unknown one may be too
+        // large for `Error` (RFC 9000 §12.4: a varint up to 2^62 - 1).
+        self.enter_closing(wire(malformed));
+        out.closed = true;
+        Ok(out)
     }
 
     /// RFC 9000 §19.15, §5.1.1, §5.1.2: the server issued a connection ID; stored up to our
@@ -595,12 +593,12 @@ where
         // MUST treat receipt of a NEW_CONNECTION_ID frame as a connection error of type
         // PROTOCOL_VIOLATION."
         if self.hs.cids.remote.is_empty() {
-            return Err(violation(ty));
+            return Err(Error::violation(ty));
         }
         let before = self.remote_cids.active_seq();
         self.remote_cids
             .on_new_cid(seq, retire_prior_to, cid, token)
-            .map_err(|code| ConnectionClose::transport(code, Some(ty)))?;
+            .map_err(|code| Error::frame(code, ty))?;
         // RFC 9000 §5.1.2: Retire Prior To retired the connection ID in use; address the
         // server with the replacement from now on.
         if self.remote_cids.active_seq() != before {
@@ -624,7 +622,7 @@ where
     /// the TLS handshake completed cannot be genuine (PROTOCOL_VIOLATION).
     fn on_handshake_done(&mut self, now: Instant, ty: u64) -> Res {
         if !self.handshake_complete || !self.tls.is_handshake_complete() {
-            return Err(violation(ty));
+            return Err(Error::violation(ty));
         }
         if !self.handshake_confirmed {
             self.handshake_confirmed = true;
@@ -666,9 +664,8 @@ where
         let i = si(space);
         let level = level_of(space);
         let Some(recv) = self.crypto_recv.get_mut(i) else { return Ok(Insert::Dropped) };
-        let insert = recv
-            .on_crypto(offset, data)
-            .map_err(|e| ConnectionClose::transport(e.code(), Some(types::CRYPTO)))?;
+        let insert =
+            recv.on_crypto(offset, data).map_err(|e| Error::frame(e.code(), types::CRYPTO))?;
         // RFC 9002 §6.2.3: the server's CRYPTO data again means it did not get ours (a
         // client never sends 1-RTT CRYPTO, so only the handshake spaces have any).
         if insert == Insert::Duplicate {
@@ -683,7 +680,7 @@ where
             let hooks = &mut DeviceHooks { hs: &mut self.hs, peer: &mut self.peer_params };
             let r = self.tls.read_handshake(level, chunk, hooks);
             recv.consume(n);
-            r.map_err(tls_close)?;
+            r.map_err(Error::tls)?;
         }
         self.on_handshake_progress(now)?;
         Ok(insert)
@@ -705,17 +702,14 @@ where
                     sig.early_data == Some(true) || self.tls.early_data_accepted() == Some(true);
                 let new = tp.zero_rtt_limits();
                 if accepted && !old.kept_by(&new) {
-                    return Err(ConnectionClose::transport(
-                        TransportErrorCode::PROTOCOL_VIOLATION,
-                        None,
-                    ));
+                    return Err(Error::bare(TransportErrorCode::PROTOCOL_VIOLATION));
                 }
             }
             // RFC 9001 §4.6.2: after rejected 0-RTT the server's new limits replace the
             // remembered ones, even lower ones; 0-RTT data they cannot carry again ends the
             // connection here rather than break them.
             if !self.apply_peer_params(&tp) {
-                return Err(ConnectionClose::transport(TransportErrorCode::INTERNAL_ERROR, None));
+                return Err(Error::bare(TransportErrorCode::INTERNAL_ERROR));
             }
         }
         if sig.tickets > 0 {
@@ -774,7 +768,7 @@ where
     #[inline(never)]
     fn on_stream_frame(&mut self, ty: u64, v: [VarInt; 3], data: &[u8]) -> Res<bool> {
         // The stream errors become one CONNECTION_CLOSE here, not one per call.
-        self.stream_frame(ty, v, data).map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))
+        self.stream_frame(ty, v, data).map_err(|e| Error::frame(e.code(), ty))
     }
 
     /// [`Self::on_stream_frame`] with the stream layer's error.
@@ -845,7 +839,7 @@ where
         let (recovery, mut sink) = self.recovery_and_sink();
         recovery
             .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
-            .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
+            .map_err(|e| Error::frame(e.code(), ty))?;
         Ok(())
     }
 

@@ -9,7 +9,7 @@ use super::{si, DeviceConnection, State, TokenState};
 use crate::coding::Writer;
 use crate::connection::send::write_ack;
 use crate::connection::tls::TlsSession;
-use crate::connection::{ConnectionClose, Transmit, MIN_INITIAL_SIZE};
+use crate::connection::{CloseReason, Transmit, MIN_INITIAL_SIZE};
 use crate::error::TransportErrorCode;
 use crate::frame::{put_frame, put_stream, types};
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
@@ -242,10 +242,7 @@ where
         let size = u16::try_from(b.len).unwrap_or(u16::MAX);
         let record = SentPacket::new(b.pn, now, size, b.ack_eliciting, in_flight, b.frames);
         if self.recovery.on_packet_sent(b.space, record).is_err() {
-            self.enter_closing(ConnectionClose::transport(
-                TransportErrorCode::INTERNAL_ERROR,
-                None,
-            ));
+            self.fail(super::error::Error::bare(TransportErrorCode::INTERNAL_ERROR));
             return false;
         }
         // RFC 9000 §10.1: the first ack-eliciting packet since the last receipt restarts
@@ -540,7 +537,8 @@ where
     /// Handshake packets.
     #[inline(never)]
     fn write_close(&self, space: PnSpace, w: &mut Writer<'_>) {
-        let Some(c) = self.local_close else { return };
+        // Only `enter_closing` enters the closing state, with a local close.
+        let Some(CloseReason::Local(c)) = self.close_reason else { return };
         let (ty, fields, reason) = match (space, c.application) {
             (PnSpace::ApplicationData, true) => {
                 (types::CONNECTION_CLOSE_APP, [c.code, 0], c.reason())

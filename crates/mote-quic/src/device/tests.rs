@@ -1682,3 +1682,73 @@ fn a_repeated_server_flight_brings_the_finished_again() {
     p.handshake();
     exchange(&mut p, b"GET", &pattern(3000));
 }
+
+/// The transport error the device closed with, checked against what the server read from
+/// its CONNECTION_CLOSE: the same code and frame type.
+fn local_close_sent(p: &mut DevPair) -> (u64, Option<u64>) {
+    let c = match p.client.close_reason() {
+        Some(CloseReason::Local(c)) => (c.code, c.frame_type),
+        r => panic!("not closed locally: {r:?}"),
+    };
+    p.run_until(Duration::from_secs(2), |p| p.server.as_ref().is_some_and(|s| s.is_closed()));
+    match p.server().close_reason() {
+        // RFC 9000 §19.19: no frame type is sent as 0 (PADDING).
+        Some(CloseReason::Peer(s)) => {
+            assert_eq!((s.code, s.frame_type, s.application), (c.0, Some(c.1.unwrap_or(0)), false))
+        }
+        r => panic!("server: {r:?}"),
+    }
+    c
+}
+
+/// The handlers' compact error (`device::error::Error`) at its edges: unknown frame types
+/// of every varint size up to 2^62 - 1 (the larger ones do not fit it and close through
+/// the full `ConnectionClose`), a CRYPTO_ERROR from TLS, and errors with no frame type.
+#[test]
+fn close_frame_types_and_codes_at_the_edges() {
+    use crate::error::TransportErrorCode as E;
+    // RFC 9000 §12.4, §19.19: an unknown frame type, reported in full.
+    for (payload, ty) in [
+        (vec![0x80, 0x00, 0xff, 0xfe], 0xfffe),
+        (vec![0x80, 0x00, 0xff, 0xff], 0xffff),
+        (vec![0x80, 0x01, 0x00, 0x00], 0x1_0000),
+        (vec![0xff; 8], (1u64 << 62) - 1),
+    ] {
+        let mut p = established();
+        deliver(&mut p, &payload);
+        assert_eq!(local_close_sent(&mut p), (E::FRAME_ENCODING_ERROR.0, Some(ty)), "{ty:#x}");
+    }
+    // RFC 9001 §4.8: a TLS error is a CRYPTO_ERROR (0x0100 + alert) on the CRYPTO frame: a
+    // post-handshake message of an unknown type.
+    let mut p = established();
+    let offset = p.client.crypto_recv[2].read_offset();
+    let msg = [0xfe, 0x00, 0x00, 0x00];
+    deliver(
+        &mut p,
+        &frames(&[Frame::Crypto {
+            offset: crate::coding::VarInt::new(offset).unwrap(),
+            data: &msg,
+        }]),
+    );
+    let (code, ty) = local_close_sent(&mut p);
+    assert!((0x100..=0x1ff).contains(&code), "{code:#x}");
+    assert_eq!(ty, Some(0x06));
+    // RFC 9000 §17.3.1 (no frame type): reserved bits set in an authenticated packet.
+    let mut p = established();
+    let now = p.now;
+    let s = p.server.as_mut().unwrap();
+    let pn = s.recovery.next_pn(PnSpace::ApplicationData);
+    let k = s.hs.keys.one_rtt.as_ref().expect("1-RTT keys");
+    let mut d = vec![0u8; 64];
+    let mut w = Writer::new(&mut d);
+    let pn_offset = ShortHeader { dcid: &s.hs.cids.remote, spin: false }
+        .emit(&mut w, k.tx_phase, pn, 4)
+        .unwrap();
+    w.put_slice(&[0x01, 0, 0, 0, 0]).unwrap();
+    let len = w.position() + TAG_LEN;
+    d[0] |= 0x18;
+    k.keys.tx.protect(&mut d[..len], pn_offset, pn).unwrap();
+    d.truncate(len);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
+    assert_eq!(local_close_sent(&mut p), (E::PROTOCOL_VIOLATION.0, None));
+}

@@ -53,31 +53,27 @@ pub use table::{Control, Handled, OpenError, Slot, StreamConfig, StreamUse, Stre
 use crate::error::TransportErrorCode;
 
 /// A stream or flow-control rule the peer broke; [`StreamError::code`] is the transport
-/// error to close the connection with (RFC 9000 §20.1).
+/// error to close the connection with (RFC 9000 §20.1), each variant's discriminant (no
+/// lookup on the device's error paths).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum StreamError {
     /// More data than the advertised stream or connection limit (§4.1).
-    FlowControl,
+    FlowControl = TransportErrorCode::FLOW_CONTROL_ERROR.0 as u8,
     /// A stream ID beyond the advertised MAX_STREAMS (§4.6).
-    StreamLimit,
+    StreamLimit = TransportErrorCode::STREAM_LIMIT_ERROR.0 as u8,
     /// A frame for a stream that cannot carry it: wrong direction, or a locally initiated
     /// stream not yet opened (§19.4, §19.5, §19.8, §19.10, §19.13).
-    StreamState,
+    StreamState = TransportErrorCode::STREAM_STATE_ERROR.0 as u8,
     /// A changed final size, or data past it (§4.5).
-    FinalSize,
+    FinalSize = TransportErrorCode::FINAL_SIZE_ERROR.0 as u8,
     /// CRYPTO data beyond the buffer (§7.5).
-    CryptoBufferExceeded,
+    CryptoBufferExceeded = TransportErrorCode::CRYPTO_BUFFER_EXCEEDED.0 as u8,
 }
 
 impl StreamError {
     /// The transport error code for CONNECTION_CLOSE.
     pub const fn code(self) -> TransportErrorCode {
-        match self {
-            Self::FlowControl => TransportErrorCode::FLOW_CONTROL_ERROR,
-            Self::StreamLimit => TransportErrorCode::STREAM_LIMIT_ERROR,
-            Self::StreamState => TransportErrorCode::STREAM_STATE_ERROR,
-            Self::FinalSize => TransportErrorCode::FINAL_SIZE_ERROR,
-            Self::CryptoBufferExceeded => TransportErrorCode::CRYPTO_BUFFER_EXCEEDED,
-        }
+        TransportErrorCode(self as u64)
     }
 }
