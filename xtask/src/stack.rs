@@ -33,7 +33,8 @@ pub struct StackArgs {
     #[arg(long)]
     pub elf: Option<PathBuf>,
     /// The target of the QEMU firmware built when no `--elf` is given (default: Cortex-M4).
-    #[arg(long, value_enum)]
+    /// With `--elf` the image's own header says (so the two are not accepted together).
+    #[arg(long, value_enum, conflicts_with = "elf")]
     pub target: Option<crate::qemu::Target>,
     /// A root function: a substring of its demangled path (repeatable; default: the key
     /// update and HelloRetryRequest paths, and the whole program).
@@ -641,9 +642,17 @@ impl Graph {
     }
 
     /// The bound of the whole program: the entry point's deepest chain.
-    pub fn program(&self) -> Option<Bound> {
-        let name = &self.functions.get(&self.entry()?)?.name;
-        self.bounds(name).into_iter().find(|b| b.root == *name)
+    /// Fails if the image has no entry symbol (the bounds from the top would all be 0 B
+    /// short).
+    pub fn program(&self) -> Result<Bound> {
+        let entry = self
+            .entry()
+            .ok_or_else(|| anyhow!("no entry symbol ({}) in the image", ENTRY.join(", ")))?;
+        let name = &self.functions[&entry].name;
+        self.bounds(name)
+            .into_iter()
+            .find(|b| b.root == *name)
+            .ok_or_else(|| anyhow!("no bound for the entry {name}"))
     }
 }
 
@@ -726,6 +735,7 @@ fn objdump() -> Option<String> {
 /// `limit`. Fails without llvm-objdump (the toolchain's `llvm-tools` component provides it).
 pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
     let graph = Graph::of_elf(elf)?;
+    let program = graph.program()?;
     println!();
     println!(
         "== static stack bounds (frames from llvm-objdump; direct calls only: indirect calls \
@@ -739,7 +749,7 @@ pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
         }
         bounds.extend(found);
     }
-    bounds.extend(graph.program());
+    bounds.push(program);
     let over = print(&bounds, limit);
     print_unbounded(&graph);
     Ok(over)
@@ -759,6 +769,7 @@ pub fn run(args: &StackArgs) -> Result<()> {
         )?,
     };
     let graph = Graph::of_elf(&elf)?;
+    let program = graph.program()?;
     let roots: Vec<String> = if args.roots.is_empty() {
         DEFAULT_ROOTS.iter().map(|r| (*r).to_owned()).collect()
     } else {
@@ -778,7 +789,7 @@ pub fn run(args: &StackArgs) -> Result<()> {
         bounds.extend(found);
     }
     if args.roots.is_empty() {
-        bounds.extend(graph.program());
+        bounds.push(program);
     }
     let over = print(&bounds, args.limit);
     print_unbounded(&graph);
@@ -865,7 +876,7 @@ Disassembly of section .text:
         assert!(g.functions[&0x80000118].indirect);
         let b = g.bounds("main");
         assert_eq!((b[0].above, b[0].below), (0x10, 0x20 + 0x800));
-        assert_eq!(g.program().map(|p| p.total()), Some(0x10 + 0x20 + 0x800));
+        assert_eq!(g.program().ok().map(|p| p.total()), Some(0x10 + 0x20 + 0x800));
     }
 
     /// The same code as llvm-objdump 22 (hex, `jalr` named) and 14 (decimal, `jalr` bare)
@@ -956,6 +967,9 @@ Disassembly of section .text:
         // A call to a name that is no label.
         let unknown = "80000000 <a>:\n80000000:      \tjalr\t0x18(ra) <nowhere>\n80000004 <b>:\n";
         assert!(parse(unknown).is_err());
+        // No entry symbol: no bound from the top of the stack.
+        let no_entry = "80000000 <a>:\n80000000:      \tjal\t0x80000004 <b>\n80000004 <b>:\n";
+        assert!(parse(no_entry).unwrap().program().is_err());
         // No call at all (every call unresolved): refused rather than one frame.
         let no_calls = "80000000 <a>:\n80000000:      \tret\n80000004 <b>:\n80000004:      \tret\n";
         assert!(parse(no_calls).is_err());
@@ -995,6 +1009,19 @@ Disassembly of section .text:
     }
 
     #[test]
+    fn elf_and_target_are_not_taken_together() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            stack: StackArgs,
+        }
+        use clap::Parser;
+        let riscv = ["--target", "riscv32imc-unknown-none-elf"];
+        assert!(Cli::try_parse_from(["stack", "--elf", "fw.elf"].iter().chain(&riscv)).is_err());
+        assert!(Cli::try_parse_from(["stack"].iter().chain(&riscv)).is_ok());
+    }
+
+    #[test]
     fn frames_calls_and_tail_calls() {
         let g = Graph::parse(DIS).unwrap();
         let main = &g.functions[&0x200];
@@ -1009,6 +1036,6 @@ Disassembly of section .text:
         assert_eq!(b[0].chain.len(), 2);
         // `deep` recurses and calls through a register: flagged.
         assert_eq!(b[0].lower_bound_because, vec!["deep".to_owned()]);
-        assert_eq!(g.program().map(|p| p.total()), Some(8 + 36 + 2020));
+        assert_eq!(g.program().ok().map(|p| p.total()), Some(8 + 36 + 2020));
     }
 }
