@@ -9,7 +9,9 @@
 //! A lower bound where the code calls through a pointer (`blx rN`: trait objects, function
 //! pointers) or recurses: both are counted and named in the output, on the deepest chains and
 //! (every function reachable from the entry that calls through a pointer) below them. Jump
-//! tables (`tbb`/`tbh`) stay inside their function: no lower bound.
+//! tables (`tbb`/`tbh`) stay inside their function: no lower bound. `blx rN` with rN loaded
+//! from the literal pool (`ldr rN, [pc, #n]`: how -Oz calls a function used several times) is
+//! a direct call to the function the pool word names.
 //!
 //! RISC-V images (riscv32imc) are read the same way: frames from `addi sp, sp, -n` and, for
 //! large ones, `lui`/`li`/`addi tN` then `sub sp, sp, tN` (any other write to `sp` is a
@@ -180,6 +182,27 @@ fn target_symbol(ops: &str) -> Option<(&str, u64)> {
 enum BranchTo {
     Addr(u64),
     Symbol(String, u64),
+    /// (Thumb) The function address in the literal-pool word at this address.
+    Pool(u64),
+}
+
+/// Thumb registers loaded from the literal pool (`ldr rN, [pc, #n] @ 0xADDR`): at -Oz LLVM
+/// calls a function used several times as `blx rN` with its address there.
+fn thumb_writes_first_operand(mnemonic: &str) -> bool {
+    let m = mnemonic.trim_end_matches(".w").trim_end_matches(".n");
+    !(m.starts_with("str")
+        || m.starts_with("stm")
+        || m.starts_with("vst")
+        || m.starts_with("push")
+        || m.starts_with("vpush")
+        || m.starts_with("cmp")
+        || m.starts_with("cmn")
+        || m.starts_with("tst")
+        || m.starts_with("teq")
+        || m.starts_with("it")
+        || m.starts_with('b')
+        || m.starts_with("cb")
+        || m.starts_with("tb"))
 }
 
 /// What the RISC-V reader knows inside the current function: registers holding a known
@@ -420,6 +443,9 @@ impl Graph {
         let mut labels: HashMap<String, u64> = HashMap::new();
         let mut current: Option<u64> = None;
         let mut rv = RiscvState::default();
+        // Thumb: literal-pool words by address, and registers loaded from one.
+        let mut words: HashMap<u64, u64> = HashMap::new();
+        let mut pool_regs: HashMap<String, u64> = HashMap::new();
         for line in disassembly.lines() {
             // A label: `00001234 <name>:`. Mapping symbols (`$t`, `$d`) and local labels
             // (`.Lpcrel_hi0`: RISC-V's PC-relative address pairs) do not start a function:
@@ -435,6 +461,7 @@ impl Graph {
                         functions.insert(addr, Function { name, ..Function::default() });
                         current = Some(addr);
                         rv = RiscvState::default();
+                        pool_regs.clear();
                     }
                     continue;
                 }
@@ -443,6 +470,13 @@ impl Graph {
             let Some(f) = functions.get_mut(&at) else { continue };
             // `     4c2:      \tsub\tsp, #76    @ comment`
             let Some((pc, insn)) = line.split_once(':') else { continue };
+            // `     218: 65 cd 00 00  \t.word\t0x0000cd65`: a literal-pool word.
+            if let Some(word) = insn.split_once(".word").map(|(_, w)| w.trim()) {
+                if let (Ok(a), Some(w)) = (u64::from_str_radix(pc.trim(), 16), immediate(word)) {
+                    words.insert(a, w);
+                }
+                continue;
+            }
             let insn = insn.split(" @ ").next().unwrap_or("").trim();
             let (mnemonic, ops) = insn.split_once(char::is_whitespace).unwrap_or((insn, ""));
             let ops = ops.trim();
@@ -451,7 +485,31 @@ impl Graph {
                 riscv_insn(f, &mut rv, at, pc, mnemonic, ops, &mut branches)?;
                 continue;
             }
+            // Registers holding a literal-pool function address.
+            let first = ops.split(',').next().unwrap_or("").trim();
+            let pool = match line.split_once(" @ ") {
+                Some((_, c)) if mnemonic.starts_with("ldr") && ops.contains("[pc") => {
+                    branch_target(c)
+                }
+                _ => None,
+            };
+            let via_pool = pool_regs.get(ops).copied();
+            if mnemonic.starts_with("pop") || mnemonic.starts_with("ldm") {
+                pool_regs.clear();
+            } else if thumb_writes_first_operand(mnemonic) {
+                match pool {
+                    Some(a) => pool_regs.insert(first.to_owned(), a),
+                    None => pool_regs.remove(first),
+                };
+            }
             match mnemonic {
+                // `blx rN` / `bx rN` to a function whose address came from the literal pool:
+                // a direct call (tail call).
+                "blx" | "bx" if via_pool.is_some() => {
+                    if let Some(w) = via_pool {
+                        branches.push((at, BranchTo::Pool(w), mnemonic == "blx"));
+                    }
+                }
                 "push" | "push.w" | "vpush" => f.frame += register_bytes(ops),
                 "stmdb" | "stmdb.w" | "vstmdb" if ops.starts_with("sp!") => {
                     f.frame += register_bytes(ops);
@@ -489,6 +547,16 @@ impl Graph {
         for (from, to, call) in branches {
             let to = match to {
                 BranchTo::Addr(a) => a,
+                // The word's Thumb bit cleared; an unknown word: a call through a pointer.
+                BranchTo::Pool(w) => match words.get(&w) {
+                    Some(v) => v & !1,
+                    None => {
+                        if let Some(f) = functions.get_mut(&from) {
+                            f.indirect = true;
+                        }
+                        continue;
+                    }
+                },
                 BranchTo::Symbol(name, offset) => match labels.get(&name) {
                     Some(a) => a + offset,
                     None => bail!("a jump to {name:?}, which is no label of the image"),
@@ -1006,6 +1074,33 @@ Disassembly of section .text:
         assert!(g.functions[&0x80000020].indirect);
         assert!(!g.functions[&0x80000030].indirect);
         assert_eq!(g.unbounded_reachable(), vec!["b".to_owned(), "c".to_owned()]);
+    }
+
+    #[test]
+    fn thumb_calls_through_literal_pool_registers() {
+        // -Oz: `ldr r6, [pc, #n]` loads a function's address (Thumb bit set) from the literal
+        // pool, `blx r6` calls it; `r5` is overwritten before its `blx`: a pointer call.
+        let dis = "\
+00000100 <Reset>:
+     100:      \tpush\t{r4, r5, r6, lr}
+     102:      \tldr\tr6, [pc, #0xc]          @ 0x110 <Reset+0x10>
+     104:      \tldr\tr5, [pc, #0xc]          @ 0x114 <Reset+0x14>
+     106:      \tblx\tr6
+     108:      \tmov\tr5, r0
+     10a:      \tblx\tr5
+     10c:      \tpop\t{r4, r5, r6, pc}
+00000110 <$d>:
+     110: 01 02 00 00  \t.word\t0x00000201
+     114: 01 02 00 00  \t.word\t0x00000201
+00000200 <callee>:
+     200:      \tsub\tsp, #0x40
+     202:      \tbx\tlr
+";
+        let g = Graph::parse(dis).unwrap();
+        let reset = &g.functions[&0x100];
+        assert_eq!(reset.calls.iter().copied().collect::<Vec<_>>(), vec![0x200]);
+        assert!(reset.indirect);
+        assert_eq!(g.program().unwrap().total(), 16 + 0x40);
     }
 
     #[test]
