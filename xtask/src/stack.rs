@@ -495,9 +495,21 @@ impl Graph {
             };
             let via_pool = pool_regs.get(ops).copied();
             if mnemonic.starts_with("pop") || mnemonic.starts_with("ldm") {
-                pool_regs.clear();
+                // The registers it loads (and an `ldm` base written back).
+                let list = ops.split('{').nth(1).and_then(|l| l.split('}').next()).unwrap_or("");
+                for r in list.split(',').chain([first.trim_end_matches('!')]) {
+                    pool_regs.remove(r.trim());
+                }
             } else if thumb_writes_first_operand(mnemonic) {
-                match pool {
+                // `mov rD, rS` copies a pool address (a tail call moves it to a scratch
+                // register before the epilogue).
+                let copied = match mnemonic {
+                    "mov" | "mov.w" => {
+                        ops.split(',').nth(1).and_then(|r| pool_regs.get(r.trim())).copied()
+                    }
+                    _ => None,
+                };
+                match pool.or(copied) {
                     Some(a) => pool_regs.insert(first.to_owned(), a),
                     None => pool_regs.remove(first),
                 };
@@ -1079,7 +1091,8 @@ Disassembly of section .text:
     #[test]
     fn thumb_calls_through_literal_pool_registers() {
         // -Oz: `ldr r6, [pc, #n]` loads a function's address (Thumb bit set) from the literal
-        // pool, `blx r6` calls it; `r5` is overwritten before its `blx`: a pointer call.
+        // pool, `blx r6` calls it (and `bx r2` after `mov r2, r6` and the epilogue tail-calls
+        // it); `r5` is overwritten before its `blx`: a pointer call.
         let dis = "\
 00000100 <Reset>:
      100:      \tpush\t{r4, r5, r6, lr}
@@ -1088,7 +1101,9 @@ Disassembly of section .text:
      106:      \tblx\tr6
      108:      \tmov\tr5, r0
      10a:      \tblx\tr5
-     10c:      \tpop\t{r4, r5, r6, pc}
+     10c:      \tmov\tr2, r6
+     10e:      \tpop\t{r4, r5, r6, lr}
+     10f:      \tbx\tr2
 00000110 <$d>:
      110: 01 02 00 00  \t.word\t0x00000201
      114: 01 02 00 00  \t.word\t0x00000201
