@@ -560,6 +560,10 @@ impl<const CAP: usize> Client<CAP> {
         if let Some(e) = self.st.closed {
             return Err(e);
         }
+        // Before our control stream is open, `control` is the `NO_STREAM` sentinel
+        // (`u64::MAX`): no stream ID can equal it, as RFC 9000 §2.1 IDs are varints below
+        // 2^62 (the transport decoded this one).
+        debug_assert!(id < 1 << 62, "stream IDs are 62-bit");
         if self.st.control == id {
             return Err(fail(&mut self.st, t, H3Error::ClosedCriticalStream));
         }
@@ -598,7 +602,8 @@ impl<const CAP: usize> Client<CAP> {
             // at most one unidirectional stream per slot): the peer's unidirectional stream
             // i (RFC 9000 §2.1: ID 4i + 3) has slot 1 + i, taken once.
             let peer = self.slots.get_mut(1..).unwrap_or(&mut []);
-            for (i, c) in peer.iter_mut().enumerate().take(opened.min(3) as usize) {
+            let peer_slots = peer.len() as u64;
+            for (i, c) in peer.iter_mut().enumerate().take(opened.min(peer_slots) as usize) {
                 if c.kind == Kind::Free {
                     c.take(((i as u64) << 2) | 3, Kind::UniType);
                 }

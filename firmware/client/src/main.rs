@@ -39,9 +39,23 @@ fn main() -> ! {
     board.exit(status)
 }
 
+/// QEMU's exit status after a panic (a Rust program's; `cargo xtask qemu` names it), so a
+/// run fails at once instead of at the host's timeout.
+#[cfg(target_arch = "riscv32")]
+const PANIC_STATUS: u32 = 101;
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    loop {
-        core::hint::spin_loop();
+    // RISC-V `virt`: the SiFive test device carries the status.
+    #[cfg(target_arch = "riscv32")]
+    mote_client::board::riscv::power_off(PANIC_STATUS);
+    // Cortex-M4: semihosting (when built in) reports failure; otherwise spin, as before.
+    #[cfg(not(target_arch = "riscv32"))]
+    {
+        #[cfg(feature = "semihosting")]
+        cortex_m_semihosting::debug::exit(cortex_m_semihosting::debug::EXIT_FAILURE);
+        loop {
+            core::hint::spin_loop();
+        }
     }
 }

@@ -6,8 +6,12 @@
 //! airtime = bytes on the air (UDP payload + 28 B IPv4/UDP per datagram) × 8 / link rate
 //! ```
 //!
-//! Every constant carries its source (`shared/reference/anchors-performance.md` §4.2 and
-//! §4.3). Not modelled, and larger than everything above on NB-IoT (§4.3): RRC setup / PSM
+//! Every constant carries its source: the Cortex-M4's energy per cycle and the radios'
+//! powers from `shared/reference/anchors-performance.md` §4.2 and §4.3; the link rates from
+//! mote-sim's `LinkProfile`; the ESP32-C3's energy per cycle (riscv32imc runs) from a
+//! board-level bench measurement not in the reference files: R. Dobson, "Investigating
+//! ESP32-C3 Power Management" (2023), <https://robdobson.com/2023/11/investigating-esp32-c3-power-management/>,
+//! row "All off, empty loop()" (26.8 mA average). Not modelled, and larger than everything above on NB-IoT (§4.3): RRC setup / PSM
 //! exit, the inactivity tail before the radio sleeps, ECL repetitions, and listening while
 //! waiting for the peer.
 
@@ -61,14 +65,21 @@ const E_CYCLE: Constant = Constant {
 };
 
 /// The riscv32imc image's core: an ESP32-C3 at its default 160 MHz. CPI 1 is assumed (a lower
-/// bound: the C3 runs from cached external flash).
+/// bound: the C3 runs from cached external flash). The current is a board-level measurement
+/// (an Arduino sketch, `loop()` empty, Wi-Fi and BLE off, on the author's own ESP32-C3 board
+/// at 3.3 V): it includes the board's regulator and idle parts, so it is an upper figure for
+/// the chip alone. Source: <https://robdobson.com/2023/11/investigating-esp32-c3-power-management/>,
+/// table "CPU Current Usage", row "All off, empty loop()": 26.8 mA average (34.4 mA peak). Not
+/// cross-checked against the ESP32-C3 datasheet's modem-sleep table: neither the reference
+/// files nor the stored pages hold that table.
 const E_CYCLE_ESP32C3: Constant = Constant {
     name: "cpu energy per cycle (ESP32-C3 @ 160 MHz, 26.8 mA at 3.3 V, radios off)",
     value: 0.0268 * 3.3 / 160e6,
     unit: "J/cycle",
-    source: "R. Dobson, Investigating ESP32-C3 Power Management (2023): 26.8 mA average, \
-             160 MHz, Wi-Fi/BLE off, CPU busy = 0.55 nJ/cycle at 3.3 V (third-party bench \
-             measurement; CPI 1 assumed)",
+    source: "R. Dobson, Investigating ESP32-C3 Power Management (2023), \
+             robdobson.com/2023/11/investigating-esp32-c3-power-management/, row \"All off, \
+             empty loop()\": 26.8 mA average, 160 MHz, Wi-Fi/BLE off = 0.55 nJ/cycle at 3.3 V \
+             (board-level Arduino measurement, third party; CPI 1 assumed)",
 };
 
 impl Model {

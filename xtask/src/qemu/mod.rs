@@ -746,8 +746,21 @@ fn run_once(elf: &std::path::Path, profile: Profile, args: &QemuArgs) -> Result<
         Some(t) => Some(t.join().map_err(|_| anyhow!("server thread panicked"))??),
         None => None,
     };
+    let code = exit.and_then(|e| e.code());
     if status.is_none() {
+        if code == Some(PANIC_STATUS) {
+            bail!("the firmware panicked (qemu exit status {PANIC_STATUS})");
+        }
         bail!("the firmware closed the serial line without finishing (qemu: {exit:?})");
+    }
+    // The board's exit path (`Board::exit`) must carry the DONE frame's status out of QEMU.
+    if let Some(expected) = status.map(|s| qemu_exit_code(args.target, s)) {
+        if code != Some(expected) {
+            bail!(
+                "qemu exited with {exit:?}, the firmware's DONE frame says status {status:?} \
+                 (expected exit code {expected})"
+            );
+        }
     }
     Ok(Run {
         target: args.target,
@@ -764,6 +777,20 @@ fn run_once(elf: &std::path::Path, profile: Profile, args: &QemuArgs) -> Result<
         server_log,
         frames_dropped: decoder.dropped,
     })
+}
+
+/// QEMU's exit status when the firmware panics (`firmware/client/src/main.rs`; as a Rust
+/// program's): RISC-V only (the SiFive test device carries any code); the Cortex-M4 panic
+/// exits through semihosting with status 1.
+const PANIC_STATUS: i32 = 101;
+
+/// QEMU's exit code for the firmware's run status: the SiFive test device (RISC-V `virt`)
+/// carries it as is; semihosting (Cortex-M4) only success (0) or failure (1).
+fn qemu_exit_code(target: Target, status: u8) -> i32 {
+    match target {
+        Target::Riscv32 => i32::from(status),
+        Target::CortexM4 => i32::from(status != 0),
+    }
 }
 
 /// A nonce from the OS.
@@ -1106,5 +1133,20 @@ mod tests {
         let e = m.estimate(1_000_000, 2500, 2500);
         let expected = 1e6 * 0.3e-9 + 1e-3 * 0.210 * 3.3 + 1e-3 * 0.085 * 3.3;
         assert!((e.total() - expected).abs() < 1e-12, "{} vs {expected}", e.total());
+        // riscv32imc: the ESP32-C3's 26.8 mA at 3.3 V and 160 MHz per instruction, the same
+        // WLAN radio terms.
+        let m = energy::Model::for_run(Target::Riscv32, Profile::Wlan);
+        let e = m.estimate(1_000_000, 2500, 2500);
+        let expected = 1e6 * 0.0268 * 3.3 / 160e6 + 1e-3 * 0.210 * 3.3 + 1e-3 * 0.085 * 3.3;
+        assert!((e.total() - expected).abs() < 1e-12, "{} vs {expected}", e.total());
+    }
+
+    #[test]
+    fn qemu_exit_code_carries_the_done_status() {
+        // The SiFive test device carries the status; semihosting only success or failure.
+        assert_eq!(qemu_exit_code(Target::Riscv32, 0), 0);
+        assert_eq!(qemu_exit_code(Target::Riscv32, 3), 3);
+        assert_eq!(qemu_exit_code(Target::CortexM4, 0), 0);
+        assert_eq!(qemu_exit_code(Target::CortexM4, 2), 1);
     }
 }

@@ -34,6 +34,14 @@ const TICKS_PER_US: u32 = 10;
 /// 0x3333` with status `code`.
 const FINISHER: usize = 0x0010_0000;
 
+/// Powers QEMU off with exit status `code` (the board's exit, and the panic handler's).
+pub fn power_off(code: u32) -> ! {
+    write32(FINISHER, if code == 0 { 0x5555 } else { (code.min(0xffff) << 16) | 0x3333 });
+    loop {
+        riscv::asm::wfi();
+    }
+}
+
 fn read8(addr: usize) -> u8 {
     // SAFETY: `addr` is a UART register of this board.
     unsafe { read_volatile(addr as *const u8) }
@@ -165,9 +173,6 @@ impl Board for Virt {
     }
 
     fn exit(&mut self, code: u32) -> ! {
-        write32(FINISHER, if code == 0 { 0x5555 } else { (code.min(0xffff) << 16) | 0x3333 });
-        loop {
-            riscv::asm::wfi();
-        }
+        power_off(code)
     }
 }
