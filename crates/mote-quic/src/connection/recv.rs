@@ -180,11 +180,19 @@ pub(super) struct Sink<'a, C, S, const N: usize, const R: usize> {
     pub(super) token_state: &'a mut TokenState,
 }
 
-impl<C, S, const N: usize, const R: usize> Sink<'_, C, S, N, R>
+impl<'a, C, S, const N: usize, const R: usize> Sink<'a, C, S, N, R>
 where
     C: AsRef<[u8]> + AsMut<[u8]>,
     S: AsRef<[u8]> + AsMut<[u8]>,
 {
+    /// [`Self::on_event`] as the callback recovery takes. One function, so one closure type:
+    /// ACK processing and the loss timer share one copy of recovery's loss detection.
+    pub(super) fn events(
+        &mut self,
+    ) -> impl FnMut(PacketEvent<SentFrames>) + use<'_, 'a, C, S, N, R> {
+        move |ev| self.on_event(ev)
+    }
+
     fn crypto(&mut self, space: PnSpace) -> &mut CryptoSend<C, CRYPTO_RANGES> {
         match space {
             PnSpace::Initial => &mut self.crypto[0],
@@ -1006,7 +1014,7 @@ where
         let largest_before = self.recovery.largest_acked(space);
         let (recovery, mut sink) = self.recovery_and_sink(now);
         let outcome = recovery
-            .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
+            .on_ack_frame(space, ack, exp, now, sink.events())
             .map_err(|e| ConnectionClose::transport(e.code(), Some(ty)))?;
         #[cfg(feature = "pmtud")]
         let change = sink.mtu_change;
@@ -1295,7 +1303,7 @@ where
     /// The loss detection timer fired (RFC 9002 §6.1.2, §6.2).
     pub(super) fn on_loss_timeout(&mut self, now: Instant) {
         let (recovery, mut sink) = self.recovery_and_sink(now);
-        let action = recovery.on_timeout(now, |ev| sink.on_event(ev));
+        let action = recovery.on_timeout(now, sink.events());
         #[cfg(feature = "pmtud")]
         if let Some(mtu) = sink.mtu_change {
             self.recovery.set_max_datagram_size(mtu);

@@ -63,11 +63,18 @@ pub(super) struct Sink<'a, C, S, const R: usize> {
     pub(super) lost: &'a mut u64,
 }
 
-impl<C, S, const R: usize> Sink<'_, C, S, R>
+impl<'a, C, S, const R: usize> Sink<'a, C, S, R>
 where
     C: AsRef<[u8]> + AsMut<[u8]>,
     S: AsRef<[u8]> + AsMut<[u8]>,
 {
+    /// [`Self::on_event`] as the callback recovery takes. One function, so one closure type:
+    /// ACK processing and the loss timer share one copy of recovery's loss detection (and
+    /// the call is direct, which the static stack bound follows).
+    pub(super) fn events(mut self) -> impl FnMut(PacketEvent<Sent>) + 'a {
+        move |ev| self.on_event(ev)
+    }
+
     /// RFC 9000 §13.3: what an acknowledged or lost packet means for the frames it carried.
     pub(super) fn on_event(&mut self, ev: PacketEvent<Sent>) {
         let (space, packet, acked) = match &ev {
@@ -836,9 +843,9 @@ where
             .peer
             .map_or(TransportParameters::DEFAULT_ACK_DELAY_EXPONENT, |p| p.ack_delay_exponent);
         let ty = ack.frame_type();
-        let (recovery, mut sink) = self.recovery_and_sink();
+        let (recovery, sink) = self.recovery_and_sink();
         recovery
-            .on_ack_frame(space, ack, exp, now, |ev| sink.on_event(ev))
+            .on_ack_frame(space, ack, exp, now, sink.events())
             .map_err(|e| Error::frame(e.code(), ty))?;
         Ok(())
     }
@@ -871,8 +878,8 @@ where
 
     /// The loss detection timer fired (RFC 9002 §6.1.2, §6.2).
     pub(super) fn on_loss_timeout(&mut self, now: Instant) {
-        let (recovery, mut sink) = self.recovery_and_sink();
-        let action = recovery.on_timeout(now, |ev| sink.on_event(ev));
+        let (recovery, sink) = self.recovery_and_sink();
+        let action = recovery.on_timeout(now, sink.events());
         if let TimeoutAction::SendProbes { space, count, .. } = action {
             self.ptos = self.ptos.saturating_add(1);
             let i = si(space);

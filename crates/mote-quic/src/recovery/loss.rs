@@ -707,15 +707,15 @@ struct Timers {
     ack_eliciting: bool,
 }
 
-// Called from ACK processing and from the loss timer with different callbacks: a trait
-// object and no inlining keep it one copy in the image.
+// Called from ACK processing and from the loss timer: no inlining keeps it one copy per
+// callback type in the image.
 #[inline(never)]
-fn detect_lost<T: Copy, C: CongestionController>(
+fn detect_lost<T: Copy, C: CongestionController, F: FnMut(PacketEvent<T>)>(
     sent: &mut SentRecords<T>,
     core: &Core<C>,
     space: PnSpace,
     now: Instant,
-    on_event: &mut dyn FnMut(PacketEvent<T>),
+    on_event: &mut F,
 ) -> LossSummary {
     sent.detect_lost(
         now,

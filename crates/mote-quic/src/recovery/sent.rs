@@ -148,7 +148,7 @@ pub type SentPackets<T, const N: usize> = SentSpace<T, [Option<Slot<T>>; N]>;
 /// How settled records leave the ring: `false` (hosts) keeps acknowledged and lost records
 /// as tombstones until they reach the front or a full ring is compacted on send; `true`
 /// (device builds, no `std`) removes them at the end of the ACK, loss or eviction pass that
-/// settled them, by the one compaction scan that also reports the newly acknowledged
+/// settled them, by one compaction scan after a scan that reports the newly acknowledged
 /// records (in ascending packet-number order rather than range by range). Between passes
 /// the ring then holds live records only, so sending never compacts and tombstones are never
 /// popped (issue 8: the tombstone walks leave the device image). Both modes take the same
@@ -414,7 +414,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
         }
         // Eagerly settled rings hold live records only here (`span == live`).
         if !E && self.span >= self.slots.len() {
-            self.compact(&mut |_| {});
+            self.compact();
         }
         let idx = self.phys(self.span);
         let Some(slot) = self.slots.get_mut(idx) else {
@@ -527,11 +527,23 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
         }
     }
 
-    /// Moves the live records together at the front of the ring, O(N), reporting each
-    /// `NewlyAcked` record to `on_acked` (ascending packet numbers) as it leaves. An
-    /// acknowledged record that disappears sets `acked_before` on the next live record (or,
-    /// after the newest, on the next one sent).
-    fn compact(&mut self, on_acked: &mut dyn FnMut(SentPacket<T>)) {
+    /// Reports each `NewlyAcked` record to `on_acked` (ascending packet numbers);
+    /// [`Self::compact`] then removes them. A separate scan keeps `compact` free of
+    /// the callback: one copy in the image, called directly (issue 8).
+    fn report_newly_acked<F: FnMut(SentPacket<T>)>(&self, on_acked: &mut F) {
+        for r in 0..self.span {
+            if let Some(Some(slot)) = self.slots.get(self.phys(r)) {
+                if slot.state == State::NewlyAcked {
+                    on_acked(slot.packet());
+                }
+            }
+        }
+    }
+
+    /// Moves the live records together at the front of the ring, O(N), dropping the
+    /// acknowledged and lost ones. An acknowledged record that disappears sets
+    /// `acked_before` on the next live record (or, after the newest, on the next one sent).
+    fn compact(&mut self) {
         let mut w = 0;
         let mut acked_gap = false;
         for r in 0..self.span {
@@ -550,11 +562,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
                     }
                     w += 1;
                 }
-                State::NewlyAcked => {
-                    acked_gap = true;
-                    on_acked(slot.packet());
-                }
-                State::Acked => acked_gap = true,
+                State::NewlyAcked | State::Acked => acked_gap = true,
                 State::Lost => {}
             }
         }
@@ -696,7 +704,8 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     {
         if E {
             // One scan reports and removes them with the lost records of this ACK.
-            self.compact(&mut on_acked);
+            self.report_newly_acked(&mut on_acked);
+            self.compact();
             return;
         }
         for (lo, hi) in ranges.take(cap) {
@@ -816,7 +825,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     /// the front, or, eagerly, every lost record (none is newly acknowledged here).
     pub(crate) fn settle(&mut self) {
         if E {
-            self.compact(&mut |_| {});
+            self.compact();
         } else {
             self.pop_front();
         }
