@@ -389,8 +389,13 @@ where
         (ms != 0).then(|| Duration::from_millis(ms).max(pto3))
     }
 
-    fn idle_deadline(&self) -> Option<Instant> {
-        self.idle_timeout().map(|d| self.idle_start + d)
+    /// The idle deadline in microseconds, `u64::MAX` if there is none: a `u64` comes back in
+    /// registers, an `Option<Instant>` (16 bytes) through memory (issue 8).
+    fn idle_deadline_us(&self) -> u64 {
+        match self.idle_timeout() {
+            Some(d) => (self.idle_start + d).as_micros(),
+            None => u64::MAX,
+        }
     }
 
     /// When [`DeviceConnection::handle_timeout`] must be called next.
@@ -402,7 +407,7 @@ where
         }
         // The earliest deadline as microseconds (`u64::MAX`: none), one compare each.
         let keys = &self.hs.keys;
-        let mut t = earliest(u64::MAX, self.idle_deadline());
+        let mut t = self.idle_deadline_us();
         t = earliest(t, self.recovery.loss_detection_timer());
         if keys.initial.is_some() {
             t = earliest(t, self.rx_initial.ack_deadline());
@@ -432,7 +437,8 @@ where
             State::Open => {}
         }
         // RFC 9000 §10.1: the connection is silently closed when the idle timeout expires.
-        if self.idle_deadline().is_some_and(|d| now >= d) {
+        let idle = self.idle_deadline_us();
+        if idle != u64::MAX && now.as_micros() >= idle {
             self.close_reason = Some(CloseReason::IdleTimeout);
             self.state = State::Drained;
             return;
