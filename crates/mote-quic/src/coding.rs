@@ -88,6 +88,9 @@ pub const fn encoded_size(v: u64) -> usize {
     }
 }
 
+/// [`Reader::varint_or_truncated`]'s truncation mark: bit 63, above every varint (< 2^62).
+const TRUNCATED: u64 = 1 << 63;
+
 /// A forward-only cursor over received bytes.
 #[derive(Clone, Debug)]
 pub struct Reader<'a> {
@@ -162,16 +165,29 @@ impl<'a> Reader<'a> {
 
     /// Consumes a variable-length integer (RFC 9000 §16). Non-minimal encodings are
     /// accepted, as the RFC requires (A.1: `0x4025` decodes to 37).
+    #[inline]
     pub fn varint(&mut self) -> Result<VarInt, Truncated> {
-        let first = *self.buf.get(self.pos).ok_or(Truncated)?;
+        let v = self.varint_or_truncated();
+        if v & TRUNCATED != 0 {
+            return Err(Truncated);
+        }
+        Ok(VarInt(v))
+    }
+
+    /// [`Self::varint`]'s value, or [`TRUNCATED`] (bit 63, never set in a varint): a `u64`
+    /// comes back in registers, a `Result<VarInt, Truncated>` (16 bytes on 32-bit targets)
+    /// through memory, and the caller tests one bit (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn varint_or_truncated(&mut self) -> u64 {
+        let Some(&first) = self.buf.get(self.pos) else { return TRUNCATED };
         // The two most significant bits of the first byte give log2 of the length.
         let len = 1usize << (first >> 6);
-        let bytes = self.bytes(len)?;
+        let Ok(bytes) = self.bytes(len) else { return TRUNCATED };
         let mut v = u64::from(bytes[0] & 0x3f);
         for b in &bytes[1..] {
             v = (v << 8) | u64::from(*b);
         }
-        Ok(VarInt(v))
+        v
     }
 
     /// Consumes a variable-length integer and returns it as a `u64`.
