@@ -8,7 +8,7 @@
 use super::version_negotiation::VersionNegotiation;
 use super::{LongType, PacketType};
 use crate::cid::MAX_CID_LEN;
-use crate::coding::{BufferTooSmall, Reader, VarInt, Writer};
+use crate::coding::{BufferTooSmall, Reader, Truncated, VarInt, Writer};
 use crate::error::WireError;
 use crate::version::Version;
 use mote_crypto::TAG_LEN;
@@ -144,9 +144,9 @@ fn check_fixed_bit(first: u8, grease_quic_bit: bool) -> Result<(), WireError> {
 
 /// RFC 8999 §5.1: a connection ID is a one-byte length and that many bytes (up to 255 in
 /// the invariants; versions 1 and 2 then limit it to 20).
-fn read_cid<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], WireError> {
+fn read_cid<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Truncated> {
     let len = r.u8()?;
-    Ok(r.bytes(usize::from(len))?)
+    r.bytes(usize::from(len))
 }
 
 /// Parses the first packet in `datagram`, before header protection is removed.
