@@ -7,14 +7,27 @@
 //! depends only on them, never on the base, so X25519's inversion of a secret stays
 //! constant time.
 
-use salty::FieldElement;
+// The field mote's curve code runs on: salty's (Cortex-M4 assembly; TweetNaCl's portable
+// code elsewhere), or fiat-crypto's verified 32-bit field with feature `fiat`.
+#[cfg(feature = "fiat")]
+pub(crate) use crate::fiat25519::FieldElement;
+#[cfg(not(feature = "fiat"))]
+pub(crate) use salty::FieldElement;
 
 /// x² as x·x: salty's squaring is its own 410 B of assembly, ~30 % faster than its
 /// multiplication; only the multiplication is kept on the device (every square of mote's
 /// X25519 and Ed25519 goes through here, so the squaring routine is not linked).
+#[cfg(not(feature = "fiat"))]
 #[inline(always)]
 pub(crate) fn square(x: &FieldElement) -> FieldElement {
     x * x
+}
+
+/// x² with fiat's squaring (55 products against the multiplication's 100).
+#[cfg(feature = "fiat")]
+#[inline(always)]
+pub(crate) fn square(x: &FieldElement) -> FieldElement {
+    x.squared()
 }
 
 /// x^e for e = (2^250 - 1)·2^n + tail (tail < 2^n), by square-and-multiply from the top bit.
@@ -42,7 +55,7 @@ pub(crate) fn pow_p38(x: &FieldElement) -> FieldElement {
     pow(x, 0b10, 2)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "fiat")))]
 mod tests {
     use super::*;
     use salty::FieldImplementation as _;

@@ -7,8 +7,9 @@
 //! conditional swaps, no branch or index depends on the scalar. Checked against
 //! x25519-dalek below and by RFC 7748's vectors (tests/vectors.rs).
 
-use crate::field25519::square;
-use salty::{FieldElement, FieldImplementation as _};
+use crate::field25519::{square, FieldElement};
+#[cfg(not(feature = "fiat"))]
+use salty::FieldImplementation as _;
 use subtle::{Choice, ConditionallySelectable as _};
 
 /// RFC 7748 §5: X25519(k, u), the scalar clamped here.
