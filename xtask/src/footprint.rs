@@ -182,6 +182,9 @@ pub const INSTRUMENTED_CONFIG: &str = "qemu";
 /// curve code) instead of the dalek crates, the measurement behind the riscv32 default
 /// (firmware/client/Cargo.toml). Cortex-M4 always builds with salty.
 pub const SALTY_PORTABLE_CONFIG: &str = "rpk-ed25519-salty";
+/// RISC-V only: the minimal client with X25519/Ed25519 on fiat-crypto's 32-bit field (mote's
+/// curve code, firmware feature `fiat`).
+pub const FIAT_CONFIG: &str = "rpk-ed25519-fiat";
 
 /// The configurations measured, in report order: the matrix, then the authentication rows,
 /// for each target.
@@ -219,6 +222,15 @@ pub fn configs() -> Vec<Config> {
                 target,
                 description: "minimal client, RPK Ed25519, X25519/Ed25519 on salty's portable \
                               field instead of the dalek crates"
+                    .to_owned(),
+                group: "auth",
+            });
+            out.push(Config {
+                name: FIAT_CONFIG.to_owned(),
+                features: vec!["rpk-ed25519", "fiat"],
+                target,
+                description: "minimal client, RPK Ed25519, X25519/Ed25519 on fiat-crypto's \
+                              32-bit field instead of the dalek crates"
                     .to_owned(),
                 group: "auth",
             });

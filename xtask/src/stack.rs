@@ -850,6 +850,7 @@ pub fn run(args: &StackArgs) -> Result<()> {
             true,
             false,
             false,
+            false,
         )?,
     };
     let graph = Graph::of_elf(&elf)?;

@@ -146,8 +146,12 @@ pub struct QemuArgs {
     general_connection: bool,
     /// riscv32imc only: X25519/Ed25519 on salty's portable field (firmware feature
     /// `salty-portable`) instead of the dalek crates; Cortex-M4 always uses salty.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fiat")]
     salty_portable: bool,
+    /// riscv32imc only: X25519/Ed25519 on fiat-crypto's 32-bit field (firmware feature
+    /// `fiat`) instead of the dalek crates.
+    #[arg(long)]
+    fiat: bool,
 }
 
 /// Server authentication of the firmware build.
@@ -179,6 +183,7 @@ impl Default for QemuArgs {
             uninstrumented: false,
             general_connection: false,
             salty_portable: false,
+            fiat: false,
         }
     }
 }
@@ -393,6 +398,7 @@ pub fn run(args: &QemuArgs) -> Result<()> {
         !args.uninstrumented,
         args.general_connection,
         args.salty_portable,
+        args.fiat,
     )?;
     let mut failed = false;
     // The paths the run does not take (or only in their cheap case), bounded statically
@@ -556,6 +562,7 @@ pub(crate) fn build_firmware(
     selfmeasure: bool,
     general_connection: bool,
     salty_portable: bool,
+    fiat: bool,
 ) -> Result<std::path::PathBuf> {
     let dir = util::repo_root().join("firmware");
     let mut cmd = util::cargo(&dir, None);
@@ -580,6 +587,9 @@ pub(crate) fn build_firmware(
     }
     if salty_portable {
         features.push_str(",salty-portable");
+    }
+    if fiat {
+        features.push_str(",fiat");
     }
     cmd.args(["build", "--release", "-p", "mote-client", "--bin", "mote-client"])
         .args(["--target", target.triple(), "--no-default-features"])
