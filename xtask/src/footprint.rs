@@ -185,9 +185,9 @@ pub const SALTY_PORTABLE_CONFIG: &str = "rpk-ed25519-salty";
 /// curve code on fiat-crypto's field, the alternative measured against the riscv32 default
 /// (firmware/client/Cargo.toml).
 pub const DALEK_CONFIG: &str = "rpk-ed25519-dalek";
-/// The firmware feature every riscv32 row but the two above is built with (a default feature
-/// of the firmware; the rows are built without its defaults): X25519/Ed25519 on mote's curve
-/// code over fiat-crypto's 32-bit field.
+/// The firmware feature every riscv32 row but the two above is built with (the riscv32
+/// choice, firmware/client/Cargo.toml): X25519/Ed25519 on mote's curve code over
+/// fiat-crypto's 32-bit field.
 pub const RISCV32_CURVE: &str = "fiat";
 
 /// The configurations measured, in report order: the matrix, then the authentication rows,

@@ -24,6 +24,8 @@ pub(crate) fn square(x: &FieldElement) -> FieldElement {
 }
 
 /// x² with fiat's squaring (55 products against the multiplication's 100).
+// (On riscv32imc x·x instead saves 1,922 B of flash but makes the 1-RTT handshake 1.11x
+// the instructions: not taken, issue 8 notes.)
 #[cfg(feature = "fiat")]
 #[inline(always)]
 pub(crate) fn square(x: &FieldElement) -> FieldElement {
