@@ -50,7 +50,9 @@ impl FieldElement {
         0x4a0ea0b0, 0xc4ee1b27, 0xad2fe478, 0x2f431806, 0x3dfbd7a7, 0x2b4d0099, 0x4fc1df0b,
         0x2b832480,
     ]);
-    /// RFC 7748 §5: (A + 2)/4 = 121666, the ladder's constant (as salty names it).
+    /// RFC 7748 §5: (A + 2)/4 = 121666, the ladder's constant (as salty names it; the
+    /// ladder uses [`Self::mul_121666`], the tests compare with it).
+    #[cfg(test)]
     pub(crate) const APLUS2_OVER_FOUR: FieldElement =
         FieldElement::from_words([121666, 0, 0, 0, 0, 0, 0, 0]);
 
@@ -102,6 +104,13 @@ impl FieldElement {
     pub(crate) fn squared(&self) -> FieldElement {
         let mut out = FieldElement::ZERO;
         fiat::fiat_25519_carry_square(&mut out.0, &relax(self));
+        out
+    }
+
+    /// 121666·x (RFC 7748 §5's (A + 2)/4), fiat's scalar multiplication.
+    pub(crate) fn mul_121666(&self) -> FieldElement {
+        let mut out = FieldElement::ZERO;
+        fiat::fiat_25519_carry_scmul_121666(&mut out.0, &relax(self));
         out
     }
 
@@ -271,6 +280,10 @@ mod tests {
             prop_assert_eq!((&x + &y).to_bytes(), (&sx + &sy).to_bytes());
             prop_assert_eq!((&x - &y).to_bytes(), (&sx - &sy).to_bytes());
             prop_assert_eq!((-&x).to_bytes(), (-&sx).to_bytes());
+            prop_assert_eq!(
+                x.mul_121666().to_bytes(),
+                (&sx * &Salty::APLUS2_OVER_FOUR).to_bytes()
+            );
             let mut z = x;
             z *= &y;
             z += &x;

@@ -74,7 +74,7 @@ impl Ladder {
         let bb = square(&b);
         let e = &aa - &bb;
         self.x2 = &aa * &bb;
-        self.z2 = &e * &FieldElement::APLUS2_OVER_FOUR;
+        self.z2 = crate::field25519::mul_121666(&e);
         self.z2 += &bb;
         self.z2 *= &e;
     }
