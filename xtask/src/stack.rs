@@ -849,7 +849,7 @@ pub fn run(args: &StackArgs) -> Result<()> {
             false,
             true,
             false,
-            false,
+            crate::qemu::Curve::Fiat,
         )?,
     };
     let graph = Graph::of_elf(&elf)?;

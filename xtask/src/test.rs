@@ -67,12 +67,14 @@ pub enum Step {
 }
 
 /// Core crates tested a second time without default features (package, features).
-/// mote-crypto runs twice more: minimal, and as the Cortex-M4 client builds it (`compact`:
+/// mote-crypto runs three times more: minimal, as the Cortex-M4 client builds it (`compact`:
 /// mote's GHASH; salty's X25519 and Ed25519, here on its portable path; the KAT image covers
-/// the assembly on QEMU).
+/// the assembly on QEMU), and as the riscv32imc client builds it (`fiat`: the curve code on
+/// fiat-crypto's field, checked against salty's).
 const DEVICE_TESTS: &[(&str, &str)] = &[
     ("mote-crypto", "rustcrypto"),
     ("mote-crypto", "rustcrypto,compact,salty,ed25519"),
+    ("mote-crypto", "rustcrypto,compact,fiat,ed25519"),
     ("mote-quic", ""),
     ("mote-quic", "device,resumption"),
     ("mote-tls", ""),

@@ -10,10 +10,13 @@
 //! only public inputs (S, k, A, R), so the multiplication may branch on the scalars' bits.
 //! Checked against curve25519-dalek below and by `ed25519_tests`.
 
-use salty::{FieldElement, FieldImplementation as _};
+use crate::field25519::FieldElement;
+#[cfg(not(feature = "fiat"))]
+use salty::FieldImplementation as _;
 
 /// A field element from its value as eight little-endian 32-bit words, at compile time, in
 /// salty's limbs: eight 32-bit limbs on Cortex-M4, sixteen 16-bit ones (in i64) elsewhere.
+#[cfg(not(feature = "fiat"))]
 const fn field_element(words: [u32; 8]) -> FieldElement {
     let mut limbs = FieldElement::ZERO.0;
     let bits = 256 / limbs.len();
@@ -25,6 +28,12 @@ const fn field_element(words: [u32; 8]) -> FieldElement {
         i += 1;
     }
     FieldElement(limbs)
+}
+
+/// As above, in fiat's limbs (feature `fiat`).
+#[cfg(feature = "fiat")]
+const fn field_element(words: [u32; 8]) -> FieldElement {
+    FieldElement::from_words(words)
 }
 
 /// A point in extended homogeneous coordinates (X : Y : Z : T), x = X/Z, y = Y/Z,

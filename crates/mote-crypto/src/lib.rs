@@ -34,6 +34,8 @@ mod secret;
 mod aes128;
 #[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]
 mod edwards;
+#[cfg(all(feature = "rustcrypto", feature = "fiat"))]
+mod fiat25519;
 #[cfg(all(feature = "rustcrypto", feature = "salty"))]
 mod field25519;
 #[cfg(feature = "rustcrypto")]

@@ -7,8 +7,9 @@
 //! conditional swaps, no branch or index depends on the scalar. Checked against
 //! x25519-dalek below and by RFC 7748's vectors (tests/vectors.rs).
 
-use crate::field25519::square;
-use salty::{FieldElement, FieldImplementation as _};
+use crate::field25519::{square, FieldElement};
+#[cfg(not(feature = "fiat"))]
+use salty::FieldImplementation as _;
 use subtle::{Choice, ConditionallySelectable as _};
 
 /// RFC 7748 §5: X25519(k, u), the scalar clamped here.
@@ -73,7 +74,7 @@ impl Ladder {
         let bb = square(&b);
         let e = &aa - &bb;
         self.x2 = &aa * &bb;
-        self.z2 = &e * &FieldElement::APLUS2_OVER_FOUR;
+        self.z2 = crate::field25519::mul_121666(&e);
         self.z2 += &bb;
         self.z2 *= &e;
     }
