@@ -388,6 +388,28 @@ mod tests {
         assert!(slot.is_none());
     }
 
+    /// RFC 9001 §4.9, §6.5: a discarded key is erased (the AES key schedule, the IV), not
+    /// only marked gone.
+    #[test]
+    fn cleared_key_is_erased() {
+        let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
+        let mut slot = KeySlot::<PacketKey<RustCrypto>>::empty();
+        // Zeroed first, so that padding reads as zero too.
+        slot.keys = MaybeUninit::zeroed();
+        let nonzero = |slot: &KeySlot<PacketKey<RustCrypto>>| {
+            let len = core::mem::size_of::<PacketKey<RustCrypto>>();
+            // SAFETY: the slot's bytes were zeroed, then written by the key (or erased).
+            let bytes =
+                unsafe { core::slice::from_raw_parts(slot.keys.as_ptr().cast::<u8>(), len) };
+            bytes.iter().filter(|&&b| b != 0).count()
+        };
+        slot.derive(&p, v, alg, &CLIENT_IN).unwrap();
+        assert!(nonzero(&slot) > 100, "a key schedule and IV were written");
+        assert!(slot.clear());
+        // At most an enum tag or a CPU-feature flag is left.
+        assert!(nonzero(&slot) <= 8, "{} key bytes left after clear", nonzero(&slot));
+    }
+
     #[test]
     fn one_rtt_keys_start_at_phase_zero() {
         let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
