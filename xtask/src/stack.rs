@@ -53,8 +53,8 @@ pub const DEFAULT_ROOTS: &[&str] = &[
     // RFC 9001 §6: a key update the peer initiated (opened with the next receive key, the
     // send key derived).
     "OneRttKeys<P>>>::open_other_phase",
-    // RFC 9001 §6.3: the next receive key, derived ahead on the first 1-RTT packet of each
-    // phase (the QEMU run takes it once).
+    // RFC 9001 §6.3: the next receive key, derived ahead after the first authenticated 1-RTT
+    // packet of each phase (the QEMU run takes it once).
     "OneRttKeys<P>>>::derive_next_rx",
     // RFC 9001 §6.1: a key update this side initiates.
     "OneRttKeys<P>>>::initiate",

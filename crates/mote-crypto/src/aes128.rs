@@ -227,6 +227,14 @@ fn mix_columns(s: &mut Planes) {
     }
 }
 
+// A key schedule is key material: erased when the key goes (a replaced or discarded packet
+// key, RFC 9001 §6.5, §4.9).
+impl Drop for Aes128 {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.round_keys);
+    }
+}
+
 impl KeySizeUser for Aes128 {
     type KeySize = U16;
 }

@@ -30,6 +30,14 @@ pub(crate) struct GHash {
     filled: usize,
 }
 
+// H is the AES key's image (SP 800-38D §6.4) and Y depends on it: erased with the state.
+impl Drop for GHash {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.h);
+        zeroize::Zeroize::zeroize(&mut self.y);
+    }
+}
+
 impl GHash {
     /// GHASH under the key `h` (SP 800-38D §6.4: H = E_K(0^128)).
     pub(crate) fn new(h: &[u8; 16]) -> Self {

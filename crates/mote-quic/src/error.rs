@@ -98,6 +98,10 @@ pub enum WireError {
     /// or newer than one that opened a higher-numbered one (RFC 9001 §6.4:
     /// KEY_UPDATE_ERROR).
     KeyUpdate,
+    /// A local failure (the crypto provider's) while acting on an authenticated packet,
+    /// e.g. deriving the send key that answers the peer's key update (RFC 9000 §20.1:
+    /// INTERNAL_ERROR).
+    Internal,
 }
 
 impl WireError {
@@ -116,6 +120,7 @@ impl WireError {
             | Self::DecryptFailed => TransportErrorCode::PROTOCOL_VIOLATION,
             Self::InvalidTransportParameter(_) => TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
             Self::KeyUpdate => TransportErrorCode::KEY_UPDATE_ERROR,
+            Self::Internal => TransportErrorCode::INTERNAL_ERROR,
         }
     }
 

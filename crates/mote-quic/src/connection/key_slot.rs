@@ -264,8 +264,8 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
             addr_of_mut!((*p).updates).write(0);
             addr_of_mut!((*p).prev_rx).write(KeySlot::empty());
             addr_of_mut!((*p).prev_rx_until).write(Instant::ZERO);
-            // RFC 9001 §6.3: derived before the first 1-RTT packet is opened
-            // (`prepare_next_rx`).
+            // RFC 9001 §6.3: derived once the first 1-RTT packet is opened
+            // (`open_one_rtt`).
             addr_of_mut!((*p).next_rx).write(KeySlot::empty());
             addr_of_mut!((*p).next_rx_ready).write(false);
             addr_of_mut!((*p).rx_phase_start_pn).write(0);
@@ -388,6 +388,35 @@ mod tests {
         assert!(slot.is_none());
     }
 
+    /// RFC 9001 §4.9, §6.5: a discarded key is erased (the AES key schedule, the IV), not
+    /// only marked gone.
+    #[test]
+    fn cleared_key_is_erased() {
+        let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
+        let mut slot = KeySlot::<PacketKey<RustCrypto>>::empty();
+        // Zeroed first, so that padding reads as zero too.
+        slot.keys = MaybeUninit::zeroed();
+        let bytes = |slot: &KeySlot<PacketKey<RustCrypto>>| {
+            let len = core::mem::size_of::<PacketKey<RustCrypto>>();
+            // SAFETY: the slot's bytes were zeroed, then written by the key (or erased).
+            unsafe { core::slice::from_raw_parts(slot.keys.as_ptr().cast::<u8>(), len) }.to_vec()
+        };
+        let nonzero = |b: &[u8]| b.iter().filter(|&&b| b != 0).count();
+        slot.derive(&p, v, alg, &CLIENT_IN).unwrap();
+        let written = bytes(&slot);
+        let iv = core::mem::offset_of!(PacketKey<RustCrypto>, iv);
+        // RFC 9001 §A.1: the client's Initial IV.
+        assert_eq!(written[iv..iv + 12], hex_literal::hex!("fa044b2f42a3fd3b46fb255c"));
+        assert!(slot.clear());
+        let erased = bytes(&slot);
+        assert_eq!(erased[iv..iv + 12], [0; 12]);
+        // The AES key schedule (176 bytes of round keys, mostly non-zero) is gone too. (Not
+        // every byte: a provider's key type may be a union whose unused part a move filled
+        // with whatever was on the stack, which is not this key's.)
+        let (before, after) = (nonzero(&written), nonzero(&erased));
+        assert!(before >= after + 140, "{before} non-zero bytes before, {after} after");
+    }
+
     #[test]
     fn one_rtt_keys_start_at_phase_zero() {
         let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
@@ -403,7 +432,7 @@ mod tests {
         );
     }
 
-    /// Seals `payload` as a packet `pn` with `key` (an 8-byte header), for `open_next_phase`.
+    /// Seals `payload` as a packet `pn` with `key` (an 8-byte header), for `open_one_rtt`.
     fn sealed(key: &PacketKey<RustCrypto>, pn: u64, payload: &[u8]) -> std::vec::Vec<u8> {
         let mut pkt = std::vec![0u8; 8 + payload.len() + mote_crypto::TAG_LEN];
         pkt[..8].copy_from_slice(b"header!!");
@@ -420,52 +449,97 @@ mod tests {
         slot.derive(&p, v, alg, &tx, &rx).unwrap();
         let (now, until) = (Instant(1_000), Instant(2_000));
         let next_secret = |s: &[u8]| crate::packet::next_secret(&p, v, alg.hash(), s).unwrap();
-        let (rx1, rx2) = (next_secret(&SERVER_IN), next_secret(next_secret(&SERVER_IN).as_ref()));
+        let rx1 = next_secret(&SERVER_IN);
+        let rx2 = next_secret(rx1.as_ref());
         let rx0_key = PacketKey::from_secret(&p, v, alg, &SERVER_IN).unwrap();
         let rx1_key = PacketKey::from_secret(&p, v, alg, rx1.as_ref()).unwrap();
         let rx2_key = PacketKey::from_secret(&p, v, alg, rx2.as_ref()).unwrap();
-        // RFC 9001 §6.3: the next phase's key is derived ahead, and a packet with it is
-        // opened and followed.
-        slot.prepare_next_rx(&p, v);
+        // RFC 9001 §6.3: the first authenticated packet has the next phase's key derived.
+        assert!(slot.as_ref().unwrap().next_rx.is_none());
+        let mut first = sealed(&rx0_key, 1, b"first");
+        assert_eq!(slot.open_one_rtt(&p, v, 1, false, &mut first, 8, now, until), Ok(5));
         assert!(slot.as_ref().unwrap().next_rx.is_some());
+        // A packet with it is opened and followed.
         let mut pkt = sealed(&rx1_key, 10, b"next phase");
-        assert_eq!(slot.open_other_phase(&p, v, 10, &mut pkt, 8, now, until), Ok(10));
+        assert_eq!(slot.open_one_rtt(&p, v, 10, true, &mut pkt, 8, now, until), Ok(10));
         assert_eq!(&pkt[8..18], b"next phase");
         let k = slot.as_ref().unwrap();
         assert!(k.rx_phase && k.tx_phase && k.updates == 1 && k.rx_phase_start_pn == 10);
-        assert!(!k.next_rx_ready && k.next_rx.is_none() && k.prev_rx_until == until);
+        assert!(k.prev_rx.is_some() && k.prev_rx_until == until);
+        // §9.5: the key after is derived right after the swap, for this authentic packet.
+        assert!(k.next_rx_ready && k.next_rx.is_some());
+        assert_eq!(k.rx_secret.as_ref(), rx2.as_ref());
         // RFC 9001 §6.2: the send key followed (in place), the header key stayed.
         let tx1_key = PacketKey::from_secret(&p, v, alg, next_secret(&CLIENT_IN).as_ref());
         let mut a = sealed(&k.keys.tx.packet, 3, b"x");
         assert!(tx1_key.unwrap().open_in_place(3, &mut a, 8).is_ok());
         let mut b = sealed(&rx1_key, 11, b"current");
         assert!(k.keys.rx.packet.open_in_place(11, &mut b, 8).is_ok());
-        // The next packet derives the key after; a forgery of the other phase leaves the
-        // keys as they are.
-        slot.prepare_next_rx(&p, v);
-        assert_eq!(slot.as_ref().unwrap().rx_secret.as_ref(), rx2.as_ref());
+        // A forgery of the other phase leaves the keys as they are.
         let mut forged = sealed(&rx1_key, 12, b"forged");
-        let r = slot.open_other_phase(&p, v, 12, &mut forged, 8, now, until);
+        let r = slot.open_one_rtt(&p, v, 12, false, &mut forged, 8, now, until);
         assert_eq!(r, Err(WireError::DecryptFailed));
         let k = slot.as_ref().unwrap();
         assert_eq!((k.updates, k.rx_phase_start_pn), (1, 10));
         // RFC 9001 §6.5: a late packet of the previous phase opens until the deadline.
         let mut late = sealed(&rx0_key, 9, b"late");
-        assert_eq!(slot.open_other_phase(&p, v, 9, &mut late, 8, now, until), Ok(4));
+        assert_eq!(slot.open_one_rtt(&p, v, 9, false, &mut late, 8, now, until), Ok(4));
         let mut late = sealed(&rx0_key, 8, b"late");
-        assert!(slot.open_other_phase(&p, v, 8, &mut late, 8, until, until).is_err());
+        assert!(slot.open_one_rtt(&p, v, 8, false, &mut late, 8, until, until).is_err());
+        // RFC 9001 §6.5: the first authenticated packet past the deadline erases the key.
+        assert!(slot.as_ref().unwrap().prev_rx.is_some());
+        let mut cur = sealed(&rx1_key, 13, b"current");
+        assert_eq!(slot.open_one_rtt(&p, v, 13, true, &mut cur, 8, until, until), Ok(7));
+        assert!(slot.as_ref().unwrap().prev_rx.is_none());
         // RFC 9001 §6.4: the next key opening a packet below the current phase's first is
         // KEY_UPDATE_ERROR.
         let mut early = sealed(&rx2_key, 5, b"early");
-        let r = slot.open_other_phase(&p, v, 5, &mut early, 8, until, until);
+        let r = slot.open_one_rtt(&p, v, 5, false, &mut early, 8, until, until);
         assert_eq!(r, Err(WireError::KeyUpdate));
         // The peer's second update, right after the first (within three PTOs).
         let mut pkt = sealed(&rx2_key, 30, b"second");
-        assert_eq!(slot.open_other_phase(&p, v, 30, &mut pkt, 8, now, until), Ok(6));
+        assert_eq!(slot.open_one_rtt(&p, v, 30, false, &mut pkt, 8, now, until), Ok(6));
         let k = slot.as_ref().unwrap();
         assert!(!k.rx_phase && !k.tx_phase && k.updates == 2 && k.rx_phase_start_pn == 30);
         let mut c = sealed(&rx1_key, 29, b"late");
         assert!(k.prev_rx.as_ref().unwrap().open_in_place(29, &mut c, 8).is_ok());
+    }
+
+    /// RFC 9001 §6.4, §6.5: a packet of the current phase reordered below the one that
+    /// completed the update lowers the phase's first packet number, so an old-phase packet
+    /// above it is never opened with the previous key ("Packets with higher packet numbers
+    /// MUST be protected with either the same or newer packet protection keys").
+    #[test]
+    fn reordered_current_phase_packet_lowers_phase_start() {
+        let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
+        let (tx, rx) = (Secret::new(&CLIENT_IN), Secret::new(&SERVER_IN));
+        let mut slot = KeySlot::<OneRttKeys<RustCrypto>>::empty();
+        slot.derive(&p, v, alg, &tx, &rx).unwrap();
+        let (now, until) = (Instant(1_000), Instant(2_000));
+        let rx1 = crate::packet::next_secret(&p, v, alg.hash(), &SERVER_IN).unwrap();
+        let rx0_key = PacketKey::from_secret(&p, v, alg, &SERVER_IN).unwrap();
+        let rx1_key = PacketKey::from_secret(&p, v, alg, rx1.as_ref()).unwrap();
+        let mut first = sealed(&rx0_key, 50, b"phase 0");
+        assert_eq!(slot.open_one_rtt(&p, v, 50, false, &mut first, 8, now, until), Ok(7));
+        // The peer's phase 1 starts at 100; 105 arrives first and completes the update.
+        let mut pkt = sealed(&rx1_key, 105, b"phase 1");
+        assert_eq!(slot.open_one_rtt(&p, v, 105, true, &mut pkt, 8, now, until), Ok(7));
+        assert_eq!(slot.as_ref().unwrap().rx_phase_start_pn, 105);
+        // 100, of the current phase, arrives late: the phase starts at 100.
+        let mut pkt = sealed(&rx1_key, 100, b"phase 1");
+        assert_eq!(slot.open_one_rtt(&p, v, 100, true, &mut pkt, 8, now, until), Ok(7));
+        assert_eq!(slot.as_ref().unwrap().rx_phase_start_pn, 100);
+        // A phase-0 packet 102: newer keys protected 100, so the previous key is not tried
+        // (it would open it); it is dropped, and nothing changes.
+        let mut old = sealed(&rx0_key, 102, b"phase 0");
+        let r = slot.open_one_rtt(&p, v, 102, false, &mut old, 8, now, until);
+        assert_eq!(r, Err(WireError::DecryptFailed));
+        let k = slot.as_ref().unwrap();
+        assert!(k.rx_phase && k.updates == 1 && k.rx_phase_start_pn == 100);
+        // Below 100 the previous key still opens (§6.5).
+        let mut late = sealed(&rx0_key, 99, b"phase 0");
+        assert_eq!(slot.open_one_rtt(&p, v, 99, false, &mut late, 8, now, until), Ok(7));
+        assert_eq!(slot.as_ref().unwrap().rx_phase_start_pn, 100);
     }
 }
 
@@ -482,11 +556,15 @@ mod timing_tests {
     use crate::error::WireError;
 
     std::thread_local! {
-        /// AEAD keys set up on this thread (each test runs on its own thread).
-        static AEAD_KEYS: Cell<u32> = const { Cell::new(0) };
+        /// AEAD keys and HMACs (each HKDF step runs one) set up on this thread (each test
+        /// runs on its own thread).
+        static WORK: Cell<u32> = const { Cell::new(0) };
+        /// Every HMAC fails (a provider fault).
+        static FAIL_HMAC: Cell<bool> = const { Cell::new(false) };
     }
 
-    /// RustCrypto, counting the AEAD keys it sets up (the expensive half of a derivation).
+    /// RustCrypto, counting the AEAD keys and HMACs (HKDF) it sets up: all the work of a
+    /// key derivation.
     #[derive(Clone, Copy)]
     struct Counting;
 
@@ -508,7 +586,7 @@ mod timing_tests {
             RustCrypto.verify_schemes()
         }
         fn aead_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::AeadKey, Error> {
-            AEAD_KEYS.with(|c| c.set(c.get() + 1));
+            WORK.with(|c| c.set(c.get() + 1));
             RustCrypto.aead_key(alg, key)
         }
         fn write_aead_key<'d>(
@@ -517,7 +595,7 @@ mod timing_tests {
             key: &[u8],
             dst: &'d mut MaybeUninit<Self::AeadKey>,
         ) -> Result<&'d mut Self::AeadKey, Error> {
-            AEAD_KEYS.with(|c| c.set(c.get() + 1));
+            WORK.with(|c| c.set(c.get() + 1));
             RustCrypto.write_aead_key(alg, key, dst)
         }
         fn header_key(&self, alg: AeadAlgorithm, key: &[u8]) -> Result<Self::HeaderKey, Error> {
@@ -527,6 +605,10 @@ mod timing_tests {
             RustCrypto.hash(alg)
         }
         fn hmac(&self, alg: HashAlgorithm, key: &[u8]) -> Result<Self::Hmac, Error> {
+            WORK.with(|c| c.set(c.get() + 1));
+            if FAIL_HMAC.with(Cell::get) {
+                return Err(Error::Unsupported);
+            }
             RustCrypto.hmac(alg, key)
         }
         fn start_key_exchange(
@@ -555,7 +637,7 @@ mod timing_tests {
     }
 
     fn derivations() -> u32 {
-        AEAD_KEYS.with(Cell::get)
+        WORK.with(Cell::get)
     }
 
     const CLIENT_IN: [u8; 32] = super::tests::CLIENT_IN;
@@ -575,21 +657,16 @@ mod timing_tests {
 
     const ALG: AeadAlgorithm = AeadAlgorithm::Aes128Gcm;
 
-    /// What the receive path does with a 1-RTT packet (`unprotect`): prepares, then opens
-    /// with the key of the packet's Key Phase.
+    /// What the receive path does with a 1-RTT packet (`unprotect`, header protection
+    /// aside), its Key Phase bit in the first byte.
     fn receive(
         slot: &mut KeySlot<OneRttKeys<Counting>>,
         pn: u64,
         pkt: &mut [u8],
         now: Instant,
     ) -> Result<usize, WireError> {
-        let (p, v) = (Counting, Version::V1);
-        slot.prepare_next_rx(&p, v);
-        let k = slot.as_ref().ok_or(WireError::DecryptFailed)?;
-        if (pkt[0] == 1) == k.rx_phase {
-            return k.keys.rx.packet.open_in_place(pn, pkt, 8);
-        }
-        slot.open_other_phase(&p, v, pn, pkt, 8, now, now + crate::time::Duration::from_millis(300))
+        let keep_until = now + crate::time::Duration::from_millis(300);
+        slot.open_one_rtt(&Counting, Version::V1, pn, pkt[0] == 1, pkt, 8, now, keep_until)
     }
 
     #[test]
@@ -600,28 +677,71 @@ mod timing_tests {
         let mut slot = KeySlot::<OneRttKeys<Counting>>::empty();
         slot.derive(&p, v, ALG, &tx, &rx).unwrap();
         let now = Instant(1_000);
-        // The first packet (of the current phase) opens; the next phase's key is ready.
-        let mut pkt = sealed(&SERVER_IN, false, 1, b"first");
-        assert_eq!(receive(&mut slot, 1, &mut pkt, now), Ok(5));
-        let before = derivations();
-        // RFC 9001 §6.3: forged packets of the other phase (a flipped Key Phase bit, or a
-        // key that does not exist) derive nothing and change nothing.
-        for pn in 2..12 {
-            let mut forged = sealed(&SERVER_IN, true, pn, b"forged");
-            assert_eq!(receive(&mut slot, pn, &mut forged, now), Err(WireError::DecryptFailed));
-            let mut forged = sealed(&CLIENT_IN, true, pn, b"forged");
-            assert_eq!(receive(&mut slot, pn, &mut forged, now), Err(WireError::DecryptFailed));
+        let forge = |slot: &mut KeySlot<OneRttKeys<Counting>>, pn| {
+            // RFC 9001 §6.3, §9.5: forged packets of either phase (a flipped Key Phase bit, or
+            // a key that does not exist) derive nothing and change nothing.
+            for (secret, phase) in [(&SERVER_IN, true), (&CLIENT_IN, true), (&CLIENT_IN, false)] {
+                let mut forged = sealed(secret, phase, pn, b"forged");
+                assert_eq!(receive(slot, pn, &mut forged, now), Err(WireError::DecryptFailed));
+            }
+        };
+        // Before any authentic packet: nothing is derived ahead yet, and no forgery makes it.
+        let start = derivations();
+        for pn in 0..4 {
+            forge(&mut slot, pn);
         }
-        assert_eq!(derivations(), before, "no key derived for a forged packet");
+        assert_eq!(derivations(), start, "no HKDF or AEAD key set up for a forged packet");
+        assert!(!slot.as_ref().unwrap().next_rx_ready);
+        // The first authentic packet (of the current phase) opens; the next phase's key is
+        // derived after it.
+        let mut pkt = sealed(&SERVER_IN, false, 5, b"first");
+        assert_eq!(receive(&mut slot, 5, &mut pkt, now), Ok(5));
+        assert!(derivations() > start && slot.as_ref().unwrap().next_rx.is_some());
+        let before = derivations();
+        for pn in 6..16 {
+            forge(&mut slot, pn);
+        }
+        assert_eq!(derivations(), before, "no HKDF or AEAD key set up for a forged packet");
         let k = slot.as_ref().unwrap();
         assert!(!k.rx_phase && !k.tx_phase && k.updates == 0);
-        // The peer's real update opens with the key derived ahead; only the send key is
-        // derived (RFC 9001 §6.2: the answer), not the receive key.
+        // The peer's real update opens with the key derived ahead; then the send key
+        // (RFC 9001 §6.2: the answer) and the key after are derived, for it.
         let rx1 = next(&SERVER_IN);
         let mut real = sealed(rx1.as_ref(), true, 20, b"update");
         assert_eq!(receive(&mut slot, 20, &mut real, now), Ok(6));
-        assert_eq!(derivations(), before + 1, "the send key only");
+        assert!(derivations() > before);
+        let k = slot.as_ref().unwrap();
+        assert!(k.next_rx_ready && k.next_rx.is_some());
+        let before = derivations();
+        for pn in 21..31 {
+            forge(&mut slot, pn);
+        }
+        assert_eq!(derivations(), before, "no HKDF or AEAD key set up for a forged packet");
         let k = slot.as_ref().unwrap();
         assert!(k.rx_phase && k.tx_phase && k.updates == 1);
+    }
+
+    /// A provider fault deriving the send key that answers the peer's (authentic) update
+    /// is the endpoint's failure: INTERNAL_ERROR, not a packet dropped as undecryptable
+    /// (which would count against the integrity limit with the 1-RTT keys gone).
+    #[test]
+    fn provider_fault_answering_an_update_is_internal_error() {
+        let (p, v) = (Counting, Version::V1);
+        let next = |s: &[u8]| crate::packet::next_secret(&RustCrypto, v, ALG.hash(), s).unwrap();
+        let (tx, rx) = (Secret::new(&CLIENT_IN), Secret::new(&SERVER_IN));
+        let mut slot = KeySlot::<OneRttKeys<Counting>>::empty();
+        slot.derive(&p, v, ALG, &tx, &rx).unwrap();
+        let now = Instant(1_000);
+        let mut pkt = sealed(&SERVER_IN, false, 1, b"first");
+        assert_eq!(receive(&mut slot, 1, &mut pkt, now), Ok(5));
+        FAIL_HMAC.with(|f| f.set(true));
+        let mut real = sealed(next(&SERVER_IN).as_ref(), true, 2, b"update");
+        let r = receive(&mut slot, 2, &mut real, now);
+        FAIL_HMAC.with(|f| f.set(false));
+        assert_eq!(r, Err(WireError::Internal));
+        assert_eq!(WireError::Internal.code(), crate::error::TransportErrorCode::INTERNAL_ERROR);
+        // The send key did not move (the next secret failed before the old key went); the
+        // connection closes.
+        assert!(!slot.as_ref().unwrap().tx_phase);
     }
 }

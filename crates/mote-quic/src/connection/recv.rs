@@ -83,11 +83,6 @@ pub(crate) fn unprotect<P: CryptoProvider + Clone, C>(
     pn_offset: usize,
     largest: Option<u64>,
 ) -> Result<Unprotected, WireError> {
-    // RFC 9001 §6.3, §9.5: the next phase's receive key is made ready before any 1-RTT
-    // packet's Key Phase is read, so the bit changes no work done for the packet.
-    if ptype == PacketType::OneRtt {
-        hs.keys.one_rtt.prepare_next_rx(&hs.provider, hs.version);
-    }
     let keys = &hs.keys;
     let rx = match ptype {
         PacketType::Initial => keys.initial.as_ref().map(|k| &k.rx),
@@ -99,18 +94,14 @@ pub(crate) fn unprotect<P: CryptoProvider + Clone, C>(
     let t = remove_header_protection(&rx.header, pkt, pn_offset)?;
     let pn = number::decode(largest, t.value, t.len);
     let header_len = pn_offset + t.len;
-    let phase = t.first_byte & KEY_PHASE_BIT != 0;
     // Only a 1-RTT packet has a Key Phase (the bit is reserved in long headers).
-    let other_phase = match keys.one_rtt.as_ref() {
-        Some(k) if ptype == PacketType::OneRtt => phase != k.rx_phase,
-        _ => false,
-    };
-    let payload_len = if other_phase {
+    let payload_len = if ptype == PacketType::OneRtt {
+        let phase = t.first_byte & KEY_PHASE_BIT != 0;
         // RFC 9001 §6.5: a key that is replaced is kept for three PTOs.
         let keep_until = now + pto.saturating_mul(3);
         let (provider, version) = (&hs.provider, hs.version);
         let slot = &mut hs.keys.one_rtt;
-        slot.open_other_phase(provider, version, pn, pkt, header_len, now, keep_until)?
+        slot.open_one_rtt(provider, version, pn, phase, pkt, header_len, now, keep_until)?
     } else {
         rx.packet.open_in_place(pn, pkt, header_len)?
     };
@@ -461,8 +452,9 @@ where
         let u = match unprotected {
             Ok(u) => u,
             // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
-            // RFC 9001 §6.4: a packet opened with keys out of packet-number order.
-            Err(e @ (WireError::ReservedBitsSet | WireError::KeyUpdate)) => {
+            // RFC 9001 §6.4: a packet opened with keys out of packet-number order; a provider
+            // fault on an authenticated packet (INTERNAL_ERROR).
+            Err(e @ (WireError::ReservedBitsSet | WireError::KeyUpdate | WireError::Internal)) => {
                 self.enter_closing(wire(e));
                 return None;
             }

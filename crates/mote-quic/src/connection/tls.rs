@@ -173,7 +173,7 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
     pub(crate) prev_rx: KeySlot<PacketKey<P>>,
     pub(crate) prev_rx_until: Instant,
     /// RFC 9001 §6.3, §9.5: the receive key of the next phase, derived ahead (see
-    /// `prepare_next_rx`) so that no packet — a peer's update or a forgery with the Key
+    /// `open_one_rtt`) so that no packet — a peer's update or a forgery with the Key
     /// Phase bit flipped — costs a derivation, a timing signal of the Key Phase.
     pub(crate) next_rx: KeySlot<PacketKey<P>>,
     /// `next_rx` was derived for the current phase (it may be empty after a provider
@@ -203,16 +203,50 @@ impl<P: CryptoProvider> OneRttKeys<P> {
 // each `Result` or move of one); the next receive key in the other phase's slot, the send
 // key over the old one.
 impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
-    /// RFC 9001 §6.3, §9.5: derives the next phase's receive key if the current phase has
-    /// none yet (from the start, and after each update). Called for every 1-RTT packet
-    /// before its Key Phase is looked at, so the bit changes no work done for the packet:
-    /// "By generating new keys before a key update is received, receipt of packets will
-    /// not create timing signals that leak the value of the Key Phase." Once per phase:
-    /// should the provider fail, packets of the next phase are dropped.
-    pub(crate) fn prepare_next_rx(&mut self, provider: &P, version: Version) {
-        if self.as_ref().is_some_and(|k| !k.next_rx_ready) {
+    /// RFC 9001 §5.3, §6: opens a 1-RTT packet `pn` whose Key Phase bit is `phase`, in
+    /// place (header protection already removed); returns the plaintext length. A packet
+    /// of the current phase opens with the current key, one of the other phase goes to
+    /// `open_other_phase`. Only once the packet is authenticated: the previous key is
+    /// dropped past its deadline (§6.5), and the next phase's key is derived if the
+    /// current phase has none yet (§6.3, §9.5: "By generating new keys before a key update
+    /// is received, receipt of packets will not create timing signals that leak the value
+    /// of the Key Phase"; and as the generation is done only for an authenticated packet,
+    /// a forged one never pays for it). Once per phase: should the provider fail, packets
+    /// of the next phase are dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open_one_rtt(
+        &mut self,
+        provider: &P,
+        version: Version,
+        pn: u64,
+        phase: bool,
+        pkt: &mut [u8],
+        header_len: usize,
+        now: Instant,
+        keep_until: Instant,
+    ) -> Result<usize, WireError> {
+        let k = self.as_mut().ok_or(WireError::DecryptFailed)?;
+        let n = if phase == k.rx_phase {
+            let n = k.keys.rx.packet.open_in_place(pn, pkt, header_len)?;
+            // RFC 9001 §6.4, §6.5: the current phase starts at the smallest packet number
+            // its key opened (a packet reordered below the one that completed the update
+            // lowers it), so that no other-phase packet above it opens with the previous
+            // key. `min`: no branch on the packet number.
+            k.rx_phase_start_pn = k.rx_phase_start_pn.min(pn);
+            n
+        } else {
+            self.open_other_phase(provider, version, pn, pkt, header_len, now, keep_until)?
+        };
+        let Some(k) = self.as_mut() else { return Ok(n) };
+        // RFC 9001 §6.5: "An endpoint SHOULD retain old read keys for no more than three
+        // times the PTO": past its deadline the previous key is erased, not only ignored.
+        if now >= k.prev_rx_until {
+            k.prev_rx.clear();
+        }
+        if !k.next_rx_ready {
             self.derive_next_rx(provider, version);
         }
+        Ok(n)
     }
 
     /// RFC 9001 §6.1, §6.3: the next phase's receive key, derived in its slot. Out of line:
@@ -236,7 +270,7 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
     /// plaintext length.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn open_other_phase(
+    fn open_other_phase(
         &mut self,
         provider: &P,
         version: Version,
@@ -262,8 +296,8 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         }
         // RFC 9001 §6.2, §6.5: the next key becomes the current one and the current one
         // the previous, kept until `keep_until` (swapped where they are, in small chunks);
-        // the next one after is derived with the next packet (`prepare_next_rx`). The
-        // header-protection keys stay (RFC 9001 §6.1).
+        // the next one after is derived right after, for this authenticated packet
+        // (`open_one_rtt`). The header-protection keys stay (RFC 9001 §6.1).
         if let Some(next) = k.next_rx.as_mut() {
             core::mem::swap(next, &mut k.keys.rx.packet);
         }
@@ -278,7 +312,9 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         if core::mem::take(&mut k.tx_ahead) {
             return Ok(n);
         }
-        self.advance_tx(provider, version).map_err(|_| WireError::DecryptFailed)?;
+        // The packet was authentic: a failure here is the provider's (the 1-RTT keys are
+        // gone), not the peer's, and closes the connection (RFC 9000 §20.1).
+        self.advance_tx(provider, version).map_err(|_| WireError::Internal)?;
         Ok(n)
     }
 

@@ -26,6 +26,8 @@ impl Error {
     /// `code` caused by a frame of type `frame_type` (at most 0xfffe: a type the
     /// device handles).
     pub(crate) const fn frame(code: TransportErrorCode, frame_type: u64) -> Self {
+        // 0xffff would wrap to "no frame type"; larger types would be cut.
+        debug_assert!(frame_type <= 0xfffe, "frame type does not fit device::Error");
         Self::pack(code, (frame_type as u32).wrapping_add(1) << 16)
     }
 
@@ -35,6 +37,7 @@ impl Error {
     }
 
     const fn pack(code: TransportErrorCode, frame_bits: u32) -> Self {
+        debug_assert!(code.0 <= CODE_MASK as u64, "error code does not fit device::Error");
         match NonZeroU32::new(frame_bits | SET | (code.0 as u32 & CODE_MASK)) {
             Some(v) => Self(v),
             // Not reached: bit 15 is set.
@@ -99,6 +102,21 @@ mod tests {
         for t in [types::DATAGRAM_LEN, types::HANDSHAKE_DONE, types::STREAM_MAX] {
             assert_eq!(Error::violation(t).frame_type(), Some(t));
         }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "frame type does not fit")]
+    fn frame_type_0xffff_is_not_silently_none() {
+        // 0xffff + 1 wraps to 0 in 16 bits: it would read back as "no frame type".
+        let _ = Error::violation(0xffff);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "error code does not fit")]
+    fn code_above_15_bits_is_not_silently_cut() {
+        let _ = Error::bare(TransportErrorCode(0x8000));
     }
 
     #[test]

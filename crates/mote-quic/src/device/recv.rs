@@ -282,8 +282,9 @@ where
         let u = match self.unprotect(now, hdr.ptype, pkt, hdr.pn_offset, largest) {
             Ok(u) => u,
             // RFC 9000 §17.2, §17.3.1: reserved bits set in an authenticated packet.
-            // RFC 9001 §6.4: a packet opened with keys out of packet-number order.
-            Err(e @ (WireError::ReservedBitsSet | WireError::KeyUpdate)) => {
+            // RFC 9001 §6.4: a packet opened with keys out of packet-number order; a provider
+            // fault on an authenticated packet (INTERNAL_ERROR).
+            Err(e @ (WireError::ReservedBitsSet | WireError::KeyUpdate | WireError::Internal)) => {
                 self.fail(Error::bare(e.code()));
                 return None;
             }

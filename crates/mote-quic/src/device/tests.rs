@@ -811,6 +811,40 @@ fn flipped_key_phase_changes_nothing() {
     assert_eq!(local_close(&mut p), (code, None));
 }
 
+/// RFC 9001 §6.4, §6.5 (the shared `unprotect`): a server packet of the new phase reordered
+/// below the one that completed the update lowers the phase's first packet number, so an
+/// old-phase packet numbered above it is not opened with the previous key ("Packets with
+/// higher packet numbers MUST be protected with either the same or newer packet protection
+/// keys than packets with lower packet numbers").
+#[test]
+fn reordered_update_lowers_phase_start() {
+    let mut p = established();
+    let base = p.server().recovery.next_pn(PnSpace::ApplicationData) + 100;
+    // A PING under the server's current (old) key, numbered between the new phase's two.
+    let mut old = forge_one_rtt(p.server(), &[0x01], base + 2);
+    let s = p.server.as_mut().unwrap();
+    let k = s.hs.keys.one_rtt.as_mut().unwrap();
+    let v = s.hs.version;
+    let next = crate::packet::next_secret(&RustCrypto, v, k.suite.hash(), k.tx_secret.as_ref());
+    let key =
+        crate::packet::PacketKey::from_secret(&RustCrypto, v, k.suite, next.unwrap().as_ref());
+    k.keys.tx.packet = key.unwrap();
+    k.tx_phase = !k.tx_phase;
+    let mut update = forge_one_rtt(s, &[0x01], base + 5);
+    let mut reordered = forge_one_rtt(s, &[0x01], base);
+    let now = p.now;
+    // 105 completes the update, 100 of the same phase arrives late.
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut update);
+    assert_eq!(p.client.stats().key_updates, 1);
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut reordered);
+    assert_eq!(p.client.hs.keys.one_rtt.as_ref().unwrap().rx_phase_start_pn, base);
+    // 102 under the old key: newer keys protected 100, so it is not opened (dropped).
+    let failures = p.client.stats().auth_failures;
+    p.client.handle_datagram(now, addr(SERVER_ADDR), &mut old);
+    assert!(!p.client.is_closed());
+    assert_eq!(p.client.stats().auth_failures, failures + 1);
+}
+
 /// A packet the server protects with its 1-RTT keys, numbered `pn`, carrying `payload`.
 fn forge_one_rtt(s: &Server, payload: &[u8], pn: u64) -> Vec<u8> {
     let k = s.hs.keys.one_rtt.as_ref().expect("1-RTT keys");

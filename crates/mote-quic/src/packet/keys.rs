@@ -240,6 +240,14 @@ impl<P: CryptoProvider> PacketKeys<P> {
     }
 }
 
+// RFC 9001 §6.5, §4.9: a replaced or discarded key is erased, not only forgotten. The AEAD
+// key erases its own state (the provider's `Drop`); the IV is erased here.
+impl<P: CryptoProvider> Drop for PacketKey<P> {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.iv);
+    }
+}
+
 impl<P: CryptoProvider> core::fmt::Debug for PacketKey<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // Never the key or IV.
