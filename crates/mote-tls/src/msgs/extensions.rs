@@ -202,6 +202,7 @@ fn split_extension(block: &[u8]) -> Option<(u16, &[u8], &[u8])> {
 impl<'a> Iterator for ExtensionIter<'a> {
     type Item = (u16, &'a [u8]);
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         let (typ, data, next) = split_extension(self.rest)?;
         self.rest = next;
