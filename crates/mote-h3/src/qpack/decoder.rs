@@ -2,7 +2,7 @@
 //! field line representation, into a caller buffer under a size limit.
 
 use super::fields::{FieldSection, PushError, SectionWriter, Src};
-use super::prefix::{decode_string, take_int, PrefixError, RawString, INT_FAILED};
+use super::prefix::{take_int, take_string, PrefixError, RawString, INT_FAILED};
 #[cfg(not(any(feature = "server", feature = "quic")))]
 use super::static_device::{self, Entry};
 #[cfg(any(feature = "server", feature = "quic"))]
@@ -170,9 +170,10 @@ pub(crate) fn decode_lines<S: LineSink>(block: &[u8], sink: &mut S) -> Result<()
             return Err(DecodeError::Failed);
         };
         let (name, entry_value) = if literal_name {
-            let (name, n) = decode_string(rest, prefix).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            (src(name), None)
+            // The H bit is bit `prefix` of the first byte, `b`.
+            let huffman = b & (1u8 << prefix) != 0;
+            let bytes = take_string(&mut rest, prefix).map_err(incomplete)?;
+            (src(RawString { huffman, bytes }), None)
         } else {
             let i = take_int(&mut rest, prefix);
             if i & INT_FAILED != 0 {
@@ -184,9 +185,9 @@ pub(crate) fn decode_lines<S: LineSink>(block: &[u8], sink: &mut S) -> Result<()
         let value = match entry_value {
             Some(value) if !literal_value => value,
             _ => {
-                let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
-                rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-                src(value)
+                let huffman = rest.first().is_some_and(|f| f & 0x80 != 0);
+                let bytes = take_string(&mut rest, 7).map_err(incomplete)?;
+                src(RawString { huffman, bytes })
             }
         };
         pushed(sink.push(name, value, never))?;
@@ -258,9 +259,10 @@ fn decode_into<T: TableView, S: LineSink>(
             (3, Refers::PostBase, true, b & 0x08 != 0)
         };
         let (name, entry_value) = if refers == Refers::Literal {
-            let (name, n) = decode_string(rest, prefix).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            (src(name), None)
+            // The H bit is bit `prefix` of the first byte, `b`.
+            let huffman = b & (1u8 << prefix) != 0;
+            let bytes = take_string(&mut rest, prefix).map_err(incomplete)?;
+            (src(RawString { huffman, bytes }), None)
         } else {
             let i = take_int(&mut rest, prefix);
             if i & INT_FAILED != 0 {
@@ -276,9 +278,9 @@ fn decode_into<T: TableView, S: LineSink>(
         let value = match entry_value {
             Some(value) if !literal_value => value,
             _ => {
-                let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
-                rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-                src(value)
+                let huffman = rest.first().is_some_and(|f| f & 0x80 != 0);
+                let bytes = take_string(&mut rest, 7).map_err(incomplete)?;
+                src(RawString { huffman, bytes })
             }
         };
         pushed(w.push(name, value, never))?;

@@ -119,15 +119,23 @@ impl RawString<'_> {
 /// is reserved for it.
 pub fn decode_string(buf: &[u8], n: u8) -> Result<(RawString<'_>, usize), PrefixError> {
     let first = *buf.first().ok_or(PrefixError::Incomplete)?;
-    let huffman = first & (1u8 << n) != 0;
     let mut rest = buf;
+    let bytes = take_string(&mut rest, n)?;
+    Ok((RawString { huffman: first & (1u8 << n) != 0, bytes }, buf.len() - rest.len()))
+}
+
+/// [`decode_string`]'s raw bytes, consumed from the front of `buf` (only on success); the
+/// caller reads the H bit (bit `n` of `buf[0]`). The 8-byte result comes back in registers.
+pub(crate) fn take_string<'a>(buf: &mut &'a [u8], n: u8) -> Result<&'a [u8], PrefixError> {
+    let mut rest = *buf;
     let len = int_value(take_int(&mut rest, n))?;
     // Compared as u64 before any cast so a 62-bit length cannot wrap on 32-bit targets.
     if len > rest.len() as u64 {
         return Err(PrefixError::Incomplete);
     }
-    let bytes = rest.get(..len as usize).ok_or(PrefixError::Incomplete)?;
-    Ok((RawString { huffman, bytes }, buf.len() - rest.len() + bytes.len()))
+    let (bytes, tail) = rest.split_at_checked(len as usize).ok_or(PrefixError::Incomplete)?;
+    *buf = tail;
+    Ok(bytes)
 }
 
 /// The length a string literal declares, if the prefix integer is complete, without
@@ -227,6 +235,24 @@ mod tests {
         assert_eq!(take_int(&mut rest, 8), VARINT_MAX);
         assert!(rest.is_empty());
         assert_eq!(int_value(VARINT_MAX), Ok(VARINT_MAX));
+    }
+
+    /// `take_string` consumes a whole literal only, and keeps `decode_string`'s errors.
+    #[test]
+    fn take_string_consumes_only_whole_literals() {
+        let mut rest = &hex!("83 616263 ff")[..];
+        assert_eq!(take_string(&mut rest, 7), Ok(&b"abc"[..]));
+        assert_eq!(rest, &[0xff]);
+        for bytes in [&hex!("")[..], &hex!("0a 6162"), &hex!("7f")] {
+            let mut rest = bytes;
+            assert_eq!(take_string(&mut rest, 7), Err(PrefixError::Incomplete));
+            assert_eq!(rest, bytes);
+        }
+        let mut rest = &hex!("7f ffffffffffffffffff7f")[..];
+        assert_eq!(take_string(&mut rest, 7), Err(PrefixError::Overflow));
+        // The H bit is the caller's: decode_string reports it from bit n of the first byte.
+        let (s, n) = decode_string(&hex!("83 616263"), 7).unwrap();
+        assert_eq!((s.huffman, s.bytes, n), (true, &b"abc"[..], 4));
     }
 
     #[test]
