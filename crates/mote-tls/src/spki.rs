@@ -38,17 +38,35 @@ pub const P256_SPKI_LEN: usize = P256_PREFIX.len() + 65;
 /// for Ed25519, a 65-byte uncompressed SEC1 point for P-256). Any other key type, a compressed
 /// point or explicit curve parameters are unsupported_certificate
 /// ([`crate::Alert::UnsupportedCertificate`]); point validity is checked when verifying.
+#[inline(always)]
 pub fn parse_spki(der: &[u8]) -> Result<(SignatureScheme, &[u8]), Error> {
+    let key = spki_key(der).ok_or(Error::Alert(crate::Alert::UnsupportedCertificate))?;
+    Ok((key_scheme(key), key))
+}
+
+/// [`parse_spki`]'s raw key alone, or `None` where it fails. The key's length tells its
+/// scheme ([`key_scheme`]), so the result is 8 bytes and comes back in registers.
+fn spki_key(der: &[u8]) -> Option<&[u8]> {
     if let Some(key) = der.strip_prefix(&ED25519_PREFIX[..]) {
         if key.len() == 32 {
-            return Ok((SignatureScheme::Ed25519, key));
+            return Some(key);
         }
     } else if let Some(key) = der.strip_prefix(&P256_PREFIX[..]) {
         if key.len() == 65 && key.first() == Some(&0x04) {
-            return Ok((SignatureScheme::EcdsaSecp256r1Sha256, key));
+            return Some(key);
         }
     }
-    Err(Error::Alert(crate::Alert::UnsupportedCertificate))
+    None
+}
+
+/// The signature scheme of a key [`spki_key`] returned: 32 bytes are an Ed25519 key, 65 a
+/// P-256 point.
+const fn key_scheme(key: &[u8]) -> SignatureScheme {
+    if key.len() == 32 {
+        SignatureScheme::Ed25519
+    } else {
+        SignatureScheme::EcdsaSecp256r1Sha256
+    }
 }
 
 /// Encodes a raw public key for `scheme` (32-byte Ed25519 key, or 65-byte uncompressed P-256
@@ -118,5 +136,21 @@ mod tests {
             encode_spki(SignatureScheme::Ed25519, &[0; 32], &mut [0u8; 43]),
             Err(Error::BufferTooSmall)
         );
+    }
+
+    /// Every rejection is unsupported_certificate, as before `spki_key` carried it as `None`.
+    #[test]
+    fn rejections_are_unsupported_certificate() {
+        let unsupported = Err(Error::Alert(crate::Alert::UnsupportedCertificate));
+        let mut der = [0u8; ED25519_SPKI_LEN + 1];
+        der[..12].copy_from_slice(&ED25519_PREFIX);
+        assert_eq!(
+            parse_spki(&der[..ED25519_SPKI_LEN]),
+            Ok((SignatureScheme::Ed25519, &[0u8; 32][..]))
+        );
+        assert_eq!(parse_spki(&der), unsupported);
+        assert_eq!(parse_spki(&der[..ED25519_SPKI_LEN - 1]), unsupported);
+        assert_eq!(parse_spki(&[]), unsupported);
+        assert_eq!(parse_spki(&P256_PREFIX), unsupported);
     }
 }

@@ -2,7 +2,7 @@
 //! field line representation, into a caller buffer under a size limit.
 
 use super::fields::{FieldSection, PushError, SectionWriter, Src};
-use super::prefix::{decode_int, decode_string, PrefixError, RawString};
+use super::prefix::{take_int, take_string, PrefixError, RawString, INT_FAILED};
 #[cfg(not(any(feature = "server", feature = "quic")))]
 use super::static_device::{self, Entry};
 #[cfg(any(feature = "server", feature = "quic"))]
@@ -150,8 +150,10 @@ pub(crate) fn decode_lines<S: LineSink>(block: &[u8], sink: &mut S) -> Result<()
     if rest.first().is_some_and(|b| b & 0x80 != 0) {
         return Err(DecodeError::Failed);
     }
-    let (_, n) = decode_int(rest, 7).map_err(incomplete)?;
-    let mut rest = rest.get(n..).ok_or(DecodeError::Failed)?;
+    let mut rest = rest;
+    if take_int(&mut rest, 7) & INT_FAILED != 0 {
+        return Err(DecodeError::Failed);
+    }
     while let Some(&b) = rest.first() {
         // §4.5.2–§4.5.6: without a table only static references and literal names can be
         // decoded; a dynamic or post-base reference names an entry that does not exist.
@@ -168,21 +170,24 @@ pub(crate) fn decode_lines<S: LineSink>(block: &[u8], sink: &mut S) -> Result<()
             return Err(DecodeError::Failed);
         };
         let (name, entry_value) = if literal_name {
-            let (name, n) = decode_string(rest, prefix).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            (src(name), None)
+            // The H bit is bit `prefix` of the first byte, `b`.
+            let huffman = b & (1u8 << prefix) != 0;
+            let bytes = take_string(&mut rest, prefix).map_err(incomplete)?;
+            (src(RawString { huffman, bytes }), None)
         } else {
-            let (i, n) = decode_int(rest, prefix).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
+            let i = take_int(&mut rest, prefix);
+            if i & INT_FAILED != 0 {
+                return Err(DecodeError::Failed);
+            }
             let (name, value) = static_entry(i)?;
             (name, Some(value))
         };
         let value = match entry_value {
             Some(value) if !literal_value => value,
             _ => {
-                let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
-                rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-                src(value)
+                let huffman = rest.first().is_some_and(|f| f & 0x80 != 0);
+                let bytes = take_string(&mut rest, 7).map_err(incomplete)?;
+                src(RawString { huffman, bytes })
             }
         };
         pushed(sink.push(name, value, never))?;
@@ -197,13 +202,18 @@ fn decode_into<T: TableView, S: LineSink>(
     w: &mut S,
 ) -> Result<u64, DecodeError> {
     // Encoded Field Section Prefix (§4.5.1).
-    let (encoded_ric, n) = decode_int(block, 8).map_err(incomplete)?;
+    let mut rest = block;
+    let encoded_ric = take_int(&mut rest, 8);
+    if encoded_ric & INT_FAILED != 0 {
+        return Err(DecodeError::Failed);
+    }
     let required_insert_count =
         table.decode_required_insert_count(encoded_ric).ok_or(DecodeError::Failed)?;
-    let mut rest = block.get(n..).ok_or(DecodeError::Failed)?;
     let sign = rest.first().ok_or(DecodeError::Failed)? & 0x80 != 0;
-    let (delta, n) = decode_int(rest, 7).map_err(incomplete)?;
-    rest = rest.get(n..).ok_or(DecodeError::Failed)?;
+    let delta = take_int(&mut rest, 7);
+    if delta & INT_FAILED != 0 {
+        return Err(DecodeError::Failed);
+    }
     let base = if sign {
         // Base = RIC - DeltaBase - 1, which must not be negative.
         if delta >= required_insert_count {
@@ -249,12 +259,15 @@ fn decode_into<T: TableView, S: LineSink>(
             (3, Refers::PostBase, true, b & 0x08 != 0)
         };
         let (name, entry_value) = if refers == Refers::Literal {
-            let (name, n) = decode_string(rest, prefix).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-            (src(name), None)
+            // The H bit is bit `prefix` of the first byte, `b`.
+            let huffman = b & (1u8 << prefix) != 0;
+            let bytes = take_string(&mut rest, prefix).map_err(incomplete)?;
+            (src(RawString { huffman, bytes }), None)
         } else {
-            let (i, n) = decode_int(rest, prefix).map_err(incomplete)?;
-            rest = rest.get(n..).ok_or(DecodeError::Failed)?;
+            let i = take_int(&mut rest, prefix);
+            if i & INT_FAILED != 0 {
+                return Err(DecodeError::Failed);
+            }
             let (name, value) = match refers {
                 Refers::Static => static_entry(i)?,
                 Refers::Relative => dynamic(relative(i))?,
@@ -265,9 +278,9 @@ fn decode_into<T: TableView, S: LineSink>(
         let value = match entry_value {
             Some(value) if !literal_value => value,
             _ => {
-                let (value, n) = decode_string(rest, 7).map_err(incomplete)?;
-                rest = rest.get(n..).ok_or(DecodeError::Failed)?;
-                src(value)
+                let huffman = rest.first().is_some_and(|f| f & 0x80 != 0);
+                let bytes = take_string(&mut rest, 7).map_err(incomplete)?;
+                src(RawString { huffman, bytes })
             }
         };
         pushed(w.push(name, value, never))?;

@@ -21,29 +21,57 @@ pub enum PrefixError {
 /// bytes used. Overflow-safe: values above 2^62 - 1 are refused, as are encodings with more
 /// continuation bytes than such a value needs.
 pub fn decode_int(buf: &[u8], n: u8) -> Result<(u64, usize), PrefixError> {
-    let first = *buf.first().ok_or(PrefixError::Incomplete)?;
+    let mut rest = buf;
+    let value = int_value(take_int(&mut rest, n))?;
+    Ok((value, buf.len() - rest.len()))
+}
+
+/// Set in [`take_int`]'s result when no integer could be read. A value (at most 2^62 - 1)
+/// never sets bit 63, so the result comes back in registers and callers test one bit.
+pub(crate) const INT_FAILED: u64 = 1 << 63;
+/// [`take_int`]'s result when the input ended first.
+const INT_INCOMPLETE: u64 = INT_FAILED | (1 << 62);
+/// [`take_int`]'s result when the value exceeds 2^62 - 1 (or its encoding is too long).
+const INT_OVERFLOW: u64 = INT_FAILED;
+
+/// The error a [`take_int`] result carries, or its value.
+pub(crate) const fn int_value(v: u64) -> Result<u64, PrefixError> {
+    if v & INT_FAILED == 0 {
+        Ok(v)
+    } else if v == INT_INCOMPLETE {
+        Err(PrefixError::Incomplete)
+    } else {
+        Err(PrefixError::Overflow)
+    }
+}
+
+/// [`decode_int`] that consumes the integer from the front of `buf` (only on success) and
+/// returns its value, or [`INT_FAILED`] set on error ([`int_value`] tells which).
+pub(crate) fn take_int(buf: &mut &[u8], n: u8) -> u64 {
+    let Some((&first, mut rest)) = buf.split_first() else { return INT_INCOMPLETE };
     let mask: u8 = if n >= 8 { 0xff } else { (1u8 << n) - 1 };
     let prefix = first & mask;
     if prefix < mask {
-        return Ok((u64::from(prefix), 1));
+        *buf = rest;
+        return u64::from(prefix);
     }
     let mut value = u64::from(mask);
     let mut shift = 0u32;
-    let mut used = 1usize;
     loop {
-        let b = *buf.get(used).ok_or(PrefixError::Incomplete)?;
-        used += 1;
+        let Some((&b, tail)) = rest.split_first() else { return INT_INCOMPLETE };
+        rest = tail;
         // 2^62 needs at most nine 7-bit groups (shift 0..=56).
         if shift > 56 {
-            return Err(PrefixError::Overflow);
+            return INT_OVERFLOW;
         }
-        let add = u64::from(b & 0x7f) << shift;
-        value = value.checked_add(add).ok_or(PrefixError::Overflow)?;
+        // Cannot wrap: value ≤ 2^62 - 1 here and the addend < 2^63.
+        value += u64::from(b & 0x7f) << shift;
         if value > VARINT_MAX {
-            return Err(PrefixError::Overflow);
+            return INT_OVERFLOW;
         }
         if b & 0x80 == 0 {
-            return Ok((value, used));
+            *buf = rest;
+            return value;
         }
         shift += 7;
     }
@@ -91,16 +119,23 @@ impl RawString<'_> {
 /// is reserved for it.
 pub fn decode_string(buf: &[u8], n: u8) -> Result<(RawString<'_>, usize), PrefixError> {
     let first = *buf.first().ok_or(PrefixError::Incomplete)?;
-    let huffman = first & (1u8 << n) != 0;
-    let (len, used) = decode_int(buf, n)?;
+    let mut rest = buf;
+    let bytes = take_string(&mut rest, n)?;
+    Ok((RawString { huffman: first & (1u8 << n) != 0, bytes }, buf.len() - rest.len()))
+}
+
+/// [`decode_string`]'s raw bytes, consumed from the front of `buf` (only on success); the
+/// caller reads the H bit (bit `n` of `buf[0]`). The 8-byte result comes back in registers.
+pub(crate) fn take_string<'a>(buf: &mut &'a [u8], n: u8) -> Result<&'a [u8], PrefixError> {
+    let mut rest = *buf;
+    let len = int_value(take_int(&mut rest, n))?;
     // Compared as u64 before any cast so a 62-bit length cannot wrap on 32-bit targets.
-    let avail = buf.len().saturating_sub(used);
-    if len > avail as u64 {
+    if len > rest.len() as u64 {
         return Err(PrefixError::Incomplete);
     }
-    let end = used + len as usize;
-    let bytes = buf.get(used..end).ok_or(PrefixError::Incomplete)?;
-    Ok((RawString { huffman, bytes }, end))
+    let (bytes, tail) = rest.split_at_checked(len as usize).ok_or(PrefixError::Incomplete)?;
+    *buf = tail;
+    Ok(bytes)
 }
 
 /// The length a string literal declares, if the prefix integer is complete, without
@@ -108,7 +143,7 @@ pub fn decode_string(buf: &[u8], n: u8) -> Result<(RawString<'_>, usize), Prefix
 /// waiting for (or buffering) its bytes.
 pub fn declared_string_len(buf: &[u8], n: u8) -> Result<(bool, u64), PrefixError> {
     let first = *buf.first().ok_or(PrefixError::Incomplete)?;
-    let (len, _) = decode_int(buf, n)?;
+    let len = int_value(take_int(&mut &buf[..], n))?;
     Ok((first & (1u8 << n) != 0, len))
 }
 
@@ -167,6 +202,57 @@ mod tests {
         encode_int(VARINT_MAX + 1, 6, 0, &mut out).unwrap();
         let n = out.position();
         assert_eq!(decode_int(&buf[..n], 6), Err(PrefixError::Overflow));
+    }
+
+    /// `take_int` signals failure in bit 63 and consumes only a whole integer.
+    #[test]
+    fn take_int_marks_failure_in_bit_63() {
+        let mut rest = &hex!("1f9a0a ff")[..];
+        assert_eq!(take_int(&mut rest, 5), 1337);
+        assert_eq!(rest, &[0xff]);
+        // Truncated: the mark, `Incomplete`, and nothing consumed.
+        for bytes in [&hex!("")[..], &hex!("1f"), &hex!("1f80"), &hex!("3f ffffffffffffffff")] {
+            let mut rest = bytes;
+            let v = take_int(&mut rest, 5);
+            assert_ne!(v & INT_FAILED, 0);
+            assert_eq!(int_value(v), Err(PrefixError::Incomplete));
+            assert_eq!(rest, bytes);
+        }
+        // Too large or too long: the mark, `Overflow`, nothing consumed.
+        for bytes in [&hex!("ff ffffffffffffffffff7f")[..], &hex!("ff 80808080808080808000")] {
+            let mut rest = bytes;
+            let v = take_int(&mut rest, 8);
+            assert_ne!(v & INT_FAILED, 0);
+            assert_eq!(int_value(v), Err(PrefixError::Overflow));
+            assert_eq!(rest, bytes);
+        }
+        // The largest value leaves bit 63 (and 62) clear.
+        let mut buf = [0u8; 16];
+        let mut out = Out::new(&mut buf);
+        encode_int(VARINT_MAX, 8, 0, &mut out).unwrap();
+        let n = out.position();
+        let mut rest = &buf[..n];
+        assert_eq!(take_int(&mut rest, 8), VARINT_MAX);
+        assert!(rest.is_empty());
+        assert_eq!(int_value(VARINT_MAX), Ok(VARINT_MAX));
+    }
+
+    /// `take_string` consumes a whole literal only, and keeps `decode_string`'s errors.
+    #[test]
+    fn take_string_consumes_only_whole_literals() {
+        let mut rest = &hex!("83 616263 ff")[..];
+        assert_eq!(take_string(&mut rest, 7), Ok(&b"abc"[..]));
+        assert_eq!(rest, &[0xff]);
+        for bytes in [&hex!("")[..], &hex!("0a 6162"), &hex!("7f")] {
+            let mut rest = bytes;
+            assert_eq!(take_string(&mut rest, 7), Err(PrefixError::Incomplete));
+            assert_eq!(rest, bytes);
+        }
+        let mut rest = &hex!("7f ffffffffffffffffff7f")[..];
+        assert_eq!(take_string(&mut rest, 7), Err(PrefixError::Overflow));
+        // The H bit is the caller's: decode_string reports it from bit n of the first byte.
+        let (s, n) = decode_string(&hex!("83 616263"), 7).unwrap();
+        assert_eq!((s.huffman, s.bytes, n), (true, &b"abc"[..], 4));
     }
 
     #[test]

@@ -41,6 +41,7 @@ impl<'a> CertificateEntry<'a> {
     }
 
     /// The same with a sticky-error reader ([`In`]).
+    #[inline(always)]
     fn read_in(r: &mut In<'a>) -> Self {
         Self { data: r.vec(3, 1), extensions: Extensions::read_in(r, ALLOW_CERTIFICATE) }
     }

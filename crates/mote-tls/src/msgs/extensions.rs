@@ -192,6 +192,7 @@ pub struct ExtensionIter<'a> {
 
 /// Cuts the first extension off `block`: `(type, extension_data, the bytes after it)`, or
 /// `None` if its header or data is incomplete. The one place extension headers are read.
+#[inline(always)]
 fn split_extension(block: &[u8]) -> Option<(u16, &[u8], &[u8])> {
     let [t0, t1, l0, l1, tail @ ..] = block else { return None };
     let (data, next) = tail.split_at_checked(usize::from(u16::from_be_bytes([*l0, *l1])))?;
@@ -201,6 +202,7 @@ fn split_extension(block: &[u8]) -> Option<(u16, &[u8], &[u8])> {
 impl<'a> Iterator for ExtensionIter<'a> {
     type Item = (u16, &'a [u8]);
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         let (typ, data, next) = split_extension(self.rest)?;
         self.rest = next;

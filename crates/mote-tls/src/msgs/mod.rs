@@ -110,6 +110,7 @@ pub fn message_len(buf: &[u8]) -> Option<usize> {
 
 /// RFC 8446 §4: cuts the first complete handshake message off `buf`, returning it and the
 /// bytes after it, or `None` if `buf` does not yet hold a whole message.
+#[inline(always)]
 pub fn split_message(buf: &[u8]) -> Option<(HandshakeMessage<'_>, &[u8])> {
     let len = message_len(buf)?;
     let (bytes, rest) = buf.split_at_checked(len)?;
