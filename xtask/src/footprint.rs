@@ -73,10 +73,13 @@ pub const GOAL_BYTES: u64 = 45 * 1024;
 /// image is the `qemu` row), then to 69,544 B + 1,024 B by the seventh (mote-quic's device
 /// connection type and the firmware on it, a table-free bitsliced AES-128 and an
 /// integer-multiply GHASH on devices, a shorter Ed25519 verification, TLS secrets written in
-/// place, a tombstone-free sent store, a smaller HTTP/3 response check).
+/// place, a tombstone-free sent store, a smaller HTTP/3 response check), to 66,832 B by the eighth, and to
+/// 65,588 B by the ninth (the device connection's handler errors and varint results in
+/// registers, smaller HTTP/3 head checks and TLS/QPACK readers; +0.6 KB for the key-update
+/// review fixes and key wiping).
 /// Lower it as the image shrinks; never raise it to absorb growth without a reason in the
 /// commit.
-pub const BUDGET_BYTES: u64 = 66_832 + 1_024;
+pub const BUDGET_BYTES: u64 = 65_588 + 1_024;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 

@@ -480,14 +480,14 @@ pub const STACK_GOAL: u64 = 3072;
 /// The stack budget CI enforces: the measured peak plus a 256 B margin (like the flash
 /// budget in `footprint.rs`), but never above [`STACK_GOAL`] now that the goal is met (issue
 /// 8: 2,880 B painted in session 5, 2,808 B in session 6, 2,752 B in session 7 on the device
-/// connection; both profiles, both transactions, key updates included).
+/// connection, 2,684 B in session 8, 2,604 B in session 9; both profiles, both transactions, key updates included).
 /// Lower it as the stack shrinks; never raise it to absorb growth without a reason in the
 /// commit.
 pub const STACK_BUDGET: u64 =
     if STACK_PEAK_MEASURED + 256 < STACK_GOAL { STACK_PEAK_MEASURED + 256 } else { STACK_GOAL };
 /// The peak the budget was recorded from (`cargo xtask qemu`, both profiles, both
 /// transactions).
-const STACK_PEAK_MEASURED: u64 = 2_684;
+const STACK_PEAK_MEASURED: u64 = 2_604;
 /// The riscv32imc client's stack budget: its measured peak plus 256 B. Issue 8's 3 KB goal is
 /// the Cortex-M4's; on RISC-V frames are larger (no push-multiple) and fiat-crypto's
 /// multiplication keeps its 100 products in an 880 B frame, and the budget only keeps the
