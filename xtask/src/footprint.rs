@@ -228,7 +228,7 @@ pub fn configs() -> Vec<Config> {
         if *target == RISCV32 {
             out.push(Config {
                 name: DALEK_CONFIG.to_owned(),
-                features: vec!["rpk-ed25519"],
+                features: vec!["rpk-ed25519", "dalek"],
                 target,
                 description: "minimal client, RPK Ed25519, X25519/Ed25519 on the dalek crates \
                               instead of fiat-crypto's field"

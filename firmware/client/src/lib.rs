@@ -13,6 +13,18 @@
 //! - [`app`]: the two transactions (HTTP/3 GET 5 KB + POST 1 KB; 1-RTT, then 0-RTT).
 #![cfg_attr(not(test), no_std)]
 
+// riscv32imc has no curve code of its own choosing by default: Cargo features cannot differ
+// by target, so a hand-made riscv32 build names one (`cargo xtask` passes `fiat`). Without
+// this, such a build would silently take the dalek crates (11 KB more flash, twice the stack).
+#[cfg(all(
+    target_arch = "riscv32",
+    not(any(feature = "fiat", feature = "dalek", feature = "salty-portable"))
+))]
+compile_error!(
+    "riscv32 builds choose their X25519/Ed25519 field: --features fiat (the measured choice), \
+     dalek or salty-portable"
+);
+
 pub mod app;
 pub mod board;
 pub mod conn;

@@ -618,7 +618,7 @@ pub(crate) fn build_firmware(
     if target == Target::Riscv32 {
         match curve {
             Curve::Fiat => features.push_str(",fiat"),
-            Curve::Dalek => {}
+            Curve::Dalek => features.push_str(",dalek"),
             Curve::SaltyPortable => features.push_str(",salty-portable"),
         }
     }
