@@ -6,8 +6,16 @@
 //! setup sat at the bottom of every deep chain of a device's stack (installing packet
 //! keys, checking a Retry). Here the key is the key schedule alone, moved once into where
 //! the key lives (`write_aead_key`: one frame holds it in transit, not two), and GHASH's key
-//! `H` is derived per message: one more block encryption per packet for one frame less and
-//! 16 B less of key. Checked against `aes-gcm` below.
+//! `H` is derived per message, in the same two-block call as the tag's mask E_K(J0) (free on
+//! devices, whose AES encrypts two blocks at once): 16 B less of key. Checked against
+//! `aes-gcm` below.
+//!
+//! H, the mask and the GHASH state derived from H are wiped when a tag is done, so a later
+//! read of the stack cannot recover the authentication key: H's block is wiped once GHASH
+//! holds it, the mask becomes the tag in place, the GHASH state is wiped on drop, and on
+//! devices the stack the AES and GHASH calls used below `tag_parts` is zeroed
+//! (`scrub_callee_stack`: their register spills hold H too). A rejected tag's expected value
+//! is wiped as well.
 
 use aes::cipher::{BlockEncrypt, BlockSizeUser, KeyInit};
 use aes::Block;
@@ -45,11 +53,14 @@ where
         Gcm { cipher: C::new(aes::cipher::Key::<C>::from_slice(key)) }
     }
 
-    /// SP 800-38D §6.4: GHASH's key `H` is the block cipher applied to the zero block.
-    fn h(&self) -> Block {
-        let mut h = Block::default();
-        self.cipher.encrypt_block(&mut h);
-        h
+    /// SP 800-38D §6.4 and §7.1 step 1: GHASH's key H = E_K(0^128) and the tag's mask
+    /// E_K(J0), J0 = nonce ‖ 0^31 ‖ 1 for a 96-bit nonce, into `keys` in one call (the compact
+    /// AES encrypts two blocks at once). Written into the caller's blocks, not returned, so no
+    /// moved-from copy is left: the caller wipes H and turns the mask into the tag in place.
+    #[inline(always)]
+    fn hash_key_and_mask(&self, nonce: &[u8; NONCE_LEN], keys: &mut [Block; 2]) {
+        keys[1] = counter_block(nonce, 1);
+        self.cipher.encrypt_blocks(keys);
     }
 
     /// SP 800-38D §7.1 (authenticated encryption): encrypts `in_out` in place and returns the
@@ -76,8 +87,11 @@ where
         tag: &[u8; TAG_LEN],
     ) -> Result<(), Error> {
         check_length(in_out)?;
-        let expected = self.tag(nonce, aad, in_out);
+        let mut expected = self.tag(nonce, aad, in_out);
         if !bool::from(expected.ct_eq(tag)) {
+            // The expected tag is a valid tag for this forgery (two under one nonce give H):
+            // wiped.
+            zeroize::Zeroize::zeroize(&mut expected);
             return Err(Error::DecryptFailed);
         }
         self.apply_keystream(nonce, in_out);
@@ -116,7 +130,13 @@ where
         aad: &[&[u8]],
         ciphertext: &[u8],
     ) -> [u8; TAG_LEN] {
-        let mut ghash = GHash::new(&self.h());
+        let mut keys = Default::default();
+        self.hash_key_and_mask(nonce, &mut keys);
+        let [h, mask] = &mut keys;
+        let mut ghash = GHash::new(h);
+        // GHASH holds its own form of H (polyval's state, wiped on its drop by polyval's
+        // `zeroize` feature, which Cargo.toml turns on).
+        zeroize::Zeroize::zeroize(h.as_mut_slice());
         // Byte by byte through the carry: the least code, and an AAD is a packet header
         // (or a Retry pseudo-packet), tens of bytes.
         let mut carry = Block::default();
@@ -140,12 +160,14 @@ where
         lengths[..8].copy_from_slice(&aad_len.wrapping_mul(8).to_be_bytes());
         lengths[8..].copy_from_slice(&bit_length(ciphertext).to_be_bytes());
         ghash.update(&[lengths]);
-        let mut mask = counter_block(nonce, 1);
-        self.cipher.encrypt_block(&mut mask);
+        // The unmasked hash becomes the tag in place; the mask is wiped. Best effort on hosts
+        // (devices take the compact path below): `finalize` moves the GHASH state out by
+        // value and the copy it leaves here is out of safe code's reach; no stack scrub.
         let mut tag: [u8; TAG_LEN] = ghash.finalize().into();
         for (t, m) in tag.iter_mut().zip(mask.iter()) {
             *t ^= m;
         }
+        zeroize::Zeroize::zeroize(mask.as_mut_slice());
         tag
     }
 
@@ -159,7 +181,11 @@ where
         aad: &[&[u8]],
         ciphertext: &[u8],
     ) -> [u8; TAG_LEN] {
-        let mut ghash = crate::ghash32::GHash::new(&self.h().into());
+        let mut keys = Default::default();
+        self.hash_key_and_mask(nonce, &mut keys);
+        let [h, mask] = &mut keys;
+        let mut ghash = crate::ghash32::GHash::new();
+        ghash.key(h.as_mut());
         let mut aad_len = 0u64;
         for part in aad {
             aad_len = aad_len.wrapping_add(part.len() as u64);
@@ -172,10 +198,28 @@ where
         ghash.pad();
         ghash.absorb(&aad_len.wrapping_mul(8).to_be_bytes());
         ghash.absorb(&bit_length(ciphertext).to_be_bytes());
-        let mut mask = counter_block(nonce, 1);
-        self.cipher.encrypt_block(&mut mask);
-        ghash.finish(&mask.into())
+        let tag = ghash.finish(mask.as_mut());
+        scrub_callee_stack();
+        tag
     }
+}
+
+/// The stack [`Gcm::tag_parts`]' callees may have used, in bytes: their deepest chain is the
+/// AES's (`encrypt_blocks` → `encrypt_pair` → `sub_bytes` → `gf16_mul`), 444 B on Cortex-M4
+/// and 480 B on riscv32imc (GHASH's `absorb` → `multiply` → `clmul32`: 180 and 224 B), from
+/// `cargo xtask stack --elf <image> --root encrypt_blocks --root GHash::absorb`; rounded up.
+#[cfg(feature = "compact")]
+const SCRUB_BYTES: usize = 512;
+
+/// Zeroes the stack just below the caller's frame, where its callees' frames were: the AES
+/// state and the GHASH product and operands (H, E_K(J0), the unmasked hash) live there in
+/// locals and register spills no named wipe can reach. Called last in `tag_parts`, its frame
+/// lies over theirs.
+#[cfg(feature = "compact")]
+#[inline(never)]
+fn scrub_callee_stack() {
+    let mut below = [0u32; SCRUB_BYTES / 4];
+    zeroize::Zeroize::zeroize(&mut below);
 }
 
 /// GMAC: the AES-128-GCM tag under `key` and the 96-bit `nonce` of an empty plaintext whose
@@ -307,10 +351,14 @@ mod tests {
     }
 
     #[test]
-    fn h_is_the_cipher_of_the_zero_block() {
+    fn hash_key_and_mask_are_the_cipher_of_zero_and_j0() {
         let gcm = Gcm::<Aes128>::new(&[0; 16]);
-        // FIPS 197 / SP 800-38D test case 1: AES-128 of zero under the zero key.
-        assert_eq!(gcm.h()[..], hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
+        let mut keys = Default::default();
+        gcm.hash_key_and_mask(&[0; NONCE_LEN], &mut keys);
+        // The GCM specification's test case 1 (zero key and IV): H is AES-128 of zero under
+        // the zero key; with no AAD and no text GHASH is 0, so the tag is E_K(J0) itself.
+        assert_eq!(keys[0][..], hex!("66e94bd4ef8a2c3b884cfa59ca342b2e"));
+        assert_eq!(keys[1][..], hex!("58e2fccefa7e3061367f1d57a4e7455a"));
     }
 
     /// The tag of the one-piece AES-128-GCM seal of an empty plaintext.

@@ -22,10 +22,9 @@
 /// SP 800-38D §6.3 makes a block's first bit (the top bit of its first byte) the coefficient
 /// of x^0, so every byte enters bit-reversed.
 pub(crate) struct GHash {
-    /// H.
-    h: [u32; 4],
-    /// Y with the bytes of the current partial block already XORed in.
-    y: [u32; 4],
+    /// Y with the bytes of the current partial block already XORed in (words 0..4), then H
+    /// (words 4..8): one array, so one wipe erases both.
+    yh: [u32; 8],
     /// Bytes of the current block absorbed so far (0..16).
     filled: usize,
 }
@@ -33,25 +32,30 @@ pub(crate) struct GHash {
 // H is the AES key's image (SP 800-38D §6.4) and Y depends on it: erased with the state.
 impl Drop for GHash {
     fn drop(&mut self) {
-        zeroize::Zeroize::zeroize(&mut self.h);
-        zeroize::Zeroize::zeroize(&mut self.y);
+        zeroize::Zeroize::zeroize(&mut self.yh);
     }
 }
 
 impl GHash {
-    /// GHASH under the key `h` (SP 800-38D §6.4: H = E_K(0^128)).
-    pub(crate) fn new(h: &[u8; 16]) -> Self {
-        let mut words = [0u32; 4];
+    /// A state with no key yet: [`Self::key`] gives it one where it lies (a constructor
+    /// returning the keyed state may leave a moved-from copy of H in its caller's frame).
+    pub(crate) const fn new() -> Self {
+        GHash { yh: [0; 8], filled: 0 }
+    }
+
+    /// Takes the key `h` (SP 800-38D §6.4: H = E_K(0^128)) and wipes it: from here on H lives
+    /// only in the state, which its drop wipes.
+    pub(crate) fn key(&mut self, h: &mut [u8; 16]) {
         for (i, &byte) in h.iter().enumerate() {
-            xor_byte(&mut words, i, byte);
+            xor_byte(&mut self.yh[4..], i, byte);
         }
-        GHash { h: words, y: [0; 4], filled: 0 }
+        zeroize::Zeroize::zeroize(h);
     }
 
     /// XORs `data` into the state a byte at a time, multiplying by H after each whole block.
     pub(crate) fn absorb(&mut self, data: &[u8]) {
         for &byte in data {
-            xor_byte(&mut self.y, self.filled, byte);
+            xor_byte(&mut self.yh[..4], self.filled, byte);
             self.filled += 1;
             if self.filled == 16 {
                 self.multiply();
@@ -67,13 +71,13 @@ impl GHash {
         }
     }
 
-    /// The hash (after the last field is padded) XORed with `mask` (GCM's E_K(J0)).
-    pub(crate) fn finish(&self, mask: &[u8; 16]) -> [u8; 16] {
-        let mut out = *mask;
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte ^= ((self.y[(i >> 2) & 3] >> (8 * (i & 3))) as u8).reverse_bits();
+    /// The hash (after the last field is padded) XORed into `mask` (GCM's E_K(J0)), which
+    /// becomes the tag in place: no copy of the mask is left behind.
+    pub(crate) fn finish(&self, mask: &mut [u8; 16]) -> [u8; 16] {
+        for (i, byte) in mask.iter_mut().enumerate() {
+            *byte ^= ((self.yh[(i >> 2) & 3] >> (8 * (i & 3))) as u8).reverse_bits();
         }
-        out
+        *mask
     }
 
     /// SP 800-38D §6.3: Y ← Y · H in GF(2^128) modulo x^128 + x^7 + x^2 + x + 1.
@@ -82,7 +86,7 @@ impl GHash {
         let mut p = [0u32; 8];
         for i in 0..4 {
             for j in 0..4 {
-                let w = clmul32(self.y[i], self.h[j]);
+                let w = clmul32(self.yh[i], self.yh[4 + j]);
                 p[i + j] ^= w as u32;
                 p[i + j + 1] ^= (w >> 32) as u32;
             }
@@ -94,13 +98,13 @@ impl GHash {
             p[i] ^= w ^ (w << 1) ^ (w << 2) ^ (w << 7);
             p[i + 1] ^= (w >> 31) ^ (w >> 30) ^ (w >> 25);
         }
-        self.y = [p[0], p[1], p[2], p[3]];
+        self.yh[..4].copy_from_slice(&p[..4]);
         self.filled = 0;
     }
 }
 
-/// XORs `byte` into position `i` (0..16) of a block held as in [`GHash`].
-fn xor_byte(words: &mut [u32; 4], i: usize, byte: u8) {
+/// XORs `byte` into position `i` (0..16) of a block held as in [`GHash`] (four words).
+fn xor_byte(words: &mut [u32], i: usize, byte: u8) {
     words[(i >> 2) & 3] ^= u32::from(byte.reverse_bits()) << (8 * (i & 3));
 }
 
@@ -138,10 +142,11 @@ mod tests {
     }
 
     fn ours(h: &[u8; 16], data: &[u8]) -> [u8; 16] {
-        let mut g = GHash::new(h);
+        let mut g = GHash::new();
+        g.key(&mut { *h });
         g.absorb(data);
         g.pad();
-        g.finish(&[0; 16])
+        g.finish(&mut [0; 16])
     }
 
     // The GCM specification's test case 2 (McGrew and Viega, also SP 800-38D's examples):
@@ -151,11 +156,18 @@ mod tests {
     fn gcm_spec_test_case_2_ghash() {
         let h = hex!("66e94bd4ef8a2c3b884cfa59ca342b2e");
         let c = hex!("0388dace60b6a392f328c2b971b2fe78");
-        let mut g = GHash::new(&h);
+        let mut key = h;
+        let mut g = GHash::new();
+        g.key(&mut key);
+        // H lives on only in the state (the caller's copy is wiped).
+        assert_eq!(key, [0; 16]);
         g.absorb(&c);
         g.pad();
         g.absorb(&hex!("00000000000000000000000000000080"));
-        assert_eq!(g.finish(&[0; 16]), hex!("f38cbb1ad69223dcc3457ae5b6b0f885"));
+        let mut mask = [0; 16];
+        assert_eq!(g.finish(&mut mask), hex!("f38cbb1ad69223dcc3457ae5b6b0f885"));
+        // The mask became the tag in place.
+        assert_eq!(mask, hex!("f38cbb1ad69223dcc3457ae5b6b0f885"));
     }
 
     #[test]
@@ -195,11 +207,12 @@ mod tests {
             prop_assert_eq!(ours(&h, &data), want);
             // Fed in two pieces at any point: the same hash.
             let cut = cut.min(data.len());
-            let mut g = GHash::new(&h);
+            let mut g = GHash::new();
+            g.key(&mut { h });
             g.absorb(&data[..cut]);
             g.absorb(&data[cut..]);
             g.pad();
-            prop_assert_eq!(g.finish(&[0; 16]), want);
+            prop_assert_eq!(g.finish(&mut [0; 16]), want);
         }
     }
 }
