@@ -628,6 +628,11 @@ where
     /// Starts a client connection to `remote`: picks connection IDs, derives the Initial
     /// keys (RFC 9001 §5.2) and has `tls` write the ClientHello. The first
     /// [`Connection::poll_transmit`] sends it, padded to 1200 bytes.
+    ///
+    /// A session ticket in `tls` is used only in the version it was issued under (RFC 9369
+    /// §5): when that is `config.compatible_version`, the connection starts in it (listing
+    /// `config.version` as the compatible one); when it is neither version, the ticket is
+    /// not offered (a full handshake).
     pub fn client(
         config: &ConnectionConfig,
         provider: P,
@@ -637,9 +642,26 @@ where
         remote: SocketAddr,
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
+        let config = &Self::config_for_ticket(config, &tls);
         Self::by_value(|slot| {
             Self::init_client(slot, config, provider, |s| s.write(tls), storage, now, remote, rng)
         })
+    }
+
+    /// RFC 9369 §5: `config`, starting in the version of `tls`'s session ticket when that is
+    /// the compatible version (both are the application's; the ticket is only good in its
+    /// own). A server that issued a v2 ticket "indicates an intent to maintain version 2
+    /// support while the ticket remains valid" (RFC 9369 §6).
+    fn config_for_ticket(config: &ConnectionConfig, tls: &T) -> ConnectionConfig {
+        let mut c = *config;
+        let ticket = tls.resumption_params().and_then(crate::transport_params::ticket_version);
+        if let (Some(v), Some(compatible)) = (ticket, c.compatible_version) {
+            if v == compatible && v != c.version && v.is_supported() {
+                c.compatible_version = Some(c.version);
+                c.version = v;
+            }
+        }
+        c
     }
 
     /// Accepts a server connection for a client Initial: `client_dcid` and `client_scid` are
