@@ -991,12 +991,17 @@ where
 
     /// Client: sets the address-validation token (from a NEW_TOKEN frame of an earlier
     /// connection to this server, [`Connection::take_token`]) that our Initials carry (RFC
-    /// 9000 §8.1.3). Only before the first datagram leaves; false if too late, on a server
-    /// or for a token longer than [`TOKEN_MAX`].
-    pub fn set_token(&mut self, token: &[u8]) -> bool {
+    /// 9000 §8.1.3); `version` is the version of the connection that received it. Only
+    /// before the first datagram leaves; false if too late, on a server, for a token longer
+    /// than [`TOKEN_MAX`], or for a token of another version than the one this connection
+    /// starts in.
+    pub fn set_token(&mut self, token: &[u8], version: Version) -> bool {
+        // RFC 9369 §5: "Clients MUST NOT use a session ticket or token from a QUIC version
+        // 1 connection to initiate a QUIC version 2 connection, and vice versa."
         if self.side() != Side::Client
             || self.recovery.next_pn(PnSpace::Initial) > 0
             || token.is_empty()
+            || version != self.hs.original_version
         {
             return false;
         }
@@ -1008,9 +1013,11 @@ where
     }
 
     /// Client: copies the token of the server's latest NEW_TOKEN frame into `out` and
-    /// forgets it; returns its length ([`Event::NewToken`]). Keep it with the session ticket
-    /// and give it to the next connection to this server ([`Connection::set_token`]).
-    pub fn take_token(&mut self, out: &mut [u8]) -> Option<usize> {
+    /// forgets it; returns its length and the version it belongs to ([`Event::NewToken`]).
+    /// Keep both with the session ticket and give them to the next connection to this
+    /// server ([`Connection::set_token`]), which uses the token only if it starts in that
+    /// version (RFC 9369 §5).
+    pub fn take_token(&mut self, out: &mut [u8]) -> Option<(usize, Version)> {
         if self.token_state != TokenState::Received {
             return None;
         }
@@ -1018,7 +1025,10 @@ where
         out.get_mut(..n)?.copy_from_slice(self.token.get(..n)?);
         self.token_state = TokenState::None;
         self.token_len = 0;
-        Some(n)
+        // RFC 9369 §5: a token is specific to the version of the connection that provided
+        // it, after compatible version negotiation the negotiated one: NEW_TOKEN comes in
+        // 1-RTT packets, once the version is settled.
+        Some((n, self.hs.version))
     }
 
     /// Server: whether the connection would send a NEW_TOKEN frame (RFC 9000 §8.1.3) and
