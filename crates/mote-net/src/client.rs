@@ -165,9 +165,10 @@ struct Fetcher {
     key_updated: bool,
     want_ticket: bool,
     ticket: Option<(Vec<u8>, u64)>,
-    /// A NEW_TOKEN frame arrived (`Event::NewToken`), and the token taken from it.
+    /// A NEW_TOKEN frame arrived (`Event::NewToken`), and the token taken from it with the
+    /// version it belongs to.
     token_ready: bool,
-    token: Option<Vec<u8>>,
+    token: Option<(Vec<u8>, Version)>,
     /// `--migrate`: still to do; the socket bound for it; the socket handed to the driver.
     migrate: bool,
     migrated: bool,
@@ -463,8 +464,8 @@ impl Application<ClientEndpoint> for Fetcher {
         if std::mem::take(&mut self.token_ready) {
             // RFC 9000 §8.1.3: the token is for the next connection to this server.
             let mut token = [0u8; mote_quic::token::TOKEN_MAX];
-            if let Some(n) = conn.take_token(&mut token) {
-                self.token = token.get(..n).map(<[u8]>::to_vec);
+            if let Some((n, version)) = conn.take_token(&mut token) {
+                self.token = token.get(..n).map(|t| (t.to_vec(), version));
             }
         }
         let stats = conn.stats();
@@ -713,19 +714,27 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
     )
     .map_err(|e| Error::new(format!("client endpoint: {e:?}")))?;
     let clock = Clock::new();
-    // RFC 9000 §8.1.3: the token a previous connection got in NEW_TOKEN.
-    let token = saved.as_ref().map(|s| s.token.as_slice()).filter(|t| !t.is_empty());
+    // RFC 9000 §8.1.3: the token a previous connection got in NEW_TOKEN, used if this
+    // connection starts in that connection's version (RFC 9369 §5; a saved ticket may
+    // have chosen the version, see `Connection::client`).
+    let token = saved
+        .as_ref()
+        .map(|s| (s.token.as_slice(), Version(s.token_version)))
+        .filter(|(t, _)| !t.is_empty());
     let handle = match token {
-        Some(token) => endpoint.connect_with_token(
+        Some((token, version)) => endpoint.connect_with_token(
             clock.now(),
             remote,
             tls,
             storage(SEND_BUFFER, RECV_BUFFER),
             token,
+            version,
         ),
         None => endpoint.connect(clock.now(), remote, tls, storage(SEND_BUFFER, RECV_BUFFER)),
     }
     .map_err(|e| Error::new(format!("connect: {e:?}")))?;
+    let start_version = endpoint.connection(handle).map(|c| c.original_version());
+    let token_used = token.is_some_and(|(_, v)| Some(v) == start_version);
     if let Some(dir) = &o.qlog_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::new(format!("--qlog-dir {}: {e}", dir.display())))?;
@@ -819,7 +828,6 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
     }
     let keep = o.session_file.is_some();
     let (ticket_saved, token_saved) = (keep && app.ticket.is_some(), keep && app.token.is_some());
-    let token_used = token.is_some();
     if let Some(path) = &o.session_file {
         // The newest ticket (else the one we had); the new token, if any: a token is not
         // used twice (RFC 9000 §8.1.3).
@@ -829,9 +837,11 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             (None, None) => (Vec::new(), 0),
         };
         if ticket_saved || token_saved || token_used {
+            let (token, token_version) = app.token.take().unwrap_or((Vec::new(), Version::V1));
             SavedSession {
                 ticket,
-                token: app.token.take().unwrap_or_default(),
+                token,
+                token_version: token_version.0,
                 received_unix_ms: at,
                 server: app.authority.clone(),
                 alpn: String::from_utf8_lossy(alpn).into_owned(),

@@ -30,6 +30,7 @@ use mote_h3::SendError;
 use mote_h3::{Config as H3Config, H3Error};
 use mote_quic::connection::{CloseReason, RecvInfo, Transmit};
 use mote_quic::device::{DeviceConnection, DeviceStorage};
+use mote_quic::transport_params::ticket_version;
 use mote_quic::{ConnectionConfig, Instant, Version};
 use mote_tls::{ClientConfig, ClientSession};
 
@@ -334,6 +335,10 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
     }
     let Target { urls, remote, authority, server_auth, saved, resumption } = target(&o)?;
     let first = urls.first().ok_or_else(|| Error::new("no URL to fetch"))?;
+    // RFC 9369 §5: the device connection speaks v1 and does not check its ticket's version
+    // (its own tickets are all v1); a v2 ticket saved by `mote get --v2` is left out here.
+    let resumption = resumption
+        .filter(|r| ticket_version(r.ticket.server_transport_parameters) == Some(Version::V1));
     let remembered =
         resumption.filter(|_| o.zero_rtt).map(|r| r.ticket.server_transport_parameters);
     let config: &'static ClientConfig<'static> = leak(ClientConfig {
@@ -364,8 +369,13 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
         DevConn::client(&cc, Ring, tls, storage, clock.now(), remote, &mut SystemRng::new())
             .map_err(|e| Error::new(format!("connect: {e:?}")))?,
     );
-    // RFC 9000 §8.1.3: the token a previous connection got in NEW_TOKEN.
-    let token = saved.as_ref().map(|s| s.token.as_slice()).filter(|t| !t.is_empty());
+    // RFC 9000 §8.1.3: the token a previous connection got in NEW_TOKEN; RFC 9369 §5: of a
+    // v1 connection (the device connection leaves that to its application).
+    let token = saved
+        .as_ref()
+        .filter(|s| s.token_version == Version::V1.0)
+        .map(|s| s.token.as_slice())
+        .filter(|t| !t.is_empty());
     let token_used = token.is_some_and(|t| conn.set_token(t));
     // RFC 9000 §7.4.1: 0-RTT uses the server's remembered transport parameters.
     let zero_rtt = remembered.is_some_and(|tp| conn.apply_remembered_params(tp));
@@ -456,6 +466,8 @@ pub async fn get(o: GetOptions) -> Result<GetReport, Error> {
             SavedSession {
                 ticket,
                 token: app.token.take().unwrap_or_default(),
+                // The device connection speaks v1 only.
+                token_version: Version::V1.0,
                 received_unix_ms: at,
                 server: app.authority.clone(),
                 alpn: "h3".into(),

@@ -1,7 +1,10 @@
 //! The session file of `mote get --session-file`: the newest session ticket (mote-tls'
 //! encoding, which carries the server's remembered transport parameters, RFC 9000 §7.4.1),
 //! when it was received, the server it came from, and the newest NEW_TOKEN token (RFC 9000
-//! §8.1.3: it spares the next connection a Retry). JSON, so it can be inspected.
+//! §8.1.3: it spares the next connection a Retry) with the QUIC version of the connection
+//! that received it (RFC 9369 §5: it is used only to start a connection of that version;
+//! the ticket's version is in its remembered transport parameters). JSON, so it can be
+//! inspected.
 
 use std::path::Path;
 
@@ -16,6 +19,9 @@ pub struct SavedSession {
     pub ticket: Vec<u8>,
     /// The server's address-validation token from NEW_TOKEN; empty for none.
     pub token: Vec<u8>,
+    /// The QUIC version of the connection that received `token` (1 in files written
+    /// before it was kept).
+    pub token_version: u32,
     /// Unix time (ms) it was received, for the ticket age (RFC 8446 §4.2.11.1).
     pub received_unix_ms: u64,
     /// `host:port` of the server.
@@ -54,6 +60,10 @@ impl SavedSession {
                 None => Vec::new(),
                 Some(t) => t.as_str().and_then(unhex).ok_or_else(bad)?,
             },
+            token_version: match v.get("token_version") {
+                None => 1,
+                Some(t) => t.as_u64().and_then(|t| u32::try_from(t).ok()).ok_or_else(bad)?,
+            },
             received_unix_ms: v["received_unix_ms"].as_u64().ok_or_else(bad)?,
             server: v["server"].as_str().unwrap_or("").to_string(),
             alpn: v["alpn"].as_str().unwrap_or("").to_string(),
@@ -65,6 +75,7 @@ impl SavedSession {
         let v = json!({
             "ticket": hex(&self.ticket),
             "token": hex(&self.token),
+            "token_version": self.token_version,
             "received_unix_ms": self.received_unix_ms,
             "server": self.server,
             "alpn": self.alpn,
@@ -88,6 +99,7 @@ mod tests {
         let s = SavedSession {
             ticket: vec![1, 2, 0xff],
             token: vec![9; 40],
+            token_version: 0x6b33_43cf,
             received_unix_ms: 42,
             server: "127.0.0.1:4433".into(),
             alpn: "h3".into(),
@@ -99,6 +111,10 @@ mod tests {
         // Files written before tokens were kept still load.
         std::fs::write(&path, "{\"ticket\":\"01\",\"received_unix_ms\":1}").unwrap();
         assert_eq!(SavedSession::load(&path).unwrap().unwrap().token, Vec::<u8>::new());
+        // Files written before the token's version was kept: version 1.
+        std::fs::write(&path, "{\"ticket\":\"01\",\"received_unix_ms\":1,\"token\":\"07\"}")
+            .unwrap();
+        assert_eq!(SavedSession::load(&path).unwrap().unwrap().token_version, 1);
         std::fs::write(&path, "{\"ticket\":\"01\",\"received_unix_ms\":1,\"token\":7}").unwrap();
         assert!(SavedSession::load(&path).is_err());
     }

@@ -240,6 +240,50 @@ fn v2_by_compatible_version_negotiation() {
     });
 }
 
+/// RFC 9369 §5 end to end: a `--v2` connection negotiated to v2 saves a v2 ticket and a v2
+/// token; the next `--v2` run starts in v2 to use them (resumed, token used, no Retry); a
+/// run without `--v2` (v1 only) uses neither: a full handshake and a Retry.
+#[test]
+fn v2_session_file_resumes_in_v2_only() {
+    run(async {
+        let www = www("v2-session", &[("10k.bin", 10 * 1024)]);
+        let mut so = serve_options(&www);
+        so.v2 = true;
+        so.retry = true;
+        let server = start(so);
+        let session = scratch("v2-session-file").join("session.json");
+        let fetch = |n: &str, v2: bool| {
+            let out = scratch(n);
+            let mut o = options(server.addr.port(), &["10k.bin"], &out);
+            o.session_file = Some(session.clone());
+            o.v2 = v2;
+            (o, out)
+        };
+        let first = get(fetch("v2-session-1", true).0).await.unwrap();
+        assert_eq!(first.version, 0x6b33_43cf);
+        assert!(first.retried && first.ticket_saved && first.token_saved, "{first:?}");
+        let text = std::fs::read_to_string(&session).unwrap();
+        let saved: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(saved["token_version"].as_u64(), Some(0x6b33_43cf), "{text}");
+
+        let (o, out) = fetch("v2-session-2", true);
+        let second = get(o).await.unwrap();
+        assert_same(&www, &out, &["10k.bin"]);
+        assert_eq!(second.version, 0x6b33_43cf);
+        assert!(second.resumed && second.token_used && !second.retried, "{second:?}");
+        assert_eq!(server.counters().endpoint.retries_sent, 1);
+        assert_eq!(server.counters().endpoint.invalid_tokens, 0);
+
+        let (o, out) = fetch("v2-session-3", false);
+        let third = get(o).await.unwrap();
+        assert_same(&www, &out, &["10k.bin"]);
+        assert_eq!(third.version, 1);
+        assert!(!third.resumed && !third.token_used && third.retried, "{third:?}");
+        assert_eq!(server.counters().endpoint.invalid_tokens, 0, "the v2 token was sent");
+        server.stop().await;
+    });
+}
+
 #[test]
 fn ecn_marks_are_validated_on_loopback() {
     run(async {

@@ -204,6 +204,17 @@ struct PendingReset {
 #[cfg(feature = "server")]
 const PENDING_RETRIES: usize = 4;
 
+/// Why a client Initial's Retry token was refused (the Initial is dropped either way).
+#[cfg(feature = "server")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RetryTokenRefused {
+    /// Not ours, altered, expired, from another address or for another connection ID:
+    /// answered with INVALID_TOKEN (RFC 9000 §8.1.2).
+    Invalid,
+    /// Ours, but the client switched versions after the Retry (RFC 9369 §4.1): dropped.
+    OtherVersion,
+}
+
 /// A stateless answer to a client Initial: a Retry packet (RFC 9000 §17.2.5), or with
 /// `token_len == 0` an Initial closing the attempt with INVALID_TOKEN (§8.1.2).
 #[cfg(feature = "server")]
@@ -424,9 +435,11 @@ where
     }
 
     /// As [`Endpoint::connect`], with the address-validation token a previous connection to
-    /// this server received in NEW_TOKEN ([`Connection::take_token`]); the new connection's
-    /// Initials carry it, so the server may skip Retry and the amplification limit (RFC 9000
-    /// §8.1.3). A token the connection cannot keep is not used.
+    /// this server received in NEW_TOKEN and the version of that connection (both from
+    /// [`Connection::take_token`]); the new connection's Initials carry it, so the server
+    /// may skip Retry and the amplification limit (RFC 9000 §8.1.3). A token the connection
+    /// cannot keep, or of another version than the one it starts in, is not used (RFC 9369
+    /// §5, [`Connection::set_token`]).
     pub fn connect_with_token(
         &mut self,
         now: Instant,
@@ -434,10 +447,11 @@ where
         tls: T,
         storage: Storage<C, S, N>,
         token: &[u8],
+        token_version: crate::Version,
     ) -> Result<ConnectionHandle, ConnectError> {
         let h = self.connect(now, remote, tls, storage)?;
         if let Some(c) = self.connection(h) {
-            c.set_token(token);
+            c.set_token(token, token_version);
         }
         Ok(h)
     }
@@ -610,12 +624,13 @@ where
                 return;
             };
             // RFC 9000 §8.1.2, §8.1.3: the token, if any.
-            let validation = match self.check_token(now, info.remote, dcid, token) {
-                Some(v) => v,
-                None => {
+            let validation = match self.check_token(now, info.remote, dcid, version, token) {
+                Ok(v) => v,
+                Err(RetryTokenRefused::Invalid) => {
                     self.queue_invalid_token_close(info.remote, version, dcid, scid);
                     return;
                 }
+                Err(RetryTokenRefused::OtherVersion) => return,
             };
             // RFC 9000 §7.2: the client's first DCID is at least 8 bytes (after a Retry it
             // is our Retry SCID, which the token vouches for).
@@ -678,37 +693,51 @@ where
         }
     }
 
-    /// RFC 9000 §8.1.2, §8.1.3: what the token of a client Initial proves. `None`: drop the
-    /// Initial (an invalid or expired Retry token, or a Retry token for another
-    /// connection ID: RFC 9000 §8.1.2 has the server close such an attempt; it keeps no
-    /// state for it). An invalid NEW_TOKEN token, or one not of ours, counts as no token.
+    /// RFC 9000 §8.1.2, §8.1.3: what the token of a client Initial of `version` proves.
+    /// An error drops the Initial (it keeps no state): an invalid or expired Retry token, or
+    /// one for another connection ID, which RFC 9000 §8.1.2 has the server close; or a
+    /// Retry token of another version, dropped silently (RFC 9369 §4.1). An invalid
+    /// NEW_TOKEN token, one of another version (RFC 9369 §5: the client address stays
+    /// unverified) or one not of ours counts as no token.
     #[cfg(feature = "server")]
     fn check_token(
         &mut self,
         now: Instant,
         remote: SocketAddr,
         dcid: &[u8],
+        version: crate::Version,
         token: (&[u8; TOKEN_MAX], usize),
-    ) -> Option<Validation> {
+    ) -> Result<Validation, RetryTokenRefused> {
         use crate::token::{open_token, TokenKind};
         if token.1 == 0 {
-            return Some(Validation::None);
+            return Ok(Validation::None);
         }
         let bytes = token.0.get(..token.1).unwrap_or(&[]);
         // The kind byte is authenticated; a forged one fails to open anyway.
         let claims_retry = bytes.first() == Some(&b'R');
-        match open_token(&self.provider, &self.tokens, bytes, &remote, now) {
+        match open_token(&self.provider, &self.tokens, bytes, &remote, version, now) {
             Ok(t) if t.kind == TokenKind::Retry && *t.retry_scid == *dcid => {
-                Some(Validation::Retry { original_dcid: t.original_dcid })
+                Ok(Validation::Retry { original_dcid: t.original_dcid })
             }
-            Ok(t) if t.kind == TokenKind::NewToken => Some(Validation::NewToken),
+            Ok(t) if t.kind == TokenKind::NewToken => Ok(Validation::NewToken),
             _ => {
                 self.stats.invalid_tokens = self.stats.invalid_tokens.saturating_add(1);
-                if claims_retry {
-                    None
-                } else {
-                    Some(Validation::None)
+                if !claims_retry {
+                    return Ok(Validation::None);
                 }
+                // RFC 9369 §4.1: "The client MUST NOT use a different version in the
+                // subsequent Initial packet that contains the Retry token. The server MAY
+                // encode the QUIC version in its Retry token to validate that the client
+                // did not switch versions, and drop the packet if it switched."
+                let other_version = crate::Version::SUPPORTED.iter().any(|v| {
+                    *v != version
+                        && open_token(&self.provider, &self.tokens, bytes, &remote, *v, now).is_ok()
+                });
+                Err(if other_version {
+                    RetryTokenRefused::OtherVersion
+                } else {
+                    RetryTokenRefused::Invalid
+                })
             }
         }
     }
@@ -746,11 +775,14 @@ where
             return;
         };
         let mut token = [0u8; TOKEN_MAX];
+        // RFC 9369 §4.1: the Retry is in the version of the client's Initial (the original
+        // version), and so is the Initial that brings its token back.
         let Some(n) = crate::token::seal_token(
             &self.provider,
             &self.tokens,
             crate::token::TokenKind::Retry,
             &to,
+            version,
             now,
             odcid,
             &scid,
@@ -844,6 +876,9 @@ where
             return;
         }
         let remote = c.remote();
+        // RFC 9369 §5: "When a connection includes compatible version negotiation, any
+        // issued server tokens are considered to originate from the negotiated version".
+        let version = c.version();
         let mut nonce = [0u8; 12];
         if self.rng.fill(&mut nonce).is_err() {
             return;
@@ -854,6 +889,7 @@ where
             &self.tokens,
             crate::token::TokenKind::NewToken,
             &remote,
+            version,
             now,
             &[],
             &[],
@@ -1308,7 +1344,8 @@ mod tests {
         }
         assert!(events.contains(&Event::NewToken), "{events:?}");
         let mut tok = [0u8; 128];
-        let n = c.connection(h).unwrap().take_token(&mut tok).expect("NEW_TOKEN token");
+        let (n, v) = c.connection(h).unwrap().take_token(&mut tok).expect("NEW_TOKEN token");
+        assert_eq!(v, crate::Version::V1);
         assert!(c.connection(h).unwrap().take_token(&mut tok).is_none());
         // A second connection (another port) with the NEW_TOKEN token: no Retry.
         let mut c2 = client_ep(1);
@@ -1319,6 +1356,7 @@ mod tests {
                 ClientSession::new(P, cfgs.client, None),
                 storage(4096, 16384),
                 &tok[..n],
+                v,
             )
             .unwrap();
         let mut d = next_datagram(&mut c2, now);
@@ -1472,6 +1510,193 @@ mod tests {
         // The next Initial carries the whole token.
         let d = next_datagram(&mut c, now);
         assert!(d.windows(token.len()).any(|w| w == token));
+    }
+
+    /// RFC 9369 §5 and RFC 9368 compatible negotiation (feature `v2`) with tokens.
+    #[cfg(feature = "v2")]
+    mod versions {
+        use super::*;
+        use crate::Version;
+
+        fn versions(
+            mut c: crate::ConnectionConfig,
+            v: Version,
+            compatible: Option<Version>,
+        ) -> crate::ConnectionConfig {
+            c.version = v;
+            c.compatible_version = compatible;
+            c
+        }
+
+        /// A server that asks every client without a valid token for a Retry and switches
+        /// v1 connections to v2.
+        fn server(cfgs: &Configs) -> ServerEp {
+            let cfg = cfgs.server;
+            let acc: Acceptor = std::boxed::Box::new(move |_| {
+                Some((ServerSession::new(P, cfg, 0), storage(4096, 16384)))
+            });
+            let cc = versions(crate::ConnectionConfig::server(), Version::V1, Some(Version::V2));
+            let table = (0..8).map(|_| Slot::new()).collect();
+            let config = EndpointConfig::server(cc, 8).with_retry(RetryPolicy::Always);
+            Endpoint::new(config, P, acc, table, &mut TestRng(9)).unwrap()
+        }
+
+        fn client(v: Version, compatible: Option<Version>) -> ClientEp {
+            let cc = versions(crate::ConnectionConfig::device(), v, compatible);
+            let table = (0..1).map(|_| Slot::new()).collect();
+            Endpoint::new(EndpointConfig::client(cc), P, NoAccept, table, &mut TestRng(3)).unwrap()
+        }
+
+        /// What a client's first Initial got from the server.
+        #[derive(Debug, PartialEq, Eq)]
+        struct Answer {
+            /// A Retry (and nothing else) came back.
+            retry: bool,
+            /// Something other than a Retry came back (a close or a handshake).
+            other: bool,
+            invalid_tokens: u64,
+            connections: usize,
+            validated: bool,
+        }
+
+        /// A second client (another port), starting in `v` with the token it claims is of
+        /// `claimed`; what its first Initial got from the server.
+        fn second(
+            s: &mut ServerEp,
+            cfgs: &Configs,
+            v: Version,
+            token: &[u8],
+            claimed: Version,
+            port: u16,
+        ) -> Answer {
+            let now = Instant::ZERO;
+            let mut c = client(v, None);
+            let tls = ClientSession::new(P, cfgs.client, None);
+            c.connect_with_token(now, addr(SERVER_ADDR), tls, storage(4096, 16384), token, claimed)
+                .unwrap();
+            let mut d = next_datagram(&mut c, now);
+            let from = SocketAddr::new(addr(CLIENT_ADDR).ip(), port);
+            s.handle_datagram(now, from, &mut d);
+            let handles: Vec<_> = s.handles().collect();
+            let validated = handles.into_iter().any(|h| {
+                s.connection(h).is_some_and(|c| c.remote() == from && c.is_address_validated())
+            });
+            let (mut retry, mut other) = (false, false);
+            let mut buf = vec![0u8; 4096];
+            while let Some(t) = s.poll_transmit(now, &mut buf) {
+                match packet::parse(&buf[..t.len], 0, false).map(|p| p.header) {
+                    Ok(Header::Retry(_)) => retry = true,
+                    _ => other = true,
+                }
+            }
+            let invalid_tokens = s.stats().invalid_tokens;
+            Answer { retry, other, invalid_tokens, connections: s.len(), validated }
+        }
+
+        /// "When a connection includes compatible version negotiation, any issued server
+        /// tokens are considered to originate from the negotiated version": the NEW_TOKEN
+        /// token of a v1 → v2 connection is a v2 token. "Clients MUST NOT use a ... token
+        /// from a QUIC version 1 connection to initiate a QUIC version 2 connection, and
+        /// vice versa": a client starting in v1 leaves it out (a Retry, no invalid token).
+        /// "Servers MUST validate the originating version of any ... token and not accept
+        /// one issued from a different version. A rejected token results in the client
+        /// address remaining unverified": a client that sends it in v1 anyway gets a Retry
+        /// and the token counts as invalid. In a v2 Initial it validates the address.
+        #[test]
+        fn new_token_is_for_the_negotiated_version_only() {
+            let cfgs = configs();
+            let mut s = server(&cfgs);
+            let mut c = client(Version::V1, Some(Version::V2));
+            let mut now = Instant::ZERO;
+            let h = c
+                .connect(
+                    now,
+                    addr(SERVER_ADDR),
+                    ClientSession::new(P, cfgs.client, None),
+                    storage(4096, 16384),
+                )
+                .unwrap();
+            pump(&mut c, &mut s, &mut now, 6);
+            let conn = c.connection(h).unwrap();
+            assert!(conn.is_handshake_confirmed());
+            assert_eq!((conn.original_version(), conn.version()), (Version::V1, Version::V2));
+            assert_eq!(conn.stats().retries, 1);
+            let mut tok = [0u8; TOKEN_MAX];
+            let (n, v) = conn.take_token(&mut tok).expect("NEW_TOKEN token");
+            assert_eq!(v, Version::V2);
+            let tok = &tok[..n];
+            assert_eq!((s.stats().retries_sent, s.stats().invalid_tokens, s.len()), (1, 0, 1));
+            let retry = |invalid_tokens| Answer {
+                retry: true,
+                other: false,
+                invalid_tokens,
+                connections: 1,
+                validated: false,
+            };
+            // A v1 client leaves the v2 token out: a Retry, nothing invalid seen.
+            assert_eq!(second(&mut s, &cfgs, Version::V1, tok, v, 6001), retry(0));
+            // Sent in a v1 Initial anyway: invalid, so a Retry.
+            assert_eq!(second(&mut s, &cfgs, Version::V1, tok, Version::V1, 6002), retry(1));
+            // In a v2 Initial: the address is validated at once, no Retry.
+            let a = second(&mut s, &cfgs, Version::V2, tok, v, 6003);
+            assert!(!a.retry && a.other, "{a:?}");
+            assert_eq!((a.invalid_tokens, a.connections, a.validated), (1, 2, true));
+        }
+
+        /// RFC 9369 §4.1: "The client MUST NOT use a different version in the subsequent
+        /// Initial packet that contains the Retry token. The server MAY encode the QUIC
+        /// version in its Retry token to validate that the client did not switch versions,
+        /// and drop the packet if it switched." A client that follows our v1 Retry with a
+        /// v2 Initial (same address, the Retry's connection ID and token) is dropped: no
+        /// connection, no INVALID_TOKEN close. In v1 the same token is accepted.
+        #[test]
+        fn retry_token_in_another_version_is_dropped() {
+            let cfgs = configs();
+            let mut s = server(&cfgs);
+            let now = Instant::ZERO;
+            let connect = |v: Version| {
+                let mut c = client(v, None);
+                let tls = ClientSession::new(P, cfgs.client, None);
+                let h = c.connect(now, addr(SERVER_ADDR), tls, storage(4096, 16384)).unwrap();
+                (c, h)
+            };
+            let (mut c1, _) = connect(Version::V1);
+            let mut first = next_datagram(&mut c1, now);
+            s.handle_datagram(now, addr(CLIENT_ADDR), &mut first);
+            let mut buf = vec![0u8; 2048];
+            let t = s.poll_transmit(now, &mut buf).expect("Retry");
+            let mut retry = buf[..t.len].to_vec();
+            let p = packet::parse(&retry, 0, false).unwrap();
+            let Header::Retry(r) = p.header else { panic!("not a Retry") };
+            assert_eq!(r.version, Version::V1);
+            let (token, retry_scid) = (r.token.to_vec(), r.scid.to_vec());
+            // A v2 client given the same Retry (in v2: it ignores other versions).
+            let (mut c2, h2) = connect(Version::V2);
+            let _ = next_datagram(&mut c2, now);
+            let conn = c2.connection(h2).unwrap();
+            let (scid, odcid) = (*conn.local_cid(), *conn.original_dcid());
+            let v2_retry = packet::Retry {
+                version: Version::V2,
+                dcid: &scid,
+                scid: &retry_scid,
+                token: &token,
+            };
+            let len = v2_retry.emit(&P, 0, &odcid, &mut buf).unwrap();
+            c2.handle_datagram(now, addr(SERVER_ADDR), &mut buf[..len]);
+            assert_eq!(c2.connection(h2).unwrap().stats().retries, 1);
+            let mut d = next_datagram(&mut c2, now);
+            assert_eq!(&d[1..5], &Version::V2.0.to_be_bytes());
+            s.handle_datagram(now, addr(CLIENT_ADDR), &mut d);
+            assert_eq!((s.len(), s.stats().invalid_tokens), (0, 1));
+            assert!(s.poll_transmit(now, &mut buf).is_none(), "dropped, no INVALID_TOKEN close");
+            // The v1 client that got the Retry: accepted, its address validated.
+            c1.handle_datagram(now, addr(SERVER_ADDR), &mut retry);
+            let mut d = next_datagram(&mut c1, now);
+            s.handle_datagram(now, addr(CLIENT_ADDR), &mut d);
+            assert_eq!((s.len(), s.stats().invalid_tokens), (1, 1));
+            let sh = s.handles().next().unwrap();
+            assert!(s.connection(sh).unwrap().is_address_validated());
+        }
     }
 }
 

@@ -9,7 +9,8 @@
 //!   Kind (8),              'R' Retry, 'N' NEW_TOKEN (RFC 9000 §8.1.3: distinguishable)
 //!   Key Id (8),            which server key sealed it (rotation: current and previous)
 //!   Nonce (96),            random
-//!   Sealed {               AES-128-GCM, associated data = Kind, Key Id, client address
+//!   Sealed {               AES-128-GCM, associated data = Kind, Key Id, client address,
+//!                          QUIC version
 //!     Issued (64),         server clock, microseconds
 //!     ODCID Length (8), Original Destination Connection ID (0..160),
 //!     Retry SCID Length (8), Retry Source Connection ID (0..160),
@@ -22,6 +23,12 @@
 //! presented from another address simply fails to open. Retry tokens bind the IP address
 //! and port (they are used within one round trip); NEW_TOKEN tokens only the IP address,
 //! because a client's port usually changes between connections (RFC 9000 §8.1.3).
+//!
+//! The QUIC version is bound the same way (RFC 9369 §5: "Servers MUST validate the
+//! originating version of any session ticket or token and not accept one issued from a
+//! different version"): a Retry token is sealed in the version of the Initial it answers,
+//! a NEW_TOKEN token in the connection's negotiated version, and each opens only in an
+//! Initial of that version.
 //!
 //! The client keeps at most [`TOKEN_MAX`] bytes of token (the server's Retry or NEW_TOKEN
 //! token); longer tokens from other servers are not kept.
@@ -43,6 +50,7 @@ mod server {
     use super::TOKEN_MAX;
     use crate::cid::{ConnectionId, MAX_CID_LEN};
     use crate::time::{Duration, Instant};
+    use crate::version::Version;
 
     const NONCE_LEN: usize = 12;
     /// Kind, key id, nonce.
@@ -151,9 +159,18 @@ mod server {
         Expired,
     }
 
-    /// The associated data: kind, key id and the client address (the port only for Retry
-    /// tokens).
-    fn associated_data(kind: TokenKind, id: u8, addr: &SocketAddr, out: &mut [u8; 20]) {
+    /// Bytes of associated data: kind, key id, IPv6(-mapped) address, port, version.
+    const AAD_LEN: usize = 2 + 16 + 2 + 4;
+
+    /// The associated data: kind, key id, the client address (the port only for Retry
+    /// tokens) and the QUIC version.
+    fn associated_data(
+        kind: TokenKind,
+        id: u8,
+        addr: &SocketAddr,
+        version: Version,
+        out: &mut [u8; AAD_LEN],
+    ) {
         out[0] = kind.byte();
         out[1] = id;
         let ip = match addr.ip() {
@@ -163,6 +180,7 @@ mod server {
         out[2..18].copy_from_slice(&ip.octets());
         let port = if kind == TokenKind::Retry { addr.port() } else { 0 };
         out[18..20].copy_from_slice(&port.to_be_bytes());
+        out[20..24].copy_from_slice(&version.0.to_be_bytes());
     }
 
     fn put_cid(out: &mut [u8], pos: &mut usize, cid: &[u8]) -> Option<()> {
@@ -182,13 +200,16 @@ mod server {
     /// RFC 9000 §8.1.2, §8.1.3: seals a token of `kind` for a client at `addr` into `out`
     /// (at least [`TOKEN_MAX`] bytes); returns its length. `nonce` must be fresh random
     /// bytes. Retry tokens carry the client's original DCID and our Retry SCID; NEW_TOKEN
-    /// tokens pass empty IDs.
+    /// tokens pass empty IDs. `version`: the QUIC version the token is for (RFC 9369 §4.1,
+    /// §5: a Retry's, the version of the Initial it answers; a NEW_TOKEN token's, the
+    /// connection's negotiated version).
     #[allow(clippy::too_many_arguments)]
     pub fn seal_token<P: CryptoProvider>(
         provider: &P,
         config: &TokenConfig,
         kind: TokenKind,
         addr: &SocketAddr,
+        version: Version,
         now: Instant,
         original_dcid: &[u8],
         retry_scid: &[u8],
@@ -208,22 +229,24 @@ mod server {
         out[2..HEADER_LEN].copy_from_slice(&nonce);
         let body = out.get_mut(HEADER_LEN..HEADER_LEN + n)?;
         body.copy_from_slice(plain.get(..n)?);
-        let mut aad = [0u8; 20];
-        associated_data(kind, key.id, addr, &mut aad);
+        let mut aad = [0u8; AAD_LEN];
+        associated_data(kind, key.id, addr, version, &mut aad);
         let aead = provider.aead_key(AeadAlgorithm::Aes128Gcm, &key.key).ok()?;
         let tag = aead.seal_in_place(&nonce, &aad, body).ok()?;
         out.get_mut(HEADER_LEN + n..total)?.copy_from_slice(&tag);
         Some(total)
     }
 
-    /// Opens `token` presented by a client at `addr`: the key it names must be one of
-    /// ours, the address the one it was issued to, and it must be within the lifetime of
-    /// its kind. The token is copied, not altered.
+    /// Opens `token` presented by a client at `addr` in an Initial of `version`: the key it
+    /// names must be one of ours, the address the one it was issued to, the version the one
+    /// it was issued for, and it must be within the lifetime of its kind. The token is
+    /// copied, not altered.
     pub fn open_token<P: CryptoProvider>(
         provider: &P,
         config: &TokenConfig,
         token: &[u8],
         addr: &SocketAddr,
+        version: Version,
         now: Instant,
     ) -> Result<ValidToken, TokenError> {
         let bad = TokenError::Invalid;
@@ -239,8 +262,11 @@ mod server {
         let n = body_end - HEADER_LEN;
         let body = plain.get_mut(..n).ok_or(bad)?;
         body.copy_from_slice(&token[HEADER_LEN..body_end]);
-        let mut aad = [0u8; 20];
-        associated_data(kind, key.id, addr, &mut aad);
+        // RFC 9369 §5: "Servers MUST validate the originating version of any ... token and
+        // not accept one issued from a different version": the version is in the
+        // associated data, so a token of another version does not open.
+        let mut aad = [0u8; AAD_LEN];
+        associated_data(kind, key.id, addr, version, &mut aad);
         let aead = provider.aead_key(AeadAlgorithm::Aes128Gcm, &key.key).map_err(|_| bad)?;
         aead.open_in_place(&nonce, &aad, body, tag).map_err(|_| bad)?;
         let issued = Instant(u64::from_be_bytes(body[..8].try_into().map_err(|_| bad)?));
@@ -266,6 +292,8 @@ mod server {
         use super::*;
         use mote_crypto::rustcrypto::RustCrypto;
 
+        const V1: Version = Version::V1;
+
         fn cfg() -> TokenConfig {
             TokenConfig::new(TokenKey { id: 1, key: [7; 16] })
         }
@@ -279,12 +307,23 @@ mod server {
         }
 
         fn seal(c: &TokenConfig, kind: TokenKind, addr: &str, at: u64) -> ([u8; TOKEN_MAX], usize) {
+            seal_in(c, kind, addr, Version::V1, at)
+        }
+
+        fn seal_in(
+            c: &TokenConfig,
+            kind: TokenKind,
+            addr: &str,
+            version: Version,
+            at: u64,
+        ) -> ([u8; TOKEN_MAX], usize) {
             let mut out = [0u8; TOKEN_MAX];
             let n = seal_token(
                 &RustCrypto,
                 c,
                 kind,
                 &a(addr),
+                version,
                 secs(at),
                 &[1; 8],
                 &[2; 20],
@@ -300,30 +339,32 @@ mod server {
             let c = cfg();
             let (t, n) = seal(&c, TokenKind::Retry, "10.0.0.2:5000", 100);
             assert_eq!(n, 14 + 8 + 9 + 21 + 16);
-            let v = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:5000"), secs(101)).unwrap();
+            let v =
+                open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:5000"), V1, secs(101)).unwrap();
             assert_eq!(v.kind, TokenKind::Retry);
             assert_eq!(&*v.original_dcid, &[1; 8]);
             assert_eq!(&*v.retry_scid, &[2; 20]);
             // Another port, another address: refused.
             for other in ["10.0.0.2:5001", "10.0.0.3:5000", "[::1]:5000"] {
-                let r = open_token(&RustCrypto, &c, &t[..n], &a(other), secs(101));
+                let r = open_token(&RustCrypto, &c, &t[..n], &a(other), V1, secs(101));
                 assert_eq!(r, Err(TokenError::Invalid), "{other}");
             }
             // Expired after 10 s.
-            let r = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:5000"), secs(111));
+            let r = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:5000"), V1, secs(111));
             assert_eq!(r, Err(TokenError::Expired));
             // Any altered byte (kind, key id, nonce, body, tag) is refused.
             for i in 0..n {
                 let mut bad = t;
                 bad[i] ^= 0x01;
-                let r = open_token(&RustCrypto, &c, &bad[..n], &a("10.0.0.2:5000"), secs(101));
+                let r = open_token(&RustCrypto, &c, &bad[..n], &a("10.0.0.2:5000"), V1, secs(101));
                 assert!(r.is_err(), "byte {i}");
             }
             // Truncated or empty.
+            assert!(open_token(&RustCrypto, &c, &t[..n - 1], &a("10.0.0.2:5000"), V1, secs(101))
+                .is_err());
             assert!(
-                open_token(&RustCrypto, &c, &t[..n - 1], &a("10.0.0.2:5000"), secs(101)).is_err()
+                open_token(&RustCrypto, &c, &[], &a("10.0.0.2:5000"), V1, Instant::ZERO).is_err()
             );
-            assert!(open_token(&RustCrypto, &c, &[], &a("10.0.0.2:5000"), Instant::ZERO).is_err());
         }
 
         #[test]
@@ -331,20 +372,39 @@ mod server {
             let mut c = cfg();
             let (t, n) = seal(&c, TokenKind::NewToken, "10.0.0.2:5000", 100);
             let later = secs(100 + 3600);
-            let v = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:6000"), later).unwrap();
+            let v = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:6000"), V1, later).unwrap();
             assert_eq!(v.kind, TokenKind::NewToken);
             // After one rotation the old key still opens; after two it does not.
             c.rotate(TokenKey { id: 2, key: [8; 16] });
-            assert!(open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:1"), later).is_ok());
+            assert!(open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:1"), V1, later).is_ok());
             c.rotate(TokenKey { id: 3, key: [9; 16] });
-            let r = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:1"), later);
+            let r = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:1"), V1, later);
             assert_eq!(r, Err(TokenError::Invalid));
             // A NEW_TOKEN token cannot pass for a Retry token: the kind is authenticated.
             let c = cfg();
             let (mut t, n) = seal(&c, TokenKind::NewToken, "10.0.0.2:5000", 100);
             t[0] = b'R';
-            let r = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:5000"), later);
+            let r = open_token(&RustCrypto, &c, &t[..n], &a("10.0.0.2:5000"), V1, later);
             assert_eq!(r, Err(TokenError::Invalid));
+        }
+
+        /// RFC 9369 §5: a token opens only in an Initial of the version it was issued for —
+        /// a v1 connection's NEW_TOKEN token not in a v2 Initial, nor a v2 connection's in a
+        /// v1 Initial; RFC 9369 §4.1: a Retry token not after the client switched versions.
+        #[test]
+        fn tokens_are_bound_to_their_version() {
+            let c = cfg();
+            let v2 = Version::V2;
+            for kind in [TokenKind::NewToken, TokenKind::Retry] {
+                for (issued, used) in [(V1, v2), (v2, V1)] {
+                    let (t, n) = seal_in(&c, kind, "10.0.0.2:5000", issued, 100);
+                    let addr = a("10.0.0.2:5000");
+                    let r = open_token(&RustCrypto, &c, &t[..n], &addr, used, secs(101));
+                    assert_eq!(r, Err(TokenError::Invalid), "{kind:?} {issued:?} in {used:?}");
+                    let r = open_token(&RustCrypto, &c, &t[..n], &addr, issued, secs(101));
+                    assert_eq!(r.map(|v| v.kind), Ok(kind), "{kind:?} {issued:?}");
+                }
+            }
         }
     }
 }

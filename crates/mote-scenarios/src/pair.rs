@@ -176,7 +176,8 @@ fn datagram_payload(side: Side, i: usize) -> Vec<u8> {
 /// The client: connect, send the request, read the object, datagrams, key update.
 struct ClientApp {
     tls: Option<PairClientTls>,
-    token: Option<Vec<u8>>,
+    /// The previous connection's NEW_TOKEN token and that connection's version.
+    token: Option<(Vec<u8>, Version)>,
     handle: Option<ConnectionHandle>,
     setup: PairSetup,
     request: Vec<u8>,
@@ -188,7 +189,7 @@ struct ClientApp {
     datagrams_ok: usize,
     updated: bool,
     out: PairConnection,
-    new_token: Option<Vec<u8>>,
+    new_token: Option<(Vec<u8>, Version)>,
     done: bool,
 }
 
@@ -196,9 +197,12 @@ impl Application<PairClientEndpoint> for ClientApp {
     fn drive(&mut self, now: Instant, ep: &mut PairClientEndpoint) {
         if self.handle.is_none() {
             if let Some(tls) = self.tls.take() {
-                let token = self.token.take().unwrap_or_default();
-                self.handle =
-                    ep.connect_with_token(now, server_addr(), tls, pair_storage(), &token).ok();
+                // RFC 9369 §5: the token is used only if this connection starts in its
+                // version.
+                let (token, version) = self.token.take().unwrap_or((Vec::new(), Version::V1));
+                self.handle = ep
+                    .connect_with_token(now, server_addr(), tls, pair_storage(), &token, version)
+                    .ok();
             }
         }
         while let Some((_, e)) = ep.poll_event() {
@@ -216,8 +220,8 @@ impl Application<PairClientEndpoint> for ClientApp {
             return;
         }
         let mut t = [0u8; 256];
-        if let Some(n) = conn.take_token(&mut t) {
-            self.new_token = Some(t[..n].to_vec());
+        if let Some((n, version)) = conn.take_token(&mut t) {
+            self.new_token = Some((t[..n].to_vec(), version));
             self.out.got_token = true;
         }
         if !conn.is_handshake_complete() {
@@ -482,7 +486,7 @@ pub fn run_pair(setup: &PairSetup) -> PairOutcome {
         .add_node(QuicNode::new(server_ep, server_app), server_addr())
         .unwrap_or_else(|e| panic!("{e}"));
     let mut rng = SeededRng(setup.seed ^ 0xc11e_0000);
-    let mut token: Option<Vec<u8>> = None;
+    let mut token: Option<(Vec<u8>, Version)> = None;
     let mut connections = Vec::new();
     type ClientNode = QuicNode<PairClientEndpoint, ClientApp>;
     type ServerNode = QuicNode<PairServerEndpoint, ServerApp>;

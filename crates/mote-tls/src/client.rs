@@ -280,6 +280,28 @@ impl<'c, P: CryptoProvider + ProviderBound, const RX: usize> ClientSession<'c, P
         self.core.config.alpn.get(self.core.alpn?).copied()
     }
 
+    /// The resumption ticket this session was given, until [`ClientSession::start`] or
+    /// [`ClientSession::forget_resumption`]; `None` with an external PSK, which is offered
+    /// instead.
+    pub fn resumption(&self) -> Option<&Resumption<'c>> {
+        if matches!(self.core.config.server_auth, ServerAuth::ExternalPsk(_)) {
+            return None;
+        }
+        self.core.resumption.as_ref()
+    }
+
+    /// Before [`ClientSession::start`]: drops the resumption ticket, so the ClientHello
+    /// offers no PSK and no 0-RTT (a full handshake), e.g. because QUIC must not use it for
+    /// this connection (RFC 9369 §5: a ticket of another QUIC version). Returns whether
+    /// the ticket was dropped (false once started: the ClientHello is written).
+    pub fn forget_resumption(&mut self) -> bool {
+        if self.core.state != State::Start {
+            return false;
+        }
+        self.core.resumption = None;
+        true
+    }
+
     /// Whether the server accepted the PSK (a resumption ticket or the external PSK).
     pub fn psk_accepted(&self) -> bool {
         self.core.psk_accepted

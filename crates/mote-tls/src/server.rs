@@ -344,7 +344,13 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
 
     /// Finds the first offered PSK identity the server knows (an external PSK or one of its
     /// tickets, unexpired) whose hash fits a suite both sides have. Returns its index.
-    fn find_psk(&self, ch: &ClientHello<'_>, suites: &Small<AeadAlgorithm, 3>) -> Option<usize> {
+    /// `context`: what tickets must be bound to ([`QuicHooks::ticket_context`]).
+    fn find_psk(
+        &self,
+        ch: &ClientHello<'_>,
+        suites: &Small<AeadAlgorithm, 3>,
+        context: u32,
+    ) -> Option<usize> {
         let offered = ch.pre_shared_key?;
         // RFC 8446 §4.2.9: "Servers MUST NOT select a key exchange mode that is not listed by
         // the client"; mote only does psk_dhe_ke.
@@ -356,7 +362,8 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         // Each identity may cost an AEAD open: look at the first few only, so a ClientHello
         // listing thousands of identities cannot buy much server work.
         offered.identities().take(MAX_PSK_IDENTITIES_TRIED).enumerate().find_map(|(i, id)| {
-            let hash = self.psk_for(id.identity, id.obfuscated_ticket_age, &mut scratch)?.hash;
+            let age = id.obfuscated_ticket_age;
+            let hash = self.psk_for(id.identity, age, context, &mut scratch)?.hash;
             let usable = suites.as_slice().iter().any(|s| {
                 s.hash() == hash
                     && ch.cipher_suites.contains(s.cipher_suite())
@@ -366,12 +373,13 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         })
     }
 
-    /// The PSK behind `identity`: an external PSK, or a ticket sealed by one of our keys and
-    /// not expired (RFC 8446 §4.6.1: not used beyond its lifetime).
+    /// The PSK behind `identity`: an external PSK, or a ticket sealed by one of our keys
+    /// under `context` and not expired (RFC 8446 §4.6.1: not used beyond its lifetime).
     fn psk_for<'s>(
         &self,
         identity: &'s [u8],
         obfuscated_age: u32,
+        context: u32,
         scratch: &'s mut [u8; MAX_TICKET_LEN],
     ) -> Option<ChosenPsk<'s>>
     where
@@ -390,7 +398,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
             });
         }
         let tickets = self.config.tickets?;
-        let state = open_ticket(&self.provider, tickets.keys, identity, scratch)?;
+        let state = open_ticket(&self.provider, tickets.keys, identity, context, scratch)?;
         let server_age = self.now_ms.saturating_sub(state.issued_ms);
         if server_age > u64::from(state.lifetime_s) * 1000 {
             return None;
@@ -458,14 +466,17 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
         }
 
         let suites = self.suites();
-        let psk_index = self.find_psk(&ch, &suites);
+        // RFC 9369 §5: only tickets of the version the client started in (QUIC's context
+        // for the offered tickets) resume; another version's get a full handshake.
+        let context = hooks.ticket_context(false);
+        let psk_index = self.find_psk(&ch, &suites, context);
         // The chosen ticket's decrypted state (its PSK): erased on every return path.
         let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
         let psk = match (psk_index, ch.pre_shared_key) {
             (Some(i), Some(offered)) => {
                 let id = offered.identities().nth(i).ok_or_else(internal)?;
                 let mut p = self
-                    .psk_for(id.identity, id.obfuscated_ticket_age, &mut scratch)
+                    .psk_for(id.identity, id.obfuscated_ticket_age, context, &mut scratch)
                     .ok_or_else(internal)?;
                 p.index = i;
                 Some(p)
@@ -940,6 +951,10 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
             None => [0; 16],
         };
         let lifetime_s = tickets.lifetime_s.min(MAX_TICKET_LIFETIME_S);
+        // RFC 9369 §5: "After compatible version negotiation, any resulting session ticket
+        // maps to the negotiated version rather than the original one" (QUIC's context for
+        // issued tickets).
+        let context = hooks.ticket_context(true);
         // The client key this connection authenticated (or resumed) with, so that a
         // resumption keeps naming it (see `psk_for`).
         let client_key = match (self.client_key, self.config.client_auth) {
@@ -969,7 +984,7 @@ impl<'c, P: CryptoProvider> Server<'c, P> {
                 alpn,
             };
             let mut ticket = [0u8; MAX_TICKET_LEN];
-            let len = seal_ticket(&self.provider, key, &aead_nonce, &state, &mut ticket)?;
+            let len = seal_ticket(&self.provider, key, &aead_nonce, &state, context, &mut ticket)?;
             let nst = NewSessionTicketParams {
                 lifetime: lifetime_s,
                 age_add: state.age_add,

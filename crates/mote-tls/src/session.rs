@@ -140,6 +140,17 @@ pub trait QuicHooks {
     /// Client: a NewSessionTicket to keep for resumption (RFC 8446 §4.6.1).
     fn new_ticket(&mut self, _ticket: &Ticket<'_>) {}
 
+    /// Server: the context this connection's session tickets are bound to. It is
+    /// authenticated with each ticket sealed (`issuing`: the context the connection ended
+    /// up in) and required of each ticket a ClientHello offers (not `issuing`: the context
+    /// the client started in); a ticket sealed under another context does not open, so the
+    /// client gets a full handshake without 0-RTT. QUIC binds tickets to its version (RFC
+    /// 9369 §5, RFC 9368 §7.2), which compatible version negotiation may change in between.
+    /// The default binds nothing (context 0 both ways).
+    fn ticket_context(&self, _issuing: bool) -> u32 {
+        0
+    }
+
     /// The ClientHello's random (a client's own when it writes its ClientHello, a server's
     /// peer's when it reads one), reported before any secret derived from that hello. Only
     /// for key logging (the SSLKEYLOGFILE format names secrets by client random); the

@@ -120,7 +120,8 @@ mod server {
     /// The resumption state a server seals into a ticket.
     ///
     /// ```text
-    /// ticket    = key_id[4] || nonce[12] || AEAD-Seal(key, nonce, aad = key_id, state) || tag[16]
+    /// ticket    = key_id[4] || nonce[12] || AEAD-Seal(key, nonce, aad, state) || tag[16]
+    /// aad       = key_id[4] || context(4)
     /// state     = format(1) || suite(2) || issued_ms(8) || lifetime_s(4) || age_add(4)
     ///             || flags(1: bit 0 = 0-RTT allowed, bit 1 = client authenticated)
     ///             || early_context_hash[16] || [client_key_index(4) || client_key_hash[16]]
@@ -131,6 +132,10 @@ mod server {
     /// [`crate::ClientAuth::allowed`] key the client proved it holds, and the first 16 bytes
     /// of SHA-256 over that key, so a resumption still names that key and stops working once
     /// the key is no longer allowed.
+    ///
+    /// The context ([`crate::QuicHooks::ticket_context`]; QUIC's version, RFC 9369 §5) is
+    /// authenticated, not stored: a ticket presented under another context fails to open
+    /// like a forged one, and costs no byte.
     #[derive(Clone, Copy)]
     pub(crate) struct SealedState<'a> {
         pub(crate) suite: AeadAlgorithm,
@@ -146,12 +151,22 @@ mod server {
         pub(crate) alpn: &'a [u8],
     }
 
-    /// Seals `state` under `key` into `out`; returns the ticket length.
+    /// The associated data of a ticket: its key id and the context it is bound to.
+    fn associated_data(id: &[u8; KEY_ID_LEN], context: u32) -> [u8; KEY_ID_LEN + 4] {
+        let mut aad = [0u8; KEY_ID_LEN + 4];
+        let (a, b) = aad.split_at_mut(KEY_ID_LEN);
+        a.copy_from_slice(id);
+        b.copy_from_slice(&context.to_be_bytes());
+        aad
+    }
+
+    /// Seals `state` under `key`, bound to `context`, into `out`; returns the ticket length.
     pub(crate) fn seal_ticket<P: CryptoProvider + ?Sized>(
         provider: &P,
         key: &TicketKey<'_>,
         nonce: &[u8; NONCE_LEN],
         state: &SealedState<'_>,
+        context: u32,
         out: &mut [u8],
     ) -> Result<usize, Error> {
         let mut w = Writer::new(out);
@@ -176,18 +191,19 @@ mod server {
         let total = w.position();
         let aead = provider.aead_key(key.aead, key.key)?;
         let body = out.get_mut(body_start..body_end).ok_or(Error::BufferTooSmall)?;
-        let tag = aead.seal_in_place(nonce, &key.id, body)?;
+        let tag = aead.seal_in_place(nonce, &associated_data(&key.id, context), body)?;
         out.get_mut(body_end..total).ok_or(Error::BufferTooSmall)?.copy_from_slice(&tag);
         Ok(total)
     }
 
-    /// Opens a ticket sealed by one of `keys` (copied into `scratch` and decrypted there).
-    /// `None` for anything that is not a valid ticket of ours: the server then ignores the
-    /// PSK identity (RFC 8446 §4.2.11).
+    /// Opens a ticket sealed by one of `keys` under `context` (copied into `scratch` and
+    /// decrypted there). `None` for anything that is not a valid ticket of ours for this
+    /// context: the server then ignores the PSK identity (RFC 8446 §4.2.11).
     pub(crate) fn open_ticket<'s, P: CryptoProvider + ?Sized>(
         provider: &P,
         keys: &[TicketKey<'_>],
         ticket: &[u8],
+        context: u32,
         scratch: &'s mut [u8; MAX_TICKET_LEN],
     ) -> Option<SealedState<'s>> {
         let mut r = Reader::new(ticket);
@@ -201,7 +217,10 @@ mod server {
         let aead = provider.aead_key(key.aead, key.key).ok()?;
         let plain = scratch.get_mut(..body_len)?;
         plain.copy_from_slice(body);
-        aead.open_in_place(nonce, id, plain, tag).ok()?;
+        // RFC 9369 §5: "Servers MUST validate the originating version of any session
+        // ticket ... and not accept one issued from a different version": the version (the
+        // context) is in the associated data, so such a ticket does not open.
+        aead.open_in_place(nonce, &associated_data(id, context), plain, tag).ok()?;
         let plain: &'s [u8] = plain;
         let mut r = Reader::new(plain);
         if r.u8().ok()? != STATE_FORMAT {
@@ -411,9 +430,9 @@ mod tests {
             alpn: b"h3",
         };
         let mut t = [0u8; MAX_TICKET_LEN];
-        let n = seal_ticket(&p, &keys[1], &[3; 12], &state, &mut t).unwrap();
+        let n = seal_ticket(&p, &keys[1], &[3; 12], &state, 1, &mut t).unwrap();
         let mut scratch = [0u8; MAX_TICKET_LEN];
-        let o = open_ticket(&p, &keys, &t[..n], &mut scratch).unwrap();
+        let o = open_ticket(&p, &keys, &t[..n], 1, &mut scratch).unwrap();
         assert_eq!(
             (o.suite, o.issued_ms, o.lifetime_s, o.age_add),
             (state.suite, state.issued_ms, 7200, 42)
@@ -424,9 +443,14 @@ mod tests {
         for i in 0..n {
             let mut bad = t;
             bad[i] ^= 1;
-            assert!(open_ticket(&p, &keys, &bad[..n], &mut scratch).is_none(), "byte {i}");
+            assert!(open_ticket(&p, &keys, &bad[..n], 1, &mut scratch).is_none(), "byte {i}");
         }
-        assert!(open_ticket(&p, &keys[..1], &t[..n], &mut scratch).is_none());
+        assert!(open_ticket(&p, &keys[..1], &t[..n], 1, &mut scratch).is_none());
+        // RFC 9369 §5: sealed under context 1 (QUIC v1), it does not open under another
+        // (v2's version number), nor under none.
+        for other in [0x6b33_43cf, 0] {
+            assert!(open_ticket(&p, &keys, &t[..n], other, &mut scratch).is_none(), "{other:x}");
+        }
     }
 
     /// Review finding: the server opened tickets into plain stack arrays, so every
@@ -452,11 +476,11 @@ mod tests {
             alpn: b"h3",
         };
         let mut t = [0u8; MAX_TICKET_LEN];
-        let n = seal_ticket(&p, &keys[0], &[3; 12], &state, &mut t).unwrap();
+        let n = seal_ticket(&p, &keys[0], &[3; 12], &state, 0, &mut t).unwrap();
         assert!(!t[..n].windows(32).any(|w| w == [0x5a; 32]), "sealed ticket holds the PSK");
         let mut scratch = zeroize::Zeroizing::new([0u8; MAX_TICKET_LEN]);
         let range = scratch.as_ptr_range();
-        let o = open_ticket(&p, &keys, &t[..n], &mut scratch).unwrap();
+        let o = open_ticket(&p, &keys, &t[..n], 0, &mut scratch).unwrap();
         assert_eq!(o.psk, &[0x5a; 32]);
         assert!(range.contains(&o.psk.as_ptr()) && range.contains(&o.alpn.as_ptr()));
         // What dropping the buffer does.

@@ -88,6 +88,14 @@ where
     ) -> Result<&'s mut Self, ConnectError> {
         let conn =
             Self::init_client_fields(slot, config, provider, tls, storage, now, remote, rng)?;
+        // RFC 9369 §5: "Clients MUST NOT use a session ticket or token from a QUIC version 1
+        // connection to initiate a QUIC version 2 connection, and vice versa": a ticket of
+        // another version than the one we start in (or of none known) is not offered.
+        let version = conn.hs.version;
+        let ticket = conn.tls.resumption_params().map(crate::transport_params::ticket_version);
+        if ticket.is_some_and(|v| v != Some(version)) {
+            conn.tls.forget_resumption();
+        }
         // RFC 9000 §18.2: a client never sends stateless_reset_token; its handshake
         // connection ID has no token the server could use.
         match conn.tls.start(&mut conn.hs) {

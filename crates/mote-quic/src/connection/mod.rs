@@ -628,6 +628,11 @@ where
     /// Starts a client connection to `remote`: picks connection IDs, derives the Initial
     /// keys (RFC 9001 §5.2) and has `tls` write the ClientHello. The first
     /// [`Connection::poll_transmit`] sends it, padded to 1200 bytes.
+    ///
+    /// A session ticket in `tls` is used only in the version it was issued under (RFC 9369
+    /// §5): when that is `config.compatible_version`, the connection starts in it (listing
+    /// `config.version` as the compatible one); when it is neither version, the ticket is
+    /// not offered (a full handshake).
     pub fn client(
         config: &ConnectionConfig,
         provider: P,
@@ -637,9 +642,26 @@ where
         remote: SocketAddr,
         rng: &mut dyn CryptoRng,
     ) -> Result<Self, ConnectError> {
+        let config = &Self::config_for_ticket(config, &tls);
         Self::by_value(|slot| {
             Self::init_client(slot, config, provider, |s| s.write(tls), storage, now, remote, rng)
         })
+    }
+
+    /// RFC 9369 §5: `config`, starting in the version of `tls`'s session ticket when that is
+    /// the compatible version (both are the application's; the ticket is only good in its
+    /// own). A server that issued a v2 ticket "indicates an intent to maintain version 2
+    /// support while the ticket remains valid" (RFC 9369 §6).
+    fn config_for_ticket(config: &ConnectionConfig, tls: &T) -> ConnectionConfig {
+        let mut c = *config;
+        let ticket = tls.resumption_params().and_then(crate::transport_params::ticket_version);
+        if let (Some(v), Some(compatible)) = (ticket, c.compatible_version) {
+            if v == compatible && v != c.version && v.is_supported() {
+                c.compatible_version = Some(c.version);
+                c.version = v;
+            }
+        }
+        c
     }
 
     /// Accepts a server connection for a client Initial: `client_dcid` and `client_scid` are
@@ -969,12 +991,17 @@ where
 
     /// Client: sets the address-validation token (from a NEW_TOKEN frame of an earlier
     /// connection to this server, [`Connection::take_token`]) that our Initials carry (RFC
-    /// 9000 §8.1.3). Only before the first datagram leaves; false if too late, on a server
-    /// or for a token longer than [`TOKEN_MAX`].
-    pub fn set_token(&mut self, token: &[u8]) -> bool {
+    /// 9000 §8.1.3); `version` is the version of the connection that received it. Only
+    /// before the first datagram leaves; false if too late, on a server, for a token longer
+    /// than [`TOKEN_MAX`], or for a token of another version than the one this connection
+    /// starts in.
+    pub fn set_token(&mut self, token: &[u8], version: Version) -> bool {
+        // RFC 9369 §5: "Clients MUST NOT use a session ticket or token from a QUIC version
+        // 1 connection to initiate a QUIC version 2 connection, and vice versa."
         if self.side() != Side::Client
             || self.recovery.next_pn(PnSpace::Initial) > 0
             || token.is_empty()
+            || version != self.hs.original_version
         {
             return false;
         }
@@ -986,9 +1013,11 @@ where
     }
 
     /// Client: copies the token of the server's latest NEW_TOKEN frame into `out` and
-    /// forgets it; returns its length ([`Event::NewToken`]). Keep it with the session ticket
-    /// and give it to the next connection to this server ([`Connection::set_token`]).
-    pub fn take_token(&mut self, out: &mut [u8]) -> Option<usize> {
+    /// forgets it; returns its length and the version it belongs to ([`Event::NewToken`]).
+    /// Keep both with the session ticket and give them to the next connection to this
+    /// server ([`Connection::set_token`]), which uses the token only if it starts in that
+    /// version (RFC 9369 §5).
+    pub fn take_token(&mut self, out: &mut [u8]) -> Option<(usize, Version)> {
         if self.token_state != TokenState::Received {
             return None;
         }
@@ -996,7 +1025,10 @@ where
         out.get_mut(..n)?.copy_from_slice(self.token.get(..n)?);
         self.token_state = TokenState::None;
         self.token_len = 0;
-        Some(n)
+        // RFC 9369 §5: a token is specific to the version of the connection that provided
+        // it, after compatible version negotiation the negotiated one: NEW_TOKEN comes in
+        // 1-RTT packets, once the version is settled.
+        Some((n, self.hs.version))
     }
 
     /// Server: whether the connection would send a NEW_TOKEN frame (RFC 9000 §8.1.3) and

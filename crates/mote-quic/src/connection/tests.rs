@@ -403,14 +403,16 @@ fn handshake_completes() {
 
 /// RFC 9000 §8.1.3: a token goes into the client's Initials only if set before the first
 /// datagram leaves (a state check, not the `stats` counters, so every build refuses it).
+/// RFC 9369 §5: and only a token of the version the connection starts in.
 #[test]
 fn set_token_only_before_the_first_datagram() {
     let mut p = Pair::new(cfg(), server_cfg());
-    assert!(!p.client.set_token(&[]));
-    assert!(p.client.set_token(&[7; 16]));
+    assert!(!p.client.set_token(&[], Version::V1));
+    assert!(!p.client.set_token(&[7; 16], Version::V2), "a v2 connection's token in v1");
+    assert!(p.client.set_token(&[7; 16], Version::V1));
     let mut buf = vec![0u8; 2048];
     assert!(p.client.poll_transmit(p.now, &mut buf).is_some());
-    assert!(!p.client.set_token(&[7; 16]));
+    assert!(!p.client.set_token(&[7; 16], Version::V1));
 }
 
 /// Sends `data` from the client on a new bidirectional stream and returns what the server

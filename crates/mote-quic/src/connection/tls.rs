@@ -63,6 +63,16 @@ pub trait TlsSession {
 
     /// The caller's clock, for servers (ticket issue times and ages). Clients ignore it.
     fn set_time(&mut self, _now: Instant) {}
+
+    /// Client, before the ClientHello: the server's transport parameters remembered with
+    /// the session ticket it resumes with, which name the ticket's QUIC version
+    /// ([`crate::transport_params::ticket_version`]); `None` without a ticket.
+    fn resumption_params(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// Client, before the ClientHello: drops the session ticket (a full handshake).
+    fn forget_resumption(&mut self) {}
 }
 
 impl<P, const RX: usize> TlsSession for mote_tls::ClientSession<'_, P, RX>
@@ -101,6 +111,14 @@ where
 
     fn early_data_accepted(&self) -> Option<bool> {
         mote_tls::ClientSession::early_data_accepted(self)
+    }
+
+    fn resumption_params(&self) -> Option<&[u8]> {
+        self.resumption().map(|r| r.ticket.server_transport_parameters)
+    }
+
+    fn forget_resumption(&mut self) {
+        mote_tls::ClientSession::forget_resumption(self);
     }
 }
 
@@ -594,8 +612,18 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> Handshake<P, C> {
             // server sending long varints still fits REMEMBERED_TP_MAX, and a client-only
             // build needs no general encoder (issue 8). Decoded, the same parameters as
             // `encode_remembered_for_0rtt` writes.
-            self.remembered_tp_len =
-                crate::transport_params::remember_shortest(params, &mut self.remembered_tp);
+            let n = crate::transport_params::remember_shortest(params, &mut self.remembered_tp);
+            // RFC 9369 §5: the ticket is for the version in use, which the remembered
+            // parameters name: a server's Chosen Version is checked equal to it below; a
+            // server that sent none (RFC 9368 §8: a v1 server; a v2 one must send it, RFC
+            // 9369 §4) gets it written in when it is not v1.
+            let named = tp.version_information.is_some();
+            self.remembered_tp_len = crate::transport_params::remember::remember_version(
+                &mut self.remembered_tp,
+                n,
+                named,
+                self.version,
+            );
         }
         let vi = tp.version_information;
         self.negotiate_version_information(vi.as_ref())
@@ -735,6 +763,19 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Hand
 
     fn handshake_complete(&mut self) {
         self.signals.complete = true;
+    }
+
+    // RFC 9369 §5: a server binds its tickets to the QUIC version. Offered tickets must be
+    // of the version the client initiated the connection with (its first flight, where the
+    // ClientHello and any 0-RTT are: RFC 9369 §4.1); tickets issued are of the negotiated
+    // version ("After compatible version negotiation, any resulting session ticket maps to
+    // the negotiated version rather than the original one").
+    fn ticket_context(&self, issuing: bool) -> u32 {
+        if issuing {
+            self.version.0
+        } else {
+            self.original_version.0
+        }
     }
 
     fn new_ticket(&mut self, ticket: &mote_tls::Ticket<'_>) {

@@ -29,7 +29,10 @@
 //! (received ones are a PROTOCOL_VIOLATION, RFC 9221 §3); compatible version negotiation
 //! (a Version Negotiation packet ends the attempt); the event queue (the application polls
 //! [`DeviceConnection::ticket_ready`], [`DeviceConnection::poll_stopped`] and the state
-//! queries).
+//! queries); the QUIC-version binding of tickets and tokens (RFC 9369 §5), which a device
+//! speaking only v1 does not need: its tickets and tokens are all v1's, and a ticket or
+//! token of a v2 connection is the application's to keep away from it
+//! ([`crate::transport_params::ticket_version`] names a ticket's version).
 
 mod error;
 mod init;
@@ -309,7 +312,9 @@ where
     }
 
     /// Copies the server's latest NEW_TOKEN token (RFC 9000 §8.1.3) into `out` and forgets
-    /// it; returns its length. Give it to the next connection ([`Self::set_token`]).
+    /// it; returns its length. Give it to the next connection ([`Self::set_token`]). No
+    /// version with it, unlike the general connection's: a v1-only device's tokens are v1's
+    /// (RFC 9369 §5).
     pub fn take_token(&mut self, out: &mut [u8]) -> Option<usize> {
         if self.token_state != TokenState::Received {
             return None;

@@ -221,6 +221,9 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Devi
             *self.peer = None;
             return Err(TlsError::Transport(transport_error::TRANSPORT_PARAMETER_ERROR));
         };
+        // No `remember_version` (RFC 9369 §5) as the general connection has: a v1-only
+        // device's tickets are v1's, which remembered parameters without version_information
+        // stand for.
         #[cfg(feature = "resumption")]
         {
             self.hs.remembered_tp_len =

@@ -739,6 +739,18 @@ impl TransportParameters {
     }
 }
 
+/// RFC 9369 §5: the QUIC version a session ticket belongs to, read from the server's
+/// transport parameters remembered with it (`Ticket::server_transport_parameters`): their
+/// version_information's Chosen Version, which a client checked equal to the version in use
+/// (RFC 9368 §4) and a client that received no version_information writes in for a version
+/// other than 1 (`connection::tls`), or else version 1 (RFC 9368 §8: a server without
+/// version_information speaks version 1; RFC 9369 §4: one that supports version 2 sends
+/// it). `None` if they do not decode: such a ticket is of no known version.
+pub fn ticket_version(remembered: &[u8]) -> Option<Version> {
+    let tp = TransportParameters::decode(remembered, Side::Server).ok()?;
+    Some(tp.version_information.map_or(Version::V1, |vi| vi.chosen))
+}
+
 // RFC 9000 §7.3: a parameter must be present exactly when `expected` is, with that value.
 fn check_cid(
     got: &Option<ConnectionId>,

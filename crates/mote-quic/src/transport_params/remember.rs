@@ -61,6 +61,30 @@ pub fn remember_shortest(params: &[u8], out: &mut [u8]) -> usize {
     w.position()
 }
 
+/// RFC 9369 §5: makes the remembered parameters (`out[..len]`, from [`remember_shortest`])
+/// name `version` for [`super::ticket_version`] when the server sent no
+/// version_information (`server_named_one` false) and `version` is not 1, which a ticket
+/// without one stands for: a version_information with Chosen Version `version` is appended.
+/// If it does not fit, only it is kept (the ticket then allows 0-RTT with the default
+/// limits, i.e. none, but is never taken for a version-1 ticket). Returns the new length.
+pub(crate) fn remember_version(
+    out: &mut [u8],
+    len: usize,
+    server_named_one: bool,
+    version: crate::Version,
+) -> usize {
+    if server_named_one || version == crate::Version::V1 {
+        return len;
+    }
+    let value = version.0.to_be_bytes();
+    let append = |out: &mut [u8], at: usize| {
+        let mut w = Writer::new(out.get_mut(at..)?);
+        super::put_bytes_param(&mut w, id::VERSION_INFORMATION, &value).ok()?;
+        Some(at + w.position())
+    };
+    append(out, len).or_else(|| append(out, 0)).unwrap_or(0)
+}
+
 // RFC 9000 §18.2: an integer parameter (`value` is one varint), in its shortest form, unless
 // it is at its default. False if it does not parse or fit.
 fn put_int(w: &mut Writer, param: u64, value: &[u8]) -> bool {
@@ -253,6 +277,51 @@ pub(crate) mod tests {
 
     fn general_remembered_decoded(p: &TransportParameters) -> TransportParameters {
         decoded(&general_remembered(p))
+    }
+
+    /// RFC 9369 §5: the version a ticket's remembered parameters name: the server's Chosen
+    /// Version; without one, version 1 — unless the client wrote in another version it was
+    /// in; and none when they do not decode.
+    #[test]
+    fn remembered_parameters_name_the_tickets_version() {
+        use crate::transport_params::{ticket_version, VersionInformation};
+        use crate::Version;
+        let tp = TransportParameters {
+            initial_max_data: VarInt::from_u32(1 << 20),
+            ..TransportParameters::default()
+        };
+        let encoded = |tp: &TransportParameters| {
+            let mut buf = [0u8; 512];
+            let mut w = Writer::new(&mut buf);
+            tp.encode(&mut w).unwrap();
+            w.written().to_vec()
+        };
+        let plain = encoded(&tp);
+        let with_v2 = encoded(&TransportParameters {
+            version_information: Some(VersionInformation::new(Version::V2, &[Version::V2])),
+            ..tp.clone()
+        });
+        let mut out = [0u8; crate::connection::tls::REMEMBERED_TP_MAX];
+        // The server's Chosen Version is kept.
+        let n = remember_shortest(&with_v2, &mut out);
+        assert_eq!(remember_version(&mut out, n, true, Version::V2), n);
+        assert_eq!(ticket_version(&out[..n]), Some(Version::V2));
+        // None sent: version 1, as written.
+        let n = remember_shortest(&plain, &mut out);
+        assert_eq!(remember_version(&mut out, n, false, Version::V1), n);
+        assert_eq!(ticket_version(&out[..n]), Some(Version::V1));
+        // None sent in a v2 connection: the client writes v2 in; the rest is unchanged.
+        let m = remember_version(&mut out, n, false, Version::V2);
+        assert_eq!(m, n + 6);
+        assert_eq!(ticket_version(&out[..m]), Some(Version::V2));
+        assert_eq!(decoded(&out[..m]).initial_max_data, tp.initial_max_data);
+        // No room after the parameters: the version alone.
+        let mut small = [0u8; 8];
+        small[..6].copy_from_slice(&out[..6]);
+        let m = remember_version(&mut small, 6, false, Version::V2);
+        assert_eq!(ticket_version(&small[..m]), Some(Version::V2));
+        // Nothing that decodes: no version.
+        assert_eq!(ticket_version(&[0x04, 0x09, 0x01]), None);
     }
 
     #[test]

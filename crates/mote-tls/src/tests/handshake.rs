@@ -523,6 +523,52 @@ fn zero_rtt_rejected_for_stale_age_changed_context_or_full_register() {
     assert_eq!(r.cep.early, Some(false));
 }
 
+/// RFC 9369 §5: tickets are bound to the context the QUIC layer names (its version): the
+/// server seals each ticket under the context it issues in, and a ClientHello's ticket
+/// resumes only under the same context; under another it is ignored — a full handshake
+/// (certificate and all), early data rejected.
+#[test]
+fn tickets_resume_only_in_their_context() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let mut ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+    ccfg.early_data = true;
+    let register = Register::<4>::new();
+    let mut scfg = server_config(&[b"h3"], &keys.server_ed);
+    scfg.tickets = Some(TICKETS);
+    scfg.early_data = Some(EarlyDataConfig { anti_replay: &register, context: b"" });
+    // `offered`: the server's context for the ClientHello's tickets; `issued`: for the
+    // tickets it seals.
+    let handshake = |resumption: Option<Resumption<'_>>, offered: u32, issued: u32| {
+        let mut client = Client::new(RustCrypto, &ccfg, resumption);
+        let mut server = Server::new(RustCrypto, &scfg, NOW);
+        let mut cep = Endpoint::new(NOW ^ 1, CLIENT_TP);
+        let mut sep = Endpoint::new(NOW ^ 2, SERVER_TP);
+        sep.ticket_context = (offered, issued);
+        client.start(&mut cep).unwrap();
+        pump(&mut client, &mut cep, &mut server, &mut sep, 0, &mut |_, _, _| {}).unwrap();
+        assert!(client.is_handshake_complete() && server.is_handshake_complete());
+        (client.psk_accepted(), client.early_data_accepted(), sep.sent_types, cep.tickets)
+    };
+    // Issued under context 1 (a connection that started in v1 and was switched to v2
+    // reports 1 for offered tickets and 0x6b3343cf for the ones it issues).
+    let (_, _, _, tickets) = handshake(None, 0, 1);
+    assert_eq!(tickets.len(), 2);
+    let t0 = Ticket::decode(&tickets[0]).unwrap();
+    let t1 = Ticket::decode(&tickets[1]).unwrap();
+    // Offered under context 2: not opened, so a full handshake without 0-RTT.
+    let (psk, early, sent, _) = handshake(Some(Resumption { ticket: t0, age_ms: 0 }), 2, 2);
+    assert!(!psk);
+    assert_eq!(early, Some(false));
+    assert!(sent.contains(&(Level::Handshake, ht::CERTIFICATE)));
+    assert_eq!(register.len(), 0, "nothing of the ticket was used");
+    // Under its own context it resumes, with 0-RTT.
+    let (psk, early, sent, _) = handshake(Some(Resumption { ticket: t1, age_ms: 0 }), 1, 1);
+    assert!(psk);
+    assert_eq!(early, Some(true));
+    assert!(!sent.iter().any(|(_, t)| *t == ht::CERTIFICATE));
+}
+
 #[test]
 fn zero_rtt_rejected_by_hello_retry_request() {
     let keys = Keys::new();

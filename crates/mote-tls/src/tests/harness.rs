@@ -57,6 +57,8 @@ pub(crate) struct Endpoint {
     pub(crate) tickets: Vec<Vec<u8>>,
     /// Make `peer_transport_parameters` fail with this.
     pub(crate) reject_tp: Option<Error>,
+    /// What `ticket_context` answers: (for offered tickets, for issued ones).
+    pub(crate) ticket_context: (u32, u32),
 }
 
 impl Endpoint {
@@ -73,6 +75,7 @@ impl Endpoint {
             complete: false,
             tickets: Vec::new(),
             reject_tp: None,
+            ticket_context: (0, 0),
         }
     }
 
@@ -139,6 +142,14 @@ impl QuicHooks for Endpoint {
         let n = with_tp.encode(&mut buf).expect("ticket fits");
         buf.truncate(n);
         self.tickets.push(buf);
+    }
+
+    fn ticket_context(&self, issuing: bool) -> u32 {
+        if issuing {
+            self.ticket_context.1
+        } else {
+            self.ticket_context.0
+        }
     }
 }
 
