@@ -269,7 +269,8 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
             addr_of_mut!((*p).next_rx).write(KeySlot::empty());
             addr_of_mut!((*p).next_rx_ready).write(false);
             addr_of_mut!((*p).rx_phase_start_pn).write(0);
-            addr_of_mut!((*p).tx_phase_start_pn).write(None);
+            addr_of_mut!((*p).tx_phase_start_pn).write(super::tls::PN_NONE);
+            addr_of_mut!((*p).update_after).write(super::tls::UPDATE_NEVER);
             addr_of_mut!((*p).tx_packets).write(0);
         }
         self.live = true;
@@ -336,6 +337,7 @@ fn one_rtt_fields<P: CryptoProvider>(k: &OneRttKeys<P>) {
         next_rx_ready: _,
         rx_phase_start_pn: _,
         tx_phase_start_pn: _,
+        update_after: _,
         tx_packets: _,
     } = k;
 }
@@ -346,6 +348,7 @@ mod tests {
     use mote_crypto::HeaderProtectionKey as _;
 
     use super::*;
+    use crate::connection::tls::UPDATE_NEVER;
     use crate::error::WireError;
 
     /// RFC 9001 §A.1: the client's Initial secret for DCID 0x8394c8f03e515708.
@@ -503,6 +506,84 @@ mod tests {
         assert!(!k.rx_phase && !k.tx_phase && k.updates == 2 && k.rx_phase_start_pn == 30);
         let mut c = sealed(&rx1_key, 29, b"late");
         assert!(k.prev_rx.as_ref().unwrap().open_in_place(29, &mut c, 8).is_ok());
+    }
+
+    /// Loss recovery as the key-update timing sees it: (largest acknowledged, PTO).
+    impl crate::connection::tls::AckedState for (Option<u64>, crate::time::Duration) {
+        fn largest_acked_1rtt(&self) -> Option<u64> {
+            self.0
+        }
+        fn pto(&self) -> crate::time::Duration {
+            self.1
+        }
+    }
+
+    /// RFC 9001 §6.1, §6.5: a key update needs an acknowledged packet of the current send
+    /// phase; after an update (ours or the peer's), also three PTOs from the acknowledgment
+    /// that confirmed it. Later ACKs do not move the deadline.
+    #[test]
+    fn next_update_waits_three_ptos_after_the_confirming_ack() {
+        use crate::time::Duration;
+        let (p, v, alg) = (RustCrypto, Version::V1, AeadAlgorithm::Aes128Gcm);
+        let (tx, rx) = (Secret::new(&CLIENT_IN), Secret::new(&SERVER_IN));
+        let mut slot = KeySlot::<OneRttKeys<RustCrypto>>::empty();
+        slot.derive(&p, v, alg, &tx, &rx).unwrap();
+        let pto = Duration::from_millis(100);
+        let t = |ms: u64| Instant(ms * 1_000);
+        let sent = |slot: &mut KeySlot<OneRttKeys<RustCrypto>>, pn| {
+            slot.as_mut().unwrap().on_sent(pn);
+        };
+        // Phase 0: nothing sent and acknowledged yet (§6.1).
+        assert!(!slot.initiate(&p, v, t(1)));
+        sent(&mut slot, 3);
+        slot.on_ack(&(Some(2), pto), t(2));
+        assert!(!slot.initiate(&p, v, t(3)), "no packet of the phase acknowledged");
+        // The first update has no previous one to wait for: at once.
+        slot.on_ack(&(Some(3), pto), t(4));
+        assert!(slot.initiate(&p, v, t(4)));
+        assert!(!slot.initiate(&p, v, t(5_000)), "unanswered");
+        // The peer acknowledges our first phase-1 packet (it has the new keys) ...
+        sent(&mut slot, 10);
+        slot.on_ack(&(Some(10), pto), t(100));
+        // ... and answers (RFC 9001 §6.2): its packet of the new phase opens.
+        let rx1 = crate::packet::next_secret(&p, v, alg.hash(), &SERVER_IN).unwrap();
+        let rx0_key = PacketKey::from_secret(&p, v, alg, &SERVER_IN).unwrap();
+        let rx1_key = PacketKey::from_secret(&p, v, alg, rx1.as_ref()).unwrap();
+        let mut first = sealed(&rx0_key, 1, b"phase 0");
+        assert!(slot.open_one_rtt(&p, v, 1, false, &mut first, 8, t(50), t(350)).is_ok());
+        let mut pkt = sealed(&rx1_key, 20, b"phase 1");
+        assert!(slot.open_one_rtt(&p, v, 20, true, &mut pkt, 8, t(110), t(410)).is_ok());
+        assert_eq!(slot.as_ref().unwrap().updates, 1);
+        // §6.5: three PTOs from the confirming ACK (t = 100 ms); a later ACK changes
+        // nothing.
+        slot.on_ack(&(Some(12), pto), t(200));
+        assert!(!slot.initiate(&p, v, t(110)));
+        assert!(!slot.initiate(&p, v, t(399)), "before three PTOs");
+        assert_eq!(slot.as_ref().unwrap().update_after, t(400));
+        assert!(slot.initiate(&p, v, t(400)), "three PTOs after the confirming ACK");
+        let k = slot.as_ref().unwrap();
+        assert!(k.tx_ahead && !k.tx_phase && k.update_after == UPDATE_NEVER);
+        // The peer answers phase 2; then it starts phase 3 itself, which we follow.
+        let rx2 = crate::packet::next_secret(&p, v, alg.hash(), rx1.as_ref()).unwrap();
+        let rx3 = crate::packet::next_secret(&p, v, alg.hash(), rx2.as_ref()).unwrap();
+        let rx2_key = PacketKey::from_secret(&p, v, alg, rx2.as_ref()).unwrap();
+        let rx3_key = PacketKey::from_secret(&p, v, alg, rx3.as_ref()).unwrap();
+        sent(&mut slot, 30);
+        let mut pkt = sealed(&rx2_key, 40, b"phase 2");
+        assert!(slot.open_one_rtt(&p, v, 40, false, &mut pkt, 8, t(450), t(750)).is_ok());
+        slot.on_ack(&(Some(30), pto), t(460));
+        assert_eq!(slot.as_ref().unwrap().update_after, t(760));
+        let mut pkt = sealed(&rx3_key, 50, b"phase 3");
+        assert!(slot.open_one_rtt(&p, v, 50, true, &mut pkt, 8, t(470), t(770)).is_ok());
+        let k = slot.as_ref().unwrap();
+        assert!(k.updates == 3 && k.tx_phase && !k.tx_ahead);
+        // The peer's update: §6.1 (an acknowledged packet of phase 3), then §6.5 (three
+        // PTOs after that acknowledgment).
+        assert!(!slot.initiate(&p, v, t(5_000)));
+        sent(&mut slot, 60);
+        slot.on_ack(&(Some(60), pto), t(500));
+        assert!(!slot.initiate(&p, v, t(799)), "before three PTOs");
+        assert!(slot.initiate(&p, v, t(800)));
     }
 
     /// RFC 9001 §6.4, §6.5: a packet of the current phase reordered below the one that

@@ -558,7 +558,8 @@ pub struct Connection<
     stats: counters::Counters,
     /// Any packet from the peer was processed (a client then ignores Version Negotiation).
     any_packet: bool,
-    /// The latest time the caller passed in (for deadlines set by `close`).
+    /// The latest time the caller passed in (for deadlines set by `close`, and the key
+    /// update wait of `initiate_key_update`).
     last_now: Instant,
     /// Client: the server's remembered transport parameters were applied, so 0-RTT data may
     /// be sent (RFC 9000 §7.4.1).
@@ -1129,6 +1130,7 @@ where
     /// detection and PTO (RFC 9002 §6.2). ACK deadlines and pacing are handled by the next
     /// [`Connection::poll_transmit`].
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.last_now = now;
         match self.state {
             State::Drained => return,
             State::Closing { deadline: d } | State::Draining { deadline: d } => {
@@ -1232,14 +1234,15 @@ where
     }
 
     /// Starts a 1-RTT key update (RFC 9001 §6). Allowed once the handshake is confirmed
-    /// (§6.1) and the previous update was answered; returns whether it started.
+    /// (§6.1), the previous update was answered and a packet of the current phase
+    /// acknowledged (§6.1), and after an update three PTOs past that acknowledgment (§6.5),
+    /// as of the latest time passed to the connection; returns whether it started.
     pub fn initiate_key_update(&mut self) -> bool {
         if !self.handshake_confirmed || self.is_closed() {
             return false;
         }
         let (provider, version) = (&self.hs.provider, self.hs.version);
-        let largest_acked = self.recovery.largest_acked(PnSpace::ApplicationData);
-        self.hs.keys.one_rtt.initiate(provider, version, largest_acked)
+        self.hs.keys.one_rtt.initiate(provider, version, self.last_now)
     }
 
     /// RFC 9001 §6.6: the integrity limit of the negotiated suite (or the configured one).

@@ -1021,6 +1021,8 @@ where
             let next = self.recovery.next_pn(space);
             let raised = self.recovery.largest_acked(space) > largest_before;
             self.ecn.on_ack(ack.ecn(), next, raised);
+            // RFC 9001 §6.1, §6.5: when the next key update may start.
+            self.hs.keys.one_rtt.on_ack(&self.recovery, now);
             #[cfg(feature = "pmtud")]
             self.on_ack_for_probe(now, ack);
         }

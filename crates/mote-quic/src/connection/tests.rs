@@ -343,6 +343,41 @@ impl Pair {
         done(self)
     }
 
+    /// Runs the pair for `d` of virtual time without jumping past it (to an idle timeout),
+    /// then tells both connections the time, as an application's event loop does.
+    pub(crate) fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        self.flush();
+        while self.next_time().is_some_and(|t| t <= end) {
+            self.step();
+        }
+        self.now = self.now.max(end);
+        let now = self.now;
+        self.client.handle_timeout(now);
+        if let Some(s) = self.server.as_mut() {
+            s.handle_timeout(now);
+        }
+    }
+
+    /// Steps until `done` holds or `limit` of virtual time passes, like `run_until`, but
+    /// in ticks of at most 1 ms that never jump past what is due (an idle timeout), each
+    /// told to both connections: for conditions that wait on time alone (RFC 9001 §6.5's
+    /// key update wait). Returns whether `done` held.
+    pub(crate) fn run_ticks_until(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut(&mut Pair) -> bool,
+    ) -> bool {
+        let end = self.now + limit;
+        while self.now < end {
+            if done(self) {
+                return true;
+            }
+            self.run_for(Duration::from_millis(1));
+        }
+        done(self)
+    }
+
     pub(crate) fn handshake(&mut self) {
         let ok = self.run_until(Duration::from_secs(60), |p| {
             p.client.is_handshake_confirmed()
@@ -990,8 +1025,10 @@ fn key_update_initiated_by_server() {
     assert!(got == data);
     assert_eq!(p.client.stats().key_updates, 1);
     assert_eq!(p.server().stats().key_updates, 1);
-    // And again, from the client this time.
-    assert!(p.client.initiate_key_update());
+    // And again, from the client this time: three PTOs after the server's acknowledgment of
+    // its first packet of the new phase (RFC 9001 §6.5), which the download did not last.
+    assert!(!p.client.initiate_key_update(), "within three PTOs of the confirming ACK");
+    assert!(p.run_ticks_until(Duration::from_secs(1), |p| p.client.initiate_key_update()));
     let (got, _) = transfer(&mut p, &data, Duration::from_secs(20));
     assert!(got == data);
     assert_eq!(p.server().stats().key_updates, 2);
@@ -1566,6 +1603,45 @@ fn key_update_keeps_previous_read_key_for_three_ptos() {
     assert!(got == data);
 }
 
+/// RFC 9001 §6.5: "Endpoints SHOULD wait three times the PTO before initiating a key
+/// update after receiving an acknowledgment that confirms that the previous key update was
+/// received." §6.1's acknowledged packet of the current phase is not enough after an update.
+#[test]
+fn next_key_update_waits_three_ptos_after_the_confirming_ack() {
+    let mut p = Pair::new(cfg(), server_cfg());
+    p.handshake();
+    transfer(&mut p, b"warm up", Duration::from_secs(5));
+    let acked =
+        |p: &mut Pair| p.client.recovery().largest_acked(PnSpace::ApplicationData).is_some();
+    assert!(p.run_until(Duration::from_secs(1), acked));
+    // The first update has no previous one to wait for.
+    assert!(p.client.initiate_key_update());
+    p.client.ping();
+    // The server's ACK of a packet of the new phase reaches the client.
+    let confirmed = |p: &mut Pair| {
+        let k = p.client.hs.keys.one_rtt.as_ref().unwrap();
+        k.update_after != tls::UPDATE_NEVER
+    };
+    assert!(p.run_until(Duration::from_secs(1), confirmed));
+    let (acked_at, pto) = (p.now, p.client.recovery().pto_period());
+    let allowed_at = acked_at + pto.saturating_mul(3);
+    assert_eq!(p.client.hs.keys.one_rtt.as_ref().unwrap().update_after, allowed_at);
+    assert_eq!(p.server().stats().key_updates, 1);
+    // §6.1 holds (a packet of the current phase is acknowledged, the update answered), §6.5
+    // not yet: refused at once and up to the last microsecond before three PTOs.
+    assert!(!p.client.initiate_key_update());
+    p.run_for(allowed_at - p.now - Duration::from_micros(1));
+    assert!(!p.client.initiate_key_update());
+    p.run_for(Duration::from_micros(1));
+    assert!(p.client.initiate_key_update());
+    let data = pattern(5_000);
+    let (got, _) = transfer(&mut p, &data, Duration::from_secs(10));
+    assert!(got == data);
+    assert_eq!(p.server().stats().key_updates, 2);
+    // The client follows the server's answer.
+    assert!(p.run_until(Duration::from_secs(1), |p| p.client.stats().key_updates == 2));
+}
+
 /// RFC 9001 §6.3, §9.5: packets with the Key Phase bit flipped (a captured packet
 /// modified on the path) are dropped, leave the keys as they are, and a real key update
 /// afterwards is followed. (That they cost no key derivation is counted in
@@ -1597,20 +1673,60 @@ fn flipped_key_phase_changes_nothing() {
     assert_eq!(p.server().stats().key_updates, 1);
 }
 
+/// RFC 9001 §6.6: half the confidentiality limit starts a key update, again and again. The
+/// limit is 128 packets: after an update the next one waits three PTOs (§6.5, ~140 ms here,
+/// ~70 of the server's packets at this link's rate), which half of it outlasts (with 16 the
+/// limit is reached first: `confidentiality_limit_reached_in_the_update_wait_closes`).
 #[test]
 fn confidentiality_limit_triggers_key_updates() {
     let mut c = cfg();
-    c.aead_limits.confidentiality = 16;
+    c.aead_limits.confidentiality = 128;
     let mut s = server_cfg();
-    s.aead_limits.confidentiality = 16;
+    s.aead_limits.confidentiality = 128;
     let mut p = Pair::new(c, s);
     p.handshake();
-    let data = pattern(100_000);
+    let data = pattern(400_000);
     let got = download(&mut p, &data, Duration::from_secs(60));
     assert!(got == data, "transfer intact across updates");
     let (cu, su) = (p.client.stats().key_updates, p.server().stats().key_updates);
     assert!(cu >= 3 && su >= 3, "key updates: client {cu}, server {su}");
     assert!(!p.client.is_closed() && !p.server().is_closed());
+}
+
+/// RFC 9001 §6.6: the confidentiality limit reached while the next key update must still
+/// wait (§6.5) closes with AEAD_LIMIT_REACHED, at the limit itself: not at half of it, where
+/// the update is refused.
+#[test]
+fn confidentiality_limit_reached_in_the_update_wait_closes() {
+    let mut s = server_cfg();
+    s.aead_limits.confidentiality = 16;
+    let mut p = Pair::new(cfg(), s);
+    p.handshake();
+    let (_, id) = transfer(&mut p, b"GET", Duration::from_secs(30));
+    let data = pattern(100_000);
+    let (mut written, mut got) = (0, Vec::new());
+    // The most packets the server's phase-1 send key protected while the server was open.
+    let mut most_open = 0;
+    let closed = p.run_until(Duration::from_secs(10), |p| {
+        drain(&mut p.client, id, &mut got);
+        let s = p.server();
+        if s.is_closed() {
+            return true;
+        }
+        if let Some(k) = s.hs.keys.one_rtt.as_ref().filter(|k| k.tx_phase) {
+            most_open = most_open.max(k.tx_packets);
+        }
+        written += s.stream_send(id, &data[written..]).unwrap();
+        false
+    });
+    assert!(closed);
+    assert_eq!(local_close_code(p.server()), Some((0x0f, None)), "AEAD_LIMIT_REACHED");
+    // The first update (at 8 packets) did not wait; in phase 1 the server went on past 8
+    // packets, the update refused, and closed once its key had protected 16.
+    let k = p.server().hs.keys.one_rtt.as_ref().unwrap();
+    assert!(k.tx_phase && k.updates == 1);
+    assert!((8..16).contains(&most_open), "{most_open}");
+    assert!(k.tx_packets >= 16, "{}", k.tx_packets);
 }
 
 #[test]

@@ -14,8 +14,9 @@ use super::FAST_RESENDS;
 use crate::cid::ConnectionId;
 use crate::error::WireError;
 use crate::packet::{next_secret, PacketKey, PacketKeys};
+use crate::recovery::{CongestionController, PnSpace, Recovery};
 use crate::stream::CryptoSend;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::transport_params::{Side, TransportParameters};
 use crate::version::Version;
 
@@ -200,18 +201,47 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
     /// The smallest packet number opened with the current receive key: a packet of the
     /// other Key Phase below it belongs to the previous phase, above it to the next.
     pub(crate) rx_phase_start_pn: u64,
-    /// The first packet number sent with the current send key (`None` until one leaves).
-    pub(crate) tx_phase_start_pn: Option<u64>,
+    /// The first packet number sent with the current send key ([`PN_NONE`] until one
+    /// leaves: no acknowledgment covers it, packet numbers being below 2^62).
+    pub(crate) tx_phase_start_pn: u64,
+    /// RFC 9001 §6.1, §6.5: the earliest time we may initiate the next key update;
+    /// [`UPDATE_NEVER`] until an acknowledgment covers a packet of the current send phase
+    /// (set by `on_ack`).
+    pub(crate) update_after: Instant,
     /// Packets protected with the current send key (RFC 9001 §6.6 confidentiality limit).
     pub(crate) tx_packets: u32,
+}
+
+/// [`OneRttKeys::update_after`] while no packet of the current send phase is acknowledged.
+pub(crate) const UPDATE_NEVER: Instant = Instant(u64::MAX);
+
+/// [`OneRttKeys::tx_phase_start_pn`] until a packet of the phase leaves.
+pub(crate) const PN_NONE: u64 = u64::MAX;
+
+/// What the key-update timing reads from loss recovery (RFC 9001 §6.1, §6.5).
+pub(crate) trait AckedState {
+    /// The largest Application Data packet number acknowledged.
+    fn largest_acked_1rtt(&self) -> Option<u64>;
+    /// The probe timeout period.
+    fn pto(&self) -> Duration;
+}
+
+impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const NA: usize> AckedState
+    for Recovery<T, C, NI, NH, NA>
+{
+    fn largest_acked_1rtt(&self) -> Option<u64> {
+        self.largest_acked(PnSpace::ApplicationData)
+    }
+    fn pto(&self) -> Duration {
+        self.pto_period()
+    }
 }
 
 impl<P: CryptoProvider> OneRttKeys<P> {
     /// A packet `pn` was protected with the current send key.
     pub(crate) fn on_sent(&mut self, pn: u64) {
-        if self.tx_phase_start_pn.is_none() {
-            self.tx_phase_start_pn = Some(pn);
-        }
+        // Packet numbers only grow: the first one stays.
+        self.tx_phase_start_pn = self.tx_phase_start_pn.min(pn);
         self.tx_packets = self.tx_packets.saturating_add(1);
     }
 }
@@ -346,30 +376,48 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         let k = self.as_mut().ok_or(mote_crypto::Error::Unsupported)?;
         k.tx_secret = secret;
         k.tx_phase = !k.tx_phase;
-        k.tx_phase_start_pn = None;
+        k.tx_phase_start_pn = PN_NONE;
+        k.update_after = UPDATE_NEVER;
         k.tx_packets = 0;
         Ok(())
     }
 
-    /// RFC 9001 §6.1: starts a key update: the send key moves to the next generation and the
-    /// Key Phase bit flips; the receive key follows when the peer's packets do. Refused
-    /// while a previous update is unanswered, and (§6.1: "MUST NOT initiate a subsequent
-    /// key update unless it has received an acknowledgment for a packet that was sent
-    /// protected with keys from the current key phase") until `largest_acked` covers a
-    /// packet of the current phase.
+    /// RFC 9001 §6.1, §6.5: an ACK frame was processed at `now`. The first time the largest
+    /// Application Data packet number acknowledged (in `recovery`) covers a packet of the
+    /// current send phase, the next update is allowed: at once in the first phase (no
+    /// update yet, nothing to wait for), else three PTOs later (§6.5: "Endpoints SHOULD
+    /// wait three times the PTO before initiating a key update after receiving an
+    /// acknowledgment that confirms that the previous key update was received": the peer
+    /// may still hold its old read keys, and with them could not open our next phase),
+    /// whoever started the previous update. The acknowledgment is asked before the first
+    /// update too (§6.1 asks it before a subsequent one): the peer has then opened a
+    /// 1-RTT packet, after which a peer like us has its next read key.
     #[inline(never)]
-    pub(crate) fn initiate(
-        &mut self,
-        provider: &P,
-        version: Version,
-        largest_acked: Option<u64>,
-    ) -> bool {
+    pub(crate) fn on_ack(&mut self, recovery: &impl AckedState, now: Instant) {
+        let Some(k) = self.as_mut() else { return };
+        // Once per phase (the recovery state is read only then).
+        if k.update_after != UPDATE_NEVER {
+            return;
+        }
+        let first = k.tx_phase_start_pn;
+        if recovery.largest_acked_1rtt().is_none_or(|largest| largest < first) {
+            return;
+        }
+        // The send key's generation: updates answered or followed, and ours unanswered.
+        let first_phase = k.updates == 0 && !k.tx_ahead;
+        k.update_after = if first_phase { now } else { now + recovery.pto().saturating_mul(3) };
+    }
+
+    /// RFC 9001 §6.1: starts a key update at `now`: the send key moves to the next
+    /// generation and the Key Phase bit flips; the receive key follows when the peer's
+    /// packets do. Refused while a previous update is unanswered, and (§6.1: "MUST NOT
+    /// initiate a subsequent key update unless it has received an acknowledgment for a
+    /// packet that was sent protected with keys from the current key phase"; §6.5: three
+    /// PTOs after that acknowledgment) before `update_after` (see `on_ack`).
+    #[inline(never)]
+    pub(crate) fn initiate(&mut self, provider: &P, version: Version, now: Instant) -> bool {
         let Some(k) = self.as_ref() else { return false };
-        let acked_in_phase = match (k.tx_phase_start_pn, largest_acked) {
-            (Some(first), Some(largest)) => largest >= first,
-            _ => false,
-        };
-        if k.tx_ahead || !acked_in_phase || self.advance_tx(provider, version).is_err() {
+        if k.tx_ahead || now < k.update_after || self.advance_tx(provider, version).is_err() {
             return false;
         }
         match self.as_mut() {

@@ -549,14 +549,15 @@ where
     }
 
     /// Starts a 1-RTT key update (RFC 9001 §6). Allowed once the handshake is confirmed
-    /// (§6.1) and a packet of the current phase was acknowledged; returns whether it started.
+    /// (§6.1), the previous update was answered and a packet of the current phase
+    /// acknowledged (§6.1), and after an update three PTOs past that acknowledgment (§6.5),
+    /// as of the latest time passed to the connection; returns whether it started.
     pub fn initiate_key_update(&mut self) -> bool {
         if !self.handshake_confirmed || self.is_closed() {
             return false;
         }
         let (provider, version) = (&self.hs.provider, self.hs.version);
-        let largest_acked = self.recovery.largest_acked(PnSpace::ApplicationData);
-        self.hs.keys.one_rtt.initiate(provider, version, largest_acked)
+        self.hs.keys.one_rtt.initiate(provider, version, self.last_now)
     }
 
     /// RFC 9001 §6.6: the integrity limit of the negotiated suite.

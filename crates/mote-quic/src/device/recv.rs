@@ -848,6 +848,9 @@ where
         recovery
             .on_ack_frame(space, ack, exp, now, sink.events())
             .map_err(|e| Error::frame(e.code(), ty))?;
+        // RFC 9001 §6.1, §6.5: when the next key update may start (it reads Application
+        // Data packet numbers only, so any space's ACK may ask: no branch).
+        self.hs.keys.one_rtt.on_ack(&self.recovery, now);
         Ok(())
     }
 

@@ -313,6 +313,41 @@ impl DevPair {
         done(self)
     }
 
+    /// Runs the pair for `d` of virtual time without jumping past it (to an idle timeout),
+    /// then tells both connections the time, as an application's event loop does.
+    fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        self.flush();
+        while self.next_time().is_some_and(|t| t <= end) {
+            self.step();
+        }
+        self.now = self.now.max(end);
+        let now = self.now;
+        self.client.handle_timeout(now);
+        if let Some(s) = self.server.as_mut() {
+            s.handle_timeout(now);
+        }
+    }
+
+    /// Steps until `done` holds or `limit` of virtual time passes, like `run_until`, but
+    /// in ticks of at most 1 ms that never jump past what is due (an idle timeout), each
+    /// told to both connections: for conditions that wait on time alone (RFC 9001 §6.5's
+    /// key update wait). Returns whether `done` held.
+    fn run_ticks_until(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut(&mut DevPair) -> bool,
+    ) -> bool {
+        let end = self.now + limit;
+        while self.now < end {
+            if done(self) {
+                return true;
+            }
+            self.run_for(Duration::from_millis(1));
+        }
+        done(self)
+    }
+
     fn handshake(&mut self) {
         let ok = self.run_until(Duration::from_secs(60), |p| {
             p.client.is_handshake_confirmed()
@@ -753,16 +788,89 @@ fn key_updates_both_ways() {
     exchange(&mut p, b"GET", &pattern(2000));
     settle(&mut p);
     assert_eq!(p.client.stats().key_updates, 1);
-    let ok = p.run_until(Duration::from_secs(5), |p| p.server().initiate_key_update());
+    // The server followed the device's update; its own waits for an acknowledged packet of
+    // the new phase (§6.1), then three PTOs (§6.5).
+    assert!(!p.server().initiate_key_update());
+    let ok = p.run_ticks_until(Duration::from_secs(5), |p| p.server().initiate_key_update());
     assert!(ok);
     exchange(&mut p, b"GET", &pattern(2000));
     settle(&mut p);
     assert_eq!(p.client.stats().key_updates, 2);
-    // RFC 9001 §6.1: once a packet of the current phase is acknowledged.
-    let ok = p.run_until(Duration::from_secs(5), |p| p.client.initiate_key_update());
+    // RFC 9001 §6.1, §6.5: once a packet of the current phase is acknowledged, and three
+    // PTOs after that acknowledgment.
+    assert!(!p.client.initiate_key_update());
+    let ok = p.run_ticks_until(Duration::from_secs(5), |p| p.client.initiate_key_update());
     assert!(ok);
     exchange(&mut p, b"GET", &pattern(2000));
     assert_eq!(p.client.stats().key_updates, 3);
+}
+
+/// RFC 9001 §6.5 (the device's connection): after an update, the next one waits three PTOs
+/// from the acknowledgment that confirmed it, not only for §6.1's acknowledged packet.
+#[test]
+fn next_key_update_waits_three_ptos_after_the_confirming_ack() {
+    let mut p = DevPair::new();
+    p.handshake();
+    exchange(&mut p, b"GET", &pattern(1000));
+    settle(&mut p);
+    // The first update has no previous one to wait for.
+    assert!(p.client.initiate_key_update());
+    p.client.ping();
+    // The server's ACK of a packet of the new phase reaches the device.
+    let confirmed = |p: &mut DevPair| {
+        let k = p.client.hs.keys.one_rtt.as_ref().unwrap();
+        k.update_after != crate::connection::tls::UPDATE_NEVER
+    };
+    assert!(p.run_until(Duration::from_secs(1), confirmed));
+    let (acked_at, pto) = (p.now, p.client.recovery.pto_period());
+    let allowed_at = acked_at + pto.saturating_mul(3);
+    assert_eq!(p.client.hs.keys.one_rtt.as_ref().unwrap().update_after, allowed_at);
+    assert_eq!(p.server().stats().key_updates, 1);
+    assert!(!p.client.initiate_key_update());
+    p.run_for(allowed_at - p.now - Duration::from_micros(1));
+    assert!(!p.client.initiate_key_update(), "before three PTOs");
+    p.run_for(Duration::from_micros(1));
+    assert!(p.client.initiate_key_update(), "three PTOs after the confirming ACK");
+    exchange(&mut p, b"GET", &pattern(2000));
+    assert_eq!(p.client.stats().key_updates, 2);
+}
+
+/// RFC 9001 §6.6 (the device's connection): half the confidentiality limit starts a key
+/// update through the same gate as `initiate_key_update`: the first at once, the next only
+/// three PTOs after the acknowledgment that confirmed it (§6.5). A device sending faster
+/// reaches the limit in that wait and closes with AEAD_LIMIT_REACHED, at the limit itself.
+#[test]
+fn confidentiality_limit_reached_in_the_update_wait_closes() {
+    let mut p = DevPair::new();
+    p.client.settings.aead_limits.confidentiality = 16;
+    p.handshake();
+    let id = open_request(&mut p);
+    let body = pattern(100_000);
+    let (mut up, mut srv_got) = (0, Vec::new());
+    // The most packets the device's phase-1 send key protected while it was open.
+    let mut most_open = 0;
+    let closed = p.run_until(Duration::from_secs(10), |p| {
+        if p.client.is_closed() {
+            return true;
+        }
+        if let Some(k) = p.client.hs.keys.one_rtt.as_ref().filter(|k| k.tx_phase) {
+            most_open = most_open.max(k.tx_packets);
+        }
+        up += p.client.write(id, &body[up..]).unwrap_or(0);
+        if let Some(s) = p.server.as_mut() {
+            srv_drain(s, id, &mut srv_got);
+        }
+        false
+    });
+    assert!(closed);
+    match p.client.close_reason() {
+        Some(CloseReason::Local(c)) => assert_eq!(c.code, 0x0f, "AEAD_LIMIT_REACHED"),
+        r => panic!("{r:?}"),
+    }
+    let k = p.client.hs.keys.one_rtt.as_ref().unwrap();
+    assert!(k.tx_phase && k.updates == 1);
+    assert!((8..16).contains(&most_open), "{most_open}");
+    assert!(k.tx_packets >= 16, "{}", k.tx_packets);
 }
 
 /// RFC 9001 §6.3, §9.5 (the shared `unprotect`): server packets with the protected Key Phase
