@@ -782,9 +782,11 @@ fn event_loop<B: Board>(
 ) -> Option<(usize, u64)> {
     let req = &mut out.req;
     let mut ticket: Option<(usize, u64)> = None;
-    // Both responses are complete (the ticket wait has begun).
+    // Both responses are complete and the key update answered (the ticket wait has begun).
     let mut responded = false;
-    let mut updated = false;
+    // The count of key updates the connection has completed once the device's own is
+    // answered; `u32::MAX` until it starts.
+    let mut answered_at = u32::MAX;
     // The transaction ends by this time: its limit, and once both responses are complete
     // at the latest the end of the ticket wait.
     let mut deadline = board.now_us() + TRANSACTION_LIMIT_US;
@@ -826,12 +828,15 @@ fn event_loop<B: Board>(
         // handshake, or at once in 0-RTT.
         if conn.is_handshake_complete() || conn.can_send_early_data() {
             drive_requests(conn, h3, req, tx, scratch);
-            // RFC 9001 §6.1, §6.6: the device's own key update (as when half its AEAD
+            // RFC 9001 §6.1, §6.5, §6.6: the device's own key update (as when half its AEAD
             // confidentiality limit is used), once per transaction after the GET: the
             // connection starts it once the handshake is confirmed and a packet of the
-            // current phase acknowledged, so it is tried until it starts.
-            if req.done[GET] && !updated {
-                updated = conn.initiate_key_update();
+            // current phase acknowledged, and after the server's update only three PTOs
+            // past the acknowledgment that confirmed it; so it is tried until it starts
+            // (the loop wakes for it, below), with a PING for the server to answer.
+            if req.done[GET] && answered_at == u32::MAX && conn.initiate_key_update() {
+                answered_at = conn.stats().key_updates.wrapping_add(1);
+                conn.ping();
             }
             #[cfg(feature = "selfmeasure")]
             if req.sent[GET] && out.record.phases.current() == Some(Phase::Open) {
@@ -839,7 +844,8 @@ fn event_loop<B: Board>(
             }
             step(steps, 2, || poll_h3(conn, h3, req));
         }
-        if req.done == [true; 2] && !responded {
+        // The responses are in and the key update answered (the ticket wait begins).
+        if req.done == [true; 2] && conn.stats().key_updates >= answered_at && !responded {
             responded = true;
             deadline = deadline.min(now_us + TICKET_WAIT_US);
         }
@@ -858,7 +864,14 @@ fn event_loop<B: Board>(
             // (RFC 9000 §10.2: it may discard state and answer nothing).
             break;
         }
-        board.sleep_until(conn.poll_timeout().map(|t| t.0));
+        // Until the connection's next timer, or until its key update may start.
+        let mut wake = conn.poll_timeout();
+        if req.done[GET] && answered_at == u32::MAX {
+            if let Some(u) = conn.key_update_at() {
+                wake = Some(wake.map_or(u, |t| t.min(u)));
+            }
+        }
+        board.sleep_until(wake.map(|t| t.0));
     }
     #[cfg(feature = "selfmeasure")]
     {

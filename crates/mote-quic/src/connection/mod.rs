@@ -1245,6 +1245,16 @@ where
         self.hs.keys.one_rtt.initiate(provider, version, self.last_now)
     }
 
+    /// When [`Self::initiate_key_update`] may start the next key update (RFC 9001 §6.1,
+    /// §6.5): `None` before the handshake is confirmed, until a packet of the current key
+    /// phase is acknowledged, and while our update is unanswered. Not a timer of the
+    /// connection (`poll_timeout` leaves it out): an application waiting to update sleeps
+    /// until it.
+    pub fn key_update_at(&self) -> Option<Instant> {
+        let k = self.hs.keys.one_rtt.as_ref().filter(|_| self.handshake_confirmed)?;
+        k.update_at()
+    }
+
     /// RFC 9001 §6.6: the integrity limit of the negotiated suite (or the configured one).
     fn integrity_limit(&self) -> u64 {
         let suite = self.hs.keys.one_rtt.as_ref().map(|k| k.suite);

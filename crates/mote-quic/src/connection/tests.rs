@@ -1626,6 +1626,7 @@ fn next_key_update_waits_three_ptos_after_the_confirming_ack() {
     let (acked_at, pto) = (p.now, p.client.recovery().pto_period());
     let allowed_at = acked_at + pto.saturating_mul(3);
     assert_eq!(p.client.hs.keys.one_rtt.as_ref().unwrap().update_after, allowed_at);
+    assert_eq!(p.client.key_update_at(), Some(allowed_at));
     assert_eq!(p.server().stats().key_updates, 1);
     // §6.1 holds (a packet of the current phase is acknowledged, the update answered), §6.5
     // not yet: refused at once and up to the last microsecond before three PTOs.
@@ -1634,6 +1635,7 @@ fn next_key_update_waits_three_ptos_after_the_confirming_ack() {
     assert!(!p.client.initiate_key_update());
     p.run_for(Duration::from_micros(1));
     assert!(p.client.initiate_key_update());
+    assert_eq!(p.client.key_update_at(), None, "unanswered");
     let data = pattern(5_000);
     let (got, _) = transfer(&mut p, &data, Duration::from_secs(10));
     assert!(got == data);

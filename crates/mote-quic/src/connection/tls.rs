@@ -244,6 +244,12 @@ impl<P: CryptoProvider> OneRttKeys<P> {
         self.tx_phase_start_pn = self.tx_phase_start_pn.min(pn);
         self.tx_packets = self.tx_packets.saturating_add(1);
     }
+
+    /// RFC 9001 §6.1, §6.5: when the next key update may start; `None` until a packet of
+    /// the current send phase is acknowledged, and while our update is unanswered.
+    pub(crate) fn update_at(&self) -> Option<Instant> {
+        (!self.tx_ahead && self.update_after != UPDATE_NEVER).then_some(self.update_after)
+    }
 }
 
 // RFC 9001 §6: key updates. Every key of the next generation is built where it stays (a

@@ -825,12 +825,14 @@ fn next_key_update_waits_three_ptos_after_the_confirming_ack() {
     let (acked_at, pto) = (p.now, p.client.recovery.pto_period());
     let allowed_at = acked_at + pto.saturating_mul(3);
     assert_eq!(p.client.hs.keys.one_rtt.as_ref().unwrap().update_after, allowed_at);
+    assert_eq!(p.client.key_update_at(), Some(allowed_at));
     assert_eq!(p.server().stats().key_updates, 1);
     assert!(!p.client.initiate_key_update());
     p.run_for(allowed_at - p.now - Duration::from_micros(1));
     assert!(!p.client.initiate_key_update(), "before three PTOs");
     p.run_for(Duration::from_micros(1));
     assert!(p.client.initiate_key_update(), "three PTOs after the confirming ACK");
+    assert_eq!(p.client.key_update_at(), None, "unanswered");
     exchange(&mut p, b"GET", &pattern(2000));
     assert_eq!(p.client.stats().key_updates, 2);
 }
