@@ -782,11 +782,9 @@ fn event_loop<B: Board>(
 ) -> Option<(usize, u64)> {
     let req = &mut out.req;
     let mut ticket: Option<(usize, u64)> = None;
-    // Both responses are complete and the key update answered (the ticket wait has begun).
+    // Both responses are complete (the ticket wait has begun).
     let mut responded = false;
-    // The count of key updates the connection has completed once the device's own is
-    // answered; `u32::MAX` until it starts.
-    let mut answered_at = u32::MAX;
+    let mut updated = false;
     // The transaction ends by this time: its limit, and once both responses are complete
     // at the latest the end of the ticket wait.
     let mut deadline = board.now_us() + TRANSACTION_LIMIT_US;
@@ -831,12 +829,13 @@ fn event_loop<B: Board>(
             // RFC 9001 §6.1, §6.5, §6.6: the device's own key update (as when half its AEAD
             // confidentiality limit is used), once per transaction after the GET: the
             // connection starts it once the handshake is confirmed and a packet of the
-            // current phase acknowledged, and after the server's update only three PTOs
-            // past the acknowledgment that confirmed it; so it is tried until it starts
-            // (the loop wakes for it, below), with a PING for the server to answer.
-            if req.done[GET] && answered_at == u32::MAX && conn.initiate_key_update() {
-                answered_at = conn.stats().key_updates.wrapping_add(1);
-                conn.ping();
+            // current phase acknowledged, and after the server's update only three PTOs past
+            // the acknowledgment that confirmed it, so it is tried until it starts. The
+            // measured transactions end before that wait is over (the built-in server
+            // updates first), and are not held open for it: QEMU shows the server's update
+            // answered; the device's own is exercised by mote-quic's tests and interop.
+            if req.done[GET] && !updated {
+                updated = conn.initiate_key_update();
             }
             #[cfg(feature = "selfmeasure")]
             if req.sent[GET] && out.record.phases.current() == Some(Phase::Open) {
@@ -844,8 +843,7 @@ fn event_loop<B: Board>(
             }
             step(steps, 2, || poll_h3(conn, h3, req));
         }
-        // The responses are in and the key update answered (the ticket wait begins).
-        if req.done == [true; 2] && conn.stats().key_updates >= answered_at && !responded {
+        if req.done == [true; 2] && !responded {
             responded = true;
             deadline = deadline.min(now_us + TICKET_WAIT_US);
         }
@@ -864,14 +862,7 @@ fn event_loop<B: Board>(
             // (RFC 9000 §10.2: it may discard state and answer nothing).
             break;
         }
-        // Until the connection's next timer, or until its key update may start.
-        let mut wake = conn.poll_timeout();
-        if req.done[GET] && answered_at == u32::MAX {
-            if let Some(u) = conn.key_update_at() {
-                wake = Some(wake.map_or(u, |t| t.min(u)));
-            }
-        }
-        board.sleep_until(wake.map(|t| t.0));
+        board.sleep_until(conn.poll_timeout().map(|t| t.0));
     }
     #[cfg(feature = "selfmeasure")]
     {
