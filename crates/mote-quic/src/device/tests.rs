@@ -1786,3 +1786,40 @@ fn close_frame_types_and_codes_at_the_edges() {
     p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
     assert_eq!(local_close_sent(&mut p), (E::PROTOCOL_VIOLATION.0, None));
 }
+
+/// RFC 9000 §4.1, §4.6: the server's largest limits (initial_max_data, MAX_DATA and
+/// MAX_STREAM_DATA at the largest varint, MAX_STREAMS at 2^60) are kept clamped, to the
+/// books' `Offset` (4 GiB without `std`) and stream counts to 32 bits, and the device goes
+/// on sending and opening requests under them.
+#[test]
+fn the_servers_largest_limits_are_clamped_and_used() {
+    use crate::coding::VarInt;
+    let mut p = DevPair::new();
+    p.server_cfg.streams.max_data = VarInt::MAX.into_inner();
+    p.handshake();
+    let top = VarInt::MAX.into_inner();
+    let cap = top.min(crate::stream::wide(crate::stream::Offset::MAX));
+    assert_eq!(p.client.streams.conn_send.max(), cap);
+    let id = exchange(&mut p, b"GET", b"ok");
+    settle(&mut p);
+    let v = |x: u64| VarInt::new(x).unwrap();
+    deliver(
+        &mut p,
+        &frames(&[
+            Frame::MaxData { max: VarInt::MAX },
+            Frame::MaxStreamData { stream_id: v(CONTROL_ID), max: VarInt::MAX },
+            // Unidirectional: the device opens its one control stream only, so a forged
+            // count cannot make it overrun the server's real bidirectional limit.
+            Frame::MaxStreams { dir: crate::frame::StreamDir::Uni, max: v(1 << 60) },
+        ]),
+    );
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(p.client.streams.conn_send.max(), cap);
+    assert_eq!(p.client.streams.control.credit().max(), cap);
+    assert_eq!(p.client.streams.peer_max_streams[1], u32::MAX);
+    assert_eq!(p.client.capacity(CONTROL_ID), 8192);
+    // The next request opens (the server's own MAX_STREAMS lets it) and completes; the
+    // control stream still writes.
+    assert_eq!(p.client.write(CONTROL_ID, b"\x07\x01\x00"), Ok(3));
+    assert_eq!(exchange(&mut p, b"GET", b"ok"), id + 4);
+}

@@ -60,7 +60,8 @@ pub use cc::{initial_window, minimum_window, CongestionController, NewReno};
 pub use loss::{AckOutcome, PacketEvent, Recovery, RecoveryConfig, TimeoutAction};
 pub use pacer::{Pacer, PacerConfig};
 // For the connection's attack tests, which need a server.
-#[cfg(all(test, feature = "server"))]
+// And for the device connection's ACK-of-ACK records.
+#[cfg(any(feature = "device", all(test, feature = "server")))]
 pub(crate) use received::widen;
 pub use received::{
     Ecn, ReceivedPackets, ReceivedPacketsOf, ReceivedRangeList, ReceivedRanges, ReceivedRangesOf,
