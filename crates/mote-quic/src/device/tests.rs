@@ -1823,3 +1823,34 @@ fn the_servers_largest_limits_are_clamped_and_used() {
     assert_eq!(p.client.write(CONTROL_ID, b"\x07\x01\x00"), Ok(3));
     assert_eq!(exchange(&mut p, b"GET", b"ok"), id + 4);
 }
+
+/// RFC 9000 §12.3: the device's packet numbers end at `PN_LIMIT` (2^32 - 2 without `std`,
+/// where the sent records keep 32 bits; 2^62 - 1 on a host). The last one may still go
+/// out; then the connection closes with INTERNAL_ERROR, without a CONNECTION_CLOSE (as
+/// §12.3 has it at 2^62 - 1: it would need a packet number), and sends nothing more, so
+/// no number is ever used twice.
+#[test]
+fn packet_numbers_end_at_the_limit() {
+    use crate::recovery::PN_LIMIT;
+    let mut p = established();
+    p.client.recovery.jump_to(PnSpace::ApplicationData, PN_LIMIT - 1);
+    let (now, mut buf) = (p.now, [0u8; 1500]);
+    let mut sent = 0;
+    for _ in 0..4 {
+        p.client.ping();
+        sent += usize::from(p.client.poll_transmit(now, &mut buf).is_some());
+    }
+    assert!(sent <= 1, "{sent} datagrams");
+    assert!(p.client.is_closed());
+    match p.client.close_reason() {
+        Some(CloseReason::Local(c)) => {
+            assert_eq!(c.code, crate::TransportErrorCode::INTERNAL_ERROR.0);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(p.client.recovery.next_pn(PnSpace::ApplicationData), PN_LIMIT);
+    // The closing period ends; the connection drains without another packet.
+    p.client.handle_timeout(now + Duration::from_secs(60));
+    assert!(p.client.is_drained());
+    assert!(p.client.poll_transmit(now + Duration::from_secs(60), &mut buf).is_none());
+}
