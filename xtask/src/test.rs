@@ -77,6 +77,14 @@ const DEVICE_TESTS: &[(&str, &str)] = &[
     ("mote-crypto", "rustcrypto,compact,fiat,ed25519"),
     ("mote-quic", ""),
     ("mote-quic", "device,resumption"),
+    // Every host feature but `std`: the connection and device-connection suites over the
+    // device's 32-bit books (stream offsets, packet numbers; ARCHITECTURE.md, session 10).
+    (
+        "mote-quic",
+        "device,resumption,server,v2,datagram,reorder,zero-rtt,migration,stateless-reset,pmtud,\
+         err-reasons,pacing,ecn,cid-rotation,stats,stream-packing,blocked-frames,\
+         max-streams-updates",
+    ),
     ("mote-tls", ""),
     ("mote-h3", "device"),
 ];

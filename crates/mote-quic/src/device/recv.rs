@@ -19,7 +19,9 @@ use crate::connection::{CloseReason, ConnectionClose};
 use crate::error::{TransportErrorCode, WireError};
 use crate::frame::{self, types, Ack};
 use crate::packet::{self, Header, PacketType, Unprotected, VersionNegotiation};
-use crate::recovery::{PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction};
+use crate::recovery::{
+    widen, PacketEvent, PnSpace, ReceivedRangeList, ReceivedSpace, TimeoutAction,
+};
 use crate::stream::{CryptoSend, Insert};
 use crate::time::{Duration, Instant};
 use crate::token::TOKEN_MAX;
@@ -92,7 +94,7 @@ where
         if f.has(flag::ACK) && acked {
             // RFC 9000 §13.2.4: the peer has our ACK; stop acknowledging up to its largest.
             if let Some(rx) = self.rx.get_mut(si(space)) {
-                rx.on_ack_acked(f.ack_largest);
+                rx.on_ack_acked(widen(f.ack_largest));
             }
         }
         if f.has(flag::CRYPTO) {
@@ -165,7 +167,7 @@ where
         let max = streams.conn_recv.max();
         streams.conn_recv.on_update_lost(max);
     }
-    let current = streams.request_id() == Some(f.request);
+    let current = streams.request == Some(f.request);
     for i in 0..RECVS {
         // The request's receiving half only while it is the request the record names.
         if i == 0 && !current {
@@ -826,7 +828,7 @@ where
             types::RESET_STREAM => s.on_reset(recv, b, c)?,
             types::STOP_SENDING => s.on_stop_sending(send, b),
             types::MAX_STREAM_DATA => {
-                if let Some(snd) = s.sender_of(send, a) {
+                if let Some((snd, _)) = s.sender(a) {
                     snd.on_max_stream_data(b);
                 }
             }

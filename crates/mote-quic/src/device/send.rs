@@ -13,7 +13,7 @@ use crate::connection::{CloseReason, Transmit, MIN_INITIAL_SIZE};
 use crate::error::TransportErrorCode;
 use crate::frame::{put_frame, put_stream, types};
 use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
-use crate::recovery::{Ecn, PnSpace, SentPacket};
+use crate::recovery::{Ecn, PnSpace, SentPacket, TrackedPn};
 use crate::stream::{crypto_frame_room, stream_frame_room, Chunk};
 use crate::time::Instant;
 
@@ -30,16 +30,17 @@ const STREAM_FRAME_MIN: usize = 8;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sent {
     pub(crate) flags: u32,
-    /// Largest Acknowledged of the ACK frame carried.
-    pub(crate) ack_largest: u64,
+    /// Largest Acknowledged of the ACK frame carried (a tracked packet number).
+    pub(crate) ack_largest: TrackedPn,
     /// 32-bit: a client's CRYPTO data is a few kilobytes.
     pub(crate) crypto_offset: u32,
     pub(crate) crypto_len: u16,
     /// 32-bit: a device stream ends below 4 GiB ([`super::streams::Streams::write`]).
     pub(crate) stream_offset: u32,
     pub(crate) stream_len: u16,
-    /// The request stream open when the packet left (its frames concern that one only).
-    pub(crate) request: u64,
+    /// The index of the request stream open when the packet left (its frames concern that
+    /// one only).
+    pub(crate) request: u32,
 }
 
 impl Sent {
@@ -340,7 +341,7 @@ where
             }
         };
         let payload_start = w.position();
-        let mut f = Sent { request: self.streams.request_id().unwrap_or(0), ..Sent::default() };
+        let mut f = Sent { request: self.streams.request.unwrap_or(0), ..Sent::default() };
         let mut eliciting = false;
         if closing {
             self.write_close(space, &mut w);
@@ -351,7 +352,8 @@ where
                 let max_ranges = usize::from(self.settings.max_ack_ranges);
                 if let Some(largest) = write_ack(self.rx(space), &mut w, now, max_ranges) {
                     f.flags |= flag::ACK;
-                    f.ack_largest = largest;
+                    // Only tracked packet numbers are acknowledged.
+                    f.ack_largest = largest as TrackedPn;
                     self.rx_mut(space).on_ack_sent();
                 }
             }
@@ -479,7 +481,7 @@ where
             let remaining = w.remaining();
             if let Some((which, id, first)) = self.streams.next_chunk(remaining) {
                 let room = stream_frame_room_for(id, first.offset, remaining);
-                let s = self.streams.sender_of(which, id);
+                let s = self.streams.sender(id).map(|(s, _)| s);
                 // The offset fits 32 bits: `Streams::write` stops a stream below 4 GiB.
                 if let Some((s, chunk, off)) = s.and_then(|s| {
                     let c = clip(first, room)?;

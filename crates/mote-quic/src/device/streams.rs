@@ -10,9 +10,21 @@
 use super::peer_params::PeerParams;
 use crate::frame::StreamDir;
 use crate::stream::{
-    Chunk, Insert, Read, RecvCredit, RecvStream, SendCredit, SendStream, StreamConfig, StreamError,
-    WriteError,
+    narrow, wide, Chunk, Insert, Offset, Read, RecvCredit, RecvStream, SendCredit, SendStream,
+    StreamConfig, StreamError, WriteError,
 };
+
+/// A stream count as the device keeps it. RFC 9000 §4.6 allows counts up to 2^60; a device
+/// opens one request at a time and never reaches 2^32 of them, so a larger limit is as good
+/// as `u32::MAX` (the next index then stays below it, so `index + 1` cannot wrap).
+#[allow(clippy::cast_possible_truncation)]
+const fn clamp32(n: u64) -> u32 {
+    if n > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        n as u32
+    }
+}
 
 /// Unidirectional streams the server may open (RFC 9114 §6.2: control, QPACK encoder and
 /// decoder).
@@ -52,26 +64,26 @@ pub(crate) struct Streams<S, const R: usize> {
     /// Receiving halves: the request's, then the peer's uni streams.
     pub(crate) recv: [RecvStream<S, R>; RECVS],
     /// The open request's index (its ID is `4 * index`), if any.
-    pub(crate) request: Option<u64>,
-    /// The next request's index.
-    pub(crate) next_request: u64,
+    pub(crate) request: Option<u32>,
+    /// The next request's index (32-bit: [`Streams::open_request`] stops below 2^32).
+    pub(crate) next_request: u32,
     /// RFC 9000 §4.1: what the peer lets us send, and what we let it send.
     pub(crate) conn_send: SendCredit,
     pub(crate) conn_recv: RecvCredit,
     /// The peer's initial_max_stream_data_bidi_remote (our requests) and _uni (our control
     /// stream).
-    peer_bidi: u64,
-    peer_uni: u64,
+    peer_bidi: Offset,
+    peer_uni: Offset,
     /// The peer's MAX_STREAMS (bidirectional, unidirectional): requests and control
-    /// streams we may open (RFC 9000 §4.6).
-    pub(crate) peer_max_streams: [u64; 2],
+    /// streams we may open (RFC 9000 §4.6), clamped to 32 bits (see [`clamp32`]).
+    pub(crate) peer_max_streams: [u32; 2],
     /// Our windows: the request stream's receive window and the peer uni streams'.
-    window_bidi: u64,
+    window_bidi: Offset,
     /// STOP_SENDING codes received for our control and request streams, until the
     /// application takes them ([`Streams::poll_stopped`]).
     stopped: [Option<u64>; 2],
     /// The peer's uni streams opened so far (RFC 9000 §3.2: the highest index seen + 1).
-    peer_uni_opened_count: u64,
+    peer_uni_opened_count: u32,
 }
 
 impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
@@ -104,7 +116,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
             addr_of_mut!((*dst).peer_bidi).write(0);
             addr_of_mut!((*dst).peer_uni).write(0);
             addr_of_mut!((*dst).peer_max_streams).write([0; 2]);
-            addr_of_mut!((*dst).window_bidi).write(cfg.max_stream_data_bidi_local);
+            addr_of_mut!((*dst).window_bidi).write(narrow(cfg.max_stream_data_bidi_local));
             addr_of_mut!((*dst).stopped).write([None; 2]);
             addr_of_mut!((*dst).peer_uni_opened_count).write(0);
         }
@@ -120,23 +132,23 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
     pub(crate) fn on_peer_params(&mut self, tp: &PeerParams) -> bool {
         use super::peer_params::{BIDI_REMOTE, MAX_DATA, STREAMS_BIDI, STREAMS_UNI, UNI};
         let mut fits = self.conn_send.replace_max(tp.get(MAX_DATA));
-        self.peer_bidi = tp.get(BIDI_REMOTE);
-        self.peer_uni = tp.get(UNI);
-        let (b, u) = (tp.get(STREAMS_BIDI), tp.get(STREAMS_UNI));
+        self.peer_bidi = narrow(tp.get(BIDI_REMOTE));
+        self.peer_uni = narrow(tp.get(UNI));
+        let (b, u) = (clamp32(tp.get(STREAMS_BIDI)), clamp32(tp.get(STREAMS_UNI)));
         self.peer_max_streams = [b, u];
         fits &= self.next_request <= b;
         if self.control_open {
-            fits &= u != 0 && self.control.replace_max_stream_data(self.peer_uni);
+            fits &= u != 0 && self.control.replace_max_stream_data(wide(self.peer_uni));
         }
         if self.request.is_some() {
-            fits &= self.req_send.replace_max_stream_data(self.peer_bidi);
+            fits &= self.req_send.replace_max_stream_data(wide(self.peer_bidi));
         }
         fits
     }
 
     /// The current request's stream ID.
     pub(crate) fn request_id(&self) -> Option<u64> {
-        self.request.map(|i| i << 2)
+        self.request.map(|i| u64::from(i) << 2)
     }
 
     /// Opens our control stream (once; RFC 9000 §4.6: within the peer's limit).
@@ -145,7 +157,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
             return None;
         }
         self.control_open = true;
-        self.control.reinit(self.peer_uni);
+        self.control.reinit(wide(self.peer_uni));
         Some(CONTROL_ID)
     }
 
@@ -164,12 +176,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         // A STOP_SENDING the application did not take belonged to the previous request; it
         // must not be reported against this one.
         self.stopped[1] = None;
-        self.req_send.reinit(self.peer_bidi);
-        let window = self.window_bidi;
+        self.req_send.reinit(wide(self.peer_bidi));
+        let window = wide(self.window_bidi);
         if let Some(r) = self.recv.first_mut() {
             r.reinit(window);
         }
-        Some(index << 2)
+        Some(u64::from(index) << 2)
     }
 
     /// Whether the open request is over in both directions. Out of line: with the HTTP/3
@@ -191,12 +203,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         None
     }
 
-    /// The sending half recorded as `which` for stream `id` (a sent packet's record): `None`
-    /// once that request stream has been replaced.
-    pub(crate) fn sender_of(&mut self, which: Sender, id: u64) -> Option<&mut SendStream<S, R>> {
+    /// The sending half recorded as `which` for request `index` (a sent packet's record):
+    /// `None` once that request stream has been replaced.
+    pub(crate) fn sender_of(&mut self, which: Sender, index: u32) -> Option<&mut SendStream<S, R>> {
         match which {
             Sender::Control => Some(&mut self.control),
-            Sender::Request if Some(id) == self.request_id() => Some(&mut self.req_send),
+            Sender::Request if Some(index) == self.request => Some(&mut self.req_send),
             Sender::Request => None,
         }
     }
@@ -235,7 +247,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         let conn = &mut self.conn_send;
         let s = if id == CONTROL_ID && self.control_open {
             &mut self.control
-        } else if Some(id) == self.request.map(|i| i << 2) {
+        } else if Some(id) == self.request.map(|i| u64::from(i) << 2) {
             &mut self.req_send
         } else {
             return Err(WriteError::UnknownStream);
@@ -280,7 +292,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
 
     /// The peer uni streams opened so far (RFC 9000 §3.2: the highest index seen + 1).
     pub(crate) fn peer_uni_opened(&self) -> u64 {
-        self.peer_uni_opened_count
+        u64::from(self.peer_uni_opened_count)
     }
 
     /// The live streams (ours and the peer's), for the HTTP/3 client's scan.
@@ -317,10 +329,11 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         match (id & 3, receiving) {
             // Our bidirectional streams.
             (0, _) => {
-                if index >= self.next_request {
+                if index >= u64::from(self.next_request) {
                     return Err(StreamError::StreamState);
                 }
-                Ok(if Some(index) == self.request { Place::Request } else { Place::Gone })
+                let current = self.request.is_some_and(|r| u64::from(r) == index);
+                Ok(if current { Place::Request } else { Place::Gone })
             }
             // The peer's bidirectional streams: we allow none.
             (1, _) => Err(StreamError::StreamLimit),
@@ -339,7 +352,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
                     return Err(StreamError::StreamLimit);
                 }
                 // RFC 9000 §3.2: a stream opens every lower-numbered one of its type.
-                self.peer_uni_opened_count = self.peer_uni_opened_count.max(index + 1);
+                // index < PEER_UNI: the casts keep it.
+                self.peer_uni_opened_count = self.peer_uni_opened_count.max(index as u32 + 1);
                 Ok(Place::PeerUni(index as usize))
             }
         }
@@ -466,7 +480,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
             StreamDir::Bidi => &mut self.peer_max_streams[0],
             StreamDir::Uni => &mut self.peer_max_streams[1],
         };
-        *m = (*m).max(max);
+        *m = (*m).max(clamp32(max));
     }
 }
 

@@ -1896,3 +1896,71 @@ fn close_frame_types_and_codes_at_the_edges() {
     p.client.handle_datagram(now, addr(SERVER_ADDR), &mut d);
     assert_eq!(local_close_sent(&mut p), (E::PROTOCOL_VIOLATION.0, None));
 }
+
+/// RFC 9000 §4.1, §4.6: the server's largest limits (initial_max_data, MAX_DATA and
+/// MAX_STREAM_DATA at the largest varint, MAX_STREAMS at 2^60) are kept clamped, to the
+/// books' `Offset` (4 GiB without `std`) and stream counts to 32 bits, and the device goes
+/// on sending and opening requests under them.
+#[test]
+fn the_servers_largest_limits_are_clamped_and_used() {
+    use crate::coding::VarInt;
+    let mut p = DevPair::new();
+    p.server_cfg.streams.max_data = VarInt::MAX.into_inner();
+    p.handshake();
+    let top = VarInt::MAX.into_inner();
+    let cap = top.min(crate::stream::wide(crate::stream::Offset::MAX));
+    assert_eq!(p.client.streams.conn_send.max(), cap);
+    let id = exchange(&mut p, b"GET", b"ok");
+    settle(&mut p);
+    let v = |x: u64| VarInt::new(x).unwrap();
+    deliver(
+        &mut p,
+        &frames(&[
+            Frame::MaxData { max: VarInt::MAX },
+            Frame::MaxStreamData { stream_id: v(CONTROL_ID), max: VarInt::MAX },
+            // Unidirectional: the device opens its one control stream only, so a forged
+            // count cannot make it overrun the server's real bidirectional limit.
+            Frame::MaxStreams { dir: crate::frame::StreamDir::Uni, max: v(1 << 60) },
+        ]),
+    );
+    assert!(!p.client.is_closed(), "{:?}", p.client.close_reason());
+    assert_eq!(p.client.streams.conn_send.max(), cap);
+    assert_eq!(p.client.streams.control.credit().max(), cap);
+    assert_eq!(p.client.streams.peer_max_streams[1], u32::MAX);
+    assert_eq!(p.client.capacity(CONTROL_ID), 8192);
+    // The next request opens (the server's own MAX_STREAMS lets it) and completes; the
+    // control stream still writes.
+    assert_eq!(p.client.write(CONTROL_ID, b"\x07\x01\x00"), Ok(3));
+    assert_eq!(exchange(&mut p, b"GET", b"ok"), id + 4);
+}
+
+/// RFC 9000 §12.3: the device's packet numbers end at `PN_LIMIT` (2^32 - 2 without `std`,
+/// where the sent records keep 32 bits; 2^62 - 1 on a host). The last one may still go
+/// out; then the connection closes with INTERNAL_ERROR, without a CONNECTION_CLOSE (as
+/// §12.3 has it at 2^62 - 1: it would need a packet number), and sends nothing more, so
+/// no number is ever used twice.
+#[test]
+fn packet_numbers_end_at_the_limit() {
+    use crate::recovery::PN_LIMIT;
+    let mut p = established();
+    p.client.recovery.jump_to(PnSpace::ApplicationData, PN_LIMIT - 1);
+    let (now, mut buf) = (p.now, [0u8; 1500]);
+    let mut sent = 0;
+    for _ in 0..4 {
+        p.client.ping();
+        sent += usize::from(p.client.poll_transmit(now, &mut buf).is_some());
+    }
+    assert!(sent <= 1, "{sent} datagrams");
+    assert!(p.client.is_closed());
+    match p.client.close_reason() {
+        Some(CloseReason::Local(c)) => {
+            assert_eq!(c.code, crate::TransportErrorCode::INTERNAL_ERROR.0);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(p.client.recovery.next_pn(PnSpace::ApplicationData), PN_LIMIT);
+    // The closing period ends; the connection drains without another packet.
+    p.client.handle_timeout(now + Duration::from_secs(60));
+    assert!(p.client.is_drained());
+    assert!(p.client.poll_transmit(now + Duration::from_secs(60), &mut buf).is_none());
+}

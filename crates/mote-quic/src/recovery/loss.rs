@@ -373,6 +373,12 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         with_space_ref!(self, space, |s| s.next_pn())
     }
 
+    /// Moves the next packet number of `space` to `pn`, for tests of the limit.
+    #[cfg(test)]
+    pub(crate) fn jump_to(&mut self, space: PnSpace, pn: u64) {
+        with_space!(self, space, |s| s.jump_to(pn));
+    }
+
     /// Whether `space` has no free record (send no ack-eliciting or in-flight packet).
     pub fn is_full(&self, space: PnSpace) -> bool {
         with_space_ref!(self, space, |s| s.is_full())

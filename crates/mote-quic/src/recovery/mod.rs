@@ -19,18 +19,18 @@
 //!
 //! | structure | host (64-bit) | thumbv7em |
 //! |---|---|---|
-//! | one sent-packet record (a [`SentPackets`] slot), payload `T` | 24 + `size_of::<T>()` rounded up to 8 (32 for `u32`) | same |
-//! | `SentPackets<T, N>` | N × record + 144 (136 without `ecn`) | N × record + 128 (120 without `ecn`) |
+//! | one sent-packet record (a [`SentPackets`] slot), payload `T` | 24 + `size_of::<T>()` rounded up to 8 (32 for `u32`) | 20 + `size_of::<T>()` rounded up to 8 (24 for `u32`: 32-bit packet numbers) |
+//! | `SentPackets<T, N>` | N × record + 144 (136 without `ecn`) | N × record + 96 (88 without `ecn`) |
 //! | `ReceivedRanges<N>` | 16 × N + 16 | 16 × N + 16 |
 //! | `ReceivedPackets<N>` | 16 × N + 120 | 16 × N + 120 |
 //! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] / `Cubic` | 48 / 48 / 80 / 120 | 32 (32-bit estimates without `std`) / 48 / 80 / 120 |
-//! | `Recovery<u32, NewReno, 8, 8, 32>` (device) | 2 224 | 2 184 |
+//! | `Recovery<u32, NewReno, 8, 8, 32>` (device) | 2 224 | 1 584 (without `ecn`) |
 //! | `Recovery<u32, NewReno, 64, 64, 1024>` (server) | 37 552 | — |
 //!
 //! A device profile — 8 + 8 + 32 sent records (Initial, Handshake, Application), a 4-byte
-//! payload and 8 received ranges per space — is about 2.9 KiB (`Recovery` 2.1 KiB plus
-//! three `ReceivedPackets<8>` of 248 bytes); 4 Initial/Handshake records and 4 ranges per
-//! space bring it to about 2.4 KiB. A server profile with 64 + 64 + 1024 records and 64
+//! payload and 8 received ranges per space — is about 2.1 KiB on a Cortex-M4 (`Recovery`
+//! 1.5 KiB plus three `ReceivedPackets<8>` of 184 bytes; 2.9 KiB on a host); 4
+//! Initial/Handshake records and 4 ranges per space bring it to about 1.8 KiB. A server profile with 64 + 64 + 1024 records and 64
 //! ranges is about 40 KiB per connection.
 //!
 //! # Arithmetic on the device
@@ -60,14 +60,15 @@ pub use cc::{initial_window, minimum_window, CongestionController, NewReno};
 pub use loss::{AckOutcome, PacketEvent, Recovery, RecoveryConfig, TimeoutAction};
 pub use pacer::{Pacer, PacerConfig};
 // For the connection's attack tests, which need a server.
-#[cfg(all(test, feature = "server"))]
+// And for the device connection's ACK-of-ACK records.
+#[cfg(any(feature = "device", all(test, feature = "server")))]
 pub(crate) use received::widen;
 pub use received::{
     Ecn, ReceivedPackets, ReceivedPacketsOf, ReceivedRangeList, ReceivedRanges, ReceivedRangesOf,
     ReceivedSpace, TrackedPn, MAX_TRACKED_PN,
 };
 pub use rtt::RttEstimator;
-pub use sent::{SentPacket, SentPackets, SentRecords, SentSpace, SKIPPED_MEMORY};
+pub use sent::{SentPacket, SentPackets, SentRecords, SentSpace, PN_LIMIT, SKIPPED_MEMORY};
 
 use crate::error::TransportErrorCode;
 use crate::time::Duration;
@@ -132,8 +133,8 @@ pub enum RecoveryError {
     Full,
     /// The packet number is not the space's next one ([`SentPackets::next_pn`]).
     UnexpectedPacketNumber,
-    /// The packet number space is exhausted (RFC 9000 §12.3: 2^62 packets); the connection
-    /// must close.
+    /// The packet number space is exhausted (RFC 9000 §12.3: 2^62 packets; 2^32 - 2
+    /// without `std`, [`PN_LIMIT`]); the connection must close.
     PacketNumbersExhausted,
 }
 

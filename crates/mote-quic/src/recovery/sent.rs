@@ -24,6 +24,7 @@
 
 use super::RecoveryError;
 use crate::arith::Sat64 as _;
+#[cfg(feature = "std")]
 use crate::packet::number::MAX_PN;
 use crate::time::{Duration, Instant};
 
@@ -32,7 +33,52 @@ use crate::time::{Duration, Instant};
 /// keeps every skipped number in flight within this memory.
 pub const SKIPPED_MEMORY: usize = 4;
 
-const NO_PN: u64 = u64::MAX;
+/// A packet number of ours as the records keep it: `u64` on hosts, `u32` in builds without
+/// `std` (session 10: a device connection never sends 2^32 packets, and the 64-bit
+/// compares and carries of the record, ACK and loss bookkeeping were about 120 bytes of a
+/// Cortex-M4 client's flash; each record is 8 bytes smaller too).
+#[cfg(feature = "std")]
+pub(crate) type SentPn = u64;
+/// A packet number of ours as the records keep it (see the `std` build's documentation).
+#[cfg(not(feature = "std"))]
+pub(crate) type SentPn = u32;
+
+/// The first packet number a space cannot use: 2^62 - 1 on hosts (RFC 9000 §12.3: "A QUIC
+/// endpoint MUST NOT reuse a packet number within the same packet number space in one
+/// connection"; numbers run from 0 to 2^62 - 1), 2^32 - 2 without `std`, so `next_pn + 1`
+/// never wraps and [`NO_PN`] is never a packet number. A space at the limit refuses to send
+/// ([`RecoveryError::PacketNumbersExhausted`]) and the connection closes, as §12.3 has it at
+/// 2^62 - 1: without a CONNECTION_CLOSE (it would need a packet number).
+#[cfg(feature = "std")]
+pub const PN_LIMIT: u64 = MAX_PN;
+/// The first packet number a space cannot use (see the `std` build's documentation).
+#[cfg(not(feature = "std"))]
+pub const PN_LIMIT: u64 = u32::MAX as u64 - 1;
+
+/// `pn` as stored, if below [`PN_LIMIT`].
+#[allow(clippy::cast_possible_truncation, clippy::unnecessary_cast)]
+const fn narrow(pn: u64) -> Option<SentPn> {
+    if pn < PN_LIMIT {
+        Some(pn as SentPn)
+    } else {
+        None
+    }
+}
+
+/// A packet number of a validated ACK range: below `next_pn`, so it fits as it is.
+#[allow(clippy::cast_possible_truncation, clippy::unnecessary_cast)]
+const fn valid(pn: u64) -> SentPn {
+    pn as SentPn
+}
+
+/// A stored packet number as a packet number.
+#[allow(clippy::unnecessary_cast)]
+const fn widen(pn: SentPn) -> u64 {
+    pn as u64
+}
+
+/// The empty skipped-number slot: above [`PN_LIMIT`], never a packet number.
+const NO_PN: SentPn = SentPn::MAX;
 
 /// A sent packet as recorded and reported back on acknowledgement or loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +127,7 @@ enum State {
 /// One record slot (unnameable outside this module).
 #[derive(Clone, Copy, Debug)]
 pub struct Slot<T> {
-    pn: u64,
+    pn: SentPn,
     time_sent: Instant,
     size: u16,
     ack_eliciting: bool,
@@ -98,7 +144,7 @@ impl<T: Copy> Slot<T> {
     #[cfg_attr(not(feature = "std"), inline(never))]
     fn packet(&self) -> SentPacket<T> {
         SentPacket {
-            pn: self.pn,
+            pn: widen(self.pn),
             time_sent: self.time_sent,
             size: self.size,
             ack_eliciting: self.ack_eliciting,
@@ -114,7 +160,7 @@ pub(crate) struct AckMark {
     /// Packets newly acknowledged.
     pub newly_acked: usize,
     /// The largest newly acknowledged packet: number, send time, ack-eliciting.
-    pub largest: Option<(u64, Instant, bool)>,
+    pub largest: Option<(SentPn, Instant, bool)>,
     /// Whether any newly acknowledged packet was ack-eliciting.
     pub any_ack_eliciting: bool,
 }
@@ -167,9 +213,9 @@ pub struct SentSpace<T, S: ?Sized, const E: bool = EAGER> {
     span: usize,
     /// Live records.
     live: usize,
-    next_pn: u64,
-    largest_acked: Option<u64>,
-    skipped: [u64; SKIPPED_MEMORY],
+    next_pn: SentPn,
+    largest_acked: Option<SentPn>,
+    skipped: [SentPn; SKIPPED_MEMORY],
     skipped_next: u8,
     /// Acknowledged records were removed after the newest record: the next record sent
     /// starts with `acked_before` (keeps persistent congestion detection exact).
@@ -323,7 +369,13 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
 
     /// The packet number the next packet of this space must use.
     pub const fn next_pn(&self) -> u64 {
-        self.next_pn
+        widen(self.next_pn)
+    }
+
+    /// Moves the next packet number to `pn` (below [`PN_LIMIT`]), for tests of the limit.
+    #[cfg(test)]
+    pub(crate) fn jump_to(&mut self, pn: u64) {
+        self.next_pn = narrow(pn).unwrap_or(self.next_pn);
     }
 
     /// Skips the next packet number (RFC 9000 §21.4) and returns it: it is never sent, so an
@@ -332,7 +384,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     /// acknowledge the next packet immediately (RFC 9002 §6.2.4), which a PTO probe can use.
     pub fn skip_pn(&mut self) -> Result<u64, RecoveryError> {
         let pn = self.next_pn;
-        if pn >= MAX_PN {
+        if widen(pn) >= PN_LIMIT {
             return Err(RecoveryError::PacketNumbersExhausted);
         }
         if let Some(s) = self.skipped.get_mut(usize::from(self.skipped_next)) {
@@ -340,12 +392,12 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
         }
         self.skipped_next = (self.skipped_next + 1) % SKIPPED_MEMORY as u8;
         self.next_pn = pn + 1;
-        Ok(pn)
+        Ok(widen(pn))
     }
 
     /// Whether `pn` is one of the remembered skipped packet numbers.
     pub fn is_skipped(&self, pn: u64) -> bool {
-        pn != NO_PN && self.skipped.contains(&pn)
+        narrow(pn).is_some_and(|pn| self.skipped.contains(&pn))
     }
 
     /// True when no record is free: the connection must not send ack-eliciting or in-flight
@@ -367,12 +419,15 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
 
     /// The largest packet number the peer acknowledged in this space.
     pub const fn largest_acked(&self) -> Option<u64> {
-        self.largest_acked
+        match self.largest_acked {
+            Some(l) => Some(widen(l)),
+            None => None,
+        }
     }
 
     /// The largest packet number used (sent or skipped).
     pub const fn largest_sent(&self) -> Option<u64> {
-        self.next_pn.checked_sub(1)
+        widen(self.next_pn).checked_sub(1)
     }
 
     /// Bytes of this space's packets in flight.
@@ -398,10 +453,10 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     /// Records a sent packet. `packet.pn` must be [`SentPackets::next_pn`]. Packets that are
     /// neither ack-eliciting nor in flight only advance the packet number.
     pub fn on_packet_sent(&mut self, packet: SentPacket<T>) -> Result<(), RecoveryError> {
-        if packet.pn != self.next_pn {
+        if packet.pn != widen(self.next_pn) {
             return Err(RecoveryError::UnexpectedPacketNumber);
         }
-        if packet.pn >= MAX_PN {
+        if packet.pn >= PN_LIMIT {
             return Err(RecoveryError::PacketNumbersExhausted);
         }
         let in_flight = packet.in_flight || packet.ack_eliciting;
@@ -421,7 +476,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
             return Err(RecoveryError::Full);
         };
         *slot = Some(Slot {
-            pn: packet.pn,
+            pn: self.next_pn,
             time_sent: packet.time_sent,
             size: packet.size,
             ack_eliciting: packet.ack_eliciting,
@@ -459,6 +514,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
 
     /// The record of `pn` if it awaits acknowledgement or loss.
     pub fn get(&self, pn: u64) -> Option<SentPacket<T>> {
+        let pn = narrow(pn)?;
         let i = self.lower_bound(pn);
         self.slot(i).filter(|s| s.pn == pn && s.state == State::Live).map(|s| s.packet())
     }
@@ -498,7 +554,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     }
 
     /// The first logical position whose packet number is at least `pn` (`span` if none).
-    fn lower_bound(&self, pn: u64) -> usize {
+    fn lower_bound(&self, pn: SentPn) -> usize {
         let (mut lo, mut hi) = (0, self.span);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -616,7 +672,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     /// must be non-empty, descending and disjoint; none may reach a packet number not yet
     /// used, nor cover a remembered skipped one. Returns the first range's largest (the
     /// ACK's Largest Acknowledged).
-    pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<u64, RecoveryError>
+    pub(crate) fn validate_ack<I>(&self, ranges: I, cap: usize) -> Result<SentPn, RecoveryError>
     where
         I: Iterator<Item = (u64, u64)>,
     {
@@ -625,14 +681,16 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
         let mut bound = self.next_pn;
         let mut largest = None;
         for (lo, hi) in ranges.take(cap) {
-            if lo > hi || hi >= bound {
+            if lo > hi || hi >= widen(bound) {
                 return Err(match largest {
                     // Only the first range can reach `next_pn`: the others are below it.
                     None if lo <= hi => RecoveryError::AckOfUnsentPacket,
                     _ => RecoveryError::InvalidAckRanges,
                 });
             }
-            // `hi < next_pn <= MAX_PN` here, so the empty marker (`NO_PN`) never matches.
+            // `hi < next_pn <= PN_LIMIT` here, so the empty marker (`NO_PN`) never matches,
+            // and both ends fit a `SentPn`.
+            let (lo, hi) = (valid(lo), valid(hi));
             if self.skipped.iter().any(|&s| lo <= s && s <= hi) {
                 return Err(RecoveryError::AckOfSkippedPacket);
             }
@@ -644,22 +702,23 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
 
     /// Marks the live records inside the first `cap` (validated) ranges as newly acked and
     /// takes them out of flight. `largest` is the ACK's Largest Acknowledged.
-    pub(crate) fn mark_acked<I>(&mut self, largest: u64, ranges: I, cap: usize) -> AckMark
+    pub(crate) fn mark_acked<I>(&mut self, largest: SentPn, ranges: I, cap: usize) -> AckMark
     where
         I: Iterator<Item = (u64, u64)>,
     {
         self.largest_acked = Some(self.largest_acked.map_or(largest, |l| l.max(largest)));
         let mut mark = AckMark::default();
+        let valid2 = |(lo, hi): (u64, u64)| (valid(lo), valid(hi));
         let mut ranges = ranges.take(cap);
         if E {
             // One walk down the ring against the (descending) ranges, no search: a record
             // below the current range moves on to the next range.
-            let mut range = ranges.next();
+            let mut range = ranges.next().map(valid2);
             let mut i = self.span;
             while let (Some((lo, hi)), Some(below)) = (range, i.checked_sub(1)) {
                 let Some(pn) = self.slot(below).map(|s| s.pn) else { break };
                 if pn < lo {
-                    range = ranges.next();
+                    range = ranges.next().map(valid2);
                     continue;
                 }
                 if pn <= hi {
@@ -670,6 +729,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
             return mark;
         }
         for (lo, hi) in ranges {
+            let (lo, hi) = valid2((lo, hi));
             let mut i = self.lower_bound(lo);
             while let Some(slot) = self.slot(i) {
                 if slot.pn > hi {
@@ -709,6 +769,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
             return;
         }
         for (lo, hi) in ranges.take(cap) {
+            let (lo, hi) = (valid(lo), valid(hi));
             let mut i = self.lower_bound(lo);
             while let Some(slot) = self.slot_mut(i) {
                 if slot.pn > hi {
@@ -769,7 +830,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
             // kPacketThreshold below the largest acknowledged (`pn <= largest_acked` here).
             let t = time_sent + loss_delay;
             let by_time = t <= now;
-            let by_count = largest_acked - pn >= super::PACKET_THRESHOLD;
+            let by_count = largest_acked - pn >= super::PACKET_THRESHOLD as SentPn;
             if !(by_time || by_count) {
                 self.loss_time = Some(self.loss_time.map_or(t, |l| l.min(t)));
                 run_start = None;

@@ -18,8 +18,8 @@ pub const MIN_CRYPTO_BUFFER: usize = 4096;
 /// CRYPTO_BUFFER_EXCEEDED (§7.5). This holds after the handshake too, so an endless 1-RTT
 /// CRYPTO stream (post-handshake messages) cannot grow memory. Out-of-order fragments follow
 /// the reassembler's rules (kept in at most `R` ranges with `reorder`, dropped without).
-/// Memory: `buffer + 16·R + 32` bytes per level with `reorder`, `buffer + 24` without (the
-/// same on Cortex-M4 and 64-bit hosts).
+/// Memory: `buffer + 16·R + 32` bytes per level with `reorder`, `buffer + 24` without on
+/// hosts; `buffer + 16·R + 24` and `buffer + 12` on a Cortex-M4 (32-bit offsets).
 #[derive(Clone, Debug)]
 pub struct CryptoRecv<S, const R: usize> {
     asm: Reassembler<S, R>,

@@ -1,8 +1,7 @@
 //! Flow-control credit (RFC 9000 §4.1, §4.2): one type per direction, used both for a
 //! stream and for the whole connection.
 
-use super::StreamError;
-use crate::arith::Sat64 as _;
+use super::{narrow, wide, Offset, StreamError};
 
 /// Credit the peer gave us: how much we may send (MAX_DATA / MAX_STREAM_DATA received), and
 /// the DATA_BLOCKED / STREAM_DATA_BLOCKED signal when we run out.
@@ -12,45 +11,58 @@ use crate::arith::Sat64 as _;
 /// is blocked"); a lost one is re-queued only while the limit is unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendCredit {
-    max: u64,
-    used: u64,
-    blocked_sent_at: Option<u64>,
+    max: Offset,
+    used: Offset,
+    blocked_sent_at: Option<Offset>,
     blocked_pending: bool,
 }
 
 impl SendCredit {
-    /// Credit up to `max` bytes (the peer's initial limit from its transport parameters).
+    /// Credit up to `max` bytes (the peer's initial limit from its transport parameters),
+    /// clamped to [`Offset::MAX`] (see [the module documentation](super)).
     pub const fn new(max: u64) -> Self {
-        Self { max, used: 0, blocked_sent_at: None, blocked_pending: false }
+        Self { max: narrow(max), used: 0, blocked_sent_at: None, blocked_pending: false }
     }
 
     /// The current limit.
     pub const fn max(&self) -> u64 {
-        self.max
+        wide(self.max)
     }
 
     /// Bytes charged so far.
     pub const fn used(&self) -> u64 {
-        self.used
+        wide(self.used)
     }
 
     /// Bytes that may still be charged.
     // Out of line: four inlined copies of the 64-bit subtraction were larger (issue 8).
     #[inline(never)]
     pub const fn available(&self) -> u64 {
+        wide(self.room())
+    }
+
+    /// [`SendCredit::available`] as an [`Offset`].
+    pub(crate) const fn room(&self) -> Offset {
         self.max.saturating_sub(self.used)
     }
 
     /// Charges `n` bytes (callers never exceed [`SendCredit::available`]).
     pub fn consume(&mut self, n: u64) {
-        self.used = self.used.sat_add(n);
+        self.charge(narrow(n));
+    }
+
+    /// [`SendCredit::consume`] with an [`Offset`].
+    pub(crate) fn charge(&mut self, n: Offset) {
+        self.used = self.used.saturating_add(n);
     }
 
     /// A MAX_DATA / MAX_STREAM_DATA frame arrived. RFC 9000 §4.1: a frame that does not
-    /// increase the limit is ignored. Returns true if the limit grew.
+    /// increase the limit is ignored. Returns true if the limit grew. The limit is clamped
+    /// to [`Offset::MAX`]: a sender is only bound not to exceed it (§4.1).
     // Out of line: MAX_DATA, MAX_STREAM_DATA and the peer's transport parameters (issue 8).
     #[inline(never)]
     pub fn on_max(&mut self, max: u64) -> bool {
+        let max = narrow(max);
         if max > self.max {
             self.max = max;
             self.blocked_pending = false;
@@ -64,16 +76,19 @@ impl SendCredit {
     /// replaces the remembered one the credit was charged under, even a lower one. Returns
     /// whether what was charged fits it.
     pub fn replace_max(&mut self, max: u64) -> bool {
-        self.max = max;
-        self.used <= max
+        self.max = narrow(max);
+        self.used <= self.max
     }
 
     /// The sender wanted to send more than the credit allowed: queue a blocked frame unless
     /// one was already sent for this limit.
     pub fn mark_blocked(&mut self) {
+        // A limit clamped to `Offset::MAX` (a device's 4 GiB) is not the peer's: RFC 9000
+        // §19.12/§19.13 blocked frames carry the limit at which blocking occurred.
         if cfg!(feature = "blocked-frames")
             && self.available() == 0
             && self.blocked_sent_at != Some(self.max)
+            && self.max != Offset::MAX
         {
             self.blocked_pending = true;
         }
@@ -92,12 +107,12 @@ impl SendCredit {
         }
         self.blocked_pending = false;
         self.blocked_sent_at = Some(self.max);
-        Some(self.max)
+        Some(wide(self.max))
     }
 
     /// A blocked frame carrying `limit` was lost: send it again if still blocked there.
     pub fn on_blocked_lost(&mut self, limit: u64) {
-        if cfg!(feature = "blocked-frames") && limit == self.max && self.available() == 0 {
+        if cfg!(feature = "blocked-frames") && limit == wide(self.max) && self.available() == 0 {
             self.blocked_pending = true;
         }
     }
@@ -114,11 +129,11 @@ impl SendCredit {
 /// buffer space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecvCredit {
-    max: u64,
-    received: u64,
-    consumed: u64,
-    window: u64,
-    threshold: u64,
+    max: Offset,
+    received: Offset,
+    consumed: Offset,
+    window: Offset,
+    threshold: Offset,
     update_pending: bool,
 }
 
@@ -126,6 +141,7 @@ impl RecvCredit {
     /// Advertises `window` bytes initially (the transport parameter). Updates are due when
     /// half the window has been consumed.
     pub const fn new(window: u64) -> Self {
+        let window = narrow(window);
         Self {
             max: window,
             received: 0,
@@ -139,48 +155,50 @@ impl RecvCredit {
     /// Sets how many bytes the limit must be able to grow by before an update is sent
     /// (at least 1, at most the window).
     pub fn set_update_threshold(&mut self, bytes: u64) {
-        self.threshold = bytes.clamp(1, self.window.max(1));
+        self.threshold = narrow(bytes).clamp(1, self.window.max(1));
     }
 
     /// The limit advertised so far.
     pub const fn max(&self) -> u64 {
-        self.max
+        wide(self.max)
     }
 
     /// Bytes the peer has used.
     pub const fn received(&self) -> u64 {
-        self.received
+        wide(self.received)
     }
 
     /// Bytes read or discarded locally.
     pub const fn consumed(&self) -> u64 {
-        self.consumed
+        wide(self.consumed)
     }
 
     /// The window size.
     pub const fn window(&self) -> u64 {
-        self.window
+        wide(self.window)
     }
 
     /// RFC 9000 §4.1: FLOW_CONTROL_ERROR if the peer would use more than advertised after
     /// `more` bytes. Changes nothing.
     pub const fn check(&self, more: u64) -> Result<(), StreamError> {
-        match self.received.checked_add(more) {
-            Some(total) if total <= self.max => Ok(()),
-            _ => Err(StreamError::FlowControl),
+        // Compared as a u64, so a 62-bit count is refused before anything narrows it;
+        // `received <= max` always holds.
+        if more > wide(self.max.saturating_sub(self.received)) {
+            return Err(StreamError::FlowControl);
         }
+        Ok(())
     }
 
     /// Records `more` bytes used by the peer (after [`RecvCredit::check`]).
     pub fn on_received(&mut self, more: u64) {
-        self.received = self.received.sat_add(more);
+        self.received = self.received.saturating_add(narrow(more));
     }
 
     /// Records `n` bytes read or discarded locally; may queue a limit update.
     pub fn on_consumed(&mut self, n: u64) {
-        self.consumed = self.consumed.sat_add(n);
-        let next = self.consumed.sat_add(self.window);
-        if next.sat_sub(self.max) >= self.threshold {
+        self.consumed = self.consumed.saturating_add(narrow(n));
+        let next = self.consumed.saturating_add(self.window);
+        if next.saturating_sub(self.max) >= self.threshold {
             self.update_pending = true;
         }
     }
@@ -201,16 +219,16 @@ impl RecvCredit {
             return None;
         }
         self.update_pending = false;
-        let next = self.consumed.sat_add(self.window);
+        let next = self.consumed.saturating_add(self.window);
         if next > self.max {
             self.max = next;
         }
-        Some(self.max)
+        Some(wide(self.max))
     }
 
     /// An update carrying `max` was lost: resend if it is still the latest limit.
     pub fn on_update_lost(&mut self, max: u64) {
-        if max == self.max {
+        if max == wide(self.max) {
             self.update_pending = true;
         }
     }
@@ -237,6 +255,52 @@ mod tests {
         c.consume(10);
         c.mark_blocked();
         assert_eq!(c.poll_blocked(), Some(20).filter(|_| cfg!(feature = "blocked-frames")));
+    }
+
+    /// RFC 9000 §4.1: the peer's limits up to the largest varint are kept as at most
+    /// `Offset::MAX` (4 GiB without `std`); a clamped limit is never reported as blocking.
+    #[test]
+    fn peer_limits_are_clamped_to_the_offset_range() {
+        let top = crate::VarInt::MAX.into_inner();
+        let cap = top.min(wide(Offset::MAX));
+        for v in [1 << 32, (1 << 40) + 5] {
+            assert_eq!(SendCredit::new(v).max(), v.min(cap));
+            assert_eq!(RecvCredit::new(v).max(), v.min(cap));
+        }
+        let mut c = SendCredit::new(top);
+        assert_eq!((c.max(), c.available()), (cap, cap));
+        // The same limit again, clamped or not, is no increase.
+        assert!(!c.on_max(top));
+        let mut c = SendCredit::new(10);
+        assert!(c.on_max(top));
+        assert_eq!(c.max(), cap);
+        c.consume(cap);
+        assert_eq!((c.used(), c.available()), (cap, 0));
+        c.mark_blocked();
+        let blocked = cfg!(feature = "blocked-frames") && cap == top;
+        assert_eq!(c.poll_blocked(), Some(top).filter(|_| blocked));
+        assert!(c.replace_max(top));
+        assert!(!c.replace_max(cap - 1));
+    }
+
+    /// The limit we grant stops at `Offset::MAX` and never wraps or shrinks; the peer's
+    /// counts past it are FLOW_CONTROL_ERROR before anything is narrowed.
+    #[test]
+    fn granted_limit_stops_at_the_offset_range() {
+        let mut c = RecvCredit::new(100);
+        let near = Offset::MAX - 100;
+        (c.max, c.received, c.consumed) = (near, near, near - 50);
+        assert_eq!(c.check(1), Err(StreamError::FlowControl));
+        c.on_consumed(50);
+        assert_eq!(c.poll_update(), Some(wide(Offset::MAX)));
+        assert_eq!(c.check(100), Ok(()));
+        assert_eq!(c.check(101), Err(StreamError::FlowControl));
+        assert_eq!(c.check(u64::MAX), Err(StreamError::FlowControl));
+        c.on_received(100);
+        c.on_consumed(100);
+        assert_eq!(c.poll_update(), None);
+        assert_eq!((c.max(), c.received()), (wide(Offset::MAX), wide(Offset::MAX)));
+        assert_eq!(c.check(1), Err(StreamError::FlowControl));
     }
 
     #[test]

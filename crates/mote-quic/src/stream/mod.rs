@@ -25,6 +25,29 @@
 //! retransmits; everything else in the packet is idempotent when it comes again. Stored
 //! data lies inside the advertised window, which never exceeds the buffer, so every
 //! acknowledged byte is kept until the application reads it.
+//!
+//! ## Offsets on a device
+//!
+//! The books keep stream offsets, flow-control limits and byte counts as an [`Offset`]:
+//! `u64` on hosts, `u32` in builds without `std`, where 64-bit offset arithmetic cost about
+//! 900 bytes of a Cortex-M4 client's flash and 600 bytes of its RAM (session 10). The
+//! interfaces keep `u64` (the wire's 62-bit varints) and narrow where a value comes in:
+//! - what the peer sends is checked as a `u64` first: data or a final size past the
+//!   advertised limit is a FLOW_CONTROL_ERROR (RFC 9000 §4.1; final sizes §4.5 before
+//!   that), CRYPTO data past the buffer a CRYPTO_BUFFER_EXCEEDED (§7.5), so whatever is
+//!   stored fits;
+//! - the peer's limits (transport parameters, MAX_DATA, MAX_STREAM_DATA) are clamped to
+//!   `Offset::MAX`: §4.1 only forbids sending past a limit, and a limit above 4 GiB is as
+//!   good as 4 GiB to a sender that never gets there;
+//! - what goes out carries our own values, exact: STREAM and CRYPTO offsets, RESET_STREAM
+//!   final sizes, the limits we grant (MAX_DATA, MAX_STREAM_DATA; initial_max_data is
+//!   capped at `Offset::MAX` by [`StreamConfig::for_slots`], so what we advertise is what
+//!   we enforce); no DATA_BLOCKED / STREAM_DATA_BLOCKED names a clamped limit.
+//!
+//! The price, without `std`: a stream ends at 4 GiB (CRYPTO streams too:
+//! [`SendStream::write`] takes nothing more, received CRYPTO data beyond it is
+//! CRYPTO_BUFFER_EXCEEDED), and a connection's flow-control totals stop at 4 GiB each way
+//! (the credit granted stops growing, so the peer is blocked; our writes take nothing).
 
 mod crypto;
 mod flow;
@@ -51,6 +74,30 @@ pub use send::{crypto_frame_room, stream_frame_room, Chunk, SendState, SendStrea
 pub use table::{Control, Handled, OpenError, Slot, StreamConfig, StreamUse, Streams};
 
 use crate::error::TransportErrorCode;
+
+/// A stream offset or byte count as the stream books keep it: `u64` on hosts, `u32` in
+/// builds without `std` (see [Offsets on a device](self#offsets-on-a-device)).
+#[cfg(feature = "std")]
+pub type Offset = u64;
+/// A stream offset or byte count as the stream books keep it.
+#[cfg(not(feature = "std"))]
+pub type Offset = u32;
+
+/// `x` as an [`Offset`], saturating.
+#[allow(clippy::cast_possible_truncation, clippy::unnecessary_cast)]
+pub(crate) const fn narrow(x: u64) -> Offset {
+    if x > Offset::MAX as u64 {
+        Offset::MAX
+    } else {
+        x as Offset
+    }
+}
+
+/// An [`Offset`] as a `u64`.
+#[allow(clippy::unnecessary_cast)]
+pub(crate) const fn wide(x: Offset) -> u64 {
+    x as u64
+}
 
 /// A stream or flow-control rule the peer broke; [`StreamError::code`] is the transport
 /// error to close the connection with (RFC 9000 §20.1), each variant's discriminant (no

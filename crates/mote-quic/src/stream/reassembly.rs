@@ -2,7 +2,7 @@
 
 #[cfg(feature = "reorder")]
 use super::ranges::RangeSet;
-use crate::arith::Sat64 as _;
+use super::{narrow, wide, Offset};
 
 /// What [`Reassembler::insert`] did with a fragment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,17 +32,17 @@ pub struct BeyondBuffer;
 /// need an `R+1`-th range is dropped (the peer retransmits it). Without the feature only
 /// in-order fragments are kept and there is no range set at all (`R` is unused): one read
 /// offset and one contiguous end are the whole state. Memory: `capacity + 16·R + 32` bytes
-/// with `reorder`, `capacity + 24` without (Cortex-M4 and 64-bit hosts alike), whatever
-/// the peer sends.
+/// with `reorder`, `capacity + 24` without on hosts; `capacity + 16·R + 24` and
+/// `capacity + 12` on a Cortex-M4 (32-bit offsets and `usize`); whatever the peer sends.
 #[derive(Clone, Debug)]
 pub struct Reassembler<S, const R: usize> {
     buf: S,
     /// Index in `buf` of the byte at `read`.
     head: usize,
     /// Stream offset of the first unread byte.
-    read: u64,
+    read: Offset,
     /// Stream offset of the end of the in-order data starting at `read`.
-    contiguous: u64,
+    contiguous: Offset,
     /// Received ranges beyond a gap; every start is above `contiguous`.
     #[cfg(feature = "reorder")]
     ranges: RangeSet<R>,
@@ -77,17 +77,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
 
     /// Stream offset of the next byte [`Reassembler::read`] returns.
     pub const fn read_offset(&self) -> u64 {
-        self.read
+        wide(self.read)
     }
 
     /// Stream offset up to which every byte has been received.
     pub const fn contiguous_end(&self) -> u64 {
-        self.contiguous
+        wide(self.contiguous)
     }
 
     /// Bytes ready to be read.
     pub const fn readable(&self) -> u64 {
-        self.contiguous - self.read
+        wide(self.contiguous - self.read)
     }
 
     /// Number of out-of-order ranges held (at most `R`; always 0 without `reorder`).
@@ -102,14 +102,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     pub fn highest_stored(&self) -> u64 {
         // Without `reorder` nothing is held past the contiguous prefix.
         #[cfg(feature = "reorder")]
-        return self.ranges.iter().fold(self.contiguous, |hi, (_, e)| hi.max(e));
+        return self.ranges.iter().fold(wide(self.contiguous), |hi, (_, e)| hi.max(e));
         #[cfg(not(feature = "reorder"))]
-        self.contiguous
+        wide(self.contiguous)
     }
 
     /// Index in the ring of stream offset `offset`, which must lie in
     /// `read..=read + capacity`.
-    fn pos(&self, offset: u64) -> usize {
+    fn pos(&self, offset: Offset) -> usize {
         let cap = self.capacity();
         // offset - read ≤ capacity, which fits a usize.
         let rel = (offset - self.read) as usize;
@@ -122,12 +122,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     }
 
     /// Stores `data` received at stream `offset`. Bytes below the contiguous end are
-    /// ignored; a fragment ending past `read_offset + capacity` is refused whole.
+    /// ignored; a fragment ending past `read_offset + capacity` (or [`Offset::MAX`]) is
+    /// refused whole.
     pub fn insert(&mut self, offset: u64, data: &[u8]) -> Result<Insert, BeyondBuffer> {
-        let end = offset.sat_add(data.len() as u64);
-        if end > self.read.sat_add(self.capacity() as u64) {
+        // Checked as a u64 before narrowing: nothing past `Offset::MAX` is stored (a device's
+        // CRYPTO stream ends at 4 GiB; a stream's window ends below it).
+        let end = offset.saturating_add(data.len() as u64);
+        let limit = wide(self.read).saturating_add(self.capacity() as u64);
+        if end > limit || end > wide(Offset::MAX) {
             return Err(BeyondBuffer);
         }
+        let (offset, end) = (narrow(offset), narrow(end));
         let start = offset.max(self.contiguous);
         if start >= end {
             return Ok(Insert::Duplicate);
@@ -140,10 +145,10 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
             // Absorb out-of-order ranges the prefix now reaches.
             #[cfg(feature = "reorder")]
             while let Some((s, e)) = self.ranges.first() {
-                if s > self.contiguous {
+                if s > wide(self.contiguous) {
                     break;
                 }
-                self.contiguous = self.contiguous.max(e);
+                self.contiguous = self.contiguous.max(narrow(e));
                 self.ranges.pop_first();
             }
             return Ok(Insert::Stored);
@@ -155,14 +160,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     #[cfg(feature = "reorder")]
     fn insert_beyond_gap(
         &mut self,
-        start: u64,
-        end: u64,
+        start: Offset,
+        end: Offset,
         data: &[u8],
     ) -> Result<Insert, BeyondBuffer> {
-        if self.ranges.iter().any(|(s, e)| s <= start && end <= e) {
+        let (start_w, end_w) = (wide(start), wide(end));
+        if self.ranges.iter().any(|(s, e)| s <= start_w && end_w <= e) {
             return Ok(Insert::Duplicate);
         }
-        if self.ranges.insert(start, end).is_err() {
+        if self.ranges.insert(start_w, end_w).is_err() {
             return Ok(Insert::Dropped);
         }
         self.copy_in(start, data);
@@ -172,12 +178,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     /// Without `reorder` a fragment past a gap is dropped (the peer retransmits it; its
     /// packet is not acknowledged).
     #[cfg(not(feature = "reorder"))]
-    fn insert_beyond_gap(&mut self, _: u64, _: u64, _: &[u8]) -> Result<Insert, BeyondBuffer> {
+    fn insert_beyond_gap(
+        &mut self,
+        _: Offset,
+        _: Offset,
+        _: &[u8],
+    ) -> Result<Insert, BeyondBuffer> {
         Ok(Insert::Dropped)
     }
 
     /// Copies `data` to the ring position of stream offset `start` (inside the window).
-    fn copy_in(&mut self, start: u64, data: &[u8]) {
+    fn copy_in(&mut self, start: Offset, data: &[u8]) {
         let p = self.pos(start);
         super::ring::copy_in(self.buf.as_mut(), p, data);
     }
@@ -199,7 +210,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
         if self.head >= cap {
             self.head -= cap;
         }
-        self.read += n as u64;
+        self.read += n as Offset;
         n
     }
 
@@ -224,7 +235,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
     /// Drops everything held and moves the read offset to `offset` (at or beyond it),
     /// e.g. after the application stopped reading. Returns the bytes skipped.
     pub fn discard_to(&mut self, offset: u64) -> u64 {
-        let skipped = offset.sat_sub(self.read);
+        let offset = narrow(offset);
+        let skipped = wide(offset.saturating_sub(self.read));
         self.head = 0;
         self.read = self.read.max(offset);
         self.contiguous = self.read;
@@ -239,6 +251,20 @@ mod tests {
     use super::*;
     extern crate std;
     use std::vec::Vec;
+
+    /// Without `std` nothing is stored past `Offset::MAX` (4 GiB): a CRYPTO stream that
+    /// reaches it is refused (CRYPTO_BUFFER_EXCEEDED), whatever room the buffer has.
+    #[cfg(not(feature = "std"))]
+    #[test]
+    fn nothing_is_stored_past_the_offset_range() {
+        let mut a = Reassembler::<[u8; 64], 2>::new([0; 64]);
+        (a.read, a.contiguous) = (Offset::MAX - 2, Offset::MAX - 2);
+        assert_eq!(a.insert(wide(Offset::MAX) - 2, &[1, 2, 3]), Err(BeyondBuffer));
+        assert_eq!(a.insert(wide(Offset::MAX) + 1, &[4]), Err(BeyondBuffer));
+        assert_eq!(a.insert(wide(Offset::MAX) - 2, &[1, 2]), Ok(Insert::Stored));
+        assert_eq!(drain(&mut a), [1, 2]);
+        assert_eq!(a.read_offset(), wide(Offset::MAX));
+    }
 
     fn drain<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize>(a: &mut Reassembler<S, R>) -> Vec<u8> {
         let mut out = Vec::new();

@@ -3,8 +3,7 @@
 
 use super::flow::RecvCredit;
 use super::reassembly::{Insert, Reassembler};
-use super::StreamError;
-use crate::arith::Sat64 as _;
+use super::{narrow, wide, Offset, StreamError};
 
 /// RFC 9000 §3.2, Figure 3: states of the receiving part of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,17 +56,18 @@ enum Stop {
 /// is not [`Insert::Dropped`] is kept until the application reads it; a dropped one must not
 /// be acknowledged (see [`Insert::Dropped`]).
 ///
-/// Memory: `buffer + 16·R + 136` bytes with `reorder`, `buffer + 128` without (measured on
+/// Memory: `buffer + 16·R + 136` bytes with `reorder`, `buffer + 128` without, on hosts;
+/// `buffer + 16·R + 88` and `buffer + 80` without `std` (32-bit offsets; measured on
 /// `thumbv7em` and x86-64 alike).
 #[derive(Clone, Debug)]
 pub struct RecvStream<S, const R: usize> {
     asm: Reassembler<S, R>,
     credit: RecvCredit,
     state: RecvState,
-    final_size: Option<u64>,
+    final_size: Option<Offset>,
     reset_code: u64,
     /// Bytes released to the connection-level credit (read or discarded).
-    released: u64,
+    released: Offset,
     stop: Stop,
 }
 
@@ -109,7 +109,10 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
 
     /// The final size, once known.
     pub const fn final_size(&self) -> Option<u64> {
-        self.final_size
+        match self.final_size {
+            Some(s) => Some(wide(s)),
+            None => None,
+        }
     }
 
     /// The stream-level credit (advertised limit, highest offset received, bytes read).
@@ -155,11 +158,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         conn: &mut RecvCredit,
         end: u64,
         fin: bool,
-    ) -> Result<(), StreamError> {
+    ) -> Result<Offset, StreamError> {
         let highest = self.credit.received();
         if let Some(size) = self.final_size {
             // "Once a final size for a stream is known, it cannot change": a different
             // FIN offset, or data past it, is a FINAL_SIZE_ERROR.
+            let size = wide(size);
             if end > size || (fin && end != size) {
                 return Err(StreamError::FinalSize);
             }
@@ -167,18 +171,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
             // A final size below bytes already received.
             return Err(StreamError::FinalSize);
         }
-        let more = end.sat_sub(highest);
+        let more = end.saturating_sub(highest);
         self.credit.check(more)?;
         conn.check(more)?;
         self.credit.on_received(more);
         conn.on_received(more);
-        Ok(())
+        // Within the stream's advertised limit, so it fits an `Offset`.
+        Ok(narrow(end))
     }
 
     /// Gives back connection credit for every byte below `upto` not yet released.
-    fn release_to(&mut self, conn: &mut RecvCredit, upto: u64) {
+    fn release_to(&mut self, conn: &mut RecvCredit, upto: Offset) {
         if upto > self.released {
-            conn.on_consumed(upto - self.released);
+            conn.on_consumed(wide(upto - self.released));
             self.released = upto;
         }
     }
@@ -192,8 +197,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         data: &[u8],
         fin: bool,
     ) -> Result<Insert, StreamError> {
-        let end = offset.sat_add(data.len() as u64);
-        self.check_and_count(conn, end, fin)?;
+        let end = self.check_and_count(conn, offset.saturating_add(data.len() as u64), fin)?;
         if fin && self.final_size.is_none() {
             self.final_size = Some(end);
             self.credit.cancel_update();
@@ -208,13 +212,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         }
         if self.is_stopped() {
             // The application will not read: count the bytes as consumed at once.
-            let upto = self.credit.received();
+            let upto = narrow(self.credit.received());
             self.release_to(conn, upto);
             return Ok(Insert::Duplicate);
         }
         // The window is at most the buffer, so this cannot fail after the checks above.
         let outcome = self.asm.insert(offset, data).map_err(|_| StreamError::FlowControl)?;
-        if self.state == RecvState::SizeKnown && Some(self.asm.contiguous_end()) == self.final_size
+        if self.state == RecvState::SizeKnown
+            && Some(self.asm.contiguous_end()) == self.final_size()
         {
             self.state = RecvState::DataRecvd;
         }
@@ -229,14 +234,14 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         error_code: u64,
         final_size: u64,
     ) -> Result<(), StreamError> {
-        self.check_and_count(conn, final_size, true)?;
+        let final_size = self.check_and_count(conn, final_size, true)?;
         self.final_size = Some(final_size);
         self.credit.cancel_update();
         match self.state {
             RecvState::Recv | RecvState::SizeKnown => {
                 self.state = RecvState::ResetRecvd;
                 self.reset_code = error_code;
-                self.asm.discard_to(final_size);
+                self.asm.discard_to(wide(final_size));
                 self.release_to(conn, final_size);
                 // RFC 9000 §3.5: no STOP_SENDING needed once the peer has reset.
                 if matches!(self.stop, Stop::Pending(_)) {
@@ -268,7 +273,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         }
         let n = self.asm.read(out);
         if n > 0 {
-            let read = self.asm.read_offset();
+            let read = narrow(self.asm.read_offset());
             self.release_to(conn, read);
             self.credit.on_consumed(n as u64);
             if self.state != RecvState::Recv {
@@ -277,7 +282,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
             }
             return Read::Data(n);
         }
-        if self.state == RecvState::DataRecvd && Some(self.asm.read_offset()) == self.final_size {
+        if self.state == RecvState::DataRecvd && Some(self.asm.read_offset()) == self.final_size() {
             self.state = RecvState::DataRead;
             return Read::Fin;
         }
@@ -302,7 +307,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
             return 0;
         }
         let n = self.asm.consume(n);
-        let read = self.asm.read_offset();
+        let read = narrow(self.asm.read_offset());
         self.release_to(conn, read);
         self.credit.on_consumed(n as u64);
         if self.state != RecvState::Recv {
@@ -320,7 +325,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         }
         let highest = self.credit.received();
         self.asm.discard_to(highest);
-        self.release_to(conn, highest);
+        self.release_to(conn, narrow(highest));
         self.credit.cancel_update();
         self.stop = match self.state {
             RecvState::Recv | RecvState::SizeKnown => Stop::Pending(error_code),

@@ -3,7 +3,7 @@
 
 use super::flow::SendCredit;
 use super::unacked::Book;
-use crate::arith::Sat64 as _;
+use super::{narrow, wide, Offset};
 use crate::coding::VarInt;
 use crate::frame::Frame;
 
@@ -80,19 +80,19 @@ impl Chunk {
 /// and a lost range that finds no room is merged with its neighbour (some bytes are sent
 /// twice). Both only cost bandwidth, never correctness. `R` must be at least 1.
 ///
-/// Memory: `buffer + 32·R + 104` bytes on hosts, `buffer + 16·R + 104` on devices
-/// (measured on `thumbv7em` and x86-64 alike).
+/// Memory: `buffer + 32·R + 104` bytes on hosts, `buffer + 8·R + 64` on devices (32-bit
+/// offsets; measured on `thumbv7em` and x86-64 alike).
 #[derive(Clone, Debug)]
 pub struct SendStream<S, const R: usize> {
     buf: S,
     /// Ring index of the byte at `base`.
     head: usize,
     /// Offset of the oldest unacknowledged byte.
-    base: u64,
+    base: Offset,
     /// End of the data sent at least once.
-    sent: u64,
+    sent: Offset,
     /// End of the data written by the application.
-    written: u64,
+    written: Offset,
     /// Acknowledged and to-be-retransmitted bytes above `base`.
     book: Book<R>,
     finished: bool,
@@ -167,17 +167,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// Bytes written and not yet acknowledged (buffer in use).
     pub const fn buffered(&self) -> u64 {
-        self.written - self.base
+        wide(self.written - self.base)
     }
 
     /// Offset of the next byte [`SendStream::write`] accepts: the bytes written so far.
     pub const fn written(&self) -> u64 {
-        self.written
+        wide(self.written)
     }
 
     /// End of the data sent at least once: a chunk below it is a retransmission.
     pub const fn sent_offset(&self) -> u64 {
-        self.sent
+        wide(self.sent)
     }
 
     /// Ranges waiting for retransmission.
@@ -204,7 +204,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     }
 
     /// Ring index of offset `o` in `base..=base + capacity`.
-    fn pos(&self, o: u64) -> usize {
+    fn pos(&self, o: Offset) -> usize {
         let cap = self.capacity();
         let p = self.head + (o - self.base) as usize;
         if p >= cap {
@@ -219,17 +219,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     /// matching STREAM_DATA_BLOCKED / DATA_BLOCKED (once per limit).
     pub fn write(&mut self, conn: &mut SendCredit, data: &[u8]) -> Result<usize, WriteError> {
         self.check_writable()?;
-        let space = (self.capacity() as u64).sat_sub(self.buffered());
-        let want = data.len() as u64;
-        let n = want.min(space).min(self.credit.available()).min(conn.available());
+        let space = narrow(self.capacity() as u64).saturating_sub(self.written - self.base);
+        let want = narrow(data.len() as u64);
+        // A stream ends at `Offset::MAX` (4 GiB without `std`).
+        let end = Offset::MAX - self.written;
+        let n = want.min(space).min(end).min(self.credit.room()).min(conn.room());
         // n ≤ data.len(), so it fits a usize.
         let n_usize = n as usize;
         let src = data.get(..n_usize).unwrap_or(&[]);
         let p = self.pos(self.written);
         super::ring::copy_in(self.buf.as_mut(), p, src);
         self.written += n;
-        self.credit.consume(n);
-        conn.consume(n);
+        self.credit.charge(n);
+        conn.charge(n);
         if n < want {
             self.credit.mark_blocked();
             conn.mark_blocked();
@@ -250,8 +252,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     }
 
     /// Contiguous bytes from offset `o` to the end of the ring.
-    fn wrap_room(&self, o: u64) -> u64 {
-        (self.capacity() - self.pos(o)) as u64
+    fn wrap_room(&self, o: Offset) -> Offset {
+        (self.capacity() - self.pos(o)) as Offset
     }
 
     /// The next chunk to send, at most `max_len` bytes: retransmissions first, then new
@@ -269,16 +271,16 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
             Some(range) => range,
             None if self.sent < self.written => (self.sent, self.written),
             None if fin_needed => {
-                return Some(Chunk { offset: self.written, len: 0, fin: true });
+                return Some(Chunk { offset: wide(self.written), len: 0, fin: true });
             }
             None => return None,
         };
-        let len = (e - s).min(max_len as u64).min(self.wrap_room(s));
+        let len = (e - s).min(narrow(max_len as u64)).min(self.wrap_room(s));
         if len == 0 {
             return None;
         }
         let fin = fin_needed && s + len == self.written;
-        Some(Chunk { offset: s, len: len as usize, fin })
+        Some(Chunk { offset: wide(s), len: len as usize, fin })
     }
 
     /// True if [`SendStream::next_chunk`] has something (given room).
@@ -288,17 +290,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
 
     /// The bytes of `chunk` (from [`SendStream::next_chunk`]).
     pub fn chunk_bytes(&self, chunk: &Chunk) -> &[u8] {
-        if chunk.offset < self.base || chunk.end() > self.written {
+        if chunk.offset < wide(self.base) || chunk.end() > wide(self.written) {
             return &[];
         }
-        let p = self.pos(chunk.offset);
+        let p = self.pos(narrow(chunk.offset));
         self.buf.as_ref().get(p..p + chunk.len).unwrap_or(&[])
     }
 
     /// Records that `chunk` went out in a packet.
     pub fn on_sent(&mut self, chunk: &Chunk) {
-        let end = chunk.end().min(self.written);
-        self.book.on_sent(chunk.offset, end);
+        let end = narrow(chunk.end()).min(self.written);
+        self.book.on_sent(narrow(chunk.offset), end);
         self.sent = self.sent.max(end);
         if chunk.fin && self.finished && end == self.written {
             self.fin_sent = true;
@@ -348,8 +350,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         let cap = self.capacity();
         let free = cap.saturating_sub(self.buffered() as usize);
         let p = self.pos(self.written);
-        let n = n.min(free).min(cap.saturating_sub(p));
-        self.written += n as u64;
+        let n = n.min(free).min(cap.saturating_sub(p)).min((Offset::MAX - self.written) as usize);
+        self.written += n as Offset;
         n
     }
 
@@ -376,8 +378,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return false;
         }
-        let cur = offset.max(self.base);
-        let end = offset.sat_add(len as u64).min(self.sent);
+        let o = narrow(offset);
+        let cur = o.max(self.base);
+        let end = o.saturating_add(len as Offset).min(self.sent);
         let mut queued = cur < end && self.book.requeue(cur, end);
         if fin && self.fin_sent && !self.fin_acked {
             self.fin_lost = true;
@@ -396,8 +399,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return;
         }
-        let s = offset.max(self.base);
-        let e = offset.sat_add(len as u64).min(self.sent);
+        let o = narrow(offset);
+        let s = o.max(self.base);
+        let e = o.saturating_add(len as Offset).min(self.sent);
         if s < e {
             let base = self.book.on_ack(self.base, s, e);
             // base - self.base ≤ sent - self.base ≤ capacity.
@@ -434,8 +438,9 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         if !matches!(self.state, SendState::Send | SendState::DataSent) {
             return;
         }
-        let s = offset.max(self.base);
-        let e = offset.sat_add(len as u64).min(self.sent);
+        let o = narrow(offset);
+        let s = o.max(self.base);
+        let e = o.saturating_add(len as Offset).min(self.sent);
         if s < e {
             self.book.on_lost(s, e);
         }
@@ -481,7 +486,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
     pub fn poll_reset(&mut self) -> Option<(u64, u64)> {
         if self.state == SendState::ResetSent && self.reset_pending {
             self.reset_pending = false;
-            return Some((self.reset_code, self.written));
+            return Some((self.reset_code, wide(self.written)));
         }
         None
     }
@@ -562,6 +567,27 @@ pub fn crypto_frame_room(offset: u64, space: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A stream ends at `Offset::MAX` (4 GiB without `std`): a write takes what fits below
+    /// it, then nothing, and the chunks sent stay below it.
+    #[test]
+    fn a_stream_ends_at_the_offset_range() {
+        let mut s = SendStream::<[u8; 64], 2>::new([0; 64], u64::MAX);
+        let mut conn = SendCredit::new(u64::MAX);
+        let near = Offset::MAX - 5;
+        (s.base, s.sent, s.written) = (near, near, near);
+        assert_eq!(s.write(&mut conn, &[7; 10]), Ok(5));
+        assert_eq!(s.write(&mut conn, &[7; 10]), Ok(0));
+        assert_eq!(s.written(), wide(Offset::MAX));
+        let c = s.next_chunk(100).unwrap();
+        assert_eq!((c.offset, c.len, c.end()), (wide(near), 5, wide(Offset::MAX)));
+        assert_eq!(s.chunk_bytes(&c), &[7; 5]);
+        s.on_sent(&c);
+        s.on_ack(c.offset, c.len, false);
+        assert_eq!(s.buffered(), 0);
+    }
+
     /// The comparison chain equals trying every Length width, around every width's edges.
     #[test]
     fn room_after_matches_every_width_tried() {
@@ -576,10 +602,10 @@ mod tests {
         };
         for edge in [0usize, 64, 16_385, (1 << 30) + 3, 1 << 40] {
             for avail in edge.saturating_sub(10)..edge + 10 {
-                assert_eq!(super::room_after(0, avail), reference(avail), "avail {avail}");
-                assert_eq!(super::room_after(3, avail + 3), reference(avail));
+                assert_eq!(room_after(0, avail), reference(avail), "avail {avail}");
+                assert_eq!(room_after(3, avail + 3), reference(avail));
             }
         }
-        assert_eq!(super::room_after(5, 4), 0);
+        assert_eq!(room_after(5, 4), 0);
     }
 }

@@ -35,6 +35,11 @@ impl StreamConfig {
     /// the transport parameters advertise both come from here, so they cannot differ (RFC
     /// 9000 §4.6: the peer may open every stream we advertise).
     pub const fn for_slots(mut self, n: usize) -> Self {
+        // The connection window within what the credit books hold (4 GiB without `std`):
+        // advertising more than is enforced would turn the peer's use of it into a
+        // FLOW_CONTROL_ERROR (RFC 9000 §4.1).
+        let max = super::wide(super::Offset::MAX);
+        self.max_data = if self.max_data < max { self.max_data } else { max };
         let n = n as u64;
         self.max_streams_bidi = if self.max_streams_bidi < n { self.max_streams_bidi } else { n };
         let left = n - self.max_streams_bidi;
@@ -254,10 +259,11 @@ pub enum OpenError {
 /// more open at once — and the rest serve streams we open. A peer within its limits
 /// therefore always finds a slot.
 ///
-/// Memory: `N × (send buffer + receive buffer + 48·R + 264)` bytes (`16·R + 256` on a
-/// device without `std` and `reorder`) plus 360 (376 on 64-bit) for the
-/// connection state (measured on `thumbv7em` and x86-64 alike). A device with `N = 4`,
-/// 1 KiB buffers and `R = 4` spends 10,376 bytes, 8 KiB of them buffers.
+/// Memory: `N × (send buffer + receive buffer + 48·R + 264)` bytes plus 360 (376 on
+/// 64-bit) for the connection state on hosts; without `std` (32-bit offsets) and `reorder`
+/// `N × (buffers + 8·R + 168)` plus 320 (328 on 64-bit) (measured on `thumbv7em` and
+/// x86-64). A device with `N = 4`, 1 KiB buffers and `R = 4` spends 9,312 bytes, 8 KiB of
+/// them buffers.
 #[derive(Clone, Debug)]
 pub struct Streams<S, const N: usize, const R: usize> {
     side: Side,

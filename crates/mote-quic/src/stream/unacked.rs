@@ -18,6 +18,9 @@
 
 #[cfg(any(feature = "std", test))]
 use super::ranges::RangeSet;
+use super::Offset;
+#[cfg(any(feature = "std", test))]
+use super::{narrow, wide};
 
 /// The bookkeeper of this build.
 #[cfg(feature = "std")]
@@ -53,22 +56,23 @@ impl<const R: usize> RangeBook<R> {
     }
 
     /// The lowest range to retransmit.
-    pub(super) fn next_lost(&self) -> Option<(u64, u64)> {
-        self.lost.first()
+    pub(super) fn next_lost(&self) -> Option<(Offset, Offset)> {
+        self.lost.first().map(|(s, e)| (narrow(s), narrow(e)))
     }
 
     /// `[s, e)` went out (again).
-    pub(super) fn on_sent(&mut self, s: u64, e: u64) {
-        let _ = self.lost.remove(s, e);
+    pub(super) fn on_sent(&mut self, s: Offset, e: Offset) {
+        let _ = self.lost.remove(wide(s), wide(e));
     }
 
     /// `[s, e)` (inside `base..sent`) was lost: queue it, acknowledged parts included.
-    pub(super) fn on_lost(&mut self, s: u64, e: u64) {
-        self.lost.insert_coalescing(s, e);
+    pub(super) fn on_lost(&mut self, s: Offset, e: Offset) {
+        self.lost.insert_coalescing(wide(s), wide(e));
     }
 
     /// Queues `[cur, end)` minus what is acknowledged; true if anything was queued.
-    pub(super) fn requeue(&mut self, mut cur: u64, end: u64) -> bool {
+    pub(super) fn requeue(&mut self, cur: Offset, end: Offset) -> bool {
+        let (mut cur, end) = (wide(cur), wide(end));
         let mut queued = false;
         for (s, e) in self.acked.iter() {
             if cur >= end || s >= end {
@@ -91,14 +95,14 @@ impl<const R: usize> RangeBook<R> {
     }
 
     #[cfg(test)]
-    fn is_queued(&self, o: u64) -> bool {
-        self.lost.contains(o)
+    fn is_queued(&self, o: Offset) -> bool {
+        self.lost.contains(wide(o))
     }
 
     /// Queues everything in `[base, sent)` not acknowledged (acknowledged ranges the
     /// bounded set cannot exclude are sent again).
-    pub(super) fn requeue_all(&mut self, base: u64, sent: u64) {
-        self.lost.insert_coalescing(base, sent);
+    pub(super) fn requeue_all(&mut self, base: Offset, sent: Offset) {
+        self.lost.insert_coalescing(wide(base), wide(sent));
         for i in 0..R {
             let Some((s, e)) = self.acked.iter().nth(i) else { break };
             let _ = self.lost.remove(s, e);
@@ -107,7 +111,8 @@ impl<const R: usize> RangeBook<R> {
 
     /// `[s, e)` (non-empty, inside `base..sent`) was acknowledged; returns the new oldest
     /// unacknowledged offset.
-    pub(super) fn on_ack(&mut self, base: u64, s: u64, e: u64) -> u64 {
+    pub(super) fn on_ack(&mut self, base: Offset, s: Offset, e: Offset) -> Offset {
+        let (base, s, e) = (wide(base), wide(s), wide(e));
         let _ = self.lost.remove(s, e);
         if self.acked.insert(s, e).is_err() {
             // No room to remember it: resend and have it acknowledged again later.
@@ -122,18 +127,19 @@ impl<const R: usize> RangeBook<R> {
             self.acked.pop_first();
         }
         self.lost.remove_below(base);
-        base
+        narrow(base)
     }
 }
 
 /// Device bookkeeping: `R` unsorted acknowledged ranges above `base` (an empty slot has
 /// `start >= end`) and one retransmission range `[lo, hi)` (empty when `lo >= hi`), whose
-/// `lo` never lies inside an acknowledged range. Memory: `16·R + 16` bytes.
+/// `lo` never lies inside an acknowledged range. Memory: `8·R + 8` bytes (32-bit
+/// offsets: it is only built without `std`, outside tests).
 #[derive(Clone, Debug)]
 pub(super) struct CompactBook<const R: usize> {
-    acked: [(u64, u64); R],
-    lo: u64,
-    hi: u64,
+    acked: [(Offset, Offset); R],
+    lo: Offset,
+    hi: Offset,
 }
 
 // Only the device build uses it outside tests.
@@ -153,7 +159,7 @@ impl<const R: usize> CompactBook<R> {
     }
 
     /// The first offset at or above `x` not inside an acknowledged range.
-    fn skip_acked(&self, mut x: u64) -> u64 {
+    fn skip_acked(&self, mut x: Offset) -> Offset {
         loop {
             let before = x;
             for &(s, e) in self.acked.iter() {
@@ -169,7 +175,7 @@ impl<const R: usize> CompactBook<R> {
 
     /// The lowest unacknowledged run to retransmit: from `lo` to the end of the range or
     /// the next acknowledged range, whichever comes first.
-    pub(super) fn next_lost(&self) -> Option<(u64, u64)> {
+    pub(super) fn next_lost(&self) -> Option<(Offset, Offset)> {
         if self.lo >= self.hi {
             return None;
         }
@@ -184,7 +190,7 @@ impl<const R: usize> CompactBook<R> {
 
     /// `[s, e)` went out (again): a retransmission from [`CompactBook::next_lost`] starts
     /// at `lo`; new data lies above `hi` and changes nothing.
-    pub(super) fn on_sent(&mut self, s: u64, e: u64) {
+    pub(super) fn on_sent(&mut self, s: Offset, e: Offset) {
         if s <= self.lo && self.lo < e {
             self.lo = self.skip_acked(e);
         }
@@ -192,7 +198,7 @@ impl<const R: usize> CompactBook<R> {
 
     /// `[s, e)` (non-empty, inside `base..sent`) joins the retransmission range (widened to
     /// cover both when it already holds one).
-    pub(super) fn on_lost(&mut self, s: u64, e: u64) {
+    pub(super) fn on_lost(&mut self, s: Offset, e: Offset) {
         if self.lo >= self.hi {
             (self.lo, self.hi) = (s, e);
         } else {
@@ -204,7 +210,7 @@ impl<const R: usize> CompactBook<R> {
 
     /// Queues `[cur, end)`; acknowledged bytes in it are skipped when it is sent. True if
     /// it holds an unacknowledged byte.
-    pub(super) fn requeue(&mut self, cur: u64, end: u64) -> bool {
+    pub(super) fn requeue(&mut self, cur: Offset, end: Offset) -> bool {
         let cur = self.skip_acked(cur);
         if cur >= end {
             return false;
@@ -214,12 +220,12 @@ impl<const R: usize> CompactBook<R> {
     }
 
     #[cfg(test)]
-    fn is_queued(&self, o: u64) -> bool {
+    fn is_queued(&self, o: Offset) -> bool {
         self.lo <= o && o < self.hi
     }
 
     /// Queues everything in `[base, sent)` not acknowledged.
-    pub(super) fn requeue_all(&mut self, base: u64, sent: u64) {
+    pub(super) fn requeue_all(&mut self, base: Offset, sent: Offset) {
         if base < sent {
             self.on_lost(base, sent);
         }
@@ -227,7 +233,7 @@ impl<const R: usize> CompactBook<R> {
 
     /// `[s, e)` (non-empty, inside `base..sent`) was acknowledged; returns the new oldest
     /// unacknowledged offset.
-    pub(super) fn on_ack(&mut self, base: u64, s: u64, e: u64) -> u64 {
+    pub(super) fn on_ack(&mut self, base: Offset, s: Offset, e: Offset) -> Offset {
         let mut base = base;
         if s <= base {
             base = e;
@@ -256,7 +262,7 @@ impl<const R: usize> CompactBook<R> {
     /// Stores acknowledged `[s, e)`: appended to the range it continues (acknowledgements
     /// arriving in order above a hole), else in a free slot (ranges may overlap). False
     /// when every slot is taken.
-    fn remember(&mut self, s: u64, e: u64) -> bool {
+    fn remember(&mut self, s: Offset, e: Offset) -> bool {
         let mut free = None;
         for (i, r) in self.acked.iter_mut().enumerate() {
             if r.0 >= r.1 {
@@ -286,16 +292,16 @@ mod tests {
     /// sent chunks; a bitmap model checks the two guarantees at every step.
     struct Model {
         acked: Vec<bool>,
-        base: u64,
-        sent: u64,
+        base: Offset,
+        sent: Offset,
     }
 
     macro_rules! drive {
         ($book:expr, $total:expr, $ops:expr) => {{
             let mut book = $book;
-            let total: u64 = $total;
+            let total: Offset = $total;
             let mut m = Model { acked: std::vec![false; total as usize], base: 0, sent: 0 };
-            let mut in_flight: Vec<(u64, u64)> = Vec::new();
+            let mut in_flight: Vec<(Offset, Offset)> = Vec::new();
             let mut ops = $ops.iter().cycle();
             for step in 0..20_000 {
                 if m.base == total {
@@ -360,13 +366,13 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn compact_book_keeps_every_unacked_byte(total in 1u64..200, ops in proptest::collection::vec(0u8..12, 1..64)) {
+        fn compact_book_keeps_every_unacked_byte(total in 1 as Offset..200, ops in proptest::collection::vec(0u8..12, 1..64)) {
             drive!(CompactBook::<2>::new(), total, ops);
             drive!(CompactBook::<1>::new(), total, ops);
         }
 
         #[test]
-        fn range_book_keeps_every_unacked_byte(total in 1u64..200, ops in proptest::collection::vec(0u8..12, 1..64)) {
+        fn range_book_keeps_every_unacked_byte(total in 1 as Offset..200, ops in proptest::collection::vec(0u8..12, 1..64)) {
             drive!(RangeBook::<2>::new(), total, ops);
         }
     }
