@@ -37,32 +37,21 @@ pub struct Aes128 {
 }
 
 impl Aes128 {
-    /// FIPS 197 §5.2 KeyExpansion, a round key (four words) at a time:
-    /// w[i] = w[i−4] ⊕ (SubWord(RotWord(w[i−1])) ⊕ Rcon for the first word of a round key).
-    fn expand(key: &[u8; 16]) -> Self {
-        let mut round_keys = [[0u16; 8]; 11];
-        let mut words = *key;
-        let mut rcon = 1u8;
-        for (round, planes16) in round_keys.iter_mut().enumerate() {
-            if round > 0 {
-                let mut temp = [words[13], words[14], words[15], words[12]];
-                let mut planes = to_planes(&temp);
-                sub_bytes(&mut planes);
-                from_planes(&mut planes, &mut temp);
-                temp[0] ^= rcon;
-                rcon = xtime_byte(rcon);
-                for i in 0..16 {
-                    let prev = if i < 4 { temp[i] } else { words[i - 4] };
-                    words[i] ^= prev;
-                }
-            }
-            // Row r's four column bits (the low nibble of byte r) to bits 4r..4r+4.
-            for (p16, p) in planes16.iter_mut().zip(to_planes(&words)) {
-                *p16 = ((p & 0xf) | ((p >> 4) & 0xf0) | ((p >> 8) & 0xf00) | ((p >> 12) & 0xf000))
-                    as u16;
-            }
-        }
-        Aes128 { round_keys }
+    /// A schedule of zeros, no usable key until [`Self::set_key`]: what a key slot is
+    /// filled with before the key is expanded into it (zeros in transit are no secret). A
+    /// constant, so writing it is a memset of the slot, not a value built in a temporary
+    /// (176 B of stack) and copied.
+    pub(crate) const ZERO: Self = Aes128 { round_keys: [[0; 8]; 11] };
+
+    /// FIPS 197 §5.2 KeyExpansion of `key` into this schedule, where it lies: no schedule
+    /// is built in a frame of its own and copied out (each copy was 176 B of key material
+    /// left in freed stack). The expansion's temporaries are wiped, and the stack its
+    /// callees used (register spills of the S-box on round-key bytes) is zeroed.
+    #[inline(always)]
+    pub(crate) fn set_key(&mut self, key: &[u8; 16]) {
+        expand_into(&mut self.round_keys, key);
+        // Called from this frame right after `expand_into`: its frame lies over theirs.
+        crate::scrub::stack_below();
     }
 
     /// FIPS 197 §5.1 Cipher on the 32 bytes of two blocks, in place.
@@ -91,6 +80,42 @@ fn spread(k: u16) -> u32 {
     let k = u32::from(k);
     let one = (k & 0xf) | ((k & 0xf0) << 4) | ((k & 0xf00) << 8) | ((k & 0xf000) << 12);
     one | (one << 4)
+}
+
+/// FIPS 197 §5.2 KeyExpansion, a round key (four words) at a time, into `round_keys`:
+/// w[i] = w[i−4] ⊕ (SubWord(RotWord(w[i−1])) ⊕ Rcon for the first word of a round key).
+/// Out of line, so [`Aes128::set_key`] can zero the stack it and its callees used.
+#[inline(never)]
+fn expand_into(round_keys: &mut [[u16; 8]; 11], key: &[u8; 16]) {
+    // The current round key (any round key gives the key: AES-128's expansion runs
+    // backwards too), RotWord of its last word, and planes of either: all wiped below.
+    let mut words = *key;
+    let mut temp = [0u8; 4];
+    let mut planes: Planes = [0; 8];
+    let mut rcon = 1u8;
+    for (round, planes16) in round_keys.iter_mut().enumerate() {
+        if round > 0 {
+            temp = [words[13], words[14], words[15], words[12]];
+            planes = to_planes(&temp);
+            sub_bytes(&mut planes);
+            from_planes(&mut planes, &mut temp);
+            temp[0] ^= rcon;
+            rcon = xtime_byte(rcon);
+            for i in 0..16 {
+                let prev = if i < 4 { temp[i] } else { words[i - 4] };
+                words[i] ^= prev;
+            }
+        }
+        // Row r's four column bits (the low nibble of byte r) to bits 4r..4r+4.
+        planes = to_planes(&words);
+        for (p16, &p) in planes16.iter_mut().zip(&planes) {
+            *p16 =
+                ((p & 0xf) | ((p >> 4) & 0xf0) | ((p >> 8) & 0xf00) | ((p >> 12) & 0xf000)) as u16;
+        }
+    }
+    zeroize::Zeroize::zeroize(&mut words);
+    zeroize::Zeroize::zeroize(&mut temp);
+    zeroize::Zeroize::zeroize(&mut planes);
 }
 
 /// The planes of up to 32 bytes (the rest zero): the bytes as eight little-endian words,
@@ -239,9 +264,13 @@ impl KeySizeUser for Aes128 {
     type KeySize = U16;
 }
 
+// By value for the cipher crate's users (tests, hosts' generic code); devices key their
+// slots with `set_key` (`RustCrypto::write_aead_key`, `write_header_key`).
 impl KeyInit for Aes128 {
     fn new(key: &Key<Self>) -> Self {
-        Self::expand(key.as_ref())
+        let mut aes = Self::ZERO;
+        aes.set_key(key.as_ref());
+        aes
     }
 }
 
@@ -359,6 +388,35 @@ mod tests {
             ),
             hex!("3925841d02dc09fbdc118597196a0b32")
         );
+    }
+
+    /// FIPS 197 Appendix C.1 and B through the in-place path devices take (`set_key` on a
+    /// schedule that already holds another key, as a reused key slot does): the expansion
+    /// overwrites every round key rather than mixing with what was there, and equals the
+    /// by-value `KeyInit` schedule.
+    #[test]
+    fn set_key_in_place_matches_fips_197() {
+        let vectors = [
+            (
+                hex!("000102030405060708090a0b0c0d0e0f"),
+                hex!("00112233445566778899aabbccddeeff"),
+                hex!("69c4e0d86a7b0430d8cdb78070b4c55a"),
+            ),
+            (
+                hex!("2b7e151628aed2a6abf7158809cf4f3c"),
+                hex!("3243f6a8885a308d313198a2e0370734"),
+                hex!("3925841d02dc09fbdc118597196a0b32"),
+            ),
+        ];
+        let mut slot = Aes128::ZERO;
+        slot.round_keys = [[0xa5a5; 8]; 11];
+        for (key, plain, cipher) in vectors {
+            slot.set_key(&key);
+            assert_eq!(slot.round_keys, Aes128::new(&key.into()).round_keys);
+            let mut block = plain.into();
+            slot.encrypt_block(&mut block);
+            assert_eq!(block[..], cipher);
+        }
     }
 
     // FIPS 197 Appendix A.1: the last round key of the expansion of 2b7e1516...

@@ -14,7 +14,7 @@
 //! read of the stack cannot recover the authentication key: H's block is wiped once GHASH
 //! holds it, the mask becomes the tag in place, the GHASH state is wiped on drop, and on
 //! devices the stack the AES and GHASH calls used below `tag_parts` is zeroed
-//! (`scrub_callee_stack`: their register spills hold H too). A rejected tag's expected value
+//! (`scrub::stack_below`: their register spills hold H too). A rejected tag's expected value
 //! is wiped as well.
 
 use aes::cipher::{BlockEncrypt, BlockSizeUser, KeyInit};
@@ -41,6 +41,20 @@ const MAX_TEXT: u64 = (1 << 36) - 32;
 /// message).
 pub struct Gcm<C> {
     cipher: C,
+}
+
+/// Devices key an AES-128-GCM key where it stays (`RustCrypto::write_aead_key`): a zeroed
+/// key written to the slot first, then the schedule expanded into it (no schedule by value).
+#[cfg(feature = "compact")]
+impl Gcm<Aes128> {
+    /// A key of zeros, no usable key until [`Self::set_key`] ([`Aes128::ZERO`]).
+    pub(crate) const ZERO: Self = Gcm { cipher: Aes128::ZERO };
+
+    /// Expands `key` into this key's schedule, in place ([`Aes128::set_key`]).
+    #[inline(always)]
+    pub(crate) fn set_key(&mut self, key: &[u8; 16]) {
+        self.cipher.set_key(key);
+    }
 }
 
 impl<C> Gcm<C>
@@ -199,27 +213,10 @@ where
         ghash.absorb(&aad_len.wrapping_mul(8).to_be_bytes());
         ghash.absorb(&bit_length(ciphertext).to_be_bytes());
         let tag = ghash.finish(mask.as_mut());
-        scrub_callee_stack();
+        // The AES and GHASH calls' frames lay below this one.
+        crate::scrub::stack_below();
         tag
     }
-}
-
-/// The stack [`Gcm::tag_parts`]' callees may have used, in bytes: their deepest chain is the
-/// AES's (`encrypt_blocks` → `encrypt_pair` → `sub_bytes` → `gf16_mul`), 444 B on Cortex-M4
-/// and 480 B on riscv32imc (GHASH's `absorb` → `multiply` → `clmul32`: 180 and 224 B), from
-/// `cargo xtask stack --elf <image> --root encrypt_blocks --root GHash::absorb`; rounded up.
-#[cfg(feature = "compact")]
-const SCRUB_BYTES: usize = 512;
-
-/// Zeroes the stack just below the caller's frame, where its callees' frames were: the AES
-/// state and the GHASH product and operands (H, E_K(J0), the unmasked hash) live there in
-/// locals and register spills no named wipe can reach. Called last in `tag_parts`, its frame
-/// lies over theirs.
-#[cfg(feature = "compact")]
-#[inline(never)]
-fn scrub_callee_stack() {
-    let mut below = [0u32; SCRUB_BYTES / 4];
-    zeroize::Zeroize::zeroize(&mut below);
 }
 
 /// GMAC: the AES-128-GCM tag under `key` and the 96-bit `nonce` of an empty plaintext whose
@@ -227,7 +224,16 @@ fn scrub_callee_stack() {
 /// ciphertext). RFC 9001 §5.8's Retry Integrity Tag is this over the Retry pseudo-packet's
 /// parts.
 pub(crate) fn aes128_gmac(key: &[u8; 16], nonce: &[u8; NONCE_LEN], aad: &[&[u8]]) -> [u8; TAG_LEN] {
-    Gcm::<Aes128>::new(key).tag_parts(nonce, aad, &[])
+    // Devices: keyed where it lies (no schedule built by value and copied: 176 B of stack).
+    #[cfg(feature = "compact")]
+    let gcm = {
+        let mut gcm = Gcm::ZERO;
+        gcm.set_key(key);
+        gcm
+    };
+    #[cfg(not(feature = "compact"))]
+    let gcm = Gcm::<Aes128>::new(key);
+    gcm.tag_parts(nonce, aad, &[])
 }
 
 /// The counter block `nonce ‖ counter` (big-endian 32-bit counter).

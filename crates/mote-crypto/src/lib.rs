@@ -46,6 +46,8 @@ mod ghash32;
 mod hmac_sha256;
 #[cfg(feature = "rustcrypto")]
 pub mod rustcrypto;
+#[cfg(all(feature = "rustcrypto", feature = "compact"))]
+mod scrub;
 #[cfg(feature = "rustcrypto")]
 mod sha256;
 #[cfg(all(feature = "rustcrypto", feature = "ed25519", feature = "salty"))]

@@ -596,10 +596,26 @@ impl CryptoProvider for RustCrypto {
         if key.len() != alg.key_len() {
             return Err(Error::BadLength);
         }
-        // The length is checked above. The key is the key schedule alone: it passes through
-        // this frame once on its way into `dst` (rustc builds it in a temporary), with no
-        // `AesGcm` constructor frame and `Result` around it.
+        // The length is checked above. The key is the key schedule alone, with no `AesGcm`
+        // constructor frame and `Result` around it.
         Ok(match alg {
+            // Devices: a zeroed key written to `dst`, then the schedule expanded into it
+            // there (`Aes128::set_key`): no copy of it is left in this frame or a callee's.
+            #[cfg(feature = "compact")]
+            AeadAlgorithm::Aes128Gcm => {
+                let key: &[u8; 16] = key.try_into().map_err(|_| Error::BadLength)?;
+                let written = dst.write(AeadKey::Aes128Gcm(Gcm::ZERO));
+                // `match`: `if let` is irrefutable where this is the only variant.
+                #[allow(clippy::single_match)]
+                match written {
+                    AeadKey::Aes128Gcm(gcm) => gcm.set_key(key),
+                    _ => {}
+                }
+                written
+            }
+            // Hosts: the aes crate's schedule passes through this frame once (rustc builds
+            // it in a temporary) on its way into `dst`.
+            #[cfg(not(feature = "compact"))]
             AeadAlgorithm::Aes128Gcm => dst.write(AeadKey::Aes128Gcm(Gcm::new(key))),
             #[cfg(feature = "aes256")]
             AeadAlgorithm::Aes256Gcm => dst.write(AeadKey::Aes256Gcm(Gcm::new(key))),
@@ -613,7 +629,8 @@ impl CryptoProvider for RustCrypto {
         })
     }
 
-    // As `write_aead_key`: the AES key schedule built where it stays.
+    // As `write_aead_key`: the AES key schedule built where it stays (on devices, expanded
+    // there).
     #[inline(never)]
     #[allow(unreachable_patterns)]
     fn write_header_key<'d>(
@@ -626,6 +643,20 @@ impl CryptoProvider for RustCrypto {
             return Err(Error::BadLength);
         }
         Ok(match alg {
+            // As in `write_aead_key`: keyed where it stays on devices.
+            #[cfg(feature = "compact")]
+            AeadAlgorithm::Aes128Gcm => {
+                let key: &[u8; 16] = key.try_into().map_err(|_| Error::BadLength)?;
+                let written = dst.write(HeaderKey::Aes128(Aes128::ZERO));
+                // `match`: `if let` is irrefutable where this is the only variant.
+                #[allow(clippy::single_match)]
+                match written {
+                    HeaderKey::Aes128(cipher) => cipher.set_key(key),
+                    _ => {}
+                }
+                written
+            }
+            #[cfg(not(feature = "compact"))]
             AeadAlgorithm::Aes128Gcm => dst.write(HeaderKey::Aes128(Aes128::new(
                 aes::cipher::generic_array::GenericArray::from_slice(key),
             ))),
@@ -1128,6 +1159,37 @@ mod write_key_tests {
             let mut bad_hp = MaybeUninit::uninit();
             assert!(RustCrypto.write_header_key(alg, &key[1..], &mut bad_hp).is_err());
         }
+    }
+
+    /// Known answers through the in-place path (on devices, `compact`: a zeroed key written
+    /// to the slot, then the schedule expanded there), into slots that held another key: the
+    /// GCM specification's test case 4 (AES-128-GCM) and RFC 9001 §A.2's header protection
+    /// (the client's Initial hp key, its sample and mask).
+    #[test]
+    fn written_keys_give_known_answers_over_an_old_key() {
+        use crate::AeadAlgorithm::Aes128Gcm;
+        use hex_literal::hex;
+        let old = [0xa5u8; 16];
+        let mut slot = MaybeUninit::new(RustCrypto.aead_key(Aes128Gcm, &old).unwrap());
+        let key = hex!("feffe9928665731c6d6a8f9467308308");
+        let aead = RustCrypto.write_aead_key(Aes128Gcm, &key, &mut slot).unwrap();
+        let mut text = hex!(
+            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
+            "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39"
+        );
+        let nonce = hex!("cafebabefacedbaddecaf888");
+        let aad = hex!("feedfacedeadbeeffeedfacedeadbeefabaddad2");
+        let tag = aead.seal_in_place(&nonce, &aad, &mut text).unwrap();
+        let sealed = hex!(
+            "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e"
+            "21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091"
+        );
+        assert_eq!((text, tag), (sealed, hex!("5bc94fbc3221a5db94fae95ae7121a47")));
+
+        let mut hp_slot = MaybeUninit::new(RustCrypto.header_key(Aes128Gcm, &old).unwrap());
+        let hp_key = hex!("9f50449e04a0e810283a1e9933adedd2");
+        let hp = RustCrypto.write_header_key(Aes128Gcm, &hp_key, &mut hp_slot).unwrap();
+        assert_eq!(hp.mask(&hex!("d1b1c98dd7689fb8ec11d242b123dc9b")).unwrap(), hex!("437b9aec36"));
     }
 }
 

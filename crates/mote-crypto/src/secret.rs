@@ -50,10 +50,23 @@ impl core::fmt::Debug for Digest {
 
 /// A secret of up to [`MAX_HASH_LEN`] bytes (an HKDF PRK or TLS traffic secret), erased on
 /// drop. Its `Debug` output never shows the bytes.
-#[derive(Clone)]
 pub struct Secret {
     bytes: [u8; MAX_HASH_LEN],
     len: u8,
+}
+
+impl Clone for Secret {
+    fn clone(&self) -> Self {
+        Self { bytes: self.bytes, len: self.len }
+    }
+
+    /// Copies `source` over this secret where it lies. The default (`*self =
+    /// source.clone()`) may build the clone in a temporary and move it in, and a moved-from
+    /// copy is never wiped: its drop runs on the copy.
+    fn clone_from(&mut self, source: &Self) {
+        self.bytes = source.bytes;
+        self.len = source.len;
+    }
 }
 
 impl Secret {
@@ -143,6 +156,17 @@ impl core::fmt::Debug for SharedSecret {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `clone_from` copies the bytes and the length over the old secret in place (a key
+    /// update replaces a traffic secret this way: no moved-from copy).
+    #[test]
+    fn clone_from_copies_in_place() {
+        let mut s = Secret::new(&[1; MAX_HASH_LEN]);
+        s.clone_from(&Secret::new(&[2; 32]));
+        assert_eq!(s.as_ref(), &[2; 32]);
+        assert_eq!(s.bytes[32..], [0; MAX_HASH_LEN - 32]);
+        assert_eq!(s.clone().as_ref(), &[2; 32]);
+    }
 
     /// Review finding: HKDF erased its `previous` block but not the HMAC output it copied
     /// it from (the same bytes: for a 32-byte traffic secret, the whole secret), nor the

@@ -14,7 +14,7 @@ use core::ptr::addr_of_mut;
 use mote_crypto::{hkdf, AeadAlgorithm, CryptoProvider, Error, Secret, NONCE_LEN};
 
 use super::tls::{DirKeys, OneRttKeys};
-use crate::packet::{expand_key, PacketKey, PacketKeys};
+use crate::packet::{PacketKey, PacketKeys};
 use crate::time::Instant;
 use crate::version::Version;
 
@@ -114,9 +114,24 @@ fn write_header_key<P: CryptoProvider>(
     secret: &[u8],
 ) -> Result<(), Error> {
     let params = version.params().ok_or(Error::Unsupported)?;
-    let hp = expand_key(provider, alg.hash(), secret, params.hp_label, alg.key_len())?;
+    let mut hp = Secret::zeroed(alg.key_len());
+    expand_raw_key(provider, alg, secret, params.hp_label, &mut hp)?;
     provider.write_header_key(alg, hp.as_ref(), dst)?;
     Ok(())
+}
+
+/// RFC 9001 §5.1: HKDF-Expand-Label(secret, label, "", key length) into `out`, a raw key
+/// (AEAD or header protection) in its caller's frame. Written there, not returned: a
+/// returned `Secret` is moved out of the callee's frame, and the moved-from copy is never
+/// wiped (its drop runs on the copy). `out` wipes itself on drop, where it lies.
+fn expand_raw_key<P: CryptoProvider>(
+    provider: &P,
+    alg: AeadAlgorithm,
+    secret: &[u8],
+    label: &[u8],
+    out: &mut Secret,
+) -> Result<(), Error> {
+    hkdf::expand_label(provider, alg.hash(), secret, label, &[], out.as_mut())
 }
 
 /// RFC 9001 §5.1, §6.1: writes the AEAD key ("quic key") and IV ("quic iv") derived from
@@ -140,14 +155,17 @@ unsafe fn write_packet_key<P: CryptoProvider>(
     // SAFETY: the caller's contract; field addresses only.
     unsafe {
         let key = &mut *addr_of_mut!((*dst).key).cast::<MaybeUninit<P::AeadKey>>();
-        expand_key(provider, hash, secret, params.key_label, alg.key_len())
-            .and_then(|k| provider.write_aead_key(alg, k.as_ref(), key))?;
-        let mut iv = [0u8; NONCE_LEN];
-        if let Err(e) = hkdf::expand_label(provider, hash, secret, params.iv_label, &[], &mut iv) {
+        let mut raw = Secret::zeroed(alg.key_len());
+        expand_raw_key(provider, alg, secret, params.key_label, &mut raw)
+            .and_then(|()| provider.write_aead_key(alg, raw.as_ref(), key))?;
+        // The IV is derived where it stays (zeroed first: no reference to uninitialized
+        // memory), not in a local that would be copied in and left behind.
+        let iv = addr_of_mut!((*dst).iv);
+        iv.write([0; NONCE_LEN]);
+        if let Err(e) = hkdf::expand_label(provider, hash, secret, params.iv_label, &[], &mut *iv) {
             core::ptr::drop_in_place(addr_of_mut!((*dst).key));
             return Err(e);
         }
-        addr_of_mut!((*dst).iv).write(iv);
     }
     Ok(())
 }

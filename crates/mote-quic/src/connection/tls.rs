@@ -13,7 +13,7 @@ use super::rng::Drbg;
 use super::FAST_RESENDS;
 use crate::cid::ConnectionId;
 use crate::error::WireError;
-use crate::packet::{next_secret, PacketKey, PacketKeys};
+use crate::packet::{PacketKey, PacketKeys};
 use crate::recovery::{CongestionController, PnSpace, Recovery};
 use crate::stream::CryptoSend;
 use crate::time::{Duration, Instant};
@@ -252,6 +252,30 @@ impl<P: CryptoProvider> OneRttKeys<P> {
     }
 }
 
+/// RFC 9001 §6.1: the next key phase's secret, `secret_<n+1> =
+/// HKDF-Expand-Label(secret_<n>, "quic ku", "", Hash.length)` ("quicv2 ku" for v2, RFC 9369
+/// §3.3.2), written into `out` (`Hash.length` long) in the caller's frame, not returned by
+/// value as by [`crate::packet::next_secret`], whose moved-from copy is never wiped. The
+/// caller copies it over the old secret in place (`clone_from`); `out` wipes itself on drop.
+fn next_secret_into<P: CryptoProvider>(
+    provider: &P,
+    version: Version,
+    suite: AeadAlgorithm,
+    secret: &Secret,
+    out: &mut Secret,
+) -> Result<(), mote_crypto::Error> {
+    let params = version.params().ok_or(mote_crypto::Error::Unsupported)?;
+    let hash = suite.hash();
+    mote_crypto::hkdf::expand_label(
+        provider,
+        hash,
+        secret.as_ref(),
+        params.ku_label,
+        &[],
+        out.as_mut(),
+    )
+}
+
 // RFC 9001 §6: key updates. Every key of the next generation is built where it stays (a
 // device has no stack for a by-value key: an AES key schedule and GHASH key, ~0.4 KB, and
 // each `Result` or move of one); the next receive key in the other phase's slot, the send
@@ -310,8 +334,9 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         let Some(k) = self.as_mut() else { return };
         // The slot is empty: not derived yet, or emptied when its key became current.
         k.next_rx_ready = true;
-        if let Ok(secret) = next_secret(provider, version, k.suite.hash(), k.rx_secret.as_ref()) {
-            k.rx_secret = secret;
+        let mut secret = Secret::zeroed(k.suite.hash().output_len());
+        if next_secret_into(provider, version, k.suite, &k.rx_secret, &mut secret).is_ok() {
+            k.rx_secret.clone_from(&secret);
             let _ = k.next_rx.derive(provider, version, k.suite, k.rx_secret.as_ref());
         }
     }
@@ -376,11 +401,12 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
     /// Phase bit we send flips.
     fn advance_tx(&mut self, provider: &P, version: Version) -> Result<(), mote_crypto::Error> {
         let k = self.as_ref().ok_or(mote_crypto::Error::Unsupported)?;
-        let (suite, hash) = (k.suite, k.suite.hash());
-        let secret = next_secret(provider, version, hash, k.tx_secret.as_ref())?;
+        let suite = k.suite;
+        let mut secret = Secret::zeroed(suite.hash().output_len());
+        next_secret_into(provider, version, suite, &k.tx_secret, &mut secret)?;
         self.replace_tx_key(provider, version, suite, secret.as_ref())?;
         let k = self.as_mut().ok_or(mote_crypto::Error::Unsupported)?;
-        k.tx_secret = secret;
+        k.tx_secret.clone_from(&secret);
         k.tx_phase = !k.tx_phase;
         k.tx_phase_start_pn = PN_NONE;
         k.update_after = UPDATE_NEVER;

@@ -40,7 +40,6 @@ pub use header::{
 pub(crate) use initial::initial_secrets_into;
 pub(crate) use initial::INITIAL_AEAD;
 pub use initial::{initial_keys, initial_secrets, InitialKeys};
-pub(crate) use keys::expand as expand_key;
 pub use keys::{next_secret, PacketKey, PacketKeys};
 pub use mote_crypto::TAG_LEN;
 pub use protection::{
