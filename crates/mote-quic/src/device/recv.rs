@@ -201,7 +201,7 @@ where
     /// never migrates; a server does not migrate, RFC 9000 §9).
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
         let _ = remote;
-        self.last_now = now;
+        self.set_now(now);
         match self.state {
             State::Open => {}
             State::Closing { .. } => {
