@@ -259,5 +259,58 @@ mod tests {
     #[test]
     fn host_instants_saturate() {
         assert_eq!(Instant(u64::MAX) + Duration(1), Instant(u64::MAX));
+        assert_eq!(Instant(u64::MAX) + Duration::MAX, Instant(u64::MAX));
+        let mut t = Instant(5);
+        t.age(Instant(u64::MAX));
+        assert_eq!(t, Instant(5), "a host's instant is never aged");
+    }
+
+    /// A device's instants straddling 2^32 µs compare by the signed difference.
+    #[cfg(not(feature = "std"))]
+    #[test]
+    fn device_instants_wrap() {
+        let before = Instant(u32::MAX - 5);
+        let after = before + Duration(10);
+        assert_eq!(after, Instant(4));
+        assert!(before < after && after > before);
+        assert_eq!(before.max(after), after);
+        assert_eq!(after - before, Duration(10));
+        assert_eq!(before - after, Duration::ZERO);
+        assert_eq!(Instant::from_micros((1 << 32) + 7), Instant(7));
+        // Ordered up to 2^31 - 1 µs apart, whatever the values.
+        let far = Instant(before.0.wrapping_add(WINDOW.0 - 1));
+        assert!(before < far && far.saturating_since(before) == Duration(WINDOW.0 - 1));
+        // A deadline is at most MAX_SPAN ahead.
+        assert_eq!(before + Duration::MAX, Instant(before.0.wrapping_add(MAX_SPAN.0)));
+        assert_eq!(Duration::from_secs(3 * 3600), Duration::MAX);
+    }
+
+    /// Aging moves a past instant older than MAX_SPAN up to `now - MAX_SPAN` and leaves a
+    /// recent one and a deadline alone; without it an instant 40 minutes old (past the
+    /// 2^31 µs window) would read as a future one.
+    #[cfg(not(feature = "std"))]
+    #[test]
+    fn device_instants_age() {
+        let now = Instant(100);
+        let mut old = Instant(100u32.wrapping_sub(MAX_SPAN.0 + 5));
+        old.age(now);
+        assert_eq!(old, Instant(100u32.wrapping_sub(MAX_SPAN.0)));
+        assert!(old < now);
+        let mut recent = Instant(50);
+        recent.age(now);
+        assert_eq!(recent, Instant(50));
+        let mut ahead = now + MAX_SPAN;
+        ahead.age(now);
+        assert_eq!(ahead, now + MAX_SPAN);
+        // Aged every minute, an instant stays before every later one.
+        let start = Instant(u32::MAX - 1_000);
+        let (mut aged, unaged) = (start, start);
+        let mut t = start;
+        for _ in 0..40 {
+            t = Instant(t.0.wrapping_add(60_000_000));
+            aged.age(t);
+        }
+        assert!(aged < t, "aged");
+        assert!(unaged > t, "40 minutes on, the unaged instant reads as later");
     }
 }

@@ -258,6 +258,28 @@ mod tests {
         assert_eq!(tiny.pto_base(), Duration(100) + GRANULARITY);
     }
 
+    /// RFC 9002 §5.3, §6.1.2: a sample below the clock's unit (an ACK processed in the
+    /// microsecond its packet left) is 0. It is a sample like another (min_rtt and
+    /// smoothed_rtt take it, a later one still counts), and the loss delay and the PTO keep
+    /// kGranularity (1 ms).
+    #[test]
+    fn a_zero_sample_keeps_the_granularity() {
+        let mut r = RttEstimator::default();
+        r.update(Duration::ZERO, Duration::ZERO, ms(25), true);
+        assert!(r.has_sample());
+        assert_eq!(
+            (r.min(), r.smoothed(), r.rttvar()),
+            (Duration::ZERO, Duration::ZERO, Duration::ZERO)
+        );
+        assert_eq!(r.loss_delay(), GRANULARITY);
+        assert_eq!(r.pto_base(), GRANULARITY);
+        // 10 ms with 5 ms of ACK delay: adjusted to 5 ms (10 >= min_rtt 0 + 5).
+        r.update(ms(10), ms(5), ms(25), true);
+        assert_eq!(r.min(), Duration::ZERO);
+        assert_eq!(r.smoothed(), Duration(5 * MS / 8));
+        assert!(r.pto_base() > GRANULARITY);
+    }
+
     /// Without `std` the estimates are 32-bit: a sample beyond 2^32 µs (71.6 minutes)
     /// counts as that long, and so does the PTO (a deadline is then clamped to
     /// `time::MAX_SPAN` ahead).

@@ -1538,3 +1538,49 @@ fn an_acked_newest_record_still_breaks_a_lost_run() {
     assert_eq!(run::<true>(), (false, 0));
     assert_eq!(run::<false>(), (false, 0));
 }
+
+// --- 32-bit time on a device (`crate::time`) ---
+
+/// RFC 9002 App. B.5, B.6: a recovery period that started 40 minutes ago (more than a
+/// device's 2^31 µs window) still ends: aged every minute, its start stays before a packet
+/// sent now, so that packet's loss is a new congestion event.
+#[test]
+fn an_old_recovery_period_ends_across_the_device_window() {
+    let t0 = at(1_000);
+    let mut cc = NewReno::new(MDS);
+    cc.on_congestion_event(t0, t0);
+    let after_first = cc.window();
+    let mut now = t0;
+    for m in 1..=40 {
+        now = at(1_000 + m * 60_000);
+        cc.age(now);
+    }
+    let sent = at(1_000 + 40 * 60_000 - 1);
+    assert!(!cc.in_recovery(sent));
+    cc.on_congestion_event(now, sent);
+    assert!(cc.window() < after_first, "a new congestion event");
+}
+
+/// A peer's ACK held for 30 minutes with the largest ACK Delay and max_ack_delay, and a PTO
+/// backed off 20 times: on a device every deadline stays within `time::MAX_SPAN` of now.
+#[test]
+fn deadlines_stay_within_the_device_window() {
+    use crate::time::MAX_SPAN;
+    let mut r = client();
+    r.on_handshake_confirmed(at(0));
+    r.set_peer_max_ack_delay(ms((1 << 14) - 1));
+    send(&mut r, PnSpace::ApplicationData, at(1));
+    let acked = at(1 + 30 * 60_000);
+    let delay = decode_ack_delay(u64::MAX >> 2, 20);
+    ack(&mut r, PnSpace::ApplicationData, &[(0, 0)], delay, acked).unwrap();
+    assert_eq!(r.rtt().latest(), ms(30 * 60_000));
+    let mut now = acked;
+    send(&mut r, PnSpace::ApplicationData, now);
+    for _ in 0..20 {
+        let t = r.loss_detection_timer().expect("PTO armed");
+        assert!(t > now && t.saturating_since(now) <= MAX_SPAN, "{t:?} at {now:?}");
+        now = t;
+        r.on_timeout(now, |_| {});
+        send(&mut r, PnSpace::ApplicationData, now);
+    }
+}
