@@ -2015,6 +2015,9 @@ fn an_unarmed_key_update_stays_unarmed_across_the_wrap() {
     p.handshake();
     exchange(&mut p, b"GET", b"ok");
     settle(&mut p);
+    p.run_for(Duration::from_secs(1));
+    #[cfg(not(feature = "std"))]
+    assert!(p.now.0 < 1 << 31, "past the wrap");
     let k = p.client.hs.keys.one_rtt.as_mut().unwrap();
     k.update_after = crate::connection::tls::UPDATE_NEVER;
     assert_eq!(p.client.key_update_at(), None);
