@@ -94,6 +94,7 @@ impl Instant {
     }
 
     /// Microseconds since the epoch (modulo 2^32 on a device).
+    #[allow(clippy::unnecessary_cast)] // `Micros` is `u32` on a device
     pub const fn as_micros(self) -> u64 {
         self.0 as u64
     }
@@ -165,6 +166,7 @@ impl Duration {
     pub const MAX: Duration = Duration(Micros::MAX);
 
     /// A span of `us` microseconds (saturating).
+    #[allow(clippy::unnecessary_cast)] // `Micros` is `u32` on a device
     pub const fn from_micros(us: u64) -> Self {
         if us > Micros::MAX as u64 {
             Duration::MAX
@@ -184,6 +186,7 @@ impl Duration {
     }
 
     /// Microseconds.
+    #[allow(clippy::unnecessary_cast)] // `Micros` is `u32` on a device
     pub const fn as_micros(self) -> u64 {
         self.0 as u64
     }
@@ -192,6 +195,7 @@ impl Duration {
     // Out of line on devices: a saturating multiply is a few instructions at each of the
     // deadline computations, a call is 4 bytes (issue 8).
     #[cfg_attr(not(feature = "std"), inline(never))]
+    #[allow(clippy::unnecessary_cast)] // `Micros` is `u32` on a device
     pub const fn saturating_mul(self, n: u64) -> Self {
         Duration::from_micros((self.0 as u64).saturating_mul(n))
     }
@@ -272,7 +276,8 @@ mod tests {
         let before = Instant(u32::MAX - 5);
         let after = before + Duration(10);
         assert_eq!(after, Instant(4));
-        assert!(before < after && after > before);
+        assert!(before < after);
+        assert!(after > before);
         assert_eq!(before.max(after), after);
         assert_eq!(after - before, Duration(10));
         assert_eq!(before - after, Duration::ZERO);
