@@ -269,7 +269,8 @@ mod server {
         associated_data(kind, key.id, addr, version, &mut aad);
         let aead = provider.aead_key(AeadAlgorithm::Aes128Gcm, &key.key).map_err(|_| bad)?;
         aead.open_in_place(&nonce, &aad, body, tag).map_err(|_| bad)?;
-        let issued = Instant(u64::from_be_bytes(body[..8].try_into().map_err(|_| bad)?));
+        let issued =
+            Instant::from_micros(u64::from_be_bytes(body[..8].try_into().map_err(|_| bad)?));
         let mut pos = 8;
         let original_dcid = get_cid(body, &mut pos).ok_or(bad)?;
         let retry_scid = get_cid(body, &mut pos).ok_or(bad)?;

@@ -719,7 +719,7 @@ fn connected<'a, B: Board>(
 ) -> Option<(usize, u64)> {
     #[cfg(feature = "selfmeasure")]
     out.record.phases.enter(board, Some(Phase::Init));
-    let now = Instant(board.now_us());
+    let now = Instant::from_micros(board.now_us());
     #[cfg(feature = "x509")]
     let unix_time = crate::UNIX_TIME_AT_BOOT + board.now_us() / 1_000_000;
     #[cfg(not(feature = "x509"))]
@@ -800,7 +800,7 @@ fn event_loop<B: Board>(
     let Io { link, tx, scratch } = io;
     loop {
         let now_us = board.now_us();
-        let now = Instant(now_us);
+        let now = Instant::from_micros(now_us);
         step(steps, 0, || receive(board, link, conn, now));
         if conn.poll_timeout().is_some_and(|t| t <= now) {
             step(steps, 3, || on_timeout(conn, now));
@@ -862,7 +862,9 @@ fn event_loop<B: Board>(
             // (RFC 9000 §10.2: it may discard state and answer nothing).
             break;
         }
-        board.sleep_until(conn.poll_timeout().map(|t| t.0));
+        // The connection's clock is the board's modulo 2^32 µs on a device (mote_quic::time):
+        // its deadline goes back to the board's as a span from `now`.
+        board.sleep_until(conn.poll_timeout().map(|t| now_us + (t - now).as_micros()));
     }
     #[cfg(feature = "selfmeasure")]
     {

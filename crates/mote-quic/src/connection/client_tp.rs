@@ -50,7 +50,7 @@ pub(crate) fn encode_client(
         (id::MAX_ACK_DELAY as u8, Tp::DEFAULT_MAX_ACK_DELAY),
     ];
     let values = [
-        config.idle_timeout_ms.into(),
+        config.local_idle_timeout_ms().into(),
         config.max_udp_payload_size.into(),
         s.max_data,
         s.max_stream_data_bidi_local.min(b),
@@ -115,7 +115,7 @@ mod tests {
     ) -> Vec<u8> {
         let version = config.version;
         let mut tp = TransportParameters::default();
-        tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
+        tp.max_idle_timeout = VarInt::from_u32(config.local_idle_timeout_ms());
         tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
         config.streams.for_slots(slots).apply_to(&mut tp, recv_buf);
         tp.max_ack_delay = config.max_ack_delay_ms.min((1 << 14) - 1);

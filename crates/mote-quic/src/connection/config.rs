@@ -7,6 +7,14 @@ use crate::stream::StreamConfig;
 use crate::time::Duration;
 use crate::version::Version;
 
+/// The longest max_idle_timeout of a device (builds without `std`): 480 s. RFC 9000 §10.1:
+/// the effective idle timeout is the smaller of both sides' (non-zero) values, so with ours
+/// never above this (and never "none") no peer can hold a device's connection open without
+/// sending for longer. This is what keeps the device's 32-bit instants, which wrap every
+/// 71.6 minutes, comparable: the idle deadline (at least three PTOs, clamped to
+/// [`crate::time::MAX_SPAN`], 537 s) bounds how long the caller sleeps (see `time`).
+pub const DEVICE_MAX_IDLE_TIMEOUT_MS: u32 = 480_000;
+
 /// Settings of one connection. Times that travel in transport parameters are kept in
 /// milliseconds, as on the wire, so no division is needed on a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +34,8 @@ pub struct ConnectionConfig {
     /// The max_udp_payload_size transport parameter: the largest UDP payload this endpoint
     /// accepts (RFC 9000 §18.2).
     pub max_udp_payload_size: u16,
-    /// max_idle_timeout in milliseconds, 0 for none (RFC 9000 §10.1).
+    /// max_idle_timeout in milliseconds, 0 for none (RFC 9000 §10.1). On a device at
+    /// most, and for none, [`DEVICE_MAX_IDLE_TIMEOUT_MS`] ([`Self::local_idle_timeout_ms`]).
     pub idle_timeout_ms: u32,
     /// max_ack_delay in milliseconds (RFC 9000 §18.2; below 2^14).
     pub max_ack_delay_ms: u16,
@@ -104,6 +113,18 @@ impl AeadLimits {
 }
 
 impl ConnectionConfig {
+    /// The max_idle_timeout this endpoint advertises and uses (RFC 9000 §10.1):
+    /// [`Self::idle_timeout_ms`] on a host; on a device at most
+    /// [`DEVICE_MAX_IDLE_TIMEOUT_MS`], which also replaces 0 (none).
+    pub const fn local_idle_timeout_ms(&self) -> u32 {
+        let ms = self.idle_timeout_ms;
+        if cfg!(feature = "std") || (ms != 0 && ms <= DEVICE_MAX_IDLE_TIMEOUT_MS) {
+            ms
+        } else {
+            DEVICE_MAX_IDLE_TIMEOUT_MS
+        }
+    }
+
     /// A device client on a WLAN-class link: small windows (the stream buffers bound them
     /// anyway), 30 s idle timeout, RFC 9002 recovery defaults with two probes per PTO.
     pub const fn device() -> Self {

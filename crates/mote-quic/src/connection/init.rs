@@ -432,7 +432,7 @@ where
             // Assigned field by field after `default()` (issue 8): the struct-update form
             // measured 84 B larger on the device (hence the clippy allowance above).
             let mut tp = crate::transport_params::TransportParameters::default();
-            tp.max_idle_timeout = VarInt::from_u32(config.idle_timeout_ms);
+            tp.max_idle_timeout = VarInt::from_u32(config.local_idle_timeout_ms());
             tp.max_udp_payload_size = VarInt::from(config.max_udp_payload_size);
             // Advertise the stream counts the table will accept (capped to the N slots).
             config.streams.for_slots(N).apply_to(&mut tp, recv_buf);

@@ -547,7 +547,7 @@ mod tests {
         let mut slot = KeySlot::<OneRttKeys<RustCrypto>>::empty();
         slot.derive(&p, v, alg, &tx, &rx).unwrap();
         let pto = Duration::from_millis(100);
-        let t = |ms: u64| Instant(ms * 1_000);
+        let t = |ms: u64| Instant::from_micros(ms * 1_000);
         let sent = |slot: &mut KeySlot<OneRttKeys<RustCrypto>>, pn| {
             slot.as_mut().unwrap().on_sent(pn);
         };

@@ -81,7 +81,7 @@ use core::net::SocketAddr;
 use mote_crypto::{CryptoProvider, CryptoRng};
 
 pub use cids::{LOCAL_CIDS, REMOTE_CIDS, RETIRE_QUEUE};
-pub use config::{AeadLimits, ConnectionConfig};
+pub use config::{AeadLimits, ConnectionConfig, DEVICE_MAX_IDLE_TIMEOUT_MS};
 #[cfg(feature = "datagram")]
 pub use datagram::{DatagramError, DATAGRAM_QUEUE_BYTES, DATAGRAM_QUEUE_LEN};
 #[cfg(feature = "migration")]
@@ -925,7 +925,7 @@ where
     /// The effective idle timeout (RFC 9000 §10.1): the smaller of both sides' non-zero
     /// max_idle_timeout, at least three PTOs; `None` when neither side set one.
     pub fn idle_timeout(&self) -> Option<Duration> {
-        let local = u64::from(self.config.idle_timeout_ms);
+        let local = u64::from(self.config.local_idle_timeout_ms());
         let peer = self.peer.map_or(0, |p| p.idle_timeout_ms);
         let ms = match (local, peer) {
             (0, 0) => return None,
@@ -1094,11 +1094,8 @@ where
             State::Closing { deadline } | State::Draining { deadline } => return Some(deadline),
             _ => {}
         }
-        // The earliest deadline as microseconds, `u64::MAX` for none (issue 8: one compare
-        // per candidate instead of `Option` tag checks). A deadline saturated at `u64::MAX`
-        // (half a million years) is never reached, so it reads as none.
-        let mut t = u64::MAX;
-        let mut consider = |x: Option<Instant>| t = earliest(t, x);
+        let mut t = Soonest::NONE;
+        let mut consider = |x: Option<Instant>| t = t.or(x);
         consider(self.idle_deadline());
         consider(self.recovery.loss_detection_timer());
         #[cfg(feature = "migration")]
@@ -1119,7 +1116,17 @@ where
             }
             consider(self.pacing_wakeup);
         }
-        (t != u64::MAX).then_some(Instant(t))
+        t.get()
+    }
+
+    /// Records `now`, and keeps the instants held for the connection's lifetime (recovery's,
+    /// the key-update time) comparable with it: a device's clock wraps (`time`), and every
+    /// entry that takes `now` starts here. Out of line on devices: three callers.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn set_now(&mut self, now: Instant) {
+        self.last_now = now;
+        self.recovery.age(now);
+        self.hs.keys.one_rtt.age(now);
     }
 
     fn idle_deadline(&self) -> Option<Instant> {
@@ -1130,7 +1137,7 @@ where
     /// detection and PTO (RFC 9002 §6.2). ACK deadlines and pacing are handled by the next
     /// [`Connection::poll_transmit`].
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.last_now = now;
+        self.set_now(now);
         match self.state {
             State::Drained => return,
             State::Closing { deadline: d } | State::Draining { deadline: d } => {
@@ -1422,9 +1429,50 @@ pub(crate) fn random_cid<P: CryptoProvider>(
     ConnectionId::new(bytes).ok_or(ConnectError::Config)
 }
 
-/// `t` or the deadline `x` if it is earlier (`u64::MAX`: none). Out of line on devices: the
-/// timer scan of [`Connection::poll_timeout`] takes six of them (issue 8).
-#[cfg_attr(not(feature = "std"), inline(never))]
-pub(crate) fn earliest(t: u64, x: Option<Instant>) -> u64 {
-    t.min(x.map_or(u64::MAX, Instant::as_micros))
+/// The earliest of a set of deadlines, one compare per candidate instead of `Option` tag
+/// checks (issue 8). Hosts: microseconds, `u64::MAX` for none (a deadline saturated at
+/// `u64::MAX`, half a million years, is never reached, so it reads as none). Devices: an
+/// `Option<Instant>` (two registers), compared by the wrapping order of device instants
+/// (`time`), where no value is free to mean none.
+#[cfg(feature = "std")]
+#[derive(Clone, Copy)]
+pub(crate) struct Soonest(u64);
+
+/// The earliest of a set of deadlines (see the host definition).
+#[cfg(not(feature = "std"))]
+#[derive(Clone, Copy)]
+pub(crate) struct Soonest(Option<Instant>);
+
+#[cfg(feature = "std")]
+impl Soonest {
+    pub(crate) const NONE: Soonest = Soonest(u64::MAX);
+
+    /// `self`, or the deadline `x` if it is earlier.
+    pub(crate) fn or(self, x: Option<Instant>) -> Soonest {
+        Soonest(self.0.min(x.map_or(u64::MAX, Instant::as_micros)))
+    }
+
+    pub(crate) fn get(self) -> Option<Instant> {
+        (self.0 != u64::MAX).then_some(Instant(self.0))
+    }
+}
+
+#[cfg(not(feature = "std"))]
+impl Soonest {
+    pub(crate) const NONE: Soonest = Soonest(None);
+
+    /// `self`, or the deadline `x` if it is earlier. Out of line: the timer scans take up
+    /// to six of them (issue 8).
+    #[inline(never)]
+    pub(crate) fn or(self, x: Option<Instant>) -> Soonest {
+        match (self.0, x) {
+            (Some(t), Some(x)) if t <= x => self,
+            (_, None) => self,
+            _ => Soonest(x),
+        }
+    }
+
+    pub(crate) const fn get(self) -> Option<Instant> {
+        self.0
+    }
 }

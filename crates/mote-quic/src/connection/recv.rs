@@ -297,7 +297,7 @@ where
 
     /// A datagram — or with [`RecvInfo::segment_size`] a GRO batch of datagrams — arrived.
     pub fn handle_recv(&mut self, now: Instant, info: &RecvInfo, data: &mut [u8]) {
-        self.last_now = now;
+        self.set_now(now);
         match info.segment_size {
             Some(seg) if seg > 0 && seg < data.len() => {
                 for d in data.chunks_mut(seg) {

@@ -121,7 +121,7 @@ where
     /// allows, a GSO batch of equal-size 1-RTT datagrams — into `buf`. `None` when nothing
     /// is due: check [`Connection::poll_timeout`].
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        self.last_now = now;
+        self.set_now(now);
         if matches!(self.state, State::Drained | State::Draining { .. }) {
             return None;
         }

@@ -2154,3 +2154,15 @@ fn a_server_initial_probe_also_repeats_its_handshake_flight() {
     open.set(true);
     p.handshake();
 }
+
+/// The earliest of a connection's deadlines across a device's clock wrap (`time`): the one
+/// before 2^32 µs is the earlier; none is none.
+#[test]
+fn soonest_deadline_across_the_wrap() {
+    use super::Soonest;
+    assert_eq!(Soonest::NONE.or(None).get(), None);
+    let before = Instant::from_micros((1 << 32) - 10);
+    let after = before + Duration::from_micros(20);
+    assert_eq!(Soonest::NONE.or(Some(after)).or(None).or(Some(before)).get(), Some(before));
+    assert_eq!(Soonest::NONE.or(Some(before)).or(Some(after)).get(), Some(before));
+}

@@ -213,7 +213,7 @@ pub(crate) struct OneRttKeys<P: CryptoProvider> {
 }
 
 /// [`OneRttKeys::update_after`] while no packet of the current send phase is acknowledged.
-pub(crate) const UPDATE_NEVER: Instant = Instant(u64::MAX);
+pub(crate) const UPDATE_NEVER: Instant = Instant(crate::time::Micros::MAX);
 
 /// [`OneRttKeys::tx_phase_start_pn`] until a packet of the phase leaves.
 pub(crate) const PN_NONE: u64 = u64::MAX;
@@ -440,6 +440,18 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
         k.update_after = if first_phase { now } else { now + recovery.pto().saturating_mul(3) };
     }
 
+    /// Keeps `update_after`, which may wait for the application's update for the whole
+    /// connection, comparable with `now` on a device ([`Instant::age`], `time`): the
+    /// connections call it for every datagram received. Should an aged or computed
+    /// `update_after` hit [`UPDATE_NEVER`] (one value in 2^32), the next ACK sets it again.
+    pub(crate) fn age(&mut self, now: Instant) {
+        if let Some(k) = self.as_mut() {
+            if k.update_after != UPDATE_NEVER {
+                k.update_after.age(now);
+            }
+        }
+    }
+
     /// RFC 9001 §6.1: starts a key update at `now`: the send key moves to the next
     /// generation and the Key Phase bit flips; the receive key follows when the peer's
     /// packets do. Refused while a previous update is unanswered, and (§6.1: "MUST NOT
@@ -449,7 +461,14 @@ impl<P: CryptoProvider> KeySlot<OneRttKeys<P>> {
     #[inline(never)]
     pub(crate) fn initiate(&mut self, provider: &P, version: Version, now: Instant) -> bool {
         let Some(k) = self.as_ref() else { return false };
-        if k.tx_ahead || now < k.update_after || self.advance_tx(provider, version).is_err() {
+        // `UPDATE_NEVER` is checked as such: a device's instants wrap (`time`), so no value
+        // is later than every other.
+        let never = k.update_after == UPDATE_NEVER;
+        if k.tx_ahead
+            || never
+            || now < k.update_after
+            || self.advance_tx(provider, version).is_err()
+        {
             return false;
         }
         match self.as_mut() {

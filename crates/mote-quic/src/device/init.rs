@@ -239,7 +239,7 @@ where
             addr_of_mut!((*p).remote).write(remote);
             addr_of_mut!((*p).state).write(State::Open);
             addr_of_mut!((*p).settings).write(Settings {
-                idle_timeout_ms: u64::from(config.idle_timeout_ms),
+                idle_timeout_ms: u64::from(config.local_idle_timeout_ms()),
                 max_datagram_size: config.max_datagram_size,
                 max_ack_ranges: u8::try_from(config.max_ack_ranges).unwrap_or(u8::MAX),
                 aead_limits: config.aead_limits,

@@ -52,7 +52,7 @@ use mote_crypto::CryptoProvider;
 use crate::connection::cids::RemoteCids;
 use crate::connection::tls::{Handshake, TlsSession, CRYPTO_RANGES};
 use crate::connection::{
-    earliest, AeadLimits, CloseReason, ConnectionClose, HANDSHAKE_RANGES, HANDSHAKE_SENT,
+    AeadLimits, CloseReason, ConnectionClose, Soonest, HANDSHAKE_RANGES, HANDSHAKE_SENT,
 };
 use crate::error::TransportErrorCode;
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
@@ -394,13 +394,19 @@ where
         (ms != 0).then(|| Duration::from_millis(ms).max(pto3))
     }
 
-    /// The idle deadline in microseconds, `u64::MAX` if there is none: a `u64` comes back in
-    /// registers, an `Option<Instant>` (16 bytes) through memory (issue 8).
-    fn idle_deadline_us(&self) -> u64 {
-        match self.idle_timeout() {
-            Some(d) => (self.idle_start + d).as_micros(),
-            None => u64::MAX,
-        }
+    /// The idle deadline, if there is one.
+    fn idle_deadline(&self) -> Option<Instant> {
+        self.idle_timeout().map(|d| self.idle_start + d)
+    }
+
+    /// Records `now`, and keeps the instants held for the connection's lifetime (recovery's,
+    /// the key-update time) comparable with it: a device's clock wraps (`time`), and every
+    /// entry that takes `now` starts here. Out of line on devices: three callers.
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn set_now(&mut self, now: Instant) {
+        self.last_now = now;
+        self.recovery.age(now);
+        self.hs.keys.one_rtt.age(now);
     }
 
     /// When [`DeviceConnection::handle_timeout`] must be called next.
@@ -410,27 +416,26 @@ where
             State::Closing { deadline } | State::Draining { deadline } => return Some(deadline),
             State::Open => {}
         }
-        // The earliest deadline as microseconds (`u64::MAX`: none), one compare each.
         let keys = &self.hs.keys;
-        let mut t = self.idle_deadline_us();
-        t = earliest(t, self.recovery.loss_detection_timer());
+        let mut t = Soonest::NONE.or(self.idle_deadline());
+        t = t.or(self.recovery.loss_detection_timer());
         if keys.initial.is_some() {
-            t = earliest(t, self.rx_initial.ack_deadline());
+            t = t.or(self.rx_initial.ack_deadline());
         }
         if keys.handshake.is_some() {
-            t = earliest(t, self.rx_handshake.ack_deadline());
+            t = t.or(self.rx_handshake.ack_deadline());
         }
         if keys.one_rtt.is_some() {
-            t = earliest(t, self.rx_data.ack_deadline());
+            t = t.or(self.rx_data.ack_deadline());
         }
-        (t != u64::MAX).then_some(Instant(t))
+        t.get()
     }
 
     /// Runs the timers due at `now`: closing and draining periods, the idle timeout, loss
     /// detection and PTO (RFC 9002 §6.2). ACK deadlines are met by the next
     /// [`DeviceConnection::poll_transmit`].
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.last_now = now;
+        self.set_now(now);
         match self.state {
             State::Drained => return,
             State::Closing { deadline: d } | State::Draining { deadline: d } => {
@@ -442,8 +447,7 @@ where
             State::Open => {}
         }
         // RFC 9000 §10.1: the connection is silently closed when the idle timeout expires.
-        let idle = self.idle_deadline_us();
-        if idle != u64::MAX && now.as_micros() >= idle {
+        if self.idle_deadline().is_some_and(|d| now >= d) {
             self.close_reason = Some(CloseReason::IdleTimeout);
             self.state = State::Drained;
             return;

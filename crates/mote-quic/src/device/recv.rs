@@ -201,7 +201,7 @@ where
     /// never migrates; a server does not migrate, RFC 9000 §9).
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
         let _ = remote;
-        self.last_now = now;
+        self.set_now(now);
         match self.state {
             State::Open => {}
             State::Closing { .. } => {
@@ -754,7 +754,7 @@ where
     /// hook): flow-control limits and stream counts, max_ack_delay, idle timeout. False
     /// when what the streams already took does not fit them ([`Streams::on_peer_params`]).
     #[inline(never)]
-    fn apply_peer_params(&mut self, tp: &PeerParams) -> bool {
+    pub(super) fn apply_peer_params(&mut self, tp: &PeerParams) -> bool {
         use super::peer_params::{ACK_DELAY_EXPONENT, IDLE_TIMEOUT, MAX_ACK_DELAY};
         let fits = self.streams.on_peer_params(tp);
         self.recovery.set_peer_max_ack_delay(Duration::from_millis(tp.get(MAX_ACK_DELAY)));

@@ -113,7 +113,7 @@ where
     /// Writes the next datagram into `buf`. `None` when nothing is due: check
     /// [`DeviceConnection::poll_timeout`].
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        self.last_now = now;
+        self.set_now(now);
         if matches!(self.state, State::Drained | State::Draining { .. }) {
             return None;
         }

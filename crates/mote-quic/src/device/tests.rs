@@ -127,25 +127,35 @@ impl DevPair {
         Self::with(client, server, None)
     }
 
+    /// A pair whose clock starts at `start` (a device's wraps every 2^32 µs), the device
+    /// configured with `cfg`.
+    fn starting_at(start: Instant, cfg: &ConnectionConfig) -> Self {
+        let (client, server) = tls_configs(b"ctx");
+        Self::build(cfg, client, server, None, start)
+    }
+
     fn with(
         client_tls: &'static ClientConfig<'static>,
         server_tls: &'static ServerConfig<'static>,
         resumption: Option<Resumption<'static>>,
     ) -> Self {
+        Self::build(&dev_cfg(), client_tls, server_tls, resumption, Instant::ZERO)
+    }
+
+    fn build(
+        cfg: &ConnectionConfig,
+        client_tls: &'static ClientConfig<'static>,
+        server_tls: &'static ServerConfig<'static>,
+        resumption: Option<Resumption<'static>>,
+        start: Instant,
+    ) -> Self {
         let mut rng = TestRng(1);
         let tls = ClientSession::new(P, client_tls, resumption);
-        let client = Dev::client(
-            &dev_cfg(),
-            P,
-            tls,
-            dev_storage(4096, 8192),
-            Instant::ZERO,
-            addr(SERVER_ADDR),
-            &mut rng,
-        )
-        .unwrap();
+        let client =
+            Dev::client(cfg, P, tls, dev_storage(4096, 8192), start, addr(SERVER_ADDR), &mut rng)
+                .unwrap();
         Self {
-            now: Instant::ZERO,
+            now: start,
             client,
             server: None,
             server_tls,
@@ -1963,4 +1973,142 @@ fn packet_numbers_end_at_the_limit() {
     p.client.handle_timeout(now + Duration::from_secs(60));
     assert!(p.client.is_drained());
     assert!(p.client.poll_transmit(now + Duration::from_secs(60), &mut buf).is_none());
+}
+
+// --- 32-bit time on a device (`crate::time`) ---
+
+/// 100 ms before a device's 32-bit clock wraps (2^32 µs); on a host, a large instant.
+fn just_before_the_wrap() -> Instant {
+    Instant::from_micros((1 << 32) - 100_000)
+}
+
+/// The handshake, an exchange and the idle timeout straddle the wrap of a device's clock:
+/// deadlines, RTT samples and the idle timer compare by the signed difference.
+#[test]
+fn handshake_exchange_and_idle_timeout_across_the_wrap() {
+    let start = just_before_the_wrap();
+    let mut p = DevPair::starting_at(start, &dev_cfg());
+    p.handshake();
+    exchange(&mut p, b"GET", &pattern(20_000));
+    settle(&mut p);
+    assert!(p.now > start);
+    #[cfg(not(feature = "std"))]
+    assert!(p.now.0 < start.0, "the device's clock wrapped");
+    // RTT samples of the 20 ms round trip, not of a wrapped difference.
+    let rtt = p.client.recovery.rtt();
+    assert!(rtt.min() >= Duration::from_millis(20) && rtt.smoothed() < Duration::from_millis(100));
+    // RFC 9000 §10.1: the server disappears; the device closes silently after its 30 s.
+    p.server = None;
+    let quiet = p.now;
+    assert!(p.run_until(Duration::from_secs(120), |p| p.client.is_closed()));
+    assert_eq!(p.client.close_reason(), Some(CloseReason::IdleTimeout));
+    let waited = p.now - quiet;
+    assert!(waited >= Duration::from_secs(30) && waited < Duration::from_secs(40), "{waited:?}");
+}
+
+/// A timer that was never armed stays so after the wrap: the key update's `UPDATE_NEVER`
+/// is the largest device instant, which the signed order would put 1 µs before the
+/// wrap's next microsecond.
+#[test]
+fn an_unarmed_key_update_stays_unarmed_across_the_wrap() {
+    let mut p = DevPair::starting_at(just_before_the_wrap(), &dev_cfg());
+    p.handshake();
+    exchange(&mut p, b"GET", b"ok");
+    settle(&mut p);
+    p.run_for(Duration::from_secs(1));
+    #[cfg(not(feature = "std"))]
+    assert!(p.now.0 < 1 << 31, "past the wrap");
+    let k = p.client.hs.keys.one_rtt.as_mut().unwrap();
+    k.update_after = crate::connection::tls::UPDATE_NEVER;
+    assert_eq!(p.client.key_update_at(), None);
+    assert!(!p.client.initiate_key_update(), "UPDATE_NEVER is never reached");
+}
+
+/// A connection held open for three hours by keep-alive PINGs every 10 s (a device's clock
+/// wraps twice): it stays open, a key update armed 40 minutes before (more than 2^31 µs,
+/// unused since) is allowed, an exchange still completes, and once the PINGs stop the
+/// idle timeout closes it. The instants kept for the connection's lifetime are aged at
+/// every call (`Instant::age`).
+#[test]
+fn hours_of_keep_alive_then_the_idle_timeout() {
+    let mut p = established();
+    // RFC 9001 §6.5: the next update waits three PTOs after the server's acknowledgment of
+    // the new phase, an instant kept until the update is used.
+    assert!(p.client.initiate_key_update());
+    p.client.ping();
+    assert!(p.run_until(Duration::from_secs(1), |p| p.client.key_update_at().is_some()));
+    assert!(p.client.key_update_at().is_some_and(|t| t > p.now), "three PTOs ahead");
+    for i in 0..3 * 360 {
+        p.client.ping();
+        p.run_for(Duration::from_secs(10));
+        assert!(!p.client.is_closed(), "after {i} PINGs: {:?}", p.client.close_reason());
+        if i == 240 {
+            // 241 × 10 s after it was armed: past a device's 2^31 µs (35.8 minutes).
+            assert!(p.client.key_update_at().is_some_and(|t| t <= p.now));
+            assert!(p.client.initiate_key_update(), "armed 40 minutes ago");
+        }
+    }
+    assert_eq!(p.client.stats().key_updates, 2);
+    let data = pattern(20_000);
+    exchange(&mut p, b"GET", &data);
+    settle(&mut p);
+    let rtt = p.client.recovery.rtt();
+    assert!(rtt.smoothed() < Duration::from_millis(100), "{:?}", rtt.smoothed());
+    // The PINGs stop: the server's 30 s idle timeout, then the device's.
+    let quiet = p.now;
+    assert!(p.run_until(Duration::from_secs(120), |p| p.client.is_closed()));
+    assert_eq!(p.client.close_reason(), Some(CloseReason::IdleTimeout));
+    assert!(p.now - quiet < Duration::from_secs(40));
+}
+
+/// RFC 9000 §10.1 on a device: the effective idle timeout is the smaller of both sides'
+/// non-zero max_idle_timeout, and a device's is at most 480 s, 0 (none) included
+/// (`DEVICE_MAX_IDLE_TIMEOUT_MS`): a server's 2^62 - 1 ms and its largest max_ack_delay
+/// (2^14 - 1 ms) leave every deadline within `time::MAX_SPAN`, and the device closes
+/// after 480 s of silence. Hosts keep the values as they are.
+#[test]
+fn huge_idle_timeouts_and_max_ack_delay_are_clamped() {
+    use super::peer_params::{PeerParams, IDLE_TIMEOUT, MAX_ACK_DELAY};
+    use crate::connection::DEVICE_MAX_IDLE_TIMEOUT_MS;
+    let mut cfg = dev_cfg();
+    cfg.idle_timeout_ms = 0;
+    assert_eq!(
+        cfg.local_idle_timeout_ms(),
+        if cfg!(feature = "std") { 0 } else { DEVICE_MAX_IDLE_TIMEOUT_MS }
+    );
+    cfg.idle_timeout_ms = u32::MAX;
+    let mut p = DevPair::starting_at(just_before_the_wrap(), &cfg);
+    p.server_cfg.idle_timeout_ms = u32::MAX;
+    p.server_cfg.max_ack_delay_ms = (1 << 14) - 1;
+    p.handshake();
+    // What the server advertised as the device holds it, then the largest legal values.
+    let mut tp = PeerParams::DEFAULT;
+    tp.ints[IDLE_TIMEOUT] = (1 << 62) - 1;
+    tp.ints[MAX_ACK_DELAY] = (1 << 14) - 1;
+    p.client.apply_peer_params(&tp);
+    let idle = p.client.idle_timeout().unwrap();
+    let cap = Duration::from_millis(DEVICE_MAX_IDLE_TIMEOUT_MS.into());
+    if cfg!(feature = "std") {
+        assert_eq!(idle, Duration::from_millis(u32::MAX.into()));
+    } else {
+        assert_eq!(idle, cap);
+    }
+    // The server goes silent; every deadline the device sets stays within MAX_SPAN.
+    p.server = None;
+    p.client.ping();
+    let quiet = p.now;
+    let mut buf = vec![0u8; 1500];
+    while p.client.poll_transmit(p.now, &mut buf).is_some() {}
+    for _ in 0..40 {
+        let Some(t) = p.client.poll_timeout() else { break };
+        assert!(t.saturating_since(p.now) <= crate::time::MAX_SPAN);
+        p.now = t;
+        p.client.handle_timeout(t);
+        while p.client.poll_transmit(p.now, &mut buf).is_some() {}
+    }
+    if !cfg!(feature = "std") {
+        assert_eq!(p.client.close_reason(), Some(CloseReason::IdleTimeout));
+        let waited = p.now - quiet;
+        assert!(waited >= cap && waited <= crate::time::MAX_SPAN, "{waited:?}");
+    }
 }

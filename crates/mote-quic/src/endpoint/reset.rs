@@ -86,7 +86,10 @@ impl ResetLimiter {
 
     /// Whether a reset may be sent at `now` (and counts it).
     pub fn allow(&mut self, now: Instant) -> bool {
-        if now >= self.window_start + RESET_WINDOW {
+        // A device's instants wrap (`crate::time`): a window start that reads as later
+        // than `now` is one from more than 2^31 µs ago, and a new window starts too.
+        let stale = cfg!(not(feature = "std")) && now < self.window_start;
+        if stale || now >= self.window_start + RESET_WINDOW {
             self.window_start = now;
             self.sent = 0;
         }

@@ -363,6 +363,20 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         self.core.rtt.pto_base().saturating_add(self.core.peer_max_ack_delay)
     }
 
+    /// Keeps the instants recovery holds for the connection's lifetime — the first RTT
+    /// sample (RFC 9002 §7.6.2), the congestion controller's recovery start (App. B.5),
+    /// the pacer's last refill — comparable with `now` on a device ([`Instant::age`],
+    /// `time`): the connections call it for every datagram received. Nothing on a host.
+    pub fn age(&mut self, now: Instant) {
+        let core = &mut self.core;
+        if let Some(t) = core.first_rtt_sample.as_mut() {
+            t.age(now);
+        }
+        core.cc.age(now);
+        #[cfg(feature = "pacing")]
+        core.pacer.age(now);
+    }
+
     /// When [`Recovery::on_timeout`] must be called next (RFC 9002 App. A.8).
     pub const fn loss_detection_timer(&self) -> Option<Instant> {
         self.core.timer

@@ -71,7 +71,7 @@ pub use rtt::RttEstimator;
 pub use sent::{SentPacket, SentPackets, SentRecords, SentSpace, PN_LIMIT, SKIPPED_MEMORY};
 
 use crate::error::TransportErrorCode;
-use crate::time::Duration;
+use crate::time::{Duration, Micros};
 
 /// RFC 9002 §6.1.1: kPacketThreshold, the reordering threshold in packets.
 pub const PACKET_THRESHOLD: u64 = 3;
@@ -159,13 +159,13 @@ pub const fn decode_ack_delay(raw: u64, exponent: u8) -> Duration {
     if exponent >= 64 || raw.leading_zeros() < exponent as u32 {
         Duration::MAX
     } else {
-        Duration(raw << exponent)
+        Duration::from_micros(raw << exponent)
     }
 }
 
 /// Encodes an ACK Delay field: microseconds shifted right by our ack_delay_exponent.
 pub const fn encode_ack_delay(delay: Duration, exponent: u8) -> crate::coding::VarInt {
-    let v = if exponent >= 64 { 0 } else { delay.0 >> exponent };
+    let v = if exponent >= 64 { 0 } else { delay.as_micros() >> exponent };
     match crate::coding::VarInt::new(v) {
         Some(v) => v,
         None => crate::coding::VarInt::MAX,
@@ -176,7 +176,7 @@ pub const fn encode_ack_delay(delay: Duration, exponent: u8) -> crate::coding::V
 // Out of line on devices: the timer scan calls it at two places (issue 8).
 #[cfg_attr(not(feature = "std"), inline(never))]
 pub(crate) const fn backoff(d: Duration, n: u32) -> Duration {
-    if n >= 64 || d.0.leading_zeros() < n {
+    if n >= Micros::BITS || d.0.leading_zeros() < n {
         Duration::MAX
     } else {
         Duration(d.0 << n)

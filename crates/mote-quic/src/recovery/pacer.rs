@@ -74,7 +74,7 @@ impl Pacer {
     /// does nothing if none changed.
     pub fn update(&mut self, cwnd: u64, smoothed_rtt: Duration, max_datagram_size: u16) {
         let cwnd = cwnd.min(CAP);
-        let rtt_us = smoothed_rtt.0.clamp(1, CAP);
+        let rtt_us = smoothed_rtt.as_micros().clamp(1, CAP);
         let mds = u64::from(max_datagram_size).max(1);
         if cwnd == self.cwnd && rtt_us == self.rtt_us && mds == self.mds {
             return;
@@ -114,7 +114,7 @@ impl Pacer {
         let cap_fp = self.capacity << 16;
         match self.last_refill {
             Some(last) => {
-                let add = (now - last).0.saturating_mul(self.rate_fp);
+                let add = (now - last).as_micros().saturating_mul(self.rate_fp);
                 self.tokens_fp.saturating_add(add).min(cap_fp)
             }
             None => cap_fp,
@@ -144,10 +144,18 @@ impl Pacer {
             // need (bytes, 16.16) × µs per byte (16.16) → µs; round up.
             let need_bytes = (need_fp >> 16) + 1;
             let wait = need_bytes.saturating_mul(self.inv_fp).saturating_add(0xffff) >> 16;
-            at += Duration(wait.max(1));
+            at += Duration::from_micros(wait.max(1));
             have = self.tokens_at(at);
         }
         Some(at)
+    }
+
+    /// Keeps the last refill comparable with `now` on a device ([`Instant::age`]): an old
+    /// one stays old enough to fill the bucket.
+    pub fn age(&mut self, now: Instant) {
+        if let Some(t) = self.last_refill.as_mut() {
+            t.age(now);
+        }
     }
 
     /// A packet of `bytes` left at `now`: takes its tokens (the bucket may go empty, never
@@ -161,6 +169,7 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::Micros;
 
     #[test]
     fn rate_is_gain_times_window_per_rtt() {
@@ -228,10 +237,10 @@ mod tests {
     fn extremes_do_not_overflow() {
         let mut p = Pacer::new(PacerConfig { gain_eighths: u16::MAX, burst_packets: u16::MAX });
         p.update(u64::MAX, Duration::ZERO, u16::MAX);
-        p.on_packet_sent(Instant(u64::MAX), u64::MAX >> 16);
+        p.on_packet_sent(Instant(Micros::MAX), u64::MAX >> 16);
         let _ = p.send_time(Instant(0), u64::MAX);
         p.update(1, Duration::MAX, 1);
         p.on_packet_sent(Instant(0), 1 << 40);
-        let _ = p.send_time(Instant(u64::MAX), u64::MAX);
+        let _ = p.send_time(Instant(Micros::MAX), u64::MAX);
     }
 }

@@ -1,42 +1,21 @@
 //! RTT estimation (RFC 9002 §5, App. A.3 and A.7).
 
 use super::{GRANULARITY, PERSISTENT_CONGESTION_THRESHOLD};
-use crate::time::Duration;
+use crate::time::{Duration, Micros};
 
-/// The estimates as stored: microseconds, in `u32` on devices (builds without `std`),
-/// where the EWMAs then take 32-bit arithmetic (issue 8). A `u32` holds 71.6 minutes: a
-/// longer sample or estimate saturates there. RFC 9002 sets no upper bound on an RTT, but
-/// a device connection never sees one that long (its idle timeout and PTOs end it first);
-/// hosts keep `u64`.
-#[cfg(not(feature = "std"))]
-type Us = u32;
-#[cfg(feature = "std")]
-type Us = u64;
-
-/// `d` in microseconds, saturating at what [`Us`] holds.
-#[cfg(not(feature = "std"))]
-const fn us(d: Duration) -> Us {
-    if d.0 > u32::MAX as u64 {
-        u32::MAX
-    } else {
-        d.0 as u32
-    }
-}
+/// The estimates as stored: microseconds in [`Micros`], `u32` on devices (builds without
+/// `std`), where the EWMAs then take 32-bit arithmetic (issue 8). A `u32` holds 71.6
+/// minutes: a longer sample or estimate saturates there (a [`Duration`] does). RFC 9002
+/// sets no upper bound on an RTT, but a device connection never sees one that long (its
+/// idle timeout and PTOs end it first); hosts keep `u64`.
+type Us = Micros;
 
 /// `d` in microseconds.
-#[cfg(feature = "std")]
 const fn us(d: Duration) -> Us {
     d.0
 }
 
 /// `v` microseconds.
-#[cfg(not(feature = "std"))]
-const fn dur(v: Us) -> Duration {
-    Duration(v as u64)
-}
-
-/// `v` microseconds.
-#[cfg(feature = "std")]
 const fn dur(v: Us) -> Duration {
     Duration(v)
 }
@@ -46,7 +25,7 @@ const fn dur(v: Us) -> Duration {
 ///
 /// Before the first sample `smoothed_rtt` is the configured initial RTT and `rttvar` half
 /// of it (RFC 9002 §6.2.2), so the first PTO fires after 3 × initial RTT. The EWMAs use
-/// shifts only (7/8, 3/4); 48 bytes, 32 without `std` (32-bit estimates, see `Us`).
+/// shifts only (7/8, 3/4); 48 bytes, 24 without `std` (32-bit estimates and time, see `Us`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RttEstimator {
     initial: Duration,
@@ -193,7 +172,7 @@ impl Default for RttEstimator {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000;
+    const MS: Micros = 1_000;
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -279,18 +258,41 @@ mod tests {
         assert_eq!(tiny.pto_base(), Duration(100) + GRANULARITY);
     }
 
+    /// RFC 9002 §5.3, §6.1.2: a sample below the clock's unit (an ACK processed in the
+    /// microsecond its packet left) is 0. It is a sample like another (min_rtt and
+    /// smoothed_rtt take it, a later one still counts), and the loss delay and the PTO keep
+    /// kGranularity (1 ms).
+    #[test]
+    fn a_zero_sample_keeps_the_granularity() {
+        let mut r = RttEstimator::default();
+        r.update(Duration::ZERO, Duration::ZERO, ms(25), true);
+        assert!(r.has_sample());
+        assert_eq!(
+            (r.min(), r.smoothed(), r.rttvar()),
+            (Duration::ZERO, Duration::ZERO, Duration::ZERO)
+        );
+        assert_eq!(r.loss_delay(), GRANULARITY);
+        assert_eq!(r.pto_base(), GRANULARITY);
+        // 10 ms with 5 ms of ACK delay: adjusted to 5 ms (10 >= min_rtt 0 + 5).
+        r.update(ms(10), ms(5), ms(25), true);
+        assert_eq!(r.min(), Duration::ZERO);
+        assert_eq!(r.smoothed(), Duration(5 * MS / 8));
+        assert!(r.pto_base() > GRANULARITY);
+    }
+
     /// Without `std` the estimates are 32-bit: a sample beyond 2^32 µs (71.6 minutes)
-    /// counts as that long, and the PTO still grows from it.
+    /// counts as that long, and so does the PTO (a deadline is then clamped to
+    /// `time::MAX_SPAN` ahead).
     #[cfg(not(feature = "std"))]
     #[test]
     fn device_estimates_saturate_at_32_bits() {
-        let max = Duration(u64::from(u32::MAX));
+        let max = Duration::MAX;
         let mut r = RttEstimator::default();
         r.update(Duration::from_secs(5_000), Duration::ZERO, ms(25), true);
         assert_eq!(r.latest(), max);
         assert_eq!(r.smoothed(), max);
-        assert_eq!(r.rttvar(), Duration(u64::from(u32::MAX >> 1)));
-        assert!(r.pto_base() > max);
+        assert_eq!(r.rttvar(), Duration(u32::MAX >> 1));
+        assert_eq!(r.pto_base(), max);
         // Ordinary samples afterwards pull the estimates down as usual.
         r.update(ms(100), Duration::ZERO, ms(25), true);
         assert_eq!(r.min(), ms(100));

@@ -19,7 +19,7 @@ const MDS: u16 = 1200;
 type Rec = Recovery<u32, NewReno, 8, 8, 32>;
 
 fn at(ms: u64) -> Instant {
-    Instant(ms * 1_000)
+    Instant::from_micros(ms * 1_000)
 }
 
 fn ms(v: u64) -> Duration {
@@ -948,7 +948,9 @@ fn ack_delay_codec() {
     assert_eq!(decode_ack_delay(u64::MAX, 20), Duration::MAX);
     assert_eq!(decode_ack_delay(1, 64), Duration::MAX);
     assert_eq!(encode_ack_delay(Duration(8000), 3), VarInt::from_u32(1000));
-    assert_eq!(encode_ack_delay(Duration::MAX, 0), VarInt::MAX);
+    // A device's longest span is 2^32 - 1 µs (32-bit time), a host's saturates the varint.
+    let max = if cfg!(feature = "std") { VarInt::MAX } else { VarInt::from_u32(u32::MAX) };
+    assert_eq!(encode_ack_delay(Duration::MAX, 0), max);
 }
 
 // --- memory ---
@@ -958,16 +960,16 @@ fn memory_footprint() {
     use core::mem::size_of;
     // Sizes on the host (64-bit usize); the 32-bit device sizes are at most these.
     // The space's own state: 144 bytes, 136 without `ecn` (no ECN-CE count kept); without
-    // `std` (32-bit packet numbers) 112 and 104.
+    // `std` (32-bit packet numbers and time) 96 and 88.
     let std = cfg!(feature = "std");
-    let space = if std { 136 } else { 104 } + if cfg!(feature = "ecn") { 8 } else { 0 };
+    let space = if std { 136 } else { 88 } + if cfg!(feature = "ecn") { 8 } else { 0 };
     let record = |n: usize, total: usize| (total - space) / n;
-    // A record: 24 bytes and the payload rounded up to 8 (without `std` a `u32` payload
-    // fits beside the 32-bit packet number).
-    let small = if std { 32 } else { 24 };
-    assert_eq!(record(32, size_of::<SentPackets<(), 32>>()), 24);
+    // A record: 24 bytes and the payload rounded up to 8; without `std` (32-bit packet
+    // number and time) 16 bytes and the payload rounded up to 4.
+    let small = if std { 32 } else { 20 };
+    assert_eq!(record(32, size_of::<SentPackets<(), 32>>()), if std { 24 } else { 16 });
     assert_eq!(record(32, size_of::<SentPackets<u32, 32>>()), small);
-    assert_eq!(record(32, size_of::<SentPackets<u64, 32>>()), 32);
+    assert_eq!(record(32, size_of::<SentPackets<u64, 32>>()), if std { 32 } else { 24 });
     assert_eq!(size_of::<SentPackets<u32, 32>>(), small * 32 + space);
     #[cfg(feature = "std")]
     assert_eq!(size_of::<ReceivedRanges<8>>(), 16 * 8 + 16);
@@ -975,19 +977,17 @@ fn memory_footprint() {
     // device's 4 fit in padding).
     #[cfg(feature = "std")]
     assert_eq!(size_of::<ReceivedPackets<8>>(), 16 * 8 + 128);
-    // Without `std` the ranges are 32-bit: half the bytes per range.
+    // Without `std` the ranges are 32-bit: half the bytes per range (and the time of the
+    // largest and the ACK deadline 32-bit).
     #[cfg(not(feature = "std"))]
     assert_eq!(size_of::<ReceivedRanges<8>>(), 8 * 8 + 16);
     #[cfg(not(feature = "std"))]
-    assert_eq!(size_of::<ReceivedPackets<8>>(), 8 * 8 + 120);
-    // 32-bit estimates without `std`.
-    #[cfg(feature = "std")]
-    assert_eq!(size_of::<RttEstimator>(), 48);
-    #[cfg(not(feature = "std"))]
-    assert_eq!(size_of::<RttEstimator>(), 32);
-    assert_eq!(size_of::<NewReno>(), 48);
-    assert_eq!(size_of::<Pacer>(), 80);
-    #[cfg(feature = "cubic")]
+    assert_eq!(size_of::<ReceivedPackets<8>>(), 8 * 8 + 112);
+    // 32-bit estimates and time without `std`.
+    assert_eq!(size_of::<RttEstimator>(), if std { 48 } else { 24 });
+    assert_eq!(size_of::<NewReno>(), if std { 48 } else { 40 });
+    assert_eq!(size_of::<Pacer>(), if std { 80 } else { 72 });
+    #[cfg(all(feature = "cubic", feature = "std"))]
     assert_eq!(size_of::<Cubic>(), 120);
     let device = size_of::<Recovery<u32, NewReno, 8, 8, 32>>();
     let server = size_of::<Recovery<u32, NewReno, 64, 64, 1024>>();
@@ -1151,7 +1151,7 @@ fn run_ops<C: CongestionController>(cc: C, is_server: bool, ops: Vec<Op>) {
                 let res = r.on_ack_received(
                     space,
                     ranges.iter().copied(),
-                    Duration(delay),
+                    Duration::from_micros(delay),
                     ecn,
                     now,
                     |e| events.push(e),
@@ -1162,7 +1162,7 @@ fn run_ops<C: CongestionController>(cc: C, is_server: bool, ops: Vec<Op>) {
                 let res = r.on_ack_received(
                     space_of(space),
                     ranges.iter().copied(),
-                    Duration(delay),
+                    Duration::from_micros(delay),
                     None,
                     now,
                     |e| events.push(e),
@@ -1537,4 +1537,50 @@ fn an_acked_newest_record_still_breaks_a_lost_run() {
     }
     assert_eq!(run::<true>(), (false, 0));
     assert_eq!(run::<false>(), (false, 0));
+}
+
+// --- 32-bit time on a device (`crate::time`) ---
+
+/// RFC 9002 App. B.5, B.6: a recovery period that started 40 minutes ago (more than a
+/// device's 2^31 µs window) still ends: aged every minute, its start stays before a packet
+/// sent now, so that packet's loss is a new congestion event.
+#[test]
+fn an_old_recovery_period_ends_across_the_device_window() {
+    let t0 = at(1_000);
+    let mut cc = NewReno::new(MDS);
+    cc.on_congestion_event(t0, t0);
+    let after_first = cc.window();
+    let mut now = t0;
+    for m in 1..=40 {
+        now = at(1_000 + m * 60_000);
+        cc.age(now);
+    }
+    let sent = at(1_000 + 40 * 60_000 - 1);
+    assert!(!cc.in_recovery(sent));
+    cc.on_congestion_event(now, sent);
+    assert!(cc.window() < after_first, "a new congestion event");
+}
+
+/// A peer's ACK held for 30 minutes with the largest ACK Delay and max_ack_delay, and a PTO
+/// backed off 20 times: on a device every deadline stays within `time::MAX_SPAN` of now.
+#[test]
+fn deadlines_stay_within_the_device_window() {
+    use crate::time::MAX_SPAN;
+    let mut r = client();
+    r.on_handshake_confirmed(at(0));
+    r.set_peer_max_ack_delay(ms((1 << 14) - 1));
+    send(&mut r, PnSpace::ApplicationData, at(1));
+    let acked = at(1 + 30 * 60_000);
+    let delay = decode_ack_delay(u64::MAX >> 2, 20);
+    ack(&mut r, PnSpace::ApplicationData, &[(0, 0)], delay, acked).unwrap();
+    assert_eq!(r.rtt().latest(), ms(30 * 60_000));
+    let mut now = acked;
+    send(&mut r, PnSpace::ApplicationData, now);
+    for _ in 0..20 {
+        let t = r.loss_detection_timer().expect("PTO armed");
+        assert!(t > now && t.saturating_since(now) <= MAX_SPAN, "{t:?} at {now:?}");
+        now = t;
+        r.on_timeout(now, |_| {});
+        send(&mut r, PnSpace::ApplicationData, now);
+    }
 }

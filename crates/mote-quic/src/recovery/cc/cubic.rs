@@ -145,6 +145,14 @@ impl CongestionController for Cubic {
         self.recovery_start.is_some_and(|start| sent_time <= start)
     }
 
+    fn age(&mut self, now: Instant) {
+        for t in [&mut self.recovery_start, &mut self.epoch_start, &mut self.last_ack] {
+            if let Some(t) = t.as_mut() {
+                t.age(now);
+            }
+        }
+    }
+
     fn on_packet_acked(
         &mut self,
         now: Instant,

@@ -78,6 +78,10 @@ pub trait CongestionController {
 
     /// The minimum window, `2 × max_datagram_size`.
     fn minimum_window(&self) -> u64;
+
+    /// Keeps the instants the controller holds comparable with `now` on a device
+    /// ([`Instant::age`], `time`); nothing on a host.
+    fn age(&mut self, _now: Instant) {}
 }
 
 /// NewReno exactly as RFC 9002 App. B: slow start, congestion avoidance, a recovery period
@@ -126,6 +130,12 @@ impl CongestionController for NewReno {
 
     fn in_recovery(&self, sent_time: Instant) -> bool {
         self.recovery_start.is_some_and(|start| sent_time <= start)
+    }
+
+    fn age(&mut self, now: Instant) {
+        if let Some(t) = self.recovery_start.as_mut() {
+            t.age(now);
+        }
     }
 
     fn on_packet_acked(
@@ -187,7 +197,7 @@ mod tests {
     const MDS: u16 = 1200;
 
     fn t(ms: u64) -> Instant {
-        Instant(ms * 1000)
+        Instant::from_micros(ms * 1000)
     }
 
     fn rtt() -> RttEstimator {
