@@ -32,8 +32,9 @@ use crate::session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 use crate::small::Small;
 use crate::ticket::Ticket;
 use crate::{
-    ct_eq, finished_verify_data, parse_spki, psk_binder, sign_certificate_verify, transport_error,
-    verify_certificate_verify, verify_finished, Alert, Error, ProviderBound, Side, Transcript,
+    auth::finished_verify_data_into, ct_eq, finished_verify_data, parse_spki,
+    sign_certificate_verify, transport_error, verify_certificate_verify, verify_finished, Alert,
+    Error, ProviderBound, Side, Transcript,
 };
 
 /// RFC 8446 §4.6.1: "Servers MUST NOT use any value greater than 604800 seconds".
@@ -690,8 +691,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             self.write_psk_binder(&p, es, space, offset)?;
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
-        for t in self.transcripts.iter_mut().flatten() {
-            t.update(message);
+        // One slot (builds without `aes256`): `start_transcripts` filled it, so no walk.
+        if HASH_SLOTS == 1 {
+            self.transcript()?.update(message);
+        } else {
+            for t in self.transcripts.iter_mut().flatten() {
+                t.update(message);
+            }
         }
         hooks.sent(Level::Initial, emitted.len);
         self.psk_offered = psk.is_some();
@@ -807,9 +813,24 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         es.derive_into(&self.provider, p.kind.binder_label(), empty, &mut binder_key)?;
         let partial = message.get(..offset).ok_or(Error::BufferTooSmall)?;
         let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
-        let binder =
-            psk_binder(&self.provider, p.hash, binder_key.as_ref(), partial_hash.as_ref())?;
-        msgs::write_binder(message, offset, binder.as_ref())
+        // The binder is a Finished MAC (`psk_binder`), written in place behind the binders
+        // list's u16 length and its own u8 length, which must announce it (issue 8: no
+        // Digest returned and copied).
+        let (lengths, binder) = message
+            .get_mut(offset..)
+            .and_then(|m| m.split_first_chunk_mut::<3>())
+            .ok_or(Error::BufferTooSmall)?;
+        let n = finished_verify_data_into(
+            &self.provider,
+            p.hash,
+            binder_key.as_ref(),
+            partial_hash.as_ref(),
+            binder,
+        )?;
+        if usize::from(lengths[2]) != n {
+            return Err(Error::BadLength);
+        }
+        Ok(())
     }
 
     fn handle<H: QuicHooks>(
@@ -1411,10 +1432,19 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             t.update(certificate);
         }
         let hash = t.current_hash();
-        let verify_data =
-            finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
+        // RFC 8446 §4.4.4: the Finished, its verify_data written in place behind the header
+        // (no Digest returned and copied: issue 8).
         let out = space.get_mut(len..).ok_or(Error::BufferTooSmall)?;
-        let n = Finished::emit(verify_data.as_ref(), out)?;
+        let (header, body) = out.split_first_chunk_mut::<4>().ok_or(Error::BufferTooSmall)?;
+        let n = finished_verify_data_into(
+            &self.provider,
+            alg,
+            client_hs.as_ref(),
+            hash.as_ref(),
+            body,
+        )?;
+        *header = [ht::FINISHED, 0, 0, n as u8];
+        let n = n + 4;
         t.update(out.get(..n).ok_or(Error::BufferTooSmall)?);
         hooks.sent(Level::Handshake, len + n);
         Ok(t.current_hash())
