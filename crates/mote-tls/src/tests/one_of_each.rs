@@ -429,3 +429,99 @@ fn certificate_request_without_a_usable_key_gets_an_empty_certificate() {
     assert_eq!(sent[..8], crate::msgs::EMPTY_CERTIFICATE);
     assert_eq!(sent.len(), 8 + 4 + 32);
 }
+
+/// RFC 8446 §4.1.3, §4.1.4, §4.2.8 and §4.2.11 on the one-entry paths, where the suite, the
+/// group and the PSK's hash are constants (session 11): a ServerHello — valid, with each of
+/// its bytes changed, naming other suites, groups and PSK indices; with and without a ticket
+/// offered; after a cookie HelloRetryRequest or not — gets the same verdict from the
+/// one-entry client as from the general walk offering the same.
+#[test]
+fn one_entry_server_hello_checks_equal_the_general_walk() {
+    use crate::msgs::{HelloRetryRequestParams, KeyShareEntry, ServerHelloParams};
+    use crate::{Resumption, Ticket};
+    let ed = spki_of(&key(SignatureScheme::Ed25519, 1));
+    let pinned = [ed.as_slice()];
+    let cfg = config(&pinned);
+    let mut general = config(&pinned);
+    general.cipher_suites = &[AeadAlgorithm::Aes128Gcm];
+    general.groups = &[NamedGroup::X25519];
+    let ticket = Ticket {
+        identity: b"ticket-identity",
+        psk: &[7; 32],
+        suite: AeadAlgorithm::Aes128Gcm,
+        age_add: 5,
+        lifetime_s: 600,
+        early_data: false,
+        alpn: b"h3",
+        server_transport_parameters: &[],
+    };
+    let mut hrr = [0u8; 64];
+    let hrr_len = HelloRetryRequestParams {
+        legacy_session_id_echo: &[],
+        cipher_suite: AeadAlgorithm::Aes128Gcm,
+        selected_group: None,
+        cookie: Some(b"cookie"),
+    }
+    .emit(&mut hrr)
+    .unwrap();
+    let hrr = &hrr[..hrr_len];
+
+    fn verdict<P: CryptoProvider + crate::ProviderBound>(
+        provider: P,
+        cfg: &ClientConfig<'_>,
+        resumption: Option<Resumption<'_>>,
+        hrr: Option<&[u8]>,
+        server_hello: &[u8],
+    ) -> Result<(), Error> {
+        let mut client = ClientSession::<P>::new(provider, cfg, resumption);
+        let mut ep = Endpoint::new(7, TP);
+        client.start(&mut ep).unwrap();
+        if let Some(hrr) = hrr {
+            client.read_handshake(Level::Initial, hrr, &mut ep).unwrap();
+        }
+        client.read_handshake(Level::Initial, server_hello, &mut ep)
+    }
+
+    let mut checked = 0;
+    let mut passed = 0;
+    for resumption in [None, Some(Resumption { ticket, age_ms: 1_000 })] {
+        for after_hrr in [None, Some(hrr)] {
+            for (group, psk) in [(0x1d, None), (0x1d, Some(0)), (0x1d, Some(1)), (0x17, None)] {
+                let mut sh = [0u8; 128];
+                let n = ServerHelloParams {
+                    random: &[3; 32],
+                    legacy_session_id_echo: &[],
+                    cipher_suite: AeadAlgorithm::Aes128Gcm,
+                    key_share: Some(KeyShareEntry { group, key_exchange: &[9; 32] }),
+                    selected_psk: psk,
+                }
+                .emit(&mut sh)
+                .unwrap();
+                let mut variants = std::vec![sh[..n].to_vec()];
+                // Other suites (the codepoint follows the header, legacy_version, random and
+                // the empty legacy_session_id_echo).
+                for suite in [0x1302u16, 0x1303, 0x1304, 0x0000, 0x0113] {
+                    let mut v = sh[..n].to_vec();
+                    v[39..41].copy_from_slice(&suite.to_be_bytes());
+                    variants.push(v);
+                }
+                for i in 0..n {
+                    for x in [0x01, 0x10, 0xff] {
+                        let mut v = sh[..n].to_vec();
+                        v[i] ^= x;
+                        variants.push(v);
+                    }
+                }
+                for v in variants {
+                    let one = verdict(OneOfEach, &cfg, resumption, after_hrr, &v);
+                    let walk = verdict(RustCrypto, &general, resumption, after_hrr, &v);
+                    assert_eq!(one, walk, "{resumption:?} {after_hrr:?} {v:02x?}");
+                    checked += 1;
+                    passed += usize::from(one.is_ok());
+                }
+            }
+        }
+    }
+    // Some variants are accepted (the valid ones, and changes in the random or the share).
+    assert!(passed > 0 && checked > 1_000, "{passed} of {checked}");
+}
