@@ -19,25 +19,45 @@ pub fn finished_verify_data<P: CryptoProvider + ?Sized>(
     base_key: &[u8],
     transcript_hash: &[u8],
 ) -> Result<Digest, Error> {
-    let mut finished_key = mote_crypto::Secret::zeroed(alg.output_len());
-    hkdf::expand_label(provider, alg, base_key, b"finished", b"", finished_key.as_mut())?;
-    hmac(provider, alg, finished_key.as_ref(), transcript_hash)
+    let mut out = [0u8; MAX_HASH_LEN];
+    let n = finished_verify_data_into(provider, alg, base_key, transcript_hash, &mut out)?;
+    Ok(Digest::new(out.get(..n).unwrap_or_default()))
 }
 
-/// HMAC(`key`, `data`). Out of line (issue 8): the HMAC state is not in
-/// [`finished_verify_data`]'s frame while the finished key is derived.
+/// [`finished_verify_data`] written into the front of `out`; returns its length (the hash's).
+/// Every Finished and binder the client writes or checks goes through it (issue 8: written
+/// in place, no Digest returned through a `Result` and copied by each caller).
+pub(crate) fn finished_verify_data_into<P: CryptoProvider + ?Sized>(
+    provider: &P,
+    alg: HashAlgorithm,
+    base_key: &[u8],
+    transcript_hash: &[u8],
+    out: &mut [u8],
+) -> Result<usize, Error> {
+    let mut finished_key = mote_crypto::Secret::zeroed(alg.output_len());
+    hkdf::expand_label(provider, alg, base_key, b"finished", b"", finished_key.as_mut())?;
+    hmac_into(provider, alg, finished_key.as_ref(), transcript_hash, out)
+}
+
+/// HMAC(`key`, `data`) written into the front of `out`; returns its length. Out of line
+/// (issue 8): the HMAC state is not in [`finished_verify_data_into`]'s frame while the
+/// finished key is derived.
 #[inline(never)]
-fn hmac<P: CryptoProvider + ?Sized>(
+fn hmac_into<P: CryptoProvider + ?Sized>(
     provider: &P,
     alg: HashAlgorithm,
     key: &[u8],
     data: &[u8],
-) -> Result<Digest, Error> {
+    out: &mut [u8],
+) -> Result<usize, Error> {
     // The HMAC is keyed and used in its slot (no copy in this frame, as in HKDF).
     let mut slot = None;
     let mac = provider.hmac_into(alg, key, &mut slot)?;
     mac.update(data);
-    Ok(mac.finish_in_place())
+    let d = mac.finish_in_place();
+    let d = d.as_ref();
+    out.get_mut(..d.len()).ok_or(Error::BufferTooSmall)?.copy_from_slice(d);
+    Ok(d.len())
 }
 
 /// Checks a received Finished `verify_data` in constant time; a mismatch (or a wrong length)
@@ -50,8 +70,9 @@ pub fn verify_finished<P: CryptoProvider + ?Sized>(
     transcript_hash: &[u8],
     received: &[u8],
 ) -> Result<(), Error> {
-    let expected = finished_verify_data(provider, alg, base_key, transcript_hash)?;
-    if ct_eq(expected.as_ref(), received) {
+    let mut expected = [0u8; MAX_HASH_LEN];
+    let n = finished_verify_data_into(provider, alg, base_key, transcript_hash, &mut expected)?;
+    if ct_eq(expected.get(..n).unwrap_or_default(), received) {
         Ok(())
     } else {
         Err(Error::DecryptError)

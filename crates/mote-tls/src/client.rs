@@ -32,8 +32,9 @@ use crate::session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 use crate::small::Small;
 use crate::ticket::Ticket;
 use crate::{
-    ct_eq, finished_verify_data, parse_spki, psk_binder, sign_certificate_verify, transport_error,
-    verify_certificate_verify, verify_finished, Alert, Error, ProviderBound, Side, Transcript,
+    auth::finished_verify_data_into, ct_eq, finished_verify_data, parse_spki,
+    sign_certificate_verify, transport_error, verify_certificate_verify, verify_finished, Alert,
+    Error, ProviderBound, Side, Transcript,
 };
 
 /// RFC 8446 §4.6.1: "Servers MUST NOT use any value greater than 604800 seconds".
@@ -570,7 +571,39 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             && self.config.alpn.contains(&r.ticket.alpn)
     }
 
+    /// The suite the ServerHello (or HelloRetryRequest) selected, for the handlers that run
+    /// after it. One offer: the one suite, a constant (`server_hello` accepted no other), so
+    /// its hash and lengths fold where they are used.
+    fn negotiated_suite(&self) -> Result<AeadAlgorithm, Error> {
+        if self.one_offer() {
+            return Ok(AeadAlgorithm::Aes128Gcm);
+        }
+        self.suite.ok_or_else(internal)
+    }
+
+    /// The hash of the PSK being offered. One offer: SHA-256, a constant
+    /// (`write_client_hello` refuses a PSK with another hash, and `psk_source` offers none).
+    fn psk_hash(&self, p: &PskSource<'c>) -> HashAlgorithm {
+        if self.one_offer() {
+            return HashAlgorithm::Sha256;
+        }
+        p.hash
+    }
+
+    /// The suite of the ticket 0-RTT is offered with. One offer: the one suite, a constant
+    /// (`can_offer_early_data` offers 0-RTT only with a ticket of an offered suite).
+    fn ticket_suite(&self, r: &Resumption<'c>) -> AeadAlgorithm {
+        if self.one_offer() {
+            return AeadAlgorithm::Aes128Gcm;
+        }
+        r.ticket.suite
+    }
+
     fn transcript_for(&self, alg: HashAlgorithm) -> Result<&Transcript<P::Hash>, Error> {
+        // One slot (builds without `aes256`): that slot's transcript, if it has `alg`.
+        if let (1, Some(slot)) = (HASH_SLOTS, self.transcripts.first()) {
+            return slot.as_ref().filter(|t| t.algorithm() == alg).ok_or_else(internal);
+        }
         self.transcripts.iter().flatten().find(|t| t.algorithm() == alg).ok_or_else(internal)
     }
 
@@ -633,7 +666,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if let (true, Some(r)) = (early, self.resumption) {
             hooks.install_secrets(Secrets {
                 level: KeyLevel::ZeroRtt,
-                suite: r.ticket.suite,
+                suite: self.ticket_suite(&r),
                 client: &early_secret,
                 server: None,
             })?;
@@ -686,12 +719,18 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if let (Some(p), Some(offset)) = (psk, emitted.binders_offset) {
             // RFC 8446 §4.2.11.2: the binder is a Finished over the transcript so far and
             // the ClientHello truncated before the binders list.
-            let es = EarlySecret::new_in(&self.provider, p.hash, Some(p.key), &mut early)?;
+            let alg = self.psk_hash(&p);
+            let es = EarlySecret::new_in(&self.provider, alg, Some(p.key), &mut early)?;
             self.write_psk_binder(&p, es, space, offset)?;
         }
         let message = space.get(..emitted.len).ok_or(Error::BufferTooSmall)?;
-        for t in self.transcripts.iter_mut().flatten() {
-            t.update(message);
+        // One slot (builds without `aes256`): `start_transcripts` filled it, so no walk.
+        if HASH_SLOTS == 1 {
+            self.transcript()?.update(message);
+        } else {
+            for t in self.transcripts.iter_mut().flatten() {
+                t.update(message);
+            }
         }
         hooks.sent(Level::Initial, emitted.len);
         self.psk_offered = psk.is_some();
@@ -702,7 +741,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             let (Some(es), Some(r)) = (&early, self.resumption) else {
                 return Err(internal());
             };
-            let hash = self.transcript_for(r.ticket.suite.hash())?.current_hash();
+            let hash = self.transcript_for(self.ticket_suite(&r).hash())?.current_hash();
             es.derive_into(&self.provider, b"c e traffic", hash.as_ref(), out)?;
         }
         Ok(())
@@ -803,13 +842,29 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     ) -> Result<(), Error> {
         // binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
         let mut binder_key = Secret::zeroed(0);
-        let empty = key_schedule::empty_transcript_hash(p.hash)?;
+        let alg = self.psk_hash(p);
+        let empty = key_schedule::empty_transcript_hash(alg)?;
         es.derive_into(&self.provider, p.kind.binder_label(), empty, &mut binder_key)?;
         let partial = message.get(..offset).ok_or(Error::BufferTooSmall)?;
-        let partial_hash = self.transcript_for(p.hash)?.hash_with(partial);
-        let binder =
-            psk_binder(&self.provider, p.hash, binder_key.as_ref(), partial_hash.as_ref())?;
-        msgs::write_binder(message, offset, binder.as_ref())
+        let partial_hash = self.transcript_for(alg)?.hash_with(partial);
+        // The binder is a Finished MAC (`psk_binder`), written in place behind the binders
+        // list's u16 length and its own u8 length, which must announce it (issue 8: no
+        // Digest returned and copied).
+        let (lengths, binder) = message
+            .get_mut(offset..)
+            .and_then(|m| m.split_first_chunk_mut::<3>())
+            .ok_or(Error::BufferTooSmall)?;
+        let n = finished_verify_data_into(
+            &self.provider,
+            alg,
+            binder_key.as_ref(),
+            partial_hash.as_ref(),
+            binder,
+        )?;
+        if usize::from(lengths[2]) != n {
+            return Err(Error::BadLength);
+        }
+        Ok(())
     }
 
     fn handle<H: QuicHooks>(
@@ -891,9 +946,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         }
         // RFC 8446 §4.1.3: "A client which receives a cipher suite that was not offered MUST
         // abort the handshake with an "illegal_parameter" alert."
-        let suite = AeadAlgorithm::from_cipher_suite(sh.cipher_suite)
-            .filter(|s| self.suite_offered(*s))
-            .ok_or(Error::IllegalParameter)?;
+        // (One offer: the codepoint compared with the one suite's, no table.)
+        let suite = if self.one_offer() {
+            let only = AeadAlgorithm::Aes128Gcm;
+            (sh.cipher_suite == only.cipher_suite()).then_some(only)
+        } else {
+            AeadAlgorithm::from_cipher_suite(sh.cipher_suite).filter(|s| self.suite_offered(*s))
+        }
+        .ok_or(Error::IllegalParameter)?;
         if hello_retry_request {
             self.hello_retry_request(
                 sh.selected_group,
@@ -905,12 +965,18 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Ok(ServerHelloNext::Retry(Retry { cookie: sh.cookie }));
         }
         // RFC 8446 §4.1.4: the ServerHello after a HelloRetryRequest must keep its suite.
-        if self.suite.is_some_and(|s| s != suite) {
+        // (One offer: there is one suite to keep.)
+        if !self.one_offer() && self.suite.is_some_and(|s| s != suite) {
             return Err(Error::IllegalParameter);
         }
         // mote always uses (EC)DHE (psk_dhe_ke): the server must send a share.
         let share = sh.key_share.ok_or(Error::Alert(Alert::MissingExtension))?;
-        let group = self.kx.as_ref().ok_or_else(internal)?.group();
+        // (One offer: the share was sent for X25519, the one group.)
+        let group = if self.one_offer() {
+            NamedGroup::X25519
+        } else {
+            self.kx.as_ref().ok_or_else(internal)?.group()
+        };
         // RFC 8446 §4.2.8: "the selected group MUST be the same as the one in the
         // corresponding KeyShareEntry" the client sent.
         if share.group != group.codepoint() {
@@ -922,16 +988,22 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // within the range supplied by the client, that the server selected a cipher suite
         // indicating a Hash associated with the PSK ...").
         self.suite = Some(suite);
+        // (One offer: a PSK offered had the one suite's hash, SHA-256 — `write_client_hello`
+        // refuses any other — so only the index is left to check.)
         let psk = match sh.selected_psk {
-            None => None,
-            Some(0) if self.psk_offered => Some(self.psk_source().ok_or(Error::IllegalParameter)?),
+            None => false,
+            Some(0) if self.psk_offered && self.one_offer() => true,
+            Some(0) if self.psk_offered => {
+                self.psk_source().ok_or(Error::IllegalParameter)?;
+                true
+            }
             Some(_) => return Err(Error::IllegalParameter),
         };
         // External-PSK mode has no other way to authenticate the server.
-        if psk.is_none() && matches!(self.config.server_auth, ServerAuth::ExternalPsk(_)) {
+        if !psk && matches!(self.config.server_auth, ServerAuth::ExternalPsk(_)) {
             return Err(Error::Alert(Alert::HandshakeFailure));
         }
-        self.psk_accepted = psk.is_some();
+        self.psk_accepted = psk;
         self.select_transcript(suite.hash())?;
         self.transcript()?.update(msg.bytes);
         Ok(ServerHelloNext::HandshakeKeys { server_share: share.key_exchange })
@@ -945,7 +1017,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         server_share: &[u8],
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let suite = self.suite.ok_or_else(internal)?;
+        let suite = self.negotiated_suite()?;
         let alg = suite.hash();
         let psk = if self.psk_accepted { self.psk_source() } else { None };
         if self.kx.is_none() {
@@ -1090,8 +1162,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 // RFC 8446 §4.2.10: accepted early data means the first PSK was selected,
                 // with the ticket's suite and ALPN.
                 let r = self.resumption.ok_or_else(internal)?;
-                if !self.psk_accepted || self.suite != Some(r.ticket.suite) || alpn != r.ticket.alpn
-                {
+                // (One offer: 0-RTT was offered only with a ticket of the one suite, which
+                // the ServerHello kept.)
+                let same_suite = self.one_offer() || self.suite == Some(r.ticket.suite);
+                if !self.psk_accepted || !same_suite || alpn != r.ticket.alpn {
                     return Err(Error::IllegalParameter);
                 }
                 self.early_data = EarlyData::Accepted;
@@ -1334,7 +1408,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let suite = self.suite.ok_or_else(internal)?;
+        let suite = self.negotiated_suite()?;
         // Checked before `finished`'s frame exists: the check's key derivation is not under
         // it on a device's stack (issue 8).
         self.verify_server_finished(msg, suite.hash())?;
@@ -1411,10 +1485,19 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             t.update(certificate);
         }
         let hash = t.current_hash();
-        let verify_data =
-            finished_verify_data(&self.provider, alg, client_hs.as_ref(), hash.as_ref())?;
+        // RFC 8446 §4.4.4: the Finished, its verify_data written in place behind the header
+        // (no Digest returned and copied: issue 8).
         let out = space.get_mut(len..).ok_or(Error::BufferTooSmall)?;
-        let n = Finished::emit(verify_data.as_ref(), out)?;
+        let (header, body) = out.split_first_chunk_mut::<4>().ok_or(Error::BufferTooSmall)?;
+        let n = finished_verify_data_into(
+            &self.provider,
+            alg,
+            client_hs.as_ref(),
+            hash.as_ref(),
+            body,
+        )?;
+        *header = [ht::FINISHED, 0, 0, n as u8];
+        let n = n + 4;
         t.update(out.get(..n).ok_or(Error::BufferTooSmall)?);
         hooks.sent(Level::Handshake, len + n);
         Ok(t.current_hash())
@@ -1437,7 +1520,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if nst.lifetime == 0 {
             return Ok(());
         }
-        let suite = self.suite.ok_or_else(internal)?;
+        let suite = self.negotiated_suite()?;
         let Stage::Connected { resumption_master, .. } = &self.secrets else {
             return Err(internal());
         };

@@ -139,14 +139,48 @@ impl PskKind {
     }
 }
 
+/// A key schedule's hash. SHA-384 only with feature `aes256`: without it no suite with
+/// SHA-384 is offered or accepted and `empty_transcript_hash` refuses it past the Early
+/// Secret, so a schedule is not started with it, and the hash is SHA-256 — a zero-sized
+/// constant, so the derivations' lengths fold where they are inlined (session 11: flash).
+#[derive(Clone, Copy, Debug)]
+struct StageHash(#[cfg(feature = "aes256")] HashAlgorithm);
+
+impl StageHash {
+    /// `alg`, or Unsupported for SHA-384 without `aes256`.
+    fn new(alg: HashAlgorithm) -> Result<Self, Error> {
+        #[cfg(feature = "aes256")]
+        return Ok(Self(alg));
+        #[cfg(not(feature = "aes256"))]
+        match alg {
+            HashAlgorithm::Sha256 => Ok(Self()),
+            _ => Err(Error::Crypto(mote_crypto::Error::Unsupported)),
+        }
+    }
+
+    #[inline(always)]
+    fn get(self) -> HashAlgorithm {
+        #[cfg(feature = "aes256")]
+        return self.0;
+        #[cfg(not(feature = "aes256"))]
+        HashAlgorithm::Sha256
+    }
+}
+
 /// The Early Secret stage: HKDF-Extract(0, PSK), or HKDF-Extract(0, 0) without a PSK.
 #[derive(Debug)]
 pub struct EarlySecret {
-    alg: HashAlgorithm,
+    alg: StageHash,
     secret: Secret,
 }
 
 impl EarlySecret {
+    /// The schedule's hash ([`StageHash`]: a constant without `aes256`).
+    #[inline(always)]
+    fn alg(&self) -> HashAlgorithm {
+        self.alg.get()
+    }
+
     /// RFC 8446 §7.1: Early Secret = HKDF-Extract(salt = 0, IKM = PSK), where a handshake
     /// without a PSK uses a string of Hash.length zeros as the PSK.
     pub fn new<P: CryptoProvider + ?Sized>(
@@ -154,8 +188,10 @@ impl EarlySecret {
         alg: HashAlgorithm,
         psk: Option<&[u8]>,
     ) -> Result<Self, Error> {
+        let hash = StageHash::new(alg)?;
+        let alg = hash.get();
         let ikm = psk.unwrap_or(zeros(alg));
-        Ok(Self { alg, secret: hkdf::extract(provider, alg, zeros(alg), ikm)? })
+        Ok(Self { alg: hash, secret: hkdf::extract(provider, alg, zeros(alg), ikm)? })
     }
 
     /// [`EarlySecret::new`] written into `slot` (not returned through a `Result` and moved:
@@ -167,14 +203,16 @@ impl EarlySecret {
         slot: &'s mut Option<Self>,
     ) -> Result<&'s Self, Error> {
         *slot = None;
+        let hash = StageHash::new(alg)?;
+        let alg = hash.get();
         let ikm = psk.unwrap_or(zeros(alg));
         let secret = hkdf::extract(provider, alg, zeros(alg), ikm)?;
-        Ok(slot.insert(Self { alg, secret }))
+        Ok(slot.insert(Self { alg: hash, secret }))
     }
 
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
-        self.alg
+        self.alg()
     }
 
     /// Derive-Secret(Early Secret, `label`, Messages) into `out` (see
@@ -186,7 +224,7 @@ impl EarlySecret {
         transcript_hash: &[u8],
         out: &mut Secret,
     ) -> Result<(), Error> {
-        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
+        derive_secret_into(provider, self.alg(), self.secret.as_ref(), label, transcript_hash, out)
     }
 
     /// RFC 8446 §7.1: binder_key = Derive-Secret(Early Secret, "ext binder" | "res binder", "").
@@ -196,8 +234,14 @@ impl EarlySecret {
         provider: &P,
         kind: PskKind,
     ) -> Result<Secret, Error> {
-        let empty = empty_hash(provider, self.alg)?;
-        derive_secret(provider, self.alg, self.secret.as_ref(), kind.binder_label(), empty.as_ref())
+        let empty = empty_hash(provider, self.alg())?;
+        derive_secret(
+            provider,
+            self.alg(),
+            self.secret.as_ref(),
+            kind.binder_label(),
+            empty.as_ref(),
+        )
     }
 
     /// RFC 8446 §7.1: client_early_traffic_secret =
@@ -208,7 +252,7 @@ impl EarlySecret {
         provider: &P,
         client_hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(provider, self.alg, self.secret.as_ref(), b"c e traffic", client_hello_hash)
+        derive_secret(provider, self.alg(), self.secret.as_ref(), b"c e traffic", client_hello_hash)
     }
 
     /// RFC 8446 §7.1: early_exporter_master_secret =
@@ -218,7 +262,13 @@ impl EarlySecret {
         provider: &P,
         client_hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(provider, self.alg, self.secret.as_ref(), b"e exp master", client_hello_hash)
+        derive_secret(
+            provider,
+            self.alg(),
+            self.secret.as_ref(),
+            b"e exp master",
+            client_hello_hash,
+        )
     }
 
     /// RFC 8446 §7.1: Handshake Secret = HKDF-Extract(Derive-Secret(Early Secret, "derived",
@@ -231,7 +281,7 @@ impl EarlySecret {
     ) -> Result<HandshakeSecret, Error> {
         Ok(HandshakeSecret {
             alg: self.alg,
-            secret: next_stage(provider, self.alg, &self.secret, shared_secret)?,
+            secret: next_stage(provider, self.alg(), &self.secret, shared_secret)?,
         })
     }
 
@@ -244,7 +294,7 @@ impl EarlySecret {
         shared_secret: &[u8],
         slot: &'s mut Option<HandshakeSecret>,
     ) -> Result<&'s HandshakeSecret, Error> {
-        let secret = match next_stage(provider, self.alg, &self.secret, shared_secret) {
+        let secret = match next_stage(provider, self.alg(), &self.secret, shared_secret) {
             Ok(secret) => secret,
             Err(e) => {
                 *slot = None;
@@ -263,14 +313,20 @@ impl EarlySecret {
 /// The Handshake Secret stage.
 #[derive(Debug)]
 pub struct HandshakeSecret {
-    alg: HashAlgorithm,
+    alg: StageHash,
     secret: Secret,
 }
 
 impl HandshakeSecret {
+    /// The schedule's hash ([`StageHash`]: a constant without `aes256`).
+    #[inline(always)]
+    fn alg(&self) -> HashAlgorithm {
+        self.alg.get()
+    }
+
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
-        self.alg
+        self.alg()
     }
 
     /// Derive-Secret(Handshake Secret, `label`, Messages) into `out` (see
@@ -282,7 +338,7 @@ impl HandshakeSecret {
         transcript_hash: &[u8],
         out: &mut Secret,
     ) -> Result<(), Error> {
-        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
+        derive_secret_into(provider, self.alg(), self.secret.as_ref(), label, transcript_hash, out)
     }
 
     /// RFC 8446 §7.1: client_handshake_traffic_secret =
@@ -292,7 +348,7 @@ impl HandshakeSecret {
         provider: &P,
         hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(provider, self.alg, self.secret.as_ref(), b"c hs traffic", hello_hash)
+        derive_secret(provider, self.alg(), self.secret.as_ref(), b"c hs traffic", hello_hash)
     }
 
     /// RFC 8446 §7.1: server_handshake_traffic_secret =
@@ -302,7 +358,7 @@ impl HandshakeSecret {
         provider: &P,
         hello_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(provider, self.alg, self.secret.as_ref(), b"s hs traffic", hello_hash)
+        derive_secret(provider, self.alg(), self.secret.as_ref(), b"s hs traffic", hello_hash)
     }
 
     /// RFC 8446 §7.1: Master Secret = HKDF-Extract(Derive-Secret(Handshake Secret, "derived",
@@ -313,7 +369,7 @@ impl HandshakeSecret {
     ) -> Result<MasterSecret, Error> {
         Ok(MasterSecret {
             alg: self.alg,
-            secret: next_stage(provider, self.alg, &self.secret, zeros(self.alg))?,
+            secret: next_stage(provider, self.alg(), &self.secret, zeros(self.alg()))?,
         })
     }
 
@@ -325,7 +381,7 @@ impl HandshakeSecret {
         provider: &P,
     ) -> Result<MasterSecret, Error> {
         let master = match slot {
-            Some(hs) => next_stage(provider, hs.alg, &hs.secret, zeros(hs.alg))
+            Some(hs) => next_stage(provider, hs.alg(), &hs.secret, zeros(hs.alg()))
                 .map(|secret| MasterSecret { alg: hs.alg, secret }),
             None => Err(Error::Alert(crate::Alert::InternalError)),
         };
@@ -342,14 +398,20 @@ impl HandshakeSecret {
 /// The Master Secret stage.
 #[derive(Debug)]
 pub struct MasterSecret {
-    alg: HashAlgorithm,
+    alg: StageHash,
     secret: Secret,
 }
 
 impl MasterSecret {
+    /// The schedule's hash ([`StageHash`]: a constant without `aes256`).
+    #[inline(always)]
+    fn alg(&self) -> HashAlgorithm {
+        self.alg.get()
+    }
+
     /// The hash algorithm of this schedule.
     pub fn algorithm(&self) -> HashAlgorithm {
-        self.alg
+        self.alg()
     }
 
     /// Derive-Secret(Master Secret, `label`, Messages) into `out` (see
@@ -361,7 +423,7 @@ impl MasterSecret {
         transcript_hash: &[u8],
         out: &mut Secret,
     ) -> Result<(), Error> {
-        derive_secret_into(provider, self.alg, self.secret.as_ref(), label, transcript_hash, out)
+        derive_secret_into(provider, self.alg(), self.secret.as_ref(), label, transcript_hash, out)
     }
 
     /// RFC 8446 §7.1: client_application_traffic_secret_0 =
@@ -373,7 +435,7 @@ impl MasterSecret {
     ) -> Result<Secret, Error> {
         derive_secret(
             provider,
-            self.alg,
+            self.alg(),
             self.secret.as_ref(),
             b"c ap traffic",
             server_finished_hash,
@@ -389,7 +451,7 @@ impl MasterSecret {
     ) -> Result<Secret, Error> {
         derive_secret(
             provider,
-            self.alg,
+            self.alg(),
             self.secret.as_ref(),
             b"s ap traffic",
             server_finished_hash,
@@ -403,7 +465,13 @@ impl MasterSecret {
         provider: &P,
         server_finished_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(provider, self.alg, self.secret.as_ref(), b"exp master", server_finished_hash)
+        derive_secret(
+            provider,
+            self.alg(),
+            self.secret.as_ref(),
+            b"exp master",
+            server_finished_hash,
+        )
     }
 
     /// RFC 8446 §7.1: resumption_master_secret =
@@ -413,7 +481,13 @@ impl MasterSecret {
         provider: &P,
         client_finished_hash: &[u8],
     ) -> Result<Secret, Error> {
-        derive_secret(provider, self.alg, self.secret.as_ref(), b"res master", client_finished_hash)
+        derive_secret(
+            provider,
+            self.alg(),
+            self.secret.as_ref(),
+            b"res master",
+            client_finished_hash,
+        )
     }
 
     #[cfg(test)]
@@ -463,6 +537,28 @@ pub fn export<P: CryptoProvider + ?Sized>(
 mod tests {
     use super::*;
     use mote_crypto::rustcrypto::RustCrypto;
+
+    /// Without `aes256` no SHA-384 schedule is started (the stages' hash is then the
+    /// constant SHA-256), even with a provider that has SHA-384.
+    #[test]
+    fn sha384_schedules_only_with_aes256() {
+        let mut slot = None;
+        let early =
+            EarlySecret::new(&RustCrypto, HashAlgorithm::Sha384, None).map(|e| e.algorithm());
+        let early_in =
+            EarlySecret::new_in(&RustCrypto, HashAlgorithm::Sha384, Some(&[1; 48]), &mut slot)
+                .map(|e| e.algorithm());
+        let expected = if cfg!(feature = "aes256") {
+            Ok(HashAlgorithm::Sha384)
+        } else {
+            Err(Error::Crypto(mote_crypto::Error::Unsupported))
+        };
+        assert_eq!(early, expected);
+        assert_eq!(early_in, expected);
+        assert_eq!(slot.is_some(), cfg!(feature = "aes256"));
+        let sha256 = EarlySecret::new(&RustCrypto, HashAlgorithm::Sha256, None).unwrap();
+        assert_eq!(sha256.algorithm(), HashAlgorithm::Sha256);
+    }
 
     /// The constants are the provider's hash of nothing, for each hash this build negotiates.
     #[test]

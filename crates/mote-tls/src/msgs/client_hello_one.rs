@@ -1,38 +1,54 @@
 //! The ClientHello of a client that offers exactly one suite (TLS_AES_128_GCM_SHA256), one
 //! group (X25519, one key share) and at most one signature scheme: a device's
-//! (issue 8). Its offer lists are constants, so the message is a few constant blocks around
-//! the holes (random, key share, server name, ALPN, cookie, transport parameters, PSK) —
-//! the same bytes, in the same order, as [`ClientHelloParams::emit`] writes for that offer
-//! (pinned by the tests below), without its per-list loops and length prefixes.
+//! (issue 8). Everything up to the key share and psk_key_exchange_modes is the same in
+//! every such ClientHello, so it is constant blocks around two
+//! holes (random, key share) and two length fields patched at the end; the extensions that
+//! vary (signature scheme, certificate type, server name, ALPN, cookie, early data,
+//! transport parameters, PSK) follow it. RFC 8446 §4.2: "Extensions in a ClientHello may
+//! appear in any order" except pre_shared_key, which stays last — so the order differs from
+//! [`ClientHelloParams::emit`]'s, but the offer is the same (pinned by the tests below,
+//! through the server's parser).
 //!
 //! [`ClientHelloParams::emit`]: super::ClientHelloParams::emit
 
-use super::client_hello_emit::{EmittedClientHello, SUPPORTED_VERSIONS_TLS13};
+use super::client_hello_emit::EmittedClientHello;
 use super::extensions::extension_type as et;
-use super::handshake_type;
 use crate::codec::Out;
 use crate::Error;
 
-/// RFC 8446 §4.1.2: legacy_version 0x0303 (the random follows).
-const LEGACY_VERSION: [u8; 2] = [0x03, 0x03];
+/// Offset of the random in the fixed head (after the message header and legacy_version).
+const RANDOM_AT: usize = 6;
+/// Offset of the extensions' u16 length in the fixed head.
+const EXTENSIONS_AT: usize = 45;
+/// Offset of the X25519 key share in the fixed head.
+const SHARE_AT: usize = 72;
+/// The length of the fixed head: up to the key share and psk_key_exchange_modes.
+const HEAD_LEN: usize = 110;
 
-/// RFC 8446 §4.1.2 (and RFC 9001 §8.4): an empty legacy_session_id, cipher_suites =
-/// [TLS_AES_128_GCM_SHA256], legacy_compression_methods = [null].
-const SESSION_SUITES_COMPRESSION: [u8; 7] = [0x00, 0x00, 0x02, 0x13, 0x01, 0x01, 0x00];
+/// The fixed head's bytes before the random: msg_type client_hello(1) and a u24 length
+/// (RFC 8446 §4, patched), legacy_version 0x0303 (§4.1.2).
+const PRE_RANDOM: [u8; RANDOM_AT] = [0x01, 0x00, 0x00, 0x00, 0x03, 0x03];
 
-/// RFC 8446 §4.2.7 supported_groups = [x25519], then the head of §4.2.8 key_share with one
-/// x25519 entry (its 32-byte key written after it); signature_algorithms (§4.2.3) with the
-/// one scheme goes between the two.
-const GROUPS_SHARE: [u8; 18] = [
-    0x00, 0x0a, 0x00, 0x04, 0x00, 0x02, 0x00, 0x1d, // supported_groups
-    0x00, 0x33, 0x00, 0x26, 0x00, 0x24, 0x00, 0x1d, 0x00, 0x20, // key_share
+/// The fixed head's bytes between the random and the key share.
+const PRE_SHARE: [u8; SHARE_AT - RANDOM_AT - 32] = [
+    // RFC 8446 §4.1.2: an empty legacy_session_id (RFC 9001 §8.4), cipher_suites =
+    // [TLS_AES_128_GCM_SHA256], legacy_compression_methods = [null]; then the extensions'
+    // u16 length (patched).
+    0x00, 0x00, 0x02, 0x13, 0x01, 0x01, 0x00, 0x00, 0x00,
+    // RFC 8446 §4.2.1 supported_versions = [TLS 1.3].
+    0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04,
+    // RFC 8446 §4.2.7 supported_groups = [x25519].
+    0x00, 0x0a, 0x00, 0x04, 0x00, 0x02, 0x00, 0x1d,
+    // RFC 8446 §4.2.8 key_share with one x25519 entry of 32 bytes (the share follows).
+    0x00, 0x33, 0x00, 0x26, 0x00, 0x24, 0x00, 0x1d, 0x00, 0x20,
 ];
 
-/// RFC 7250 §4.2 server_certificate_type = [RawPublicKey], then RFC 8446 §4.2.9
-/// psk_key_exchange_modes = [psk_dhe_ke]. Without a pinned raw public key the first 6 bytes
-/// are left out.
-const RPK_PSK_MODES: [u8; 12] =
-    [0x00, 0x14, 0x00, 0x02, 0x01, 0x02, 0x00, 0x2d, 0x00, 0x02, 0x01, 0x01];
+/// The fixed head's bytes after the key share: RFC 8446 §4.2.9 psk_key_exchange_modes =
+/// [psk_dhe_ke].
+const POST_SHARE: [u8; HEAD_LEN - SHARE_AT - 32] = [0x00, 0x2d, 0x00, 0x02, 0x01, 0x01];
+
+/// RFC 7250 §4.2 server_certificate_type = [RawPublicKey].
+const RPK: [u8; 6] = [0x00, 0x14, 0x00, 0x02, 0x01, 0x02];
 
 /// RFC 8446 §4.2.11: the binders list with one zeroed SHA-256 binder, filled in by
 /// [`super::write_binder`].
@@ -69,16 +85,24 @@ pub(crate) struct OneOfferHello<'a> {
 }
 
 impl OneOfferHello<'_> {
-    /// Writes the ClientHello (header included) into `out`: the bytes
-    /// [`super::ClientHelloParams::emit`] writes for the same offer, and the same first error.
+    /// Writes the ClientHello (header included) into `out`.
     pub(crate) fn emit(&self, out: &mut [u8]) -> Result<EmittedClientHello, Error> {
-        let mut w = Out::new(out);
-        let msg = w.start_message(handshake_type::CLIENT_HELLO);
-        w.put(&LEGACY_VERSION);
-        w.put(self.random);
-        w.put(&SESSION_SUITES_COMPRESSION);
-        let exts = w.start(2);
-        w.put(&SUPPORTED_VERSIONS_TLS13);
+        let (head, rest) = out.split_at_mut_checked(HEAD_LEN).ok_or(Error::BufferTooSmall)?;
+        let head: &mut [u8; HEAD_LEN] = head.try_into().map_err(|_| Error::BufferTooSmall)?;
+        head[..RANDOM_AT].copy_from_slice(&PRE_RANDOM);
+        head[RANDOM_AT..RANDOM_AT + 32].copy_from_slice(self.random);
+        head[RANDOM_AT + 32..SHARE_AT].copy_from_slice(&PRE_SHARE);
+        head[SHARE_AT..SHARE_AT + 32].copy_from_slice(self.share);
+        head[SHARE_AT + 32..].copy_from_slice(&POST_SHARE);
+        let mut w = Out::new(rest);
+        if let Some(scheme) = self.scheme {
+            // RFC 8446 §4.2.3: signature_algorithms with the one scheme.
+            let [hi, lo] = scheme.to_be_bytes();
+            w.put(&[0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, hi, lo]);
+        }
+        if self.rpk {
+            w.put(&RPK);
+        }
         if let Some(host) = self.server_name {
             // RFC 6066 §3: ServerNameList with one host_name(0) entry.
             w.u16(et::SERVER_NAME);
@@ -89,14 +113,6 @@ impl OneOfferHello<'_> {
             w.end(list);
             w.end(ext);
         }
-        let (groups, share_head) = GROUPS_SHARE.split_at(8);
-        w.put(groups);
-        if let Some(scheme) = self.scheme {
-            let [hi, lo] = scheme.to_be_bytes();
-            w.put(&[0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, hi, lo]);
-        }
-        w.put(share_head);
-        w.put(self.share);
         // RFC 7301 §3.1 (RFC 9001 §8.1: always sent over QUIC).
         w.u16(et::ALPN);
         let ext = w.start(2);
@@ -106,20 +122,23 @@ impl OneOfferHello<'_> {
         }
         w.end(list);
         w.end(ext);
-        w.put(if self.rpk { &RPK_PSK_MODES } else { &RPK_PSK_MODES[6..] });
         if let Some(cookie) = self.cookie {
+            // RFC 8446 §4.2.2.
             w.u16(et::COOKIE);
             let ext = w.start(2);
             w.vec(2, cookie);
             w.end(ext);
         }
         if self.early_data {
+            // RFC 8446 §4.2.10: empty in a ClientHello.
             w.u16(et::EARLY_DATA);
             w.u16(0);
         }
+        // RFC 9001 §8.2.
         w.u16(et::QUIC_TRANSPORT_PARAMETERS);
         w.vec(2, self.quic_transport_parameters);
-        // RFC 8446 §4.2.11: pre_shared_key MUST be the last extension.
+        // RFC 8446 §4.2.11: pre_shared_key MUST be the last extension; one identity and its
+        // obfuscated_ticket_age, then the binders list.
         let mut binders_offset = None;
         if let Some((identity, obfuscated_ticket_age)) = self.psk {
             w.u16(et::PRE_SHARED_KEY);
@@ -128,13 +147,20 @@ impl OneOfferHello<'_> {
             w.vec(2, identity);
             w.u32(obfuscated_ticket_age);
             w.end(identities);
-            binders_offset = Some(w.position());
+            binders_offset = Some(HEAD_LEN + w.position());
             w.put(&ZERO_BINDER);
             w.end(ext);
         }
-        w.end(exts);
-        w.end(msg);
-        let len = w.finish()?;
+        let len = HEAD_LEN + w.finish()?;
+        // The extensions' and the message's lengths: every inner length is below the
+        // extensions', so this one check covers the u16 fields written above.
+        let extensions = len - (EXTENSIONS_AT + 2);
+        if extensions > 0xffff {
+            return Err(Error::BadLength);
+        }
+        let [_, m2, m1, m0] = ((len - 4) as u32).to_be_bytes();
+        head[1..4].copy_from_slice(&[m2, m1, m0]);
+        head[EXTENSIONS_AT..EXTENSIONS_AT + 2].copy_from_slice(&(extensions as u16).to_be_bytes());
         Ok(EmittedClientHello { len, binders_offset })
     }
 }
@@ -142,11 +168,13 @@ impl OneOfferHello<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msgs::{certificate_type, ClientHelloParams, KeyShareEntry, PskOffer, PSK_DHE_KE};
-    use mote_crypto::{AeadAlgorithm, NamedGroup, SignatureScheme};
 
     /// The general emitter's message for the same offer.
+    #[cfg(feature = "server")]
     fn general(h: &OneOfferHello<'_>, out: &mut [u8]) -> Result<EmittedClientHello, Error> {
+        use crate::msgs::PSK_DHE_KE;
+        use crate::msgs::{certificate_type, ClientHelloParams, KeyShareEntry, PskOffer};
+        use mote_crypto::{AeadAlgorithm, NamedGroup, SignatureScheme};
         let share =
             [KeyShareEntry { group: NamedGroup::X25519.codepoint(), key_exchange: h.share }];
         let rpk = [certificate_type::RAW_PUBLIC_KEY];
@@ -177,10 +205,15 @@ mod tests {
         .emit(out)
     }
 
-    /// Every combination of the holes, and every buffer length up to the message's: the
-    /// same bytes and the same result as the general emitter.
+    /// Every combination of the holes: the server's parser reads the same offer from the
+    /// template's message as from the general emitter's (the same fields, the same set of
+    /// extensions, pre_shared_key last with its binders at the reported offset); every
+    /// shorter buffer is BufferTooSmall; a field too long for its length is BadLength for
+    /// both.
+    #[cfg(feature = "server")]
     #[test]
-    fn one_offer_hello_equals_the_general_emitter() {
+    fn one_offer_hello_offers_what_the_general_emitter_does() {
+        use crate::msgs::ClientHello;
         let random = [0x5a; 32];
         let share = [0xc3; 32];
         let long_name = [b'x'; 256];
@@ -210,22 +243,61 @@ mod tests {
                 };
                 let mut a = [0u8; 700];
                 let mut b = [0u8; 700];
-                let full = general(&h, &mut a);
-                assert_eq!(h.emit(&mut b), full);
-                assert_eq!(a, b);
-                if let Ok(e) = full {
-                    count += 1;
-                    assert_eq!(e.binders_offset.is_some(), h.psk.is_some());
-                    for n in 0..e.len {
-                        let (mut a, mut b) = ([0u8; 700], [0u8; 700]);
-                        assert_eq!(h.emit(&mut b[..n]), general(&h, &mut a[..n]), "{bits} {n}");
-                        assert_eq!(h.emit(&mut b[..n]), Err(Error::BufferTooSmall));
-                    }
-                } else {
+                let (full, one) = (general(&h, &mut a), h.emit(&mut b));
+                let Ok(e) = full else {
                     assert_eq!(full, Err(Error::BadLength));
+                    assert_eq!(one, Err(Error::BadLength));
+                    continue;
+                };
+                count += 1;
+                let o = one.unwrap();
+                assert_eq!(o.len, e.len, "{bits}");
+                assert_eq!(o.binders_offset.is_some(), h.psk.is_some());
+                let (a, b) = (&a[..e.len], &b[..o.len]);
+                assert_eq!(b[..4], a[..4]);
+                let mut pa = ClientHello::parse(&a[4..]).unwrap();
+                let pb = ClientHello::parse(&b[4..]).unwrap();
+                let mut ta: std::vec::Vec<u16> = pa.extensions.iter().map(|(t, _)| t).collect();
+                let mut tb: std::vec::Vec<u16> = pb.extensions.iter().map(|(t, _)| t).collect();
+                ta.sort_unstable();
+                tb.sort_unstable();
+                assert_eq!(ta, tb, "{bits}");
+                pa.extensions = pb.extensions;
+                assert_eq!(pa, pb, "{bits}");
+                if let Some(at) = o.binders_offset {
+                    assert_eq!(pb.truncated_len(o.len), Some(at));
+                    assert_eq!(b[at..], a[e.binders_offset.unwrap()..]);
+                }
+                for n in 0..o.len {
+                    let mut b = [0u8; 700];
+                    assert_eq!(h.emit(&mut b[..n]), Err(Error::BufferTooSmall), "{bits} {n}");
                 }
             }
         }
         assert_eq!(count, 512);
+    }
+
+    /// Extensions longer than their u16 length allows are BadLength (the one length check
+    /// covers the inner ones), whatever the buffer.
+    #[test]
+    fn one_offer_hello_too_long_is_bad_length() {
+        let tp = std::vec![0u8; 0xffff - 100];
+        let h = OneOfferHello {
+            random: &[1; 32],
+            server_name: Some(b"mote.example"),
+            scheme: Some(0x0807),
+            share: &[2; 32],
+            alpn: &[b"h3"],
+            rpk: true,
+            cookie: None,
+            early_data: false,
+            quic_transport_parameters: &tp,
+            psk: None,
+        };
+        let mut out = std::vec![0u8; 0x20000];
+        assert_eq!(h.emit(&mut out), Err(Error::BadLength));
+        let h = OneOfferHello { quic_transport_parameters: &tp[..0xffff - 200], ..h };
+        let e = h.emit(&mut out).unwrap();
+        assert_eq!(out[EXTENSIONS_AT..EXTENSIONS_AT + 2], ((e.len - 47) as u16).to_be_bytes());
     }
 }

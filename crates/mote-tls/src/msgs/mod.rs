@@ -47,7 +47,6 @@ pub use new_session_ticket::NewSessionTicketParams;
 pub use server_hello::{HelloRetryRequestParams, ServerHelloParams};
 pub use server_hello::{ServerHello, HELLO_RETRY_REQUEST_RANDOM};
 
-use crate::codec::Out;
 #[cfg(feature = "server")]
 use crate::codec::Reader;
 #[cfg(feature = "server")]
@@ -174,12 +173,18 @@ impl<'a> Finished<'a> {
     }
 
     /// Writes a Finished message carrying `verify_data`; returns its length.
+    /// verify_data is a hash (at most 48 bytes; longer is BadLength), so the header is
+    /// written as bytes, not through a length-prefix writer.
     pub fn emit(verify_data: &[u8], out: &mut [u8]) -> Result<usize, Error> {
-        let mut w = Out::new(out);
-        let m = w.start_message(handshake_type::FINISHED);
-        w.put(verify_data);
-        w.end(m);
-        w.finish()
+        let n = u8::try_from(verify_data.len()).map_err(|_| Error::BadLength)?;
+        let (header, body) = out
+            .split_first_chunk_mut::<4>()
+            .and_then(|(h, rest)| Some((h, rest.get_mut(..usize::from(n))?)))
+            .ok_or(Error::BufferTooSmall)?;
+        // RFC 8446 §4: msg_type finished(20), u24 length.
+        *header = [handshake_type::FINISHED, 0, 0, n];
+        body.copy_from_slice(verify_data);
+        Ok(4 + usize::from(n))
     }
 }
 
@@ -226,5 +231,10 @@ mod tests {
         assert_eq!(Finished::emit(&[7; 32], &mut out), Ok(36));
         assert_eq!(&out[..4], &[20, 0, 0, 32]);
         assert_eq!(Finished::emit(&[7; 32], &mut [0u8; 35]), Err(Error::BufferTooSmall));
+        assert_eq!(Finished::emit(&[7; 32], &mut [0u8; 3]), Err(Error::BufferTooSmall));
+        let mut out = [0u8; 52];
+        assert_eq!(Finished::emit(&[9; 48], &mut out), Ok(52));
+        assert_eq!((&out[..4], &out[4..]), (&[20, 0, 0, 48][..], &[9; 48][..]));
+        assert_eq!(Finished::emit(&[0; 256], &mut [0u8; 300]), Err(Error::BadLength));
     }
 }
