@@ -2,8 +2,13 @@
 
 use zeroize::Zeroize;
 
-/// The longest hash output any supported algorithm produces (SHA-384).
-pub const MAX_HASH_LEN: usize = 48;
+use crate::Error;
+
+/// The longest hash output this build supports: SHA-384's 48 bytes with feature `aes256`
+/// (TLS_AES_256_GCM_SHA384, the one SHA-384 suite), otherwise SHA-256's 32 (session 11: a
+/// SHA-256-only device keeps no secret, digest or Finished buffer sized for SHA-384). HKDF
+/// refuses a longer hash ([`crate::hkdf::check_hash_len`]), so no secret is cut to fit.
+pub const MAX_HASH_LEN: usize = if cfg!(feature = "aes256") { 48 } else { 32 };
 
 /// A hash or HMAC output of up to [`MAX_HASH_LEN`] bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -70,7 +75,26 @@ impl Clone for Secret {
 }
 
 impl Secret {
-    /// Copies `bytes` (at most [`MAX_HASH_LEN`]; longer input is truncated).
+    /// Copies `bytes`, or [`Error::BadLength`] if they are longer than [`MAX_HASH_LEN`] (a
+    /// SHA-384 secret in a SHA-256-only build): refused, never cut to fit.
+    pub fn try_new(bytes: &[u8]) -> Result<Self, Error> {
+        if bytes.len() > MAX_HASH_LEN {
+            return Err(Error::BadLength);
+        }
+        Ok(Self::new(bytes))
+    }
+
+    /// A zeroed secret of `len` bytes as [`Secret::zeroed`], or [`Error::BadLength`] if `len`
+    /// exceeds [`MAX_HASH_LEN`].
+    pub fn try_zeroed(len: usize) -> Result<Self, Error> {
+        if len > MAX_HASH_LEN {
+            return Err(Error::BadLength);
+        }
+        Ok(Self::zeroed(len))
+    }
+
+    /// Copies `bytes` (at most [`MAX_HASH_LEN`]; longer input is truncated: for lengths
+    /// bounded by construction, else [`Secret::try_new`]).
     pub fn new(bytes: &[u8]) -> Self {
         let len = bytes.len().min(MAX_HASH_LEN);
         let mut out = Self { bytes: [0; MAX_HASH_LEN], len: len as u8 };
@@ -78,7 +102,10 @@ impl Secret {
         out
     }
 
-    /// A zeroed secret of `len` bytes, to be filled through [`AsMut::as_mut`].
+    /// A zeroed secret of `len` bytes, to be filled through [`AsMut::as_mut`]. `len` is
+    /// clamped to [`MAX_HASH_LEN`]: for lengths bounded by construction (key lengths), else
+    /// [`Secret::try_zeroed`]. HKDF refuses a hash longer than [`MAX_HASH_LEN`]
+    /// ([`crate::hkdf::check_hash_len`]), so a clamped secret is never filled by one.
     pub fn zeroed(len: usize) -> Self {
         Self { bytes: [0; MAX_HASH_LEN], len: len.min(MAX_HASH_LEN) as u8 }
     }
@@ -166,6 +193,19 @@ mod tests {
         assert_eq!(s.as_ref(), &[2; 32]);
         assert_eq!(s.bytes[32..], [0; MAX_HASH_LEN - 32]);
         assert_eq!(s.clone().as_ref(), &[2; 32]);
+    }
+
+    /// Session 11: `MAX_HASH_LEN` is 32 without `aes256`; a longer secret is refused, not
+    /// cut to fit (a SHA-384 secret in a SHA-256-only build), and one that fits is kept whole.
+    #[test]
+    fn overlong_secret_refused() {
+        assert_eq!(MAX_HASH_LEN, if cfg!(feature = "aes256") { 48 } else { 32 });
+        assert!(matches!(Secret::try_new(&[1; MAX_HASH_LEN + 1]), Err(Error::BadLength)));
+        assert!(matches!(Secret::try_zeroed(MAX_HASH_LEN + 1), Err(Error::BadLength)));
+        #[cfg(not(feature = "aes256"))]
+        assert!(matches!(Secret::try_new(&[1; 48]), Err(Error::BadLength)));
+        assert_eq!(Secret::try_new(&[3; MAX_HASH_LEN]).map(|s| s.len()).ok(), Some(MAX_HASH_LEN));
+        assert_eq!(Secret::try_zeroed(32).map(|s| s.len()).ok(), Some(32));
     }
 
     /// Review finding: HKDF erased its `previous` block but not the HMAC output it copied
