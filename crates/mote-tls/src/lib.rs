@@ -142,8 +142,10 @@
 //! # Footprint (client, Cortex-M4, `opt-level = "z"`, LTO)
 //! * RAM: `ClientSession<RustCrypto, RX>` is 456 bytes + `RX` with the minimal features
 //!   (AES-128-GCM, SHA-256, X25519): one transcript hash (112 bytes), the key share (64),
-//!   one pair of secrets reused across phases (2 × 49), the handshake secret, the client
-//!   random and flags. `aes256` adds a second (SHA-384) transcript until the ServerHello,
+//!   one pair of secrets reused across phases (2 × 33: 32-byte secrets, session 11; the
+//!   456 bytes are from before, with 49), the handshake secret, the client random and
+//!   flags. `aes256` makes every secret 49 bytes (SHA-384's 48, `MAX_HASH_LEN`) and adds a
+//!   second (SHA-384) transcript until the ServerHello,
 //!   `p256` a larger key share. A raw-public-key client can use `RX` = 1024: its largest
 //!   incoming messages are EncryptedExtensions and NewSessionTicket.
 //! * Flash: the client state machine, codecs and key schedule take about 13 KB of text
