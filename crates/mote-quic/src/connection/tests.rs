@@ -1801,12 +1801,11 @@ mod datagrams {
         assert_eq!(p.client.datagram_send(&vec![0; max + 1]), Err(DatagramError::TooLarge));
         p.client.datagram_send(b"temperature=21.5").unwrap();
         p.server().datagram_send(b"ack-config").unwrap();
-        // Without `stats` the counts read 0: the whole second passes (ample for one flight).
+        // The receive queues, not the `stats` counters (they read 0 without `stats`).
         let got = p.run_until(Duration::from_secs(1), |p| {
-            p.server().stats().datagram_frames_received == 1
-                && p.client.stats().datagram_frames_received == 1
+            !p.server().dgram_recv.is_empty() && !p.client.dgram_recv.is_empty()
         });
-        assert!(got || !cfg!(feature = "stats"));
+        assert!(got);
         let mut buf = [0u8; 64];
         assert_eq!(p.server().datagram_recv(&mut buf), Some(16));
         assert_eq!(&buf[..16], b"temperature=21.5");
@@ -1820,9 +1819,14 @@ mod datagrams {
         if cfg!(feature = "stats") {
             assert_eq!(p.client.stats().datagrams_dropped, 3);
         }
-        p.run_until(Duration::from_secs(1), |p| {
-            p.server().stats().datagram_frames_received == 1 + DATAGRAM_QUEUE_LEN as u64
-        });
+        if cfg!(feature = "stats") {
+            p.run_until(Duration::from_secs(1), |p| {
+                p.server().stats().datagram_frames_received == 1 + DATAGRAM_QUEUE_LEN as u64
+            });
+        } else {
+            // Not past an idle timeout, as `run_until` with a condition that never holds.
+            p.run_for(Duration::from_millis(500));
+        }
         let mut first = [0u8; 100];
         assert_eq!(p.server().datagram_recv(&mut first), Some(100));
         assert_eq!(first[0], 3, "the three oldest were dropped");

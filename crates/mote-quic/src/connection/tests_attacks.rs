@@ -459,7 +459,9 @@ fn after_download(bytes: usize) -> Pair {
 }
 
 /// The packet numbers of `c`'s unacknowledged Application Data packets, as descending
-/// ranges: what an attacker that really receives them acknowledges.
+/// ranges: what an attacker that really receives them acknowledges. (Only the stream-reset
+/// flood, `max-streams-updates`, reads them.)
+#[cfg(feature = "max-streams-updates")]
 fn live_ranges<X: TlsSession>(c: &Conn<X>) -> Vec<(u64, u64)> {
     let mut ranges: Vec<(u64, u64)> = Vec::new();
     let mut pns: Vec<u64> = c.recovery().application_packets().iter().map(|p| p.pn).collect();
