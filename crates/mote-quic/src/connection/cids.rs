@@ -274,7 +274,7 @@ impl RemoteCids {
     }
 
     /// A stored connection ID that is not in use (tests drive retirement with it).
-    #[cfg(all(test, feature = "server"))]
+    #[cfg(all(test, feature = "server", feature = "cid-rotation"))]
     pub(crate) fn spare_seq(&self) -> Option<u64> {
         self.slots.iter().flatten().map(|p| p.seq).find(|s| *s != self.active)
     }
@@ -417,7 +417,7 @@ impl RemoteCids {
     }
 
     /// Retires `seq` (not the one in use).
-    #[cfg(any(feature = "migration", all(test, feature = "server")))]
+    #[cfg(any(feature = "migration", all(test, feature = "server", feature = "cid-rotation")))]
     pub(crate) fn retire(&mut self, seq: u64) -> Result<(), TransportErrorCode> {
         if seq == self.active {
             return Ok(());

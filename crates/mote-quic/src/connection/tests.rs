@@ -556,7 +556,9 @@ fn transfer_100k_under_loss_and_reordering() {
         assert!(got == data, "seed {seed}: upload differs");
         let got = download(&mut p, &data, Duration::from_secs(120));
         assert!(got == data, "seed {seed}: download differs");
-        assert!(p.client.stats().packets_lost > 0 || p.server().stats().packets_lost > 0);
+        if cfg!(feature = "stats") {
+            assert!(p.client.stats().packets_lost > 0 || p.server().stats().packets_lost > 0);
+        }
     }
 }
 
@@ -623,8 +625,10 @@ fn blackhole_recovers_with_pto_backoff() {
     let id = p.client.stream_open(StreamDir::Bidi).unwrap();
     let mut written = 0;
     let mut got = Vec::new();
+    let mut backoff = 0;
     let ok = p.run_until(Duration::from_secs(60), |p| {
         now_ref.set(p.now);
+        backoff = backoff.max(p.client.recovery.pto_count());
         if written < data.len() {
             written += p.client.stream_send(id, &data[written..]).unwrap();
             if written == data.len() {
@@ -634,9 +638,9 @@ fn blackhole_recovers_with_pto_backoff() {
         drain(p.server.as_mut().unwrap(), id, &mut got)
     });
     assert!(ok && got == data);
-    let st = p.client.stats();
-    // Several PTOs fired during the 4 s outage, each twice as long as the one before.
-    assert!(st.ptos >= 3, "{st:?}");
+    // Several PTOs fired during the 4 s outage, each twice as long as the one before (the
+    // recovery's backoff count: `stats` may be off).
+    assert!(backoff >= 3, "{backoff}");
     assert!(p.client.close_reason().is_none());
 }
 
@@ -680,17 +684,21 @@ fn pto_probe_fills_the_gap_of_a_lost_packet() {
     let st = p.server().stats();
     assert!(ok && got == data, "stalled at {} of {} bytes: {st:?}", got.len(), data.len());
     assert!(seen.get() > 10, "the second gap was not reached");
-    assert!(st.packets_lost > 0, "{st:?}");
-    if !cfg!(feature = "reorder") {
-        // Nothing past a gap was acknowledged: the PTO repaired it.
-        assert!(st.ptos > 0, "{st:?}");
+    if cfg!(feature = "stats") {
+        assert!(st.packets_lost > 0, "{st:?}");
+        if !cfg!(feature = "reorder") {
+            // Nothing past a gap was acknowledged: the PTO repaired it.
+            assert!(st.ptos > 0, "{st:?}");
+        }
+        // Targeted probes: far less than the whole download is sent twice.
+        assert!(st.bytes_retransmitted < data.len() as u64 / 2, "{st:?}");
     }
-    // Targeted probes: far less than the whole download is sent twice.
-    assert!(st.bytes_retransmitted < data.len() as u64 / 2, "{st:?}");
 }
 
 /// [`Event::StreamOpened`] is dropped once the event ring is full; the application still
 /// finds the peer's stream with [`Connection::live_streams`].
+// Opens more streams than the initial limit: needs MAX_STREAMS updates.
+#[cfg(feature = "max-streams-updates")]
 #[test]
 fn live_streams_finds_peer_streams_after_event_overflow() {
     let mut p = Pair::new(cfg(), server_cfg());
@@ -758,14 +766,18 @@ fn nb_iot_initial_rtt_avoids_spurious_initial_retransmission() {
     };
     let (stats, initial_datagrams, p) =
         run(ConnectionConfig::nb_iot_device(), ConnectionConfig::nb_iot_server());
-    assert_eq!(stats.ptos, 0, "{stats:?}");
-    // The ClientHello and, later, the ACK of the server's Initial (coalesced with the
-    // client Finished).
-    assert_eq!(stats.packets_sent[0], 2, "{stats:?}");
+    if cfg!(feature = "stats") {
+        assert_eq!(stats.ptos, 0, "{stats:?}");
+        // The ClientHello and, later, the ACK of the server's Initial (coalesced with the
+        // client Finished).
+        assert_eq!(stats.packets_sent[0], 2, "{stats:?}");
+    }
     assert_eq!(initial_datagrams, 2);
-    assert_eq!(p.server.as_ref().unwrap().stats().ptos, 0);
-    let (stats, _, _) = run(ConnectionConfig::device(), ConnectionConfig::server());
-    assert!(stats.ptos > 0 && stats.packets_sent[0] > 2, "{stats:?}");
+    if cfg!(feature = "stats") {
+        assert_eq!(p.server.as_ref().unwrap().stats().ptos, 0);
+        let (stats, _, _) = run(ConnectionConfig::device(), ConnectionConfig::server());
+        assert!(stats.ptos > 0 && stats.packets_sent[0] > 2, "{stats:?}");
+    }
 }
 
 #[test]
@@ -797,7 +809,9 @@ fn application_close_and_draining() {
     assert!(ok);
     match p.server().close_reason() {
         Some(CloseReason::Peer(c)) => {
-            assert!(c.application && c.code == 42 && c.reason() == b"bye");
+            // Without `err-reasons` reason phrases are neither sent nor kept.
+            let reason: &[u8] = if cfg!(feature = "err-reasons") { b"bye" } else { b"" };
+            assert!(c.application && c.code == 42 && c.reason() == reason);
         }
         other => panic!("{other:?}"),
     }
@@ -941,6 +955,8 @@ fn stream_limit_violation() {
     assert_eq!(local_close_code(p.server()), Some((0x04, Some(0x0a))));
 }
 
+// Opens more streams than the initial limit: needs MAX_STREAMS updates.
+#[cfg(feature = "max-streams-updates")]
 #[test]
 fn stream_limits_and_max_streams_growth() {
     let mut s = server_cfg();
@@ -1006,10 +1022,12 @@ fn many_gap_attack_keeps_memory_bounded() {
         let slot = p.client.streams.slot(id).unwrap();
         assert!(slot.recv.gaps() <= 8);
     }
-    // The client's ACK frames stay small.
+    // The client's ACK frames stay small. (Without `reorder` the fragments past the hole
+    // are dropped unacknowledged, so there is nothing to acknowledge.)
     let mut buf = vec![0u8; 1500];
-    let t = p.client.poll_transmit(p.now, &mut buf).unwrap();
-    assert!(t.len < 200, "{}", t.len);
+    let t = p.client.poll_transmit(p.now, &mut buf);
+    assert_eq!(t.is_some(), cfg!(feature = "reorder"));
+    assert!(t.is_none_or(|t| t.len < 200), "{t:?}");
 }
 
 #[test]
@@ -1058,8 +1076,10 @@ fn gso_batches() {
     p.client.handle_recv(now, &info, &mut buf[..t.len]);
     let after = p.client.stats();
     let segments = t.len.div_ceil(1200) as u64;
-    assert_eq!(after.datagrams_received - before.datagrams_received, segments);
-    assert_eq!(after.packets_received - before.packets_received, segments);
+    if cfg!(feature = "stats") {
+        assert_eq!(after.datagrams_received - before.datagrams_received, segments);
+        assert_eq!(after.packets_received - before.packets_received, segments);
+    }
     // The pacer let a burst of four datagrams out; their stream data is all readable.
     assert!(p.client.stream_readable(id) > 3 * 1100);
 }
@@ -1218,8 +1238,10 @@ fn memory_footprint() {
         conn - debug < 27_856 + next_rx + queues + packing,
         "{conn} ({queues} of DATAGRAM queues, debugging queues {debug}, packing {packing}, next read key {next_rx})"
     );
-    #[cfg(all(target_pointer_width = "64", not(feature = "stream-packing")))]
-    assert_eq!(recovery, 2744);
+    // Without `std`: the device's 32-bit books (session 10), plus the pacer's 80 B with
+    // `pacing`. (The 2,744 B here before was the 64-bit books' figure; no build ran it since.)
+    #[cfg(all(target_pointer_width = "64", not(feature = "std"), not(feature = "stream-packing")))]
+    assert_eq!(recovery, if cfg!(feature = "pacing") { 2632 } else { 2552 });
     #[cfg(not(feature = "stream-packing"))]
     assert_eq!(size_of::<SentFrames>(), 40);
     #[cfg(feature = "stream-packing")]
@@ -1586,16 +1608,20 @@ fn key_update_keeps_previous_read_key_for_three_ptos() {
     let now = p.now;
     let mut late = stash.borrow()[0].clone();
     p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut late);
-    assert_eq!(p.server().stats().packets_received, received + 1);
-    assert_eq!(p.server().stats().packets_dropped, dropped);
+    if cfg!(feature = "stats") {
+        assert_eq!(p.server().stats().packets_received, received + 1);
+        assert_eq!(p.server().stats().packets_dropped, dropped);
+    }
     let (received, dropped) =
         (p.server().stats().packets_received, p.server().stats().packets_dropped);
     // ... but not after three PTOs: the previous key is gone.
     let later = p.now + p.server().recovery().pto_period().saturating_mul(3);
     let mut late = stash.borrow()[1].clone();
     p.server().handle_datagram(later, addr(CLIENT_ADDR), &mut late);
-    assert_eq!(p.server().stats().packets_received, received);
-    assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+    if cfg!(feature = "stats") {
+        assert_eq!(p.server().stats().packets_received, received);
+        assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+    }
     assert!(!p.server().is_closed());
     // The connection goes on in the new phase.
     let data = pattern(20_000);
@@ -1659,7 +1685,9 @@ fn flipped_key_phase_changes_nothing() {
         pkt[0] ^= crate::packet::KEY_PHASE_BIT;
         let (now, dropped) = (p.now, p.server().stats().packets_dropped);
         p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
-        assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+        if cfg!(feature = "stats") {
+            assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+        }
     }
     let s = p.server();
     assert!(!s.is_closed());
@@ -1679,6 +1707,10 @@ fn flipped_key_phase_changes_nothing() {
 /// limit is 128 packets: after an update the next one waits three PTOs (§6.5, ~140 ms here,
 /// ~70 of the server's packets at this link's rate), which half of it outlasts (with 16 the
 /// limit is reached first: `confidentiality_limit_reached_in_the_update_wait_closes`).
+/// The rate is the pacer's: without `pacing` the congestion window leaves in bursts, the
+/// 128 packets are protected inside the §6.5 wait and the connection closes with
+/// AEAD_LIMIT_REACHED, as §6.6 requires (that test's case).
+#[cfg(feature = "pacing")]
 #[test]
 fn confidentiality_limit_triggers_key_updates() {
     let mut c = cfg();
@@ -1769,9 +1801,9 @@ mod datagrams {
         assert_eq!(p.client.datagram_send(&vec![0; max + 1]), Err(DatagramError::TooLarge));
         p.client.datagram_send(b"temperature=21.5").unwrap();
         p.server().datagram_send(b"ack-config").unwrap();
+        // The receive queues, not the `stats` counters (they read 0 without `stats`).
         let got = p.run_until(Duration::from_secs(1), |p| {
-            p.server().stats().datagram_frames_received == 1
-                && p.client.stats().datagram_frames_received == 1
+            !p.server().dgram_recv.is_empty() && !p.client.dgram_recv.is_empty()
         });
         assert!(got);
         let mut buf = [0u8; 64];
@@ -1784,10 +1816,17 @@ mod datagrams {
         for i in 0..(DATAGRAM_QUEUE_LEN as u8 + 3) {
             p.client.datagram_send(&[i; 100]).unwrap();
         }
-        assert_eq!(p.client.stats().datagrams_dropped, 3);
-        p.run_until(Duration::from_secs(1), |p| {
-            p.server().stats().datagram_frames_received == 1 + DATAGRAM_QUEUE_LEN as u64
-        });
+        if cfg!(feature = "stats") {
+            assert_eq!(p.client.stats().datagrams_dropped, 3);
+        }
+        if cfg!(feature = "stats") {
+            p.run_until(Duration::from_secs(1), |p| {
+                p.server().stats().datagram_frames_received == 1 + DATAGRAM_QUEUE_LEN as u64
+            });
+        } else {
+            // Not past an idle timeout, as `run_until` with a condition that never holds.
+            p.run_for(Duration::from_millis(500));
+        }
         let mut first = [0u8; 100];
         assert_eq!(p.server().datagram_recv(&mut first), Some(100));
         assert_eq!(first[0], 3, "the three oldest were dropped");
@@ -1969,6 +2008,7 @@ fn accepted_0rtt_must_not_reduce_remembered_limits() {
 }
 
 /// Opens `n` bidirectional streams on the client and writes a small request with FIN on each.
+#[cfg(feature = "stream-packing")]
 fn small_requests(p: &mut Pair, n: usize) -> Vec<(StreamId, Vec<u8>)> {
     (0..n)
         .map(|k| {
@@ -1982,6 +2022,7 @@ fn small_requests(p: &mut Pair, n: usize) -> Vec<(StreamId, Vec<u8>)> {
 }
 
 /// Runs until the server has read every request with its FIN.
+#[cfg(feature = "stream-packing")]
 fn serve_requests(p: &mut Pair, reqs: &[(StreamId, Vec<u8>)]) {
     let mut got: Vec<(Vec<u8>, bool)> = vec![(Vec::new(), false); reqs.len()];
     let ok = p.run_until(Duration::from_secs(20), |p| {
@@ -2041,8 +2082,10 @@ fn lost_packet_of_several_requests_is_resent_whole() {
     p.client.poll_transmit(now, &mut buf).expect("a datagram");
     assert!(!p.client.streams.wants_to_send());
     serve_requests(&mut p, &reqs);
-    let st = p.client.stats();
-    assert!(st.bytes_retransmitted >= reqs.iter().map(|(_, r)| r.len() as u64).sum(), "{st:?}");
+    if cfg!(feature = "stats") {
+        let st = p.client.stats();
+        assert!(st.bytes_retransmitted >= reqs.iter().map(|(_, r)| r.len() as u64).sum(), "{st:?}");
+    }
 }
 
 /// Interop issue 6, handshakeloss: while the server hears nothing, every Initial probe the
@@ -2065,7 +2108,8 @@ fn every_initial_probe_carries_the_client_hello() {
         },
     );
     // The first Initial and at least two PTO rounds (two probes each when the timer allows).
-    let ok = p.run_until(Duration::from_secs(20), |p| p.client.stats().ptos >= 2);
+    // The recovery's PTO count (nothing is acknowledged here): `stats` may be off.
+    let ok = p.run_until(Duration::from_secs(20), |p| p.client.recovery.pto_count() >= 2);
     assert!(ok, "{:?}", p.client.stats());
     let initials: Vec<_> = p.client.recovery.initial_packets().iter().collect();
     assert!(initials.len() >= 5, "{} Initial records", initials.len());
@@ -2105,7 +2149,7 @@ fn a_server_pto_probe_repeats_a_lost_handshake_done() {
     assert!(p.run_until(Duration::from_secs(5), |p| p.client.is_handshake_complete()));
     lost.set(true);
     let ok = p.run_until(Duration::from_secs(20), |p| {
-        p.server.as_ref().is_some_and(|s| s.is_handshake_complete() && s.stats().ptos >= 1)
+        p.server.as_ref().is_some_and(|s| s.is_handshake_complete() && s.recovery.pto_count() >= 1)
     });
     assert!(ok, "no server PTO");
     let Some(server) = p.server.as_ref() else { panic!("no server") };
@@ -2140,7 +2184,7 @@ fn a_server_initial_probe_also_repeats_its_handshake_flight() {
         },
     );
     let ok = p.run_until(Duration::from_secs(20), |p| {
-        p.server.as_ref().is_some_and(|s| s.stats().ptos >= 1)
+        p.server.as_ref().is_some_and(|s| s.recovery.pto_count() >= 1)
     });
     assert!(ok, "no server PTO");
     let Some(server) = p.server.as_ref() else { panic!("no server") };

@@ -366,8 +366,10 @@ fn attack_handshake_packets_replayed_after_confirmation_are_dropped() {
     }
     assert!(!p.client.is_closed() && !p.server().is_closed());
     assert_eq!((p.client.idle_start, p.server().idle_start), (c_idle, s_idle));
-    assert!(p.client.stats().packets_dropped - c_drop >= 100);
-    assert!(p.server().stats().packets_dropped - s_drop >= 100);
+    if cfg!(feature = "stats") {
+        assert!(p.client.stats().packets_dropped - c_drop >= 100);
+        assert!(p.server().stats().packets_dropped - s_drop >= 100);
+    }
     assert_eq!(pump(&mut p.client, now).0 + pump(p.server(), now).0, 0);
     p.now = now;
     let (got, _) = transfer(&mut p, &pattern(5000), Duration::from_secs(10));
@@ -457,7 +459,9 @@ fn after_download(bytes: usize) -> Pair {
 }
 
 /// The packet numbers of `c`'s unacknowledged Application Data packets, as descending
-/// ranges: what an attacker that really receives them acknowledges.
+/// ranges: what an attacker that really receives them acknowledges. (Only the stream-reset
+/// flood, `max-streams-updates`, reads them.)
+#[cfg(feature = "max-streams-updates")]
 fn live_ranges<X: TlsSession>(c: &Conn<X>) -> Vec<(u64, u64)> {
     let mut ranges: Vec<(u64, u64)> = Vec::new();
     let mut pns: Vec<u64> = c.recovery().application_packets().iter().map(|p| p.pn).collect();
@@ -953,7 +957,9 @@ fn attack_empty_and_garbage_datagrams_change_nothing() {
     }
     assert!(!p.client.is_closed());
     assert_eq!(p.client.idle_start, idle_start);
-    assert!(p.client.stats().packets_dropped - dropped >= garbage);
+    if cfg!(feature = "stats") {
+        assert!(p.client.stats().packets_dropped - dropped >= garbage);
+    }
     // The idle timeout fires when it was due, garbage or not.
     let at = deadline.max(p.now);
     p.client.handle_timeout(at);
@@ -1004,6 +1010,8 @@ fn attack_garbage_does_not_unlock_amplification_beyond_three_times() {
 
 // --- streams: limits, resets, STOP_SENDING ---
 
+// Opens more streams than the initial limit: needs MAX_STREAMS updates.
+#[cfg(feature = "max-streams-updates")]
 #[test]
 fn attack_stream_open_and_reset_flood_is_bounded() {
     // "Rapid reset" for QUIC: the client opens bidirectional streams as fast as the
@@ -1112,7 +1120,8 @@ fn attack_stop_sending_and_blocked_floods_queue_one_frame() {
             }
         }
     }
-    let ptos = s.stats().ptos as usize;
+    // Without `stats` the PTO count is not kept: at least the original is in flight.
+    let ptos = if cfg!(feature = "stats") { s.stats().ptos as usize } else { usize::MAX - 1 };
     assert!((1..=ptos + 1).contains(&resets), "{resets} RESET_STREAMs in flight, {ptos} PTOs");
     assert!(!s.streams.wants_control());
     // RESET_STREAM with a final size that changes: FINAL_SIZE_ERROR.
@@ -1435,9 +1444,13 @@ fn protection_is_never_bypassed_in_a_normal_build() {
     let last = pkt.len() - 1;
     pkt[last] ^= 1;
     let now = p.now;
-    let dropped = p.server().stats().packets_dropped;
+    let (dropped, idle_start) = (p.server().stats().packets_dropped, p.server().idle_start);
     p.server().handle_datagram(now, addr(CLIENT_ADDR), &mut pkt);
-    assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+    // Not processed: the idle timer did not restart (and, with `stats`, it counts as dropped).
+    assert_eq!(p.server().idle_start, idle_start);
+    if cfg!(feature = "stats") {
+        assert_eq!(p.server().stats().packets_dropped, dropped + 1);
+    }
 }
 
 #[test]

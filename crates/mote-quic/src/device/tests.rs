@@ -1187,7 +1187,9 @@ fn garbage_datagrams_change_nothing() {
 }
 
 /// RFC 9000 §5.1.1, §5.1.2: the server's NEW_CONNECTION_ID with Retire Prior To: the
-/// device switches to the new connection ID and retires the old one.
+/// device switches to the new connection ID and retires the old one. (The server issues
+/// sequence 1 only with `cid-rotation`.)
+#[cfg(feature = "cid-rotation")]
 #[test]
 fn new_connection_id_with_retire_prior_to() {
     let mut p = established();
@@ -1510,9 +1512,8 @@ fn server_can_switch_to_the_spare() {
 }
 
 /// RFC 9000 §19.16: RETIRE_CONNECTION_ID of a number never issued, or of the connection ID
-/// the packet was sent to, is a PROTOCOL_VIOLATION; a retirement of the other one is taken
-/// (packets to it dropped from then on), repeated retirements are ignored, and a new spare
-/// replaces the retired one.
+/// the packet was sent to, is a PROTOCOL_VIOLATION (the other rules:
+/// `retired_connection_id_is_replaced_by_a_spare`).
 #[test]
 fn retire_connection_id_rules() {
     use crate::error::TransportErrorCode as E;
@@ -1531,6 +1532,17 @@ fn retire_connection_id_rules() {
     let cid1 = dev_cid(&p, 1);
     deliver_to(&mut p, &cid1, &[0x19, 0x01]);
     assert_eq!(local_close(&mut p), violation);
+}
+
+/// RFC 9000 §19.16, §5.1.1: a retirement of the connection ID the packet was not sent to
+/// is taken, repeated retirements are ignored, and a new spare replaces the retired one.
+/// The server here is moved to connection ID 1 by hand, as a server with `migration` moves
+/// on a rebinding; without it a server never switches and stores two of our connection
+/// IDs, so the spare would be one too many for the sequence 0 the bypass left stored
+/// (CONNECTION_ID_LIMIT_ERROR, RFC 9000 §5.1.1).
+#[cfg(feature = "migration")]
+#[test]
+fn retired_connection_id_is_replaced_by_a_spare() {
     // Sequence 0 in a packet sent to connection ID 1: retired, a spare (sequence 2)
     // replaces it and reaches the server; again: ignored.
     let mut p = established();
@@ -1832,7 +1844,9 @@ fn a_repeated_server_flight_brings_the_finished_again() {
         .is_some_and(|s| s.is_handshake_complete())));
     assert!(p.now < client_pto, "completed before the client's PTO");
     assert_eq!(p.client.ptos, 0, "the client's PTO never fired");
-    assert!(p.server().stats().ptos >= 1, "the server repeated its flight");
+    if cfg!(feature = "stats") {
+        assert!(p.server().stats().ptos >= 1, "the server repeated its flight");
+    }
     p.handshake();
     exchange(&mut p, b"GET", &pattern(3000));
 }

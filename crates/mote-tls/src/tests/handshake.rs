@@ -596,6 +596,9 @@ fn zero_rtt_rejected_by_hello_retry_request() {
     assert_eq!(r.client.early_data_accepted(), Some(false));
 }
 
+// The client signs with its key only with `client-auth` (without it a configured key is
+// refused: `Crypto(Unsupported)`).
+#[cfg(feature = "client-auth")]
 #[test]
 fn mutual_authentication_with_client_raw_public_key() {
     let keys = Keys::new();
@@ -626,11 +629,31 @@ fn mutual_authentication_with_client_raw_public_key() {
     assert_eq!(r.server.client_key_index(), None);
 }
 
+/// Without `client-auth` a configured client key is a configuration error at the start,
+/// not silently dropped (the build that cannot sign must not look authenticated).
+#[cfg(not(feature = "client-auth"))]
+#[test]
+fn a_client_key_is_refused_without_client_auth() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let mut ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+    ccfg.client_key = Some(&keys.client_ed);
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    let r = run(&ccfg, &scfg);
+    assert_eq!(r.result, Err((Who::Client, Error::Crypto(mote_crypto::Error::Unsupported))));
+    // Without the key the same client completes.
+    ccfg.client_key = None;
+    assert_agree(&run(&ccfg, &scfg));
+}
+
 /// Review finding: a PSK handshake skips client authentication (RFC 8446 §4.3.2), and the
 /// sealed ticket did not say whether or as whom the client had authenticated. So a key
 /// removed from `ClientAuth::allowed` kept resuming for the ticket lifetime, a ticket
 /// issued while authentication was optional resumed after it became required, and a
 /// resumed connection reported no `client_key_index`.
+// The client signs with its key only with `client-auth` (without it a configured key is
+// refused: `Crypto(Unsupported)`).
+#[cfg(feature = "client-auth")]
 #[test]
 fn attack_ticket_outlives_client_key_revocation() {
     let keys = Keys::new();

@@ -58,6 +58,8 @@ fn established() -> Pair {
     p
 }
 
+// Only the migration tests read events.
+#[cfg(feature = "migration")]
 fn events<X: TlsSession>(
     c: &mut Connection<RustCrypto, X, Vec<u8>, Vec<u8>, 4, 32, 8>,
 ) -> Vec<Event> {
@@ -83,6 +85,8 @@ fn download_ok(p: &mut Pair, n: usize) {
 
 // --- connection IDs ---
 
+// The server issues connection IDs beyond the handshake's only with `cid-rotation`.
+#[cfg(feature = "cid-rotation")]
 #[test]
 fn cids_are_issued_up_to_the_peer_limit() {
     let mut p = established();
@@ -100,6 +104,8 @@ fn cids_are_issued_up_to_the_peer_limit() {
     assert!(!p.server().local_cids.has_pending() && !p.client.local_cids.has_pending());
 }
 
+// The server issues connection IDs beyond the handshake's only with `cid-rotation`.
+#[cfg(feature = "cid-rotation")]
 #[test]
 fn retired_cids_are_replaced_and_stop_routing() {
     let mut p = established();
@@ -112,7 +118,9 @@ fn retired_cids_are_replaced_and_stop_routing() {
     // A replacement was issued and delivered; the count is back to the limit.
     assert_eq!(p.server().local_cids().count(), LOCAL_CIDS);
     assert_eq!(p.server().stats().cids_issued, LOCAL_CIDS as u64);
-    assert_eq!(p.server().stats().cids_retired_by_peer, 1);
+    if cfg!(feature = "stats") {
+        assert_eq!(p.server().stats().cids_retired_by_peer, 1);
+    }
     assert!(!p.server().local_cids().any(|c| *c == retired));
     download_ok(&mut p, 20_000);
 }
@@ -178,8 +186,10 @@ fn retire_prior_to_moves_to_a_new_cid() {
     assert!(!p.client.is_closed());
     assert_eq!(*p.client.remote_cid(), cid);
     assert_ne!(old, cid);
-    // Four retirements (0..=3) wait for the server, which has not issued sequence 10.
-    assert_eq!(p.client.retirements_pending(), LOCAL_CIDS);
+    // Four retirements (0..=3) wait for the server, which has not issued sequence 10;
+    // without `cid-rotation` the server issued only sequence 0, the one retirement.
+    let issued = if cfg!(feature = "cid-rotation") { LOCAL_CIDS } else { 1 };
+    assert_eq!(p.client.retirements_pending(), issued);
 }
 
 #[test]
@@ -249,6 +259,8 @@ fn attack_new_connection_id_flood_with_acks_stays_alive() {
     assert_eq!(p.client.retirements_pending(), 0);
 }
 
+// The server issues connection IDs beyond the handshake's only with `cid-rotation`.
+#[cfg(feature = "cid-rotation")]
 #[test]
 fn attack_retire_connection_id_loop_is_bounded() {
     // The client retires the server's spare connection IDs as fast as they arrive, for a
@@ -269,7 +281,9 @@ fn attack_retire_connection_id_loop_is_bounded() {
     settle(&mut p, Duration::from_millis(200));
     let st = p.server().stats();
     assert!(retired > 500, "{retired}");
-    assert_eq!(st.cids_retired_by_peer, retired);
+    if cfg!(feature = "stats") {
+        assert_eq!(st.cids_retired_by_peer, retired);
+    }
     assert_eq!(st.cids_issued, retired + LOCAL_CIDS as u64 - 1);
     // Repeated retirements of old numbers change nothing.
     let live = p.server().local_cids.iter().map(|i| i.seq).filter(|s| *s > 0).min().unwrap();
@@ -294,6 +308,7 @@ fn attack_path_challenge_flood_is_bounded() {
     let mut written = 0;
     let mut got = Vec::new();
     let mut round = 0u32;
+    let mut done = false;
     let ok = p.run_until(Duration::from_secs(60), |p| {
         let s = p.server.as_mut().unwrap();
         if written < body.len() {
@@ -310,7 +325,9 @@ fn attack_path_challenge_flood_is_bounded() {
             #[cfg(feature = "migration")]
             assert!(p.server().migration.responses.iter().flatten().count() <= PATH_RESPONSES);
         }
-        drain(&mut p.client, id, &mut got)
+        // All 400 rounds, even when the download ends first (unpaced, without `pacing`).
+        done |= drain(&mut p.client, id, &mut got);
+        done && round >= 400
     });
     assert!(ok && got == body, "{} of {}", got.len(), body.len());
     assert!(!p.server().is_closed());
@@ -382,7 +399,9 @@ fn nat_rebinding_is_validated_and_followed() {
     assert_eq!((st.migrations, st.paths_validated), (2, 2));
     assert!(!s.is_validating_path());
     // The server moved to fresh connection IDs of the client (RFC 9000 §9.5).
-    assert!(p.client.stats().cids_retired_by_peer >= 2);
+    if cfg!(feature = "stats") {
+        assert!(p.client.stats().cids_retired_by_peer >= 2);
+    }
 }
 
 #[cfg(feature = "migration")]
@@ -561,8 +580,13 @@ fn cve_2024_53259_icmp_ptb_below_1200_is_ignored() {
         }
     }
     assert_eq!(p.server().current_mtu(), before);
+    let from = p.log.len();
     download_ok(&mut p, 50_000);
-    assert!(p.log.iter().filter(|l| l.1 == Dir::ToClient).all(|l| l.2 >= 40));
+    // RFC 9000 §14.2.1: the claims changed no datagram size: the download still fills
+    // datagrams of the size held before. (Small datagrams, an ACK alone, are legitimate:
+    // 34 B without `pacing` or `std`, whose timing bundles fewer frames with it.)
+    let largest = p.log[from..].iter().filter(|l| l.1 == Dir::ToClient).map(|l| l.2).max();
+    assert_eq!(largest, Some(before));
     // A plausible claim (at least 1200, below the current size) does lower it.
     #[cfg(feature = "pmtud")]
     {
@@ -578,10 +602,15 @@ fn cve_2024_53259_icmp_ptb_below_1200_is_ignored() {
 fn ecn_marks_are_counted_and_validated() {
     let mut p = established();
     download_ok(&mut p, 100_000);
-    assert_eq!(p.server().ecn_state(), EcnState::Capable);
-    assert_eq!(p.client.ecn_state(), EcnState::Capable);
-    assert!(p.client.stats().ecn_received[0] > 50);
-    assert_eq!(p.client.stats().ecn_received[2], 0);
+    // Without `ecn` nothing is marked and validation never starts (RFC 9000 §13.4.2: the
+    // path is treated as not ECN-capable).
+    let state = if cfg!(feature = "ecn") { EcnState::Capable } else { EcnState::Failed };
+    assert_eq!(p.server().ecn_state(), state);
+    assert_eq!(p.client.ecn_state(), state);
+    if cfg!(feature = "stats") {
+        assert_eq!(p.client.stats().ecn_received[0] > 50, cfg!(feature = "ecn"));
+        assert_eq!(p.client.stats().ecn_received[2], 0);
+    }
 }
 
 #[test]
@@ -598,6 +627,8 @@ fn ecn_validation_fails_on_a_bleaching_path() {
     assert_eq!(t.ecn, Ecn::NotEct);
 }
 
+// CE marks only come on marked (ECT) packets: without `ecn` there are none.
+#[cfg(feature = "ecn")]
 #[test]
 fn ecn_ce_reduces_the_congestion_window() {
     let run = |ce: bool| {
