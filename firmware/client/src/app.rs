@@ -14,7 +14,7 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use mote_crypto::rustcrypto::RustCrypto;
 #[cfg(feature = "psk")]
 use mote_crypto::HashAlgorithm;
-use mote_h3::client::{Client, ClientRequest, Event as H3Event};
+use mote_h3::client::{Client, ClientRequest, Event as H3Event, Setup};
 use mote_h3::Config as H3Config;
 use mote_quic::connection::rng::Drbg;
 #[cfg(feature = "selfmeasure")]
@@ -56,6 +56,9 @@ const H3_CONFIG: H3Config = H3Config {
     qpack_blocked_streams: 0,
     grease: Some(1),
 };
+/// The HTTP/3 client's setup: [`H3_CONFIG`] with our control stream's bytes, encoded at build
+/// time.
+const H3_SETUP: Setup = Setup::new(H3_CONFIG);
 
 /// The server as the device addresses it (the bridge forwards everything to the real one).
 const SERVER: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 443));
@@ -955,7 +958,7 @@ fn connect<'a, 's>(
 
 /// A new HTTP/3 session in `slot`, written in place.
 fn init_h3(slot: &mut MaybeUninit<H3>) -> &mut H3 {
-    H3::init(slot, H3_CONFIG)
+    H3::init(slot, &H3_SETUP)
 }
 
 /// Feeds every datagram waiting on the serial line to the connection.
