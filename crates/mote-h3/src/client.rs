@@ -34,7 +34,10 @@ use crate::response_lines::ResponseLines;
 #[cfg(any(feature = "server", feature = "quic"))]
 use crate::Request;
 
+mod encoded;
 mod init;
+
+pub use encoded::EncodedRequest;
 
 /// The methods the client sends (RFC 9110 §9.3), each numbered by its QPACK static table
 /// index (RFC 9204 Appendix A), which is how it goes on the wire.
@@ -414,23 +417,7 @@ impl<const CAP: usize> Client<CAP> {
         end_stream: bool,
         scratch: &mut [u8],
     ) -> Result<u64, SendError> {
-        self.check_open()?;
-        // RFC 9114 §5.2: no new request after GOAWAY.
-        if self.st.goaway != NO_GOAWAY {
-            return Err(SendError::GoingAway);
-        }
-        let peer_max = self.peer_max_field_section_size();
-        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
-        // A stream opened by a call that found no room for the head is used again.
-        let reuse = c.kind == Kind::Request && !c.head_sent;
-        let open_new = match c.kind {
-            Kind::Free => true,
-            Kind::Discard | Kind::Done => !c.sending,
-            _ => false,
-        };
-        if !reuse && !open_new {
-            return Err(SendError::InvalidState);
-        }
+        let open_new = self.start_request()?;
         // RFC 9114 §4.3.1: an https request's :path is not empty; RFC 9110 §5.5: no field
         // value carries NUL, CR or LF (the peer would find the request malformed).
         if request.path.is_empty()
@@ -465,16 +452,53 @@ impl<const CAP: usize> Client<CAP> {
             let size = enc.size();
             (enc.finish(), size)
         };
-        // §4.2.2: respect the peer's limit.
-        if peer_max.is_some_and(|max| size > max) {
-            return Err(SendError::FieldSectionTooLarge);
-        }
         // The frame header goes right in front of the section.
         let start = HEADERS_FRAME_HEADER - 1 - crate::coding::varint_size(len as u64);
         let mut out = Out::new(scratch.get_mut(start..HEADERS_FRAME_HEADER).unwrap_or(&mut []));
         write_frame_header(frame_type::HEADERS, len as u64, &mut out)?;
         let frame =
             scratch.get(start..HEADERS_FRAME_HEADER + len).ok_or(SendError::BufferTooSmall)?;
+        self.send_head(t, frame, size, method == Method::Head, open_new, end_stream)
+    }
+
+    /// The checks before a request (open, no GOAWAY, the previous request over) shared by
+    /// [`Client::request`] and [`Client::send_request`]; whether a new stream is needed.
+    fn start_request(&self) -> Result<bool, SendError> {
+        self.check_open()?;
+        // RFC 9114 §5.2: no new request after GOAWAY.
+        if self.st.goaway != NO_GOAWAY {
+            return Err(SendError::GoingAway);
+        }
+        let c = self.slots.get(REQ).ok_or(SendError::InvalidState)?;
+        // A stream opened by a call that found no room for the head is used again.
+        let reuse = c.kind == Kind::Request && !c.head_sent;
+        let open_new = match c.kind {
+            Kind::Free => true,
+            Kind::Discard | Kind::Done => !c.sending,
+            _ => false,
+        };
+        if !reuse && !open_new {
+            return Err(SendError::InvalidState);
+        }
+        Ok(open_new)
+    }
+
+    /// Sends a request's HEADERS `frame` (a section of `size` bytes as §4.2.2 counts
+    /// them; `head`: the method is HEAD) on the request stream, a new one if `open_new`.
+    fn send_head<T: Streams>(
+        &mut self,
+        t: &mut T,
+        frame: &[u8],
+        size: u64,
+        head: bool,
+        open_new: bool,
+        end_stream: bool,
+    ) -> Result<u64, SendError> {
+        // §4.2.2: respect the peer's limit.
+        if self.st.peer_max.is_some_and(|max| size > max) {
+            return Err(SendError::FieldSectionTooLarge);
+        }
+        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
         if open_new {
             let id = t.open_bidi().ok_or(SendError::StreamLimit)?;
             c.take(id, Kind::Request);
@@ -488,7 +512,7 @@ impl<const CAP: usize> Client<CAP> {
         }
         c.head_sent = true;
         c.sending = !end_stream;
-        c.head_request = method == Method::Head;
+        c.head_request = head;
         Ok(id)
     }
 
@@ -1811,6 +1835,48 @@ mod tests {
         assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
         let mut s = [0u8; 64];
         assert_eq!(r.client.request(&mut r.t, &get(), true, &mut s), Err(SendError::GoingAway));
+    }
+
+    /// `send_request` with an encoded request sends what `request` sends (the same bytes in
+    /// a device-only build, the same fields in every build), leaves the same state, and
+    /// refuses what `request` refuses, in the same order.
+    #[test]
+    fn send_request_sends_what_request_sends() {
+        let post = ClientRequest::post(b"mote.example", b"/upload", 1024);
+        let encoded = EncodedRequest::<64>::new(&post);
+        let mut a = Run::bare(1024);
+        let mut b = Run::bare(1024);
+        let mut scratch = [0u8; 128];
+        assert_eq!(a.client.request(&mut a.t, &post, false, &mut scratch), Ok(0));
+        assert_eq!(b.client.send_request(&mut b.t, &encoded, false), Ok(0));
+        #[cfg(not(any(feature = "server", feature = "quic")))]
+        assert_eq!(a.t.out, b.t.out);
+        assert_eq!(format!("{:?}", a.client.slots), format!("{:?}", b.client.slots));
+        // The POST is not over: no second request.
+        assert_eq!(b.client.send_request(&mut b.t, &encoded, false), Err(SendError::InvalidState));
+        assert_eq!(b.client.send_data(&mut b.t, &[7; 1024], true), Ok(1024));
+        b.feed(0, HEAD_200_LEN5, false);
+        b.feed(0, &hex!("00 05 68656c6c6f"), true);
+        assert_eq!(b.framing(), [Ev::Response(200), Ev::Finished]);
+        // A refused request: InvalidState once the previous one is over.
+        let bad = EncodedRequest::<64>::new(&ClientRequest::get(b"a", b""));
+        assert_eq!(b.client.send_request(&mut b.t, &bad, true), Err(SendError::InvalidState));
+        // Too large for the peer's limit (182 bytes, as in
+        // `blocked_control_stream_and_request_are_retried`).
+        let mut c = Dev::new(CONFIG);
+        let mut t = Mem::new(1024);
+        c.open(&mut t).unwrap();
+        t.push(3, &hex!("00 04 03 06 40b6"), false);
+        c.poll(&mut t, |_| {}).unwrap();
+        let long = EncodedRequest::<256>::new(&ClientRequest::get(b"mote.example", &[b'a'; 100]));
+        assert_eq!(c.send_request(&mut t, &long, true), Err(SendError::FieldSectionTooLarge));
+        let get = EncodedRequest::<64>::new(&get());
+        assert_eq!(c.send_request(&mut t, &get, true), Ok(0));
+        // After GOAWAY: GoingAway before anything about the request.
+        b.feed(3, SERVER_CONTROL, false);
+        b.feed(3, &hex!("07 01 04"), false);
+        assert_eq!(b.error, None);
+        assert_eq!(b.client.send_request(&mut b.t, &bad, true), Err(SendError::GoingAway));
     }
 
     #[test]
