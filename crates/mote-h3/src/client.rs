@@ -697,6 +697,8 @@ const fn control_stream(config: &Config) -> ([u8; CONTROL_BYTES], usize) {
 
 /// Writes `v` (capped to 2^62 - 1) as a varint at `buf[at..]` (RFC 9000 §16) and returns
 /// where it ends. `control_stream` keeps `at` low enough for every byte to fit.
+// Each index is checked against `CONTROL_BYTES` first: no panic, at build or run time.
+#[allow(clippy::indexing_slicing)]
 const fn put_varint(buf: &mut [u8; CONTROL_BYTES], at: usize, v: u64) -> usize {
     let v = if v > crate::coding::VARINT_MAX { crate::coding::VARINT_MAX } else { v };
     let size = crate::coding::varint_size(v);

@@ -669,16 +669,8 @@ fn transaction<'a, B: Board>(
 ) -> Option<(usize, u64)> {
     let out = fresh_outcome(outcome);
     let Io { link, tx } = io;
-    let ticket = connected(
-        board,
-        (conn, h3),
-        Io { link: &mut *link, tx },
-        store,
-        t,
-        rng,
-        ticket_out,
-        out,
-    );
+    let ticket =
+        connected(board, (conn, h3), Io { link: &mut *link, tx }, store, t, rng, ticket_out, out);
     #[cfg(feature = "selfmeasure")]
     {
         let r = &out.record;
@@ -1010,12 +1002,7 @@ fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
 /// Opens the control stream, sends the GET, and once its response is complete the POST
 /// (its body generated into `body_buf`).
 #[inline(never)]
-fn drive_requests(
-    conn: &mut Conn<'_>,
-    h3: &mut H3,
-    req: &mut Requests,
-    body_buf: &mut [u8],
-) {
+fn drive_requests(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests, body_buf: &mut [u8]) {
     let t = &mut conn::transport(conn);
     if !h3.is_open() && h3.open(t).is_err() {
         return;

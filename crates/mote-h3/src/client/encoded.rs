@@ -66,11 +66,8 @@ impl<const N: usize> EncodedRequest<N> {
         let mut f = W::<N> { buf: [0; N], pos: 0, full: s.full };
         f.byte(frame_type::HEADERS as u8);
         f.varint(s.pos);
-        let mut i = 0;
-        while i < s.pos && i < N {
-            f.byte(s.buf[i]);
-            i += 1;
-        }
+        let (section, _) = s.buf.split_at(if s.pos < N { s.pos } else { N });
+        f.bytes(section);
         if f.full {
             e.error = Some(SendError::BufferTooSmall);
             return e;
@@ -92,28 +89,26 @@ impl<const N: usize> EncodedRequest<N> {
 }
 
 /// No NUL, CR or LF in `v` (RFC 9110 §5.5).
-const fn clean(v: &[u8]) -> bool {
-    let mut i = 0;
-    while i < v.len() {
-        if matches!(v[i], 0 | b'\r' | b'\n') {
+const fn clean(mut v: &[u8]) -> bool {
+    while let Some((&c, rest)) = v.split_first() {
+        if matches!(c, 0 | b'\r' | b'\n') {
             return false;
         }
-        i += 1;
+        v = rest;
     }
     true
 }
 
 /// `a == b`, in a `const fn`.
-const fn same(a: &[u8], b: &[u8]) -> bool {
+const fn same(mut a: &[u8], mut b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
+    while let (Some((x, ra)), Some((y, rb))) = (a.split_first(), b.split_first()) {
+        if *x != *y {
             return false;
         }
-        i += 1;
+        (a, b) = (ra, rb);
     }
     true
 }
@@ -126,6 +121,8 @@ struct W<const N: usize> {
 }
 
 impl<const N: usize> W<N> {
+    // The index is below `N`, checked on the line before: no panic, at build or run time.
+    #[allow(clippy::indexing_slicing)]
     const fn byte(&mut self, b: u8) {
         if self.pos < N {
             self.buf[self.pos] = b;
@@ -135,11 +132,10 @@ impl<const N: usize> W<N> {
         }
     }
 
-    const fn bytes(&mut self, s: &[u8]) {
-        let mut i = 0;
-        while i < s.len() {
-            self.byte(s[i]);
-            i += 1;
+    const fn bytes(&mut self, mut s: &[u8]) {
+        while let Some((&b, rest)) = s.split_first() {
+            self.byte(b);
+            s = rest;
         }
     }
 
