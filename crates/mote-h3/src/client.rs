@@ -8,6 +8,9 @@
 //!   the dynamic table and advertise a capacity of 0, so neither is needed);
 //! - one request stream at a time: HEADERS (+ DATA) out, FIN; HEADERS + DATA (+ trailers)
 //!   in, with the RFC 9114 §4.1.2 malformed-message and content-length checks;
+//! - what a device fixes at build time encoded by `const fn`s: the control stream's bytes
+//!   ([`Setup`], for [`Client::init`]) and its requests' HEADERS frames ([`EncodedRequest`],
+//!   for [`Client::send_request`]);
 //! - the peer's control stream (SETTINGS first and once, GOAWAY, the frames a client may not
 //!   receive refused), its QPACK encoder and decoder streams (capacity 0: any insertion is
 //!   an error), and any other unidirectional stream refused with STOP_SENDING
@@ -409,7 +412,9 @@ impl<const CAP: usize> Client<CAP> {
     /// returns the stream's ID; `scratch` holds the encoded HEADERS frame. One request at a
     /// time: [`SendError::InvalidState`] while the previous one is not over in both
     /// directions. On [`SendError::Blocked`] (or `StreamLimit`) nothing was sent: call again
-    /// with the same arguments.
+    /// with the same arguments. A device whose requests are fixed builds them as
+    /// [`EncodedRequest`] constants and sends them with [`Client::send_request`] instead
+    /// (no request encoder in its image).
     pub fn request<T: Streams>(
         &mut self,
         t: &mut T,
