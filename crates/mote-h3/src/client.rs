@@ -8,6 +8,9 @@
 //!   the dynamic table and advertise a capacity of 0, so neither is needed);
 //! - one request stream at a time: HEADERS (+ DATA) out, FIN; HEADERS + DATA (+ trailers)
 //!   in, with the RFC 9114 §4.1.2 malformed-message and content-length checks;
+//! - what a device fixes at build time encoded by `const fn`s: the control stream's bytes
+//!   ([`Setup`], for [`Client::init`]) and its requests' HEADERS frames ([`EncodedRequest`],
+//!   for [`Client::send_request`]);
 //! - the peer's control stream (SETTINGS first and once, GOAWAY, the frames a client may not
 //!   receive refused), its QPACK encoder and decoder streams (capacity 0: any insertion is
 //!   an error), and any other unidirectional stream refused with STOP_SENDING
@@ -34,7 +37,10 @@ use crate::response_lines::ResponseLines;
 #[cfg(any(feature = "server", feature = "quic"))]
 use crate::Request;
 
+mod encoded;
 mod init;
+
+pub use encoded::EncodedRequest;
 
 /// The methods the client sends (RFC 9110 §9.3), each numbered by its QPACK static table
 /// index (RFC 9204 Appendix A), which is how it goes on the wire.
@@ -251,7 +257,8 @@ impl Ctl {
 /// Connection-wide state the stream handlers share.
 #[derive(Debug)]
 struct State {
-    config: Config,
+    /// The config (capped to the stream buffers) and our control stream's bytes.
+    setup: Setup,
     closed: Option<H3Error>,
     /// Our control stream ([`NO_STREAM`] before it is open), and whether its bytes went
     /// out.
@@ -279,7 +286,7 @@ const NO_STREAM: u64 = u64::MAX;
 const SLOTS: usize = 4;
 /// Room for the control stream's bytes: stream type, SETTINGS header (3 bytes with the
 /// stream type) and two pairs (at most 1 + 8 + 8 + 8 = 25 bytes), grease frame (at most 9).
-const CONTROL_BYTES: usize = 40;
+const CONTROL_BYTES: usize = 37;
 /// Room for a HEADERS frame header (1-byte type, up to 8-byte length) in front of the
 /// encoded section in the caller's scratch buffer.
 const HEADERS_FRAME_HEADER: usize = 9;
@@ -322,10 +329,10 @@ impl<const CAP: usize> Client<CAP> {
     /// A new client's connection-wide state: `config` (capped to the stream buffer) and
     /// nothing seen or sent.
     const fn state(config: Config) -> State {
-        let mut config = config;
-        Self::cap(&mut config);
+        let mut setup = Setup::new(config);
+        Self::cap(&mut setup.config);
         State {
-            config,
+            setup,
             closed: None,
             control: NO_STREAM,
             control_written: false,
@@ -389,27 +396,8 @@ impl<const CAP: usize> Client<CAP> {
             self.st.control = t.open_uni().ok_or(SendError::StreamLimit)?;
         }
         let id = self.st.control;
-        // Type 0x00, SETTINGS (0x04) with a one-byte length (the payload is at most 25
-        // bytes, below 64), its payload, then the grease frame.
-        let mut buf = [0u8; CONTROL_BYTES];
-        let (head, payload) = buf.split_at_mut(3);
-        let mut p = Out::new(payload);
-        p.put_varint(setting_id::MAX_FIELD_SECTION_SIZE)?;
-        p.put_varint(self.st.config.max_field_section_size)?;
-        let grease = self.st.config.grease;
-        if let Some(g) = grease {
-            p.put_varint(grease_id(g))?;
-            p.put_varint(u64::from(g))?;
-        }
-        let len = p.position();
-        if let Some(g) = grease {
-            // A reserved frame type with an empty payload (§7.2.8).
-            p.put_varint(grease_id(g.wrapping_add(1)))?;
-            p.put_u8(0)?;
-        }
-        let end = 3 + p.position();
-        head.copy_from_slice(&[stream_type::CONTROL as u8, frame_type::SETTINGS as u8, len as u8]);
-        let bytes = buf.get(..end).unwrap_or(&[]);
+        let end = usize::from(self.st.setup.control_len);
+        let bytes = self.st.setup.control.get(..end).unwrap_or(&[]);
         if t.capacity(id) < end {
             return Err(SendError::Blocked);
         }
@@ -424,7 +412,9 @@ impl<const CAP: usize> Client<CAP> {
     /// returns the stream's ID; `scratch` holds the encoded HEADERS frame. One request at a
     /// time: [`SendError::InvalidState`] while the previous one is not over in both
     /// directions. On [`SendError::Blocked`] (or `StreamLimit`) nothing was sent: call again
-    /// with the same arguments.
+    /// with the same arguments. A device whose requests are fixed builds them as
+    /// [`EncodedRequest`] constants and sends them with [`Client::send_request`] instead
+    /// (no request encoder in its image).
     pub fn request<T: Streams>(
         &mut self,
         t: &mut T,
@@ -432,23 +422,7 @@ impl<const CAP: usize> Client<CAP> {
         end_stream: bool,
         scratch: &mut [u8],
     ) -> Result<u64, SendError> {
-        self.check_open()?;
-        // RFC 9114 §5.2: no new request after GOAWAY.
-        if self.st.goaway != NO_GOAWAY {
-            return Err(SendError::GoingAway);
-        }
-        let peer_max = self.peer_max_field_section_size();
-        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
-        // A stream opened by a call that found no room for the head is used again.
-        let reuse = c.kind == Kind::Request && !c.head_sent;
-        let open_new = match c.kind {
-            Kind::Free => true,
-            Kind::Discard | Kind::Done => !c.sending,
-            _ => false,
-        };
-        if !reuse && !open_new {
-            return Err(SendError::InvalidState);
-        }
+        let open_new = self.start_request()?;
         // RFC 9114 §4.3.1: an https request's :path is not empty; RFC 9110 §5.5: no field
         // value carries NUL, CR or LF (the peer would find the request malformed).
         if request.path.is_empty()
@@ -483,16 +457,53 @@ impl<const CAP: usize> Client<CAP> {
             let size = enc.size();
             (enc.finish(), size)
         };
-        // §4.2.2: respect the peer's limit.
-        if peer_max.is_some_and(|max| size > max) {
-            return Err(SendError::FieldSectionTooLarge);
-        }
         // The frame header goes right in front of the section.
         let start = HEADERS_FRAME_HEADER - 1 - crate::coding::varint_size(len as u64);
         let mut out = Out::new(scratch.get_mut(start..HEADERS_FRAME_HEADER).unwrap_or(&mut []));
         write_frame_header(frame_type::HEADERS, len as u64, &mut out)?;
         let frame =
             scratch.get(start..HEADERS_FRAME_HEADER + len).ok_or(SendError::BufferTooSmall)?;
+        self.send_head(t, frame, size, method == Method::Head, open_new, end_stream)
+    }
+
+    /// The checks before a request (open, no GOAWAY, the previous request over) shared by
+    /// [`Client::request`] and [`Client::send_request`]; whether a new stream is needed.
+    fn start_request(&self) -> Result<bool, SendError> {
+        self.check_open()?;
+        // RFC 9114 §5.2: no new request after GOAWAY.
+        if self.st.goaway != NO_GOAWAY {
+            return Err(SendError::GoingAway);
+        }
+        let c = self.slots.get(REQ).ok_or(SendError::InvalidState)?;
+        // A stream opened by a call that found no room for the head is used again.
+        let reuse = c.kind == Kind::Request && !c.head_sent;
+        let open_new = match c.kind {
+            Kind::Free => true,
+            Kind::Discard | Kind::Done => !c.sending,
+            _ => false,
+        };
+        if !reuse && !open_new {
+            return Err(SendError::InvalidState);
+        }
+        Ok(open_new)
+    }
+
+    /// Sends a request's HEADERS `frame` (a section of `size` bytes as §4.2.2 counts
+    /// them; `head`: the method is HEAD) on the request stream, a new one if `open_new`.
+    fn send_head<T: Streams>(
+        &mut self,
+        t: &mut T,
+        frame: &[u8],
+        size: u64,
+        head: bool,
+        open_new: bool,
+        end_stream: bool,
+    ) -> Result<u64, SendError> {
+        // §4.2.2: respect the peer's limit.
+        if self.st.peer_max.is_some_and(|max| size > max) {
+            return Err(SendError::FieldSectionTooLarge);
+        }
+        let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
         if open_new {
             let id = t.open_bidi().ok_or(SendError::StreamLimit)?;
             c.take(id, Kind::Request);
@@ -506,7 +517,7 @@ impl<const CAP: usize> Client<CAP> {
         }
         c.head_sent = true;
         c.sending = !end_stream;
-        c.head_request = method == Method::Head;
+        c.head_request = head;
         Ok(id)
     }
 
@@ -636,6 +647,76 @@ impl<const CAP: usize> Client<CAP> {
         }
         Ok(())
     }
+}
+
+/// A [`Config`] with our control stream's bytes encoded from it, for [`Client::init`]. Its
+/// constructor is a `const fn`: a device makes its setup a constant, so the bytes are
+/// encoded at build time and `open` only writes them.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    config: Config,
+    control: [u8; CONTROL_BYTES],
+    control_len: u8,
+}
+
+impl Setup {
+    /// `config` and its control stream's bytes.
+    pub const fn new(config: Config) -> Self {
+        let (control, len) = control_stream(&config);
+        // At most `CONTROL_BYTES` (37).
+        Self { config, control, control_len: len as u8 }
+    }
+
+    /// The config.
+    pub const fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+/// Our control stream's bytes and their length (RFC 9114 §6.2.1): its type, then SETTINGS
+/// (§7.2.4) with SETTINGS_MAX_FIELD_SECTION_SIZE and, with `config.grease`, the reserved
+/// setting (§7.2.4.1), then the grease frame (a reserved type with an empty payload,
+/// §7.2.8); the same bytes as [`crate::Connection::open`]. A limit above the varint range
+/// is sent as 2^62 - 1, which no section reaches either. Nothing here fails: the bytes fit
+/// [`CONTROL_BYTES`] whatever the config.
+const fn control_stream(config: &Config) -> ([u8; CONTROL_BYTES], usize) {
+    let mut buf = [0u8; CONTROL_BYTES];
+    // Type 0x00 and SETTINGS (0x04); the payload's one-byte length (at most 25 bytes,
+    // below 64) goes in `buf[2]` once known.
+    buf[0] = stream_type::CONTROL as u8;
+    buf[1] = frame_type::SETTINGS as u8;
+    let mut end = put_varint(&mut buf, 3, setting_id::MAX_FIELD_SECTION_SIZE);
+    end = put_varint(&mut buf, end, config.max_field_section_size);
+    if let Some(g) = config.grease {
+        end = put_varint(&mut buf, end, grease_id(g));
+        end = put_varint(&mut buf, end, g as u64);
+    }
+    buf[2] = (end - 3) as u8;
+    if let Some(g) = config.grease {
+        end = put_varint(&mut buf, end, grease_id(g.wrapping_add(1)));
+        // Its empty payload's length, 0, is already there.
+        end += 1;
+    }
+    (buf, end)
+}
+
+/// Writes `v` (capped to 2^62 - 1) as a varint at `buf[at..]` (RFC 9000 §16) and returns
+/// where it ends. `control_stream` keeps `at` low enough for every byte to fit.
+// Each index is checked against `CONTROL_BYTES` first: no panic, at build or run time.
+#[allow(clippy::indexing_slicing)]
+const fn put_varint(buf: &mut [u8; CONTROL_BYTES], at: usize, v: u64) -> usize {
+    let v = if v > crate::coding::VARINT_MAX { crate::coding::VARINT_MAX } else { v };
+    let size = crate::coding::varint_size(v);
+    let mut i = 0;
+    while i < size && at + i < CONTROL_BYTES {
+        buf[at + i] = (v >> (8 * (size - 1 - i))) as u8;
+        i += 1;
+    }
+    // The two-bit length prefix: log2 of the size (1, 2, 4, 8 → 0..=3).
+    if at < CONTROL_BYTES {
+        buf[at] |= (size.trailing_zeros() as u8) << 6;
+    }
+    at + size
 }
 
 /// Closes the connection with `e` (once) and returns it.
@@ -889,7 +970,7 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                         }
                         // §4.2.2, §10.5: a section above our limit, refused before it
                         // arrives.
-                        if h.len > st.config.max_encoded_field_section {
+                        if h.len > st.setup.config.max_encoded_field_section {
                             return Err(H3Error::ExcessiveLoad);
                         }
                         h.len
@@ -924,7 +1005,7 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 match h.ty {
                     // A stream error (malformed, too large) or QPACK_DECOMPRESSION_FAILED.
                     frame_type::HEADERS => {
-                        on(headers(c, payload, st.config.max_field_section_size)?)
+                        on(headers(c, payload, st.setup.config.max_field_section_size)?)
                     }
                     frame_type::SETTINGS => {
                         let max = Settings::parse_max_field_section_size(payload)?;
@@ -1366,6 +1447,61 @@ mod tests {
     /// `Client::init` over a used client (state, stream slots and buffers all dirty) gives
     /// exactly `Client::new`'s client (including the capped HEADERS limit), and that client
     /// runs a request.
+    /// The device's setup, built at compile time.
+    const SETUP: Setup = Setup::new(CONFIG);
+
+    /// What the general encoder (`Connection::open`'s) writes on our control stream for
+    /// `config`.
+    fn general_control_stream(config: &Config) -> Vec<u8> {
+        let mut buf = [0u8; 64];
+        let mut out = Out::new(&mut buf);
+        out.put_varint(stream_type::CONTROL).unwrap();
+        let settings = Settings {
+            max_field_section_size: Some(config.max_field_section_size),
+            ..Settings::default()
+        };
+        settings.write_frame(config.grease, &mut out).unwrap();
+        if let Some(g) = config.grease {
+            crate::frame::write_frame(grease_id(g.wrapping_add(1)), &[], &mut out).unwrap();
+        }
+        out.written().to_vec()
+    }
+
+    /// The control stream's bytes encoded by `Setup::new` (a `const fn`) are the general
+    /// encoder's, for limits at every varint size boundary and every grease value size; a
+    /// limit above the varint range is sent as 2^62 - 1; the longest fills `CONTROL_BYTES`.
+    #[test]
+    fn setup_encodes_the_control_stream_as_the_general_session() {
+        let limits = [0, 63, 64, 16383, 16384, (1 << 30) - 1, 1 << 30, crate::coding::VARINT_MAX];
+        let greases = [
+            None,
+            Some(0),
+            Some(1),
+            Some(62),
+            Some(63),
+            Some(528),
+            Some(u32::MAX - 1),
+            Some(u32::MAX),
+        ];
+        let mut longest = 0;
+        for grease in greases {
+            for max_field_section_size in limits {
+                let config = Config { max_field_section_size, grease, ..CONFIG };
+                let setup = Setup::new(config);
+                let bytes = &setup.control[..usize::from(setup.control_len)];
+                assert_eq!(bytes, general_control_stream(&config), "{config:?}");
+                longest = longest.max(bytes.len());
+            }
+            let top =
+                Config { max_field_section_size: crate::coding::VARINT_MAX, grease, ..CONFIG };
+            let above = Config { max_field_section_size: u64::MAX, ..top };
+            assert_eq!(Setup::new(above).control, Setup::new(top).control, "{grease:?}");
+        }
+        assert_eq!(longest, CONTROL_BYTES);
+        assert_eq!(SETUP.control, Setup::new(CONFIG).control);
+        assert_eq!(*SETUP.config(), CONFIG);
+    }
+
     #[test]
     fn init_writes_a_new_client_in_place() {
         for config in [CONFIG, Config::DEVICE, Config::SERVER] {
@@ -1374,13 +1510,13 @@ mod tests {
             r.feed(3, &hex!("07 01 00"), false); // GOAWAY 0
             assert_eq!(r.client.goaway_received(), Some(0));
             let mut slot = core::mem::MaybeUninit::new(r.client);
-            let fresh = Dev::init(&mut slot, config);
+            let fresh = Dev::init(&mut slot, &Setup::new(config));
             assert_eq!(format!("{fresh:?}"), format!("{:?}", Dev::new(config)));
-            assert!(fresh.st.config.max_encoded_field_section <= 256);
+            assert!(fresh.st.setup.config.max_encoded_field_section <= 256);
         }
         let mut slot = core::mem::MaybeUninit::new(Run::new(1).client);
         let mut r = Run::bare(7);
-        r.client = core::mem::replace(Dev::init(&mut slot, CONFIG), Dev::new(CONFIG));
+        r.client = core::mem::replace(Dev::init(&mut slot, &SETUP), Dev::new(CONFIG));
         r.client.open(&mut r.t).unwrap();
         r.t.push(3, SERVER_CONTROL, false);
         let mut scratch = [0u8; 128];
@@ -1706,6 +1842,48 @@ mod tests {
         assert_eq!(r.framing(), [Ev::Response(200), Ev::Finished]);
         let mut s = [0u8; 64];
         assert_eq!(r.client.request(&mut r.t, &get(), true, &mut s), Err(SendError::GoingAway));
+    }
+
+    /// `send_request` with an encoded request sends what `request` sends (the same bytes in
+    /// a device-only build, the same fields in every build), leaves the same state, and
+    /// refuses what `request` refuses, in the same order.
+    #[test]
+    fn send_request_sends_what_request_sends() {
+        let post = ClientRequest::post(b"mote.example", b"/upload", 1024);
+        let encoded = EncodedRequest::<64>::new(&post);
+        let mut a = Run::bare(1024);
+        let mut b = Run::bare(1024);
+        let mut scratch = [0u8; 128];
+        assert_eq!(a.client.request(&mut a.t, &post, false, &mut scratch), Ok(0));
+        assert_eq!(b.client.send_request(&mut b.t, &encoded, false), Ok(0));
+        #[cfg(not(any(feature = "server", feature = "quic")))]
+        assert_eq!(a.t.out, b.t.out);
+        assert_eq!(format!("{:?}", a.client.slots), format!("{:?}", b.client.slots));
+        // The POST is not over: no second request.
+        assert_eq!(b.client.send_request(&mut b.t, &encoded, false), Err(SendError::InvalidState));
+        assert_eq!(b.client.send_data(&mut b.t, &[7; 1024], true), Ok(1024));
+        b.feed(0, HEAD_200_LEN5, false);
+        b.feed(0, &hex!("00 05 68656c6c6f"), true);
+        assert_eq!(b.framing(), [Ev::Response(200), Ev::Finished]);
+        // A refused request: InvalidState once the previous one is over.
+        let bad = EncodedRequest::<64>::new(&ClientRequest::get(b"a", b""));
+        assert_eq!(b.client.send_request(&mut b.t, &bad, true), Err(SendError::InvalidState));
+        // Too large for the peer's limit (182 bytes, as in
+        // `blocked_control_stream_and_request_are_retried`).
+        let mut c = Dev::new(CONFIG);
+        let mut t = Mem::new(1024);
+        c.open(&mut t).unwrap();
+        t.push(3, &hex!("00 04 03 06 40b6"), false);
+        c.poll(&mut t, |_| {}).unwrap();
+        let long = EncodedRequest::<256>::new(&ClientRequest::get(b"mote.example", &[b'a'; 100]));
+        assert_eq!(c.send_request(&mut t, &long, true), Err(SendError::FieldSectionTooLarge));
+        let get = EncodedRequest::<64>::new(&get());
+        assert_eq!(c.send_request(&mut t, &get, true), Ok(0));
+        // After GOAWAY: GoingAway before anything about the request.
+        b.feed(3, SERVER_CONTROL, false);
+        b.feed(3, &hex!("07 01 04"), false);
+        assert_eq!(b.error, None);
+        assert_eq!(b.client.send_request(&mut b.t, &bad, true), Err(SendError::GoingAway));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use core::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use mote_crypto::rustcrypto::RustCrypto;
 #[cfg(feature = "psk")]
 use mote_crypto::HashAlgorithm;
-use mote_h3::client::{Client, ClientRequest, Event as H3Event};
+use mote_h3::client::{Client, ClientRequest, EncodedRequest, Event as H3Event, Setup};
 use mote_h3::Config as H3Config;
 use mote_quic::connection::rng::Drbg;
 #[cfg(feature = "selfmeasure")]
@@ -56,6 +56,9 @@ const H3_CONFIG: H3Config = H3Config {
     qpack_blocked_streams: 0,
     grease: Some(1),
 };
+/// The HTTP/3 client's setup: [`H3_CONFIG`] with our control stream's bytes, encoded at build
+/// time.
+const H3_SETUP: Setup = Setup::new(H3_CONFIG);
 
 /// The server as the device addresses it (the bridge forwards everything to the real one).
 const SERVER: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 443));
@@ -162,8 +165,6 @@ pub struct Buffers {
     tx: [u8; DATAGRAM],
     ticket: [u8; TICKET],
     link: Decoder<FRAME>,
-    /// QPACK encoding scratch for the request headers.
-    scratch: [u8; 128],
 }
 
 impl Buffers {
@@ -175,7 +176,6 @@ impl Buffers {
             tx: [0; DATAGRAM],
             ticket: [0; TICKET],
             link: Decoder::new(),
-            scratch: [0; 128],
         }
     }
 }
@@ -349,10 +349,14 @@ impl Requests {
 }
 
 /// The transaction's requests: the GET, then the POST with its generated body.
-const REQUESTS: [ClientRequest<'static>; 2] = [
-    ClientRequest::get(AUTHORITY, GET_PATH),
-    ClientRequest::post(AUTHORITY, POST_PATH, POST_BYTES),
+/// Their HEADERS frames are validated and encoded at build time (at most `REQUEST_FRAME`
+/// bytes each: checked below).
+const REQUESTS: [EncodedRequest<REQUEST_FRAME>; 2] = [
+    EncodedRequest::new(&ClientRequest::get(AUTHORITY, GET_PATH)),
+    EncodedRequest::new(&ClientRequest::post(AUTHORITY, POST_PATH, POST_BYTES)),
 ];
+const REQUEST_FRAME: usize = 40;
+const _: () = assert!(REQUESTS[GET].is_ok() && REQUESTS[POST].is_ok(), "a request does not encode");
 /// The GET's and the POST's index in [`Requests`].
 const GET: usize = 0;
 const POST: usize = 1;
@@ -405,7 +409,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         let config = init_config(config);
         #[cfg(not(feature = "x509"))]
         let config = init_config();
-        let Buffers { crypto, streams, tx, ticket, link, scratch } = bufs;
+        let Buffers { crypto, streams, tx, ticket, link } = bufs;
         let [first, second] = kept;
         // One `Transaction` for both (one slot in this frame).
         let mut t = Transaction {
@@ -417,7 +421,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         };
         // 1: full handshake; keeps the session ticket.
         let ticket_len = {
-            let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+            let io = Io { link: &mut *link, tx: &mut *tx };
             let store = Store { crypto: &mut *crypto, streams: &mut *streams };
             let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
             transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
@@ -434,7 +438,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         // the second transaction is another PSK handshake.
         let resumed = t.resumption.is_some() || cfg!(feature = "psk");
         {
-            let io = Io { link: &mut *link, tx: &mut *tx, scratch: &mut *scratch };
+            let io = Io { link: &mut *link, tx: &mut *tx };
             let store = Store { crypto, streams };
             transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
         }
@@ -573,7 +577,6 @@ fn report_memory<B: Board>(board: &mut B, boot_busy: u64, kept: &[Kept; 2]) {
 struct Io<'a> {
     link: &'a mut Decoder<FRAME>,
     tx: &'a mut [u8; DATAGRAM],
-    scratch: &'a mut [u8; 128],
 }
 
 /// The static buffers a connection's storage is made of: two pointers, passed down to
@@ -665,17 +668,9 @@ fn transaction<'a, B: Board>(
     ticket_out: Option<&mut [u8; TICKET]>,
 ) -> Option<(usize, u64)> {
     let out = fresh_outcome(outcome);
-    let Io { link, tx, scratch } = io;
-    let ticket = connected(
-        board,
-        (conn, h3),
-        Io { link: &mut *link, tx, scratch },
-        store,
-        t,
-        rng,
-        ticket_out,
-        out,
-    );
+    let Io { link, tx } = io;
+    let ticket =
+        connected(board, (conn, h3), Io { link: &mut *link, tx }, store, t, rng, ticket_out, out);
     #[cfg(feature = "selfmeasure")]
     {
         let r = &out.record;
@@ -797,7 +792,7 @@ fn event_loop<B: Board>(
     let steps = &mut out.record.steps;
     #[cfg(not(feature = "selfmeasure"))]
     let steps = &mut ();
-    let Io { link, tx, scratch } = io;
+    let Io { link, tx } = io;
     loop {
         let now_us = board.now_us();
         let now = Instant::from_micros(now_us);
@@ -825,7 +820,7 @@ fn event_loop<B: Board>(
         // The first request goes out as soon as the connection can carry it: after the
         // handshake, or at once in 0-RTT.
         if conn.is_handshake_complete() || conn.can_send_early_data() {
-            drive_requests(conn, h3, req, tx, scratch);
+            drive_requests(conn, h3, req, tx);
             // RFC 9001 §6.1, §6.5, §6.6: the device's own key update (as when half its AEAD
             // confidentiality limit is used), once per transaction after the GET: the
             // connection starts it once the handshake is confirmed and a packet of the
@@ -955,7 +950,7 @@ fn connect<'a, 's>(
 
 /// A new HTTP/3 session in `slot`, written in place.
 fn init_h3(slot: &mut MaybeUninit<H3>) -> &mut H3 {
-    H3::init(slot, H3_CONFIG)
+    H3::init(slot, &H3_SETUP)
 }
 
 /// Feeds every datagram waiting on the serial line to the connection.
@@ -1007,13 +1002,7 @@ fn poll_h3(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests) {
 /// Opens the control stream, sends the GET, and once its response is complete the POST
 /// (its body generated into `body_buf`).
 #[inline(never)]
-fn drive_requests(
-    conn: &mut Conn<'_>,
-    h3: &mut H3,
-    req: &mut Requests,
-    body_buf: &mut [u8],
-    scratch: &mut [u8],
-) {
+fn drive_requests(conn: &mut Conn<'_>, h3: &mut H3, req: &mut Requests, body_buf: &mut [u8]) {
     let t = &mut conn::transport(conn);
     if !h3.is_open() && h3.open(t).is_err() {
         return;
@@ -1021,7 +1010,7 @@ fn drive_requests(
     // The GET, and once its response is complete the POST.
     let i = usize::from(req.done[GET]);
     if let (Some(sent @ false), Some(r)) = (req.sent.get_mut(i), REQUESTS.get(i)) {
-        *sent = h3.request(t, r, i == GET, scratch).is_ok();
+        *sent = h3.send_request(t, r, i == GET).is_ok();
     }
     while req.sent[POST] && req.post_body_sent < POST_BYTES {
         let rest = post_body(req.post_body_sent, body_buf);

@@ -6,15 +6,16 @@
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 
-use super::{Client, Ctl, Kind, Phase, SLOTS};
-use crate::connection::Config;
+use super::{Client, Ctl, Kind, Phase, Setup, SLOTS};
 
 impl<const CAP: usize> Client<CAP> {
     /// Writes a new client with `config` into `slot` (what it held is not dropped; a client
     /// owns nothing that needs dropping) and returns it: the same client as
-    /// [`Client::new`], field by field.
+    /// [`Client::new`] with `setup.config()`, field by field. A device's `setup` is a
+    /// constant ([`Setup::new`] in a `const`), so its control stream's bytes are encoded
+    /// at build time and the image holds no code for that.
     #[inline(never)]
-    pub fn init(slot: &mut MaybeUninit<Self>, config: Config) -> &mut Self {
+    pub fn init<'s>(slot: &'s mut MaybeUninit<Self>, setup: &Setup) -> &'s mut Self {
         let p = slot.as_mut_ptr();
         // SAFETY: `p` comes from an exclusive borrow of the slot, so it is valid and
         // aligned for a write of `Self`. The slot is zeroed first; then every field that is
@@ -26,8 +27,8 @@ impl<const CAP: usize> Client<CAP> {
         unsafe {
             p.write_bytes(0, 1);
             let st = addr_of_mut!((*p).st);
-            addr_of_mut!((*st).config).write(config);
-            Self::cap(&mut (*st).config);
+            addr_of_mut!((*st).setup).write(*setup);
+            Self::cap(&mut (*st).setup.config);
             addr_of_mut!((*st).closed).write(None);
             addr_of_mut!((*st).control).write(super::NO_STREAM);
             addr_of_mut!((*st).peer_max).write(None);
@@ -51,7 +52,7 @@ impl<const CAP: usize> Client<CAP> {
     fn all_fields(&self) {
         let Self { st, slots, bufs: _ } = self;
         let super::State {
-            config: _,
+            setup: _,
             closed: _,
             control: _,
             control_written: _,
