@@ -76,10 +76,12 @@ pub const GOAL_BYTES: u64 = 45 * 1024;
 /// place, a tombstone-free sent store, a smaller HTTP/3 response check), to 66,832 B by the eighth, and to
 /// 65,588 B by the ninth (the device connection's handler errors and varint results in
 /// registers, smaller HTTP/3 head checks and TLS/QPACK readers; +0.6 KB for the key-update
-/// review fixes and key wiping).
+/// review fixes and key wiping), to 64,504 B by the tenth (32-bit stream books and sent packet
+/// numbers) and to 62,252 B by the eleventh (32-bit time, build-time ClientHello and HTTP/3
+/// encodings, 32-byte hashes, AES keys expanded in place).
 /// Lower it as the image shrinks; never raise it to absorb growth without a reason in the
 /// commit.
-pub const BUDGET_BYTES: u64 = 64_504 + 1_024;
+pub const BUDGET_BYTES: u64 = 62_252 + 1_024;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
