@@ -531,7 +531,9 @@ where
                         let (fields, data) = parsed!(frame::read_fields(ty, &mut r));
                         let [a, b, _] = fields.map(VarInt::into_inner);
                         let stored = match ty {
-                            types::CRYPTO => self.on_crypto(now, space, b, data)? != Insert::Dropped,
+                            types::CRYPTO => {
+                                self.on_crypto(now, space, b, data)? != Insert::Dropped
+                            }
                             // RFC 9000 §19.7, §8.1.3: the latest token is kept for the next
                             // connection; one longer than we keep is ignored.
                             types::NEW_TOKEN => {

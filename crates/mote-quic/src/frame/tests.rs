@@ -3,8 +3,8 @@
 
 extern crate std;
 
-use std::vec;
 use std::format;
+use std::vec;
 use std::vec::Vec;
 
 use hex_literal::hex;
@@ -1043,8 +1043,12 @@ fn read_fields_matches_parse_body() {
         }
     }
     // Types it does not read.
-    for ty in [types::PADDING, types::PING, types::ACK, types::HANDSHAKE_DONE, 0x1f, 0x30, 1 << 40] {
-        assert_eq!(read_fields(ty, &mut Reader::new(&[0; 8])), Err(WireError::UnknownFrameType(ty)));
+    for ty in [types::PADDING, types::PING, types::ACK, types::HANDSHAKE_DONE, 0x1f, 0x30, 1 << 40]
+    {
+        assert_eq!(
+            read_fields(ty, &mut Reader::new(&[0; 8])),
+            Err(WireError::UnknownFrameType(ty))
+        );
     }
 }
 
