@@ -772,7 +772,7 @@ where
     }
 
     /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set, as
-    /// its fields ([`frame::read_stream_fields`]: `v` in the order sent, `data` for STREAM).
+    /// its fields ([`frame::read_fields`]: `v` in the order sent, `data` for STREAM).
     /// Returns false when its data was dropped (the packet is then not acknowledged).
     #[inline(never)]
     fn on_stream_frame(&mut self, ty: u64, v: [VarInt; 3], data: &[u8]) -> Res<bool> {
