@@ -521,59 +521,58 @@ where
                         let ack = parsed!(Ack::parse_body(ty, &mut r));
                         self.on_ack(now, space, &ack)?;
                     }
-                    types::CRYPTO => {
-                        let (offset, data) = parsed!(frame::read_crypto(&mut r));
-                        if self.on_crypto(now, space, offset.into_inner(), data)? == Insert::Dropped
-                        {
-                            out.ackable = false;
-                        }
-                    }
-                    // RFC 9000 §19.7, §8.1.3: the latest token is kept for the next
-                    // connection; one longer than we keep is ignored.
-                    types::NEW_TOKEN => {
-                        let token = parsed!(frame::read_new_token(&mut r));
-                        self.on_new_token(token);
-                    }
-                    types::NEW_CONNECTION_ID => {
-                        let (seq, rpt, cid, token) = parsed!(frame::read_new_connection_id(&mut r));
-                        self.on_new_connection_id(seq.into_inner(), rpt.into_inner(), cid, token)?;
-                    }
-                    types::RETIRE_CONNECTION_ID => {
-                        let seq = parsed!(r.varint());
-                        self.on_retire_connection_id(seq.into_inner())?;
-                    }
-                    // RFC 9000 §8.2.2: answer the newest PATH_CHALLENGE with PATH_RESPONSE.
-                    // §8.2.3: we send no PATH_CHALLENGE; an unsolicited response is ignored.
-                    types::PATH_CHALLENGE | types::PATH_RESPONSE => {
-                        let data: [u8; 8] = parsed!(r.array());
-                        if ty == types::PATH_CHALLENGE {
-                            self.path_response = Some(data);
-                        }
-                    }
-                    // RFC 9000 §10.2.2: the server closed; drain.
-                    types::CONNECTION_CLOSE | types::CONNECTION_CLOSE_APP => {
-                        let (code, frame_type, reason) = parsed!(frame::read_close(ty, &mut r));
-                        let frame_type = frame_type.map(VarInt::into_inner);
-                        let application = frame_type.is_none();
-                        let c = ConnectionClose::new(
-                            code.into_inner(),
-                            frame_type,
-                            application,
-                            reason,
-                        );
-                        self.enter_draining(now, c);
-                        out.closed = true;
-                        return Ok(out);
-                    }
                     types::HANDSHAKE_DONE => self.on_handshake_done(now, ty)?,
                     // RFC 9221 §3: DATAGRAM frames without our max_datagram_frame_size (the
                     // device offers none) are a PROTOCOL_VIOLATION.
                     #[cfg(feature = "datagram")]
                     types::DATAGRAM | types::DATAGRAM_LEN => return Err(Error::violation(ty)),
-                    // The stream and flow-control frames.
+                    // The other frames' bodies, read by one parser (`frame::read_fields`).
                     _ => {
-                        let (fields, data) = parsed!(frame::read_stream_fields(ty, &mut r));
-                        if !self.on_stream_frame(ty, fields, data)? {
+                        let (fields, data) = parsed!(frame::read_fields(ty, &mut r));
+                        let [a, b, _] = fields.map(VarInt::into_inner);
+                        let stored = match ty {
+                            types::CRYPTO => {
+                                self.on_crypto(now, space, b, data)? != Insert::Dropped
+                            }
+                            // RFC 9000 §19.7, §8.1.3: the latest token is kept for the next
+                            // connection; one longer than we keep is ignored.
+                            types::NEW_TOKEN => {
+                                self.on_new_token(data);
+                                true
+                            }
+                            types::NEW_CONNECTION_ID => {
+                                // The connection ID, then its 16-byte reset token.
+                                let Some((cid, token)) = data.split_last_chunk() else {
+                                    break 'parse WireError::Truncated;
+                                };
+                                self.on_new_connection_id(a, b, cid, token)?;
+                                true
+                            }
+                            types::RETIRE_CONNECTION_ID => {
+                                self.on_retire_connection_id(a)?;
+                                true
+                            }
+                            // RFC 9000 §8.2.2: answer the newest PATH_CHALLENGE with
+                            // PATH_RESPONSE. §8.2.3: we send no PATH_CHALLENGE; an unsolicited
+                            // response is ignored.
+                            types::PATH_CHALLENGE => {
+                                self.path_response = data.try_into().ok();
+                                true
+                            }
+                            types::PATH_RESPONSE => true,
+                            // RFC 9000 §10.2.2: the server closed; drain.
+                            types::CONNECTION_CLOSE | types::CONNECTION_CLOSE_APP => {
+                                let application = ty == types::CONNECTION_CLOSE_APP;
+                                let frame_type = if application { None } else { Some(b) };
+                                let c = ConnectionClose::new(a, frame_type, application, data);
+                                self.enter_draining(now, c);
+                                out.closed = true;
+                                return Ok(out);
+                            }
+                            // The stream and flow-control frames.
+                            _ => self.on_stream_frame(ty, fields, data)?,
+                        };
+                        if !stored {
                             out.ackable = false;
                         }
                     }
@@ -773,7 +772,7 @@ where
     }
 
     /// A stream or flow-control frame (RFC 9000 §19.4–§19.14) for the fixed stream set, as
-    /// its fields ([`frame::read_stream_fields`]: `v` in the order sent, `data` for STREAM).
+    /// its fields ([`frame::read_fields`]: `v` in the order sent, `data` for STREAM).
     /// Returns false when its data was dropped (the packet is then not acknowledged).
     #[inline(never)]
     fn on_stream_frame(&mut self, ty: u64, v: [VarInt; 3], data: &[u8]) -> Res<bool> {

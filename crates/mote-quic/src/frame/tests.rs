@@ -3,6 +3,7 @@
 
 extern crate std;
 
+use std::format;
 use std::vec;
 use std::vec::Vec;
 
@@ -964,4 +965,113 @@ fn check_hostile(payload: &[u8], packet: PacketType) -> Result<(), TestCaseError
     }
     prop_assert!(it.next().is_none());
     Ok(())
+}
+
+/// The frame types a device connection reads through [`read_fields`] but the general
+/// parser reads with their own functions.
+const FIELD_TYPES: [u64; 8] = [
+    types::CRYPTO,
+    types::NEW_TOKEN,
+    types::NEW_CONNECTION_ID,
+    types::RETIRE_CONNECTION_ID,
+    types::PATH_CHALLENGE,
+    types::PATH_RESPONSE,
+    types::CONNECTION_CLOSE,
+    types::CONNECTION_CLOSE_APP,
+];
+
+/// [`read_fields`] agrees with [`Frame::parse_body`] on a body of type `ty`: the same
+/// error, or the same fields and the same bytes consumed.
+fn fields_agree(ty: u64, body: &[u8]) -> Result<(), TestCaseError> {
+    let (mut a, mut b) = (Reader::new(body), Reader::new(body));
+    let (fields, frame) = (read_fields(ty, &mut a), Frame::parse_body(ty, &mut b));
+    let (got, frame) = match (fields, frame) {
+        (Err(x), Err(y)) => {
+            prop_assert_eq!(x, y, "type {:#x}, body {:02x?}", ty, body);
+            return Ok(());
+        }
+        (Ok(got), Ok(frame)) => (got, frame),
+        (x, y) => return Err(TestCaseError::fail(format!("{ty:#x} {body:02x?}: {x:?} vs {y:?}"))),
+    };
+    prop_assert_eq!(a.position(), b.position());
+    let z = VarInt::ZERO;
+    let ncid: Vec<u8>;
+    let want: ([VarInt; 3], &[u8]) = match frame {
+        Frame::Crypto { offset, data } => ([z, offset, z], data),
+        Frame::NewToken { token } => ([z; 3], token),
+        Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token } => {
+            ncid = [&cid[..], &reset_token].concat();
+            ([sequence, retire_prior_to, z], &ncid)
+        }
+        Frame::RetireConnectionId { sequence } => ([sequence, z, z], &[]),
+        Frame::PathChallenge { ref data } | Frame::PathResponse { ref data } => ([z; 3], data),
+        Frame::ConnectionClose { error_code, frame_type, reason } => {
+            ([error_code, frame_type, z], reason)
+        }
+        Frame::ApplicationClose { error_code, reason } => ([error_code, z, z], reason),
+        other => return Err(TestCaseError::fail(format!("{ty:#x}: {other:?}"))),
+    };
+    prop_assert_eq!(got, want);
+    Ok(())
+}
+
+/// RFC 9000 §19.6, §19.7, §19.15–§19.19: the device's one body parser ([`read_fields`])
+/// keeps the general parser's rules on the bodies it took over (fixtures of each rule).
+#[test]
+fn read_fields_matches_parse_body() {
+    let token = [0x55u8; 16];
+    let bodies: [&[u8]; 14] = [
+        &hex!("00 03 616263"),
+        // CRYPTO ending past 2^62 - 1.
+        &hex!("bfffffffffffffff 02 6162"),
+        &hex!("00"),
+        &hex!("02 abcd"),
+        &[&hex!("01 00 04 01020304")[..], &token].concat(),
+        &[&hex!("01 02 04 01020304")[..], &token].concat(),
+        &[&hex!("01 00 15")[..], &[7; 21], &token].concat(),
+        &[&hex!("00 00 14")[..], &[7; 20], &token].concat(),
+        &hex!("01 00 04 01020304 0506"),
+        &hex!("4005"),
+        &hex!("0102030405060708 09"),
+        &hex!("01020304050607"),
+        &hex!("0a 06 02 6869"),
+        &hex!("0a 06 05 6869"),
+    ];
+    for ty in FIELD_TYPES {
+        for body in bodies {
+            fields_agree(ty, body).unwrap();
+        }
+    }
+    // Types it does not read.
+    for ty in [types::PADDING, types::PING, types::ACK, types::HANDSHAKE_DONE, 0x1f, 0x30, 1 << 40]
+    {
+        assert_eq!(
+            read_fields(ty, &mut Reader::new(&[0; 8])),
+            Err(WireError::UnknownFrameType(ty))
+        );
+    }
+}
+
+proptest! {
+    /// [`fields_agree`] on random bodies and on valid frames' bodies (one byte changed).
+    #[test]
+    fn read_fields_agrees(
+        which in 0..FIELD_TYPES.len(),
+        body in prop_oneof![pvec(any::<u8>(), 0..64), pvec(0u8..4, 0..40)],
+        spec in spec(),
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        fields_agree(FIELD_TYPES[which], &body)?;
+        let f = spec.frame();
+        let mut bytes = emit_vec(&f);
+        let ty = f.frame_type();
+        if FIELD_TYPES.contains(&ty) {
+            // The type is one byte (every known type is below 64).
+            fields_agree(ty, &bytes[1..])?;
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+            fields_agree(ty, &bytes[1..])?;
+        }
+    }
 }
