@@ -8,7 +8,7 @@ use super::streams::Sender;
 use super::{si, DeviceConnection, State, TokenState};
 use crate::coding::VarInt;
 use crate::coding::Writer;
-use crate::connection::send::write_ack;
+use crate::connection::send::ACK_DELAY_EXPONENT;
 use crate::connection::tls::TlsSession;
 use crate::connection::{CloseReason, Transmit, MIN_INITIAL_SIZE};
 use crate::error::TransportErrorCode;
@@ -16,7 +16,9 @@ use crate::frame::{put_frame, put_stream, types};
 use crate::packet::{
     number, LongType, PacketKeys, FIXED_BIT, FORM_BIT, KEY_PHASE_BIT, LENGTH_FIELD_LEN,
 };
-use crate::recovery::{Ecn, PnSpace, SentPacket, TrackedPn};
+use crate::recovery::{
+    encode_ack_delay, widen, Ecn, PnSpace, ReceivedSpace, SentPacket, TrackedPn,
+};
 use crate::stream::{crypto_frame_room, stream_frame_room, Chunk, SendStream};
 use crate::time::Instant;
 
@@ -334,7 +336,7 @@ where
             // (never in 0-RTT packets, §12.4).
             if has_unacked && !zero_rtt {
                 let max_ranges = usize::from(self.settings.max_ack_ranges);
-                if let Some(largest) = write_ack(self.rx(space), &mut w, now, max_ranges) {
+                if let Some(largest) = put_ack(self.rx(space), &mut w, now, max_ranges) {
                     f.flags |= flag::ACK;
                     // Only tracked packet numbers are acknowledged.
                     f.ack_largest = largest as TrackedPn;
@@ -582,6 +584,48 @@ where
     }
 }
 
+/// RFC 9000 §19.3: the ACK frame of `rx` at `now` with its highest `max_ranges` ranges
+/// (half as many again while it does not fit). Returns its Largest Acknowledged. The fields
+/// come straight from the received ranges (ascending, disjoint, non-adjacent), with no
+/// frame built: the bytes of [`crate::frame::Ack::emit`] (tested below). Always type 0x02:
+/// a device records every packet as not ECN-marked (`device/recv.rs`), so it never has
+/// ECN counts to report (§19.3.2).
+#[inline(never)]
+fn put_ack(rx: &ReceivedSpace, w: &mut Writer<'_>, now: Instant, max_ranges: usize) -> Option<u64> {
+    let all = rx.ranges().as_slice();
+    let delay = encode_ack_delay(rx.ack_delay(now), ACK_DELAY_EXPONENT);
+    let mut n = max_ranges.max(1);
+    loop {
+        let ranges = all.get(all.len().saturating_sub(n)..)?;
+        let &(_, largest) = ranges.last()?;
+        let start = w.position();
+        // Every field written, then one check: a refused write leaves the frame short.
+        let mut ok = w.put_varint_u64(types::ACK).is_ok();
+        ok &= w.put_varint_u64(widen(largest)).is_ok();
+        ok &= w.put_varint(delay).is_ok();
+        let mut prev = None;
+        for &(lo, hi) in ranges.iter().rev() {
+            // The ACK Range Count before the First ACK Range; RFC 9000 §19.3.1: before each
+            // further ACK Range Length, Gap = previous smallest - largest - 2.
+            let head = match prev {
+                None => ranges.len() as u64 - 1,
+                Some(p) => widen(TrackedPn::saturating_sub(p, hi).saturating_sub(2)),
+            };
+            ok &= w.put_varint_u64(head).is_ok();
+            ok &= w.put_varint_u64(widen(hi.saturating_sub(lo))).is_ok();
+            prev = Some(lo);
+        }
+        if ok {
+            return Some(widen(largest));
+        }
+        w.rewind(start);
+        if n == 1 {
+            return None;
+        }
+        n /= 2;
+    }
+}
+
 /// RFC 9000 §17.2: the Length field (a [`LENGTH_FIELD_LEN`]-byte varint at `at`) is "the
 /// length of the remainder of the packet (that is, the Packet Number and Payload fields)",
 /// `len` here, tag included. `None` if it does not fit 2 bytes.
@@ -646,8 +690,53 @@ fn stream_frame_room_for(id: u64, offset: u64, space: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::clip;
+    use super::{clip, put_ack};
+    use crate::coding::Writer;
+    use crate::connection::send::write_ack;
+    use crate::recovery::{Ecn, PnSpace, ReceivedPackets};
     use crate::stream::{SendCredit, SendStream};
+    use crate::time::{Duration, Instant};
+
+    /// `put_ack` writes the bytes of the general `write_ack` (an `Ack` frame emitted), with
+    /// the same Largest Acknowledged, for one range and for many (gaps of 1 and more, the
+    /// range limit cutting the lowest), at every room from too small to enough (the halving
+    /// of the range count included), and writes nothing when nothing was received. Bytes
+    /// past the writer's position do not count: a frame that did not fit is rewound.
+    #[test]
+    fn put_ack_writes_what_write_ack_writes() {
+        let pns: [&[u64]; 4] = [
+            &[0],
+            &[0, 1, 2, 5, 6, 9, 30, 31, 32, 1000, 1002, 70_000],
+            &[3, 4, 5, 6, 7],
+            &[1, 3, 5, 7, 9, 11, 13, 15, 17, 19],
+        ];
+        let now = Instant::from_micros(50_000);
+        for list in pns {
+            let mut rx =
+                ReceivedPackets::<8>::new(PnSpace::ApplicationData, Duration::from_millis(25));
+            for &pn in list {
+                rx.on_packet_received(pn, Instant::from_micros(10_000 + pn), true, Ecn::NotEct);
+            }
+            for max_ranges in [0, 1, 2, 3, 8] {
+                for room in 0..60 {
+                    let (mut a, mut b) = ([0xaau8; 64], [0xaau8; 64]);
+                    let (mut wa, mut wb) =
+                        (Writer::new(&mut a[..room]), Writer::new(&mut b[..room]));
+                    let got = put_ack(&rx, &mut wa, now, max_ranges);
+                    let want = write_ack(&rx, &mut wb, now, max_ranges);
+                    let (na, nb) = (wa.position(), wb.position());
+                    assert_eq!((got, na), (want, nb), "{list:?} max {max_ranges} room {room}");
+                    // A frame that did not fit leaves bytes past the position (rewound).
+                    assert_eq!(a[..na], b[..nb], "{list:?} max {max_ranges} room {room}");
+                }
+            }
+        }
+        let rx = ReceivedPackets::<8>::new(PnSpace::Initial, Duration::from_millis(25));
+        let mut buf = [0u8; 64];
+        let mut w = Writer::new(&mut buf);
+        assert_eq!(put_ack(&rx, &mut w, now, 4), None);
+        assert_eq!(w.position(), 0);
+    }
 
     /// `clip` of the chunk for any room is what the sender gives for that room: new data,
     /// with and without FIN, a retransmission in the middle, a FIN-only chunk, and the
