@@ -22,7 +22,7 @@ use crate::transport_params::Side;
 const MIN_PACKET_ROOM: usize = 54 + TAG_LEN + 8;
 
 /// The ack_delay_exponent we use (the RFC default, so ACKs in every space decode alike).
-const ACK_DELAY_EXPONENT: u8 = 3;
+pub(crate) const ACK_DELAY_EXPONENT: u8 = 3;
 
 /// What a lone datagram carries ([`Connection::send_lone`]).
 #[cfg(any(feature = "migration", feature = "pmtud"))]

@@ -6,15 +6,20 @@ use mote_crypto::{CryptoProvider, TAG_LEN};
 
 use super::streams::Sender;
 use super::{si, DeviceConnection, State, TokenState};
+use crate::coding::VarInt;
 use crate::coding::Writer;
-use crate::connection::send::write_ack;
+use crate::connection::send::ACK_DELAY_EXPONENT;
 use crate::connection::tls::TlsSession;
 use crate::connection::{CloseReason, Transmit, MIN_INITIAL_SIZE};
 use crate::error::TransportErrorCode;
 use crate::frame::{put_frame, put_stream, types};
-use crate::packet::{number, LongHeader, LongHeaderOffsets, LongType, PacketKeys, ShortHeader};
-use crate::recovery::{Ecn, PnSpace, SentPacket, TrackedPn};
-use crate::stream::{crypto_frame_room, stream_frame_room, Chunk};
+use crate::packet::{
+    number, LongType, PacketKeys, FIXED_BIT, FORM_BIT, KEY_PHASE_BIT, LENGTH_FIELD_LEN,
+};
+use crate::recovery::{
+    encode_ack_delay, widen, Ecn, PnSpace, ReceivedSpace, SentPacket, TrackedPn,
+};
+use crate::stream::{crypto_frame_room, stream_frame_room, Chunk, SendStream};
 use crate::time::Instant;
 
 /// Room below which no packet is started: the longest long header (54 bytes), the tag and
@@ -86,7 +91,8 @@ struct Built {
     len: usize,
     pn: u64,
     pn_offset: usize,
-    long: Option<LongHeaderOffsets>,
+    /// The Length field's offset (a long header).
+    long: Option<usize>,
     payload_end: usize,
     frames: Sent,
     ack_eliciting: bool,
@@ -219,8 +225,8 @@ where
     /// with loss recovery.
     fn finalize(&mut self, now: Instant, out: &mut [u8], b: &Built) -> bool {
         let Some(pkt) = out.get_mut(b.start..b.start + b.len) else { return false };
-        if let Some(off) = b.long {
-            if off.set_length(pkt, b.len).is_err() {
+        if let Some(at) = b.long {
+            if patch_length(pkt, at, b.len - b.pn_offset).is_none() {
                 return false;
             }
         }
@@ -313,33 +319,13 @@ where
         let pn_len = number::encoded_len(pn, self.recovery.largest_acked(space));
         let body_end = region.len() - TAG_LEN;
         let mut w = Writer::new(region.get_mut(..body_end)?);
-        let c = &self.hs.cids;
         let long_type = match space {
             PnSpace::Initial => Some(LongType::Initial),
             PnSpace::Handshake => Some(LongType::Handshake),
             PnSpace::ApplicationData if zero_rtt => Some(LongType::ZeroRtt),
             PnSpace::ApplicationData => None,
         };
-        let (pn_offset, long) = match long_type {
-            Some(ty) => {
-                // RFC 9000 §17.2.2: our Initials carry the address-validation token.
-                let token = match ty {
-                    LongType::Initial if self.token_state == TokenState::Initial => {
-                        self.token.get(..usize::from(self.token_len)).unwrap_or(&[])
-                    }
-                    _ => &[],
-                };
-                let version = self.hs.version;
-                let h = LongHeader { ty, version, dcid: &c.remote, scid: &c.local, token };
-                let off = h.emit(&mut w, pn, pn_len).ok()?;
-                (off.pn_offset, Some(off))
-            }
-            None => {
-                let phase = self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.tx_phase);
-                let h = ShortHeader { dcid: &c.remote, spin: false };
-                (h.emit(&mut w, phase, pn, pn_len).ok()?, None)
-            }
-        };
+        let (pn_offset, long) = self.put_header(&mut w, long_type, pn, pn_len)?;
         let payload_start = w.position();
         let mut f = Sent { request: self.streams.request.unwrap_or(0), ..Sent::default() };
         let mut eliciting = false;
@@ -350,7 +336,7 @@ where
             // (never in 0-RTT packets, §12.4).
             if has_unacked && !zero_rtt {
                 let max_ranges = usize::from(self.settings.max_ack_ranges);
-                if let Some(largest) = write_ack(self.rx(space), &mut w, now, max_ranges) {
+                if let Some(largest) = put_ack(self.rx(space), &mut w, now, max_ranges) {
                     f.flags |= flag::ACK;
                     // Only tracked packet numbers are acknowledged.
                     f.ack_largest = largest as TrackedPn;
@@ -417,6 +403,66 @@ where
         })
     }
 
+    /// Writes the header of a packet of `long_type` (`None`: 1-RTT) with packet number `pn`
+    /// truncated to `pn_len` bytes (1 to 4). One routine for the long and the short header:
+    /// what they share (first byte, Destination Connection ID, packet number) written once.
+    /// Returns the packet number's offset and, for a long header, the Length field's.
+    fn put_header(
+        &self,
+        w: &mut Writer<'_>,
+        long_type: Option<LongType>,
+        pn: u64,
+        pn_len: usize,
+    ) -> Option<(usize, Option<usize>)> {
+        let c = &self.hs.cids;
+        let version = self.hs.version;
+        // RFC 9000 §17.2: Header Form 1, Fixed Bit 1, Long Packet Type, Reserved Bits 0,
+        // Packet Number Length; §17.3.1: Header Form 0, Fixed Bit 1, Spin Bit 0 (we do not
+        // spin, §17.4), Reserved Bits 0, Key Phase, Packet Number Length.
+        let pn_bits = u8::try_from(pn_len.checked_sub(1).filter(|&b| b < 4)?).ok()?;
+        let first = match long_type {
+            Some(ty) => FORM_BIT | FIXED_BIT | (version.long_type_bits(ty) << 4),
+            None if self.hs.keys.one_rtt.as_ref().is_some_and(|k| k.tx_phase) => {
+                FIXED_BIT | KEY_PHASE_BIT
+            }
+            None => FIXED_BIT,
+        } | pn_bits;
+        // Every field written, then one check: a refused write leaves the header short.
+        let mut ok = w.put_u8(first).is_ok();
+        let dcid: &[u8] = &c.remote;
+        if long_type.is_some() {
+            ok &= w.put_u32(version.0).is_ok();
+            // A connection ID holds at most 20 bytes.
+            ok &= w.put_u8(dcid.len() as u8).is_ok();
+        }
+        ok &= w.put_slice(dcid).is_ok();
+        let mut length_offset = None;
+        if let Some(ty) = long_type {
+            let scid: &[u8] = &c.local;
+            ok &= w.put_u8(scid.len() as u8).is_ok();
+            ok &= w.put_slice(scid).is_ok();
+            // RFC 9000 §17.2.2: our Initials carry the address-validation token.
+            if ty == LongType::Initial {
+                let token = match self.token_state {
+                    TokenState::Initial => self.token.get(..usize::from(self.token_len)),
+                    _ => None,
+                };
+                let token = token.unwrap_or(&[]);
+                ok &= w.put_varint_u64(token.len() as u64).is_ok();
+                ok &= w.put_slice(token).is_ok();
+            }
+            // The Length, patched once the payload is known ([`patch_length`]).
+            length_offset = Some(w.position());
+            ok &= w.put_varint_sized(VarInt::ZERO, LENGTH_FIELD_LEN).is_ok();
+        }
+        let pn_offset = w.position();
+        ok &= w.put_slice(pn.to_be_bytes().get(8 - pn_len..)?).is_ok();
+        if !ok {
+            return None;
+        }
+        Some((pn_offset, length_offset))
+    }
+
     /// Skips the next Application Data packet number and draws the next gap.
     #[inline(never)]
     fn skip_packet_number(&mut self) {
@@ -458,47 +504,28 @@ where
         let i = si(space);
         if let Some(cs) = self.hs.crypto_send.get_mut(i).filter(|_| !zero_rtt) {
             if let Some(first) = cs.next_chunk(w.remaining()) {
-                let room = crypto_frame_room(first.offset, w.remaining());
-                let chunk = clip(first, room);
-                // A client's handshake messages never reach 4 GiB of CRYPTO data.
-                if let Some((chunk, off)) =
-                    chunk.and_then(|c| u32::try_from(c.offset).ok().map(|o| (c, o)))
-                {
-                    let data = cs.chunk_bytes(&chunk);
-                    if put_frame(w, types::CRYPTO, &[chunk.offset], data, true) {
-                        cs.on_sent(&chunk);
-                        f.flags |= flag::CRYPTO;
-                        f.crypto_offset = off;
-                        f.crypto_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
-                        any = true;
-                    }
+                if let Some((off, len, _)) = put_data(w, cs.stream_mut(), None, first) {
+                    f.flags |= flag::CRYPTO;
+                    f.crypto_offset = off;
+                    f.crypto_len = len;
+                    any = true;
                 }
             }
         }
-        // STREAM (RFC 9000 §19.8): one frame per packet, control stream first; the chunk
-        // sized to what the frame's header leaves.
+        // STREAM (RFC 9000 §19.8): one frame per packet, control stream first.
         if app && w.remaining() > STREAM_FRAME_MIN {
-            let remaining = w.remaining();
-            if let Some((which, id, first)) = self.streams.next_chunk(remaining) {
-                let room = stream_frame_room_for(id, first.offset, remaining);
-                let s = self.streams.sender(id).map(|(s, _)| s);
-                // The offset fits 32 bits: `Streams::write` stops a stream below 4 GiB.
-                if let Some((s, chunk, off)) = s.and_then(|s| {
-                    let c = clip(first, room)?;
-                    Some((s, c, u32::try_from(c.offset).ok()?))
-                }) {
-                    let data = s.chunk_bytes(&chunk);
-                    if put_stream(w, id, chunk.offset, data, chunk.fin) {
-                        s.on_sent(&chunk);
+            if let Some((which, id, first)) = self.streams.next_chunk(w.remaining()) {
+                if let Some((s, _)) = self.streams.sender(id) {
+                    if let Some((off, len, fin)) = put_data(w, s, Some(id), first) {
                         f.flags |= match which {
                             Sender::Control => flag::CONTROL_DATA,
                             Sender::Request => flag::REQUEST_DATA,
                         };
-                        if chunk.fin {
+                        if fin {
                             f.flags |= flag::FIN;
                         }
                         f.stream_offset = off;
-                        f.stream_len = u16::try_from(chunk.len).unwrap_or(u16::MAX);
+                        f.stream_len = len;
                         any = true;
                     }
                 }
@@ -557,6 +584,90 @@ where
     }
 }
 
+/// RFC 9000 §19.3: the ACK frame of `rx` at `now` with its highest `max_ranges` ranges
+/// (half as many again while it does not fit). Returns its Largest Acknowledged. The fields
+/// come straight from the received ranges (ascending, disjoint, non-adjacent), with no
+/// frame built: the bytes of [`crate::frame::Ack::emit`] (tested below). Always type 0x02:
+/// a device records every packet as not ECN-marked (`device/recv.rs`), so it never has
+/// ECN counts to report (§19.3.2).
+#[inline(never)]
+fn put_ack(rx: &ReceivedSpace, w: &mut Writer<'_>, now: Instant, max_ranges: usize) -> Option<u64> {
+    let all = rx.ranges().as_slice();
+    let delay = encode_ack_delay(rx.ack_delay(now), ACK_DELAY_EXPONENT);
+    let mut n = max_ranges.max(1);
+    loop {
+        let ranges = all.get(all.len().saturating_sub(n)..)?;
+        let &(_, largest) = ranges.last()?;
+        let start = w.position();
+        // Every field written, then one check: a refused write leaves the frame short.
+        let mut ok = w.put_varint_u64(types::ACK).is_ok();
+        ok &= w.put_varint_u64(widen(largest)).is_ok();
+        ok &= w.put_varint(delay).is_ok();
+        let mut prev = None;
+        for &(lo, hi) in ranges.iter().rev() {
+            // The ACK Range Count before the First ACK Range; RFC 9000 §19.3.1: before each
+            // further ACK Range Length, Gap = previous smallest - largest - 2.
+            let head = match prev {
+                None => ranges.len() as u64 - 1,
+                Some(p) => widen(TrackedPn::saturating_sub(p, hi).saturating_sub(2)),
+            };
+            ok &= w.put_varint_u64(head).is_ok();
+            ok &= w.put_varint_u64(widen(hi.saturating_sub(lo))).is_ok();
+            prev = Some(lo);
+        }
+        if ok {
+            return Some(widen(largest));
+        }
+        w.rewind(start);
+        if n == 1 {
+            return None;
+        }
+        n /= 2;
+    }
+}
+
+/// RFC 9000 §17.2: the Length field (a [`LENGTH_FIELD_LEN`]-byte varint at `at`) is "the
+/// length of the remainder of the packet (that is, the Packet Number and Payload fields)",
+/// `len` here, tag included. `None` if it does not fit 2 bytes.
+fn patch_length(pkt: &mut [u8], at: usize, len: usize) -> Option<()> {
+    let field = pkt.get_mut(at..at + LENGTH_FIELD_LEN)?;
+    let v = u16::try_from(len).ok().filter(|&v| v < 1 << 14)?;
+    field.copy_from_slice(&(v | 0x4000).to_be_bytes());
+    Some(())
+}
+
+/// Writes `first` (a sender's next chunk with any room) cut to the room its frame header
+/// leaves: a STREAM frame of stream `id` (RFC 9000 §19.8: Length always, Offset when not
+/// 0), or a CRYPTO frame (§19.6) without `id`; records it sent. Returns the data's offset,
+/// length and FIN. One routine for both: measured smaller than a copy per frame type.
+#[inline(never)]
+fn put_data<B: AsRef<[u8]> + AsMut<[u8]>, const R: usize>(
+    w: &mut Writer<'_>,
+    s: &mut SendStream<B, R>,
+    id: Option<u64>,
+    first: Chunk,
+) -> Option<(u32, u16, bool)> {
+    let remaining = w.remaining();
+    let room = match id {
+        Some(id) => stream_frame_room_for(id, first.offset, remaining),
+        None => crypto_frame_room(first.offset, remaining),
+    };
+    let chunk = clip(first, room)?;
+    // The offset fits 32 bits: a device's streams (`Streams::write`) and a client's CRYPTO
+    // data stop below 4 GiB.
+    let off = u32::try_from(chunk.offset).ok()?;
+    let data = s.chunk_bytes(&chunk);
+    let ok = match id {
+        Some(id) => put_stream(w, id, chunk.offset, data, chunk.fin),
+        None => put_frame(w, types::CRYPTO, &[chunk.offset], data, true),
+    };
+    if !ok {
+        return None;
+    }
+    s.on_sent(&chunk);
+    Some((off, u16::try_from(chunk.len).unwrap_or(u16::MAX), chunk.fin))
+}
+
 /// `first` (a sender's next chunk with any room) cut to the `room` its frame header leaves:
 /// what the sender's `next_chunk(room)` returns, without asking it again. The data starts
 /// where it did; a cut chunk ends before the written data, so it carries no FIN; a
@@ -579,8 +690,53 @@ fn stream_frame_room_for(id: u64, offset: u64, space: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::clip;
+    use super::{clip, put_ack};
+    use crate::coding::Writer;
+    use crate::connection::send::write_ack;
+    use crate::recovery::{Ecn, PnSpace, ReceivedPackets};
     use crate::stream::{SendCredit, SendStream};
+    use crate::time::{Duration, Instant};
+
+    /// `put_ack` writes the bytes of the general `write_ack` (an `Ack` frame emitted), with
+    /// the same Largest Acknowledged, for one range and for many (gaps of 1 and more, the
+    /// range limit cutting the lowest), at every room from too small to enough (the halving
+    /// of the range count included), and writes nothing when nothing was received. Bytes
+    /// past the writer's position do not count: a frame that did not fit is rewound.
+    #[test]
+    fn put_ack_writes_what_write_ack_writes() {
+        let pns: [&[u64]; 4] = [
+            &[0],
+            &[0, 1, 2, 5, 6, 9, 30, 31, 32, 1000, 1002, 70_000],
+            &[3, 4, 5, 6, 7],
+            &[1, 3, 5, 7, 9, 11, 13, 15, 17, 19],
+        ];
+        let now = Instant::from_micros(50_000);
+        for list in pns {
+            let mut rx =
+                ReceivedPackets::<8>::new(PnSpace::ApplicationData, Duration::from_millis(25));
+            for &pn in list {
+                rx.on_packet_received(pn, Instant::from_micros(10_000 + pn), true, Ecn::NotEct);
+            }
+            for max_ranges in [0, 1, 2, 3, 8] {
+                for room in 0..60 {
+                    let (mut a, mut b) = ([0xaau8; 64], [0xaau8; 64]);
+                    let (mut wa, mut wb) =
+                        (Writer::new(&mut a[..room]), Writer::new(&mut b[..room]));
+                    let got = put_ack(&rx, &mut wa, now, max_ranges);
+                    let want = write_ack(&rx, &mut wb, now, max_ranges);
+                    let (na, nb) = (wa.position(), wb.position());
+                    assert_eq!((got, na), (want, nb), "{list:?} max {max_ranges} room {room}");
+                    // A frame that did not fit leaves bytes past the position (rewound).
+                    assert_eq!(a[..na], b[..nb], "{list:?} max {max_ranges} room {room}");
+                }
+            }
+        }
+        let rx = ReceivedPackets::<8>::new(PnSpace::Initial, Duration::from_millis(25));
+        let mut buf = [0u8; 64];
+        let mut w = Writer::new(&mut buf);
+        assert_eq!(put_ack(&rx, &mut w, now, 4), None);
+        assert_eq!(w.position(), 0);
+    }
 
     /// `clip` of the chunk for any room is what the sender gives for that room: new data,
     /// with and without FIN, a retransmission in the middle, a FIN-only chunk, and the

@@ -113,6 +113,13 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> CryptoSend<S, R> {
         self.inner.on_sent(chunk);
     }
 
+    /// The stream buffer underneath (the device send path writes CRYPTO and STREAM frames
+    /// with one routine over it).
+    #[cfg(feature = "device")]
+    pub(crate) fn stream_mut(&mut self) -> &mut SendStream<S, R> {
+        &mut self.inner
+    }
+
     /// The CRYPTO frame carrying `len` bytes at `offset` was acknowledged.
     pub fn on_ack(&mut self, offset: u64, len: usize) {
         self.inner.on_ack(offset, len, false);
