@@ -294,6 +294,55 @@ const HEADERS_FRAME_HEADER: usize = 9;
 /// §16 does not require the shortest encoding).
 const MAX_FRAME_HEADER: usize = 16;
 
+/// What a frame does on the control or request stream (a row of [`FRAMES`]).
+mod act {
+    /// DATA: its payload goes through in pieces.
+    pub(super) const DATA: u8 = 0;
+    /// HEADERS: decoded once complete.
+    pub(super) const HEADERS: u8 = 1;
+    /// SETTINGS: parsed once complete.
+    pub(super) const SETTINGS: u8 = 2;
+    /// GOAWAY: parsed once complete.
+    pub(super) const GOAWAY: u8 = 3;
+    /// Reserved and unknown types: the payload is skipped (RFC 9114 §7.2.8).
+    pub(super) const SKIP: u8 = 4;
+    /// H3_ID_ERROR: a push ID, and we never sent MAX_PUSH_ID (§4.6).
+    pub(super) const ID_ERROR: u8 = 5;
+    /// H3_FRAME_UNEXPECTED.
+    pub(super) const UNEXPECTED: u8 = 6;
+}
+
+/// RFC 9114 §7.2 Table 1 for frame types 0x00..=0x0d (those above are reserved or unknown,
+/// [`act::SKIP`]): per type, what it does on a request stream (low nibble) and on the
+/// peer's control stream (high nibble). DATA and HEADERS only on request streams;
+/// SETTINGS and GOAWAY only on the control stream; CANCEL_PUSH (control) and PUSH_PROMISE
+/// (request) name a push ID; the HTTP/2-only types 0x02, 0x06, 0x08, 0x09 (§7.2.8) and
+/// MAX_PUSH_ID (only servers receive it, §7.2.7) are unexpected anywhere; 0x0a..=0x0c are
+/// unassigned.
+const FRAMES: [u8; 14] = {
+    use act::*;
+    const fn both(request: u8, control: u8) -> u8 {
+        request | control << 4
+    }
+    const U: u8 = both(UNEXPECTED, UNEXPECTED);
+    [
+        both(DATA, UNEXPECTED),
+        both(HEADERS, UNEXPECTED),
+        U,
+        both(UNEXPECTED, ID_ERROR),
+        both(UNEXPECTED, SETTINGS),
+        both(ID_ERROR, UNEXPECTED),
+        U,
+        both(UNEXPECTED, GOAWAY),
+        U,
+        U,
+        both(SKIP, SKIP),
+        both(SKIP, SKIP),
+        both(SKIP, SKIP),
+        U,
+    ]
+};
+
 /// A one-request-at-a-time HTTP/3 client in fixed storage: four stream buffers of `CAP`
 /// bytes. A response head is checked line by line as it is decoded and only its status and
 /// content-length are kept (no decoded-fields buffer). HEADERS payloads above `CAP - 16`
@@ -841,21 +890,21 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 None => return Ok(pos),
                 Some((ty, n)) => {
                     pos += n;
-                    let kind = match ty {
-                        stream_type::CONTROL => Kind::Control,
-                        stream_type::QPACK_ENCODER => Kind::Encoder,
-                        stream_type::QPACK_DECODER => Kind::Decoder,
+                    // The critical stream types (RFC 9114 §6.2.1, RFC 9204 §4.2) by their
+                    // value; `Free` stands for a push stream.
+                    const UNI: [Kind; 4] =
+                        [Kind::Control, Kind::Free, Kind::Encoder, Kind::Decoder];
+                    let kind = UNI.get(ty.min(4) as usize).copied().unwrap_or(Kind::Discard);
+                    let bit = match kind {
                         // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
-                        stream_type::PUSH => return Err(H3Error::IdError),
-                        _ => {
+                        Kind::Free => return Err(H3Error::IdError),
+                        Kind::Discard => {
                             // §6.2, §9: unknown and reserved types: abort reading.
                             stop_sending(t, c.id, H3Error::StreamCreationError);
-                            Kind::Discard
+                            0
                         }
-                    };
-                    let bit = match kind {
-                        Kind::Control | Kind::Encoder | Kind::Decoder => kind as u8,
-                        _ => 0,
+                        // Its bit in `seen`.
+                        _ => kind as u8,
                     };
                     // §6.2.1, RFC 9204 §4.2: only one stream of each critical type.
                     if st.seen & bit != 0 {
@@ -934,80 +983,69 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                     on(Event::Finished);
                     continue;
                 };
-                // §6.2.1: the control stream's first frame must be SETTINGS, whatever else
-                // it is.
-                if !request && st.seen & SETTINGS_SEEN == 0 && h.ty != frame_type::SETTINGS {
+                // What the frame's type means on this stream (§7.2 Table 1, §7.2.8): types
+                // above MAX_PUSH_ID (reserved, unknown) are skipped.
+                let row = FRAMES.get(h.ty.min(FRAMES.len() as u64) as usize).copied();
+                let action = row.map_or(act::SKIP, |r| if request { r & 0xf } else { r >> 4 });
+                // §6.2.1: the control stream's first frame must be SETTINGS, whatever else it
+                // is.
+                if !request && st.seen & SETTINGS_SEEN == 0 && action != act::SETTINGS {
                     return Err(H3Error::MissingSettings);
                 }
-                // §7.2.8: types with no meaning here (reserved, unknown) are skipped.
-                if h.ty > 0x09 && h.ty != frame_type::MAX_PUSH_ID {
-                    c.left = h.len;
-                    c.data = false;
-                    pos += hl;
-                    continue;
-                }
-                // Which frames may appear here, and the largest payload waited for.
-                let cap = match (request, h.ty) {
-                    (true, frame_type::DATA) => {
-                        // §4.1: DATA only between the head and trailers.
-                        if c.phase != Phase::Body {
-                            return Err(H3Error::FrameUnexpected);
+                // The largest payload waited for, and the error for a longer one.
+                let (cap, too_long) = match action {
+                    act::DATA | act::SKIP => {
+                        if action == act::DATA {
+                            // §4.1: DATA only between the head and trailers.
+                            if c.phase != Phase::Body {
+                                return Err(H3Error::FrameUnexpected);
+                            }
+                            // §4.1.2: more content than the content-length declared.
+                            if let Some(left) = c.content_left {
+                                let left = left.checked_sub(h.len).ok_or(H3Error::MessageError)?;
+                                c.content_left = Some(left);
+                            }
                         }
+                        // The payload goes through in pieces (DATA) or is skipped.
                         pos += hl;
                         c.left = h.len;
-                        c.data = true;
-                        // §4.1.2: more content than the content-length declared.
-                        if let Some(left) = c.content_left {
-                            let left = left.checked_sub(h.len).ok_or(H3Error::MessageError)?;
-                            c.content_left = Some(left);
-                        }
+                        c.data = action == act::DATA;
                         continue;
                     }
-                    (true, frame_type::HEADERS) => {
+                    act::HEADERS => {
                         // §4.1: nothing but FIN after trailers.
                         if c.phase == Phase::Trailers {
                             return Err(H3Error::FrameUnexpected);
                         }
                         // §4.2.2, §10.5: a section above our limit, refused before it
                         // arrives.
-                        if h.len > st.setup.config.max_encoded_field_section {
-                            return Err(H3Error::ExcessiveLoad);
-                        }
-                        h.len
+                        (st.setup.config.max_encoded_field_section, H3Error::ExcessiveLoad)
                     }
-                    (false, frame_type::SETTINGS) => {
-                        if h.len > MAX_SETTINGS_LEN {
-                            return Err(H3Error::ExcessiveLoad);
-                        }
-                        h.len
-                    }
-                    (false, frame_type::GOAWAY) => {
-                        // One varint.
-                        if h.len > 8 {
-                            return Err(H3Error::FrameError);
-                        }
-                        h.len
-                    }
+                    act::SETTINGS => (MAX_SETTINGS_LEN, H3Error::ExcessiveLoad),
+                    // One varint.
+                    act::GOAWAY => (8, H3Error::FrameError),
                     // §7.2.5, §7.2.3, §4.6: we never sent MAX_PUSH_ID, so no push ID is
                     // valid (PUSH_PROMISE on a request stream, CANCEL_PUSH on the control
                     // stream).
-                    (true, frame_type::PUSH_PROMISE) | (false, frame_type::CANCEL_PUSH) => {
-                        return Err(H3Error::IdError)
-                    }
+                    act::ID_ERROR => return Err(H3Error::IdError),
                     // Frames of the other stream kind, MAX_PUSH_ID (only servers receive
                     // it, §7.2.7) and the HTTP/2-only types (§7.2.8).
                     _ => return Err(H3Error::FrameUnexpected),
                 };
-                let Some(payload) = rest.get(hl..).and_then(|p| p.get(..cap as usize)) else {
+                if h.len > cap {
+                    return Err(too_long);
+                }
+                // At most `cap` (a stream buffer or less), so it fits a usize.
+                let Some(payload) = rest.get(hl..).and_then(|p| p.get(..h.len as usize)) else {
                     return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
                 };
                 pos += hl + payload.len();
-                match h.ty {
+                match action {
                     // A stream error (malformed, too large) or QPACK_DECOMPRESSION_FAILED.
-                    frame_type::HEADERS => {
+                    act::HEADERS => {
                         on(headers(c, payload, st.setup.config.max_field_section_size)?)
                     }
-                    frame_type::SETTINGS => {
+                    act::SETTINGS => {
                         let max = Settings::parse_max_field_section_size(payload)?;
                         // §7.2.4: SETTINGS only once.
                         if st.seen & SETTINGS_SEEN != 0 {
