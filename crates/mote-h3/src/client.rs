@@ -264,8 +264,9 @@ struct State {
     /// out.
     control: u64,
     control_written: bool,
-    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if its SETTINGS had one.
-    peer_max: Option<u64>,
+    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, [`NO_LIMIT`] if its SETTINGS had none
+    /// (or have not arrived).
+    peer_max: u64,
     /// The ID in the last GOAWAY received, [`NO_GOAWAY`] before one (above every
     /// varint, so "may not increase" needs no separate case).
     goaway: u64,
@@ -278,6 +279,8 @@ struct State {
 const REQ: usize = 0;
 /// `State::seen`: the peer's SETTINGS arrived (the bits below are the critical streams').
 const SETTINGS_SEEN: u8 = 8;
+/// `State::peer_max` without the peer's limit (a varint never reaches it).
+const NO_LIMIT: u64 = u64::MAX;
 /// `State::goaway` before a GOAWAY arrived.
 const NO_GOAWAY: u64 = u64::MAX;
 /// `State::control` before the stream is open (no stream ID is this large).
@@ -385,7 +388,7 @@ impl<const CAP: usize> Client<CAP> {
             closed: None,
             control: NO_STREAM,
             control_written: false,
-            peer_max: None,
+            peer_max: NO_LIMIT,
             goaway: NO_GOAWAY,
             seen: 0,
         }
@@ -416,7 +419,10 @@ impl<const CAP: usize> Client<CAP> {
 
     /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if it sent one (RFC 9114 §4.2.2).
     pub const fn peer_max_field_section_size(&self) -> Option<u64> {
-        self.st.peer_max
+        match self.st.peer_max {
+            NO_LIMIT => None,
+            max => Some(max),
+        }
     }
 
     /// The request stream's ID, while one is open.
@@ -549,7 +555,8 @@ impl<const CAP: usize> Client<CAP> {
         end_stream: bool,
     ) -> Result<u64, SendError> {
         // §4.2.2: respect the peer's limit.
-        if self.st.peer_max.is_some_and(|max| size > max) {
+        // (Without a limit, `NO_LIMIT` is above any size.)
+        if size > self.st.peer_max {
             return Err(SendError::FieldSectionTooLarge);
         }
         let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
@@ -1046,13 +1053,13 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                         on(headers(c, payload, st.setup.config.max_field_section_size)?)
                     }
                     act::SETTINGS => {
-                        let max = Settings::parse_max_field_section_size(payload)?;
-                        // §7.2.4: SETTINGS only once.
+                        // §7.2.4: SETTINGS only once (a second one is refused whatever it
+                        // holds).
                         if st.seen & SETTINGS_SEEN != 0 {
                             return Err(H3Error::FrameUnexpected);
                         }
+                        Settings::read_max_field_section_size(payload, &mut st.peer_max)?;
                         st.seen |= SETTINGS_SEEN;
-                        st.peer_max = max;
                     }
                     _ => {
                         // GOAWAY (§5.2): a server's names a client-initiated bidirectional
@@ -1829,8 +1836,9 @@ mod tests {
             // The first frame is not SETTINGS.
             (&hex!("00 07 01 00"), false, H3Error::MissingSettings),
             (&hex!("00 21 00 04 00"), false, H3Error::MissingSettings),
-            // SETTINGS twice.
+            // SETTINGS twice, whatever the second holds (§7.2.4).
             (&hex!("00 04 00 04 00"), false, H3Error::FrameUnexpected),
+            (&hex!("00 04 00 04 01 06"), false, H3Error::FrameUnexpected),
             // HTTP/2 setting identifier, duplicate setting, truncated pair.
             (&hex!("00 04 02 02 00"), false, H3Error::SettingsError),
             (&hex!("00 04 04 06 01 06 02"), false, H3Error::SettingsError),
