@@ -775,6 +775,11 @@ const fn put_varint(buf: &mut [u8; CONTROL_BYTES], at: usize, v: u64) -> usize {
     at + size
 }
 
+/// `v` as an index, if it fits one (a 32-bit comparison, not a 64-bit one, on a device).
+fn small(v: u64) -> Option<usize> {
+    usize::try_from(v).ok()
+}
+
 /// Closes the connection with `e` (once) and returns it.
 fn fail<T: Transport>(st: &mut State, t: &mut T, e: H3Error) -> H3Error {
     if st.closed.is_none() {
@@ -901,7 +906,7 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                     // value; `Free` stands for a push stream.
                     const UNI: [Kind; 4] =
                         [Kind::Control, Kind::Free, Kind::Encoder, Kind::Decoder];
-                    let kind = UNI.get(ty.min(4) as usize).copied().unwrap_or(Kind::Discard);
+                    let kind = small(ty).and_then(|i| UNI.get(i)).copied().unwrap_or(Kind::Discard);
                     let bit = match kind {
                         // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
                         Kind::Free => return Err(H3Error::IdError),
@@ -960,8 +965,8 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
             Kind::Control | Kind::Request => {
                 let request = c.kind == Kind::Request;
                 if c.left > 0 {
-                    // Below `rest.len()`, so it fits a usize.
-                    let take = c.left.min(rest.len() as u64) as usize;
+                    // At most `rest.len()`.
+                    let take = small(c.left).map_or(rest.len(), |l| l.min(rest.len()));
                     if take == 0 {
                         // §7.1: a stream may only end at a frame boundary.
                         return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
@@ -992,7 +997,7 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
                 };
                 // What the frame's type means on this stream (§7.2 Table 1, §7.2.8): types
                 // above MAX_PUSH_ID (reserved, unknown) are skipped.
-                let row = FRAMES.get(h.ty.min(FRAMES.len() as u64) as usize).copied();
+                let row = small(h.ty).and_then(|i| FRAMES.get(i)).copied();
                 let action = row.map_or(act::SKIP, |r| if request { r & 0xf } else { r >> 4 });
                 // §6.2.1: the control stream's first frame must be SETTINGS, whatever else it
                 // is.
