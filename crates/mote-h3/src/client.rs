@@ -832,18 +832,7 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
             }
         }
         let input = buf.get(..c.len).unwrap_or(&[]);
-        let consumed = match process(st, c, input, t, on) {
-            Ok(n) => n.min(c.len),
-            // A malformed or too large response fails the request stream only (RFC 9114
-            // §4.1.2, §4.2.2); `Discard` then drops what is left of it.
-            Err(e @ (H3Error::MessageError | H3Error::ExcessiveLoad))
-                if c.kind == Kind::Request =>
-            {
-                stream_error(c, t, on, e);
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
+        let consumed = process(st, c, input, t, on)?.min(c.len);
         buf.copy_within(consumed..c.len, 0);
         c.len -= consumed;
         if read == 0 && consumed == 0 {
@@ -874,9 +863,9 @@ fn stream_error<T: Transport, F: FnMut(Event<'_>)>(
     on(Event::StreamError(code));
 }
 
-/// Acts on `input`, the buffered bytes of stream `c`; returns how many were consumed. On the
-/// request stream H3_MESSAGE_ERROR and H3_EXCESSIVE_LOAD are stream errors (`pump` fails
-/// the stream); every other error is a connection error.
+/// Acts on `input`, the buffered bytes of stream `c`; returns how many were consumed. A
+/// malformed or too large response (H3_MESSAGE_ERROR, H3_EXCESSIVE_LOAD) fails the request
+/// stream only (RFC 9114 §4.1.2, §4.2.2), here; an `Err` is a connection error.
 fn process<T: Streams, F: FnMut(Event<'_>)>(
     st: &mut State,
     c: &mut Ctl,
@@ -887,200 +876,216 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
     let fin = c.fin;
     let mut pos = 0;
     loop {
-        let rest = input.get(pos..).unwrap_or(&[]);
-        match c.kind {
-            Kind::Free | Kind::Done => return Ok(input.len()),
-            Kind::Discard => {
-                if fin {
-                    c.kind = Kind::Done;
+        // The request stream's errors leave this loop (`break`): the stream fails, and
+        // `Discard` then drops what is left of it.
+        let e = loop {
+            let rest = input.get(pos..).unwrap_or(&[]);
+            match c.kind {
+                Kind::Free | Kind::Done => return Ok(input.len()),
+                Kind::Discard => {
+                    if fin {
+                        c.kind = Kind::Done;
+                    }
+                    return Ok(input.len());
                 }
-                return Ok(input.len());
-            }
-            Kind::UniType => match decode_varint(rest) {
-                // RFC 9114 §6.2: a stream closed before its type arrived is tolerated.
-                None if fin => c.kind = Kind::Done,
-                None => return Ok(pos),
-                Some((ty, n)) => {
-                    pos += n;
-                    // The critical stream types (RFC 9114 §6.2.1, RFC 9204 §4.2) by their
-                    // value; `Free` stands for a push stream.
-                    const UNI: [Kind; 4] =
-                        [Kind::Control, Kind::Free, Kind::Encoder, Kind::Decoder];
-                    let kind = small(ty).and_then(|i| UNI.get(i)).copied().unwrap_or(Kind::Discard);
-                    let bit = match kind {
-                        // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
-                        Kind::Free => return Err(H3Error::IdError),
-                        Kind::Discard => {
-                            // §6.2, §9: unknown and reserved types: abort reading.
-                            stop_sending(t, c.id, H3Error::StreamCreationError);
-                            0
+                Kind::UniType => match decode_varint(rest) {
+                    // RFC 9114 §6.2: a stream closed before its type arrived is tolerated.
+                    None if fin => c.kind = Kind::Done,
+                    None => return Ok(pos),
+                    Some((ty, n)) => {
+                        pos += n;
+                        // The critical stream types (RFC 9114 §6.2.1, RFC 9204 §4.2) by their
+                        // value; `Free` stands for a push stream.
+                        const UNI: [Kind; 4] =
+                            [Kind::Control, Kind::Free, Kind::Encoder, Kind::Decoder];
+                        let kind =
+                            small(ty).and_then(|i| UNI.get(i)).copied().unwrap_or(Kind::Discard);
+                        let bit = match kind {
+                            // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
+                            Kind::Free => return Err(H3Error::IdError),
+                            Kind::Discard => {
+                                // §6.2, §9: unknown and reserved types: abort reading.
+                                stop_sending(t, c.id, H3Error::StreamCreationError);
+                                0
+                            }
+                            // Its bit in `seen`.
+                            _ => kind as u8,
+                        };
+                        // §6.2.1, RFC 9204 §4.2: only one stream of each critical type.
+                        if st.seen & bit != 0 {
+                            return Err(H3Error::StreamCreationError);
                         }
-                        // Its bit in `seen`.
-                        _ => kind as u8,
+                        st.seen |= bit;
+                        c.kind = kind;
+                    }
+                },
+                // Critical streams may not end (§6.2.1, RFC 9204 §4.2).
+                Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
+                    return Err(H3Error::ClosedCriticalStream)
+                }
+                Kind::Encoder => {
+                    // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is
+                    // acceptable, and its one encoding is the byte 0x20 (RFC 9204 §4.3.1).
+                    // Every other instruction is an error whatever follows its first byte: a
+                    // capacity above 0 exceeds our maximum (§4.3.1), an insertion does not fit
+                    // a table of capacity 0 (§3.2.2), a duplicate references an entry that does
+                    // not exist (§4.3.4).
+                    return if rest.iter().all(|&b| b == 0x20) {
+                        Ok(input.len())
+                    } else {
+                        Err(H3Error::QpackEncoderStreamError)
                     };
-                    // §6.2.1, RFC 9204 §4.2: only one stream of each critical type.
-                    if st.seen & bit != 0 {
-                        return Err(H3Error::StreamCreationError);
-                    }
-                    st.seen |= bit;
-                    c.kind = kind;
                 }
-            },
-            // Critical streams may not end (§6.2.1, RFC 9204 §4.2).
-            Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
-                return Err(H3Error::ClosedCriticalStream)
-            }
-            Kind::Encoder => {
-                // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is
-                // acceptable, and its one encoding is the byte 0x20 (RFC 9204 §4.3.1).
-                // Every other instruction is an error whatever follows its first byte: a
-                // capacity above 0 exceeds our maximum (§4.3.1), an insertion does not fit
-                // a table of capacity 0 (§3.2.2), a duplicate references an entry that does
-                // not exist (§4.3.4).
-                return if rest.iter().all(|&b| b == 0x20) {
-                    Ok(input.len())
-                } else {
-                    Err(H3Error::QpackEncoderStreamError)
-                };
-            }
-            Kind::Decoder => {
-                // Our encoder never uses the dynamic table: a Section Acknowledgment
-                // (§4.4.1) or an Insert Count Increment (§4.4.3) is an error at its first
-                // byte; a Stream Cancellation (`01` StreamID(6+), §4.4.2) is harmless.
-                let Some(&b) = rest.first() else { return Ok(pos) };
-                if b & 0xc0 != 0x40 {
-                    return Err(H3Error::QpackDecoderStreamError);
+                Kind::Decoder => {
+                    // Our encoder never uses the dynamic table: a Section Acknowledgment
+                    // (§4.4.1) or an Insert Count Increment (§4.4.3) is an error at its first
+                    // byte; a Stream Cancellation (`01` StreamID(6+), §4.4.2) is harmless.
+                    let Some(&b) = rest.first() else { return Ok(pos) };
+                    if b & 0xc0 != 0x40 {
+                        return Err(H3Error::QpackDecoderStreamError);
+                    }
+                    match decode_int(rest, 6) {
+                        Ok((_, n)) => pos += n,
+                        Err(PrefixError::Incomplete) => return Ok(pos),
+                        Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
+                    }
                 }
-                match decode_int(rest, 6) {
-                    Ok((_, n)) => pos += n,
-                    Err(PrefixError::Incomplete) => return Ok(pos),
-                    Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
-                }
-            }
-            // The frames of the control and request streams (RFC 9114 §7), read in one
-            // pass: a frame's type decides at its header whether it is allowed here
-            // (§7.2 Table 1), skipped (§7.2.8) or refused, and its length is checked before
-            // any of its payload is waited for. DATA and unknown payloads go through in
-            // pieces; the others are acted on once complete in the buffer.
-            Kind::Control | Kind::Request => {
-                let request = c.kind == Kind::Request;
-                if c.left > 0 {
-                    // At most `rest.len()`.
-                    let take = small(c.left).map_or(rest.len(), |l| l.min(rest.len()));
-                    if take == 0 {
-                        // §7.1: a stream may only end at a frame boundary.
-                        return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
-                    }
-                    let chunk = rest.get(..take).unwrap_or(&[]);
-                    c.left -= take as u64;
-                    pos += take;
-                    if c.data {
-                        on(Event::Data(chunk));
-                    }
-                    continue;
-                }
-                let Some((h, hl)) = FrameHeader::parse(rest) else {
-                    if !fin {
-                        return Ok(pos);
-                    }
-                    if !rest.is_empty() {
-                        return Err(H3Error::FrameError);
-                    }
-                    // §4.1.2: a response without a final head, or with less content than
-                    // its content-length declared, is malformed.
-                    if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
-                        return Err(H3Error::MessageError);
-                    }
-                    c.kind = Kind::Done;
-                    on(Event::Finished);
-                    continue;
-                };
-                // What the frame's type means on this stream (§7.2 Table 1, §7.2.8): types
-                // above MAX_PUSH_ID (reserved, unknown) are skipped.
-                let row = small(h.ty).and_then(|i| FRAMES.get(i)).copied();
-                let action = row.map_or(act::SKIP, |r| if request { r & 0xf } else { r >> 4 });
-                // §6.2.1: the control stream's first frame must be SETTINGS, whatever else it
-                // is.
-                if !request && st.seen & SETTINGS_SEEN == 0 && action != act::SETTINGS {
-                    return Err(H3Error::MissingSettings);
-                }
-                // The largest payload waited for, and the error for a longer one.
-                let (cap, too_long) = match action {
-                    act::DATA | act::SKIP => {
-                        if action == act::DATA {
-                            // §4.1: DATA only between the head and trailers.
-                            if c.phase != Phase::Body {
-                                return Err(H3Error::FrameUnexpected);
-                            }
-                            // §4.1.2: more content than the content-length declared.
-                            if let Some(left) = c.content_left {
-                                let left = left.checked_sub(h.len).ok_or(H3Error::MessageError)?;
-                                c.content_left = Some(left);
-                            }
+                // The frames of the control and request streams (RFC 9114 §7), read in one
+                // pass: a frame's type decides at its header whether it is allowed here
+                // (§7.2 Table 1), skipped (§7.2.8) or refused, and its length is checked before
+                // any of its payload is waited for. DATA and unknown payloads go through in
+                // pieces; the others are acted on once complete in the buffer.
+                Kind::Control | Kind::Request => {
+                    let request = c.kind == Kind::Request;
+                    if c.left > 0 {
+                        // At most `rest.len()`.
+                        let take = small(c.left).map_or(rest.len(), |l| l.min(rest.len()));
+                        if take == 0 {
+                            // §7.1: a stream may only end at a frame boundary.
+                            return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
                         }
-                        // The payload goes through in pieces (DATA) or is skipped.
-                        pos += hl;
-                        c.left = h.len;
-                        c.data = action == act::DATA;
+                        let chunk = rest.get(..take).unwrap_or(&[]);
+                        c.left -= take as u64;
+                        pos += take;
+                        if c.data {
+                            on(Event::Data(chunk));
+                        }
                         continue;
                     }
-                    act::HEADERS => {
-                        // §4.1: nothing but FIN after trailers.
-                        if c.phase == Phase::Trailers {
-                            return Err(H3Error::FrameUnexpected);
+                    let Some((h, hl)) = FrameHeader::parse(rest) else {
+                        if !fin {
+                            return Ok(pos);
                         }
-                        // §4.2.2, §10.5: a section above our limit, refused before it
-                        // arrives.
-                        (st.setup.config.max_encoded_field_section, H3Error::ExcessiveLoad)
-                    }
-                    act::SETTINGS => (MAX_SETTINGS_LEN, H3Error::ExcessiveLoad),
-                    // One varint.
-                    act::GOAWAY => (8, H3Error::FrameError),
-                    // §7.2.5, §7.2.3, §4.6: we never sent MAX_PUSH_ID, so no push ID is
-                    // valid (PUSH_PROMISE on a request stream, CANCEL_PUSH on the control
-                    // stream).
-                    act::ID_ERROR => return Err(H3Error::IdError),
-                    // Frames of the other stream kind, MAX_PUSH_ID (only servers receive
-                    // it, §7.2.7) and the HTTP/2-only types (§7.2.8).
-                    _ => return Err(H3Error::FrameUnexpected),
-                };
-                if h.len > cap {
-                    return Err(too_long);
-                }
-                // At most `cap` (a stream buffer or less), so it fits a usize.
-                let Some(payload) = rest.get(hl..).and_then(|p| p.get(..h.len as usize)) else {
-                    return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
-                };
-                pos += hl + payload.len();
-                match action {
-                    // A stream error (malformed, too large) or QPACK_DECOMPRESSION_FAILED.
-                    act::HEADERS => {
-                        on(headers(c, payload, st.setup.config.max_field_section_size)?)
-                    }
-                    act::SETTINGS => {
-                        // §7.2.4: SETTINGS only once (a second one is refused whatever it
-                        // holds).
-                        if st.seen & SETTINGS_SEEN != 0 {
-                            return Err(H3Error::FrameUnexpected);
+                        if !rest.is_empty() {
+                            return Err(H3Error::FrameError);
                         }
-                        Settings::read_max_field_section_size(payload, &mut st.peer_max)?;
-                        st.seen |= SETTINGS_SEEN;
-                    }
-                    _ => {
-                        // GOAWAY (§5.2): a server's names a client-initiated bidirectional
-                        // stream, and the ID may not increase.
-                        let id = match decode_varint(payload) {
-                            Some((id, n)) if n == payload.len() => id,
-                            _ => return Err(H3Error::FrameError),
-                        };
-                        if id & 0x3 != 0 || id > st.goaway {
-                            return Err(H3Error::IdError);
+                        // §4.1.2: a response without a final head, or with less content than
+                        // its content-length declared, is malformed.
+                        if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
+                            break H3Error::MessageError;
                         }
-                        st.goaway = id;
+                        c.kind = Kind::Done;
+                        on(Event::Finished);
+                        continue;
+                    };
+                    // What the frame's type means on this stream (§7.2 Table 1, §7.2.8): types
+                    // above MAX_PUSH_ID (reserved, unknown) are skipped.
+                    let row = small(h.ty).and_then(|i| FRAMES.get(i)).copied();
+                    let action = row.map_or(act::SKIP, |r| if request { r & 0xf } else { r >> 4 });
+                    // §6.2.1: the control stream's first frame must be SETTINGS, whatever else it
+                    // is.
+                    if !request && st.seen & SETTINGS_SEEN == 0 && action != act::SETTINGS {
+                        return Err(H3Error::MissingSettings);
+                    }
+                    // The largest payload waited for, and the error for a longer one.
+                    let (cap, too_long) = match action {
+                        act::DATA | act::SKIP => {
+                            if action == act::DATA {
+                                // §4.1: DATA only between the head and trailers.
+                                if c.phase != Phase::Body {
+                                    return Err(H3Error::FrameUnexpected);
+                                }
+                                // §4.1.2: more content than the content-length declared.
+                                if let Some(left) = c.content_left {
+                                    let Some(left) = left.checked_sub(h.len) else {
+                                        break H3Error::MessageError;
+                                    };
+                                    c.content_left = Some(left);
+                                }
+                            }
+                            // The payload goes through in pieces (DATA) or is skipped.
+                            pos += hl;
+                            c.left = h.len;
+                            c.data = action == act::DATA;
+                            continue;
+                        }
+                        act::HEADERS => {
+                            // §4.1: nothing but FIN after trailers.
+                            if c.phase == Phase::Trailers {
+                                return Err(H3Error::FrameUnexpected);
+                            }
+                            // §4.2.2, §10.5: a section above our limit, refused before it
+                            // arrives.
+                            (st.setup.config.max_encoded_field_section, H3Error::ExcessiveLoad)
+                        }
+                        act::SETTINGS => (MAX_SETTINGS_LEN, H3Error::ExcessiveLoad),
+                        // One varint.
+                        act::GOAWAY => (8, H3Error::FrameError),
+                        // §7.2.5, §7.2.3, §4.6: we never sent MAX_PUSH_ID, so no push ID is
+                        // valid (PUSH_PROMISE on a request stream, CANCEL_PUSH on the control
+                        // stream).
+                        act::ID_ERROR => return Err(H3Error::IdError),
+                        // Frames of the other stream kind, MAX_PUSH_ID (only servers receive
+                        // it, §7.2.7) and the HTTP/2-only types (§7.2.8).
+                        _ => return Err(H3Error::FrameUnexpected),
+                    };
+                    if h.len > cap {
+                        // On a request stream (HEADERS), a stream error.
+                        if request {
+                            break too_long;
+                        }
+                        return Err(too_long);
+                    }
+                    // At most `cap` (a stream buffer or less), so it fits a usize.
+                    let Some(payload) = rest.get(hl..).and_then(|p| p.get(..h.len as usize)) else {
+                        return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
+                    };
+                    pos += hl + payload.len();
+                    match action {
+                        // A stream error (malformed, too large) or QPACK_DECOMPRESSION_FAILED.
+                        act::HEADERS => {
+                            match headers(c, payload, st.setup.config.max_field_section_size) {
+                                Ok(event) => on(event),
+                                Err(e @ H3Error::QpackDecompressionFailed) => return Err(e),
+                                Err(e) => break e,
+                            }
+                        }
+                        act::SETTINGS => {
+                            // §7.2.4: SETTINGS only once (a second one is refused whatever it
+                            // holds).
+                            if st.seen & SETTINGS_SEEN != 0 {
+                                return Err(H3Error::FrameUnexpected);
+                            }
+                            Settings::read_max_field_section_size(payload, &mut st.peer_max)?;
+                            st.seen |= SETTINGS_SEEN;
+                        }
+                        _ => {
+                            // GOAWAY (§5.2): a server's names a client-initiated bidirectional
+                            // stream, and the ID may not increase.
+                            let id = match decode_varint(payload) {
+                                Some((id, n)) if n == payload.len() => id,
+                                _ => return Err(H3Error::FrameError),
+                            };
+                            if id & 0x3 != 0 || id > st.goaway {
+                                return Err(H3Error::IdError);
+                            }
+                            st.goaway = id;
+                        }
                     }
                 }
             }
-        }
+        };
+        stream_error(c, t, on, e);
     }
 }
 
