@@ -598,14 +598,17 @@ impl<const CAP: usize> Client<CAP> {
             return Err(SendError::Blocked);
         }
         let fin = end_stream && n == data.len();
+        // The frame header (none for FIN alone): type DATA (0x00, already there) and the
+        // length.
         let mut hdr = [0u8; HEADERS_FRAME_HEADER];
-        let mut out = Out::new(&mut hdr);
+        let mut hl = 0;
         if n > 0 {
-            write_frame_header(frame_type::DATA, n as u64, &mut out)?;
+            let mut out = Out::new(hdr.get_mut(1..).unwrap_or(&mut []));
+            out.put_varint(n as u64)?;
+            hl = 1 + out.position();
         }
         let chunk = data.get(..n).unwrap_or(&[]);
-        let hl = out.position();
-        if t.write(id, out.written(), false) != hl || t.write(id, chunk, fin) != n {
+        if t.write(id, hdr.get(..hl).unwrap_or(&[]), false) != hl || t.write(id, chunk, fin) != n {
             // The transport took less than its capacity promised: framing is lost.
             return Err(SendError::Closed(fail(&mut self.st, t, H3Error::InternalError)));
         }
