@@ -1887,6 +1887,54 @@ mod tests {
         r.assert_connection_error(H3Error::ClosedCriticalStream);
     }
 
+    /// Every frame type of RFC 9114 §7.2 Table 1, the unassigned ones around it and
+    /// reserved or unknown ones (one with an 8-byte type) on the control stream (after
+    /// SETTINGS) and on a request stream (after a head), against the table written out
+    /// here: the frames of the other stream kind and the HTTP/2-only types (§7.2.8) are
+    /// H3_FRAME_UNEXPECTED, a push ID is H3_ID_ERROR (§4.6), a second SETTINGS is
+    /// H3_FRAME_UNEXPECTED (§7.2.4), the rest is accepted or skipped.
+    #[test]
+    fn frame_types_by_stream() {
+        fn expected(request: bool, ty: u64) -> Option<H3Error> {
+            match (request, ty) {
+                (true, 0x00 | 0x01) | (false, 0x07) => None,
+                (true, 0x05) | (false, 0x03) => Some(H3Error::IdError),
+                (_, 0x00..=0x09 | 0x0d) => Some(H3Error::FrameUnexpected),
+                _ => None,
+            }
+        }
+        let types = (0x00..=0x0f).chain([0x21, 0x3fff, 0x4000_0000]);
+        for ty in types {
+            for request in [false, true] {
+                // A one-byte payload each frame type accepts where it is allowed: DATA,
+                // GOAWAY 0; for HEADERS an empty trailer section, two bytes.
+                let payload: &[u8] = if ty == 0x01 { &[0, 0] } else { &[0] };
+                let mut frame = [0u8; 16];
+                let mut out = Out::new(&mut frame);
+                out.put_varint(ty).unwrap();
+                out.put_varint(payload.len() as u64).unwrap();
+                out.put_slice(payload).unwrap();
+                each_chunk(|chunk| {
+                    let mut r = Run::new(chunk);
+                    if request {
+                        r.feed(0, &hex!("01 03 0000 d9"), false);
+                        r.feed(0, out.written(), false);
+                    } else {
+                        r.feed(3, out.written(), false);
+                    }
+                    match expected(request, ty) {
+                        Some(e) => r.assert_connection_error(e),
+                        None => {
+                            assert_eq!(r.error, None, "{ty:#x} {request}");
+                            let failed = r.events.iter().any(|e| matches!(e, Ev::StreamError(_)));
+                            assert!(!failed, "{ty:#x} {request}");
+                        }
+                    }
+                });
+            }
+        }
+    }
+
     #[test]
     fn goaway_stops_new_requests() {
         let mut r = Run::new(1024);
