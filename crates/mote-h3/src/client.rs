@@ -264,8 +264,9 @@ struct State {
     /// out.
     control: u64,
     control_written: bool,
-    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if its SETTINGS had one.
-    peer_max: Option<u64>,
+    /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, [`NO_LIMIT`] if its SETTINGS had none
+    /// (or have not arrived).
+    peer_max: u64,
     /// The ID in the last GOAWAY received, [`NO_GOAWAY`] before one (above every
     /// varint, so "may not increase" needs no separate case).
     goaway: u64,
@@ -278,6 +279,8 @@ struct State {
 const REQ: usize = 0;
 /// `State::seen`: the peer's SETTINGS arrived (the bits below are the critical streams').
 const SETTINGS_SEEN: u8 = 8;
+/// `State::peer_max` without the peer's limit (a varint never reaches it).
+const NO_LIMIT: u64 = u64::MAX;
 /// `State::goaway` before a GOAWAY arrived.
 const NO_GOAWAY: u64 = u64::MAX;
 /// `State::control` before the stream is open (no stream ID is this large).
@@ -293,6 +296,55 @@ const HEADERS_FRAME_HEADER: usize = 9;
 /// The longest frame header a peer may send: type and length as 8-byte varints (RFC 9000
 /// §16 does not require the shortest encoding).
 const MAX_FRAME_HEADER: usize = 16;
+
+/// What a frame does on the control or request stream (a row of [`FRAMES`]).
+mod act {
+    /// DATA: its payload goes through in pieces.
+    pub(super) const DATA: u8 = 0;
+    /// HEADERS: decoded once complete.
+    pub(super) const HEADERS: u8 = 1;
+    /// SETTINGS: parsed once complete.
+    pub(super) const SETTINGS: u8 = 2;
+    /// GOAWAY: parsed once complete.
+    pub(super) const GOAWAY: u8 = 3;
+    /// Reserved and unknown types: the payload is skipped (RFC 9114 §7.2.8).
+    pub(super) const SKIP: u8 = 4;
+    /// H3_ID_ERROR: a push ID, and we never sent MAX_PUSH_ID (§4.6).
+    pub(super) const ID_ERROR: u8 = 5;
+    /// H3_FRAME_UNEXPECTED.
+    pub(super) const UNEXPECTED: u8 = 6;
+}
+
+/// RFC 9114 §7.2 Table 1 for frame types 0x00..=0x0d (those above are reserved or unknown,
+/// [`act::SKIP`]): per type, what it does on a request stream (low nibble) and on the
+/// peer's control stream (high nibble). DATA and HEADERS only on request streams;
+/// SETTINGS and GOAWAY only on the control stream; CANCEL_PUSH (control) and PUSH_PROMISE
+/// (request) name a push ID; the HTTP/2-only types 0x02, 0x06, 0x08, 0x09 (§7.2.8) and
+/// MAX_PUSH_ID (only servers receive it, §7.2.7) are unexpected anywhere; 0x0a..=0x0c are
+/// unassigned.
+const FRAMES: [u8; 14] = {
+    use act::*;
+    const fn both(request: u8, control: u8) -> u8 {
+        request | control << 4
+    }
+    const U: u8 = both(UNEXPECTED, UNEXPECTED);
+    [
+        both(DATA, UNEXPECTED),
+        both(HEADERS, UNEXPECTED),
+        U,
+        both(UNEXPECTED, ID_ERROR),
+        both(UNEXPECTED, SETTINGS),
+        both(ID_ERROR, UNEXPECTED),
+        U,
+        both(UNEXPECTED, GOAWAY),
+        U,
+        U,
+        both(SKIP, SKIP),
+        both(SKIP, SKIP),
+        both(SKIP, SKIP),
+        U,
+    ]
+};
 
 /// A one-request-at-a-time HTTP/3 client in fixed storage: four stream buffers of `CAP`
 /// bytes. A response head is checked line by line as it is decoded and only its status and
@@ -336,7 +388,7 @@ impl<const CAP: usize> Client<CAP> {
             closed: None,
             control: NO_STREAM,
             control_written: false,
-            peer_max: None,
+            peer_max: NO_LIMIT,
             goaway: NO_GOAWAY,
             seen: 0,
         }
@@ -367,7 +419,10 @@ impl<const CAP: usize> Client<CAP> {
 
     /// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE, if it sent one (RFC 9114 §4.2.2).
     pub const fn peer_max_field_section_size(&self) -> Option<u64> {
-        self.st.peer_max
+        match self.st.peer_max {
+            NO_LIMIT => None,
+            max => Some(max),
+        }
     }
 
     /// The request stream's ID, while one is open.
@@ -500,7 +555,8 @@ impl<const CAP: usize> Client<CAP> {
         end_stream: bool,
     ) -> Result<u64, SendError> {
         // §4.2.2: respect the peer's limit.
-        if self.st.peer_max.is_some_and(|max| size > max) {
+        // (Without a limit, `NO_LIMIT` is above any size.)
+        if size > self.st.peer_max {
             return Err(SendError::FieldSectionTooLarge);
         }
         let c = self.slots.get_mut(REQ).ok_or(SendError::InvalidState)?;
@@ -542,14 +598,17 @@ impl<const CAP: usize> Client<CAP> {
             return Err(SendError::Blocked);
         }
         let fin = end_stream && n == data.len();
+        // The frame header (none for FIN alone): type DATA (0x00, already there) and the
+        // length.
         let mut hdr = [0u8; HEADERS_FRAME_HEADER];
-        let mut out = Out::new(&mut hdr);
+        let mut hl = 0;
         if n > 0 {
-            write_frame_header(frame_type::DATA, n as u64, &mut out)?;
+            let mut out = Out::new(hdr.get_mut(1..).unwrap_or(&mut []));
+            out.put_varint(n as u64)?;
+            hl = 1 + out.position();
         }
         let chunk = data.get(..n).unwrap_or(&[]);
-        let hl = out.position();
-        if t.write(id, out.written(), false) != hl || t.write(id, chunk, fin) != n {
+        if t.write(id, hdr.get(..hl).unwrap_or(&[]), false) != hl || t.write(id, chunk, fin) != n {
             // The transport took less than its capacity promised: framing is lost.
             return Err(SendError::Closed(fail(&mut self.st, t, H3Error::InternalError)));
         }
@@ -719,6 +778,11 @@ const fn put_varint(buf: &mut [u8; CONTROL_BYTES], at: usize, v: u64) -> usize {
     at + size
 }
 
+/// `v` as an index, if it fits one (a 32-bit comparison, not a 64-bit one, on a device).
+fn small(v: u64) -> Option<usize> {
+    usize::try_from(v).ok()
+}
+
 /// Closes the connection with `e` (once) and returns it.
 fn fail<T: Transport>(st: &mut State, t: &mut T, e: H3Error) -> H3Error {
     if st.closed.is_none() {
@@ -771,18 +835,7 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
             }
         }
         let input = buf.get(..c.len).unwrap_or(&[]);
-        let consumed = match process(st, c, input, t, on) {
-            Ok(n) => n.min(c.len),
-            // A malformed or too large response fails the request stream only (RFC 9114
-            // §4.1.2, §4.2.2); `Discard` then drops what is left of it.
-            Err(e @ (H3Error::MessageError | H3Error::ExcessiveLoad))
-                if c.kind == Kind::Request =>
-            {
-                stream_error(c, t, on, e);
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
+        let consumed = process(st, c, input, t, on)?.min(c.len);
         buf.copy_within(consumed..c.len, 0);
         c.len -= consumed;
         if read == 0 && consumed == 0 {
@@ -813,9 +866,9 @@ fn stream_error<T: Transport, F: FnMut(Event<'_>)>(
     on(Event::StreamError(code));
 }
 
-/// Acts on `input`, the buffered bytes of stream `c`; returns how many were consumed. On the
-/// request stream H3_MESSAGE_ERROR and H3_EXCESSIVE_LOAD are stream errors (`pump` fails
-/// the stream); every other error is a connection error.
+/// Acts on `input`, the buffered bytes of stream `c`; returns how many were consumed. A
+/// malformed or too large response (H3_MESSAGE_ERROR, H3_EXCESSIVE_LOAD) fails the request
+/// stream only (RFC 9114 §4.1.2, §4.2.2), here; an `Err` is a connection error.
 fn process<T: Streams, F: FnMut(Event<'_>)>(
     st: &mut State,
     c: &mut Ctl,
@@ -826,211 +879,216 @@ fn process<T: Streams, F: FnMut(Event<'_>)>(
     let fin = c.fin;
     let mut pos = 0;
     loop {
-        let rest = input.get(pos..).unwrap_or(&[]);
-        match c.kind {
-            Kind::Free | Kind::Done => return Ok(input.len()),
-            Kind::Discard => {
-                if fin {
-                    c.kind = Kind::Done;
+        // The request stream's errors leave this loop (`break`): the stream fails, and
+        // `Discard` then drops what is left of it.
+        let e = loop {
+            let rest = input.get(pos..).unwrap_or(&[]);
+            match c.kind {
+                Kind::Free | Kind::Done => return Ok(input.len()),
+                Kind::Discard => {
+                    if fin {
+                        c.kind = Kind::Done;
+                    }
+                    return Ok(input.len());
                 }
-                return Ok(input.len());
-            }
-            Kind::UniType => match decode_varint(rest) {
-                // RFC 9114 §6.2: a stream closed before its type arrived is tolerated.
-                None if fin => c.kind = Kind::Done,
-                None => return Ok(pos),
-                Some((ty, n)) => {
-                    pos += n;
-                    let kind = match ty {
-                        stream_type::CONTROL => Kind::Control,
-                        stream_type::QPACK_ENCODER => Kind::Encoder,
-                        stream_type::QPACK_DECODER => Kind::Decoder,
-                        // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
-                        stream_type::PUSH => return Err(H3Error::IdError),
-                        _ => {
-                            // §6.2, §9: unknown and reserved types: abort reading.
-                            stop_sending(t, c.id, H3Error::StreamCreationError);
-                            Kind::Discard
+                Kind::UniType => match decode_varint(rest) {
+                    // RFC 9114 §6.2: a stream closed before its type arrived is tolerated.
+                    None if fin => c.kind = Kind::Done,
+                    None => return Ok(pos),
+                    Some((ty, n)) => {
+                        pos += n;
+                        // The critical stream types (RFC 9114 §6.2.1, RFC 9204 §4.2) by their
+                        // value; `Free` stands for a push stream.
+                        const UNI: [Kind; 4] =
+                            [Kind::Control, Kind::Free, Kind::Encoder, Kind::Decoder];
+                        let kind =
+                            small(ty).and_then(|i| UNI.get(i)).copied().unwrap_or(Kind::Discard);
+                        let bit = match kind {
+                            // §4.6: we never sent MAX_PUSH_ID, so no push ID is valid.
+                            Kind::Free => return Err(H3Error::IdError),
+                            Kind::Discard => {
+                                // §6.2, §9: unknown and reserved types: abort reading.
+                                stop_sending(t, c.id, H3Error::StreamCreationError);
+                                0
+                            }
+                            // Its bit in `seen`.
+                            _ => kind as u8,
+                        };
+                        // §6.2.1, RFC 9204 §4.2: only one stream of each critical type.
+                        if st.seen & bit != 0 {
+                            return Err(H3Error::StreamCreationError);
                         }
+                        st.seen |= bit;
+                        c.kind = kind;
+                    }
+                },
+                // Critical streams may not end (§6.2.1, RFC 9204 §4.2).
+                Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
+                    return Err(H3Error::ClosedCriticalStream)
+                }
+                Kind::Encoder => {
+                    // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is
+                    // acceptable, and its one encoding is the byte 0x20 (RFC 9204 §4.3.1).
+                    // Every other instruction is an error whatever follows its first byte: a
+                    // capacity above 0 exceeds our maximum (§4.3.1), an insertion does not fit
+                    // a table of capacity 0 (§3.2.2), a duplicate references an entry that does
+                    // not exist (§4.3.4).
+                    return if rest.iter().all(|&b| b == 0x20) {
+                        Ok(input.len())
+                    } else {
+                        Err(H3Error::QpackEncoderStreamError)
                     };
-                    let bit = match kind {
-                        Kind::Control | Kind::Encoder | Kind::Decoder => kind as u8,
-                        _ => 0,
-                    };
-                    // §6.2.1, RFC 9204 §4.2: only one stream of each critical type.
-                    if st.seen & bit != 0 {
-                        return Err(H3Error::StreamCreationError);
-                    }
-                    st.seen |= bit;
-                    c.kind = kind;
                 }
-            },
-            // Critical streams may not end (§6.2.1, RFC 9204 §4.2).
-            Kind::Control | Kind::Encoder | Kind::Decoder if fin => {
-                return Err(H3Error::ClosedCriticalStream)
-            }
-            Kind::Encoder => {
-                // No dynamic table (capacity 0): only Set Dynamic Table Capacity 0 is
-                // acceptable, and its one encoding is the byte 0x20 (RFC 9204 §4.3.1).
-                // Every other instruction is an error whatever follows its first byte: a
-                // capacity above 0 exceeds our maximum (§4.3.1), an insertion does not fit
-                // a table of capacity 0 (§3.2.2), a duplicate references an entry that does
-                // not exist (§4.3.4).
-                return if rest.iter().all(|&b| b == 0x20) {
-                    Ok(input.len())
-                } else {
-                    Err(H3Error::QpackEncoderStreamError)
-                };
-            }
-            Kind::Decoder => {
-                // Our encoder never uses the dynamic table: a Section Acknowledgment
-                // (§4.4.1) or an Insert Count Increment (§4.4.3) is an error at its first
-                // byte; a Stream Cancellation (`01` StreamID(6+), §4.4.2) is harmless.
-                let Some(&b) = rest.first() else { return Ok(pos) };
-                if b & 0xc0 != 0x40 {
-                    return Err(H3Error::QpackDecoderStreamError);
-                }
-                match decode_int(rest, 6) {
-                    Ok((_, n)) => pos += n,
-                    Err(PrefixError::Incomplete) => return Ok(pos),
-                    Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
-                }
-            }
-            // The frames of the control and request streams (RFC 9114 §7), read in one
-            // pass: a frame's type decides at its header whether it is allowed here
-            // (§7.2 Table 1), skipped (§7.2.8) or refused, and its length is checked before
-            // any of its payload is waited for. DATA and unknown payloads go through in
-            // pieces; the others are acted on once complete in the buffer.
-            Kind::Control | Kind::Request => {
-                let request = c.kind == Kind::Request;
-                if c.left > 0 {
-                    // Below `rest.len()`, so it fits a usize.
-                    let take = c.left.min(rest.len() as u64) as usize;
-                    if take == 0 {
-                        // §7.1: a stream may only end at a frame boundary.
-                        return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
+                Kind::Decoder => {
+                    // Our encoder never uses the dynamic table: a Section Acknowledgment
+                    // (§4.4.1) or an Insert Count Increment (§4.4.3) is an error at its first
+                    // byte; a Stream Cancellation (`01` StreamID(6+), §4.4.2) is harmless.
+                    let Some(&b) = rest.first() else { return Ok(pos) };
+                    if b & 0xc0 != 0x40 {
+                        return Err(H3Error::QpackDecoderStreamError);
                     }
-                    let chunk = rest.get(..take).unwrap_or(&[]);
-                    c.left -= take as u64;
-                    pos += take;
-                    if c.data {
-                        on(Event::Data(chunk));
+                    match decode_int(rest, 6) {
+                        Ok((_, n)) => pos += n,
+                        Err(PrefixError::Incomplete) => return Ok(pos),
+                        Err(PrefixError::Overflow) => return Err(H3Error::QpackDecoderStreamError),
                     }
-                    continue;
                 }
-                let Some((h, hl)) = FrameHeader::parse(rest) else {
-                    if !fin {
-                        return Ok(pos);
-                    }
-                    if !rest.is_empty() {
-                        return Err(H3Error::FrameError);
-                    }
-                    // §4.1.2: a response without a final head, or with less content than
-                    // its content-length declared, is malformed.
-                    if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
-                        return Err(H3Error::MessageError);
-                    }
-                    c.kind = Kind::Done;
-                    on(Event::Finished);
-                    continue;
-                };
-                // §6.2.1: the control stream's first frame must be SETTINGS, whatever else
-                // it is.
-                if !request && st.seen & SETTINGS_SEEN == 0 && h.ty != frame_type::SETTINGS {
-                    return Err(H3Error::MissingSettings);
-                }
-                // §7.2.8: types with no meaning here (reserved, unknown) are skipped.
-                if h.ty > 0x09 && h.ty != frame_type::MAX_PUSH_ID {
-                    c.left = h.len;
-                    c.data = false;
-                    pos += hl;
-                    continue;
-                }
-                // Which frames may appear here, and the largest payload waited for.
-                let cap = match (request, h.ty) {
-                    (true, frame_type::DATA) => {
-                        // §4.1: DATA only between the head and trailers.
-                        if c.phase != Phase::Body {
-                            return Err(H3Error::FrameUnexpected);
+                // The frames of the control and request streams (RFC 9114 §7), read in one
+                // pass: a frame's type decides at its header whether it is allowed here
+                // (§7.2 Table 1), skipped (§7.2.8) or refused, and its length is checked before
+                // any of its payload is waited for. DATA and unknown payloads go through in
+                // pieces; the others are acted on once complete in the buffer.
+                Kind::Control | Kind::Request => {
+                    let request = c.kind == Kind::Request;
+                    if c.left > 0 {
+                        // At most `rest.len()`.
+                        let take = small(c.left).map_or(rest.len(), |l| l.min(rest.len()));
+                        if take == 0 {
+                            // §7.1: a stream may only end at a frame boundary.
+                            return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
                         }
-                        pos += hl;
-                        c.left = h.len;
-                        c.data = true;
-                        // §4.1.2: more content than the content-length declared.
-                        if let Some(left) = c.content_left {
-                            let left = left.checked_sub(h.len).ok_or(H3Error::MessageError)?;
-                            c.content_left = Some(left);
+                        let chunk = rest.get(..take).unwrap_or(&[]);
+                        c.left -= take as u64;
+                        pos += take;
+                        if c.data {
+                            on(Event::Data(chunk));
                         }
                         continue;
                     }
-                    (true, frame_type::HEADERS) => {
-                        // §4.1: nothing but FIN after trailers.
-                        if c.phase == Phase::Trailers {
-                            return Err(H3Error::FrameUnexpected);
+                    let Some((h, hl)) = FrameHeader::parse(rest) else {
+                        if !fin {
+                            return Ok(pos);
                         }
-                        // §4.2.2, §10.5: a section above our limit, refused before it
-                        // arrives.
-                        if h.len > st.setup.config.max_encoded_field_section {
-                            return Err(H3Error::ExcessiveLoad);
-                        }
-                        h.len
-                    }
-                    (false, frame_type::SETTINGS) => {
-                        if h.len > MAX_SETTINGS_LEN {
-                            return Err(H3Error::ExcessiveLoad);
-                        }
-                        h.len
-                    }
-                    (false, frame_type::GOAWAY) => {
-                        // One varint.
-                        if h.len > 8 {
+                        if !rest.is_empty() {
                             return Err(H3Error::FrameError);
                         }
-                        h.len
-                    }
-                    // §7.2.5, §7.2.3, §4.6: we never sent MAX_PUSH_ID, so no push ID is
-                    // valid (PUSH_PROMISE on a request stream, CANCEL_PUSH on the control
-                    // stream).
-                    (true, frame_type::PUSH_PROMISE) | (false, frame_type::CANCEL_PUSH) => {
-                        return Err(H3Error::IdError)
-                    }
-                    // Frames of the other stream kind, MAX_PUSH_ID (only servers receive
-                    // it, §7.2.7) and the HTTP/2-only types (§7.2.8).
-                    _ => return Err(H3Error::FrameUnexpected),
-                };
-                let Some(payload) = rest.get(hl..).and_then(|p| p.get(..cap as usize)) else {
-                    return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
-                };
-                pos += hl + payload.len();
-                match h.ty {
-                    // A stream error (malformed, too large) or QPACK_DECOMPRESSION_FAILED.
-                    frame_type::HEADERS => {
-                        on(headers(c, payload, st.setup.config.max_field_section_size)?)
-                    }
-                    frame_type::SETTINGS => {
-                        let max = Settings::parse_max_field_section_size(payload)?;
-                        // §7.2.4: SETTINGS only once.
-                        if st.seen & SETTINGS_SEEN != 0 {
-                            return Err(H3Error::FrameUnexpected);
+                        // §4.1.2: a response without a final head, or with less content than
+                        // its content-length declared, is malformed.
+                        if c.phase == Phase::Head || c.content_left.is_some_and(|l| l != 0) {
+                            break H3Error::MessageError;
                         }
-                        st.seen |= SETTINGS_SEEN;
-                        st.peer_max = max;
+                        c.kind = Kind::Done;
+                        on(Event::Finished);
+                        continue;
+                    };
+                    // What the frame's type means on this stream (§7.2 Table 1, §7.2.8): types
+                    // above MAX_PUSH_ID (reserved, unknown) are skipped.
+                    let row = small(h.ty).and_then(|i| FRAMES.get(i)).copied();
+                    let action = row.map_or(act::SKIP, |r| if request { r & 0xf } else { r >> 4 });
+                    // §6.2.1: the control stream's first frame must be SETTINGS, whatever else it
+                    // is.
+                    if !request && st.seen & SETTINGS_SEEN == 0 && action != act::SETTINGS {
+                        return Err(H3Error::MissingSettings);
                     }
-                    _ => {
-                        // GOAWAY (§5.2): a server's names a client-initiated bidirectional
-                        // stream, and the ID may not increase.
-                        let id = match decode_varint(payload) {
-                            Some((id, n)) if n == payload.len() => id,
-                            _ => return Err(H3Error::FrameError),
-                        };
-                        if id & 0x3 != 0 || id > st.goaway {
-                            return Err(H3Error::IdError);
+                    // The largest payload waited for, and the error for a longer one.
+                    let (cap, too_long) = match action {
+                        act::DATA | act::SKIP => {
+                            if action == act::DATA {
+                                // §4.1: DATA only between the head and trailers.
+                                if c.phase != Phase::Body {
+                                    return Err(H3Error::FrameUnexpected);
+                                }
+                                // §4.1.2: more content than the content-length declared.
+                                if let Some(left) = c.content_left {
+                                    let Some(left) = left.checked_sub(h.len) else {
+                                        break H3Error::MessageError;
+                                    };
+                                    c.content_left = Some(left);
+                                }
+                            }
+                            // The payload goes through in pieces (DATA) or is skipped.
+                            pos += hl;
+                            c.left = h.len;
+                            c.data = action == act::DATA;
+                            continue;
                         }
-                        st.goaway = id;
+                        act::HEADERS => {
+                            // §4.1: nothing but FIN after trailers.
+                            if c.phase == Phase::Trailers {
+                                return Err(H3Error::FrameUnexpected);
+                            }
+                            // §4.2.2, §10.5: a section above our limit, refused before it
+                            // arrives.
+                            (st.setup.config.max_encoded_field_section, H3Error::ExcessiveLoad)
+                        }
+                        act::SETTINGS => (MAX_SETTINGS_LEN, H3Error::ExcessiveLoad),
+                        // One varint.
+                        act::GOAWAY => (8, H3Error::FrameError),
+                        // §7.2.5, §7.2.3, §4.6: we never sent MAX_PUSH_ID, so no push ID is
+                        // valid (PUSH_PROMISE on a request stream, CANCEL_PUSH on the control
+                        // stream).
+                        act::ID_ERROR => return Err(H3Error::IdError),
+                        // Frames of the other stream kind, MAX_PUSH_ID (only servers receive
+                        // it, §7.2.7) and the HTTP/2-only types (§7.2.8).
+                        _ => return Err(H3Error::FrameUnexpected),
+                    };
+                    if h.len > cap {
+                        // On a request stream (HEADERS), a stream error.
+                        if request {
+                            break too_long;
+                        }
+                        return Err(too_long);
+                    }
+                    // At most `cap` (a stream buffer or less), so it fits a usize.
+                    let Some(payload) = rest.get(hl..).and_then(|p| p.get(..h.len as usize)) else {
+                        return if fin { Err(H3Error::FrameError) } else { Ok(pos) };
+                    };
+                    pos += hl + payload.len();
+                    match action {
+                        // A stream error (malformed, too large) or QPACK_DECOMPRESSION_FAILED.
+                        act::HEADERS => {
+                            match headers(c, payload, st.setup.config.max_field_section_size) {
+                                Ok(event) => on(event),
+                                Err(e @ H3Error::QpackDecompressionFailed) => return Err(e),
+                                Err(e) => break e,
+                            }
+                        }
+                        act::SETTINGS => {
+                            // §7.2.4: SETTINGS only once (a second one is refused whatever it
+                            // holds).
+                            if st.seen & SETTINGS_SEEN != 0 {
+                                return Err(H3Error::FrameUnexpected);
+                            }
+                            Settings::read_max_field_section_size(payload, &mut st.peer_max)?;
+                            st.seen |= SETTINGS_SEEN;
+                        }
+                        _ => {
+                            // GOAWAY (§5.2): a server's names a client-initiated bidirectional
+                            // stream, and the ID may not increase.
+                            let id = match decode_varint(payload) {
+                                Some((id, n)) if n == payload.len() => id,
+                                _ => return Err(H3Error::FrameError),
+                            };
+                            if id & 0x3 != 0 || id > st.goaway {
+                                return Err(H3Error::IdError);
+                            }
+                            st.goaway = id;
+                        }
                     }
                 }
             }
-        }
+        };
+        stream_error(c, t, on, e);
     }
 }
 
@@ -1791,8 +1849,9 @@ mod tests {
             // The first frame is not SETTINGS.
             (&hex!("00 07 01 00"), false, H3Error::MissingSettings),
             (&hex!("00 21 00 04 00"), false, H3Error::MissingSettings),
-            // SETTINGS twice.
+            // SETTINGS twice, whatever the second holds (§7.2.4).
             (&hex!("00 04 00 04 00"), false, H3Error::FrameUnexpected),
+            (&hex!("00 04 00 04 01 06"), false, H3Error::FrameUnexpected),
             // HTTP/2 setting identifier, duplicate setting, truncated pair.
             (&hex!("00 04 02 02 00"), false, H3Error::SettingsError),
             (&hex!("00 04 04 06 01 06 02"), false, H3Error::SettingsError),
@@ -1826,6 +1885,54 @@ mod tests {
         r.t.incoming.get_mut(&3).unwrap().reset = Some(0);
         r.poll();
         r.assert_connection_error(H3Error::ClosedCriticalStream);
+    }
+
+    /// Every frame type of RFC 9114 §7.2 Table 1, the unassigned ones around it and
+    /// reserved or unknown ones (one with an 8-byte type) on the control stream (after
+    /// SETTINGS) and on a request stream (after a head), against the table written out
+    /// here: the frames of the other stream kind and the HTTP/2-only types (§7.2.8) are
+    /// H3_FRAME_UNEXPECTED, a push ID is H3_ID_ERROR (§4.6), a second SETTINGS is
+    /// H3_FRAME_UNEXPECTED (§7.2.4), the rest is accepted or skipped.
+    #[test]
+    fn frame_types_by_stream() {
+        fn expected(request: bool, ty: u64) -> Option<H3Error> {
+            match (request, ty) {
+                (true, 0x00 | 0x01) | (false, 0x07) => None,
+                (true, 0x05) | (false, 0x03) => Some(H3Error::IdError),
+                (_, 0x00..=0x09 | 0x0d) => Some(H3Error::FrameUnexpected),
+                _ => None,
+            }
+        }
+        let types = (0x00..=0x0f).chain([0x21, 0x3fff, 0x4000_0000]);
+        for ty in types {
+            for request in [false, true] {
+                // A one-byte payload each frame type accepts where it is allowed: DATA,
+                // GOAWAY 0; for HEADERS an empty trailer section, two bytes.
+                let payload: &[u8] = if ty == 0x01 { &[0, 0] } else { &[0] };
+                let mut frame = [0u8; 16];
+                let mut out = Out::new(&mut frame);
+                out.put_varint(ty).unwrap();
+                out.put_varint(payload.len() as u64).unwrap();
+                out.put_slice(payload).unwrap();
+                each_chunk(|chunk| {
+                    let mut r = Run::new(chunk);
+                    if request {
+                        r.feed(0, &hex!("01 03 0000 d9"), false);
+                        r.feed(0, out.written(), false);
+                    } else {
+                        r.feed(3, out.written(), false);
+                    }
+                    match expected(request, ty) {
+                        Some(e) => r.assert_connection_error(e),
+                        None => {
+                            assert_eq!(r.error, None, "{ty:#x} {request}");
+                            let failed = r.events.iter().any(|e| matches!(e, Ev::StreamError(_)));
+                            assert!(!failed, "{ty:#x} {request}");
+                        }
+                    }
+                });
+            }
+        }
     }
 
     #[test]

@@ -135,10 +135,22 @@ impl Settings {
     }
 
     /// Checks a SETTINGS payload as [`Settings::parse`] does and returns only its
-    /// SETTINGS_MAX_FIELD_SECTION_SIZE (what a device-only build keeps).
-    #[inline(never)]
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE.
     pub fn parse_max_field_section_size(payload: &[u8]) -> Result<Option<u64>, H3Error> {
-        let mut max = None;
+        let mut max = u64::MAX;
+        Self::read_max_field_section_size(payload, &mut max)?;
+        // No setting is 2^64 - 1 (a varint is below 2^62).
+        Ok(Some(max).filter(|&m| m != u64::MAX))
+    }
+
+    /// Checks a SETTINGS payload as [`Settings::parse`] does and sets `max` to its
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE, if it has one (what a device-only build keeps; the
+    /// result fits a register).
+    #[inline(never)]
+    pub(crate) fn read_max_field_section_size(
+        payload: &[u8],
+        max: &mut u64,
+    ) -> Result<(), H3Error> {
         let mut rest = payload;
         while !rest.is_empty() {
             let (id, value, n) = two_varints(rest).ok_or(H3Error::FrameError)?;
@@ -156,10 +168,10 @@ impl Settings {
                 later = later.get(m..).unwrap_or(&[]);
             }
             if id == setting_id::MAX_FIELD_SECTION_SIZE {
-                max = Some(value);
+                *max = value;
             }
         }
-        Ok(max)
+        Ok(())
     }
 
     /// Checks a SETTINGS payload (see [`Settings::parse`]) and hands each pair to `f`.

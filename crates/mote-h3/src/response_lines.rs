@@ -82,7 +82,8 @@ pub(crate) struct ResponseLines {
     /// Bytes of the limit not used yet.
     budget: usize,
     trailers: bool,
-    status: Option<u16>,
+    /// `:status`, 0 before it (a 16-bit compare, no option tag).
+    status: u16,
     content_length: Option<u64>,
     regular: bool,
     /// A message rule was broken: the section is H3_MESSAGE_ERROR once it has decoded
@@ -100,7 +101,7 @@ impl ResponseLines {
             // 110 bytes with its overhead), so no section reaches 2^32 bytes.
             budget: usize::try_from(limit).unwrap_or(usize::MAX),
             trailers,
-            status: None,
+            status: 0,
             content_length: None,
             regular: false,
             malformed: false,
@@ -138,10 +139,11 @@ impl ResponseLines {
 
     /// The checked section, or H3_MESSAGE_ERROR.
     pub(crate) fn finish(self) -> Result<ResponseSection, H3Error> {
-        if self.malformed || (!self.trailers && self.status.is_none()) {
+        if self.malformed || (!self.trailers && self.status == 0) {
             return Err(H3Error::MessageError);
         }
-        Ok(ResponseSection { status: self.status, content_length: self.content_length })
+        let status = Some(self.status).filter(|&s| s != 0);
+        Ok(ResponseSection { status, content_length: self.content_length })
     }
 
     /// Whether a regular line is well-formed (as `message::regular_line_ok`); `known` is
@@ -180,13 +182,10 @@ impl LineSink for ResponseLines {
             let status = v.decimal().filter(|s| v.len == 3 && *s >= 100);
             match status {
                 Some(s)
-                    if !self.trailers
-                        && !self.regular
-                        && known == STATUS
-                        && self.status.is_none() =>
+                    if !self.trailers && !self.regular && known == STATUS && self.status == 0 =>
                 {
                     // Three digits: below 1,000.
-                    self.status = Some(s as u16);
+                    self.status = s as u16;
                 }
                 _ => self.malformed = true,
             }
@@ -195,7 +194,7 @@ impl LineSink for ResponseLines {
         self.regular = true;
         if !Self::regular_ok(known, name_seen.then_some(&n), &v) {
             self.malformed = true;
-        } else if known == CONTENT_LENGTH && self.status.is_some_and(|s| s >= 200) {
+        } else if known == CONTENT_LENGTH && self.status >= 200 {
             // §4.1.2: the content length of a final response, checked against DATA later;
             // several lines must agree (RFC 9110 §8.6).
             match v.decimal() {

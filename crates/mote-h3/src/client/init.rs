@@ -22,8 +22,8 @@ impl<const CAP: usize> Client<CAP> {
         // not an integer, a bool or a byte array (for which all-zero is a valid value, the
         // zeroing rule of mote-quic's device constructor) is written through its address
         // with the value `new` gives it (the compiler drops the stores that write zero
-        // bytes again), and so is an integer `new` does not set to 0 (`control`, `goaway`). The
-        // whole client is then initialized as by `new`.
+        // bytes again), and so is an integer `new` does not set to 0 (`control`, `goaway`,
+        // `peer_max`). The whole client is then initialized as by `new`.
         unsafe {
             p.write_bytes(0, 1);
             let st = addr_of_mut!((*p).st);
@@ -31,7 +31,7 @@ impl<const CAP: usize> Client<CAP> {
             Self::cap(&mut (*st).setup.config);
             addr_of_mut!((*st).closed).write(None);
             addr_of_mut!((*st).control).write(super::NO_STREAM);
-            addr_of_mut!((*st).peer_max).write(None);
+            addr_of_mut!((*st).peer_max).write(super::NO_LIMIT);
             addr_of_mut!((*st).goaway).write(super::NO_GOAWAY);
             let slots = addr_of_mut!((*p).slots).cast::<Ctl>();
             for i in 0..SLOTS {
