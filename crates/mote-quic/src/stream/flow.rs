@@ -24,6 +24,12 @@ impl SendCredit {
         Self { max: narrow(max), used: 0, blocked_sent_at: None, blocked_pending: false }
     }
 
+    /// Whether this is `new(0)` (a device constructor's zeroing checks its all-zero value).
+    #[cfg(feature = "device")]
+    pub(crate) const fn is_new_zero(&self) -> bool {
+        matches!(self, Self { max: 0, used: 0, blocked_sent_at: None, blocked_pending: false })
+    }
+
     /// The current limit.
     pub const fn max(&self) -> u64 {
         wide(self.max)
