@@ -203,9 +203,9 @@ where
             addr_of_mut!((*hs).version).write(version);
             addr_of_mut!((*hs).original_version).write(version);
             addr_of_mut!((*hs).compatible).write(compatible);
-            put(addr_of_mut!((*hs).crypto_send), || {
-                [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)]
-            });
+            CryptoSend::write_zeroed(addr_of_mut!((*hs).crypto_send[0]), cs0);
+            CryptoSend::write_zeroed(addr_of_mut!((*hs).crypto_send[1]), cs1);
+            CryptoSend::write_zeroed(addr_of_mut!((*hs).crypto_send[2]), cs2);
             // No keys yet: every key slot's `live` flag is false.
             let keys = addr_of_mut!((*hs).keys);
             zeroed!(addr_of_mut!((*keys).initial) => KeySlot<DirKeys<P>>, |z| z.is_none());
@@ -215,23 +215,34 @@ where
             zeroed!(addr_of_mut!((*keys).zero_rtt) => KeySlot<crate::packet::PacketKeys<P>>, |z| z.is_none());
             // Its `None` is not all zeros (a niche of the parameters).
             addr_of_mut!((*hs).peer_tp).write(None);
-            addr_of_mut!((*hs).signals).write(HsSignals::default());
+            // No signal yet; only `early_data`'s `None` is not all zeros.
+            let signals = addr_of_mut!((*hs).signals);
+            zeroed!(signals => HsSignals, |z| matches!(
+                z,
+                HsSignals {
+                    handshake_keys: false,
+                    one_rtt_keys: false,
+                    complete: false,
+                    early_data: _,
+                    tickets: 0,
+                    version_switched: false,
+                }
+            ));
+            addr_of_mut!((*signals).early_data).write(None);
             #[cfg(feature = "keylog")]
             addr_of_mut!((*hs).keylog).write(crate::connection::keylog::KeyLog::new());
 
-            put(addr_of_mut!((*p).crypto_recv), || {
-                [CryptoRecv::new(cr0), CryptoRecv::new(cr1), CryptoRecv::new(cr2)]
-            });
-            put(addr_of_mut!((*p).rx_initial), || {
-                ReceivedPackets::new(PnSpace::Initial, max_ack_delay)
-            });
-            put(addr_of_mut!((*p).rx_handshake), || {
-                ReceivedPackets::new(PnSpace::Handshake, max_ack_delay)
-            });
-            put(addr_of_mut!((*p).rx_data), || {
-                ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
-                    .with_ack_eliciting_threshold(threshold)
-            });
+            CryptoRecv::write_zeroed(addr_of_mut!((*p).crypto_recv[0]), cr0);
+            CryptoRecv::write_zeroed(addr_of_mut!((*p).crypto_recv[1]), cr1);
+            CryptoRecv::write_zeroed(addr_of_mut!((*p).crypto_recv[2]), cr2);
+            // RFC 9000 §13.2.2: an ACK after every second ack-eliciting packet in the
+            // handshake spaces, the configured threshold in Application Data.
+            let rx = addr_of_mut!((*p).rx_initial);
+            ReceivedPackets::write_zeroed(rx, PnSpace::Initial, max_ack_delay, 2);
+            let rx = addr_of_mut!((*p).rx_handshake);
+            ReceivedPackets::write_zeroed(rx, PnSpace::Handshake, max_ack_delay, 2);
+            let rx = addr_of_mut!((*p).rx_data);
+            ReceivedPackets::write_zeroed(rx, PnSpace::ApplicationData, max_ack_delay, threshold);
             let cc = NewReno::new(config.max_datagram_size);
             Recovery::write_new(addr_of_mut!((*p).recovery), recovery, cc);
             let bufs = Bufs { control, request, peer_uni };

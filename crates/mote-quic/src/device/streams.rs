@@ -111,8 +111,8 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
         // address, the others (`next_request`, `peer_bidi`, `peer_uni`, `peer_max_streams`,
         // `peer_uni_opened_count`: integers) are the zeros already there.
         unsafe {
-            SendStream::write_zeroed(addr_of_mut!((*dst).control), control);
-            SendStream::write_zeroed(addr_of_mut!((*dst).req_send), rs);
+            SendStream::write_zeroed(addr_of_mut!((*dst).control), control, 0);
+            SendStream::write_zeroed(addr_of_mut!((*dst).req_send), rs, 0);
             // The request's receiving half (window 0 until the stream opens), then the
             // server's unidirectional streams: one call site for the four.
             let recv = addr_of_mut!((*dst).recv).cast::<RecvStream<S, R>>();

@@ -133,15 +133,15 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         }
     }
 
-    /// [`Self::new`] with no credit yet (`max_stream_data` 0) written on zero-filled memory
-    /// (the device connection's slot): only `buf` is written; every other field's initial
-    /// value is all zeros (checked at compile time).
+    /// [`Self::new`] written on zero-filled memory (the device connection's slot): only
+    /// `buf` and the credit are written; every other field's initial value is all zeros
+    /// (checked at compile time).
     ///
     /// # Safety
     /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
     #[cfg(feature = "device")]
     #[allow(unsafe_code)]
-    pub(crate) unsafe fn write_zeroed(dst: *mut Self, buf: S) {
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, buf: S, max_stream_data: u64) {
         #[allow(clippy::let_unit_value)]
         let () = Self::NONZERO_R;
         // Checked on a stream without storage: a field's all-zero value depends on its
@@ -164,10 +164,12 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
                 reset_code: 0,
                 reset_pending: false,
             }
-        ) && z.book.is_clear()
-            && z.credit.is_new_zero());
+        ) && z.book.is_clear());
         // SAFETY: the caller's contract.
-        unsafe { core::ptr::addr_of_mut!((*dst).buf).write(buf) }
+        unsafe {
+            core::ptr::addr_of_mut!((*dst).buf).write(buf);
+            SendCredit::write_zeroed(core::ptr::addr_of_mut!((*dst).credit), max_stream_data);
+        }
     }
 
     /// Starts again as a fresh stream, keeping the storage (slot reuse).
