@@ -244,7 +244,7 @@ where
             let rx = addr_of_mut!((*p).rx_data);
             ReceivedPackets::write_zeroed(rx, PnSpace::ApplicationData, max_ack_delay, threshold);
             let cc = NewReno::new(config.max_datagram_size);
-            Recovery::write_new(addr_of_mut!((*p).recovery), recovery, cc);
+            Recovery::write_zeroed(addr_of_mut!((*p).recovery), recovery, cc);
             let bufs = Bufs { control, request, peer_uni };
             Streams::write_zeroed(addr_of_mut!((*p).streams), &streams, bufs);
             put(addr_of_mut!((*p).remote_cids), || RemoteCids::new(original_dcid));
