@@ -29,6 +29,36 @@ use crate::time::Instant;
 use crate::token::TOKEN_MAX;
 use crate::transport_params::{ResetToken, Side};
 
+/// Leaves a field to a constructor's zeroing (the slot was zero-filled first) instead of
+/// writing it: `zeroed!(Type, |z| check)` fails the build unless all-zero bytes are a
+/// valid `Type` (references, `NonZero`, enums without a zero discriminant are rejected by
+/// const evaluation) and `check` holds for that value, i.e. the zeros are the value the
+/// field would have been given (`Option` niches are not guaranteed to put `None` at zero:
+/// `matches!(z, None)` checks the layout actually compiled, per target). Evaluated after
+/// monomorphization, so `Type` may name the constructor's generic parameters.
+#[cfg_attr(not(feature = "device"), allow(unused_macros))]
+macro_rules! zeroed {
+    // The field at `$field` (a raw pointer), checked to be a `$t`.
+    ($field:expr => $t:ty, |$z:ident| $check:expr) => {{
+        let _: *mut $t = $field;
+        $crate::connection::init::zeroed!($t, |$z| $check)
+    }};
+    ($t:ty, |$z:ident| $check:expr) => {
+        const {
+            // SAFETY: const evaluation rejects a type for which all-zero bytes are invalid
+            // (it panics in `zeroed`, or on reading an invalid enum tag in `$check`).
+            #[allow(unsafe_code, unused_unsafe)]
+            let $z: $t = unsafe { core::mem::zeroed() };
+            let ok = $check;
+            // Not dropped: `$t` may have a destructor, which const evaluation cannot run.
+            let _ = core::mem::ManuallyDrop::new($z);
+            assert!(ok, "this field's all-zero bytes are not its initial value");
+        }
+    };
+}
+#[cfg_attr(not(feature = "device"), allow(unused_imports))]
+pub(crate) use zeroed;
+
 /// Writes `make()` to `dst`, out of line: the temporaries of each part of a connection
 /// live only while that part is built, instead of all together in the constructor's frame.
 ///

@@ -15,11 +15,11 @@ use super::streams::{Bufs, DeviceStorage, Streams, PEER_UNI};
 use super::{DeviceConnection, Settings, State, TokenState};
 use crate::connection::cids::RemoteCids;
 use crate::connection::client_tp::encode_client;
-use crate::connection::init::{put, put_in_place};
+use crate::connection::init::{put, put_in_place, zeroed};
 use crate::connection::key_slot::KeySlot;
 use crate::connection::random_cid::client_draw;
 use crate::connection::rng::Drbg;
-use crate::connection::tls::{Cids, Handshake, HsSignals, TlsSession};
+use crate::connection::tls::{Cids, DirKeys, Handshake, HsSignals, OneRttKeys, TlsSession};
 use crate::connection::{ConnectError, ConnectionConfig, MIN_INITIAL_SIZE, SKIP_PN_GAP_MIN};
 use crate::recovery::{NewReno, PnSpace, ReceivedPackets, Recovery};
 use crate::stream::{CryptoRecv, CryptoSend};
@@ -203,58 +203,85 @@ where
             addr_of_mut!((*hs).version).write(version);
             addr_of_mut!((*hs).original_version).write(version);
             addr_of_mut!((*hs).compatible).write(compatible);
-            put(addr_of_mut!((*hs).crypto_send), || {
-                [CryptoSend::new(cs0), CryptoSend::new(cs1), CryptoSend::new(cs2)]
-            });
+            CryptoSend::write_zeroed(addr_of_mut!((*hs).crypto_send[0]), cs0);
+            CryptoSend::write_zeroed(addr_of_mut!((*hs).crypto_send[1]), cs1);
+            CryptoSend::write_zeroed(addr_of_mut!((*hs).crypto_send[2]), cs2);
+            // No keys yet: every key slot's `live` flag is false.
             let keys = addr_of_mut!((*hs).keys);
-            addr_of_mut!((*keys).initial).write(KeySlot::empty());
-            addr_of_mut!((*keys).handshake).write(KeySlot::empty());
-            addr_of_mut!((*keys).one_rtt).write(KeySlot::empty());
+            zeroed!(addr_of_mut!((*keys).initial) => KeySlot<DirKeys<P>>, |z| z.is_none());
+            zeroed!(addr_of_mut!((*keys).handshake) => KeySlot<DirKeys<P>>, |z| z.is_none());
+            zeroed!(addr_of_mut!((*keys).one_rtt) => KeySlot<OneRttKeys<P>>, |z| z.is_none());
             #[cfg(feature = "resumption")]
-            addr_of_mut!((*keys).zero_rtt).write(KeySlot::empty());
+            zeroed!(addr_of_mut!((*keys).zero_rtt) => KeySlot<crate::packet::PacketKeys<P>>, |z| z.is_none());
+            // Its `None` is not all zeros (a niche of the parameters).
             addr_of_mut!((*hs).peer_tp).write(None);
-            addr_of_mut!((*hs).signals).write(HsSignals::default());
+            // No signal yet; only `early_data`'s `None` is not all zeros.
+            let signals = addr_of_mut!((*hs).signals);
+            zeroed!(signals => HsSignals, |z| matches!(
+                z,
+                HsSignals {
+                    handshake_keys: false,
+                    one_rtt_keys: false,
+                    complete: false,
+                    early_data: _,
+                    tickets: 0,
+                    version_switched: false,
+                }
+            ));
+            addr_of_mut!((*signals).early_data).write(None);
             #[cfg(feature = "keylog")]
             addr_of_mut!((*hs).keylog).write(crate::connection::keylog::KeyLog::new());
 
-            put(addr_of_mut!((*p).crypto_recv), || {
-                [CryptoRecv::new(cr0), CryptoRecv::new(cr1), CryptoRecv::new(cr2)]
-            });
-            put(addr_of_mut!((*p).rx_initial), || {
-                ReceivedPackets::new(PnSpace::Initial, max_ack_delay)
-            });
-            put(addr_of_mut!((*p).rx_handshake), || {
-                ReceivedPackets::new(PnSpace::Handshake, max_ack_delay)
-            });
-            put(addr_of_mut!((*p).rx_data), || {
-                ReceivedPackets::new(PnSpace::ApplicationData, max_ack_delay)
-                    .with_ack_eliciting_threshold(threshold)
-            });
+            CryptoRecv::write_zeroed(addr_of_mut!((*p).crypto_recv[0]), cr0);
+            CryptoRecv::write_zeroed(addr_of_mut!((*p).crypto_recv[1]), cr1);
+            CryptoRecv::write_zeroed(addr_of_mut!((*p).crypto_recv[2]), cr2);
+            // RFC 9000 §13.2.2: an ACK after every second ack-eliciting packet in the
+            // handshake spaces, the configured threshold in Application Data.
+            let rx = addr_of_mut!((*p).rx_initial);
+            ReceivedPackets::write_zeroed(rx, PnSpace::Initial, max_ack_delay, 2);
+            let rx = addr_of_mut!((*p).rx_handshake);
+            ReceivedPackets::write_zeroed(rx, PnSpace::Handshake, max_ack_delay, 2);
+            let rx = addr_of_mut!((*p).rx_data);
+            ReceivedPackets::write_zeroed(rx, PnSpace::ApplicationData, max_ack_delay, threshold);
             let cc = NewReno::new(config.max_datagram_size);
-            Recovery::write_new(addr_of_mut!((*p).recovery), recovery, cc);
+            Recovery::write_zeroed(addr_of_mut!((*p).recovery), recovery, cc);
             let bufs = Bufs { control, request, peer_uni };
-            Streams::write_new(addr_of_mut!((*p).streams), &streams, bufs);
+            Streams::write_zeroed(addr_of_mut!((*p).streams), &streams, bufs);
             put(addr_of_mut!((*p).remote_cids), || RemoteCids::new(original_dcid));
-            addr_of_mut!((*p).local_cids).write(super::local_cids::LocalCids::new());
+            super::local_cids::LocalCids::write_zeroed(addr_of_mut!((*p).local_cids));
             addr_of_mut!((*p).remote).write(remote);
-            addr_of_mut!((*p).state).write(State::Open);
+            zeroed!(addr_of_mut!((*p).state) => State, |z| matches!(z, State::Open));
             addr_of_mut!((*p).settings).write(Settings {
                 idle_timeout_ms: u64::from(config.local_idle_timeout_ms()),
                 max_datagram_size: config.max_datagram_size,
                 max_ack_ranges: u8::try_from(config.max_ack_ranges).unwrap_or(u8::MAX),
                 aead_limits: config.aead_limits,
             });
-            addr_of_mut!((*p).peer).write(None);
-            addr_of_mut!((*p).path_response).write(None);
+            zeroed!(addr_of_mut!((*p).peer) => Option<super::Peer>, |z| z.is_none());
+            zeroed!(addr_of_mut!((*p).path_response) => Option<[u8; 8]>, |z| z.is_none());
             addr_of_mut!((*p).idle_start).write(now);
             addr_of_mut!((*p).last_now).write(now);
+            // Its `None` is not all zeros (a niche of `CloseReason`).
             addr_of_mut!((*p).close_reason).write(None);
-            addr_of_mut!((*p).token_state).write(TokenState::None);
+            zeroed!(addr_of_mut!((*p).token_state) => TokenState, |z| matches!(z, TokenState::None));
             #[cfg(feature = "stats")]
-            addr_of_mut!((*p).traffic).write(super::DeviceStats::default());
+            zeroed!(addr_of_mut!((*p).traffic) => super::DeviceStats, |z| matches!(
+                z,
+                super::DeviceStats {
+                    key_updates: 0,
+                    auth_failures: 0,
+                    ptos: 0,
+                    retries: 0,
+                    datagrams_sent: 0,
+                    bytes_sent: 0,
+                    datagrams_received: 0,
+                    bytes_received: 0,
+                    packets_lost: 0,
+                }
+            ));
             #[cfg(feature = "resumption")]
-            addr_of_mut!((*p).remembered_limits).write(None);
-            addr_of_mut!((*p).peer_params).write(None);
+            zeroed!(addr_of_mut!((*p).remembered_limits) => Option<crate::connection::ZeroRttLimits>, |z| z.is_none());
+            zeroed!(addr_of_mut!((*p).peer_params) => Option<super::peer_params::PeerParams>, |z| z.is_none());
             addr_of_mut!((*p).skip_pn_at).write(SKIP_PN_GAP_MIN);
             addr_of_mut!((*p).closing_answer_at).write(1);
         }

@@ -40,16 +40,30 @@ pub(crate) struct LocalCids {
 }
 
 impl LocalCids {
-    pub(crate) const fn new() -> Self {
-        Self {
-            ids: [(0, ConnectionId::EMPTY); 2],
-            token: [0; 16],
-            next: 0,
-            first_sent: NOT_SENT,
-            pending: false,
-            acked: false,
-            current: 0,
-        }
+    /// The initial state (only the handshake connection ID, no NEW_CONNECTION_ID frame
+    /// sent) written on memory already zero-filled (the device constructor's slot): every
+    /// field but `first_sent` is zero, `ConnectionId::EMPTY` included.
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self) {
+        use crate::connection::init::zeroed;
+        use core::ptr::addr_of_mut;
+        zeroed!(Self, |z| matches!(
+            z,
+            Self {
+                ids: [(0, a), (0, b)],
+                token: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                next: 0,
+                first_sent: 0,
+                pending: false,
+                acked: false,
+                current: 0,
+            } if a.is_empty() && b.is_empty()
+        ));
+        // SAFETY: the caller's contract.
+        unsafe { addr_of_mut!((*dst).first_sent).write(NOT_SENT) };
     }
 
     /// Whether a packet addressed to `dcid` is for us (`handshake`: our handshake

@@ -66,7 +66,9 @@ pub use streams::{DeviceStorage, CONTROL_ID, PEER_UNI};
 /// Where the connection is (RFC 9000 §10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
-    /// Before the TLS handshake completes, then established.
+    /// Before the TLS handshake completes, then established. The initial state, left to
+    /// the constructor's zeroing (discriminant 0, checked there).
+    #[allow(dead_code)]
     Open,
     /// We sent CONNECTION_CLOSE (RFC 9000 §10.2.1), until three PTOs have passed.
     Closing { deadline: Instant },

@@ -87,38 +87,41 @@ pub(crate) struct Streams<S, const R: usize> {
 }
 
 impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Streams<S, R> {
-    /// Writes the stream set into `dst` (in place: the device never holds it on its stack).
+    /// Writes the stream set into `dst` (in place: the device never holds it on its stack),
+    /// which the device constructor zero-filled: only the buffers, our receive credits and
+    /// window are written; every other field starts at zero (checked at compile time).
     ///
     /// # Safety
-    /// `dst` must be valid and aligned for a write of `Self`; what it held is not dropped.
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes; what
+    /// it held is not dropped.
     #[allow(unsafe_code)]
     #[inline(never)]
-    pub(crate) unsafe fn write_new(dst: *mut Self, cfg: &StreamConfig, storage: Bufs<S>) {
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, cfg: &StreamConfig, storage: Bufs<S>) {
+        use crate::connection::init::zeroed;
         use core::ptr::addr_of_mut;
         let Bufs { control, request: (rs, rr), peer_uni } = storage;
         let [u0, u1, u2] = peer_uni;
-        // SAFETY: the caller's contract; every field is written once through its address.
+        // No request yet, nothing sent or received, no peer limits before its transport
+        // parameters (RFC 9000 §7.4: zero until they arrive).
+        zeroed!(addr_of_mut!((*dst).request) => Option<u32>, |z| z.is_none());
+        zeroed!(addr_of_mut!((*dst).stopped) => [Option<u64>; 2], |z| matches!(z, [None, None]));
+        zeroed!(addr_of_mut!((*dst).conn_send) => SendCredit, |z| z.is_new_zero());
+        zeroed!(addr_of_mut!((*dst).control_open) => bool, |z| !z);
+        // SAFETY: the caller's contract; each field written is written once through its
+        // address, the others (`next_request`, `peer_bidi`, `peer_uni`, `peer_max_streams`,
+        // `peer_uni_opened_count`: integers) are the zeros already there.
         unsafe {
-            addr_of_mut!((*dst).control).write(SendStream::new(control, 0));
-            addr_of_mut!((*dst).control_open).write(false);
-            addr_of_mut!((*dst).req_send).write(SendStream::new(rs, 0));
+            SendStream::write_zeroed(addr_of_mut!((*dst).control), control, 0);
+            SendStream::write_zeroed(addr_of_mut!((*dst).req_send), rs, 0);
             // The request's receiving half (window 0 until the stream opens), then the
             // server's unidirectional streams: one call site for the four.
             let recv = addr_of_mut!((*dst).recv).cast::<RecvStream<S, R>>();
             let uni = cfg.max_stream_data_uni;
             for (i, buf) in [rr, u0, u1, u2].into_iter().enumerate() {
-                recv.add(i).write(RecvStream::new(buf, if i == 0 { 0 } else { uni }));
+                RecvStream::write_zeroed(recv.add(i), buf, if i == 0 { 0 } else { uni });
             }
-            addr_of_mut!((*dst).request).write(None);
-            addr_of_mut!((*dst).next_request).write(0);
-            addr_of_mut!((*dst).conn_send).write(SendCredit::new(0));
             addr_of_mut!((*dst).conn_recv).write(RecvCredit::new(cfg.max_data));
-            addr_of_mut!((*dst).peer_bidi).write(0);
-            addr_of_mut!((*dst).peer_uni).write(0);
-            addr_of_mut!((*dst).peer_max_streams).write([0; 2]);
             addr_of_mut!((*dst).window_bidi).write(narrow(cfg.max_stream_data_bidi_local));
-            addr_of_mut!((*dst).stopped).write([None; 2]);
-            addr_of_mut!((*dst).peer_uni_opened_count).write(0);
         }
     }
 

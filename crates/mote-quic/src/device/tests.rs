@@ -151,9 +151,9 @@ impl DevPair {
     ) -> Self {
         let mut rng = TestRng(1);
         let tls = ClientSession::new(P, client_tls, resumption);
-        let client =
-            Dev::client(cfg, P, tls, dev_storage(4096, 8192), start, addr(SERVER_ADDR), &mut rng)
-                .unwrap();
+        // Every pair's device connection is built over a slot full of garbage, as a
+        // device's static is for its second connection.
+        let client = client_over_garbage(cfg, tls, start, &mut rng);
         Self {
             now: start,
             client,
@@ -370,6 +370,48 @@ impl DevPair {
             self.server.as_ref().and_then(|s| s.close_reason())
         );
     }
+}
+
+/// `Dev::init_client` into a slot filled with 0xa5 bytes (a device's static holding its
+/// previous connection): the constructor zero-fills the slot and leaves the fields whose
+/// initial value is all zeros to that, so nothing of the old bytes may survive.
+#[allow(unsafe_code)]
+fn client_over_garbage(
+    cfg: &ConnectionConfig,
+    tls: ClientSession<'static, RustCrypto>,
+    now: Instant,
+    rng: &mut TestRng,
+) -> Dev {
+    let mut slot = Box::<Dev>::new_uninit();
+    // SAFETY: bytes written into the `MaybeUninit`'s own memory.
+    unsafe { slot.as_mut_ptr().cast::<u8>().write_bytes(0xa5, core::mem::size_of::<Dev>()) };
+    let storage = dev_storage(4096, 8192);
+    Dev::init_client(&mut slot, cfg, P, |s| s.write(tls), storage, now, addr(SERVER_ADDR), rng)
+        .unwrap();
+    // SAFETY: `init_client` returned `Ok`: the slot is initialized.
+    *unsafe { slot.assume_init() }
+}
+
+/// A connection built over garbage (every `DevPair`'s) sends the same first Initial as one
+/// built in a fresh slot, then completes its handshake and exchanges.
+#[test]
+fn a_connection_built_over_garbage_is_a_fresh_one() {
+    let mut p = DevPair::new();
+    let (client_tls, _) = tls_configs(b"ctx");
+    let tls = ClientSession::new(P, client_tls, None);
+    let storage = dev_storage(4096, 8192);
+    let mut fresh =
+        Dev::client(&dev_cfg(), P, tls, storage, p.now, addr(SERVER_ADDR), &mut TestRng(1))
+            .unwrap();
+    let (mut a, mut b) = (vec![0u8; 1500], vec![0u8; 1500]);
+    let ta = fresh.poll_transmit(p.now, &mut a).unwrap();
+    let tb = p.client.poll_transmit(p.now, &mut b).unwrap();
+    assert_eq!(a[..ta.len], b[..tb.len]);
+    p.enqueue(Dir::ToServer, &b[..tb.len]);
+    p.handshake();
+    assert_eq!(exchange(&mut p, b"GET /5120", &pattern(5120)), 0);
+    settle(&mut p);
+    assert_eq!(exchange(&mut p, &pattern(1024), b"200"), 4);
 }
 
 /// Reads what the device has on `id` into `out`; true at FIN.

@@ -272,6 +272,54 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         }
     }
 
+    /// [`Recovery::write_new`] on zero-filled memory (the device connection's slot): the
+    /// configuration, RTT estimator, controller, pacer and the peer's default
+    /// max_ack_delay are written, the other state starts at zero (checked at compile
+    /// time), and the sent-packet spaces are written as by `write_new`.
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes. On
+    /// return it is initialized.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    #[inline(never)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, config: RecoveryConfig, cc: C) {
+        use core::ptr::addr_of_mut;
+        // Checked without a controller: a field's all-zero value depends on its type only.
+        crate::connection::init::zeroed!(Core::<()>, |z| matches!(
+            z,
+            Core {
+                cc: (),
+                pto_count: 0,
+                first_rtt_sample: None,
+                has_handshake_keys: false,
+                handshake_confirmed: false,
+                handshake_ack_received: false,
+                amplification_limited: false,
+                app_limited: false,
+                peak_in_flight: 0,
+                probes_pending: 0,
+                timer: None,
+                ..
+            }
+        ));
+        // SAFETY: the caller's contract; each field written is written once, through its
+        // address; `update_pacer` runs on the initialized core.
+        unsafe {
+            let core = addr_of_mut!((*dst).core);
+            addr_of_mut!((*core).config).write(config);
+            addr_of_mut!((*core).rtt).write(RttEstimator::new(config.initial_rtt));
+            addr_of_mut!((*core).cc).write(cc);
+            #[cfg(feature = "pacing")]
+            addr_of_mut!((*core).pacer).write(Pacer::new(config.pacer));
+            addr_of_mut!((*core).peer_max_ack_delay).write(DEFAULT_MAX_ACK_DELAY);
+            (*core).update_pacer();
+            SentPackets::write_new(addr_of_mut!((*dst).initial));
+            SentPackets::write_new(addr_of_mut!((*dst).handshake));
+            SentPackets::write_new(addr_of_mut!((*dst).data));
+        }
+    }
+
     /// Names every field (an exhaustive pattern, never called): a new field fails to build
     /// until [`Recovery::write_new`] writes it.
     #[allow(dead_code)]

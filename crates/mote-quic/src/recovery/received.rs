@@ -366,6 +366,56 @@ impl<const N: usize> ReceivedPackets<N> {
         }
     }
 
+    /// [`Self::new`] with [`Self::with_ack_eliciting_threshold`]`(threshold)` written on
+    /// zero-filled memory (the device connection's slot): only the space, the delay and the
+    /// threshold are written; every other field starts at zero (checked at compile time).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(
+        dst: *mut Self,
+        space: PnSpace,
+        max_ack_delay: Duration,
+        threshold: u32,
+    ) {
+        use core::ptr::addr_of_mut;
+        crate::connection::init::zeroed!(Self, |z| {
+            let r = &z.ranges;
+            let mut ranges_zero = r.len == 0 && r.floor == 0;
+            let mut i = 0;
+            while i < N {
+                ranges_zero &= r.ranges[i].0 == 0 && r.ranges[i].1 == 0;
+                i += 1;
+            }
+            ranges_zero
+                && matches!(
+                    z,
+                    Self {
+                        largest: None,
+                        largest_ack_eliciting: None,
+                        unacked_ack_eliciting: 0,
+                        deadline: None,
+                        unacked: false,
+                        ecn: [0, 0, 0],
+                        unacked_floor: 0,
+                        ..
+                    }
+                )
+        });
+        // SAFETY: the caller's contract.
+        unsafe {
+            addr_of_mut!((*dst).space).write(space);
+            addr_of_mut!((*dst).max_ack_delay).write(max_ack_delay);
+            addr_of_mut!((*dst).ack_eliciting_threshold).write(if threshold == 0 {
+                1
+            } else {
+                threshold
+            });
+        }
+    }
+
     /// Acknowledges after every `n`-th ack-eliciting packet instead of every second (at
     /// least 1). Out-of-order and CE-marked packets are still acknowledged at once.
     pub const fn with_ack_eliciting_threshold(mut self, n: u32) -> Self {

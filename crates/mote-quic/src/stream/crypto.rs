@@ -31,6 +31,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> CryptoRecv<S, R> {
         Self { asm: Reassembler::new(buf) }
     }
 
+    /// [`Self::new`] written on zero-filled memory (the device connection's slot).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, buf: S) {
+        // SAFETY: the caller's contract.
+        unsafe { Reassembler::write_zeroed(core::ptr::addr_of_mut!((*dst).asm), buf) }
+    }
+
     /// Starts again at offset 0 keeping the storage (the buffer of a discarded level can
     /// serve another).
     pub fn reset(&mut self) {
@@ -90,6 +101,17 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> CryptoSend<S, R> {
     /// A CRYPTO send buffer over `buf`.
     pub fn new(buf: S) -> Self {
         Self { inner: SendStream::new(buf, u64::MAX) }
+    }
+
+    /// [`Self::new`] written on zero-filled memory (the device connection's slot).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, buf: S) {
+        // SAFETY: the caller's contract.
+        unsafe { SendStream::write_zeroed(core::ptr::addr_of_mut!((*dst).inner), buf, u64::MAX) }
     }
 
     /// Queues handshake bytes from TLS; returns how many fit the buffer.

@@ -24,6 +24,25 @@ impl SendCredit {
         Self { max: narrow(max), used: 0, blocked_sent_at: None, blocked_pending: false }
     }
 
+    /// Whether this is `new(0)` (a device constructor's zeroing checks its all-zero value).
+    #[cfg(feature = "device")]
+    pub(crate) const fn is_new_zero(&self) -> bool {
+        matches!(self, Self { max: 0, used: 0, blocked_sent_at: None, blocked_pending: false })
+    }
+
+    /// [`Self::new`] written on zero-filled memory (the device connection's slot): only
+    /// `max`; the rest of `new(0)` is all zeros (checked at compile time).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, max: u64) {
+        crate::connection::init::zeroed!(Self, |z| z.is_new_zero());
+        // SAFETY: the caller's contract.
+        unsafe { core::ptr::addr_of_mut!((*dst).max).write(narrow(max)) }
+    }
+
     /// The current limit.
     pub const fn max(&self) -> u64 {
         wide(self.max)

@@ -61,6 +61,26 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
         }
     }
 
+    /// [`Self::new`] written on zero-filled memory (the device connection's slot): only
+    /// `buf` is written; the other fields start at zero (checked at compile time).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, buf: S) {
+        // Checked without storage: a field's all-zero value depends on its type only.
+        crate::connection::init::zeroed!(Reassembler<(), R>, |z| {
+            #[cfg(feature = "reorder")]
+            let empty = z.ranges.is_empty();
+            #[cfg(not(feature = "reorder"))]
+            let empty = true;
+            empty && matches!(z, Reassembler { buf: (), head: 0, read: 0, contiguous: 0, .. })
+        });
+        // SAFETY: the caller's contract.
+        unsafe { core::ptr::addr_of_mut!((*dst).buf).write(buf) }
+    }
+
     /// Forgets all data and starts again at offset 0, keeping the storage.
     pub fn reset(&mut self) {
         self.head = 0;

@@ -90,6 +90,38 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> RecvStream<S, R> {
         }
     }
 
+    /// [`Self::new`] written on zero-filled memory (the device connection's slot): only
+    /// the buffer and the credit are written; the other fields' initial values are all
+    /// zeros (checked at compile time).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, buf: S, window: u64) {
+        use core::ptr::addr_of_mut;
+        // Checked on a stream without storage: a field's all-zero value depends on its
+        // type only (the reassembler checks its own).
+        crate::connection::init::zeroed!(RecvStream<(), R>, |z| matches!(
+            z,
+            RecvStream {
+                asm: _,
+                credit: _,
+                state: RecvState::Recv,
+                final_size: None,
+                reset_code: 0,
+                released: 0,
+                stop: Stop::None,
+            }
+        ));
+        let window = window.min(buf.as_ref().len() as u64);
+        // SAFETY: the caller's contract.
+        unsafe {
+            Reassembler::write_zeroed(addr_of_mut!((*dst).asm), buf);
+            addr_of_mut!((*dst).credit).write(RecvCredit::new(window));
+        }
+    }
+
     /// Starts again as a fresh stream, keeping the storage (slot reuse).
     pub fn reinit(&mut self, window: u64) {
         self.asm.reset();

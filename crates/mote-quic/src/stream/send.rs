@@ -133,6 +133,45 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> SendStream<S, R> {
         }
     }
 
+    /// [`Self::new`] written on zero-filled memory (the device connection's slot): only
+    /// `buf` and the credit are written; every other field's initial value is all zeros
+    /// (checked at compile time).
+    ///
+    /// # Safety
+    /// `dst` must be valid and aligned for a write of `Self` and hold all-zero bytes.
+    #[cfg(feature = "device")]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn write_zeroed(dst: *mut Self, buf: S, max_stream_data: u64) {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::NONZERO_R;
+        // Checked on a stream without storage: a field's all-zero value depends on its
+        // type only.
+        crate::connection::init::zeroed!(SendStream<(), R>, |z| matches!(
+            z,
+            SendStream {
+                buf: (),
+                head: 0,
+                base: 0,
+                sent: 0,
+                written: 0,
+                book: _,
+                finished: false,
+                fin_sent: false,
+                fin_acked: false,
+                fin_lost: false,
+                state: SendState::Ready,
+                credit: _,
+                reset_code: 0,
+                reset_pending: false,
+            }
+        ) && z.book.is_clear());
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::ptr::addr_of_mut!((*dst).buf).write(buf);
+            SendCredit::write_zeroed(core::ptr::addr_of_mut!((*dst).credit), max_stream_data);
+        }
+    }
+
     /// Starts again as a fresh stream, keeping the storage (slot reuse).
     pub fn reinit(&mut self, max_stream_data: u64) {
         self.head = 0;

@@ -45,6 +45,12 @@ impl<const R: usize> RangeBook<R> {
         Self { acked: RangeSet::new(), lost: RangeSet::new() }
     }
 
+    /// Whether nothing is recorded (as after `new`).
+    #[cfg(feature = "device")]
+    pub(super) const fn is_clear(&self) -> bool {
+        self.acked.is_empty() && self.lost.is_empty()
+    }
+
     pub(super) fn clear(&mut self) {
         self.acked.clear();
         self.lost.clear();
@@ -147,6 +153,19 @@ pub(super) struct CompactBook<const R: usize> {
 impl<const R: usize> CompactBook<R> {
     pub(super) const fn new() -> Self {
         Self { acked: [(0, 0); R], lo: 0, hi: 0 }
+    }
+
+    /// Whether this is `new()`: every slot and the retransmission range zero.
+    #[cfg(feature = "device")]
+    pub(super) const fn is_clear(&self) -> bool {
+        let mut i = 0;
+        while i < R {
+            if self.acked[i].0 != 0 || self.acked[i].1 != 0 {
+                return false;
+            }
+            i += 1;
+        }
+        self.lo == 0 && self.hi == 0
     }
 
     pub(super) fn clear(&mut self) {
