@@ -335,6 +335,9 @@ where
                 if !o.closed {
                     let rx = self.rx_mut(space);
                     if o.ackable {
+                        // The device reads no ECN marks, so its ACKs carry no ECN counts
+                        // (`send::put_ack` writes type 0x02 only, RFC 9000 §19.3.2): if ECN
+                        // reading is added here, `put_ack` must write 0x03 with the counts.
                         let ecn = crate::recovery::Ecn::NotEct;
                         let _ = rx.on_packet_received(u.pn, now, o.ack_eliciting, ecn);
                     } else {

@@ -330,8 +330,8 @@ const fn vlen(v: VarInt) -> usize {
 /// connection acts on them directly.
 ///
 /// A device connection reads six more bodies through the same loop (one inlined parser
-/// instead of one per frame type, its layout from a table): CRYPTO (§19.6: its Offset in `v[1]`, where STREAM's is,
-/// and its data; offset + length past 2^62 - 1 is a FRAME_ENCODING_ERROR), NEW_TOKEN
+/// instead of one per frame type, its layout from a table): CRYPTO (§19.6: its Offset in
+/// `v[1]`, where STREAM's is, and its data; offset + length past 2^62 - 1 is a FRAME_ENCODING_ERROR), NEW_TOKEN
 /// (§19.7: the token as data; empty is a FRAME_ENCODING_ERROR), RETIRE_CONNECTION_ID
 /// (§19.16: `v[0]`), PATH_CHALLENGE and PATH_RESPONSE (§19.17, §19.18: the 8 bytes as
 /// data), CONNECTION_CLOSE (§19.19: Error Code, Frame Type of a 0x1c, the reason as data),
@@ -556,8 +556,9 @@ impl<'a> Frame<'a> {
 
     /// Parses the fields of a stream or flow-control frame (RFC 9000 §19.4, §19.5,
     /// §19.8–§19.14) after its already-read type `ty`: the frames
-    /// [`crate::stream::Streams::on_frame`] takes. Any other type is
-    /// [`WireError::UnknownFrameType`].
+    /// [`crate::stream::Streams::on_frame`] takes; callers pass no other type (the six
+    /// device-only bodies [`read_fields`] also reads give [`WireError::UnknownFrameType`]
+    /// here after being read, as does any other type).
     pub(crate) fn parse_stream_body(ty: u64, r: &mut Reader<'a>) -> Result<Frame<'a>, WireError> {
         let ([a, b, c], data) = read_fields(ty, r)?;
         let frame = match ty {
