@@ -19,7 +19,7 @@ use mote_h3::Config as H3Config;
 use mote_quic::connection::rng::Drbg;
 #[cfg(feature = "selfmeasure")]
 use mote_quic::connection::CloseReason;
-use mote_quic::{ConnectionConfig, Instant};
+use mote_quic::{ConnectionConfig, Duration, Instant};
 use mote_tls::{ClientConfig, ClientSession, Resumption, ServerAuth, Ticket};
 
 use crate::board::Board;
@@ -72,9 +72,12 @@ pub const POST_BYTES: usize = 1024;
 /// H3_NO_ERROR (RFC 9114 §8.1).
 const H3_NO_ERROR: u64 = 0x100;
 /// How long the first transaction waits for a session ticket after its last response.
-const TICKET_WAIT_US: u64 = 3_000_000;
-/// A transaction that has not finished after this long has failed.
-const TRANSACTION_LIMIT_US: u64 = 120_000_000;
+const TICKET_WAIT: Duration = Duration::from_micros(3_000_000);
+/// A transaction that has not finished after this long has failed. The event loop keeps
+/// time on the connection's clock (32-bit on a device: its instants compare right within
+/// 35 minutes, mote_quic::time), so this stays well below that.
+const TRANSACTION_LIMIT: Duration = Duration::from_micros(120_000_000);
+const _: () = assert!(TRANSACTION_LIMIT.as_micros() + TICKET_WAIT.as_micros() < 1 << 29);
 
 /// The server's raw public key, pinned in flash (RFC 7250; feature `rpk-ed25519`).
 #[cfg(all(feature = "rpk-ed25519", not(any(feature = "psk", feature = "x509"))))]
@@ -428,7 +431,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         };
         // 2: resumed with the ticket, GET in 0-RTT.
         if let Some((len, at)) = ticket_len {
-            resume(&mut t.resumption, ticket, len, board.now_us().saturating_sub(at));
+            resume(&mut t.resumption, ticket, len, Instant::from_micros(board.now_us()) - at);
         }
         #[cfg(feature = "selfmeasure")]
         {
@@ -451,7 +454,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
     status
 }
 
-/// Sets `slot` to the resumption from the first `len` bytes of `ticket`, received `age_us`
+/// Sets `slot` to the resumption from the first `len` bytes of `ticket`, received `age`
 /// ago; leaves it `None` if the ticket does not decode. Out of line and written in place:
 /// neither the ticket parser's locals nor a copy of the result are in `run`'s frame.
 #[inline(never)]
@@ -459,9 +462,9 @@ fn resume<'t>(
     slot: &mut Option<Resumption<'t>>,
     ticket: &'t [u8; TICKET],
     len: usize,
-    age_us: u64,
+    age: Duration,
 ) {
-    let age_ms = age_us.min(u64::from(u32::MAX)) as u32 / 1000;
+    let age_ms = age.as_micros().min(u64::from(u32::MAX)) as u32 / 1000;
     if let Some(Ok(ticket)) = ticket.get(..len).map(Ticket::decode) {
         *slot = Some(Resumption { ticket, age_ms });
     }
@@ -666,7 +669,7 @@ fn transaction<'a, B: Board>(
     t: &Transaction<'a>,
     rng: &mut Rng,
     ticket_out: Option<&mut [u8; TICKET]>,
-) -> Option<(usize, u64)> {
+) -> Option<(usize, Instant)> {
     let out = fresh_outcome(outcome);
     let Io { link, tx } = io;
     let ticket =
@@ -711,7 +714,7 @@ fn connected<'a, B: Board>(
     rng: &mut Rng,
     ticket_out: Option<&mut [u8; TICKET]>,
     out: &mut Outcome,
-) -> Option<(usize, u64)> {
+) -> Option<(usize, Instant)> {
     #[cfg(feature = "selfmeasure")]
     out.record.phases.enter(board, Some(Phase::Init));
     let now = Instant::from_micros(board.now_us());
@@ -774,15 +777,13 @@ fn event_loop<B: Board>(
     io: Io<'_>,
     mut ticket_out: Option<&mut [u8; TICKET]>,
     out: &mut Outcome,
-) -> Option<(usize, u64)> {
+) -> Option<(usize, Instant)> {
     let req = &mut out.req;
-    let mut ticket: Option<(usize, u64)> = None;
-    // Both responses are complete (the ticket wait has begun).
-    let mut responded = false;
+    let mut ticket: Option<(usize, Instant)> = None;
     let mut updated = false;
     // The transaction ends by this time: its limit, and once both responses are complete
     // at the latest the end of the ticket wait.
-    let mut deadline = board.now_us() + TRANSACTION_LIMIT_US;
+    let mut deadline = Instant::from_micros(board.now_us()) + TRANSACTION_LIMIT;
     #[cfg(feature = "selfmeasure")]
     {
         out.record.frame = crate::measure::frame_marker();
@@ -794,8 +795,7 @@ fn event_loop<B: Board>(
     let steps = &mut ();
     let Io { link, tx } = io;
     loop {
-        let now_us = board.now_us();
-        let now = Instant::from_micros(now_us);
+        let now = Instant::from_micros(board.now_us());
         step(steps, 0, || receive(board, link, conn, now));
         if conn.poll_timeout().is_some_and(|t| t <= now) {
             step(steps, 3, || on_timeout(conn, now));
@@ -806,7 +806,7 @@ fn event_loop<B: Board>(
             |conn| {
                 if let Some(buf) = ticket_out.as_deref_mut() {
                     if let Some(n) = conn.take_ticket(buf) {
-                        ticket = Some((n, now_us));
+                        ticket = Some((n, now));
                     }
                 }
             },
@@ -838,13 +838,14 @@ fn event_loop<B: Board>(
             }
             step(steps, 2, || poll_h3(conn, h3, req));
         }
-        if req.done == [true; 2] && !responded {
-            responded = true;
-            deadline = deadline.min(now_us + TICKET_WAIT_US);
+        // Both responses are complete: the ticket wait ends the transaction at the latest
+        // (set the first time; `min` keeps it after that, as `now` moves on).
+        let responded = req.done == [true; 2];
+        if responded {
+            deadline = deadline.min(now + TICKET_WAIT);
         }
-        let finished = req.failed
-            || now_us > deadline
-            || responded && (ticket.is_some() || ticket_out.is_none());
+        let finished =
+            req.failed || now > deadline || responded && (ticket.is_some() || ticket_out.is_none());
         if finished {
             #[cfg(feature = "selfmeasure")]
             out.record.phases.enter(board, Some(Phase::Close));
@@ -857,9 +858,9 @@ fn event_loop<B: Board>(
             // (RFC 9000 §10.2: it may discard state and answer nothing).
             break;
         }
-        // The connection's clock is the board's modulo 2^32 µs on a device (mote_quic::time):
-        // its deadline goes back to the board's as a span from `now`.
-        board.sleep_until(conn.poll_timeout().map(|t| now_us + (t - now).as_micros()));
+        // The connection's clock is the board's (modulo 2^32 µs on a device): its timer is
+        // the board's wake-up deadline as it is.
+        board.sleep_until(conn.poll_timeout());
     }
     #[cfg(feature = "selfmeasure")]
     {

@@ -1,6 +1,8 @@
 //! What the client needs from the hardware: a serial line, a clock, a way to sleep until
 //! something happens, and counters of busy time. One module per board.
 
+use mote_quic::Instant;
+
 #[cfg(target_arch = "arm")]
 pub mod mps2;
 #[cfg(target_arch = "riscv32")]
@@ -19,9 +21,11 @@ pub trait Board {
     fn write_byte(&mut self, b: u8);
     /// One received byte, if any.
     fn read_byte(&mut self) -> Option<u8>;
-    /// Sleeps until a byte arrives or `deadline_us` passes (at most a bounded time, so the
-    /// clock is read often enough to extend it).
-    fn sleep_until(&mut self, deadline_us: Option<u64>);
+    /// Sleeps until a byte arrives or `deadline` passes (at most a bounded time, so the
+    /// clock is read often enough to extend it). The deadline is on the connection's clock,
+    /// which is [`Board::now_us`] as [`Instant::from_micros`] takes it (modulo 2^32 µs on a
+    /// device): the event loop passes the connection's timer as it is, no conversion.
+    fn sleep_until(&mut self, deadline: Option<Instant>);
     /// 32 bytes of seed for the device's random generator.
     fn entropy(&mut self) -> [u8; 32];
     /// Ends the run (on QEMU: exits with `code`).
@@ -94,12 +98,16 @@ impl<const TICKS_PER_US: u32> Clock<TICKS_PER_US> {
     }
 }
 
-/// How long to sleep at `now_us` for `deadline_us` (none: until woken, at most
+/// How long to sleep at `now_us` for `deadline` (none: until woken, at most
 /// [`MAX_SLEEP_US`]); `None` if the deadline has passed.
-pub fn sleep_span(now_us: u64, deadline_us: Option<u64>) -> Option<u64> {
-    match deadline_us {
-        Some(d) if d <= now_us => None,
-        Some(d) => Some((d - now_us).min(MAX_SLEEP_US)),
+pub fn sleep_span(now_us: u64, deadline: Option<Instant>) -> Option<u64> {
+    match deadline {
+        // `Instant - Instant` is zero for a deadline at or before now (on a device, by the
+        // wrapping difference of the 32-bit clock: mote_quic::time).
+        Some(d) => match (d - Instant::from_micros(now_us)).as_micros() {
+            0 => None,
+            span => Some(span.min(MAX_SLEEP_US)),
+        },
         None => Some(MAX_SLEEP_US),
     }
 }
@@ -146,9 +154,11 @@ mod tests {
 
     #[test]
     fn sleep_span_is_bounded() {
-        assert_eq!(sleep_span(10, Some(10)), None);
-        assert_eq!(sleep_span(10, Some(15)), Some(5));
-        assert_eq!(sleep_span(0, Some(u64::MAX)), Some(MAX_SLEEP_US));
+        let at = Instant::from_micros;
+        assert_eq!(sleep_span(10, Some(at(10))), None);
+        assert_eq!(sleep_span(10, Some(at(5))), None);
+        assert_eq!(sleep_span(10, Some(at(15))), Some(5));
+        assert_eq!(sleep_span(0, Some(at(1 << 30))), Some(MAX_SLEEP_US));
         assert_eq!(sleep_span(0, None), Some(MAX_SLEEP_US));
     }
 }

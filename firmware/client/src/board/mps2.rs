@@ -10,6 +10,8 @@
 
 use core::ptr::{read_volatile, write_volatile};
 
+use mote_quic::Instant;
+
 use super::{sleep_span, Board, Clock};
 
 /// CMSDK APB UART0 (AN386 memory map).
@@ -124,8 +126,8 @@ impl Board for Mps2 {
         Some(b)
     }
 
-    fn sleep_until(&mut self, deadline_us: Option<u64>) {
-        let Some(wait) = sleep_span(self.now_us(), deadline_us) else { return };
+    fn sleep_until(&mut self, deadline: Option<Instant>) {
+        let Some(wait) = sleep_span(self.now_us(), deadline) else { return };
         if read(UART0 + UART_STATE) & STATE_RX_FULL != 0 {
             return;
         }

@@ -11,6 +11,8 @@
 
 use core::ptr::{read_volatile, write_volatile};
 
+use mote_quic::Instant;
+
 use super::{sleep_span, Board, Clock};
 
 const UART: usize = 0x1000_0000;
@@ -144,8 +146,8 @@ impl Board for Virt {
         (read8(UART + LSR) & LSR_DATA_READY != 0).then(|| read8(UART + RBR_THR))
     }
 
-    fn sleep_until(&mut self, deadline_us: Option<u64>) {
-        let Some(wait) = sleep_span(self.now_us(), deadline_us) else { return };
+    fn sleep_until(&mut self, deadline: Option<Instant>) {
+        let Some(wait) = sleep_span(self.now_us(), deadline) else { return };
         // Clear the last wake-up's claim before looking at the UART: a byte arriving after
         // the look pends the interrupt again and WFI returns at once.
         plic_complete();
