@@ -818,26 +818,26 @@ fn event_loop<B: Board>(
             break;
         }
         // The first request goes out as soon as the connection can carry it: after the
-        // handshake, or at once in 0-RTT.
-        if conn.is_handshake_complete() || conn.can_send_early_data() {
-            drive_requests(conn, h3, req, tx);
-            // RFC 9001 §6.1, §6.5, §6.6: the device's own key update (as when half its AEAD
-            // confidentiality limit is used), once per transaction after the GET: the
-            // connection starts it once the handshake is confirmed and a packet of the
-            // current phase acknowledged, and after the server's update only three PTOs past
-            // the acknowledgment that confirmed it, so it is tried until it starts. The
-            // measured transactions end before that wait is over (the built-in server
-            // updates first), and are not held open for it: QEMU shows the server's update
-            // answered; the device's own is exercised by mote-quic's tests and interop.
-            if req.done[GET] && !updated {
-                updated = conn.initiate_key_update();
-            }
-            #[cfg(feature = "selfmeasure")]
-            if req.sent[GET] && out.record.phases.current() == Some(Phase::Open) {
-                out.record.phases.enter(board, Some(Phase::Transfer));
-            }
-            step(steps, 2, || poll_h3(conn, h3, req));
+        // handshake, or at once in 0-RTT. Not gated here: until then the connection opens
+        // no stream (`drive_requests` finds the control stream refused and sends nothing),
+        // no key update starts and there is nothing to read.
+        drive_requests(conn, h3, req, tx);
+        // RFC 9001 §6.1, §6.5, §6.6: the device's own key update (as when half its AEAD
+        // confidentiality limit is used), once per transaction after the GET: the
+        // connection starts it once the handshake is confirmed and a packet of the
+        // current phase acknowledged, and after the server's update only three PTOs past
+        // the acknowledgment that confirmed it, so it is tried until it starts. The
+        // measured transactions end before that wait is over (the built-in server
+        // updates first), and are not held open for it: QEMU shows the server's update
+        // answered; the device's own is exercised by mote-quic's tests and interop.
+        if req.done[GET] && !updated {
+            updated = conn.initiate_key_update();
         }
+        #[cfg(feature = "selfmeasure")]
+        if req.sent[GET] && out.record.phases.current() == Some(Phase::Open) {
+            out.record.phases.enter(board, Some(Phase::Transfer));
+        }
+        step(steps, 2, || poll_h3(conn, h3, req));
         // Both responses are complete: the ticket wait ends the transaction at the latest
         // (set the first time; `min` keeps it after that, as `now` moves on).
         let responded = req.done == [true; 2];
