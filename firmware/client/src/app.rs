@@ -326,7 +326,8 @@ fn step<R>(_deepest: &mut (), _which: usize, f: impl FnOnce() -> R) -> R {
 /// The request side of a transaction: per request ([`GET`], [`POST`], in that order)
 /// whether it is sent, its final status and whether its response is complete. One request
 /// at a time (the POST goes out once the GET's response is complete), so the HTTP/3 client's
-/// request events are the GET's until its response is complete, then the POST's.
+/// request events are the GET's until its response is complete, then the POST's: the
+/// POST's response complete means both are.
 #[derive(Default)]
 struct Requests {
     sent: [bool; 2],
@@ -725,7 +726,7 @@ fn connected<'a, B: Board>(
     let h3 = init_h3(h3_slot);
     let slot = Slots::typed(conn_slot);
     let conn = connect(slot, t, unix_time, store, now, rng)?;
-    let ticket = event_loop(board, conn, h3, io, ticket_out, out);
+    let ticket = event_loop(board, conn, h3, io, ticket_out, now, out);
     #[cfg(feature = "selfmeasure")]
     record_connection(&mut out.record, conn);
     // Erase the keys (their `Drop`) before the slot is reused.
@@ -776,14 +777,15 @@ fn event_loop<B: Board>(
     h3: &mut H3,
     io: Io<'_>,
     mut ticket_out: Option<&mut [u8; TICKET]>,
+    start: Instant,
     out: &mut Outcome,
 ) -> Option<(usize, Instant)> {
     let req = &mut out.req;
     let mut ticket: Option<(usize, Instant)> = None;
     let mut updated = false;
-    // The transaction ends by this time: its limit, and once both responses are complete
-    // at the latest the end of the ticket wait.
-    let mut deadline = Instant::from_micros(board.now_us()) + TRANSACTION_LIMIT;
+    // The transaction ends by this time: its limit from its start, and once both responses
+    // are complete at the latest the end of the ticket wait.
+    let mut deadline = start + TRANSACTION_LIMIT;
     #[cfg(feature = "selfmeasure")]
     {
         out.record.frame = crate::measure::frame_marker();
@@ -840,7 +842,7 @@ fn event_loop<B: Board>(
         step(steps, 2, || poll_h3(conn, h3, req));
         // Both responses are complete: the ticket wait ends the transaction at the latest
         // (set the first time; `min` keeps it after that, as `now` moves on).
-        let responded = req.done == [true; 2];
+        let responded = req.done[POST];
         if responded {
             deadline = deadline.min(now + TICKET_WAIT);
         }
@@ -869,10 +871,8 @@ fn event_loop<B: Board>(
         ([r.get_status, r.post_status], r.get_bytes) = (req.status, req.get_bytes);
         r.h3_error = req.h3_error;
     }
-    out.ok = !req.failed
-        && req.done == [true; 2]
-        && req.status == [200; 2]
-        && req.get_bytes == OBJECT_BYTES;
+    out.ok =
+        !req.failed && req.done[POST] && req.status == [200; 2] && req.get_bytes == OBJECT_BYTES;
     ticket
 }
 
