@@ -415,6 +415,8 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         let config = init_config();
         let Buffers { crypto, streams, tx, ticket, link } = bufs;
         let [first, second] = kept;
+        // What both transactions work in, lent to each in turn (built once, not per call).
+        let parts = &mut Parts { conn, h3, outcome, link, tx, crypto, streams };
         // One `Transaction` for both (one slot in this frame).
         let mut t = Transaction {
             config,
@@ -424,12 +426,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
             which: 0,
         };
         // 1: full handshake; keeps the session ticket.
-        let ticket_len = {
-            let io = Io { link: &mut *link, tx: &mut *tx };
-            let store = Store { crypto: &mut *crypto, streams: &mut *streams };
-            let slots = (&mut *conn, &mut *h3, &mut *outcome, &mut *first);
-            transaction(board, slots, io, store, &t, rng, Some(&mut *ticket))
-        };
+        let ticket_len = transaction(board, parts, first, &t, rng, Some(&mut *ticket));
         // 2: resumed with the ticket, GET in 0-RTT.
         if let Some((len, at)) = ticket_len {
             resume(&mut t.resumption, ticket, len, Instant::from_micros(board.now_us()) - at);
@@ -441,11 +438,7 @@ pub fn run<B: Board>(board: &mut B, bufs: &mut Buffers, slots: &mut Slots) -> u3
         // With an external PSK the session resumes nothing (tickets are not used in that mode):
         // the second transaction is another PSK handshake.
         let resumed = t.resumption.is_some() || cfg!(feature = "psk");
-        {
-            let io = Io { link: &mut *link, tx: &mut *tx };
-            let store = Store { crypto, streams };
-            transaction(board, (conn, h3, outcome, &mut *second), io, store, &t, rng, None);
-        }
+        transaction(board, parts, second, &t, rng, None);
         let status = u32::from(!first.ok) | u32::from(!second.ok || !resumed) << 1;
         #[cfg(feature = "selfmeasure")]
         report_memory(board, boot_busy, kept);
@@ -664,17 +657,17 @@ struct Transaction<'a> {
 #[inline(never)]
 fn transaction<'a, B: Board>(
     board: &mut B,
-    (conn, h3, outcome, kept): TransactionSlots<'a, '_>,
-    io: Io<'_>,
-    store: Store<'a>,
+    parts: &'a mut Parts<'_>,
+    kept: &mut Kept,
     t: &Transaction<'a>,
     rng: &mut Rng,
     ticket_out: Option<&mut [u8; TICKET]>,
 ) -> Option<(usize, Instant)> {
+    let Parts { conn, h3, outcome, link, tx, crypto, streams } = parts;
     let out = fresh_outcome(outcome);
-    let Io { link, tx } = io;
-    let ticket =
-        connected(board, (conn, h3), Io { link: &mut *link, tx }, store, t, rng, ticket_out, out);
+    let store = Store { crypto, streams };
+    let io = Io { link, tx };
+    let ticket = connected(board, (conn, h3), io, store, t, rng, ticket_out, out);
     #[cfg(feature = "selfmeasure")]
     {
         let r = &out.record;
@@ -688,14 +681,18 @@ fn transaction<'a, B: Board>(
     ticket
 }
 
-/// A transaction's static slots: the connection, the HTTP/3 session, its record, and what
-/// `run` keeps of it.
-type TransactionSlots<'a, 'o> = (
-    &'a mut MaybeUninit<Conn<'static>>,
-    &'a mut MaybeUninit<H3>,
-    &'o mut MaybeUninit<Outcome>,
-    &'o mut Kept,
-);
+/// The static memory a transaction works in: the connection, the HTTP/3 session and the
+/// transaction's record (slots), the serial link, the datagram buffer and the connection's
+/// buffers.
+struct Parts<'p> {
+    conn: &'p mut MaybeUninit<Conn<'static>>,
+    h3: &'p mut MaybeUninit<H3>,
+    outcome: &'p mut MaybeUninit<Outcome>,
+    link: &'p mut Decoder<FRAME>,
+    tx: &'p mut [u8; DATAGRAM],
+    crypto: &'p mut [[u8; CRYPTO_BUF]; 6],
+    streams: &'p mut StreamBuffers,
+}
 
 /// A new transaction record in `slot` (built out of line: no copy of it in the caller's
 /// frame).
