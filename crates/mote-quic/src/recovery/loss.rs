@@ -9,7 +9,6 @@ use super::{
     backoff, decode_ack_delay, CongestionController, PnSpace, RecoveryError, RttEstimator,
     DEFAULT_INITIAL_RTT, DEFAULT_MAX_ACK_DELAY,
 };
-use crate::arith::Sat64 as _;
 use crate::frame::{Ack, EcnCounts};
 use crate::time::{Duration, Instant};
 
@@ -328,16 +327,18 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     // Out of line: the send window, sending and ACK processing each inlined a copy (issue 8).
     #[inline(never)]
     pub fn bytes_in_flight(&self) -> u64 {
+        // Inline saturation: without `std` the counts are 32-bit, so the sums never
+        // saturate and compile to 32-bit adds with a carry.
         self.initial
             .bytes_in_flight()
-            .sat_add(self.handshake.bytes_in_flight())
-            .sat_add(self.data.bytes_in_flight())
+            .saturating_add(self.handshake.bytes_in_flight())
+            .saturating_add(self.data.bytes_in_flight())
     }
 
     /// Bytes the congestion window still allows (RFC 9002 §7). PTO probes may exceed it
     /// ([`Recovery::probes_pending`]); ACK-only packets are not limited.
     pub fn send_window(&self) -> u64 {
-        self.congestion_window().sat_sub(self.bytes_in_flight())
+        self.congestion_window().saturating_sub(self.bytes_in_flight())
     }
 
     /// PTO probes asked for by the last timeout and not sent yet.

@@ -1009,7 +1009,7 @@ fn memory_footprint() {
     assert_eq!(size_of::<ReceivedPackets<8>>(), 8 * 8 + 112);
     // 32-bit estimates and time without `std`.
     assert_eq!(size_of::<RttEstimator>(), if std { 48 } else { 24 });
-    assert_eq!(size_of::<NewReno>(), if std { 48 } else { 40 });
+    assert_eq!(size_of::<NewReno>(), if std { 48 } else { 24 });
     assert_eq!(size_of::<Pacer>(), if std { 80 } else { 72 });
     #[cfg(all(feature = "cubic", feature = "std"))]
     assert_eq!(size_of::<Cubic>(), 120);
