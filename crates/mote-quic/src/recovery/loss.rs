@@ -9,7 +9,6 @@ use super::{
     backoff, decode_ack_delay, CongestionController, PnSpace, RecoveryError, RttEstimator,
     DEFAULT_INITIAL_RTT, DEFAULT_MAX_ACK_DELAY,
 };
-use crate::arith::Sat64 as _;
 use crate::frame::{Ack, EcnCounts};
 use crate::time::{Duration, Instant};
 
@@ -146,18 +145,16 @@ struct Core<C> {
     /// The most bytes in flight since the previous ACK frame (RFC 9002 §7.8 detection).
     peak_in_flight: u64,
     probes_pending: u8,
-    timer: Option<Instant>,
+    /// The armed loss detection timer, with what it does when it fires (chosen when armed:
+    /// every input that changes the choice re-arms it).
+    timer: Option<Armed>,
 }
 
 impl<C: CongestionController> Core<C> {
-    /// RFC 9002 App. A.6 `PeerCompletedAddressValidation`.
-    // Out of line on devices: three inlined copies (issue 8).
+    /// RFC 9002 App. B.8 `OnPacketsLost` (bytes in flight were already removed): one
+    /// congestion event for the newest lost packet, then persistent congestion (§7.6.2).
+    /// Called from `detect_lost` only; out of line there (inlined it cost 30 B more).
     #[cfg_attr(not(feature = "std"), inline(never))]
-    fn peer_completed_address_validation(&self) -> bool {
-        self.config.is_server || self.handshake_ack_received || self.handshake_confirmed
-    }
-
-    /// RFC 9002 App. B.8 `OnPacketsLost` (bytes in flight were already removed).
     fn on_packets_lost(&mut self, now: Instant, loss: &LossSummary) {
         if let Some(sent) = loss.largest_lost_in_flight_sent {
             self.cc.on_congestion_event(now, sent);
@@ -165,6 +162,13 @@ impl<C: CongestionController> Core<C> {
         if loss.persistent_congestion {
             self.cc.on_persistent_congestion(now);
         }
+    }
+
+    /// RFC 9002 App. A.6 `PeerCompletedAddressValidation`.
+    // Out of line on devices: three inlined copies (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
+    fn peer_completed_address_validation(&self) -> bool {
+        self.config.is_server || self.handshake_ack_received || self.handshake_confirmed
     }
 
     /// Feature `pacing`: without it a device's window of a few packets leaves as a burst
@@ -371,16 +375,18 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     // Out of line: the send window, sending and ACK processing each inlined a copy (issue 8).
     #[inline(never)]
     pub fn bytes_in_flight(&self) -> u64 {
+        // Inline saturation: without `std` the counts are 32-bit, so the sums never
+        // saturate and compile to 32-bit adds with a carry.
         self.initial
             .bytes_in_flight()
-            .sat_add(self.handshake.bytes_in_flight())
-            .sat_add(self.data.bytes_in_flight())
+            .saturating_add(self.handshake.bytes_in_flight())
+            .saturating_add(self.data.bytes_in_flight())
     }
 
     /// Bytes the congestion window still allows (RFC 9002 §7). PTO probes may exceed it
     /// ([`Recovery::probes_pending`]); ACK-only packets are not limited.
     pub fn send_window(&self) -> u64 {
-        self.congestion_window().sat_sub(self.bytes_in_flight())
+        self.congestion_window().saturating_sub(self.bytes_in_flight())
     }
 
     /// PTO probes asked for by the last timeout and not sent yet.
@@ -427,7 +433,10 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
 
     /// When [`Recovery::on_timeout`] must be called next (RFC 9002 App. A.8).
     pub const fn loss_detection_timer(&self) -> Option<Instant> {
-        self.core.timer
+        match self.core.timer {
+            Some(a) => Some(a.at),
+            None => None,
+        }
     }
 
     /// The next packet number of `space`.
@@ -670,35 +679,33 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     where
         F: FnMut(PacketEvent<T>),
     {
-        match self.core.timer {
-            Some(t) if now >= t => {}
+        // The space and kind were chosen when the timer was armed
+        // (`set_loss_detection_timer`).
+        let armed = match self.core.timer {
+            Some(a) if now >= a.at => a,
             _ => return TimeoutAction::None,
-        }
-        let timers = self.timers(now);
-        if let Some((_, space)) = timers.loss {
-            let (core, s) = self.records_mut(space);
-            let loss = detect_lost(s, core, space, now, &mut on_event);
+        };
+        let space = armed.space;
+        let (core, s) = self.records_mut(space);
+        let Some(anti_deadlock) = armed.probe else {
+            let count = detect_lost(s, core, space, now, &mut on_event).count;
             s.settle();
-            self.core.on_packets_lost(now, &loss);
             self.core.update_pacer();
             self.set_loss_detection_timer(now);
-            return TimeoutAction::PacketsLost { space, count: loss.count };
-        }
-        // Nothing ack-eliciting in flight: the anti-deadlock probe (the scan's PTO space is
-        // then Handshake with Handshake keys, else Initial), unless it is not needed.
-        let anti_deadlock = !timers.ack_eliciting;
-        if anti_deadlock && self.core.peer_completed_address_validation() {
-            self.set_loss_detection_timer(now);
-            return TimeoutAction::None;
-        }
-        let Some((_, space)) = timers.pto else {
-            self.set_loss_detection_timer(now);
-            return TimeoutAction::None;
+            return TimeoutAction::PacketsLost { space, count };
         };
-        let count = if anti_deadlock { 1 } else { self.core.config.probe_packets.clamp(1, 2) };
-        with_space!(self, space, |s| s.evict_for(usize::from(count), |packet| {
-            on_event(PacketEvent::Evicted { space, packet })
-        }));
+        // RFC 9002 §6.2.2.1: no anti-deadlock probe once the peer validated our address (a
+        // duplicate Handshake ACK tells without re-arming the timer).
+        if anti_deadlock && core.peer_completed_address_validation() {
+            self.set_loss_detection_timer(now);
+            return TimeoutAction::None;
+        }
+        // RFC 9002 §6.2.4: one or two probes; the anti-deadlock probe (nothing ack-eliciting
+        // in flight, §6.2.2.1: the space is Handshake with Handshake keys, else Initial) is
+        // one packet.
+        let count = if anti_deadlock { 1 } else { core.config.probe_packets.clamp(1, 2) };
+        s.evict_for(usize::from(count), |packet| on_event(PacketEvent::Evicted { space, packet }));
+        // RFC 9002 §6.2.1: the PTO backs off exponentially.
         self.core.pto_count = self.core.pto_count.saturating_add(1);
         self.core.probes_pending = count;
         self.set_loss_detection_timer(now);
@@ -707,24 +714,27 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
 
     // --- timer (RFC 9002 App. A.8) ---
 
-    /// One pass over the three spaces for everything the timer needs: `GetLossTimeAndSpace`,
+    /// `SetLossDetectionTimer`: one pass over the three spaces for `GetLossTimeAndSpace`,
     /// `GetPtoTimeAndSpace` and whether anything ack-eliciting is in flight (one scan, not
-    /// one per question: the device runs it after every send and ACK).
+    /// one per question: the device runs it after every send and ACK). The timer keeps the
+    /// space and kind it was armed for, so [`Recovery::on_timeout`] does not scan again.
     #[inline(never)]
-    fn timers(&self, now: Instant) -> Timers {
+    fn set_loss_detection_timer(&mut self, now: Instant) {
         let core = &self.core;
         let base = core.rtt.pto_base();
-        let mut t = Timers { loss: None, pto: None, ack_eliciting: false };
+        let mut loss: Option<Armed> = None;
+        let mut pto: Option<Armed> = None;
+        let mut ack_eliciting = false;
         for space in PnSpace::ALL {
             let s = with_space_ref!(self, space, |s| s);
-            if let Some(l) = s.loss_time() {
-                if t.loss.is_none_or(|(b, _)| l < b) {
-                    t.loss = Some((l, space));
+            if let Some(at) = s.loss_time() {
+                if loss.is_none_or(|b| at < b.at) {
+                    loss = Some(Armed { at, space, probe: None });
                 }
             }
             // Set exactly while ack-eliciting packets are in flight.
             let Some(last) = s.time_of_last_ack_eliciting() else { continue };
-            t.ack_eliciting = true;
+            ack_eliciting = true;
             let mut d = base;
             if space == PnSpace::ApplicationData {
                 // RFC 9002 §6.2.1: no Application Data PTO before confirmation.
@@ -737,42 +747,40 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
                 d = d.saturating_add(core.peer_max_ack_delay);
             }
             let at = last + backoff(d, core.pto_count);
-            if t.pto.is_none_or(|(b, _)| at < b) {
-                t.pto = Some((at, space));
+            if pto.is_none_or(|b| at < b.at) {
+                pto = Some(Armed { at, space, probe: Some(false) });
             }
         }
-        if !t.ack_eliciting {
-            // Anti-deadlock PTO (only armed while the peer may not have validated us).
-            let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
-            t.pto = Some((now + backoff(base, core.pto_count), space));
-        }
-        t
-    }
-
-    /// `SetLossDetectionTimer`.
-    fn set_loss_detection_timer(&mut self, now: Instant) {
-        let t = self.timers(now);
-        self.core.timer = if let Some((at, _)) = t.loss {
-            Some(at)
-        } else if (self.core.config.is_server && self.core.amplification_limited)
-            || (!t.ack_eliciting && self.core.peer_completed_address_validation())
+        // RFC 9002 §6.2.2.1: a server blocked by the anti-amplification limit stops its
+        // timer; so does an endpoint with nothing ack-eliciting in flight once the peer
+        // validated its address (App. A.8).
+        let timer = if loss.is_some() {
+            loss
+        } else if (core.config.is_server && core.amplification_limited)
+            || (!ack_eliciting && core.peer_completed_address_validation())
         {
             None
+        } else if !ack_eliciting {
+            // RFC 9002 §6.2.2.1: the anti-deadlock PTO of a client whose address the server
+            // may not have validated: Handshake with Handshake keys, else Initial.
+            let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
+            Some(Armed { at: now + backoff(base, core.pto_count), space, probe: Some(true) })
         } else {
-            t.pto.map(|(at, _)| at)
+            pto
         };
+        self.core.timer = timer;
     }
 }
 
-/// What [`Recovery::timers`] found.
-#[derive(Clone, Copy)]
-struct Timers {
-    /// The earliest time-threshold loss timer and its space.
-    loss: Option<(Instant, PnSpace)>,
-    /// The PTO and its space (the anti-deadlock PTO when nothing ack-eliciting is in flight).
-    pto: Option<(Instant, PnSpace)>,
-    /// Whether any space has ack-eliciting packets in flight.
-    ack_eliciting: bool,
+/// The armed loss detection timer.
+#[derive(Clone, Copy, Debug)]
+struct Armed {
+    /// When it fires.
+    at: Instant,
+    /// The space it fires for.
+    space: PnSpace,
+    /// `None`: time-threshold loss (RFC 9002 §6.1.2); `Some(anti_deadlock)`: a PTO (§6.2).
+    probe: Option<bool>,
 }
 
 // Called from ACK processing and from the loss timer: no inlining keeps it one copy per
@@ -780,18 +788,20 @@ struct Timers {
 #[inline(never)]
 fn detect_lost<T: Copy, C: CongestionController, F: FnMut(PacketEvent<T>)>(
     sent: &mut SentRecords<T>,
-    core: &Core<C>,
+    core: &mut Core<C>,
     space: PnSpace,
     now: Instant,
     on_event: &mut F,
 ) -> LossSummary {
-    sent.detect_lost(
+    let loss = sent.detect_lost(
         now,
         core.rtt.loss_delay(),
         core.first_rtt_sample,
         core.rtt.persistent_congestion_duration(core.peer_max_ack_delay),
         |packet| on_event(PacketEvent::Lost { space, packet }),
-    )
+    );
+    core.on_packets_lost(now, &loss);
+    loss
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -851,7 +861,6 @@ where
         }
     }
     let loss = detect_lost(sent, core, space, now, on_event);
-    core.on_packets_lost(now, &loss);
     outcome.lost = loss.count;
     outcome.persistent_congestion = loss.persistent_congestion;
     // RFC 9002 App. B.5 OnPacketsAcked, after the loss reaction.

@@ -23,7 +23,7 @@
 //! | `SentPackets<T, N>` | N × record + 144 (136 without `ecn`) | N × record + 96 (88 without `ecn`) |
 //! | `ReceivedRanges<N>` | 16 × N + 16 | 16 × N + 16 |
 //! | `ReceivedPackets<N>` | 16 × N + 120 | 16 × N + 120 |
-//! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] / `Cubic` | 48 / 48 / 80 / 120 | 32 (32-bit estimates without `std`) / 48 / 80 / 120 |
+//! | [`RttEstimator`] / [`NewReno`] / [`Pacer`] / `Cubic` | 48 / 48 / 80 / 120 | 32 (32-bit estimates without `std`) / 24 (32-bit byte counts) / 80 / 120 |
 //! | `Recovery<u32, NewReno, 8, 8, 32>` (device) | 2 224 | 1 584 (without `ecn`) |
 //! | `Recovery<u32, NewReno, 64, 64, 1024>` (server) | 37 552 | — |
 //!

@@ -23,7 +23,6 @@
 //! O(N). Nothing allocates and nothing indexes out of bounds: every access is `get`.
 
 use super::RecoveryError;
-use crate::arith::Sat64 as _;
 #[cfg(feature = "std")]
 use crate::packet::number::MAX_PN;
 use crate::time::{Duration, Instant};
@@ -76,6 +75,15 @@ const fn valid(pn: u64) -> SentPn {
 const fn widen(pn: SentPn) -> u64 {
     pn as u64
 }
+
+/// A space's bytes in flight as kept: `u64` on hosts, `u32` without `std` (session 12: a
+/// device's window is a few kilobytes; the count saturates at `u32::MAX` as at `u64::MAX` on
+/// a host, and 32-bit adds and saturations are shorter on a 32-bit core).
+#[cfg(feature = "std")]
+type FlightBytes = u64;
+/// A space's bytes in flight as kept (see the `std` build's documentation).
+#[cfg(not(feature = "std"))]
+type FlightBytes = u32;
 
 /// The empty skipped-number slot: above [`PN_LIMIT`], never a packet number.
 const NO_PN: SentPn = SentPn::MAX;
@@ -221,7 +229,7 @@ pub struct SentSpace<T, S: ?Sized, const E: bool = EAGER> {
     /// starts with `acked_before` (keeps persistent congestion detection exact).
     acked_gap: bool,
     ack_eliciting_in_flight: usize,
-    bytes_in_flight: u64,
+    bytes_in_flight: FlightBytes,
     time_of_last_ack_eliciting: Option<Instant>,
     loss_time: Option<Instant>,
     /// The peer's ECN-CE count (feature `ecn`: without it nothing is marked ECT, the path
@@ -431,8 +439,9 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     }
 
     /// Bytes of this space's packets in flight.
+    #[allow(clippy::unnecessary_cast)]
     pub const fn bytes_in_flight(&self) -> u64 {
-        self.bytes_in_flight
+        self.bytes_in_flight as u64
     }
 
     /// Ack-eliciting packets of this space in flight.
@@ -489,7 +498,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
         self.span += 1;
         self.live += 1;
         self.next_pn += 1;
-        self.bytes_in_flight = self.bytes_in_flight.sat_add(u64::from(packet.size));
+        self.bytes_in_flight = self.bytes_in_flight.saturating_add(packet.size.into());
         if packet.ack_eliciting {
             self.ack_eliciting_in_flight += 1;
             self.time_of_last_ack_eliciting = Some(packet.time_sent);
@@ -635,7 +644,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     fn remove_live_accounting(&mut self, size: u16, in_flight: bool, ack_eliciting: bool) {
         self.live = self.live.saturating_sub(1);
         if in_flight {
-            self.bytes_in_flight = self.bytes_in_flight.sat_sub(u64::from(size));
+            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(size.into());
         }
         if ack_eliciting {
             self.ack_eliciting_in_flight = self.ack_eliciting_in_flight.saturating_sub(1);
@@ -895,7 +904,7 @@ impl<T: Copy, const E: bool> SentSpace<T, [Option<Slot<T>>], E> {
     /// RFC 9002 §6.4: forgets every record when the space's keys are discarded; returns the
     /// bytes that were in flight. Packet numbers keep counting.
     pub(crate) fn discard(&mut self) -> u64 {
-        let bytes = self.bytes_in_flight;
+        let bytes = self.bytes_in_flight();
         self.slots.fill(None);
         self.head = 0;
         self.span = 0;

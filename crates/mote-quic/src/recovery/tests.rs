@@ -247,6 +247,30 @@ fn anti_deadlock_client_pto() {
 }
 
 #[test]
+fn a_duplicate_handshake_ack_ends_the_anti_deadlock_probes() {
+    // RFC 9002 §6.2.2.1: the timer keeps the kind it was armed with; an ACK that
+    // acknowledges nothing new does not re-arm it, yet a Handshake one proves the server
+    // validated our address, so the armed anti-deadlock PTO must not send a probe.
+    let mut r = client();
+    send(&mut r, PnSpace::Initial, at(0));
+    ack(&mut r, PnSpace::Initial, &[(0, 0)], ms(0), at(100)).unwrap();
+    r.on_handshake_keys_available(at(100));
+    assert_eq!(r.loss_detection_timer(), Some(at(100 + 300)));
+    // An ACK-only Handshake packet: numbered, not recorded.
+    let pn = r.next_pn(PnSpace::Handshake);
+    let ack_only = SentPacket::new(pn, at(150), 50, false, false, pn as u32);
+    r.on_packet_sent(PnSpace::Handshake, ack_only).unwrap();
+    let (out, _) = ack(&mut r, PnSpace::Handshake, &[(pn, pn)], ms(0), at(200)).unwrap();
+    assert_eq!(out.newly_acked, 0);
+    assert_eq!(r.loss_detection_timer(), Some(at(400)));
+    let (a, ev) = timeout(&mut r, at(400));
+    assert_eq!(a, TimeoutAction::None);
+    assert!(ev.evicted.is_empty());
+    assert_eq!(r.loss_detection_timer(), None);
+    assert_eq!(r.pto_count(), 0);
+}
+
+#[test]
 fn server_timer_off_when_idle_or_amplification_limited() {
     let mut r = server();
     assert_eq!(r.loss_detection_timer(), None);
@@ -985,7 +1009,7 @@ fn memory_footprint() {
     assert_eq!(size_of::<ReceivedPackets<8>>(), 8 * 8 + 112);
     // 32-bit estimates and time without `std`.
     assert_eq!(size_of::<RttEstimator>(), if std { 48 } else { 24 });
-    assert_eq!(size_of::<NewReno>(), if std { 48 } else { 40 });
+    assert_eq!(size_of::<NewReno>(), if std { 48 } else { 24 });
     assert_eq!(size_of::<Pacer>(), if std { 80 } else { 72 });
     #[cfg(all(feature = "cubic", feature = "std"))]
     assert_eq!(size_of::<Cubic>(), 120);

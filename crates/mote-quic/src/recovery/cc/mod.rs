@@ -13,8 +13,29 @@ mod cubic;
 pub use cubic::Cubic;
 
 use super::RttEstimator;
-use crate::arith::Sat64 as _;
 use crate::time::Instant;
+
+/// NewReno's byte counts: `u64` on hosts, `u32` in builds without `std` (session 12: a
+/// device's window never nears 4 GiB, and the 64-bit adds, compares and saturations of the
+/// per-ACK window update were about 100 bytes of a Cortex-M4 client's flash). At `u32::MAX`
+/// a count saturates, as at `u64::MAX` on a host.
+#[cfg(feature = "std")]
+type Win = u64;
+/// NewReno's byte counts (see the `std` build's documentation).
+#[cfg(not(feature = "std"))]
+type Win = u32;
+
+/// A byte count as NewReno keeps it, saturating.
+#[allow(clippy::unnecessary_fallible_conversions)]
+fn win(n: u64) -> Win {
+    Win::try_from(n).unwrap_or(Win::MAX)
+}
+
+/// A NewReno byte count as a byte count.
+#[allow(clippy::unnecessary_cast)]
+const fn wide(n: Win) -> u64 {
+    n as u64
+}
 
 /// RFC 9002 §7.2: the initial window, `min(10 × max_datagram_size, max(14720, 2 ×
 /// max_datagram_size))` bytes.
@@ -86,28 +107,31 @@ pub trait CongestionController {
 
 /// NewReno exactly as RFC 9002 App. B: slow start, congestion avoidance, a recovery period
 /// that starts when the loss is detected and covers every packet sent before it, and
-/// persistent congestion collapsing to the minimum window. 48 bytes.
+/// persistent congestion collapsing to the minimum window. 48 bytes (24 without `std`).
 ///
 /// Congestion avoidance grows by `max_datagram_size × acked / cwnd` per ACK without a
 /// division: acknowledged bytes accumulate, and each time they reach a full window the
 /// window grows by one datagram (byte counting, the same increase per window as App. B.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NewReno {
-    mds: u64,
-    cwnd: u64,
-    ssthresh: u64,
+    mds: Win,
+    cwnd: Win,
+    ssthresh: Win,
     recovery_start: Option<Instant>,
     /// Bytes acknowledged in congestion avoidance not yet turned into window growth.
-    acked_acc: u64,
+    acked_acc: Win,
 }
 
 impl NewReno {
     /// A controller at the initial window for `max_datagram_size`.
     pub const fn new(max_datagram_size: u16) -> Self {
+        // The initial window is at most 20 × 65,535 bytes: it fits a `u32`.
+        #[allow(clippy::cast_possible_truncation, clippy::unnecessary_cast)]
+        let cwnd = initial_window(max_datagram_size) as Win;
         Self {
-            mds: max_datagram_size as u64,
-            cwnd: initial_window(max_datagram_size),
-            ssthresh: u64::MAX,
+            mds: max_datagram_size as Win,
+            cwnd,
+            ssthresh: Win::MAX,
             recovery_start: None,
             acked_acc: 0,
         }
@@ -117,15 +141,25 @@ impl NewReno {
     pub const fn recovery_start(&self) -> Option<Instant> {
         self.recovery_start
     }
+
+    /// RFC 9002 §7.2: `2 × max_datagram_size` (below 2^17).
+    const fn min_window(&self) -> Win {
+        2 * self.mds
+    }
 }
 
 impl CongestionController for NewReno {
     fn window(&self) -> u64 {
-        self.cwnd
+        wide(self.cwnd)
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        // Not set yet: `u64::MAX` in every build.
+        if self.ssthresh == Win::MAX {
+            u64::MAX
+        } else {
+            wide(self.ssthresh)
+        }
     }
 
     fn in_recovery(&self, sent_time: Instant) -> bool {
@@ -149,16 +183,17 @@ impl CongestionController for NewReno {
         if app_limited || self.in_recovery(sent_time) {
             return;
         }
+        let bytes = win(bytes);
         if self.cwnd < self.ssthresh {
             // Slow start: one byte of window per byte acknowledged.
-            self.cwnd = self.cwnd.sat_add(bytes);
+            self.cwnd = self.cwnd.saturating_add(bytes);
             return;
         }
         // Congestion avoidance: one datagram per window acknowledged.
-        self.acked_acc = self.acked_acc.sat_add(bytes);
+        self.acked_acc = self.acked_acc.saturating_add(bytes);
         while self.acked_acc >= self.cwnd && self.cwnd > 0 {
             self.acked_acc -= self.cwnd;
-            self.cwnd = self.cwnd.sat_add(self.mds);
+            self.cwnd = self.cwnd.saturating_add(self.mds);
         }
     }
 
@@ -169,23 +204,23 @@ impl CongestionController for NewReno {
         self.recovery_start = Some(now);
         // kLossReductionFactor = 0.5
         self.ssthresh = self.cwnd >> 1;
-        self.cwnd = self.ssthresh.max(self.minimum_window());
+        self.cwnd = self.ssthresh.max(self.min_window());
         self.acked_acc = 0;
     }
 
     fn on_persistent_congestion(&mut self, _now: Instant) {
-        self.cwnd = self.minimum_window();
+        self.cwnd = self.min_window();
         self.recovery_start = None;
         self.acked_acc = 0;
     }
 
     fn set_max_datagram_size(&mut self, max_datagram_size: u16) {
-        self.mds = u64::from(max_datagram_size);
-        self.cwnd = self.cwnd.max(self.minimum_window());
+        self.mds = Win::from(max_datagram_size);
+        self.cwnd = self.cwnd.max(self.min_window());
     }
 
     fn minimum_window(&self) -> u64 {
-        2 * self.mds
+        wide(self.min_window())
     }
 }
 
@@ -221,6 +256,24 @@ mod tests {
         cc.on_packet_acked(t(100), t(0), 1200, &rtt(), false);
         cc.on_packet_acked(t(100), t(0), 1000, &rtt(), false);
         assert_eq!(cc.window(), 14_200);
+    }
+
+    #[test]
+    fn window_saturates() {
+        // Without `std` the byte counts are 32-bit: they saturate at `u32::MAX`.
+        let max = if cfg!(feature = "std") { u64::MAX } else { u64::from(u32::MAX) };
+        let mut cc = NewReno::new(MDS);
+        assert_eq!(cc.ssthresh(), u64::MAX);
+        cc.on_packet_acked(t(100), t(0), u64::MAX, &rtt(), false);
+        assert_eq!(cc.window(), max);
+        cc.on_packet_acked(t(100), t(0), 1200, &rtt(), false);
+        assert_eq!(cc.window(), max);
+        cc.on_congestion_event(t(110), t(105));
+        assert_eq!(cc.window(), max >> 1);
+        assert_eq!(cc.ssthresh(), max >> 1);
+        // Congestion avoidance saturates too.
+        cc.on_packet_acked(t(120), t(115), u64::MAX, &rtt(), false);
+        assert!(cc.window() > max >> 1);
     }
 
     #[test]
