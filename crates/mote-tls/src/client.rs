@@ -879,20 +879,33 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             return Err(Error::UnexpectedMessage);
         }
         match (self.state, msg.typ) {
-            (State::WaitServerHello, ht::SERVER_HELLO) => self.server_hello_or_retry(msg, hooks),
-            (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS) => {
-                self.encrypted_extensions(msg, hooks)
+            (State::WaitServerHello, ht::SERVER_HELLO) => {
+                return self.server_hello_or_retry(msg, hooks)
             }
-            (State::WaitCertificateOrRequest, ht::CERTIFICATE_REQUEST) => {
-                self.certificate_request(msg)
+            (State::Connected, ht::NEW_SESSION_TICKET) => {
+                return self.new_session_ticket(msg, hooks)
             }
-            (State::WaitCertificateOrRequest | State::WaitCertificate, ht::CERTIFICATE) => {
-                self.certificate(msg)
-            }
-            (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY) => self.certificate_verify(msg),
-            (State::WaitFinished, ht::FINISHED) => self.finished_then_keys(msg, hooks),
-            (State::Connected, ht::NEW_SESSION_TICKET) => self.new_session_ticket(msg, hooks),
-            _ => Err(Error::UnexpectedMessage),
+            (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS)
+            | (State::WaitCertificateOrRequest, ht::CERTIFICATE_REQUEST)
+            | (State::WaitCertificateOrRequest | State::WaitCertificate, ht::CERTIFICATE)
+            | (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY)
+            | (State::WaitFinished, ht::FINISHED) => {}
+            _ => return Err(Error::UnexpectedMessage),
+        }
+        // RFC 8446 §4.4.1: the server's messages from EncryptedExtensions to its Finished go
+        // into the transcript, here for all of them; CertificateVerify (§4.4.3) and
+        // Finished (§4.4.4) are checked against the hash of the messages before them,
+        // `before`. Added before the checks: any error fails the session for good, so a
+        // refused message left in the transcript is never used (one step, not one a type).
+        let t = self.transcript()?;
+        let before = t.current_hash();
+        t.update(msg.bytes);
+        match msg.typ {
+            ht::ENCRYPTED_EXTENSIONS => self.encrypted_extensions(msg.body, hooks),
+            ht::CERTIFICATE_REQUEST => self.certificate_request(msg.body),
+            ht::CERTIFICATE => self.certificate(msg.body),
+            ht::CERTIFICATE_VERIFY => self.certificate_verify(msg.body, &before),
+            _ => self.finished_then_keys(msg.body, &before, hooks),
         }
     }
 
@@ -1116,12 +1129,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // Inlined into the handshake reader (issue 8: −40 B of flash). The reader's frame grows
     // and sits under the ServerHello's key installation (2,672 B static with the two
     // handlers below), still under the connection constructor's chain, the deepest.
-    fn encrypted_extensions<H: QuicHooks>(
-        &mut self,
-        msg: HandshakeMessage<'_>,
-        hooks: &mut H,
-    ) -> Result<(), Error> {
-        let ee = EncryptedExtensions::parse(msg.body)?;
+    fn encrypted_extensions<H: QuicHooks>(&mut self, body: &[u8], hooks: &mut H) -> Result<(), Error> {
+        let ee = EncryptedExtensions::parse(body)?;
         // RFC 8446 §4.2: "If an implementation receives an extension which it recognizes and
         // which it did not request in the associated ClientHello, it MUST abort the
         // handshake with an "unsupported_extension" alert." An extension mote does not know
@@ -1179,7 +1188,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             // which this configuration cannot verify.
             return Err(Error::Alert(Alert::UnsupportedCertificate));
         }
-        self.transcript()?.update(msg.bytes);
         self.state =
             if self.psk_accepted { State::WaitFinished } else { State::WaitCertificateOrRequest };
         Ok(())
@@ -1187,8 +1195,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     // Inlined into the handshake reader (issue 8, with the Certificate's: −88 B of flash;
     // see `encrypted_extensions` for the stack).
-    fn certificate_request(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
-        let cr = CertificateRequest::parse(msg.body)?;
+    fn certificate_request(&mut self, body: &[u8]) -> Result<(), Error> {
+        let cr = CertificateRequest::parse(body)?;
         // RFC 8446 §4.3.2: the context "SHALL be zero length unless used for the
         // post-handshake authentication exchanges".
         if !cr.context.is_empty() {
@@ -1201,7 +1209,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .map(|k| k.scheme())
             .filter(|s| self.client_cert_rpk && cr.signature_algorithms.contains(s.codepoint()));
         self.cert_request = Some(scheme);
-        self.transcript()?.update(msg.bytes);
         self.state = State::WaitCertificate;
         Ok(())
     }
@@ -1210,8 +1217,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // see `encrypted_extensions` for the stack) — except with X.509, whose chain check's
     // locals would add ~3.3 KB to the reader's frame, under every later handler.
     #[cfg_attr(feature = "x509", inline(never))]
-    fn certificate(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
-        let cert = Certificate::parse(msg.body)?;
+    fn certificate(&mut self, body: &[u8]) -> Result<(), Error> {
+        let cert = Certificate::parse(body)?;
         // RFC 8446 §4.4.2: the server's certificate_request_context is empty.
         if !cert.context.is_empty() {
             return Err(Error::IllegalParameter);
@@ -1231,7 +1238,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 self.unix_time_s,
                 spki,
             )?;
-            self.transcript()?.update(msg.bytes);
             self.state = State::WaitCertificateVerify;
             return Ok(());
         }
@@ -1251,15 +1257,15 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .position(|k| ct_eq(k, end_entity.data))
             .ok_or(Error::Alert(Alert::BadCertificate))?;
         self.server_key = Some(index);
-        self.transcript()?.update(msg.bytes);
         self.state = State::WaitCertificateVerify;
         Ok(())
     }
 
+    /// RFC 8446 §4.4.3: the server's CertificateVerify, a signature over `hash`, the
+    /// transcript hash of the messages before it.
     #[inline(never)]
-    fn certificate_verify(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
-        let cv = CertificateVerify::parse(msg.body)?;
-        let hash = self.transcript()?.current_hash();
+    fn certificate_verify(&mut self, body: &[u8], hash: &Digest) -> Result<(), Error> {
+        let cv = CertificateVerify::parse(body)?;
         let spki: &[u8] = match self.config.server_auth {
             ServerAuth::RawPublicKeys(pinned) => {
                 self.server_key.and_then(|i| pinned.get(i)).ok_or_else(internal)?
@@ -1288,7 +1294,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             hash.as_ref(),
             cv.signature,
         )?;
-        self.transcript()?.update(msg.bytes);
         self.state = State::WaitFinished;
         Ok(())
     }
@@ -1350,18 +1355,18 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         derived
     }
 
-    /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
-    /// decrypt_error) and adds it to the transcript; the client handshake traffic secret
-    /// stays in the session for the client's Finished. Inlined into
+    /// RFC 8446 §4.4.4: checks the server Finished against `hash`, the transcript hash of
+    /// the messages before it (one that does not verify is decrypt_error); the client
+    /// handshake traffic secret stays in the session for the client's Finished. Inlined into
     /// [`Self::finished_then_keys`] (issue 8: −44 B of flash; its frame grows by 96 B, off
     /// the deepest path, which is the ServerHello's key installation).
     fn verify_server_finished(
         &mut self,
-        msg: HandshakeMessage<'_>,
+        body: &[u8],
+        hash: &Digest,
         alg: HashAlgorithm,
     ) -> Result<(), Error> {
-        let fin = Finished::parse(msg.body, alg.output_len())?;
-        let hash = self.transcript()?.current_hash();
+        let fin = Finished::parse(body, alg.output_len())?;
         // The secrets are read where they are (no copy of the stage in this frame); both are
         // erased (`Start`) if the Finished does not verify, else the client's is used for
         // its Finished and both are replaced by the `Connected` stage.
@@ -1374,7 +1379,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             self.secrets = Stage::Start;
             return Err(e);
         }
-        self.transcript()?.update(msg.bytes);
         Ok(())
     }
 
@@ -1405,13 +1409,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     #[inline(never)]
     fn finished_then_keys<H: QuicHooks>(
         &mut self,
-        msg: HandshakeMessage<'_>,
+        body: &[u8],
+        hash: &Digest,
         hooks: &mut H,
     ) -> Result<(), Error> {
         let suite = self.negotiated_suite()?;
         // Checked before `finished`'s frame exists: the check's key derivation is not under
         // it on a device's stack (issue 8).
-        self.verify_server_finished(msg, suite.hash())?;
+        self.verify_server_finished(body, hash, suite.hash())?;
         let mut app =
             ApplicationSecrets { suite, client: Secret::zeroed(0), server: Secret::zeroed(0) };
         self.finished(suite, hooks, &mut app)?;
