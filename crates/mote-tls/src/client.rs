@@ -24,9 +24,9 @@ use mote_crypto::{
 use crate::config::{ClientConfig, ServerAuth};
 use crate::key_schedule::{self, derive_secret_into, EarlySecret, HandshakeSecret, PskKind};
 use crate::msgs::{
-    self, certificate_type, check_quic_message_type, handshake_type as ht, Certificate,
-    CertificateRequest, CertificateVerify, ClientHelloParams, EncryptedExtensions, Finished,
-    HandshakeMessage, KeyShareEntry, NewSessionTicket, PskOffer, ServerHello, PSK_DHE_KE, TLS13,
+    self, certificate_type, handshake_type as ht, Certificate, CertificateRequest,
+    CertificateVerify, ClientHelloParams, EncryptedExtensions, Finished, HandshakeMessage,
+    KeyShareEntry, NewSessionTicket, PskOffer, ServerHello, PSK_DHE_KE, TLS13,
 };
 use crate::session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 use crate::small::Small;
@@ -63,6 +63,22 @@ enum State {
 }
 
 impl State {
+    /// The handshake message type this state waits for (after a ServerHello without a PSK,
+    /// the CertificateRequest; `handle` also takes a Certificate there). `Start` waits for
+    /// none: 0 is no TLS 1.3 handshake type.
+    fn expected(self) -> u8 {
+        match self {
+            Self::Start => 0,
+            Self::WaitServerHello => ht::SERVER_HELLO,
+            Self::WaitEncryptedExtensions => ht::ENCRYPTED_EXTENSIONS,
+            Self::WaitCertificateOrRequest => ht::CERTIFICATE_REQUEST,
+            Self::WaitCertificate => ht::CERTIFICATE,
+            Self::WaitCertificateVerify => ht::CERTIFICATE_VERIFY,
+            Self::WaitFinished => ht::FINISHED,
+            Self::Connected => ht::NEW_SESSION_TICKET,
+        }
+    }
+
     /// The encryption level the next expected message arrives at.
     fn level(self) -> Level {
         match self {
@@ -873,24 +889,20 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
     ) -> Result<(), Error> {
-        // RFC 9001 §6 and §8.3: KeyUpdate and EndOfEarlyData do not exist over QUIC.
-        check_quic_message_type(msg.typ)?;
-        if level != self.state.level() {
+        // One check for the level and the type each state waits for (a Certificate may also
+        // come instead of a CertificateRequest). RFC 9001 §6 and §8.3: KeyUpdate and
+        // EndOfEarlyData do not exist over QUIC; no state waits for them (or for a type
+        // TLS 1.3 does not have), so they are unexpected_message here too.
+        let typ = msg.typ;
+        let certificate_first =
+            self.state == State::WaitCertificateOrRequest && typ == ht::CERTIFICATE;
+        if level != self.state.level() || (typ != self.state.expected() && !certificate_first) {
             return Err(Error::UnexpectedMessage);
         }
-        match (self.state, msg.typ) {
-            (State::WaitServerHello, ht::SERVER_HELLO) => {
-                return self.server_hello_or_retry(msg, hooks)
-            }
-            (State::Connected, ht::NEW_SESSION_TICKET) => {
-                return self.new_session_ticket(msg, hooks)
-            }
-            (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS)
-            | (State::WaitCertificateOrRequest, ht::CERTIFICATE_REQUEST)
-            | (State::WaitCertificateOrRequest | State::WaitCertificate, ht::CERTIFICATE)
-            | (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY)
-            | (State::WaitFinished, ht::FINISHED) => {}
-            _ => return Err(Error::UnexpectedMessage),
+        match typ {
+            ht::SERVER_HELLO => return self.server_hello_or_retry(msg, hooks),
+            ht::NEW_SESSION_TICKET => return self.new_session_ticket(msg, hooks),
+            _ => {}
         }
         // RFC 8446 §4.4.1: the server's messages from EncryptedExtensions to its Finished go
         // into the transcript, here for all of them; CertificateVerify (§4.4.3) and
@@ -900,7 +912,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         let t = self.transcript()?;
         let before = t.current_hash();
         t.update(msg.bytes);
-        match msg.typ {
+        match typ {
             ht::ENCRYPTED_EXTENSIONS => self.encrypted_extensions(msg.body, hooks),
             ht::CERTIFICATE_REQUEST => self.certificate_request(msg.body),
             ht::CERTIFICATE => self.certificate(msg.body),
@@ -1129,7 +1141,11 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // Inlined into the handshake reader (issue 8: −40 B of flash). The reader's frame grows
     // and sits under the ServerHello's key installation (2,672 B static with the two
     // handlers below), still under the connection constructor's chain, the deepest.
-    fn encrypted_extensions<H: QuicHooks>(&mut self, body: &[u8], hooks: &mut H) -> Result<(), Error> {
+    fn encrypted_extensions<H: QuicHooks>(
+        &mut self,
+        body: &[u8],
+        hooks: &mut H,
+    ) -> Result<(), Error> {
         let ee = EncryptedExtensions::parse(body)?;
         // RFC 8446 §4.2: "If an implementation receives an extension which it recognizes and
         // which it did not request in the associated ClientHello, it MUST abort the
