@@ -1234,15 +1234,15 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // locals would add ~3.3 KB to the reader's frame, under every later handler.
     #[cfg_attr(feature = "x509", inline(never))]
     fn certificate(&mut self, body: &[u8]) -> Result<(), Error> {
-        let cert = Certificate::parse(body)?;
+        let (cert, end_entity) = Certificate::parse_end_entity(body)?;
         // RFC 8446 §4.4.2: the server's certificate_request_context is empty.
         if !cert.context.is_empty() {
             return Err(Error::IllegalParameter);
         }
-        let (end_entity, more) = cert.end_entity_alone();
+        let more = end_entity.more;
         // RFC 8446 §4.4.2.4: "If the server supplies an empty Certificate message, the client
         // MUST abort the handshake with a "decode_error" alert."
-        let end_entity = end_entity.ok_or(Error::BadLength)?;
+        let end_entity = end_entity.data.ok_or(Error::BadLength)?;
         #[cfg(feature = "x509")]
         if let ServerAuth::X509(verifier) = self.config.server_auth {
             let (spki, len) = &mut self.x509_spki;
@@ -1264,13 +1264,13 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if more {
             return Err(Error::Alert(Alert::BadCertificate));
         }
-        parse_spki(end_entity.data)?;
+        parse_spki(end_entity)?;
         // A key that is not pinned is bad_certificate (RFC 8446 §6.2: "A certificate was
         // corrupt, contained signatures that did not verify correctly, etc."): the entry is
         // well formed but not acceptable. decrypt_error is kept for the signature check.
         let index = pinned
             .iter()
-            .position(|k| ct_eq(k, end_entity.data))
+            .position(|k| ct_eq(k, end_entity))
             .ok_or(Error::Alert(Alert::BadCertificate))?;
         self.server_key = Some(index);
         self.state = State::WaitCertificateVerify;
