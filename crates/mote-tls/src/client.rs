@@ -697,8 +697,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // One offer: the one suite's SHA-256 transcript, in slot 0.
         if self.one_offer() {
             let slot = self.transcripts.first_mut().ok_or_else(internal)?;
-            *slot = Some(Transcript::new(&self.provider, HashAlgorithm::Sha256)?);
-            return Ok(());
+            return Transcript::start_in(&self.provider, HashAlgorithm::Sha256, slot);
         }
         let suites = self.offered_suites();
         let mut slot = 0;

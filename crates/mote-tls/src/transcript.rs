@@ -24,6 +24,23 @@ impl<H: Hash> Transcript<H> {
         Ok(Self { hash: provider.hash(alg)? })
     }
 
+    /// [`Self::new`] written into `slot` (replacing any there), with one copy of the hash
+    /// state fewer on a device than building it and moving it in.
+    #[inline(always)]
+    pub(crate) fn start_in<P: CryptoProvider<Hash = H> + ?Sized>(
+        provider: &P,
+        alg: HashAlgorithm,
+        slot: &mut Option<Self>,
+    ) -> Result<(), Error> {
+        match provider.hash(alg) {
+            Ok(hash) => {
+                *slot = Some(Self { hash });
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// RFC 8446 §4.4.1: a transcript that begins with the synthetic `message_hash` message
     /// standing for ClientHello1, `handshake_type(254) || 00 00 Hash.length || Hash(CH1)`.
     /// A server that sent a stateless HelloRetryRequest rebuilds its transcript this way from
