@@ -1121,9 +1121,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         self.suite = Some(suite);
         // RFC 8446 §4.4.1: ClientHello1 becomes message_hash, followed by the HRR.
         self.select_transcript(suite.hash())?;
-        let provider = &self.provider;
-        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
-        t.replace_with_message_hash(provider)?;
+        // (Restarted in its slot: one copy of the hash state fewer on a device.)
+        let slot = self.transcripts.first_mut().ok_or_else(internal)?;
+        let ch1 = slot.as_ref().ok_or_else(internal)?.current_hash();
+        Transcript::start_in(&self.provider, suite.hash(), slot)?;
+        let t = slot.as_mut().ok_or_else(internal)?;
+        t.update_message_hash(ch1.as_ref());
         t.update(bytes);
         if let Some(g) = group {
             self.provider.start_key_exchange_in(g, hooks.rng(), &mut self.kx)?;
