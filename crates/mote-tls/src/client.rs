@@ -65,7 +65,7 @@ enum State {
 impl State {
     /// The handshake message type this state waits for (after a ServerHello without a PSK,
     /// the CertificateRequest; `handle` also takes a Certificate there). `Start` waits for
-    /// none: 0 is no TLS 1.3 handshake type.
+    /// none: 0 stands for it, and `handle` finds no transcript for a message of type 0.
     fn expected(self) -> u8 {
         match self {
             Self::Start => 0,
@@ -908,7 +908,9 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // Finished (§4.4.4) are checked against the hash of the messages before them,
         // `before`. Added before the checks: any error fails the session for good, so a
         // refused message left in the transcript is never used (one step, not one a type).
-        let t = self.transcript()?;
+        // (No transcript only before `start`, so the message was not expected.)
+        let t = self.transcripts.first_mut().and_then(Option::as_mut);
+        let t = t.ok_or(Error::UnexpectedMessage)?;
         let before = t.current_hash();
         t.update(msg.bytes);
         match typ {
