@@ -24,9 +24,9 @@ use mote_crypto::{
 use crate::config::{ClientConfig, ServerAuth};
 use crate::key_schedule::{self, derive_secret_into, EarlySecret, HandshakeSecret, PskKind};
 use crate::msgs::{
-    self, certificate_type, check_quic_message_type, handshake_type as ht, Certificate,
-    CertificateRequest, CertificateVerify, ClientHelloParams, EncryptedExtensions, Finished,
-    HandshakeMessage, KeyShareEntry, NewSessionTicket, PskOffer, ServerHello, PSK_DHE_KE, TLS13,
+    self, certificate_type, handshake_type as ht, Certificate, CertificateRequest,
+    CertificateVerify, ClientHelloParams, EncryptedExtensions, Finished, HandshakeMessage,
+    KeyShareEntry, NewSessionTicket, PskOffer, ServerHello, PSK_DHE_KE, TLS13,
 };
 use crate::session::{KeyLevel, Level, QuicHooks, RxBuffer, Secrets, SendBuffer};
 use crate::small::Small;
@@ -63,6 +63,22 @@ enum State {
 }
 
 impl State {
+    /// The handshake message type this state waits for (after a ServerHello without a PSK,
+    /// the CertificateRequest; `handle` also takes a Certificate there). `Start` waits for
+    /// none: 0 stands for it, and `handle` finds no transcript for a message of type 0.
+    fn expected(self) -> u8 {
+        match self {
+            Self::Start => 0,
+            Self::WaitServerHello => ht::SERVER_HELLO,
+            Self::WaitEncryptedExtensions => ht::ENCRYPTED_EXTENSIONS,
+            Self::WaitCertificateOrRequest => ht::CERTIFICATE_REQUEST,
+            Self::WaitCertificate => ht::CERTIFICATE,
+            Self::WaitCertificateVerify => ht::CERTIFICATE_VERIFY,
+            Self::WaitFinished => ht::FINISHED,
+            Self::Connected => ht::NEW_SESSION_TICKET,
+        }
+    }
+
     /// The encryption level the next expected message arrives at.
     fn level(self) -> Level {
         match self {
@@ -681,8 +697,7 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         // One offer: the one suite's SHA-256 transcript, in slot 0.
         if self.one_offer() {
             let slot = self.transcripts.first_mut().ok_or_else(internal)?;
-            *slot = Some(Transcript::new(&self.provider, HashAlgorithm::Sha256)?);
-            return Ok(());
+            return Transcript::start_in(&self.provider, HashAlgorithm::Sha256, slot);
         }
         let suites = self.offered_suites();
         let mut slot = 0;
@@ -873,26 +888,37 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         msg: HandshakeMessage<'_>,
         hooks: &mut H,
     ) -> Result<(), Error> {
-        // RFC 9001 §6 and §8.3: KeyUpdate and EndOfEarlyData do not exist over QUIC.
-        check_quic_message_type(msg.typ)?;
-        if level != self.state.level() {
+        // One check for the level and the type each state waits for (a Certificate may also
+        // come instead of a CertificateRequest). RFC 9001 §6 and §8.3: KeyUpdate and
+        // EndOfEarlyData do not exist over QUIC; no state waits for them (or for a type
+        // TLS 1.3 does not have), so they are unexpected_message here too.
+        let typ = msg.typ;
+        let certificate_first =
+            self.state == State::WaitCertificateOrRequest && typ == ht::CERTIFICATE;
+        if level != self.state.level() || (typ != self.state.expected() && !certificate_first) {
             return Err(Error::UnexpectedMessage);
         }
-        match (self.state, msg.typ) {
-            (State::WaitServerHello, ht::SERVER_HELLO) => self.server_hello_or_retry(msg, hooks),
-            (State::WaitEncryptedExtensions, ht::ENCRYPTED_EXTENSIONS) => {
-                self.encrypted_extensions(msg, hooks)
-            }
-            (State::WaitCertificateOrRequest, ht::CERTIFICATE_REQUEST) => {
-                self.certificate_request(msg)
-            }
-            (State::WaitCertificateOrRequest | State::WaitCertificate, ht::CERTIFICATE) => {
-                self.certificate(msg)
-            }
-            (State::WaitCertificateVerify, ht::CERTIFICATE_VERIFY) => self.certificate_verify(msg),
-            (State::WaitFinished, ht::FINISHED) => self.finished_then_keys(msg, hooks),
-            (State::Connected, ht::NEW_SESSION_TICKET) => self.new_session_ticket(msg, hooks),
-            _ => Err(Error::UnexpectedMessage),
+        match typ {
+            ht::SERVER_HELLO => return self.server_hello_or_retry(msg, hooks),
+            ht::NEW_SESSION_TICKET => return self.new_session_ticket(msg, hooks),
+            _ => {}
+        }
+        // RFC 8446 §4.4.1: the server's messages from EncryptedExtensions to its Finished go
+        // into the transcript, here for all of them; CertificateVerify (§4.4.3) and
+        // Finished (§4.4.4) are checked against the hash of the messages before them,
+        // `before`. Added before the checks: any error fails the session for good, so a
+        // refused message left in the transcript is never used (one step, not one a type).
+        // (No transcript only before `start`, so the message was not expected.)
+        let t = self.transcripts.first_mut().and_then(Option::as_mut);
+        let t = t.ok_or(Error::UnexpectedMessage)?;
+        let before = t.current_hash();
+        t.update(msg.bytes);
+        match typ {
+            ht::ENCRYPTED_EXTENSIONS => self.encrypted_extensions(msg.body, hooks),
+            ht::CERTIFICATE_REQUEST => self.certificate_request(msg.body),
+            ht::CERTIFICATE => self.certificate(msg.body),
+            ht::CERTIFICATE_VERIFY => self.certificate_verify(msg.body, &before),
+            _ => self.finished_then_keys(msg.body, &before, hooks),
         }
     }
 
@@ -1097,9 +1123,12 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         self.suite = Some(suite);
         // RFC 8446 §4.4.1: ClientHello1 becomes message_hash, followed by the HRR.
         self.select_transcript(suite.hash())?;
-        let provider = &self.provider;
-        let t = self.transcripts.first_mut().and_then(Option::as_mut).ok_or_else(internal)?;
-        t.replace_with_message_hash(provider)?;
+        // (Restarted in its slot: one copy of the hash state fewer on a device.)
+        let slot = self.transcripts.first_mut().ok_or_else(internal)?;
+        let ch1 = slot.as_ref().ok_or_else(internal)?.current_hash();
+        Transcript::start_in(&self.provider, suite.hash(), slot)?;
+        let t = slot.as_mut().ok_or_else(internal)?;
+        t.update_message_hash(ch1.as_ref());
         t.update(bytes);
         if let Some(g) = group {
             self.provider.start_key_exchange_in(g, hooks.rng(), &mut self.kx)?;
@@ -1118,10 +1147,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // handlers below), still under the connection constructor's chain, the deepest.
     fn encrypted_extensions<H: QuicHooks>(
         &mut self,
-        msg: HandshakeMessage<'_>,
+        body: &[u8],
         hooks: &mut H,
     ) -> Result<(), Error> {
-        let ee = EncryptedExtensions::parse(msg.body)?;
+        let ee = EncryptedExtensions::parse(body)?;
         // RFC 8446 §4.2: "If an implementation receives an extension which it recognizes and
         // which it did not request in the associated ClientHello, it MUST abort the
         // handshake with an "unsupported_extension" alert." An extension mote does not know
@@ -1179,7 +1208,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             // which this configuration cannot verify.
             return Err(Error::Alert(Alert::UnsupportedCertificate));
         }
-        self.transcript()?.update(msg.bytes);
         self.state =
             if self.psk_accepted { State::WaitFinished } else { State::WaitCertificateOrRequest };
         Ok(())
@@ -1187,8 +1215,8 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
 
     // Inlined into the handshake reader (issue 8, with the Certificate's: −88 B of flash;
     // see `encrypted_extensions` for the stack).
-    fn certificate_request(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
-        let cr = CertificateRequest::parse(msg.body)?;
+    fn certificate_request(&mut self, body: &[u8]) -> Result<(), Error> {
+        let cr = CertificateRequest::parse(body)?;
         // RFC 8446 §4.3.2: the context "SHALL be zero length unless used for the
         // post-handshake authentication exchanges".
         if !cr.context.is_empty() {
@@ -1201,7 +1229,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             .map(|k| k.scheme())
             .filter(|s| self.client_cert_rpk && cr.signature_algorithms.contains(s.codepoint()));
         self.cert_request = Some(scheme);
-        self.transcript()?.update(msg.bytes);
         self.state = State::WaitCertificate;
         Ok(())
     }
@@ -1210,16 +1237,16 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     // see `encrypted_extensions` for the stack) — except with X.509, whose chain check's
     // locals would add ~3.3 KB to the reader's frame, under every later handler.
     #[cfg_attr(feature = "x509", inline(never))]
-    fn certificate(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
-        let cert = Certificate::parse(msg.body)?;
+    fn certificate(&mut self, body: &[u8]) -> Result<(), Error> {
+        let (cert, end_entity) = Certificate::parse_end_entity(body)?;
         // RFC 8446 §4.4.2: the server's certificate_request_context is empty.
         if !cert.context.is_empty() {
             return Err(Error::IllegalParameter);
         }
-        let (end_entity, more) = cert.end_entity_alone();
+        let more = end_entity.more;
         // RFC 8446 §4.4.2.4: "If the server supplies an empty Certificate message, the client
         // MUST abort the handshake with a "decode_error" alert."
-        let end_entity = end_entity.ok_or(Error::BadLength)?;
+        let end_entity = end_entity.data.ok_or(Error::BadLength)?;
         #[cfg(feature = "x509")]
         if let ServerAuth::X509(verifier) = self.config.server_auth {
             let (spki, len) = &mut self.x509_spki;
@@ -1231,7 +1258,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
                 self.unix_time_s,
                 spki,
             )?;
-            self.transcript()?.update(msg.bytes);
             self.state = State::WaitCertificateVerify;
             return Ok(());
         }
@@ -1242,24 +1268,24 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         if more {
             return Err(Error::Alert(Alert::BadCertificate));
         }
-        parse_spki(end_entity.data)?;
+        parse_spki(end_entity)?;
         // A key that is not pinned is bad_certificate (RFC 8446 §6.2: "A certificate was
         // corrupt, contained signatures that did not verify correctly, etc."): the entry is
         // well formed but not acceptable. decrypt_error is kept for the signature check.
         let index = pinned
             .iter()
-            .position(|k| ct_eq(k, end_entity.data))
+            .position(|k| ct_eq(k, end_entity))
             .ok_or(Error::Alert(Alert::BadCertificate))?;
         self.server_key = Some(index);
-        self.transcript()?.update(msg.bytes);
         self.state = State::WaitCertificateVerify;
         Ok(())
     }
 
+    /// RFC 8446 §4.4.3: the server's CertificateVerify, a signature over `hash`, the
+    /// transcript hash of the messages before it.
     #[inline(never)]
-    fn certificate_verify(&mut self, msg: HandshakeMessage<'_>) -> Result<(), Error> {
-        let cv = CertificateVerify::parse(msg.body)?;
-        let hash = self.transcript()?.current_hash();
+    fn certificate_verify(&mut self, body: &[u8], hash: &Digest) -> Result<(), Error> {
+        let cv = CertificateVerify::parse(body)?;
         let spki: &[u8] = match self.config.server_auth {
             ServerAuth::RawPublicKeys(pinned) => {
                 self.server_key.and_then(|i| pinned.get(i)).ok_or_else(internal)?
@@ -1288,7 +1314,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             hash.as_ref(),
             cv.signature,
         )?;
-        self.transcript()?.update(msg.bytes);
         self.state = State::WaitFinished;
         Ok(())
     }
@@ -1350,18 +1375,18 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
         derived
     }
 
-    /// RFC 8446 §4.4.4: checks the server Finished (one that does not verify is
-    /// decrypt_error) and adds it to the transcript; the client handshake traffic secret
-    /// stays in the session for the client's Finished. Inlined into
+    /// RFC 8446 §4.4.4: checks the server Finished against `hash`, the transcript hash of
+    /// the messages before it (one that does not verify is decrypt_error); the client
+    /// handshake traffic secret stays in the session for the client's Finished. Inlined into
     /// [`Self::finished_then_keys`] (issue 8: −44 B of flash; its frame grows by 96 B, off
     /// the deepest path, which is the ServerHello's key installation).
     fn verify_server_finished(
         &mut self,
-        msg: HandshakeMessage<'_>,
+        body: &[u8],
+        hash: &Digest,
         alg: HashAlgorithm,
     ) -> Result<(), Error> {
-        let fin = Finished::parse(msg.body, alg.output_len())?;
-        let hash = self.transcript()?.current_hash();
+        let fin = Finished::parse(body, alg.output_len())?;
         // The secrets are read where they are (no copy of the stage in this frame); both are
         // erased (`Start`) if the Finished does not verify, else the client's is used for
         // its Finished and both are replaced by the `Connected` stage.
@@ -1374,7 +1399,6 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             self.secrets = Stage::Start;
             return Err(e);
         }
-        self.transcript()?.update(msg.bytes);
         Ok(())
     }
 
@@ -1405,13 +1429,14 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
     #[inline(never)]
     fn finished_then_keys<H: QuicHooks>(
         &mut self,
-        msg: HandshakeMessage<'_>,
+        body: &[u8],
+        hash: &Digest,
         hooks: &mut H,
     ) -> Result<(), Error> {
         let suite = self.negotiated_suite()?;
         // Checked before `finished`'s frame exists: the check's key derivation is not under
         // it on a device's stack (issue 8).
-        self.verify_server_finished(msg, suite.hash())?;
+        self.verify_server_finished(body, hash, suite.hash())?;
         let mut app =
             ApplicationSecrets { suite, client: Secret::zeroed(0), server: Secret::zeroed(0) };
         self.finished(suite, hooks, &mut app)?;

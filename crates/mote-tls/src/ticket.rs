@@ -55,12 +55,14 @@ impl<'a> Ticket<'a> {
     /// ALPN, identity and remembered transport parameters with length prefixes) into `out`;
     /// returns the length.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, Error> {
+        // The fixed-size fields as one block (one write on a device, not five).
+        let mut head = [TICKET_FORMAT; 12];
+        head[1..3].copy_from_slice(&self.suite.cipher_suite().to_be_bytes());
+        head[3..7].copy_from_slice(&self.age_add.to_be_bytes());
+        head[7..11].copy_from_slice(&self.lifetime_s.to_be_bytes());
+        head[11] = u8::from(self.early_data);
         let mut w = crate::codec::Out::new(out);
-        w.u8(TICKET_FORMAT);
-        w.u16(self.suite.cipher_suite());
-        w.u32(self.age_add);
-        w.u32(self.lifetime_s);
-        w.u8(u8::from(self.early_data));
+        w.put(&head);
         w.vec(1, self.psk);
         w.vec(1, self.alpn);
         w.vec(2, self.identity);

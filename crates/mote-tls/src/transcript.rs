@@ -24,6 +24,31 @@ impl<H: Hash> Transcript<H> {
         Ok(Self { hash: provider.hash(alg)? })
     }
 
+    /// [`Self::new`] written into `slot` (replacing any there), with one copy of the hash
+    /// state fewer on a device than building it and moving it in.
+    #[inline(always)]
+    pub(crate) fn start_in<P: CryptoProvider<Hash = H> + ?Sized>(
+        provider: &P,
+        alg: HashAlgorithm,
+        slot: &mut Option<Self>,
+    ) -> Result<(), Error> {
+        match provider.hash(alg) {
+            Ok(hash) => {
+                *slot = Some(Self { hash });
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// RFC 8446 §4.4.1: absorbs the `message_hash` synthetic message standing for
+    /// ClientHello1, `handshake_type(254) || 00 00 Hash.length || Hash(CH1)`, given
+    /// Hash(CH1): the start of the transcript after a HelloRetryRequest.
+    pub(crate) fn update_message_hash(&mut self, client_hello1_hash: &[u8]) {
+        self.update(&[handshake_type::MESSAGE_HASH, 0, 0, client_hello1_hash.len() as u8]);
+        self.update(client_hello1_hash);
+    }
+
     /// RFC 8446 §4.4.1: a transcript that begins with the synthetic `message_hash` message
     /// standing for ClientHello1, `handshake_type(254) || 00 00 Hash.length || Hash(CH1)`.
     /// A server that sent a stateless HelloRetryRequest rebuilds its transcript this way from
@@ -37,8 +62,7 @@ impl<H: Hash> Transcript<H> {
             return Err(Error::BadLength);
         }
         let mut t = Self::new(provider, alg)?;
-        t.update(&[handshake_type::MESSAGE_HASH, 0, 0, client_hello1_hash.len() as u8]);
-        t.update(client_hello1_hash);
+        t.update_message_hash(client_hello1_hash);
         Ok(t)
     }
 
@@ -52,8 +76,7 @@ impl<H: Hash> Transcript<H> {
         let ch1 = self.current_hash();
         // Restarted in place (no second transcript built and moved over this one).
         self.hash = provider.hash(self.algorithm())?;
-        self.update(&[handshake_type::MESSAGE_HASH, 0, 0, ch1.as_ref().len() as u8]);
-        self.update(ch1.as_ref());
+        self.update_message_hash(ch1.as_ref());
         Ok(())
     }
 

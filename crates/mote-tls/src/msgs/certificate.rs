@@ -47,6 +47,16 @@ impl<'a> CertificateEntry<'a> {
     }
 }
 
+/// A Certificate's end-entity data and whether other entries follow it
+/// ([`Certificate::parse_end_entity`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EndEntity<'a> {
+    /// The first entry's certificate or SubjectPublicKeyInfo; `None` for an empty list.
+    pub(crate) data: Option<&'a [u8]>,
+    /// Whether the list has more than one entry.
+    pub(crate) more: bool,
+}
+
 /// RFC 8446 §4.4.2: `struct { opaque certificate_request_context<0..2^8-1>;
 /// CertificateEntry certificate_list<0..2^24-1>; } Certificate;`, parsed and validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +70,14 @@ pub struct Certificate<'a> {
 impl<'a> Certificate<'a> {
     /// Parses a Certificate body, validating every entry.
     pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
+        Self::parse_end_entity(body).map(|(cert, _)| cert)
+    }
+
+    /// [`Certificate::parse`], and from the same walk the end-entity entry's data (the
+    /// first entry's; `None` for an empty list) and whether more entries follow it: what a
+    /// raw-public-key client needs (RFC 7250 §3: exactly one entry), without reading the
+    /// list a second time.
+    pub(crate) fn parse_end_entity(body: &'a [u8]) -> Result<(Self, EndEntity<'a>), Error> {
         // Every field read, one error check at the end (issue 8: see `In`); the entry walk
         // stops at the first error.
         let mut r = In::new(body);
@@ -67,28 +85,19 @@ impl<'a> Certificate<'a> {
         let list = r.vec(3, 0);
         r.end();
         r.enter(list);
+        let mut end_entity = EndEntity { data: None, more: false };
         while !r.rest().is_empty() && r.is_ok() {
-            CertificateEntry::read_in(&mut r);
+            let data = CertificateEntry::read_in(&mut r).data;
+            end_entity.more = end_entity.data.is_some();
+            end_entity.data.get_or_insert(data);
         }
         r.finish()?;
-        Ok(Self { context, list })
+        Ok((Self { context, list }, end_entity))
     }
 
     /// The entries, end-entity first.
     pub fn entries(&self) -> ListIter<'a, CertificateEntry<'a>> {
         ListIter::new(self.list, CertificateEntry::read)
-    }
-
-    /// The end-entity entry (the first), if any, and whether more entries follow it: what a
-    /// raw-public-key client needs (RFC 7250 §3: exactly one entry), read without the list
-    /// iterator.
-    pub(crate) fn end_entity_alone(&self) -> (Option<CertificateEntry<'a>>, bool) {
-        let mut r = In::new(self.list);
-        if r.rest().is_empty() {
-            return (None, false);
-        }
-        let first = CertificateEntry::read_in(&mut r);
-        (Some(first), !r.rest().is_empty())
     }
 
     /// The end-entity entry (the first), or `None` for an empty list — which from a server

@@ -957,6 +957,37 @@ fn end_of_early_data_and_key_update_are_unexpected_message() {
     assert_eq!(e.alert(), Alert::UnexpectedMessage);
 }
 
+/// The client takes only the message its state waits for, at its level: before `start`
+/// nothing (every type 0 to 255 is unexpected_message, type 0 too), then only the
+/// ServerHello, and once connected only NewSessionTicket (KeyUpdate, EndOfEarlyData and
+/// types TLS 1.3 does not have included).
+#[test]
+fn client_takes_only_the_message_its_state_waits_for() {
+    let keys = Keys::new();
+    let pinned = [keys.spki_server_ed.as_slice()];
+    let ccfg = client_config(&[b"h3"], ServerAuth::RawPublicKeys(&pinned));
+    let scfg = server_config(&[b"h3"], &keys.server_ed);
+    for typ in 0..=255u8 {
+        let mut client = Client::new(RustCrypto, &ccfg, None);
+        let mut cep = Endpoint::new(7, CLIENT_TP);
+        let e = client.read_handshake(Level::Initial, &message(typ, &[0; 8]), &mut cep);
+        assert_eq!(e, Err(Error::UnexpectedMessage), "type {typ} before start");
+        if typ != ht::SERVER_HELLO {
+            let (mut client, mut cep) = started(&ccfg);
+            let e = client.read_handshake(Level::Initial, &message(typ, &[0; 8]), &mut cep);
+            assert_eq!(e, Err(Error::UnexpectedMessage), "type {typ} for the ServerHello");
+        }
+    }
+    for typ in
+        [0, ht::SERVER_HELLO, ht::ENCRYPTED_EXTENSIONS, ht::FINISHED, ht::END_OF_EARLY_DATA, 255]
+    {
+        let mut r = run(&ccfg, &scfg);
+        assert_agree(&r);
+        let e = r.client.read_handshake(Level::OneRtt, &message(typ, &[0; 8]), &mut r.cep);
+        assert_eq!(e, Err(Error::UnexpectedMessage), "type {typ} once connected");
+    }
+}
+
 /// Regression (found against aioquic): a client configured with an IP address as the server
 /// name must not put it in server_name (RFC 6066 §3), must still complete, and must not
 /// expect the server to acknowledge a name it did not send.
