@@ -303,7 +303,6 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
                 app_limited: false,
                 peak_in_flight: 0,
                 probes_pending: 0,
-                timer: None,
                 ..
             }
         ));
@@ -317,6 +316,8 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             #[cfg(feature = "pacing")]
             addr_of_mut!((*core).pacer).write(Pacer::new(config.pacer));
             addr_of_mut!((*core).peer_max_ack_delay).write(DEFAULT_MAX_ACK_DELAY);
+            // `Option<Armed>`'s None is a niche value, not zero bytes.
+            addr_of_mut!((*core).timer).write(None);
             (*core).update_pacer();
             SentPackets::write_new(addr_of_mut!((*dst).initial));
             SentPackets::write_new(addr_of_mut!((*dst).handshake));
@@ -533,6 +534,9 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     }
 
     /// The peer's max_ack_delay transport parameter (RFC 9000 §18.2; 25 ms until known).
+    /// It does not re-arm the timer: only the Application Data PTO reads it, and that is
+    /// not armed before confirmation (RFC 9002 §6.2.1), which comes after the peer's
+    /// transport parameters.
     pub fn set_peer_max_ack_delay(&mut self, max_ack_delay: Duration) {
         self.core.peer_max_ack_delay = max_ack_delay;
     }
@@ -724,7 +728,6 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
         let base = core.rtt.pto_base();
         let mut loss: Option<Armed> = None;
         let mut pto: Option<Armed> = None;
-        let mut ack_eliciting = false;
         for space in PnSpace::ALL {
             let s = with_space_ref!(self, space, |s| s);
             if let Some(at) = s.loss_time() {
@@ -734,7 +737,6 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             }
             // Set exactly while ack-eliciting packets are in flight.
             let Some(last) = s.time_of_last_ack_eliciting() else { continue };
-            ack_eliciting = true;
             let mut d = base;
             if space == PnSpace::ApplicationData {
                 // RFC 9002 §6.2.1: no Application Data PTO before confirmation.
@@ -752,21 +754,24 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
             }
         }
         // RFC 9002 §6.2.2.1: a server blocked by the anti-amplification limit stops its
-        // timer; so does an endpoint with nothing ack-eliciting in flight once the peer
-        // validated its address (App. A.8).
+        // timer; so does an endpoint with no PTO to arm once the peer validated its address
+        // (App. A.8).
         let timer = if loss.is_some() {
             loss
-        } else if (core.config.is_server && core.amplification_limited)
-            || (!ack_eliciting && core.peer_completed_address_validation())
-        {
+        } else if core.config.is_server && core.amplification_limited {
             None
-        } else if !ack_eliciting {
-            // RFC 9002 §6.2.2.1: the anti-deadlock PTO of a client whose address the server
-            // may not have validated: Handshake with Handshake keys, else Initial.
+        } else if pto.is_some() {
+            pto
+        } else if core.peer_completed_address_validation() {
+            None
+        } else {
+            // RFC 9002 §6.2.2.1: a client whose address the server may not have validated
+            // MUST arm a PTO "even if there are no packets in flight" — and so also when only
+            // 0-RTT packets are, whose space has no PTO before confirmation (§6.2.1; App.
+            // A.8's pseudocode leaves that case without a timer). The anti-deadlock PTO:
+            // Handshake with Handshake keys, else Initial.
             let space = if core.has_handshake_keys { PnSpace::Handshake } else { PnSpace::Initial };
             Some(Armed { at: now + backoff(base, core.pto_count), space, probe: Some(true) })
-        } else {
-            pto
         };
         self.core.timer = timer;
     }

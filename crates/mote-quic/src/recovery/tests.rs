@@ -271,6 +271,34 @@ fn a_duplicate_handshake_ack_ends_the_anti_deadlock_probes() {
 }
 
 #[test]
+fn a_client_with_only_0rtt_in_flight_arms_the_anti_deadlock_pto() {
+    // RFC 9002 §6.2.2.1: until the server validated its address a client MUST arm a PTO
+    // even with no packets in flight; 0-RTT packets have no PTO before confirmation
+    // (§6.2.1), so with only they in flight the anti-deadlock PTO is armed: lost server
+    // Handshake packets are then asked for again instead of waiting for the idle timeout.
+    let mut r = client();
+    send(&mut r, PnSpace::Initial, at(0));
+    send(&mut r, APP, at(1));
+    ack(&mut r, PnSpace::Initial, &[(0, 0)], ms(0), at(100)).unwrap();
+    r.on_handshake_keys_available(at(100));
+    assert_eq!(r.loss_detection_timer(), Some(at(100 + 300)));
+    let (a, _) = timeout(&mut r, at(400));
+    assert_eq!(
+        a,
+        TimeoutAction::SendProbes { space: PnSpace::Handshake, count: 1, anti_deadlock: true }
+    );
+    assert_eq!(r.pto_count(), 1);
+    // Backed off, and still armed while only 0-RTT is in flight.
+    assert_eq!(r.loss_detection_timer(), Some(at(400 + 600)));
+    // Once a Handshake ACK validated the address, nothing in flight has a PTO: no timer.
+    let pn = r.next_pn(PnSpace::Handshake);
+    r.on_packet_sent(PnSpace::Handshake, SentPacket::new(pn, at(450), 50, true, true, pn as u32))
+        .unwrap();
+    ack(&mut r, PnSpace::Handshake, &[(pn, pn)], ms(0), at(500)).unwrap();
+    assert_eq!(r.loss_detection_timer(), None);
+}
+
+#[test]
 fn server_timer_off_when_idle_or_amplification_limited() {
     let mut r = server();
     assert_eq!(r.loss_detection_timer(), None);

@@ -125,7 +125,8 @@ pub struct NewReno {
 impl NewReno {
     /// A controller at the initial window for `max_datagram_size`.
     pub const fn new(max_datagram_size: u16) -> Self {
-        // The initial window is at most 20 × 65,535 bytes: it fits a `u32`.
+        // The initial window is at most max(14,720, 2 × 65,535) bytes (RFC 9002 §7.2): it fits
+        // a `u32`.
         #[allow(clippy::cast_possible_truncation, clippy::unnecessary_cast)]
         let cwnd = initial_window(max_datagram_size) as Win;
         Self {
