@@ -14,9 +14,9 @@ use crate::connection::tls::{Cids, Handshake};
 #[cfg(feature = "resumption")]
 use crate::connection::ZeroRttLimits;
 use crate::transport_params::{
-    decode_preferred_address, id, known_bit, varint_value, Side, TransportParameters as Tp,
-    VersionInformation,
+    decode_preferred_address, id, known_bit, varint_value, TransportParameters as Tp,
 };
+use crate::version::Version;
 
 /// Index in [`PeerParams::ints`] of each integer parameter the device uses; the first eight
 /// are [`ZeroRttLimits`]' (RFC 9000 §7.4.1).
@@ -107,13 +107,13 @@ fn int_slot(param: u64) -> Option<(usize, u64, u64)> {
 /// and retry_source_connection_id present exactly when we acted on a Retry, equal to its
 /// Source Connection ID; §18.2: no preferred_address from a server using a zero-length
 /// connection ID. Without (remembered parameters) connection IDs are only checked to be at
-/// most 20 bytes. Returns the version_information, if any, for RFC 9368 §4's check; `None`
-/// on any failure (a TRANSPORT_PARAMETER_ERROR).
+/// most 20 bytes. Returns the version_information's Chosen Version, if any, for RFC 9368
+/// §4's check; `None` on any failure (a TRANSPORT_PARAMETER_ERROR).
 pub(crate) fn decode(
     bytes: &[u8],
     cids: Option<&Cids>,
     out: &mut PeerParams,
-) -> Option<Option<VersionInformation>> {
+) -> Option<Option<Version>> {
     let mut seen: u32 = 0;
     let mut vi = None;
     let mut r = Reader::new(bytes);
@@ -157,7 +157,7 @@ pub(crate) fn decode(
             id::DISABLE_ACTIVE_MIGRATION | id::GREASE_QUIC_BIT => value.is_empty(),
             id::PREFERRED_ADDRESS => decode_preferred_address(value).is_some(),
             id::VERSION_INFORMATION => {
-                vi = Some(VersionInformation::decode(value, Side::Server)?);
+                vi = Some(chosen_version(value)?);
                 true
             }
             // `known_bit` filters out everything else.
@@ -184,6 +184,21 @@ pub(crate) fn decode(
         }
     }
     Some(vi)
+}
+
+/// RFC 9368 §3, Figure 1: Chosen Version (32), Available Versions (32) ... RFC 9368 §4: a
+/// length not a multiple of 4 or a zero version anywhere is a parsing failure. A client
+/// processes only the server's Chosen Version (its Available Versions matter to a server
+/// alone), so only that is returned, not the general [`VersionInformation`] list.
+///
+/// [`VersionInformation`]: crate::transport_params::VersionInformation
+fn chosen_version(value: &[u8]) -> Option<Version> {
+    let mut words = value.chunks_exact(4);
+    if !words.remainder().is_empty() || words.clone().any(|w| w == [0; 4]) {
+        return None;
+    }
+    let first = words.next()?;
+    Some(Version(u32::from_be_bytes(first.try_into().ok()?)))
 }
 
 /// The device connection's TLS hooks: the connection's [`Handshake`] for all but the
@@ -217,7 +232,7 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Devi
     #[inline(never)]
     fn peer_transport_parameters(&mut self, params: &[u8]) -> Result<(), TlsError> {
         let peer = self.peer.insert(PeerParams::DEFAULT);
-        let Some(vi) = decode(params, Some(&self.hs.cids), peer) else {
+        let Some(chosen) = decode(params, Some(&self.hs.cids), peer) else {
             *self.peer = None;
             return Err(TlsError::Transport(transport_error::TRANSPORT_PARAMETER_ERROR));
         };
@@ -229,11 +244,17 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Devi
             self.hs.remembered_tp_len =
                 crate::transport_params::remember_shortest(params, &mut self.hs.remembered_tp);
         }
-        let checked = self.hs.negotiate_version_information(vi.as_ref());
-        if checked.is_err() {
+        // RFC 9368 §4: "the client MUST validate that the server's Chosen Version is equal
+        // to the negotiated version"; without version_information, the version must not
+        // have changed (a server that switched without saying so, or an attacker making it
+        // look so). The general check (`negotiate_version_information`) without its server
+        // half and the Available Versions list.
+        let hs = &*self.hs;
+        if chosen.unwrap_or(hs.original_version) != hs.version {
             *self.peer = None;
+            return Err(TlsError::Transport(transport_error::VERSION_NEGOTIATION_ERROR));
         }
-        checked
+        Ok(())
     }
 
     fn early_data(&mut self, accepted: bool) {
@@ -262,14 +283,12 @@ mod tests {
     use crate::cid::ConnectionId;
     use crate::coding::Writer;
     use crate::transport_params::tests::params;
+    use crate::transport_params::Side;
     use std::vec::Vec;
 
     /// What the general decoder and CID check make of `bytes`: the device's integers, or
     /// `None` on any failure.
-    fn general(
-        bytes: &[u8],
-        cids: Option<&Cids>,
-    ) -> Option<(PeerParams, Option<VersionInformation>)> {
+    fn general(bytes: &[u8], cids: Option<&Cids>) -> Option<(PeerParams, Option<Version>)> {
         let tp = Tp::decode(bytes, Side::Server).ok()?;
         if let Some(c) = cids {
             tp.validate_server_cids(
@@ -297,13 +316,10 @@ mod tests {
             tp.ack_delay_exponent.into(),
             tp.max_ack_delay.into(),
         ];
-        Some((PeerParams { ints }, tp.version_information))
+        Some((PeerParams { ints }, tp.version_information.map(|v| v.chosen)))
     }
 
-    fn device(
-        bytes: &[u8],
-        cids: Option<&Cids>,
-    ) -> Option<(PeerParams, Option<VersionInformation>)> {
+    fn device(bytes: &[u8], cids: Option<&Cids>) -> Option<(PeerParams, Option<Version>)> {
         let mut out = PeerParams::DEFAULT;
         let vi = decode(bytes, cids, &mut out)?;
         Some((out, vi))
