@@ -183,10 +183,36 @@ impl LocalCids {
     }
 }
 
+/// A peer connection ID's sequence number as [`RemoteCids`] keeps it: `u64` on hosts, `u32`
+/// in builds without `std` (like `stream::Offset`, ARCHITECTURE.md "32-bit books"). The
+/// interface stays `u64`; a peer's value is checked before it is narrowed
+/// ([`RemoteCids::on_new_cid`]).
+#[cfg(feature = "std")]
+pub(crate) type PeerSeq = u64;
+/// A peer connection ID's sequence number as [`RemoteCids`] keeps it.
+#[cfg(not(feature = "std"))]
+pub(crate) type PeerSeq = u32;
+
+/// `x` as a [`PeerSeq`], if it fits.
+#[allow(clippy::cast_possible_truncation, clippy::unnecessary_cast)]
+const fn narrow_seq(x: u64) -> Option<PeerSeq> {
+    if x > PeerSeq::MAX as u64 {
+        None
+    } else {
+        Some(x as PeerSeq)
+    }
+}
+
+/// A [`PeerSeq`] as a `u64`.
+#[allow(clippy::unnecessary_cast)]
+const fn wide_seq(x: PeerSeq) -> u64 {
+    x as u64
+}
+
 /// A connection ID the peer issued.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PeerCid {
-    pub(crate) seq: u64,
+    pub(crate) seq: PeerSeq,
     pub(crate) cid: ConnectionId,
     pub(crate) token: Option<ResetToken>,
 }
@@ -194,7 +220,7 @@ pub(crate) struct PeerCid {
 /// A retirement to deliver.
 #[derive(Clone, Copy, Debug)]
 struct Retire {
-    seq: u64,
+    seq: PeerSeq,
     frame: Delivery,
 }
 
@@ -220,9 +246,9 @@ impl CidError {
 pub(crate) struct RemoteCids {
     slots: [Option<PeerCid>; REMOTE_CIDS],
     /// Sequence number of the connection ID in use.
-    active: u64,
+    active: PeerSeq,
     /// The largest Retire Prior To received.
-    retire_prior_to: u64,
+    retire_prior_to: PeerSeq,
     retire: [Option<Retire>; RETIRE_QUEUE],
 }
 
@@ -246,7 +272,8 @@ impl RemoteCids {
     /// The stateless reset token of sequence `seq` (the server's
     /// stateless_reset_token transport parameter for sequence 0).
     pub(crate) fn set_token(&mut self, seq: u64, token: ResetToken) {
-        if let Some(Some(p)) = self.slots.iter_mut().find(|s| s.is_some_and(|p| p.seq == seq)) {
+        let found = self.slots.iter_mut().find(|s| s.is_some_and(|p| wide_seq(p.seq) == seq));
+        if let Some(Some(p)) = found {
             p.token = Some(token);
         }
     }
@@ -254,12 +281,12 @@ impl RemoteCids {
     /// The stored connection ID of sequence `seq`.
     #[cfg(feature = "migration")]
     pub(crate) fn get(&self, seq: u64) -> Option<PeerCid> {
-        self.slots.iter().flatten().find(|p| p.seq == seq).copied()
+        self.slots.iter().flatten().find(|p| wide_seq(p.seq) == seq).copied()
     }
 
     /// The sequence number of the connection ID in use.
     pub(crate) const fn active_seq(&self) -> u64 {
-        self.active
+        wide_seq(self.active)
     }
 
     /// The connection ID in use.
@@ -276,7 +303,7 @@ impl RemoteCids {
     /// A stored connection ID that is not in use (tests drive retirement with it).
     #[cfg(all(test, feature = "server", feature = "cid-rotation"))]
     pub(crate) fn spare_seq(&self) -> Option<u64> {
-        self.slots.iter().flatten().map(|p| p.seq).find(|s| *s != self.active)
+        self.slots.iter().flatten().map(|p| p.seq).find(|s| *s != self.active).map(wide_seq)
     }
 
     /// Whether an unused connection ID is stored (migration needs one, RFC 9000 §9.5).
@@ -301,14 +328,24 @@ impl RemoteCids {
         cid: &[u8],
         token: &ResetToken,
     ) -> Result<(), TransportErrorCode> {
-        self.new_cid(seq, retire_prior_to, cid, token).map_err(CidError::code)
+        // Retire Prior To is at most the sequence number (the frame's parser checked, RFC
+        // 9000 §19.15), so both fit when the sequence number does. RFC 9000 §5.1.1: "The
+        // sequence number on each newly issued connection ID MUST increase by 1": a peer
+        // past 2^32 - 1 would have issued over four billion connection IDs, one at a time,
+        // each retired before the next (our limit is REMOTE_CIDS); a build keeping 32-bit
+        // sequence numbers treats such a number as that rule broken (PROTOCOL_VIOLATION),
+        // never cuts it.
+        let (Some(seq), Some(rpt)) = (narrow_seq(seq), narrow_seq(retire_prior_to)) else {
+            return Err(TransportErrorCode::PROTOCOL_VIOLATION);
+        };
+        self.new_cid(seq, rpt, cid, token).map_err(CidError::code)
     }
 
     /// [`Self::on_new_cid`] with the one-byte error.
     fn new_cid(
         &mut self,
-        seq: u64,
-        retire_prior_to: u64,
+        seq: PeerSeq,
+        retire_prior_to: PeerSeq,
         cid: &[u8],
         token: &ResetToken,
     ) -> Result<(), CidError> {
@@ -361,7 +398,7 @@ impl RemoteCids {
     }
 
     /// Retires every stored connection ID below `rpt` (RFC 9000 §5.1.2).
-    fn raise_retire_prior_to(&mut self, rpt: u64) -> Result<(), CidError> {
+    fn raise_retire_prior_to(&mut self, rpt: PeerSeq) -> Result<(), CidError> {
         if rpt <= self.retire_prior_to {
             return Ok(());
         }
@@ -378,7 +415,7 @@ impl RemoteCids {
         Ok(())
     }
 
-    fn queue_retire(&mut self, seq: u64) -> Result<(), CidError> {
+    fn queue_retire(&mut self, seq: PeerSeq) -> Result<(), CidError> {
         if self.retire.iter().flatten().any(|r| r.seq == seq && r.frame != Delivery::Acked) {
             return Ok(());
         }
@@ -411,14 +448,16 @@ impl RemoteCids {
     /// Makes `seq` the connection ID in use without retiring the current one (a client
     /// trying the server's preferred address keeps the old one to fall back to).
     pub(crate) fn use_seq(&mut self, seq: u64) -> Option<PeerCid> {
-        let p = *self.slots.iter().flatten().find(|p| p.seq == seq)?;
-        self.active = seq;
+        let p = *self.slots.iter().flatten().find(|p| wide_seq(p.seq) == seq)?;
+        self.active = p.seq;
         Some(p)
     }
 
     /// Retires `seq` (not the one in use).
     #[cfg(any(feature = "migration", all(test, feature = "server", feature = "cid-rotation")))]
     pub(crate) fn retire(&mut self, seq: u64) -> Result<(), TransportErrorCode> {
+        // Only stored (so narrow) sequence numbers are retired.
+        let Some(seq) = narrow_seq(seq) else { return Ok(()) };
         if seq == self.active {
             return Ok(());
         }
@@ -438,12 +477,12 @@ impl RemoteCids {
     pub(crate) fn poll_retire(&mut self, pn: u64) -> Option<u64> {
         let r = self.retire.iter_mut().flatten().find(|r| r.frame == Delivery::Pending)?;
         r.frame = Delivery::Sent(pn);
-        Some(r.seq)
+        Some(wide_seq(r.seq))
     }
 
     /// A retirement polled by [`Self::poll_retire`] did not fit after all.
     pub(crate) fn unpoll(&mut self, seq: u64) {
-        if let Some(r) = self.retire.iter_mut().flatten().find(|r| r.seq == seq) {
+        if let Some(r) = self.retire.iter_mut().flatten().find(|r| wide_seq(r.seq) == seq) {
             r.frame = Delivery::Pending;
         }
     }
@@ -564,6 +603,29 @@ mod tests {
             assert_eq!(n.seq, 3);
             assert_eq!(r.poll_retire(7), Some(2));
         }
+    }
+
+    /// RFC 9000 §5.1.1 against 32-bit books: a sequence number past 2^32 - 1 is refused
+    /// (PROTOCOL_VIOLATION) where sequence numbers are kept in 32 bits, never cut (2^32 + 1
+    /// cut is 1, which would be stored); hosts keep it.
+    #[test]
+    fn sequence_numbers_past_32_bits_are_refused_not_cut() {
+        let mut r = RemoteCids::new(cid(0));
+        let big = u64::from(u32::MAX) + 2;
+        for rpt in [0, big] {
+            let got = r.on_new_cid(big, rpt, &cid(9), &[9; 16]);
+            if cfg!(feature = "std") {
+                assert_eq!(got, Ok(()));
+                r = RemoteCids::new(cid(0));
+            } else {
+                assert_eq!(got, Err(TransportErrorCode::PROTOCOL_VIOLATION));
+                assert_eq!(r.active_seq(), 0);
+                assert!(!r.has_spare() && !r.has_pending());
+            }
+        }
+        // The next real one is still taken.
+        assert_eq!(r.on_new_cid(1, 0, &cid(1), &[1; 16]), Ok(()));
+        assert!(r.has_spare());
     }
 
     #[test]

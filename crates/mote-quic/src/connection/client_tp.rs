@@ -89,9 +89,14 @@ pub(crate) fn encode_client(
 
 /// RFC 9000 §18.2: an integer parameter (ID below 64) unless it is at its `default`. Out of
 /// line: one call per parameter is smaller than the general helper's 64-bit arguments
-/// inlined at each.
+/// inlined at each. (Also the device's remembered parameters, `device::peer_params`.)
 #[inline(never)]
-fn put_int(w: &mut Writer<'_>, param: u64, v: u64, default: u32) -> Result<(), BufferTooSmall> {
+pub(crate) fn put_int(
+    w: &mut Writer<'_>,
+    param: u64,
+    v: u64,
+    default: u32,
+) -> Result<(), BufferTooSmall> {
     put_varint_param(w, param, VarInt::new(v).unwrap_or(VarInt::MAX), default.into())
 }
 

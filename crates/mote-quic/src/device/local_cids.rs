@@ -23,12 +23,14 @@ const NOT_SENT: u64 = u64::MAX;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LocalCids {
     /// `(sequence number, connection ID)`: the older one, then the newest. Unused until the
-    /// spare is issued (`next == 0`: only the handshake connection ID is valid).
-    pub(super) ids: [(u64, ConnectionId); 2],
+    /// spare is issued (`next == 0`: only the handshake connection ID is valid). Sequence
+    /// numbers are ours, one per retirement by the server, kept in 32 bits (the server's
+    /// 62-bit ones are compared before narrowing, `on_retire_connection_id`).
+    pub(super) ids: [(u32, ConnectionId); 2],
     /// The newest connection ID's stateless reset token (RFC 9000 §10.3).
     pub(super) token: ResetToken,
     /// The sequence number the next issued connection ID gets; 0 before the first.
-    pub(super) next: u64,
+    pub(super) next: u32,
     /// The first packet that carried the newest NEW_CONNECTION_ID frame (`NOT_SENT`).
     pub(super) first_sent: u64,
     /// The newest NEW_CONNECTION_ID frame waits to be sent (again).
@@ -36,7 +38,7 @@ pub(crate) struct LocalCids {
     /// The newest NEW_CONNECTION_ID frame was acknowledged.
     pub(super) acked: bool,
     /// The sequence number of the connection ID the packet being processed was sent to.
-    pub(super) current: u64,
+    pub(super) current: u32,
 }
 
 impl LocalCids {
@@ -116,7 +118,9 @@ where
     pub(super) fn issue_spare_cid(&mut self) {
         let lc = &mut self.local_cids;
         let handshake = self.hs.cids.local;
-        if handshake.is_empty() {
+        // A zero-length connection ID cannot be changed; after 2^32 - 1 connection IDs (as
+        // many retirements by the server) no more are issued.
+        if handshake.is_empty() || lc.next == u32::MAX {
             return;
         }
         // The connection ID and its reset token from one DRBG request (two HMAC_DRBG
@@ -157,9 +161,11 @@ where
         // of the packet in which the frame is contained. The peer MAY treat this as a
         // connection error of type PROTOCOL_VIOLATION." (Before the spare, every packet is
         // sent to sequence 0, the only one issued.)
-        if lc.next == 0 || seq >= lc.next || seq == lc.current {
+        // (Compared as sent, 62 bits, then narrowed: below `next` it fits.)
+        if lc.next == 0 || seq >= u64::from(lc.next) || seq == u64::from(lc.current) {
             return Err(Error::violation(ty));
         }
+        let seq = seq as u32;
         let Some(i) = lc.ids.iter().position(|&(s, _)| s == seq) else {
             // Retired before (a repeated frame).
             return Ok(());
@@ -193,7 +199,7 @@ where
         // fit.
         let start = w.position();
         let n = cid.len() as u64;
-        if !(put_frame(w, types::NEW_CONNECTION_ID, &[seq, 0, n], &cid, false)
+        if !(put_frame(w, types::NEW_CONNECTION_ID, &[seq.into(), 0, n], &cid, false)
             && w.put_slice(&lc.token).is_ok())
         {
             w.rewind(start);

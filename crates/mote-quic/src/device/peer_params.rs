@@ -10,13 +10,16 @@ use mote_tls::{transport_error, Error as TlsError, Level, QuicHooks, Secrets, Se
 
 use crate::cid::MAX_CID_LEN;
 use crate::coding::Reader;
+#[cfg(feature = "resumption")]
+use crate::coding::Writer;
 use crate::connection::tls::{Cids, Handshake};
 #[cfg(feature = "resumption")]
 use crate::connection::ZeroRttLimits;
 use crate::transport_params::{
-    decode_preferred_address, id, known_bit, varint_value, Side, TransportParameters as Tp,
-    VersionInformation,
+    decode_preferred_address, id, known_bit, varint_value, TransportParameters as Tp,
 };
+use crate::version::Version;
+use core::num::NonZeroU32;
 
 /// Index in [`PeerParams::ints`] of each integer parameter the device uses; the first eight
 /// are [`ZeroRttLimits`]' (RFC 9000 §7.4.1).
@@ -39,6 +42,18 @@ pub(crate) const MAX_ACK_DELAY: usize = 11;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PeerParams {
     pub(crate) ints: [u64; 12],
+}
+
+/// What [`decode`] returns besides the integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// version_information's Chosen Version (never 0, §4), for RFC 9368 §4's check.
+    pub(crate) chosen: Option<NonZeroU32>,
+    /// disable_active_migration and grease_quic_bit were sent, for what a ticket remembers
+    /// (RFC 9000 §7.4.1). (Booleans: their spare values hold `Option<Found>`'s `None`,
+    /// so it is returned in registers.)
+    migration_disabled: bool,
+    grease_quic_bit: bool,
 }
 
 impl PeerParams {
@@ -107,13 +122,9 @@ fn int_slot(param: u64) -> Option<(usize, u64, u64)> {
 /// and retry_source_connection_id present exactly when we acted on a Retry, equal to its
 /// Source Connection ID; §18.2: no preferred_address from a server using a zero-length
 /// connection ID. Without (remembered parameters) connection IDs are only checked to be at
-/// most 20 bytes. Returns the version_information, if any, for RFC 9368 §4's check; `None`
-/// on any failure (a TRANSPORT_PARAMETER_ERROR).
-pub(crate) fn decode(
-    bytes: &[u8],
-    cids: Option<&Cids>,
-    out: &mut PeerParams,
-) -> Option<Option<VersionInformation>> {
+/// most 20 bytes. Returns the version_information's Chosen Version, if any, for RFC 9368
+/// §4's check, and the flags sent; `None` on any failure (a TRANSPORT_PARAMETER_ERROR).
+pub(crate) fn decode(bytes: &[u8], cids: Option<&Cids>, out: &mut PeerParams) -> Option<Found> {
     let mut seen: u32 = 0;
     let mut vi = None;
     let mut r = Reader::new(bytes);
@@ -157,7 +168,7 @@ pub(crate) fn decode(
             id::DISABLE_ACTIVE_MIGRATION | id::GREASE_QUIC_BIT => value.is_empty(),
             id::PREFERRED_ADDRESS => decode_preferred_address(value).is_some(),
             id::VERSION_INFORMATION => {
-                vi = Some(VersionInformation::decode(value, Side::Server)?);
+                vi = Some(chosen_version(value)?);
                 true
             }
             // `known_bit` filters out everything else.
@@ -183,7 +194,84 @@ pub(crate) fn decode(
             return None;
         }
     }
-    Some(vi)
+    // The two flags' bits in `seen` (`known_bit`: 1 << ID, grease_quic_bit 1 << 19).
+    const _: () = assert!(known_bit(id::DISABLE_ACTIVE_MIGRATION) == 1 << 12);
+    const _: () = assert!(known_bit(id::GREASE_QUIC_BIT) == 1 << 19);
+    Some(Found {
+        chosen: vi,
+        migration_disabled: seen & 1 << 12 != 0,
+        grease_quic_bit: seen & 1 << 19 != 0,
+    })
+}
+
+/// RFC 9000 §7.4.1: what a client remembers of the server's parameters `p` (decoded by
+/// [`decode`], with `found`) for 0-RTT, written into `out` from the decoded values instead
+/// of re-reading the server's bytes ([`crate::transport_params::remember_shortest`]):
+/// max_idle_timeout, max_udp_payload_size, the initial flow-control and stream limits,
+/// active_connection_id_limit and max_datagram_frame_size (feature `datagram`) in shortest
+/// form, left out at their default; disable_active_migration and grease_quic_bit as sent;
+/// version_information's Chosen Version (RFC 9368 §4: what a client processes). Not
+/// remembered ("A client MUST NOT use remembered values for the following parameters"):
+/// ack_delay_exponent, max_ack_delay and the connection-ID, token and address parameters.
+/// In the general encoder's order: the bytes [`Tp::encode_remembered_for_0rtt`] writes.
+/// Returns the length, 0 (no 0-RTT) if it does not fit.
+#[cfg(feature = "resumption")]
+fn remember(p: &PeerParams, found: Found, out: &mut [u8]) -> usize {
+    use crate::connection::client_tp::put_int;
+    use crate::transport_params::put_param;
+    // (ID, what): an index above, a flag (`MIGRATION`, `GREASE`: grease_quic_bit's ID is
+    // not a byte) or the Chosen Version (`VERSION`).
+    const MIGRATION: u8 = 16;
+    const GREASE: u8 = 17;
+    const VERSION: u8 = 18;
+    const ORDER: [(u8, u8); 13] = [
+        (id::MAX_IDLE_TIMEOUT as u8, IDLE_TIMEOUT as u8),
+        (id::MAX_UDP_PAYLOAD_SIZE as u8, MAX_UDP_PAYLOAD_SIZE as u8),
+        (id::INITIAL_MAX_DATA as u8, MAX_DATA as u8),
+        (id::INITIAL_MAX_STREAM_DATA_BIDI_LOCAL as u8, BIDI_LOCAL as u8),
+        (id::INITIAL_MAX_STREAM_DATA_BIDI_REMOTE as u8, BIDI_REMOTE as u8),
+        (id::INITIAL_MAX_STREAM_DATA_UNI as u8, UNI as u8),
+        (id::INITIAL_MAX_STREAMS_BIDI as u8, STREAMS_BIDI as u8),
+        (id::INITIAL_MAX_STREAMS_UNI as u8, STREAMS_UNI as u8),
+        (id::DISABLE_ACTIVE_MIGRATION as u8, MIGRATION),
+        (id::ACTIVE_CONNECTION_ID_LIMIT as u8, ACTIVE_CONNECTION_ID_LIMIT as u8),
+        (id::VERSION_INFORMATION as u8, VERSION),
+        // Without feature `datagram` the index stays 0 (its default), so nothing is written.
+        (id::MAX_DATAGRAM_FRAME_SIZE as u8, DATAGRAM as u8),
+        (0, GREASE),
+    ];
+    let mut w = Writer::new(out);
+    for &(param, what) in &ORDER {
+        let (param, i) = (u64::from(param), usize::from(what));
+        let written = match what {
+            VERSION => match found.chosen {
+                Some(v) => put_param(&mut w, param, 4).and_then(|()| w.put_u32(v.get())),
+                None => Ok(()),
+            },
+            MIGRATION if found.migration_disabled => put_param(&mut w, param, 0),
+            GREASE if found.grease_quic_bit => put_param(&mut w, id::GREASE_QUIC_BIT, 0),
+            MIGRATION | GREASE => Ok(()),
+            _ => put_int(&mut w, param, p.get(i), PeerParams::DEFAULT.get(i) as u32),
+        };
+        if written.is_err() {
+            return 0;
+        }
+    }
+    w.position()
+}
+
+/// RFC 9368 §3, Figure 1: Chosen Version (32), Available Versions (32) ... RFC 9368 §4: a
+/// length not a multiple of 4 or a zero version anywhere is a parsing failure. A client
+/// processes only the server's Chosen Version (its Available Versions matter to a server
+/// alone), so only that is returned, not the general [`VersionInformation`] list.
+///
+/// [`VersionInformation`]: crate::transport_params::VersionInformation
+fn chosen_version(value: &[u8]) -> Option<NonZeroU32> {
+    let mut words = value.chunks_exact(4);
+    if !words.remainder().is_empty() || words.clone().any(|w| w == [0; 4]) {
+        return None;
+    }
+    NonZeroU32::new(u32::from_be_bytes(words.next()?.try_into().ok()?))
 }
 
 /// The device connection's TLS hooks: the connection's [`Handshake`] for all but the
@@ -217,7 +305,7 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Devi
     #[inline(never)]
     fn peer_transport_parameters(&mut self, params: &[u8]) -> Result<(), TlsError> {
         let peer = self.peer.insert(PeerParams::DEFAULT);
-        let Some(vi) = decode(params, Some(&self.hs.cids), peer) else {
+        let Some(found) = decode(params, Some(&self.hs.cids), peer) else {
             *self.peer = None;
             return Err(TlsError::Transport(transport_error::TRANSPORT_PARAMETER_ERROR));
         };
@@ -226,14 +314,19 @@ impl<P: CryptoProvider + Clone, C: AsRef<[u8]> + AsMut<[u8]>> QuicHooks for Devi
         // stand for.
         #[cfg(feature = "resumption")]
         {
-            self.hs.remembered_tp_len =
-                crate::transport_params::remember_shortest(params, &mut self.hs.remembered_tp);
+            self.hs.remembered_tp_len = remember(peer, found, &mut self.hs.remembered_tp);
         }
-        let checked = self.hs.negotiate_version_information(vi.as_ref());
-        if checked.is_err() {
+        // RFC 9368 §4: "the client MUST validate that the server's Chosen Version is equal
+        // to the negotiated version"; without version_information, the version must not
+        // have changed (a server that switched without saying so, or an attacker making it
+        // look so). The general check (`negotiate_version_information`) without its server
+        // half and the Available Versions list.
+        let hs = &*self.hs;
+        if found.chosen.map_or(hs.original_version, |v| Version(v.get())) != hs.version {
             *self.peer = None;
+            return Err(TlsError::Transport(transport_error::VERSION_NEGOTIATION_ERROR));
         }
-        checked
+        Ok(())
     }
 
     fn early_data(&mut self, accepted: bool) {
@@ -262,14 +355,12 @@ mod tests {
     use crate::cid::ConnectionId;
     use crate::coding::Writer;
     use crate::transport_params::tests::params;
+    use crate::transport_params::Side;
     use std::vec::Vec;
 
     /// What the general decoder and CID check make of `bytes`: the device's integers, or
     /// `None` on any failure.
-    fn general(
-        bytes: &[u8],
-        cids: Option<&Cids>,
-    ) -> Option<(PeerParams, Option<VersionInformation>)> {
+    fn general(bytes: &[u8], cids: Option<&Cids>) -> Option<(PeerParams, Found)> {
         let tp = Tp::decode(bytes, Side::Server).ok()?;
         if let Some(c) = cids {
             tp.validate_server_cids(
@@ -297,16 +388,32 @@ mod tests {
             tp.ack_delay_exponent.into(),
             tp.max_ack_delay.into(),
         ];
-        Some((PeerParams { ints }, tp.version_information))
+        let found = Found {
+            chosen: tp.version_information.and_then(|v| NonZeroU32::new(v.chosen.0)),
+            migration_disabled: tp.disable_active_migration,
+            grease_quic_bit: tp.grease_quic_bit,
+        };
+        Some((PeerParams { ints }, found))
     }
 
-    fn device(
-        bytes: &[u8],
-        cids: Option<&Cids>,
-    ) -> Option<(PeerParams, Option<VersionInformation>)> {
+    fn device(bytes: &[u8], cids: Option<&Cids>) -> Option<(PeerParams, Found)> {
         let mut out = PeerParams::DEFAULT;
         let vi = decode(bytes, cids, &mut out)?;
         Some((out, vi))
+    }
+
+    /// `bytes` (well-formed parameters) with the parameters in reverse order.
+    #[cfg(feature = "resumption")]
+    fn reversed(bytes: &[u8]) -> Vec<u8> {
+        let mut r = crate::coding::Reader::new(bytes);
+        let mut params = Vec::new();
+        while !r.is_empty() {
+            let start = bytes.len() - r.remaining();
+            r.varint_u64().unwrap();
+            r.varint_prefixed().unwrap();
+            params.push(&bytes[start..bytes.len() - r.remaining()]);
+        }
+        params.iter().rev().flat_map(|p| p.iter().copied()).collect()
     }
 
     fn cid(b: &[u8]) -> ConnectionId {
@@ -351,6 +458,43 @@ mod tests {
             let c = cids_for(&tp, pick);
             proptest::prop_assert_eq!(device(bytes, Some(&c)), general(bytes, Some(&c)));
             proptest::prop_assert_eq!(device(bytes, None), general(bytes, None));
+        }
+
+        /// RFC 9000 §7.4.1: what the device remembers of valid server parameters (sent in
+        /// any order, with grease) is what the general encoder writes of the decoded
+        /// parameters' remembered part, byte for byte, and `remember_shortest`'s decoded.
+        #[cfg(feature = "resumption")]
+        #[test]
+        fn remembered_parameters_are_the_general_encoders(
+            tp in params(Side::Server),
+            grease in 0u32..1000,
+            reverse in proptest::bool::ANY,
+        ) {
+            let mut buf = [0u8; 1024];
+            let mut w = Writer::new(&mut buf);
+            Tp::encode_grease(&mut w, grease).unwrap();
+            tp.encode(&mut w).unwrap();
+            let mut bytes = w.written().to_vec();
+            if reverse {
+                bytes = reversed(&bytes);
+            }
+            let (p, found) = device(&bytes, None).unwrap();
+            let mut out = [0u8; crate::connection::tls::REMEMBERED_TP_MAX];
+            let n = remember(&p, found, &mut out);
+            let mut want = [0u8; 256];
+            let mut w = Writer::new(&mut want);
+            tp.remembered_for_0rtt().encode_remembered_for_0rtt(&mut w).unwrap();
+            proptest::prop_assert_eq!(&out[..n], w.written());
+            let mut shortest = [0u8; crate::connection::tls::REMEMBERED_TP_MAX];
+            let m = crate::transport_params::remember_shortest(&bytes, &mut shortest);
+            proptest::prop_assert_eq!(
+                Tp::decode(&out[..n], Side::Server).unwrap(),
+                Tp::decode(&shortest[..m], Side::Server).unwrap()
+            );
+            // Too small a buffer remembers nothing rather than part.
+            if n > 0 {
+                proptest::prop_assert_eq!(remember(&p, found, &mut out[..n - 1]), 0);
+            }
         }
 
         /// The same parameters cut short, with a byte changed or repeated: same verdict.

@@ -1465,7 +1465,7 @@ fn deliver_to(p: &mut DevPair, dcid: &crate::ConnectionId, payload: &[u8]) {
 }
 
 /// The device's connection ID of sequence `seq` (its handshake one or a spare it issued).
-fn dev_cid(p: &DevPair, seq: u64) -> crate::ConnectionId {
+fn dev_cid(p: &DevPair, seq: u32) -> crate::ConnectionId {
     let lc = &p.client.local_cids;
     lc.ids.iter().find(|i| i.0 == seq).map(|i| i.1).expect("issued")
 }
@@ -1553,8 +1553,8 @@ fn server_can_switch_to_the_spare() {
     exchange(&mut p, b"GET", &pattern(1000));
 }
 
-/// RFC 9000 §19.16: RETIRE_CONNECTION_ID of a number never issued, or of the connection ID
-/// the packet was sent to, is a PROTOCOL_VIOLATION (the other rules:
+/// RFC 9000 §19.16: RETIRE_CONNECTION_ID of a number never issued (also one past 32 bits),
+/// or of the connection ID the packet was sent to, is a PROTOCOL_VIOLATION (the other rules:
 /// `retired_connection_id_is_replaced_by_a_spare`).
 #[test]
 fn retire_connection_id_rules() {
@@ -1573,6 +1573,11 @@ fn retire_connection_id_rules() {
     let mut p = established();
     let cid1 = dev_cid(&p, 1);
     deliver_to(&mut p, &cid1, &[0x19, 0x01]);
+    assert_eq!(local_close(&mut p), violation);
+    // Sequence 2^32 + 1, never issued: compared before the device's 32-bit books narrow it
+    // (cut, it would be 1, the spare, and be taken).
+    let mut p = established();
+    deliver(&mut p, &[0x19, 0xc0, 0, 0, 0x01, 0, 0, 0, 0x01]);
     assert_eq!(local_close(&mut p), violation);
 }
 
@@ -2167,4 +2172,56 @@ fn huge_idle_timeouts_and_max_ack_delay_are_clamped() {
         let waited = p.now - quiet;
         assert!(waited >= cap && waited <= crate::time::MAX_SPAN, "{waited:?}");
     }
+}
+
+/// RFC 9368 §4 through the device's own check (only the server's Chosen Version is kept):
+/// a Chosen Version other than the version in use, or no version_information after the
+/// version changed, is VERSION_NEGOTIATION_ERROR; a zero version anywhere in the list is a
+/// TRANSPORT_PARAMETER_ERROR; the version in use first, whatever else is listed, passes.
+#[test]
+fn the_servers_chosen_version_is_checked() {
+    use crate::transport_params::{id, put_bytes_param};
+    use mote_tls::{transport_error, Error as TlsError, QuicHooks};
+    let mut p = first_connection();
+    let c = &mut p.client;
+    let v = c.hs.version.0;
+    let (odcid, scid) = (c.hs.cids.original_dcid, c.hs.cids.peer_scid);
+    let params = |versions: Option<&[u32]>| {
+        let mut buf = [0u8; 128];
+        let mut w = Writer::new(&mut buf);
+        put_bytes_param(&mut w, id::ORIGINAL_DESTINATION_CONNECTION_ID, &odcid).unwrap();
+        put_bytes_param(&mut w, id::INITIAL_SOURCE_CONNECTION_ID, &scid).unwrap();
+        if let Some(list) = versions {
+            let bytes: Vec<u8> = list.iter().flat_map(|v| v.to_be_bytes()).collect();
+            put_bytes_param(&mut w, id::VERSION_INFORMATION, &bytes).unwrap();
+        }
+        w.written().to_vec()
+    };
+    let cases: [(Option<&[u32]>, Option<u8>); 6] = [
+        (None, None),
+        (Some(&[v, 0x6b33_43cf, v]), None),
+        (Some(&[v]), None),
+        (Some(&[0x6b33_43cf, v]), Some(transport_error::VERSION_NEGOTIATION_ERROR)),
+        (Some(&[v, 0]), Some(transport_error::TRANSPORT_PARAMETER_ERROR)),
+        (Some(&[]), Some(transport_error::TRANSPORT_PARAMETER_ERROR)),
+    ];
+    let run = |c: &mut Dev, bytes: &[u8]| {
+        let mut hooks = peer_params::DeviceHooks { hs: &mut c.hs, peer: &mut c.peer_params };
+        let r = hooks.peer_transport_parameters(bytes);
+        let kept = c.peer_params.take().is_some();
+        assert_eq!(kept, r.is_ok());
+        r.err().map(|e| match e {
+            TlsError::Transport(code) => code,
+            other => panic!("{other:?}"),
+        })
+    };
+    for (versions, want) in cases {
+        let bytes = params(versions);
+        assert_eq!(run(c, &bytes), want, "{versions:?}");
+    }
+    // After a (compatible) version change the server must say so.
+    c.hs.version = Version(0x6b33_43cf);
+    assert_eq!(run(c, &params(None)), Some(transport_error::VERSION_NEGOTIATION_ERROR));
+    assert_eq!(run(c, &params(Some(&[v]))), Some(transport_error::VERSION_NEGOTIATION_ERROR));
+    assert_eq!(run(c, &params(Some(&[0x6b33_43cf]))), None);
 }
