@@ -86,12 +86,11 @@ fn sigma(x: u64, mut terms: u32) -> u64 {
 /// they sit in an array with a free slot below a, the new a is written there and the new e
 /// over d, and the array moves up one slot (one `memmove`, not eight register pairs).
 fn compress(state: &mut [u64; 8], block: &[u8; BLOCK]) {
-    let mut w = [0u64; 16];
-    for (word, bytes) in w.iter_mut().zip(block.chunks_exact(8)) {
+    let mut w: [u64; 16] = core::array::from_fn(|i| {
         let mut b = [0u8; 8];
-        b.copy_from_slice(bytes);
-        *word = u64::from_be_bytes(b);
-    }
+        b.copy_from_slice(&block[8 * i..8 * i + 8]);
+        u64::from_be_bytes(b)
+    });
     // [new a, a, b, c, d, e, f, g, h].
     let mut v = [0u64; 9];
     v[1..].copy_from_slice(state);
