@@ -48,7 +48,8 @@ impl HmacSha256 {
         if key.len() > BLOCK {
             hash_long_key(key, buf);
         } else {
-            buf[..key.len()].copy_from_slice(key);
+            // Zipped, not sliced: no range check and panic path (key.len() ≤ BLOCK here).
+            buf.iter_mut().zip(key).for_each(|(b, k)| *b = *k);
         }
         // K XOR ipad (0x36) starts the inner hash, K XOR opad (0x5c) the outer one.
         buf.iter_mut().for_each(|b| *b ^= 0x36);

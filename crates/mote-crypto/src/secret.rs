@@ -29,6 +29,12 @@ impl Digest {
 }
 
 impl Digest {
+    /// The length, bounded by the array's (`len` never exceeds it: the bound lets the
+    /// compiler drop the slicing's check and panic path).
+    fn len(&self) -> usize {
+        usize::from(self.len).min(MAX_HASH_LEN)
+    }
+
     /// Overwrites the bytes. `Digest` is `Copy`, so it cannot erase itself on drop; code
     /// that puts key material in one (an HMAC output inside HKDF) calls this when done.
     pub(crate) fn wipe(&mut self) {
@@ -39,7 +45,7 @@ impl Digest {
 
 impl AsRef<[u8]> for Digest {
     fn as_ref(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
+        &self.bytes[..self.len()]
     }
 }
 
@@ -110,9 +116,10 @@ impl Secret {
         Self { bytes: [0; MAX_HASH_LEN], len: len.min(MAX_HASH_LEN) as u8 }
     }
 
-    /// Length in bytes.
+    /// Length in bytes (bounded by the array's, which `len` never exceeds: the bound lets
+    /// the compiler drop the slicing's check and panic path).
     pub fn len(&self) -> usize {
-        self.len as usize
+        usize::from(self.len).min(MAX_HASH_LEN)
     }
 
     /// True for a zero-length secret.
@@ -123,14 +130,15 @@ impl Secret {
 
 impl AsRef<[u8]> for Secret {
     fn as_ref(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
+        &self.bytes[..self.len()]
     }
 }
 
 impl AsMut<[u8]> for Secret {
     /// The secret's bytes, mutable (to fill a [`Secret::zeroed`]).
     fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.bytes[..self.len as usize]
+        let len = self.len();
+        &mut self.bytes[..len]
     }
 }
 

@@ -51,48 +51,72 @@ fn round_constant(t: usize) -> u64 {
     (u64::from(high) << 32) | u64::from(K_LOW[t % 80])
 }
 
-/// FIPS 180-4 §6.4.2: the compression function over one block, in place; the message
-/// schedule in a ring of 16 words, as in `sha256::compress` (the same round structure over
-/// 64-bit words, with SHA-512's own rotations and 80 rounds: FIPS defines them as two
-/// functions, and so are they here).
-fn compress(state: &mut [u64; 8], block: &[u8; BLOCK]) {
-    let mut w = [0u64; 16];
-    for (word, bytes) in w.iter_mut().zip(block.chunks_exact(8)) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(bytes);
-        *word = u64::from_be_bytes(b);
+/// FIPS 180-4 §4.1.3 (4.10–4.13): Σ0, Σ1 (three rotations) and σ0, σ1 (two rotations
+/// and a shift), as their amounts packed a byte each, low byte first; `SHIFT` on a byte
+/// makes its term a shift (the rotation masked to the shift's bits).
+const SHIFT: u32 = 0x80;
+const BIG_SIGMA0: u32 = 28 | 34 << 8 | 39 << 16;
+const BIG_SIGMA1: u32 = 14 | 18 << 8 | 41 << 16;
+const SMALL_SIGMA0: u32 = 1 | 8 << 8 | (7 | SHIFT) << 16;
+const SMALL_SIGMA1: u32 = 19 | 61 << 8 | (6 | SHIFT) << 16;
+
+/// One of the four functions above, a term a loop turn. Out of line, with one variable
+/// rotation: on a 32-bit core each 64-bit rotation by a constant is its own handful of
+/// instructions, and SHA-512 only hashes Ed25519's challenge (two blocks a handshake), so
+/// its code size, not its speed, counts.
+#[inline(never)]
+fn sigma(x: u64, mut terms: u32) -> u64 {
+    let mut acc = 0;
+    while terms != 0 {
+        let n = terms & 63;
+        let mut term = x.rotate_right(n);
+        if terms & SHIFT != 0 {
+            // x >> n: the rotation with its top n bits cleared (n < 32 for σ0 and σ1).
+            term &= u64::from(u32::MAX >> n) << 32 | u64::from(u32::MAX);
+        }
+        acc ^= term;
+        terms >>= 8;
     }
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
+    acc
+}
+
+/// FIPS 180-4 §6.4.2: the compression function over one block, in place; the message
+/// schedule in a ring of 16 words, as in `sha256::compress`. The working variables a..h
+/// are not held in variables (eight 64-bit words a 32-bit core's registers do not hold):
+/// they sit in an array with a free slot below a, the new a is written there and the new e
+/// over d, and the array moves up one slot (one `memmove`, not eight register pairs).
+fn compress(state: &mut [u64; 8], block: &[u8; BLOCK]) {
+    let mut w: [u64; 16] = core::array::from_fn(|i| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&block[8 * i..8 * i + 8]);
+        u64::from_be_bytes(b)
+    });
+    // [new a, a, b, c, d, e, f, g, h].
+    let mut v = [0u64; 9];
+    v[1..].copy_from_slice(state);
     for t in 0..80 {
         if t >= 16 {
-            let w15 = w[(t + 1) & 15];
-            let w2 = w[(t + 14) & 15];
-            let s0 = w15.rotate_right(1) ^ w15.rotate_right(8) ^ (w15 >> 7);
-            let s1 = w2.rotate_right(19) ^ w2.rotate_right(61) ^ (w2 >> 6);
+            let s0 = sigma(w[(t + 1) & 15], SMALL_SIGMA0);
+            let s1 = sigma(w[(t + 14) & 15], SMALL_SIGMA1);
             w[t & 15] = w[t & 15].wrapping_add(s0).wrapping_add(w[(t + 9) & 15]).wrapping_add(s1);
         }
-        let big_s1 = e.rotate_right(14) ^ e.rotate_right(18) ^ e.rotate_right(41);
-        let ch = (e & f) ^ (!e & g);
-        let t1 = h
+        // Σ1(e) and Σ0(a) first: a..h are read after the calls, not held across them.
+        let big_s1 = sigma(v[5], BIG_SIGMA1);
+        let big_s0 = sigma(v[1], BIG_SIGMA0);
+        // Ch(e, f, g) and Maj(a, b, c) (4.8, 4.9) in their two-operation forms.
+        let ch = v[7] ^ (v[5] & (v[6] ^ v[7]));
+        let maj = (v[1] & v[2]) | (v[3] & (v[1] | v[2]));
+        let t1 = v[8]
             .wrapping_add(big_s1)
             .wrapping_add(ch)
             .wrapping_add(round_constant(t))
             .wrapping_add(w[t & 15]);
-        let big_s0 = a.rotate_right(28) ^ a.rotate_right(34) ^ a.rotate_right(39);
-        let maj = (a & b) ^ (a & c) ^ (b & c);
-        let t2 = big_s0.wrapping_add(maj);
-        h = g;
-        g = f;
-        f = e;
-        e = d.wrapping_add(t1);
-        d = c;
-        c = b;
-        b = a;
-        a = t1.wrapping_add(t2);
+        v[0] = big_s0.wrapping_add(maj).wrapping_add(t1);
+        v[4] = v[4].wrapping_add(t1);
+        v.copy_within(..8, 1);
     }
-    let words = [a, b, c, d, e, f, g, h];
-    for i in 0..8 {
-        state[i] = state[i].wrapping_add(words[i]);
+    for (s, x) in state.iter_mut().zip(&v[1..]) {
+        *s = s.wrapping_add(*x);
     }
 }
 
@@ -116,9 +140,17 @@ impl Sha512 {
     /// Absorbs `data`.
     pub(crate) fn update(&mut self, data: &[u8]) {
         let state = &mut self.state;
-        crate::sha256::absorb(&mut self.buf, &mut self.buf_len, &mut self.absorbed, data, |b| {
-            compress(state, b)
-        });
+        crate::sha256::absorb(
+            &mut self.buf,
+            &mut self.buf_len,
+            &mut self.absorbed,
+            data,
+            &mut |b| {
+                if let Ok(b) = b.try_into() {
+                    compress(state, b);
+                }
+            },
+        );
     }
 
     /// FIPS 180-4 §5.1.2 padding, then the digest written into `out`; the hash is spent.
@@ -234,6 +266,18 @@ mod tests {
     fn split_round_constants_are_fips_180_4() {
         for (t, k) in K.iter().enumerate() {
             assert_eq!(round_constant(t), *k, "{t}");
+        }
+    }
+
+    /// The packed σ/Σ amounts are FIPS 180-4 §4.1.3's (4.10–4.13).
+    #[test]
+    fn sigmas_are_fips_180_4() {
+        for x in [0u64, 1, 0x8000_0000_0000_0001, 0x0123_4567_89ab_cdef, u64::MAX] {
+            let r = |n| x.rotate_right(n);
+            assert_eq!(sigma(x, BIG_SIGMA0), r(28) ^ r(34) ^ r(39));
+            assert_eq!(sigma(x, BIG_SIGMA1), r(14) ^ r(18) ^ r(41));
+            assert_eq!(sigma(x, SMALL_SIGMA0), r(1) ^ r(8) ^ (x >> 7));
+            assert_eq!(sigma(x, SMALL_SIGMA1), r(19) ^ r(61) ^ (x >> 6));
         }
     }
 
