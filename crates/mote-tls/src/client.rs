@@ -918,7 +918,10 @@ impl<'c, P: CryptoProvider + ProviderBound> Client<'c, P> {
             ht::CERTIFICATE_REQUEST => self.certificate_request(msg.body),
             ht::CERTIFICATE => self.certificate(msg.body),
             ht::CERTIFICATE_VERIFY => self.certificate_verify(msg.body, &before),
-            _ => self.finished_then_keys(msg.body, &before, hooks),
+            ht::FINISHED => self.finished_then_keys(msg.body, &before, hooks),
+            // Only `Start`'s 0 gets here, and `Start` has no transcript: kept explicit so
+            // no future state change can route an unexpected type to Finished.
+            _ => Err(Error::UnexpectedMessage),
         }
     }
 

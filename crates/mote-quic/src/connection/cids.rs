@@ -332,9 +332,9 @@ impl RemoteCids {
         // 9000 §19.15), so both fit when the sequence number does. RFC 9000 §5.1.1: "The
         // sequence number on each newly issued connection ID MUST increase by 1": a peer
         // past 2^32 - 1 would have issued over four billion connection IDs, one at a time,
-        // each retired before the next (our limit is REMOTE_CIDS); a build keeping 32-bit
-        // sequence numbers treats such a number as that rule broken (PROTOCOL_VIOLATION),
-        // never cuts it.
+        // each retired before the next (our limit is REMOTE_CIDS). That is a local limit of
+        // a build keeping 32-bit sequence numbers, not an RFC rule: such a number closes
+        // the connection (PROTOCOL_VIOLATION, the closest code), and is never cut.
         let (Some(seq), Some(rpt)) = (narrow_seq(seq), narrow_seq(retire_prior_to)) else {
             return Err(TransportErrorCode::PROTOCOL_VIOLATION);
         };
