@@ -15,12 +15,12 @@ impl ConnectionId {
     pub const EMPTY: ConnectionId = ConnectionId { bytes: [0; MAX_CID_LEN], len: 0 };
 
     /// Copies `bytes`, or returns `None` if it is longer than 20 bytes.
+    // Out of line on a device: inlined, its copy is repeated at every caller (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub fn new(bytes: &[u8]) -> Option<Self> {
-        if bytes.len() > MAX_CID_LEN {
-            return None;
-        }
         let mut cid = Self { bytes: [0; MAX_CID_LEN], len: bytes.len() as u8 };
-        cid.bytes[..bytes.len()].copy_from_slice(bytes);
+        // Longer than 20 bytes: no such prefix of the array, `None`.
+        cid.bytes.get_mut(..bytes.len())?.copy_from_slice(bytes);
         Some(cid)
     }
 
@@ -37,8 +37,12 @@ impl ConnectionId {
 
 impl core::ops::Deref for ConnectionId {
     type Target = [u8];
+    // Out of line on a device: a call is smaller than the length load and clamp at each use.
+    #[cfg_attr(not(feature = "std"), inline(never))]
     fn deref(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
+        // `len <= MAX_CID_LEN` always holds; the `min` shows it to the compiler, so no
+        // bounds-check panic path is left.
+        &self.bytes[..usize::from(self.len).min(MAX_CID_LEN)]
     }
 }
 
@@ -68,5 +72,8 @@ mod tests {
         let cid = ConnectionId::new(&[1, 2, 3]).unwrap();
         assert_eq!(&*cid, &[1, 2, 3]);
         assert!(ConnectionId::EMPTY.is_empty());
+        assert_eq!(&*ConnectionId::EMPTY, &[]);
+        let full: [u8; 20] = core::array::from_fn(|i| i as u8);
+        assert_eq!(&*ConnectionId::new(&full).unwrap(), &full);
     }
 }

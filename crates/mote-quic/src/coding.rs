@@ -92,16 +92,21 @@ pub const fn encoded_size(v: u64) -> usize {
 const TRUNCATED: u64 = 1 << 63;
 
 /// A forward-only cursor over received bytes.
+// It keeps the unread bytes themselves rather than the whole input and an offset into it:
+// no `offset <= len` invariant that the compiler cannot see, so every read is one checked
+// split and no bounds-check panic path is left on a device.
 #[derive(Clone, Debug)]
 pub struct Reader<'a> {
-    buf: &'a [u8],
+    /// The unread bytes.
+    rest: &'a [u8],
+    /// Bytes consumed so far.
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
     /// Starts reading at the beginning of `buf`.
     pub const fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+        Self { rest: buf, pos: 0 }
     }
 
     /// Bytes consumed so far.
@@ -111,7 +116,7 @@ impl<'a> Reader<'a> {
 
     /// Bytes left.
     pub const fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.rest.len()
     }
 
     /// True when nothing is left.
@@ -120,37 +125,41 @@ impl<'a> Reader<'a> {
     }
 
     /// The unread bytes, without consuming them.
-    pub fn peek_rest(&self) -> &'a [u8] {
-        &self.buf[self.pos..]
+    pub const fn peek_rest(&self) -> &'a [u8] {
+        self.rest
     }
 
     /// Consumes and returns every unread byte.
     pub fn rest(&mut self) -> &'a [u8] {
-        let rest = &self.buf[self.pos..];
-        self.pos = self.buf.len();
+        let rest = self.rest;
+        self.advance(rest.len(), &[]);
         rest
     }
 
     /// Consumes `n` bytes.
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], Truncated> {
-        if n > self.remaining() {
-            return Err(Truncated);
-        }
-        let out = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
+        let (out, tail) = self.rest.split_at_checked(n).ok_or(Truncated)?;
+        self.advance(n, tail);
         Ok(out)
+    }
+
+    /// Records `n` more bytes consumed, `tail` being what is left.
+    fn advance(&mut self, n: usize, tail: &'a [u8]) {
+        self.rest = tail;
+        self.pos += n;
     }
 
     /// Consumes exactly `N` bytes into an array.
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Truncated> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.bytes(N)?);
-        Ok(out)
+        // `try_into` rather than `copy_from_slice`: `bytes` is out of line, so the length
+        // it returns is not known here and a copy would keep a length-mismatch panic path.
+        self.bytes(N)?.try_into().map_err(|_| Truncated)
     }
 
     /// Consumes one byte.
     pub fn u8(&mut self) -> Result<u8, Truncated> {
-        Ok(self.bytes(1)?[0])
+        let [b] = self.array()?;
+        Ok(b)
     }
 
     /// Consumes a big-endian `u16`.
@@ -179,15 +188,13 @@ impl<'a> Reader<'a> {
     /// through memory, and the caller tests one bit (issue 8).
     #[cfg_attr(not(feature = "std"), inline(never))]
     fn varint_or_truncated(&mut self) -> u64 {
-        let Some(&first) = self.buf.get(self.pos) else { return TRUNCATED };
+        let Some(&first) = self.rest.first() else { return TRUNCATED };
         // The two most significant bits of the first byte give log2 of the length.
         let len = 1usize << (first >> 6);
         let Ok(bytes) = self.bytes(len) else { return TRUNCATED };
-        let mut v = u64::from(bytes[0] & 0x3f);
-        for b in &bytes[1..] {
-            v = (v << 8) | u64::from(*b);
-        }
-        v
+        // `bytes` holds `first` (`len >= 1`): the `else` is never taken.
+        let Some((_, tail)) = bytes.split_first() else { return TRUNCATED };
+        tail.iter().fold(u64::from(first & 0x3f), |v, b| (v << 8) | u64::from(*b))
     }
 
     /// Consumes a variable-length integer and returns it as a `u64`.
@@ -198,15 +205,17 @@ impl<'a> Reader<'a> {
     /// Consumes a varint length prefix and then that many bytes.
     /// On error nothing is consumed.
     pub fn varint_prefixed(&mut self) -> Result<&'a [u8], Truncated> {
-        let start = self.pos;
-        let len = self.varint()?.into_inner();
+        // Read on a copy of the unread bytes, committed only on success.
+        let mut r = Reader::new(self.rest);
+        let len = r.varint()?.into_inner();
         // A length beyond the slice cannot be satisfied; checking before the cast keeps
         // 32-bit targets from truncating a huge value into a small one.
-        if len > self.remaining() as u64 {
-            self.pos = start;
+        if len > r.remaining() as u64 {
             return Err(Truncated);
         }
-        self.bytes(len as usize)
+        let out = r.bytes(len as usize)?;
+        self.advance(r.pos, r.rest);
+        Ok(out)
     }
 }
 
@@ -255,23 +264,29 @@ impl<'a> Writer<'a> {
     }
 
     /// Appends `data`.
+    // Out of line on a device: every field writer goes through it (issue 8).
+    #[cfg_attr(not(feature = "std"), inline(never))]
     pub fn put_slice(&mut self, data: &[u8]) -> Result<(), BufferTooSmall> {
-        if data.len() > self.remaining() {
-            return Err(BufferTooSmall);
-        }
-        self.buf[self.pos..self.pos + data.len()].copy_from_slice(data);
+        self.room(data.len())?.copy_from_slice(data);
         self.pos += data.len();
         Ok(())
     }
 
     /// Appends `n` copies of `byte` (e.g. PADDING).
     pub fn put_repeated(&mut self, byte: u8, n: usize) -> Result<(), BufferTooSmall> {
-        if n > self.remaining() {
-            return Err(BufferTooSmall);
-        }
-        self.buf[self.pos..self.pos + n].fill(byte);
+        self.room(n)?.fill(byte);
         self.pos += n;
         Ok(())
+    }
+
+    /// The next `n` bytes of room, not yet consumed. Checked subslicing (`pos <= buf.len()`
+    /// holds, but the compiler cannot see it) leaves no bounds-check panic path, and the
+    /// slice's length is then known to be `n` at the copy. A wrapped end is below `pos`,
+    /// so a huge `n` is refused too.
+    // Always inlined: out of line, the length would be unknown again at the copy.
+    #[inline(always)]
+    fn room(&mut self, n: usize) -> Result<&mut [u8], BufferTooSmall> {
+        self.buf.get_mut(self.pos..self.pos.wrapping_add(n)).ok_or(BufferTooSmall)
     }
 
     /// Reserves `n` bytes to be filled in later, returning their offset.
@@ -403,6 +418,40 @@ mod tests {
         // A 62-bit length must not wrap on 32-bit targets.
         let mut r = Reader::new(&hex!("ffffffffffffffff 00"));
         assert_eq!(r.varint_prefixed(), Err(Truncated));
+    }
+
+    #[test]
+    fn reader_tracks_position_and_refuses_huge_lengths() {
+        let mut r = Reader::new(&hex!("01 4025 02 aabb cc"));
+        assert_eq!(r.u8(), Ok(1));
+        assert_eq!(r.varint_u64(), Ok(37));
+        assert_eq!(r.position(), 3);
+        assert_eq!(r.bytes(usize::MAX), Err(Truncated));
+        assert_eq!(r.array::<5>(), Err(Truncated));
+        assert_eq!(r.position(), 3);
+        assert_eq!(r.varint_prefixed(), Ok(&hex!("aabb")[..]));
+        assert_eq!((r.position(), r.remaining(), r.peek_rest()), (6, 1, &hex!("cc")[..]));
+        assert_eq!(r.rest(), &hex!("cc"));
+        assert!(r.is_empty() && r.position() == 7 && r.rest().is_empty());
+        assert_eq!(r.u8(), Err(Truncated));
+        // A failed varint_prefixed consumes nothing, the length included.
+        let mut r = Reader::new(&hex!("05 0102"));
+        assert_eq!(r.varint_prefixed(), Err(Truncated));
+        assert_eq!((r.position(), r.remaining()), (0, 3));
+    }
+
+    #[test]
+    fn writer_refuses_lengths_that_wrap() {
+        let mut buf = [0u8; 4];
+        let mut w = Writer::new(&mut buf);
+        w.put_u8(7).unwrap();
+        // `pos + n` wraps below `pos`: refused, not a short write.
+        assert_eq!(w.put_repeated(0, usize::MAX), Err(BufferTooSmall));
+        assert_eq!(w.reserve(4), Err(BufferTooSmall));
+        assert_eq!(w.reserve(3), Ok(1));
+        assert_eq!(w.put_slice(&[]), Ok(()));
+        assert_eq!(w.put_slice(&[1]), Err(BufferTooSmall));
+        assert_eq!(w.written(), &[7, 0, 0, 0]);
     }
 
     #[test]

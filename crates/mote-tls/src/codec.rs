@@ -308,13 +308,17 @@ impl<'a> Out<'a> {
         }
     }
 
+    // Out of line: inlined, it is repeated at each of the ClientHello's fields (issue 8).
+    #[inline(never)]
     pub(crate) fn put(&mut self, data: &[u8]) {
-        let end = self.pos.saturating_add(data.len());
-        match self.buf.get_mut(self.pos..end) {
+        // `pos..pos + len` with a wrapping end (a wrapped end is below `pos`: refused): the
+        // slice is then `data.len()` long by construction, so the copy keeps no
+        // length-mismatch panic path (a saturated end would not be).
+        match self.buf.get_mut(self.pos..self.pos.wrapping_add(data.len())) {
             Some(dst) => dst.copy_from_slice(data),
             None => self.fail(Error::BufferTooSmall),
         }
-        self.pos = end;
+        self.pos = self.pos.saturating_add(data.len());
     }
 
     pub(crate) fn u8(&mut self, v: u8) {
