@@ -836,7 +836,11 @@ fn pump<T: Streams, F: FnMut(Event<'_>), const CAP: usize>(
         }
         let input = buf.get(..c.len).unwrap_or(&[]);
         let consumed = process(st, c, input, t, on)?.min(c.len);
-        buf.copy_within(consumed..c.len, 0);
+        // `c.len` never exceeds the buffer; `get_mut` lets the compiler see it (no bounds
+        // panic path on a device).
+        if let Some(pending) = buf.get_mut(..c.len) {
+            pending.copy_within(consumed.., 0);
+        }
         c.len -= consumed;
         if read == 0 && consumed == 0 {
             return Ok(());
