@@ -89,30 +89,25 @@ pub(crate) fn write_words(out: &mut [u8; BLOCK], state: &[u32; 8]) {
 }
 
 /// The Merkle-Damgård buffering of SHA-256 and SHA-512 (FIPS 180-4 §5.2): `data` is
-/// appended to the partial block `buf` (`buf_len` bytes; a block is `buf.len()`), and each
-/// block it fills is handed to `compress` and counted in `absorbed`. One copy for both
-/// hashes (not generic over the block: flash), the block function called through `dyn`.
-#[inline(never)]
-pub(crate) fn absorb(
-    buf: &mut [u8],
+/// appended to the partial block `buf` (`buf_len` bytes), and each block it fills is handed
+/// to `compress` and counted in `absorbed`.
+pub(crate) fn absorb<const B: usize>(
+    buf: &mut [u8; B],
     buf_len: &mut usize,
     absorbed: &mut u64,
     mut data: &[u8],
-    compress: &mut dyn FnMut(&[u8]),
+    mut compress: impl FnMut(&[u8; B]),
 ) {
-    let block = buf.len();
     while !data.is_empty() {
-        let start = (*buf_len).min(block);
-        let n = (block - start).min(data.len());
+        let start = (*buf_len).min(B);
+        let n = (B - start).min(data.len());
         let (now, rest) = data.split_at(n);
-        if let Some(to) = buf.get_mut(start..start + n) {
-            to.copy_from_slice(now);
-        }
+        buf[start..start + n].copy_from_slice(now);
         *buf_len = start + n;
         data = rest;
-        if *buf_len == block {
+        if *buf_len == B {
             compress(buf);
-            *absorbed = absorbed.wrapping_add(block as u64);
+            *absorbed = absorbed.wrapping_add(B as u64);
             *buf_len = 0;
         }
     }
@@ -144,11 +139,7 @@ impl Sha256 {
     /// Absorbs `data`.
     pub fn update(&mut self, data: &[u8]) {
         let state = &mut self.state;
-        absorb(&mut self.buf, &mut self.buf_len, &mut self.absorbed, data, &mut |b| {
-            if let Ok(b) = b.try_into() {
-                compress(state, b);
-            }
-        });
+        absorb(&mut self.buf, &mut self.buf_len, &mut self.absorbed, data, |b| compress(state, b));
     }
 
     /// FIPS 180-4 §5.1.1: pads the message in `buf` (`buf_len` bytes of it, `total` bytes in

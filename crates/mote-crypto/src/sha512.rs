@@ -140,17 +140,9 @@ impl Sha512 {
     /// Absorbs `data`.
     pub(crate) fn update(&mut self, data: &[u8]) {
         let state = &mut self.state;
-        crate::sha256::absorb(
-            &mut self.buf,
-            &mut self.buf_len,
-            &mut self.absorbed,
-            data,
-            &mut |b| {
-                if let Ok(b) = b.try_into() {
-                    compress(state, b);
-                }
-            },
-        );
+        crate::sha256::absorb(&mut self.buf, &mut self.buf_len, &mut self.absorbed, data, |b| {
+            compress(state, b)
+        });
     }
 
     /// FIPS 180-4 §5.1.2 padding, then the digest written into `out`; the hash is spent.
