@@ -834,8 +834,19 @@ pub fn check_defaults(elf: &Path, limit: Option<u64>) -> Result<Vec<String>> {
         bounds.extend(found);
     }
     bounds.push(program);
-    let over = print(&bounds, limit);
+    let mut over = print(&bounds, limit);
     print_unbounded(&graph);
+    // The whole-program figure is a bound only while no reachable code calls through a
+    // pointer (issue 8: the README and CI rely on it): such a call fails the check.
+    let unbounded = graph.unbounded_reachable();
+    if !unbounded.is_empty() {
+        let names: Vec<String> = unbounded.iter().map(|n| short(n)).collect();
+        over.push(format!(
+            "calls through a pointer or dynamic frames reachable (the stack bound would be a \
+             lower bound): {}",
+            names.join(", ")
+        ));
+    }
     Ok(over)
 }
 
