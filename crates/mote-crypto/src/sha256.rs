@@ -102,7 +102,10 @@ pub(crate) fn absorb<const B: usize>(
         let start = (*buf_len).min(B);
         let n = (B - start).min(data.len());
         let (now, rest) = data.split_at(n);
-        buf[start..start + n].copy_from_slice(now);
+        // Checked slicing (`start + n <= B`): no bounds-check panic path on a device.
+        if let Some(to) = buf.get_mut(start..start + n) {
+            to.copy_from_slice(now);
+        }
         *buf_len = start + n;
         data = rest;
         if *buf_len == B {
