@@ -78,12 +78,12 @@ pub const GOAL_BYTES: u64 = 45 * 1024;
 /// registers, smaller HTTP/3 head checks and TLS/QPACK readers; +0.6 KB for the key-update
 /// review fixes and key wiping), to 64,504 B by the tenth (32-bit stream books and sent packet
 /// numbers) and to 62,252 B by the eleventh (32-bit time, build-time ClientHello and HTTP/3
-/// encodings, 32-byte hashes, AES keys expanded in place) and to 58,452 B by the twelfth (the
+/// encodings, 32-byte hashes, AES keys expanded in place) and to 58,456 B by the twelfth (the
 /// device connection built on zeroed memory, one header/data/ACK writer each, the server's
 /// parameters and connection IDs narrowed, SHA-512 for size and no bounds-check panic paths).
 /// Lower it as the image shrinks; never raise it to absorb growth without a reason in the
 /// commit.
-pub const BUDGET_BYTES: u64 = 58_452 + 1_024;
+pub const BUDGET_BYTES: u64 = 58_456 + 1_024;
 /// The configuration the budget applies to.
 pub const BUDGET_CONFIG: &str = "rpk-ed25519";
 
