@@ -1146,6 +1146,29 @@ mod tests {
     #[cfg(not(any(feature = "server", feature = "quic")))]
     use crate::Request;
 
+    /// The client's frame table ([`FRAMES`]) and the general frame reader's
+    /// ([`crate::frame::FRAME_RULES`]) both transcribe RFC 9114 §7.2 Table 1; they must agree
+    /// on where each type may appear. The one difference is MAX_PUSH_ID (0x0d): allowed on
+    /// a control stream, but only servers receive it (§7.2.7), so the client refuses it.
+    #[test]
+    fn frame_table_agrees_with_the_general_frame_rules() {
+        use crate::frame::{rule, FRAME_RULES};
+        const MAX_PUSH_ID: usize = 0x0d;
+        for (ty, (&row, &rules)) in FRAMES.iter().zip(FRAME_RULES.iter()).enumerate() {
+            for (kind, action) in [(rule::REQUEST, row & 0x0f), (rule::CONTROL, row >> 4)] {
+                let expected = if rules == 0 {
+                    // Reserved or unassigned: skipped (§7.2.8).
+                    vec![act::SKIP]
+                } else if rules & kind == 0 || (ty == MAX_PUSH_ID && kind == rule::CONTROL) {
+                    vec![act::UNEXPECTED]
+                } else {
+                    vec![act::DATA, act::HEADERS, act::SETTINGS, act::GOAWAY, act::ID_ERROR]
+                };
+                assert!(expected.contains(&action), "type {ty:#x}, stream kind {kind}: {action}");
+            }
+        }
+    }
+
     /// What the peer sends on one stream.
     #[derive(Default)]
     struct Incoming {

@@ -268,22 +268,22 @@ impl StreamKind {
 }
 
 /// Bits of [`FRAME_RULES`].
-mod rule {
+pub(crate) mod rule {
     /// Allowed on a control stream.
-    pub(super) const CONTROL: u8 = 1;
+    pub(crate) const CONTROL: u8 = 1;
     /// Allowed on a request stream.
-    pub(super) const REQUEST: u8 = 2;
+    pub(crate) const REQUEST: u8 = 2;
     /// Allowed on a push stream.
-    pub(super) const PUSH: u8 = 4;
+    pub(crate) const PUSH: u8 = 4;
     /// A defined type (HTTP/2-only types have only this bit: allowed nowhere).
-    pub(super) const DEFINED: u8 = 8;
+    pub(crate) const DEFINED: u8 = 8;
     /// Carries an encoded field section (bounded by the caller's limit).
-    pub(super) const FIELD_SECTION: u8 = 16;
+    pub(crate) const FIELD_SECTION: u8 = 16;
 }
 
 /// RFC 9114 §7.2 Table 1 and §7.2.8, by frame type 0x00..=0x0d: where each may appear; 0
 /// for the types with no meaning (reserved or unknown, skipped).
-const FRAME_RULES: [u8; 14] = {
+pub(crate) const FRAME_RULES: [u8; 14] = {
     use rule::{CONTROL, DEFINED, FIELD_SECTION, PUSH, REQUEST};
     [
         REQUEST | PUSH | DEFINED,                 // 0x00 DATA

@@ -290,10 +290,18 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
     pub(crate) unsafe fn write_zeroed(dst: *mut Self, config: RecoveryConfig, cc: C) {
         use core::ptr::addr_of_mut;
         // Checked without a controller: a field's all-zero value depends on its type only.
+        // The pattern names every field (no `..`), so a new field fails to build until it
+        // is either written below or checked to start at zero here.
         crate::connection::init::zeroed!(Core::<()>, |z| matches!(
             z,
             Core {
+                config: _,
+                rtt: _,
                 cc: (),
+                #[cfg(feature = "pacing")]
+                pacer: _,
+                peer_max_ack_delay: _,
+                timer: _,
                 pto_count: 0,
                 first_rtt_sample: None,
                 has_handshake_keys: false,
@@ -303,7 +311,6 @@ impl<T: Copy, C: CongestionController, const NI: usize, const NH: usize, const N
                 app_limited: false,
                 peak_in_flight: 0,
                 probes_pending: 0,
-                ..
             }
         ));
         // SAFETY: the caller's contract; each field written is written once, through its

@@ -392,15 +392,20 @@ impl<const N: usize> ReceivedPackets<N> {
             ranges_zero
                 && matches!(
                     z,
+                    // Every field named (no `..`): a new one fails to build until it
+                    // is written below or checked here.
                     Self {
+                        space: _,
                         largest: None,
                         largest_ack_eliciting: None,
                         unacked_ack_eliciting: 0,
                         deadline: None,
                         unacked: false,
+                        max_ack_delay: _,
+                        ack_eliciting_threshold: _,
                         ecn: [0, 0, 0],
                         unacked_floor: 0,
-                        ..
+                        ranges: _,
                     }
                 )
         });

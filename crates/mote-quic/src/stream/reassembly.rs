@@ -75,7 +75,19 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>, const R: usize> Reassembler<S, R> {
             let empty = z.ranges.is_empty();
             #[cfg(not(feature = "reorder"))]
             let empty = true;
-            empty && matches!(z, Reassembler { buf: (), head: 0, read: 0, contiguous: 0, .. })
+            // Every field named (no `..`): a new one fails to build until it is handled.
+            empty
+                && matches!(
+                    z,
+                    Reassembler {
+                        buf: (),
+                        head: 0,
+                        read: 0,
+                        contiguous: 0,
+                        #[cfg(feature = "reorder")]
+                        ranges: _,
+                    }
+                )
         });
         // SAFETY: the caller's contract.
         unsafe { core::ptr::addr_of_mut!((*dst).buf).write(buf) }
